@@ -1,0 +1,169 @@
+"""Settings: every knob is an `Agent` argument, a `loopwright.toml` key and a `LOOPWRIGHT_*` variable.
+
+Precedence, highest first: explicit argument → environment → `./loopwright.toml` →
+the user's `~/.config/loopwright/loopwright.toml` → defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopwright.errors import ConfigError
+
+ENV_PREFIX = "LOOPWRIGHT_"
+
+
+@dataclass(kw_only=True)
+class Settings:
+    """All configuration of an agent, after merging every source."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api_mode: str | None = None
+    fallbacks: list[Any] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)
+    system_prompt: str | None = None
+    max_turns: int = 90
+    stream: bool = True
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    context_window: int | None = None
+    tool_call_format: str = "native"
+    text_tool_calls: bool = True
+    narration_nudge: bool = True
+    allowed_tool_tags: list[str] | None = None
+    hidden_tools: list[str] = field(default_factory=list)
+    deferred_tools: Any = None  # None | "auto" | "all" | list of names
+    doom_loop_threshold: int = 3
+    max_auto_continues: int = 2
+    rubric: str | None = None
+    max_rubric_rounds: int = 2
+    iteration_budget: int | None = None
+    session_id: str | None = None
+    store: Any = None
+    workdir: str | None = None
+    approve_all: bool = False
+    policy: dict[str, Any] = field(default_factory=dict)
+    hooks: Any = None
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    stream_idle_timeout: float = 120.0
+    request_timeout: float = 600.0
+    retry_attempts: int = 6
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 32.0
+    retry_max_pause: float = 60.0
+    tool_timeout: float | None = None
+    reminders: bool = True
+    compaction: bool = True
+    memory: bool = False
+    recall: bool = False
+    cache_dir: str | None = None
+    data_dir: str | None = None
+
+
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
+
+
+def config_paths(cwd: Path | None = None) -> list[Path]:
+    """Config files in increasing precedence."""
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
+    paths = [home / "loopwright" / "loopwright.toml", (cwd or Path.cwd()) / "loopwright.toml"]
+    if explicit:
+        paths.append(Path(explicit))
+    return paths
+
+
+def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None = None,
+                  environ: dict[str, str] | None = None) -> Settings:
+    """Merge every source into one `Settings`; a bad key or value raises `ConfigError`."""
+    merged: dict[str, Any] = {}
+    for path in config_paths(cwd):
+        if path.is_file():
+            merged.update(_read_toml(path))
+    merged.update(_read_env(os.environ if environ is None else environ))
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            if key not in FIELD_NAMES:
+                raise ConfigError(f"unknown setting {key!r}")
+            merged[key] = value
+    return Settings(**merged)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    table = data.get("loopwright", data)
+    unknown = sorted(set(table) - FIELD_NAMES)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; "
+                          f"known settings are the Agent keyword arguments")
+    return dict(table)
+
+
+def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
+    hints = typing.get_type_hints(Settings)
+    out: dict[str, Any] = {}
+    for name in FIELD_NAMES:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is None or raw == "":
+            continue
+        out[name] = _coerce(name, raw, hints[name])
+    return out
+
+
+def _coerce(name: str, raw: str, hint: Any) -> Any:
+    kinds = _base_types(hint)
+    try:
+        if bool in kinds:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if int in kinds:
+            return int(raw)
+        if float in kinds:
+            return float(raw)
+        if list in kinds or dict in kinds:
+            if raw.lstrip().startswith(("[", "{")):
+                return json.loads(raw)
+            if list in kinds:
+                return [part.strip() for part in raw.split(",") if part.strip()]
+            raise ValueError(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid value for "
+                          f"{name} ({hint})") from exc
+    return raw
+
+
+def _base_types(hint: Any) -> set[Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        kinds: set[Any] = set()
+        for arg in typing.get_args(hint):
+            kinds |= _base_types(arg)
+        return kinds
+    return {origin or hint}
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "loopwright"
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "loopwright"

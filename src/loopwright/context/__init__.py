@@ -1,0 +1,1 @@
+"""Context economy: the system prompt, reminders, token accounting, pruning and compaction."""

@@ -1,0 +1,288 @@
+"""One model behind one endpoint: a call with retries, streaming, and the stream → plain fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from loopwright.endpoints.base import Endpoint, shared_client
+from loopwright.endpoints.retry import RetryPolicy, demanded_pause, is_retryable_status
+from loopwright.errors import (
+    AuthError,
+    ContextOverflowError,
+    EmptyReplyError,
+    ProviderError,
+    RateLimitPauseTooLong,
+    StreamError,
+)
+from loopwright.messages import ModelResponse
+from loopwright.profiles import Profile
+from loopwright.wire.base import ModelRequest, WireFormat
+from loopwright.wire.sse import iter_sse
+from loopwright.wire.stream import DeltaListener, StreamAccumulator
+
+StatusListener = Callable[[str, str, dict[str, Any]], None]
+
+_TRANSPORT_ERRORS = (httpx.TransportError,)
+_OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too many tokens",
+                   "prompt is too long", "context window")
+
+
+@dataclass(kw_only=True)
+class CallListeners:
+    """Who hears about a call while it runs."""
+
+    on_text: DeltaListener | None = None
+    on_reasoning: DeltaListener | None = None
+    on_status: StatusListener | None = None
+
+
+@dataclass(kw_only=True)
+class ModelCallRecord:
+    """One model call as it happened: for audit, replay and cost."""
+
+    endpoint: str
+    model: str
+    mode: str
+    attempts: int
+    latency: float
+    streamed: bool
+    status: int | None = None
+    error: str | None = None
+
+
+@dataclass(kw_only=True)
+class ModelClient:
+    """A model on an endpoint, spoken to in one wire format."""
+
+    endpoint: Endpoint
+    wire: WireFormat
+    model: str
+    profile: Profile = field(default_factory=Profile)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    stream_idle_timeout: float = 120.0
+    request_timeout: float = 600.0
+    on_call: Callable[[ModelCallRecord], None] | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.wire.mode
+
+    @property
+    def label(self) -> str:
+        return f"{self.endpoint.name or self.endpoint.base_url} {self.model} ({self.mode})"
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        stream: bool = True,
+        listeners: CallListeners | None = None,
+    ) -> ModelResponse:
+        """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
+        listeners = listeners or CallListeners()
+        started = time.perf_counter()
+        streaming = stream
+        fell_back = False
+        empty_retried = False
+        attempt = 0
+        last: ProviderError | None = None
+        while attempt < self.retry.attempts:
+            attempt += 1
+            try:
+                if streaming:
+                    response = await self._call_streaming(request, listeners)
+                else:
+                    response = await self._call_plain(request, listeners)
+            except StreamError as exc:
+                last = exc
+                if streaming and not fell_back:
+                    fell_back, streaming = True, False
+                    _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
+                            "streaming", {"attempt": attempt, "fallback": "non_streaming",
+                                          "discard_partial": True})
+                    continue
+                await self._pause_or_raise(exc, attempt, listeners)
+                continue
+            except ProviderError as exc:
+                last = exc
+                if not exc.retryable:
+                    self._record(started, attempt, streaming, exc)
+                    raise
+                await self._pause_or_raise(exc, attempt, listeners)
+                continue
+            if _is_empty(response):
+                if empty_retried:
+                    last = EmptyReplyError("the model returned an empty reply twice")
+                    break
+                empty_retried = True
+                last = EmptyReplyError("the model returned an empty reply")
+                await self._pause_or_raise(last, attempt, listeners, count=False)
+                attempt -= 1  # the empty-reply retry is its own allowance
+                continue
+            self._record(started, attempt, streaming, None)
+            return response
+        assert last is not None
+        self._record(started, attempt, streaming, last)
+        if isinstance(last, EmptyReplyError):
+            raise last
+        raise ProviderError(
+            f"{self.label}: gave up after {attempt} attempts: {last}",
+            status=last.status,
+            body=last.body,
+        ) from last
+
+    async def _pause_or_raise(
+        self, exc: ProviderError, attempt: int, listeners: CallListeners, *, count: bool = True
+    ) -> None:
+        if count and attempt >= self.retry.attempts:
+            return
+        pause = exc.retry_after
+        if pause is not None and pause > self.retry.max_pause:
+            raise RateLimitPauseTooLong(
+                f"{self.label}: the server asked to wait {pause:.0f}s (over the "
+                f"{self.retry.max_pause:.0f}s limit); try again later or use a fallback provider",
+                status=exc.status,
+            ) from exc
+        if pause is None:
+            pause = self.retry.backoff(attempt)
+        _notify(listeners, "retrying", f"{exc}; retrying in {pause:.2f}s",
+                {"attempt": attempt, "delay": pause, "status": exc.status})
+        await asyncio.sleep(pause)
+
+    def _record(self, started: float, attempts: int, streamed: bool, exc: Exception | None) -> None:
+        if self.on_call is None:
+            return
+        self.on_call(ModelCallRecord(
+            endpoint=self.endpoint.base_url, model=self.model, mode=self.mode, attempts=attempts,
+            latency=time.perf_counter() - started, streamed=streamed,
+            status=getattr(exc, "status", None), error=str(exc) if exc else None,
+        ))
+
+    def _headers(self) -> dict[str, str]:
+        return self.endpoint.request_headers()
+
+    async def _call_plain(self, request: ModelRequest, listeners: CallListeners) -> ModelResponse:
+        body = self.wire.build_body(request, stream=False)
+        client = shared_client()
+        try:
+            reply = await client.post(
+                self.endpoint.url(self.wire.path),
+                content=_dumps(body),
+                headers=self._headers(),
+                timeout=httpx.Timeout(15.0, read=self.request_timeout),
+            )
+        except _TRANSPORT_ERRORS as exc:
+            raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
+                                retryable=True) from exc
+        if reply.status_code >= 400:
+            raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
+        try:
+            data = reply.json()
+        except ValueError as exc:
+            raise ProviderError(f"{self.label}: reply is not JSON: {reply.text[:200]!r}",
+                                retryable=True) from exc
+        if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+            raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
+        response = self.wire.parse_body(data)
+        if listeners.on_reasoning and response.message.reasoning:
+            listeners.on_reasoning(response.message.reasoning)
+        if listeners.on_text and response.message.content:
+            listeners.on_text(response.message.content)
+        return response
+
+    async def _call_streaming(
+        self, request: ModelRequest, listeners: CallListeners
+    ) -> ModelResponse:
+        body = self.wire.build_body(request, stream=True)
+        client = shared_client()
+        acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning)
+        parser = self.wire.stream_parser()
+        try:
+            async with client.stream(
+                "POST",
+                self.endpoint.url(self.wire.path),
+                content=_dumps(body),
+                headers=self._headers(),
+                timeout=httpx.Timeout(15.0, read=self.stream_idle_timeout),
+            ) as reply:
+                if reply.status_code >= 400:
+                    text = (await reply.aread()).decode("utf-8", "replace")
+                    raise _http_error(self.label, reply.status_code, text, reply.headers)
+                if "text/event-stream" not in reply.headers.get("content-type", "text/event-stream"):
+                    data = json.loads(await reply.aread())
+                    return self.wire.parse_body(data)  # a server that ignored stream=true
+                async for event, data in iter_sse(reply.aiter_bytes()):
+                    acc.events_seen += 1
+                    try:
+                        parser.feed(event, data, acc)
+                    except (ValueError, KeyError, TypeError) as exc:
+                        raise StreamError(f"{self.label}: malformed stream event: {data[:200]!r}",
+                                          retryable=True) from exc
+                    if parser.finished:
+                        break
+        except httpx.TimeoutException as exc:
+            raise StreamError(f"{self.label}: stream idle for over {self.stream_idle_timeout:g}s",
+                              retryable=True) from exc
+        except _TRANSPORT_ERRORS as exc:
+            if acc.events_seen == 0:
+                raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
+                                    retryable=True) from exc
+            raise StreamError(f"{self.label}: stream cut: {_describe(exc)}", retryable=True) from exc
+        if not parser.finished and acc.finish_reason is None:
+            raise StreamError(f"{self.label}: stream ended before its end marker", retryable=True)
+        return acc.build()
+
+
+def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, Any]) -> None:
+    if listeners.on_status is not None:
+        listeners.on_status(kind, message, data)
+
+
+def _is_empty(response: ModelResponse) -> bool:
+    msg = response.message
+    return not msg.content.strip() and not msg.tool_calls and response.finish_reason != "length"
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+    detail = _error_detail(text)
+    message = f"{label}: HTTP {status}: {detail}"
+    if status in (401, 403):
+        return AuthError(message + " (check the API key for this provider)", status=status,
+                         body=text)
+    if status in (400, 413) and any(h in detail.lower() for h in _OVERFLOW_HINTS):
+        return ContextOverflowError(message, status=status, body=text)
+    return ProviderError(
+        message,
+        status=status,
+        retryable=is_retryable_status(status, text),
+        body=text,
+        retry_after=demanded_pause(headers),
+    )
+
+
+def _error_detail(text: str) -> str:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:300] or "(no body)"
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("type") or err)[:300]
+        return str(err)[:300]
+    return text[:300]

@@ -1,0 +1,79 @@
+"""An ordered chain of model clients: when one fails for good, the conversation moves to the next.
+
+A chain is built per run, so "the active provider" is per run: once a run has fallen back it stays
+on the fallback instead of paying the primary's full retry schedule again every turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from loopwright.endpoints.client import CallListeners, ModelClient
+from loopwright.errors import AuthError, ContextOverflowError, ProviderError
+from loopwright.messages import ModelResponse
+from loopwright.wire.base import ModelRequest
+
+# Called with the failing client after a 401/403; returns a new key, or None to give up on it.
+CredentialRefresher = Callable[[ModelClient], Awaitable[str | None]]
+
+
+@dataclass(kw_only=True)
+class ProviderChain:
+    clients: list[ModelClient]
+    refresh_credentials: CredentialRefresher | None = None
+    active: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.clients:
+            raise ValueError("a provider chain needs at least one client")
+
+    @property
+    def current(self) -> ModelClient:
+        return self.clients[self.active]
+
+    @property
+    def model(self) -> str:
+        return self.current.model
+
+    async def complete(self, request: ModelRequest, *, stream: bool,
+                       listeners: CallListeners) -> ModelResponse:
+        errors: list[str] = []
+        while True:
+            client = self.current
+            try:
+                return await self._complete_with_refresh(client, request, stream, listeners)
+            except ContextOverflowError:
+                raise  # another provider would not fit it either; compaction must act
+            except ProviderError as exc:
+                errors.append(str(exc))
+                if self.active + 1 >= len(self.clients):
+                    if len(errors) == 1:
+                        raise
+                    raise ProviderError("every provider failed: " + " | ".join(errors),
+                                        status=exc.status) from exc
+                self.active += 1
+                if listeners.on_status is not None:
+                    listeners.on_status(
+                        "fallback",
+                        f"{client.label} failed; continuing on {self.current.label}",
+                        {"from": client.label, "to": self.current.label, "error": str(exc)},
+                    )
+
+    async def _complete_with_refresh(self, client: ModelClient, request: ModelRequest,
+                                     stream: bool, listeners: CallListeners) -> ModelResponse:
+        call = dataclasses.replace(request, model=client.model)
+        try:
+            return await client.complete(call, stream=stream, listeners=listeners)
+        except AuthError:
+            if self.refresh_credentials is None:
+                raise
+            key = await self.refresh_credentials(client)
+            if not key:
+                raise
+            client.endpoint.api_key = key
+            if listeners.on_status is not None:
+                listeners.on_status("credentials_refreshed",
+                                    f"{client.label}: credentials refreshed; retrying", {})
+            return await client.complete(call, stream=stream, listeners=listeners)

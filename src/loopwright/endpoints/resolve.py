@@ -1,0 +1,161 @@
+"""From a model string and settings to endpoints: API mode resolution and provider auto-detection.
+
+Mode order: explicit `api_mode` → provider prefix in the model → base-URL heuristic →
+`chat_completions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+import httpx
+
+from loopwright.endpoints.base import Endpoint, normalize_base_url
+from loopwright.errors import ConfigError
+
+API_MODES = ("chat_completions", "responses", "anthropic_messages")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderInfo:
+    name: str
+    base_url: str
+    mode: str
+    key_env: str | None
+    local: bool = False
+
+
+PROVIDERS: dict[str, ProviderInfo] = {
+    "openai": ProviderInfo(name="openai", base_url="https://api.openai.com/v1",
+                           mode="chat_completions", key_env="OPENAI_API_KEY"),
+    "anthropic": ProviderInfo(name="anthropic", base_url="https://api.anthropic.com/v1",
+                              mode="anthropic_messages", key_env="ANTHROPIC_API_KEY"),
+    "openrouter": ProviderInfo(name="openrouter", base_url="https://openrouter.ai/api/v1",
+                               mode="chat_completions", key_env="OPENROUTER_API_KEY"),
+    "ollama": ProviderInfo(name="ollama", base_url="http://127.0.0.1:11434/v1",
+                           mode="chat_completions", key_env=None, local=True),
+    "lmstudio": ProviderInfo(name="lmstudio", base_url="http://127.0.0.1:1234/v1",
+                             mode="chat_completions", key_env=None, local=True),
+    "llamacpp": ProviderInfo(name="llamacpp", base_url="http://127.0.0.1:8080/v1",
+                             mode="chat_completions", key_env=None, local=True),
+    "vllm": ProviderInfo(name="vllm", base_url="http://127.0.0.1:8000/v1",
+                         mode="chat_completions", key_env=None, local=True),
+}
+LOCAL_PROBE_ORDER = ("ollama", "lmstudio", "llamacpp", "vllm")
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "openrouter": "openai/gpt-4o-mini",
+                  "anthropic": "claude-sonnet-4-5"}
+
+
+@dataclass(kw_only=True)
+class Resolved:
+    """Where one model lives and how to talk to it."""
+
+    endpoint: Endpoint
+    mode: str
+    model: str
+    provider: str
+
+
+def split_model(model: str) -> tuple[str | None, str]:
+    """`"anthropic:claude-x"` → ("anthropic", "claude-x"); no known prefix → (None, model)."""
+    prefix, sep, rest = model.partition(":")
+    if sep and prefix.lower() in PROVIDERS and rest:
+        return prefix.lower(), rest
+    return None, model
+
+
+def mode_from_url(base_url: str) -> str | None:
+    url = base_url.lower().rstrip("/")
+    if "anthropic.com" in url or url.endswith("/anthropic") or url.endswith("/anthropic/v1"):
+        return "anthropic_messages"
+    return None
+
+
+def provider_from_url(base_url: str) -> str:
+    url = base_url.lower()
+    for name, info in PROVIDERS.items():
+        host = httpx.URL(info.base_url).host
+        if host in url and not info.local:
+            return name
+    port = httpx.URL(normalize_base_url(base_url)).port
+    for name in LOCAL_PROBE_ORDER:
+        if httpx.URL(PROVIDERS[name].base_url).port == port:
+            return name
+    return "custom"
+
+
+def resolve_model(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_mode: str | None = None,
+    aliases: dict[str, str] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Resolved:
+    """Resolve one model string (possibly an alias or prefixed) to an endpoint and mode."""
+    env = os.environ if environ is None else environ
+    model = (aliases or {}).get(model, model)
+    prefix, name = split_model(model)
+    info = PROVIDERS.get(prefix or "")
+    url = base_url or (info.base_url if info else None) or env.get("LOOPWRIGHT_BASE_URL")
+    if url is None:
+        url = PROVIDERS["openai"].base_url
+        info = info or PROVIDERS["openai"]
+    provider = info.name if info else provider_from_url(url)
+    mode = api_mode or (info.mode if info else None) or mode_from_url(url) or "chat_completions"
+    if mode not in API_MODES:
+        raise ConfigError(f"unknown api_mode {mode!r}: use one of {', '.join(API_MODES)}")
+    key_info = info or PROVIDERS.get(provider)
+    key = api_key or env.get("LOOPWRIGHT_API_KEY") or (
+        env.get(key_info.key_env) if key_info and key_info.key_env else None)
+    endpoint = Endpoint(base_url=url, api_key=key, name=provider,
+                        auth_header="x-api-key" if mode == "anthropic_messages" else "authorization")
+    if mode == "anthropic_messages":
+        endpoint.headers.setdefault("anthropic-version", "2023-06-01")
+    return Resolved(endpoint=endpoint, mode=mode, model=name, provider=provider)
+
+
+async def detect_provider(environ: dict[str, str] | None = None, *,
+                          timeout: float = 0.4) -> tuple[str, str]:
+    """(model, base_url-or-prefix) when the user named no model: env first, then local servers."""
+    env = os.environ if environ is None else environ
+    if env.get("LOOPWRIGHT_BASE_URL"):
+        url = env["LOOPWRIGHT_BASE_URL"]
+        model = env.get("LOOPWRIGHT_MODEL") or await first_served_model(url, timeout) or "default"
+        return model, url
+    for name in ("openai", "openrouter", "anthropic"):
+        key_env = PROVIDERS[name].key_env
+        if key_env and env.get(key_env):
+            return f"{name}:{DEFAULT_MODELS[name]}", PROVIDERS[name].base_url
+    found = await asyncio.gather(*(first_served_model(PROVIDERS[n].base_url, timeout)
+                                   for n in LOCAL_PROBE_ORDER))
+    for name, model in zip(LOCAL_PROBE_ORDER, found, strict=True):
+        if model:
+            return f"{name}:{model}", PROVIDERS[name].base_url
+    ports = ", ".join(f"{n} {httpx.URL(PROVIDERS[n].base_url).port}" for n in LOCAL_PROBE_ORDER)
+    raise ConfigError(
+        "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
+        f"OPENROUTER_API_KEY and ANTHROPIC_API_KEY in the environment, and for local servers "
+        f"({ports}). Set one of those variables, or pass --model and --base-url "
+        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5)."
+    )
+
+
+async def first_served_model(base_url: str, timeout: float) -> str | None:
+    """The first model id a server lists at /models, or None if nothing answers."""
+    url = normalize_base_url(base_url) + "/models"
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            reply = await client.get(url)
+        if reply.status_code != 200:
+            return None
+        data = reply.json().get("data") or reply.json().get("models") or []
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    for item in data:
+        if isinstance(item, dict) and (item.get("id") or item.get("name")):
+            return str(item.get("id") or item.get("name"))
+    return None

@@ -1,0 +1,60 @@
+"""Retry policy: which failures are retried, how long to wait, and when to give up."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+
+import httpx
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+@dataclass(kw_only=True, frozen=True)
+class RetryPolicy:
+    """Exponential backoff: `base_delay` doubling up to `max_delay`, `attempts` tries in all.
+
+    A server-demanded pause (Retry-After / retry-after-ms) is honoured exactly; one longer than
+    `max_pause` is not waited for but surfaces as an error.
+    """
+
+    attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 32.0
+    max_pause: float = 60.0
+    jitter: float = 0.1
+
+    def backoff(self, retry_number: int) -> float:
+        """The pause before retry `retry_number` (1-based), without a server demand."""
+        delay = min(self.base_delay * (2 ** (retry_number - 1)), self.max_delay)
+        if self.jitter:
+            delay *= 1 + random.uniform(-self.jitter, self.jitter)
+        return max(0.0, delay)
+
+
+def is_retryable_status(status: int, body: str = "") -> bool:
+    if status in RETRYABLE_STATUS or status >= 500:
+        return True
+    return "overloaded" in body.lower()
+
+
+def demanded_pause(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked us to wait, from `retry-after-ms` or `Retry-After`."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())

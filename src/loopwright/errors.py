@@ -1,0 +1,63 @@
+"""loopwright's error taxonomy.
+
+What the model did wrong (bad arguments, unknown tool, a tool that raised) is never raised: it
+becomes a tool result and the loop goes on. What the infrastructure did wrong is retried, then raised
+as one of these. Our own bugs propagate unchanged.
+"""
+
+from __future__ import annotations
+
+
+class LoopwrightError(Exception):
+    """Base class of every error loopwright raises on purpose."""
+
+
+class ConfigError(LoopwrightError):
+    """The configuration is wrong or incomplete; the message says what to set."""
+
+
+class ProviderError(LoopwrightError):
+    """A model provider failed after retries (and fallbacks)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        body: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.body = body
+        self.retry_after = retry_after
+
+
+class AuthError(ProviderError):
+    """401/403 from a provider: the key is missing, wrong or lacks access."""
+
+
+class RateLimitPauseTooLong(ProviderError):
+    """The provider demanded a pause longer than we are willing to wait."""
+
+
+class StreamError(ProviderError):
+    """A streamed reply died, stalled past its idle timeout, or was malformed."""
+
+
+class EmptyReplyError(ProviderError):
+    """The model returned neither text nor tool calls."""
+
+
+class ContextOverflowError(ProviderError):
+    """The request does not fit in the model's context window."""
+
+
+class SessionError(LoopwrightError):
+    """A session could not be loaded, locked or written."""
+
+
+class ToolError(LoopwrightError):
+    """Raise inside a tool to return a clean error message to the model (no traceback)."""

@@ -1,0 +1,181 @@
+"""Typed run events: frozen, keyword-only dataclasses unioned in one place, serialised by one function.
+
+Per turn they come in this order: `turn_start`, `text_delta` / `reasoning_delta`, `tool_call`,
+`tool_result`, `status` (any time), `turn_end`; then one terminal event: `done`, `error` or
+`cancelled`. `agent` is empty for the top-level run and the child's id for forwarded sub-agent events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from loopwright.result import RunResult
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnStart:
+    type: Literal["turn_start"] = "turn_start"
+    turn: int
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReasoningDelta:
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    text: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallEvent:
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultEvent:
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    content: str
+    is_error: bool = False
+    duration: float = 0.0
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StatusEvent:
+    """Something the user should know: retrying, falling back, compacting, steering, …"""
+
+    type: Literal["status"] = "status"
+    kind: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnEnd:
+    type: Literal["turn_end"] = "turn_end"
+    turn: int
+    usage: dict[str, int] = field(default_factory=dict)
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DoneEvent:
+    type: Literal["done"] = "done"
+    result: RunResult
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorEvent:
+    type: Literal["error"] = "error"
+    message: str
+    error_type: str = "error"
+    result: RunResult | None = None
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CancelledEvent:
+    type: Literal["cancelled"] = "cancelled"
+    result: RunResult | None = None
+    agent: str = ""
+
+
+Event = (
+    TurnStart
+    | TextDelta
+    | ReasoningDelta
+    | ToolCallEvent
+    | ToolResultEvent
+    | StatusEvent
+    | TurnEnd
+    | DoneEvent
+    | ErrorEvent
+    | CancelledEvent
+)
+
+TERMINAL_TYPES: frozenset[str] = frozenset({"done", "error", "cancelled"})
+
+_BY_TYPE: dict[str, type[Any]] = {
+    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    for cls in (
+        TurnStart,
+        TextDelta,
+        ReasoningDelta,
+        ToolCallEvent,
+        ToolResultEvent,
+        StatusEvent,
+        TurnEnd,
+        DoneEvent,
+        ErrorEvent,
+        CancelledEvent,
+    )
+}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """The JSON form of an event (what `--json`, SSE and the store carry)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if f.name == "result" and value is not None:
+            value = value.to_dict()
+        if f.name == "agent" and not value:
+            continue
+        out[f.name] = value
+    return out
+
+
+def event_to_json(event: Event) -> str:
+    return json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event from its JSON form."""
+    from loopwright.result import RunResult
+
+    cls = _BY_TYPE[data["type"]]
+    kwargs = {k: v for k, v in data.items() if k != "type"}
+    if kwargs.get("result") is not None:
+        kwargs["result"] = RunResult.from_dict(kwargs["result"])
+    event: Event = cls(**kwargs)
+    return event
+
+
+class EventSink:
+    """Where a run's events go: any number of synchronous callbacks, called in order."""
+
+    __slots__ = ("_callbacks", "agent")
+
+    def __init__(self, callbacks: list[Any] | None = None, agent: str = "") -> None:
+        self._callbacks = list(callbacks or [])
+        self.agent = agent
+
+    def add(self, callback: Any) -> None:
+        self._callbacks.append(callback)
+
+    def emit(self, event: Event) -> None:
+        for cb in self._callbacks:
+            cb(event)
+
+    @property
+    def active(self) -> bool:
+        return bool(self._callbacks)

@@ -1,0 +1,438 @@
+"""The agent loop. `drive()` reads top to bottom like the lifecycle in DESIGN §1; each step is a call
+into the module that owns it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright import guards, messages
+from loopwright.endpoints.client import CallListeners
+from loopwright.endpoints.fallback import ProviderChain
+from loopwright.errors import LoopwrightError, ProviderError
+from loopwright.events import (
+    CancelledEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    ReasoningDelta,
+    StatusEvent,
+    TextDelta,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnd,
+    TurnStart,
+)
+from loopwright.messages import Message, ModelResponse, ToolCall, Usage
+from loopwright.plugins import LoopPlugin
+from loopwright.result import RunResult, StopReason
+from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
+from loopwright.tools.execute import ToolExecutor, ToolOutcome
+from loopwright.wire.base import ModelRequest, ToolSpec
+
+
+@dataclass(kw_only=True)
+class LoopSettings:
+    """What one run needs from its agent; fixed for the run."""
+
+    chain: ProviderChain
+    executor: ToolExecutor
+    plugins: list[LoopPlugin] = field(default_factory=list)
+    max_turns: int = 90
+    stream: bool = True
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    doom_loop_threshold: int = 3
+    max_auto_continues: int = 2
+    workdir: Any = None
+    approve: ApprovalGate = _deny_all
+    tool_specs: Callable[[RunState], list[ToolSpec]] | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+# --- the tagged outcome of one turn -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunAgain:
+    pass
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: StopReason
+    error: str | None = None
+
+
+Next = RunAgain | Answer | Stop
+
+
+class RunState:
+    """One run's mutable state. Thread-safe entry points: `steer()` and `cancel()`."""
+
+    def __init__(self, *, settings: LoopSettings, history: list[Message],
+                 emit: Callable[[Event], None], budget: guards.IterationBudget,
+                 session_id: str | None = None, agent_tag: str = "") -> None:
+        self.settings = settings
+        self.history = history
+        self.emit = emit
+        self.budget = budget
+        self.session_id = session_id
+        self.agent_tag = agent_tag
+        self.run_id = uuid.uuid4().hex[:12]
+        self.turn = 0
+        self.usage = Usage()
+        self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
+        self.output_parts: list[str] = []
+        self.auto_continues = 0
+        self.tool_state: dict[str, Any] = {}
+        self.extra_status: list[tuple[str, str, dict[str, Any]]] = []
+        self.final_note: str | None = None  # a one-shot user note for the next request
+        self.cancelled = asyncio.Event()
+        self._steering: deque[str] = deque()
+        self._cancel_requested = False
+        self._inflight: asyncio.Future[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    # -- thread-safe controls --
+
+    def steer(self, text: str) -> None:
+        with self._lock:
+            self._steering.append(text)
+
+    def cancel(self) -> None:
+        self._cancel_requested = True
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._abort_inflight()
+        else:
+            loop.call_soon_threadsafe(self._abort_inflight)
+
+    def _abort_inflight(self) -> None:
+        self.cancelled.set()
+        if self._inflight is not None and not self._inflight.done():
+            self._inflight.cancel()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel_requested
+
+    @property
+    def steering_pending(self) -> bool:
+        return bool(self._steering)
+
+    def drain_steering(self) -> list[str]:
+        with self._lock:
+            items = list(self._steering)
+            self._steering.clear()
+        return items
+
+    # -- helpers used by the loop and plugins --
+
+    def append(self, message: Message) -> None:
+        self.history.append(message)
+        for plugin in self.settings.plugins:
+            plugin.on_message(self, message)
+
+    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+        self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
+
+    async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Await `coro` so that `cancel()` aborts it at once."""
+        task = asyncio.ensure_future(coro)
+        self._inflight = task
+        try:
+            return await task
+        finally:
+            self._inflight = None
+
+    def tool_context(self, call: ToolCall) -> ToolContext:
+        return ToolContext(
+            workdir=self.settings.workdir, session_id=self.session_id, run_id=self.run_id,
+            call_id=call.id, approve=self.settings.approve, cancelled=self.cancelled,
+            state=self.tool_state, emit_status=self.status,
+            services={**self.settings.services, "run": self},
+        )
+
+
+class _Cancelled(Exception):
+    """Internal: the in-flight step was aborted by `cancel()`."""
+
+
+# --- the driver ---------------------------------------------------------------------------------
+
+
+async def drive(run: RunState) -> RunResult:
+    """Run turns until an answer or a stop; always end with exactly one terminal event."""
+    run._loop = asyncio.get_running_loop()
+    plugins = run.settings.plugins
+    try:
+        for plugin in plugins:
+            await plugin.on_run_start(run)
+        while True:
+            step = await _turn_with_events(run)
+            if isinstance(step, RunAgain):
+                continue
+            if isinstance(step, Answer):
+                if run.steering_pending:
+                    continue
+                feedback = await _answer_feedback(run, step.text)
+                if feedback is not None:
+                    run.append(messages.user(feedback))
+                    continue
+                return await _finish(run, "completed", output=step.text)
+            return await _finish(run, step.reason, error=step.error)
+    except _Cancelled:
+        return await _finish(run, "cancelled")
+    except LoopwrightError as exc:
+        return await _finish(run, "error", error=str(exc))
+
+
+async def _answer_feedback(run: RunState, answer: str) -> str | None:
+    for plugin in run.settings.plugins:
+        feedback = await plugin.on_answer(run, answer)
+        if feedback is not None:
+            return feedback
+    return None
+
+
+async def _turn_with_events(run: RunState) -> Next:
+    stop = _check_limits(run)
+    if stop is not None:
+        return stop
+    run.turn += 1
+    run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
+    usage_before = Usage()
+    usage_before.add(run.usage)
+    try:
+        step = await turn(run)
+    finally:
+        turn_usage = _usage_delta(run.usage, usage_before)
+        run.emit(TurnEnd(turn=run.turn, usage=turn_usage.to_dict(), agent=run.agent_tag))
+    return step
+
+
+def _check_limits(run: RunState) -> Stop | None:
+    if run.cancel_requested:
+        raise _Cancelled
+    if run.turn >= run.settings.max_turns:
+        return Stop("max_turns", f"reached max_turns ({run.settings.max_turns})")
+    return None
+
+
+async def turn(run: RunState) -> Next:
+    """One model call and the tools it asks for."""
+    s = run.settings
+    if not run.budget.consume():  # 1 budget; the last call is a tool-less summary
+        return await _budget_summary(run)
+    _drain_steering(run)  # 2
+    last_round = run.turn >= s.max_turns
+    request = ModelRequest(  # 3, 4
+        model=s.chain.model,
+        messages=messages.sanitize(run.history),
+        tools=s.tool_specs(run) if s.tool_specs else [],
+        max_tokens=s.max_tokens,
+        temperature=s.temperature,
+        reasoning_effort=s.reasoning_effort,
+    )
+    if last_round:
+        request.messages.append(messages.user(guards.LAST_ROUND_NOTE))
+    for plugin in s.plugins:  # 5, 6: reminders, pruning, compaction, catalogue, prompt format
+        await plugin.before_model(run, request)
+    response = await _call_model(run, request)  # 7
+    for plugin in s.plugins:  # 8: tool calls written as text, …
+        await plugin.after_model(run, response)
+    reply = response.message
+    run.append(reply)
+    if not reply.tool_calls:  # 12
+        return _answer_or_continue(run, response)
+    if last_round:
+        _close_calls(run, reply.tool_calls, "Not run: the turn limit was reached.")
+        return Stop("max_turns", f"reached max_turns ({s.max_turns})")
+    intercepted, stop = _doom_loop_check(run, reply.tool_calls)  # 9
+    outcomes = await _execute(run, reply.tool_calls, intercepted,
+                              truncated=response.finish_reason == "length")  # 10
+    _append_results(run, outcomes)  # 11
+    if stop:
+        return Stop("loop_detected", "the same tool call was repeated after a warning")
+    return RunAgain()
+
+
+def _drain_steering(run: RunState) -> None:
+    for text in run.drain_steering():
+        run.status("steering", f"steering message added: {text[:80]}", {"text": text})
+        run.append(messages.user(text))
+
+
+async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
+    def on_text(delta: str) -> None:
+        run.emit(TextDelta(text=delta, agent=run.agent_tag))
+
+    def on_reasoning(delta: str) -> None:
+        run.emit(ReasoningDelta(text=delta, agent=run.agent_tag))
+
+    text_listener = on_text
+    for plugin in run.settings.plugins:
+        text_listener = plugin.text_filter(run, text_listener)
+    listeners = CallListeners(on_text=text_listener, on_reasoning=on_reasoning,
+                              on_status=run.status)
+    try:
+        response: ModelResponse = await run.interruptible(
+            run.settings.chain.complete(request, stream=run.settings.stream, listeners=listeners)
+        )
+    except asyncio.CancelledError:
+        if run.cancel_requested:
+            raise _Cancelled from None
+        raise
+    run.usage.add(response.usage)
+    return response
+
+
+def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
+    text = response.message.content
+    run.output_parts.append(text)
+    if response.finish_reason == "length" and run.auto_continues < run.settings.max_auto_continues:
+        run.auto_continues += 1
+        run.status("auto_continue", "reply cut by the output-token limit; asking to continue",
+                   {"continuation": run.auto_continues})
+        run.append(messages.user(guards.CONTINUE_NOTE))
+        return RunAgain()
+    answer = "".join(run.output_parts)
+    run.output_parts.clear()
+    run.auto_continues = 0
+    return Answer(answer)
+
+
+def _doom_loop_check(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str], bool]:
+    intercepted: dict[str, str] = {}
+    stop = False
+    for call in calls:
+        verdict = run.doom.check(call)
+        if verdict == "ok":
+            continue
+        intercepted[call.id] = run.doom.guidance(call)
+        if verdict == "stop":
+            stop = True
+        else:
+            run.status("loop_detected", f"identical call to {call.name} repeated; intercepted",
+                       {"tool": call.name})
+    return intercepted, stop
+
+
+async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
+                   truncated: bool) -> list[ToolOutcome]:
+    tag = run.agent_tag
+
+    def on_call(call: ToolCall, arguments: dict[str, Any] | str) -> None:
+        run.emit(ToolCallEvent(id=call.id, name=call.name, arguments=arguments, agent=tag))
+
+    def on_outcome(outcome: ToolOutcome) -> None:
+        run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
+                                 content=outcome.content, is_error=outcome.is_error,
+                                 duration=round(outcome.duration, 6), agent=tag))
+
+    batch = run.settings.executor.run_batch(
+        calls, run.tool_context, truncated=truncated, intercepted=intercepted,
+        on_call=on_call, on_outcome=on_outcome)
+    try:
+        outcomes: list[ToolOutcome] = await run.interruptible(batch)
+    except asyncio.CancelledError:
+        if run.cancel_requested:
+            _close_calls(run, calls, "Error: cancelled by the user before this call finished.")
+            raise _Cancelled from None
+        raise
+    return outcomes
+
+
+def _append_results(run: RunState, outcomes: list[ToolOutcome]) -> None:
+    warning = run.budget.take_warning()
+    for n, outcome in enumerate(outcomes):
+        content = outcome.content
+        if warning and n == len(outcomes) - 1:
+            content = f"{content}\n\n{warning}"
+            run.status("budget_warning", warning)
+        run.append(messages.tool_result(outcome.call, content, is_error=outcome.is_error))
+
+
+def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:
+    """Give calls that will never run a result, so the history stays valid and resumable."""
+    answered = {m.tool_call_id for m in run.history[-len(calls) - 1:] if m.role == "tool"}
+    for call in calls:
+        if call.id not in answered:
+            run.append(messages.tool_result(call, text, is_error=True))
+
+
+async def _budget_summary(run: RunState) -> Stop:
+    run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
+    request = ModelRequest(
+        model=run.settings.chain.model,
+        messages=[*messages.sanitize(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        max_tokens=run.settings.max_tokens,
+        temperature=run.settings.temperature,
+    )
+    try:
+        response = await _call_model(run, request)
+    except ProviderError as exc:
+        return Stop("budget_exhausted", f"iteration budget exhausted; summary failed: {exc}")
+    reply = messages.assistant(response.message.content)  # any tool calls are ignored
+    run.append(reply)
+    run.output_parts.append(reply.content)
+    return Stop("budget_exhausted", None)
+
+
+async def _finish(run: RunState, reason: StopReason, *, output: str | None = None,
+                  error: str | None = None) -> RunResult:
+    if output is None:
+        output = "".join(run.output_parts) or _last_assistant_text(run.history)
+    result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
+                       usage=run.usage, session_id=run.session_id, error=error)
+    for plugin in run.settings.plugins:
+        try:
+            await plugin.on_run_end(run, result)
+        except Exception as exc:  # a plugin must not turn a finished run into a crash
+            run.status("plugin_error", f"{type(plugin).__name__}.on_run_end failed: {exc}")
+    tag = run.agent_tag
+    if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected"):
+        run.emit(DoneEvent(result=result, agent=tag))
+    elif reason == "cancelled":
+        run.emit(CancelledEvent(result=result, agent=tag))
+    else:
+        run.emit(ErrorEvent(message=error or "run failed", error_type=reason, result=result,
+                            agent=tag))
+    return result
+
+
+def _last_assistant_text(history: list[Message]) -> str:
+    for msg in reversed(history):
+        if msg.role == "assistant" and msg.content:
+            return msg.content
+    return ""
+
+
+def _usage_delta(now: Usage, before: Usage) -> Usage:
+    return Usage(
+        input_tokens=now.input_tokens - before.input_tokens,
+        output_tokens=now.output_tokens - before.output_tokens,
+        cache_read_tokens=now.cache_read_tokens - before.cache_read_tokens,
+        cache_write_tokens=now.cache_write_tokens - before.cache_write_tokens,
+        reasoning_tokens=now.reasoning_tokens - before.reasoning_tokens,
+        requests=now.requests - before.requests,
+    )

@@ -1,0 +1,269 @@
+"""The one vendor-neutral message model, and the history rules enforced before every call.
+
+Every wire adapter converts to and from these types; nothing else knows a wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["tool_calls", "end_turn", "length", "content_filter"]
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCall:
+    """A call the model asked for. `arguments` is the raw JSON text as the model produced it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(kw_only=True, slots=True)
+class Message:
+    """One entry of a conversation.
+
+    `provider_data` keeps wire-specific blocks that must be sent back unchanged on later turns
+    (Anthropic thinking signatures, Responses reasoning items), keyed by API mode.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    is_error: bool = False
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    # wire-format dicts already built for this message, by API mode; messages in a history are
+    # never mutated (changes make new messages), so this is safe and keeps turns flat-cost.
+    wire_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The internal JSON form (used by export, storage and events)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        if self.is_error:
+            out["is_error"] = True
+        if self.provider_data:
+            out["provider_data"] = self.provider_data
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            tool_calls=[ToolCall(**c) for c in data.get("tool_calls") or []],
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            reasoning=data.get("reasoning"),
+            is_error=bool(data.get("is_error", False)),
+            provider_data=dict(data.get("provider_data") or {}),
+        )
+
+
+def system(text: str) -> Message:
+    return Message(role="system", content=text)
+
+
+def user(text: str) -> Message:
+    return Message(role="user", content=text)
+
+
+def assistant(text: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
+    return Message(role="assistant", content=text, tool_calls=list(tool_calls or []))
+
+
+def tool_result(call: ToolCall, content: str, *, is_error: bool = False) -> Message:
+    return Message(
+        role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error
+    )
+
+
+@dataclass(kw_only=True, slots=True)
+class Usage:
+    """Token counts. `None`-free: unknown counts are 0."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+        self.requests += other.requests
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "requests": self.requests,
+        }
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelResponse:
+    """One normalised model reply."""
+
+    message: Message
+    finish_reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    raw: Any = None
+
+
+# --- history rules ----------------------------------------------------------------------------
+
+INTERRUPTED_RESULT = "Error: this tool call did not complete (the run was interrupted)."
+
+
+def sanitize(history: list[Message]) -> list[Message]:
+    """Return a history that every provider accepts.
+
+    - a tool call with no result is dropped from its assistant message (an assistant message left
+      empty is dropped too);
+    - a tool result whose call is not in the preceding assistant message is removed;
+    - duplicate results for one call keep the first;
+    - after the system message, user and assistant alternate: consecutive user messages are merged,
+      consecutive assistant messages (without tool calls) are merged.
+
+    The input list is not modified; unchanged messages are reused, not copied.
+    """
+    out: list[Message] = []
+    i, n = 0, len(history)
+    while i < n:
+        msg = history[i]
+        if msg.role == "assistant" and msg.tool_calls:
+            j = i + 1
+            results: list[Message] = []
+            while j < n and history[j].role == "tool":
+                results.append(history[j])
+                j += 1
+            call_ids = {c.id for c in msg.tool_calls}
+            seen: set[str] = set()
+            kept_results: list[Message] = []
+            for r in results:
+                if r.tool_call_id in call_ids and r.tool_call_id not in seen:
+                    seen.add(r.tool_call_id)  # type: ignore[arg-type]
+                    kept_results.append(r)
+            kept_calls = [c for c in msg.tool_calls if c.id in seen]
+            if len(kept_calls) != len(msg.tool_calls):
+                msg = _replace_calls(msg, kept_calls)
+            if msg.tool_calls or msg.content or msg.reasoning:
+                _append(out, msg)
+            # results keep the order of the calls so every wire format pairs them correctly
+            order = {c.id: k for k, c in enumerate(kept_calls)}
+            kept_results.sort(key=lambda r: order[r.tool_call_id or ""])
+            out.extend(kept_results)
+            i = j
+            continue
+        if msg.role == "tool":
+            i += 1  # orphan result: its call is not right before it
+            continue
+        _append(out, msg)
+        i += 1
+    return out
+
+
+def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:
+    return Message(
+        role=msg.role,
+        content=msg.content,
+        tool_calls=calls,
+        reasoning=msg.reasoning,
+        # provider blocks describe the original calls; they cannot be sent back once calls drop
+        provider_data={} if calls != msg.tool_calls else msg.provider_data,
+    )
+
+
+def _append(out: list[Message], msg: Message) -> None:
+    if not out:
+        out.append(msg)
+        return
+    prev = out[-1]
+    if msg.role == "system" and prev.role != "system":
+        # a late system message is kept as a user note, so alternation holds
+        msg = Message(role="user", content=msg.content)
+    if msg.role == prev.role and msg.role == "user":
+        out[-1] = Message(role="user", content=_join(prev.content, msg.content))
+        return
+    if (
+        msg.role == prev.role == "assistant"
+        and not prev.tool_calls
+        and not prev.provider_data
+        and not msg.provider_data
+    ):
+        out[-1] = Message(
+            role="assistant",
+            content=_join(prev.content, msg.content),
+            tool_calls=msg.tool_calls,
+            reasoning=_join(prev.reasoning or "", msg.reasoning or "") or None,
+        )
+        return
+    out.append(msg)
+
+
+def _join(a: str, b: str) -> str:
+    if not a:
+        return b
+    if not b:
+        return a
+    return f"{a}\n\n{b}"
+
+
+def close_interrupted_calls(history: list[Message]) -> list[Message]:
+    """Give every tool call without a result an error result (used when resuming a crashed run)."""
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+
+    def flush() -> None:
+        for call in pending:
+            if call.id not in answered:
+                out.append(tool_result(call, INTERRUPTED_RESULT, is_error=True))
+        pending.clear()
+        answered.clear()
+
+    for msg in history:
+        if msg.role == "tool":
+            if msg.tool_call_id:
+                answered.add(msg.tool_call_id)
+            out.append(msg)
+            continue
+        flush()
+        out.append(msg)
+        if msg.role == "assistant" and msg.tool_calls:
+            pending.extend(msg.tool_calls)
+    flush()
+    return out
+
+
+def messages_to_jsonl(history: list[Message]) -> str:
+    return "".join(json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in history)

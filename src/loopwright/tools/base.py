@@ -1,0 +1,306 @@
+"""The tool model: a function, its JSON schema and what the loop needs to know to run it safely."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+import pydantic
+
+from loopwright.wire.base import ToolSpec
+
+ApprovalGate = Callable[[str, str], Awaitable[bool]]
+StatusEmitter = Callable[[str, str, dict[str, Any]], None]
+
+
+async def _deny_all(action: str, detail: str) -> bool:
+    return False
+
+
+@dataclass(kw_only=True)
+class ToolContext:
+    """What a tool may ask of the run that called it. Injected into a `ctx: ToolContext` parameter."""
+
+    workdir: Path = field(default_factory=Path.cwd)
+    session_id: str | None = None
+    run_id: str = ""
+    call_id: str = ""
+    approve: ApprovalGate = _deny_all
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
+    emit_status: StatusEmitter | None = None
+    services: dict[str, Any] = field(default_factory=dict)  # agent, store, memory… by name
+
+    def status(self, kind: str, message: str, **data: Any) -> None:
+        if self.emit_status is not None:
+            self.emit_status(kind, message, data)
+
+
+ToolFunction = Callable[..., Any]
+
+
+@dataclass(kw_only=True, eq=False)
+class Tool:
+    """A callable the model may use.
+
+    `read_only` tools may run concurrently with each other; `interactive` tools (they ask the user)
+    force the whole batch to run sequentially. `deferred` tools are registered but only advertised
+    after `tool_search` finds them. `core` tools are never deferred.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    function: ToolFunction
+    read_only: bool = False
+    interactive: bool = False
+    tags: frozenset[str] = frozenset()
+    deferred: bool = False
+    core: bool = False
+    timeout: float | None = None
+    arguments_model: type[pydantic.BaseModel] | None = None
+    takes_context: bool = False
+    raw_arguments: bool = False  # function(arguments: dict, ctx) rather than keyword arguments
+
+    def spec(self, *, strict: bool = False) -> ToolSpec:
+        if strict:
+            from loopwright.tools.schema import strict_schema
+
+            return ToolSpec(name=self.name, description=self.description,
+                            parameters=strict_schema(self.parameters), strict=True)
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Check arguments against the schema; raises `pydantic.ValidationError` or `ValueError`."""
+        if self.arguments_model is not None:
+            model = self.arguments_model.model_validate(arguments)
+            return {name: getattr(model, name) for name in type(model).model_fields}
+        from loopwright.tools.schema import check_against_schema
+
+        check_against_schema(arguments, self.parameters)
+        return arguments
+
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the function with validated arguments (sync functions in a worker thread)."""
+        if self.raw_arguments:
+            call_args: tuple[Any, ...] = (arguments, ctx)
+            kwargs: dict[str, Any] = {}
+        else:
+            call_args = ()
+            kwargs = dict(arguments)
+            if self.takes_context:
+                kwargs["ctx"] = ctx
+        if inspect.iscoroutinefunction(self.function):
+            return await self.function(*call_args, **kwargs)
+        result = await asyncio.to_thread(functools.partial(self.function, *call_args, **kwargs))
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    interactive: bool = False,
+    tags: typing.Iterable[str] = (),
+    deferred: bool = False,
+    core: bool = False,
+    timeout: float | None = None,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    function: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    interactive: bool = False,
+    tags: typing.Iterable[str] = (),
+    deferred: bool = False,
+    core: bool = False,
+    timeout: float | None = None,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
+
+    Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
+    `Annotated[int, "the count"]` or from the docstring's `Args:` section.
+    """
+
+    def build(fn: ToolFunction) -> Tool:
+        return tool_from_function(
+            fn, name=name, description=description, read_only=read_only,
+            interactive=interactive, tags=tags, deferred=deferred, core=core, timeout=timeout,
+        )
+
+    if function is not None:
+        return build(function)
+    return build
+
+
+def tool_from_function(
+    fn: ToolFunction,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    interactive: bool = False,
+    tags: typing.Iterable[str] = (),
+    deferred: bool = False,
+    core: bool = False,
+    timeout: float | None = None,
+) -> Tool:
+    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    model, takes_context = arguments_model_for(fn, param_docs)
+    return Tool(
+        name=name or fn.__name__,
+        description=description or summary or fn.__name__.replace("_", " "),
+        parameters=clean_schema(model.model_json_schema()),
+        function=fn,
+        read_only=read_only,
+        interactive=interactive,
+        tags=frozenset(tags),
+        deferred=deferred,
+        core=core,
+        timeout=timeout,
+        arguments_model=model,
+        takes_context=takes_context,
+    )
+
+
+def arguments_model_for(
+    fn: ToolFunction, param_docs: dict[str, str]
+) -> tuple[type[pydantic.BaseModel], bool]:
+    """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`)."""
+    signature = inspect.signature(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    takes_context = False
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, Any)
+        if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
+            takes_context = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation, doc = _split_annotated(annotation)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (
+            annotation,
+            pydantic.Field(default, description=doc or param_docs.get(param.name)),
+        )
+    model = pydantic.create_model(  # type: ignore[call-overload]
+        f"{fn.__name__}_arguments",
+        __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+    return model, takes_context
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext or (
+        isinstance(annotation, str) and annotation.endswith("ToolContext")
+    )
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
+    """`Annotated[int, "desc"]` → (Annotated[int] minus the string, "desc")."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return annotation, None
+    base, *extras = typing.get_args(annotation)
+    doc = next((e for e in extras if isinstance(e, str)), None)
+    rest = [e for e in extras if not isinstance(e, str)]
+    if rest:
+        return typing.Annotated[(base, *rest)], doc  # type: ignore[return-value]
+    return base, doc
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?):\s*$")
+_PARAM_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """(description, {param: description}) from a Google-, NumPy-lite- or Sphinx-style docstring."""
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        header = _SECTION.match(stripped)
+        if header:
+            section, current = header.group(1).lower(), None
+            continue
+        sphinx = _SPHINX_PARAM.match(stripped)
+        if sphinx:
+            current = sphinx.group(1)
+            params[current] = sphinx.group(2).strip()
+            section = "sphinx"
+            continue
+        if stripped.startswith(":"):
+            section, current = "sphinx-other", None
+            continue
+        if section in ("args", "arguments", "parameters", "params"):
+            match = _PARAM_LINE.match(line)
+            if match and (not line.startswith(" " * 8) or current is None):
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(2).strip()
+            elif current and stripped:
+                params[current] = f"{params[current]} {stripped}".strip()
+            continue
+        if section is None:
+            description.append(line)
+        elif section == "sphinx" and current and stripped:
+            params[current] = f"{params[current]} {stripped}".strip()
+    return "\n".join(description).strip(), params
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing."""
+
+    def walk(node: Any, *, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: walk(value, in_properties=key == "properties" and not in_properties)
+                for key, value in node.items()
+                if not (key == "title" and not in_properties and isinstance(value, str))
+            }
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = walk(schema)
+    cleaned.setdefault("type", "object")
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def render_result(value: Any) -> str:
+    """A tool's return value as the text the model reads."""
+    if isinstance(value, str):
+        return value if value else "(no output)"
+    if value is None:
+        return "(no output)"
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)

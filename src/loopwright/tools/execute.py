@@ -1,0 +1,215 @@
+"""Run one batch of tool calls: resolve, parse and validate arguments, gate, run, bound, record.
+
+Calls run concurrently only when every call in the batch is read-only and none is interactive;
+results always come back in call order. Nothing a tool does can crash the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pydantic
+
+from loopwright.errors import ToolError
+from loopwright.messages import ToolCall
+from loopwright.tools.arguments import (
+    ArgumentsError,
+    arguments_error_message,
+    describe_validation_error,
+    is_complete_json,
+    parse_arguments,
+    truncated_call_message,
+)
+from loopwright.tools.base import Tool, ToolContext, render_result
+from loopwright.tools.registry import ToolRegistry
+
+
+@dataclass(kw_only=True)
+class PreparedCall:
+    """A call whose tool was found and whose arguments validated."""
+
+    call: ToolCall
+    tool: Tool
+    arguments: dict[str, Any]
+
+
+@dataclass(kw_only=True)
+class ToolOutcome:
+    """What one call produced, as the model will read it."""
+
+    call: ToolCall
+    content: str
+    is_error: bool = False
+    duration: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)  # extra facts for events and audit
+
+
+@dataclass(kw_only=True, frozen=True)
+class GateDecision:
+    """A gate's verdict on a call: deny with a reason, or allow (optionally with new arguments)."""
+
+    allow: bool
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+
+
+class ToolGate(Protocol):
+    """Runs before a tool (hooks, policy, approval). `None` means no objection."""
+
+    async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None: ...
+
+
+class ResultFilter(Protocol):
+    """Runs after a tool (output bounding, hooks); may replace the outcome."""
+
+    async def __call__(self, prepared: PreparedCall | None, outcome: ToolOutcome,
+                       ctx: ToolContext) -> ToolOutcome: ...
+
+
+CallObserver = Callable[[ToolCall, dict[str, Any] | str], None]
+OutcomeObserver = Callable[[ToolOutcome], None]
+
+
+@dataclass(kw_only=True)
+class ToolExecutor:
+    """Executes batches against a registry with gates before and filters after each call."""
+
+    registry: ToolRegistry
+    gates: list[ToolGate] = field(default_factory=list)
+    filters: list[ResultFilter] = field(default_factory=list)
+    default_timeout: float | None = None
+    resolver: Callable[[str], Tool | None] | None = None  # overrides registry lookup (tool_search)
+
+    async def run_batch(
+        self,
+        calls: Sequence[ToolCall],
+        ctx_for: Callable[[ToolCall], ToolContext],
+        *,
+        truncated: bool = False,
+        intercepted: dict[str, str] | None = None,
+        on_call: CallObserver | None = None,
+        on_outcome: OutcomeObserver | None = None,
+    ) -> list[ToolOutcome]:
+        """Run `calls`; `intercepted` maps call ids to an error the guard already decided on."""
+        intercepted = intercepted or {}
+        prepared: list[PreparedCall | ToolOutcome] = []
+        for call in calls:
+            item = self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id))
+            if on_call is not None:
+                on_call(call, item.arguments if isinstance(item, PreparedCall) else call.arguments)
+            prepared.append(item)
+        runnable = [p for p in prepared if isinstance(p, PreparedCall)]
+        concurrent = len(runnable) > 1 and all(
+            p.tool.read_only and not p.tool.interactive for p in runnable
+        )
+
+        async def finish(item: PreparedCall | ToolOutcome) -> ToolOutcome:
+            if isinstance(item, PreparedCall):
+                outcome = await self._run_one(item, ctx_for(item.call))
+            else:
+                outcome = await self._filter(None, item, ctx_for(item.call))
+            if on_outcome is not None:
+                on_outcome(outcome)
+            return outcome
+
+        if concurrent:
+            return list(await asyncio.gather(*(finish(p) for p in prepared)))
+        results = []
+        for item in prepared:
+            results.append(await finish(item))
+        return results
+
+    def _lookup(self, name: str) -> Tool | None:
+        if self.resolver is not None:
+            return self.resolver(name)
+        return self.registry.get(name)
+
+    def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None
+                 ) -> PreparedCall | ToolOutcome:
+        if blocked is not None:
+            return ToolOutcome(call=call, content=blocked, is_error=True,
+                               data={"intercepted": True})
+        found = self._lookup(call.name)
+        if found is None:
+            names = ", ".join(self.registry.suggest(call.name)) or "(none)"
+            return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True}, content=(
+                f"Error: there is no tool named {call.name!r}. Tools you can call: {names}."))
+        if truncated and not is_complete_json(call.arguments):
+            return ToolOutcome(call=call, content=truncated_call_message(call.name),
+                               is_error=True, data={"truncated": True})
+        try:
+            raw = parse_arguments(call.arguments).value
+            arguments = found.validate(raw)
+        except ArgumentsError as exc:
+            return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
+                               content=arguments_error_message(call.name, str(exc),
+                                                               found.parameters))
+        except (pydantic.ValidationError, ValueError) as exc:
+            return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
+                               content=arguments_error_message(
+                                   call.name, describe_validation_error(exc), found.parameters))
+        return PreparedCall(call=call, tool=found, arguments=arguments)
+
+    async def _run_one(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
+        started = time.perf_counter()
+        for gate in self.gates:
+            decision = await gate(prepared, ctx)
+            if decision is None:
+                continue
+            if not decision.allow:
+                outcome = ToolOutcome(
+                    call=prepared.call, is_error=True, data={"denied": True,
+                                                              "reason": decision.reason},
+                    content=f"Error: the call to {prepared.tool.name!r} was denied: "
+                            f"{decision.reason or 'not allowed'}. Do not retry it as is.")
+                return await self._filter(prepared, outcome, ctx)
+            if decision.arguments is not None:
+                prepared = PreparedCall(call=prepared.call, tool=prepared.tool,
+                                        arguments=decision.arguments)
+        outcome = await self._invoke(prepared, ctx)
+        outcome.duration = time.perf_counter() - started
+        return await self._filter(prepared, outcome, ctx)
+
+    async def _invoke(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
+        tool = prepared.tool
+        timeout = tool.timeout or self.default_timeout
+        try:
+            value = await _with_timeout(tool.invoke(prepared.arguments, ctx), timeout)
+        except ToolError as exc:
+            return ToolOutcome(call=prepared.call, content=f"Error: {exc}", is_error=True)
+        except TimeoutError:
+            return ToolOutcome(call=prepared.call, is_error=True, data={"timeout": True},
+                               content=f"Error: {tool.name!r} timed out after {timeout:g}s.")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolOutcome(call=prepared.call, is_error=True, data={
+                "exception": type(exc).__name__, "traceback": traceback.format_exc(limit=5)},
+                content=f"Error: {tool.name!r} raised {type(exc).__name__}: {exc}")
+        return ToolOutcome(call=prepared.call, content=render_result(value))
+
+    async def _filter(self, prepared: PreparedCall | None, outcome: ToolOutcome,
+                      ctx: ToolContext) -> ToolOutcome:
+        for result_filter in self.filters:
+            outcome = await result_filter(prepared, outcome, ctx)
+        return outcome
+
+
+async def _with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
+    if timeout is None:
+        return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+def arguments_for_event(raw: str) -> dict[str, Any] | str:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw
+    return value if isinstance(value, dict) else raw

@@ -1,0 +1,76 @@
+"""What every wire-format adapter takes and gives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loopwright.messages import Message, ModelResponse
+from loopwright.wire.stream import StreamAccumulator
+
+# Splits the system prompt into a static, cacheable prefix and a per-run part. Adapters that cache
+# (Anthropic) split on it; the others remove it.
+CACHE_BOUNDARY = "\n<!-- loopwright:cache-boundary -->\n"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolSpec:
+    """A tool as advertised to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = False
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelRequest:
+    """One call to a model, in internal form. `messages` is already sanitised."""
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+class StreamParser(Protocol):
+    """Consumes one SSE event at a time and feeds the shared accumulator."""
+
+    def feed(self, event: str | None, data: str, acc: StreamAccumulator) -> None: ...
+
+    @property
+    def finished(self) -> bool:
+        """True once the stream's own end marker arrived ([DONE], message_stop, …)."""
+        ...
+
+
+class WireFormat(Protocol):
+    """A JSON-shape adapter for one API mode."""
+
+    mode: str
+    path: str  # relative to the base URL that ends in /v1, e.g. "/chat/completions"
+
+    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]: ...
+
+    def parse_body(self, body: dict[str, Any]) -> ModelResponse: ...
+
+    def stream_parser(self) -> StreamParser: ...
+
+
+def split_system(text: str) -> tuple[str, str]:
+    """(static prefix, per-run part) of a system prompt."""
+    head, sep, tail = text.partition(CACHE_BOUNDARY)
+    if not sep:
+        return text, ""
+    return head, tail
+
+
+def strip_boundary(text: str) -> str:
+    if CACHE_BOUNDARY not in text:
+        return text
+    head, tail = split_system(text)
+    return f"{head}\n\n{tail}" if tail else head

@@ -1,0 +1,198 @@
+"""OpenAI Chat Completions: OpenAI, OpenRouter, Ollama, llama.cpp, LM Studio, vLLM and friends."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
+from loopwright.wire.base import ModelRequest, ToolSpec, strip_boundary
+from loopwright.wire.stream import StreamAccumulator
+
+MODE = "chat_completions"
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "end_turn": "end_turn",
+    "eos": "end_turn",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+}
+
+
+def message_to_wire(msg: Message) -> dict[str, Any]:
+    cached = msg.wire_cache.get(MODE)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out: dict[str, Any]
+    if msg.role == "tool":
+        out = {"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content}
+    elif msg.role == "assistant":
+        out = {"role": "assistant", "content": msg.content or None}
+        if msg.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in msg.tool_calls
+            ]
+        elif not msg.content:
+            out["content"] = ""
+    elif msg.role == "system":
+        out = {"role": "system", "content": strip_boundary(msg.content)}
+    else:
+        out = {"role": msg.role, "content": msg.content}
+    msg.wire_cache[MODE] = out
+    return out
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+    }
+    if spec.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def usage_from_wire(data: dict[str, Any] | None) -> Usage:
+    if not data:
+        return Usage(requests=1)
+    prompt_details = data.get("prompt_tokens_details") or {}
+    completion_details = data.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        cache_read_tokens=int(prompt_details.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        requests=1,
+    )
+
+
+def _reasoning_of(obj: dict[str, Any]) -> str | None:
+    # DeepSeek / vLLM / llama.cpp use reasoning_content; OpenRouter and Ollama use reasoning
+    value = obj.get("reasoning_content") or obj.get("reasoning")
+    return value if isinstance(value, str) and value else None
+
+
+class ChatCompletionsFormat:
+    """JSON shapes of `/chat/completions`."""
+
+    mode = MODE
+    path = "/chat/completions"
+
+    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": [message_to_wire(m) for m in request.messages],
+        }
+        if request.tools:
+            body["tools"] = [tool_to_wire(t) for t in request.tools]
+            if request.tool_choice:
+                body["tool_choice"] = request.tool_choice
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.reasoning_effort:
+            body["reasoning_effort"] = request.reasoning_effort
+        if request.extra_body:
+            body.update(request.extra_body)
+        return body
+
+    def parse_body(self, body: dict[str, Any]) -> ModelResponse:
+        choices = body.get("choices") or []
+        choice = choices[0] if choices else {}
+        wire_msg = choice.get("message") or {}
+        calls = [
+            ToolCall(
+                id=c.get("id") or "",
+                name=(c.get("function") or {}).get("name") or "",
+                arguments=(c.get("function") or {}).get("arguments") or "{}",
+            )
+            for c in wire_msg.get("tool_calls") or []
+        ]
+        acc = StreamAccumulator()
+        for n, call in enumerate(calls):
+            acc.tool_call_delta(n, id=call.id, name=call.name, arguments=call.arguments)
+        acc.text(wire_msg.get("content") or "")
+        acc.reasoning(_reasoning_of(wire_msg) or "")
+        acc.finish_reason = FINISH_REASONS.get(choice.get("finish_reason") or "")
+        acc.usage = usage_from_wire(body.get("usage"))
+        acc.model = body.get("model") or ""
+        return acc.build()
+
+    def stream_parser(self) -> ChatCompletionsStreamParser:
+        return ChatCompletionsStreamParser()
+
+
+class ChatCompletionsStreamParser:
+    """Feeds `chat.completion.chunk` events into the accumulator."""
+
+    def __init__(self) -> None:
+        self.finished = False
+        # index -> accumulator key; a server that reuses index 0 for a second call with a new id
+        # (seen with some local servers) gets a fresh key so the calls do not merge
+        self._keys: dict[int, int | str] = {}
+        self._ids: dict[int | str, str] = {}
+
+    def feed(self, event: str | None, data: str, acc: StreamAccumulator) -> None:
+        if data == "[DONE]":
+            self.finished = True
+            return
+        chunk = json.loads(data)
+        if not isinstance(chunk, dict):
+            return
+        if "error" in chunk and not chunk.get("choices"):
+            from loopwright.errors import StreamError
+
+            raise StreamError(f"the server sent an error mid-stream: {chunk['error']}", retryable=True)
+        usage = chunk.get("usage")
+        if usage:
+            acc.usage = usage_from_wire(usage)
+        if chunk.get("model"):
+            acc.model = chunk["model"]
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta")
+            if delta:
+                content = delta.get("content")
+                if content:
+                    acc.text(content)
+                reasoning = _reasoning_of(delta)
+                if reasoning:
+                    acc.reasoning(reasoning)
+                for position, call in enumerate(delta.get("tool_calls") or ()):
+                    self._feed_call(position, call, acc)
+            finish = choice.get("finish_reason")
+            if finish:
+                acc.finish_reason = FINISH_REASONS.get(finish, "end_turn")
+
+    def _feed_call(self, position: int, call: dict[str, Any], acc: StreamAccumulator) -> None:
+        index = call.get("index")
+        if not isinstance(index, int):
+            index = position
+        call_id = call.get("id") or None
+        key = self._keys.get(index, index)
+        known_id = self._ids.get(key)
+        if call_id and known_id and call_id != known_id:
+            key = f"{index}:{call_id}"
+            self._keys[index] = key
+        if call_id:
+            self._ids[key] = call_id
+        function = call.get("function") or {}
+        acc.tool_call_delta(
+            key,
+            id=call_id,
+            name=function.get("name") or None,
+            arguments=function.get("arguments") or None,
+        )

@@ -1,0 +1,118 @@
+"""The one stream accumulator every wire adapter feeds.
+
+Adapters call `text()`, `reasoning()` and `tool_call_delta()` (by index) as SSE events arrive; the
+accumulator forwards text and reasoning to the listener at once and assembles the final message.
+Deltas are kept as lists of strings and joined once, so a long reply costs no quadratic copying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
+
+DeltaListener = Callable[[str], None]
+
+
+class _PendingCall:
+    __slots__ = ("args", "id", "name")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.args: list[str] = []
+
+
+class StreamAccumulator:
+    """Builds one `ModelResponse` from streamed deltas."""
+
+    def __init__(
+        self,
+        on_text: DeltaListener | None = None,
+        on_reasoning: DeltaListener | None = None,
+    ) -> None:
+        self._on_text = on_text
+        self._on_reasoning = on_reasoning
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int | str, _PendingCall] = {}
+        self.finish_reason: FinishReason | None = None
+        self.usage = Usage(requests=1)
+        self.model = ""
+        self.provider_data: dict[str, Any] = {}
+        self.events_seen = 0
+
+    def text(self, delta: str) -> None:
+        if delta:
+            self._text.append(delta)
+            if self._on_text is not None:
+                self._on_text(delta)
+
+    def reasoning(self, delta: str) -> None:
+        if delta:
+            self._reasoning.append(delta)
+            if self._on_reasoning is not None:
+                self._on_reasoning(delta)
+
+    def tool_call_delta(
+        self,
+        index: int | str,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+    ) -> None:
+        """Merge one fragment of the call at `index`; id and name may come once or never."""
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _PendingCall()
+        if id:
+            call.id = id
+        if name and not call.name:  # some servers repeat the name on every fragment
+            call.name = name
+        if arguments:
+            call.args.append(arguments)
+
+    def set_tool_call_arguments(self, index: int | str, arguments: str) -> None:
+        """Replace a call's arguments with their final full text (some formats send it at the end)."""
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _PendingCall()
+        call.args = [arguments]
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self._text or self._calls or self._reasoning)
+
+    def build(self) -> ModelResponse:
+        calls = [
+            ToolCall(
+                id=pending.id or f"call_{n}",
+                name=pending.name,
+                arguments="".join(pending.args) or "{}",
+            )
+            for n, pending in enumerate(self._calls.values())
+            if pending.name
+        ]
+        _ensure_unique_ids(calls)
+        finish = self.finish_reason or ("tool_calls" if calls else "end_turn")
+        if calls and finish == "end_turn":
+            finish = "tool_calls"
+        message = Message(
+            role="assistant",
+            content="".join(self._text),
+            tool_calls=calls,
+            reasoning="".join(self._reasoning) or None,
+            provider_data=self.provider_data,
+        )
+        return ModelResponse(message=message, finish_reason=finish, usage=self.usage, model=self.model)
+
+
+def _ensure_unique_ids(calls: list[ToolCall]) -> None:
+    """Servers that send `id: ''` for every call would make results ambiguous; number them."""
+    seen: set[str] = set()
+    for n, call in enumerate(calls):
+        if not call.id or call.id in seen:
+            call.id = f"call_{n}_{len(seen)}"
+        seen.add(call.id)
