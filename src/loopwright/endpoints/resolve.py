@@ -67,7 +67,15 @@ def split_model(model: str) -> tuple[str | None, str]:
 
 
 def mode_from_url(base_url: str) -> str | None:
-    url = base_url.lower().rstrip("/")
+    """The API mode a base URL implies, if any: Anthropic's host or an `/anthropic` mount, or a
+    URL given with its endpoint path (`…/v1/messages`, `…/v1/responses`)."""
+    url = base_url.lower().split("?", 1)[0].rstrip("/")
+    if url.endswith("/messages"):
+        return "anthropic_messages"
+    if url.endswith("/responses"):
+        return "responses"
+    if url.endswith("/chat/completions"):
+        return "chat_completions"
     if "anthropic.com" in url or url.endswith("/anthropic") or url.endswith("/anthropic/v1"):
         return "anthropic_messages"
     return None

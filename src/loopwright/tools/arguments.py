@@ -1,4 +1,4 @@
-"""Tool arguments: parse, repair broken JSON, validate against the schema — or explain what is wrong.
+"""Tool arguments: parse, repair broken JSON, validate against the schema, or explain what is wrong.
 
 Unrecoverable arguments never run a tool with `{}`: the model gets a precise error and an example.
 """
@@ -63,23 +63,41 @@ def is_complete_json(raw: str) -> bool:
 
 
 def _repair(text: str) -> ParsedArguments:
-    import json_repair
-
+    """Recover an object from broken arguments, from the most exact strategy to the loosest."""
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1).strip()
-        try:
-            value = json.loads(text)
-        except ValueError:
-            pass
-        else:
-            if isinstance(value, dict):
-                return ParsedArguments(value=value, repaired=True)
+    value = _loads_lenient(text)  # raw control characters (unescaped newlines) inside strings
+    if isinstance(value, str):
+        return ParsedArguments(value=parse_arguments(value).value, repaired=True)
+    if isinstance(value, dict):
+        return ParsedArguments(value=value, repaired=True)
     start = text.find("{")
     if start < 0:
         raise ArgumentsError(f"no JSON object found in the arguments: {text[:120]!r}")
+    try:  # prose before or after one well-formed object
+        value, _ = _DECODER.raw_decode(text, start)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return ParsedArguments(value=value, repaired=True)
+    end = balanced_end(text, start)
+    if end is None:
+        cut = _cut_off_problem(text[start:])
+        if cut:
+            raise ArgumentsError(cut)
+    span = text[start:end]
+    literal = python_literal(span)  # {'a': True, 'b': None}: exact where json_repair guesses
+    if isinstance(literal, dict):
+        return ParsedArguments(value=literal, repaired=True)
+    return _json_repair(text[start:], span)
+
+
+def _json_repair(text: str, span: str) -> ParsedArguments:
+    import json_repair
+
     try:
-        value = json_repair.loads(text[start:])
+        value = json_repair.loads(span)
     except Exception as exc:  # json_repair raises assorted errors on hopeless input
         raise ArgumentsError(f"the arguments are not valid JSON and could not be repaired: "
                              f"{text[:120]!r}") from exc
@@ -87,10 +105,97 @@ def _repair(text: str) -> ParsedArguments:
         value = next((v for v in value if isinstance(v, dict)), None)
     if isinstance(value, str):
         return parse_arguments(value)
-    if not isinstance(value, dict) or (not value and not _looks_empty_object(text[start:])):
+    if not isinstance(value, dict) or (not value and not _looks_empty_object(span)):
         raise ArgumentsError(f"the arguments are not valid JSON and could not be repaired: "
                              f"{text[:120]!r}")
     return ParsedArguments(value=value, repaired=True)
+
+
+_DECODER = json.JSONDecoder(strict=False)
+_DANGLING_KEY = re.compile(r"""["']?([\w$-]+)["']?\s*:\s*$""")
+
+
+def _loads_lenient(text: str) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except ValueError:
+        return None
+
+
+def balanced_end(text: str, start: int) -> int | None:
+    """Index just past the bracket closing the one at `start`, skipping quoted strings (JSON or
+    Python quotes); None when the text ends first (a cut-off object)."""
+    depth = 0
+    quote = ""
+    i, n = start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth <= 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def _cut_off_problem(text: str) -> str | None:
+    """A precise error when an unclosed object ends right after a key: repairing it would invent
+    an empty value the model never wrote."""
+    dangling = _DANGLING_KEY.search(text.rstrip())
+    if dangling and not _ends_inside_string(text):
+        return (f"the arguments are cut off: key {dangling.group(1)!r} has no value and the "
+                "object is never closed")
+    return None
+
+
+def _ends_inside_string(text: str) -> bool:
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote and ch == "\\":
+            i += 2
+            continue
+        if quote and ch == quote:
+            quote = ""
+        elif not quote and ch in "\"'":
+            quote = ch
+        i += 1
+    return bool(quote)
+
+
+def python_literal(text: str) -> Any:
+    """The value of a Python literal (`{'a': True, 'b': None}`) as JSON-compatible data, or None.
+    Uses `ast.literal_eval`: nothing is ever executed."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return _jsonable(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, complex):
+        return str(value)
+    return value
 
 
 def _looks_empty_object(text: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -15,6 +16,12 @@ from typing import Any, overload
 
 import pydantic
 
+from loopwright.tools.schema import (
+    check_against_schema,
+    drop_null_optionals,
+    inline_refs,
+    strict_schema,
+)
 from loopwright.wire.base import ToolSpec
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
@@ -27,7 +34,7 @@ async def _deny_all(action: str, detail: str) -> bool:
 
 @dataclass(kw_only=True)
 class ToolContext:
-    """What a tool may ask of the run that called it. Injected into a `ctx: ToolContext` parameter."""
+    """What a tool may ask of the run that called it; injected into a `ctx: ToolContext` param."""
 
     workdir: Path = field(default_factory=Path.cwd)
     session_id: str | None = None
@@ -70,21 +77,30 @@ class Tool:
     takes_context: bool = False
     raw_arguments: bool = False  # function(arguments: dict, ctx) rather than keyword arguments
 
-    def spec(self, *, strict: bool = False) -> ToolSpec:
-        if strict:
-            from loopwright.tools.schema import strict_schema
+    _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
 
-            return ToolSpec(name=self.name, description=self.description,
-                            parameters=strict_schema(self.parameters), strict=True)
-        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+    def spec(self, *, strict: bool = False) -> ToolSpec:
+        """The tool as advertised. `strict=True` gives an OpenAI strict-mode schema when the
+        schema can be expressed strictly, else the normal one (built once, then reused)."""
+        cached = self._spec_cache.get(strict)
+        if cached is not None:
+            return cached
+        spec = ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+        if strict:
+            # a free-form object (ValueError) has no strict form: keep the normal schema
+            with contextlib.suppress(ValueError):
+                spec = ToolSpec(name=self.name, description=self.description,
+                                parameters=strict_schema(self.parameters), strict=True)
+        self._spec_cache[strict] = spec
+        return spec
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Check arguments against the schema; raises `pydantic.ValidationError` or `ValueError`."""
+        """Check arguments against the schema; raises `pydantic.ValidationError` or `ValueError`.
+        `null` for an optional parameter that does not accept null means "not given"."""
+        arguments = drop_null_optionals(arguments, self.parameters)
         if self.arguments_model is not None:
             model = self.arguments_model.model_validate(arguments)
             return {name: getattr(model, name) for name in type(model).model_fields}
-        from loopwright.tools.schema import check_against_schema
-
         check_against_schema(arguments, self.parameters)
         return arguments
 
@@ -273,7 +289,8 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing."""
+    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing, and inline
+    `$defs` references (recursive models keep theirs)."""
 
     def walk(node: Any, *, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
@@ -286,7 +303,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(item) for item in node]
         return node
 
-    cleaned: dict[str, Any] = walk(schema)
+    cleaned: dict[str, Any] = walk(inline_refs(schema))
     cleaned.setdefault("type", "object")
     cleaned.setdefault("properties", {})
     return cleaned

@@ -16,12 +16,34 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# Keywords OpenAI strict mode rejects (validation still happens locally against the full schema).
+_STRICT_UNSUPPORTED = frozenset({
+    "default", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems",
+    "minProperties", "maxProperties", "patternProperties", "propertyNames", "contains",
+    "unevaluatedProperties", "unevaluatedItems", "examples",
+})
+
+
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy that OpenAI strict mode accepts: every object closed, every property required
-    (optional ones made nullable), no defaults."""
+    (optional ones made nullable), no defaults or unsupported constraints.
+
+    Raises `ValueError` when the schema cannot be expressed strictly (a free-form object such as
+    `dict[str, int]`): closing it would forbid every key. `Tool.spec(strict=True)` then falls
+    back to the normal schema."""
     out = copy.deepcopy(schema)
     _make_strict(out)
     return out
+
+
+def is_strict_compatible(schema: dict[str, Any]) -> bool:
+    """True when `strict_schema` can express this schema without losing what it accepts."""
+    try:
+        strict_schema(schema)
+    except ValueError:
+        return False
+    return True
 
 
 def _make_strict(node: Any) -> None:
@@ -31,8 +53,11 @@ def _make_strict(node: Any) -> None:
         return
     if not isinstance(node, dict):
         return
-    node.pop("default", None)
-    if node.get("type") == "object" or "properties" in node:
+    for key in _STRICT_UNSUPPORTED & node.keys():
+        node.pop(key)
+    if _is_object(node):
+        if isinstance(node.get("additionalProperties"), dict) and not node.get("properties"):
+            raise ValueError("a free-form object (additionalProperties schema) has no strict form")
         props: dict[str, Any] = node.setdefault("properties", {})
         required = set(node.get("required", []))
         for name, prop in props.items():
@@ -40,8 +65,17 @@ def _make_strict(node: Any) -> None:
                 _allow_null(prop)
         node["required"] = list(props)
         node["additionalProperties"] = False
-    for value in node.values():
-        _make_strict(value)
+    for key, value in node.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            for prop in value.values():  # names here are data, not schema keywords
+                _make_strict(prop)
+        elif key not in ("enum", "const", "required"):
+            _make_strict(value)
+
+
+def _is_object(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
 def _allow_null(prop: dict[str, Any]) -> None:
@@ -49,11 +83,90 @@ def _allow_null(prop: dict[str, Any]) -> None:
         if not any(option.get("type") == "null" for option in prop["anyOf"]):
             prop["anyOf"].append({"type": "null"})
         return
+    if "$ref" in prop:
+        ref = prop.pop("$ref")
+        prop["anyOf"] = [{"$ref": ref}, {"type": "null"}]
+        return
     kind = prop.get("type")
     if isinstance(kind, str) and kind != "null":
         prop["type"] = [kind, "null"]
     elif isinstance(kind, list) and "null" not in kind:
         kind.append("null")
+    if isinstance(prop.get("enum"), list) and None not in prop["enum"]:
+        prop["enum"].append(None)
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace local `$ref`s (`#/$defs/Name`) by the definitions they point to, so small models
+    and grammar-constrained local servers see one self-contained schema. Keywords next to a
+    `$ref` (a per-parameter description, a default) are kept and win. Recursive definitions
+    cannot be inlined: they stay as `$ref`s and only they are kept in `$defs`."""
+    defs: dict[str, Any] = schema.get("$defs") or {}
+    if not defs:
+        return schema
+    recursive = {name for name in defs if _reaches(name, defs[name], defs, set())}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in defs and name not in recursive:
+                siblings = {k: walk(v) for k, v in node.items() if k != "$ref"}
+                return {**walk(defs[name]), **siblings}
+        return {k: walk(v) for k, v in node.items() if k != "$defs"}
+
+    out: dict[str, Any] = walk(schema)
+    if recursive:
+        out["$defs"] = {name: walk(defs[name]) for name in defs if name in recursive}
+    return out
+
+
+def _reaches(target: str, node: Any, defs: dict[str, Any], seen: set[str]) -> bool:
+    """Does `node` refer to definition `target`, directly or through other definitions?"""
+    if isinstance(node, list):
+        return any(_reaches(target, item, defs, seen) for item in node)
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name == target:
+            return True
+        if name not in seen and name in defs:
+            seen.add(name)
+            if _reaches(target, defs[name], defs, seen):
+                return True
+    return any(_reaches(target, value, defs, seen) for key, value in node.items() if key != "$ref")
+
+
+def drop_null_optionals(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Remove `null` values of optional parameters whose schema does not accept null, so their
+    defaults apply. Models send `null` for "not given" (strict mode even requires it)."""
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    dropped = [
+        name for name, value in arguments.items()
+        if value is None and name not in required and not _accepts_null(properties.get(name))
+    ]
+    if not dropped:
+        return arguments
+    return {k: v for k, v in arguments.items() if k not in dropped}
+
+
+def _accepts_null(prop: Any) -> bool:
+    if not isinstance(prop, dict):
+        return True  # unknown parameter: leave it for validation to report
+    kind = prop.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    options = prop.get("anyOf") or prop.get("oneOf") or []
+    if any(isinstance(o, dict) and _accepts_null(o) for o in options):
+        return True
+    return not kind and not options and "enum" not in prop and "$ref" not in prop
 
 
 def check_against_schema(arguments: dict[str, Any], schema: dict[str, Any]) -> None:

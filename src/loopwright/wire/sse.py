@@ -30,5 +30,9 @@ async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | No
                 data.append(line[6:] if line.startswith("data: ") else line[5:])
             elif line.startswith("event:"):
                 event = line[6:].strip()
+    # a body that ends without its final newline still delivers its last field
+    tail = buffer.decode("utf-8").rstrip("\r")
+    if tail.startswith("data:"):
+        data.append(tail[6:] if tail.startswith("data: ") else tail[5:])
     if data:
         yield event, "\n".join(data)

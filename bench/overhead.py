@@ -1,0 +1,167 @@
+"""Per-turn overhead of loopwright against a minimal hand-written httpx loop.
+
+Both drive the same tool-calling workload (ROUNDS rounds of one tool call, then a final answer)
+against the same fake model server, which runs in a separate process so its CPU time does not
+count against either side. Runs alternate inside one process; streaming and non-streaming, at
+concurrency 1 and 50, in every API mode. Prints ms/turn (wall time / turns completed) for both
+sides and the ratio, then the ms/turn early and late in one long run.
+
+    python bench/overhead.py                 # all modes, both stream settings, c=1 and c=50
+    python bench/overhead.py --quick         # fewer repetitions
+    python bench/overhead.py --mode chat_completions --history 40
+
+Target: loopwright <= 1.5x the hand loop per turn in every setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hand_loops import HAND_LOOPS  # noqa: E402
+
+from loopwright import Agent, tool  # noqa: E402
+from loopwright.endpoints.base import close_shared_client  # noqa: E402
+
+ROUNDS = 20
+
+
+@tool(read_only=True)
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value-of-{key}"
+
+
+def start_server(rounds: int = ROUNDS) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(rounds)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise RuntimeError(f"bench server did not start: {line!r}")
+    return proc, line.split(" ", 1)[1]
+
+
+async def loopwright_run(agent: Agent, prompt: str) -> int:
+    result = await agent.run(prompt)
+    if result.stop_reason != "completed" or result.turns != ROUNDS + 1:
+        raise RuntimeError(f"unexpected result: {result.stop_reason} after {result.turns}")
+    return result.turns
+
+
+async def measure(side: str, mode: str, stream: bool, concurrency: int, base_url: str,
+                  client: httpx.AsyncClient, agent: Agent) -> float:
+    """Seconds per turn for one batch of `concurrency` simultaneous runs."""
+    started = time.perf_counter()
+    if side == "loopwright":
+        coros = [loopwright_run(agent, f"task {n}") for n in range(concurrency)]
+    else:
+        hand = HAND_LOOPS[mode]
+        coros = [hand(client, base_url, f"task {n}", stream=stream, rounds=ROUNDS)
+                 for n in range(concurrency)]
+    turns = sum(await asyncio.gather(*coros))
+    return (time.perf_counter() - started) / turns
+
+
+async def bench_setting(mode: str, stream: bool, concurrency: int, base_url: str,
+                        repeats: int) -> dict[str, Any]:
+    client = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=500,
+                                                               max_keepalive_connections=200))
+    agent = Agent("bench-model", base_url=base_url, api_key="k", api_mode=mode, tools=[lookup],
+                  stream=stream, max_turns=ROUNDS + 5)
+    samples: dict[str, list[float]] = {"hand": [], "loopwright": []}
+    try:
+        for side in ("hand", "loopwright"):  # warm-up: connections, imports, caches
+            await measure(side, mode, stream, concurrency, base_url, client, agent)
+        for _ in range(repeats):
+            for side in ("hand", "loopwright"):
+                samples[side].append(
+                    await measure(side, mode, stream, concurrency, base_url, client, agent))
+    finally:
+        await client.aclose()
+        await close_shared_client()
+    hand = statistics.median(samples["hand"]) * 1000
+    lw = statistics.median(samples["loopwright"]) * 1000
+    return {"mode": mode, "stream": stream, "concurrency": concurrency,
+            "hand_ms_per_turn": round(hand, 3), "loopwright_ms_per_turn": round(lw, 3),
+            "ratio": round(lw / hand, 2)}
+
+
+GROWTH_ROUNDS = 200
+
+
+async def growth(mode: str, base_url: str) -> dict[str, float]:
+    """ms/turn over the first and the last 20 turns of one long run (flat = no per-turn cost
+    that grows with history beyond serialising the request)."""
+    stamps: list[float] = []
+    agent = Agent("bench-model", base_url=base_url, api_key="k", api_mode=mode, tools=[lookup],
+                  stream=True, max_turns=GROWTH_ROUNDS + 5,
+                  callbacks=[lambda e: stamps.append(time.perf_counter())
+                             if e.type == "turn_start" else None])
+    try:
+        await agent.run("long task")  # warm-up
+        stamps.clear()
+        await agent.run("long task")
+    finally:
+        await close_shared_client()
+    first = (stamps[20] - stamps[0]) / 20 * 1000
+    last = (stamps[-1] - stamps[-21]) / 20 * 1000
+    return {"first_20_ms": round(first, 3), "last_20_ms": round(last, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", action="append",
+                        choices=["chat_completions", "responses", "anthropic_messages"])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines")
+    args = parser.parse_args()
+    modes = args.mode or ["chat_completions", "responses", "anthropic_messages"]
+    proc, base_url = start_server()
+    rows = []
+    try:
+        for mode in modes:
+            for stream in (False, True):
+                for concurrency in (1, 50):
+                    repeats = (3 if args.quick else 7) if concurrency == 50 else \
+                        (10 if args.quick else 30)
+                    row = asyncio.run(bench_setting(mode, stream, concurrency, base_url, repeats))
+                    rows.append(row)
+                    if args.json:
+                        print(json.dumps(row), flush=True)
+                    else:
+                        print(f"{mode:19} stream={str(stream):5} c={concurrency:<3} "
+                              f"hand {row['hand_ms_per_turn']:7.3f} ms/turn   "
+                              f"loopwright {row['loopwright_ms_per_turn']:7.3f} ms/turn   "
+                              f"ratio {row['ratio']:.2f}", flush=True)
+    finally:
+        proc.kill()
+    proc, base_url = start_server(GROWTH_ROUNDS)
+    try:
+        for mode in modes:
+            g = asyncio.run(growth(mode, base_url))
+            print(f"{mode:19} growth over a {GROWTH_ROUNDS}-turn run: turns 1-20 "
+                  f"{g['first_20_ms']:.3f} ms/turn, last 20 {g['last_20_ms']:.3f} ms/turn",
+                  flush=True)
+    finally:
+        proc.kill()
+    worst = max(row["ratio"] for row in rows)
+    print(f"worst ratio: {worst:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Turn diffs: what the file tools changed, shown after each turn and accumulated on the result.
+
+File tools call `snapshot_before_write()` before they touch a file; the first snapshot of a file in
+a turn (and in the run) keeps its original content. `TurnDiffPlugin` notices when a turn's tool
+batch is complete, emits a `status` event of kind `turn_diff` with the unified diff, and puts the
+run's accumulated diff on `RunResult.diff`. Changes made by `bash` are not tracked: only the file
+tools know which files they write.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopwright.plugins import LoopPlugin
+from loopwright.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from loopwright.loop import RunState
+    from loopwright.messages import Message
+    from loopwright.result import RunResult
+
+STATE_KEY = "file_snapshots"
+_MAX_DIFF_BYTES = 2_000_000  # files larger than this are reported as changed, not diffed
+
+
+@dataclass(kw_only=True)
+class Snapshots:
+    """Original contents (None = did not exist) per absolute path, for the turn and the run."""
+
+    workdir: Path
+    turn: dict[str, bytes | None] = field(default_factory=dict)
+    run: dict[str, bytes | None] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, frozen=True)
+class DiffSummary:
+    """A unified diff and its size."""
+
+    diff: str
+    files: list[str]
+    added: int
+    removed: int
+
+
+def snapshot_before_write(ctx: ToolContext, path: Path) -> None:
+    """Remember `path`'s content before its first change in this turn (and in this run)."""
+    snapshots = ctx.state.get(STATE_KEY)
+    if not isinstance(snapshots, Snapshots):
+        snapshots = Snapshots(workdir=Path(ctx.workdir).resolve())
+        ctx.state[STATE_KEY] = snapshots
+    key = str(path)
+    if key in snapshots.turn:
+        return
+    original = _read_bytes(path)
+    snapshots.turn[key] = original
+    snapshots.run.setdefault(key, original)
+
+
+def diff_against(originals: dict[str, bytes | None], workdir: Path) -> DiffSummary:
+    """The unified diff from `originals` to what is on disk now (unchanged files left out)."""
+    chunks: list[str] = []
+    files: list[str] = []
+    added = removed = 0
+    for key in sorted(originals):
+        before, after = originals[key], _read_bytes(Path(key))
+        if before == after:
+            continue
+        name = _relative(Path(key), workdir)
+        files.append(name)
+        text, plus, minus = _file_diff(name, before, after)
+        chunks.append(text)
+        added += plus
+        removed += minus
+    return DiffSummary(diff="".join(chunks), files=files, added=added, removed=removed)
+
+
+class TurnDiffPlugin(LoopPlugin):
+    """Emits a `turn_diff` status after every tool batch that changed files; fills `RunResult.diff`.
+
+    A batch is complete when every call of the latest assistant message has its result in
+    history, which `on_message` sees as it happens (before the turn's `turn_end`)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, set[str]] = {}  # run id → call ids still without a result
+
+    def on_message(self, run: RunState, message: Message) -> None:
+        if message.role == "assistant" and message.tool_calls:
+            self._pending[run.run_id] = {call.id for call in message.tool_calls}
+            return
+        if message.role != "tool":
+            return
+        pending = self._pending.get(run.run_id)
+        if pending is None:
+            return
+        pending.discard(message.tool_call_id or "")
+        if not pending:
+            del self._pending[run.run_id]
+            self._report_turn(run)
+
+    async def on_run_end(self, run: RunState, result: RunResult) -> None:
+        self._pending.pop(run.run_id, None)
+        snapshots = run.tool_state.get(STATE_KEY)
+        if isinstance(snapshots, Snapshots) and snapshots.run:
+            result.diff = diff_against(snapshots.run, snapshots.workdir).diff
+
+    def _report_turn(self, run: RunState) -> None:
+        snapshots = run.tool_state.get(STATE_KEY)
+        if not isinstance(snapshots, Snapshots) or not snapshots.turn:
+            return
+        summary = diff_against(snapshots.turn, snapshots.workdir)
+        snapshots.turn.clear()
+        if not summary.files:
+            return
+        count = len(summary.files)
+        noun = "file" if count == 1 else "files"
+        data: dict[str, Any] = {"diff": summary.diff, "files": summary.files,
+                                "added": summary.added, "removed": summary.removed}
+        run.status("turn_diff", f"turn changed {count} {noun} (+{summary.added}/−{summary.removed})",
+                   data)
+
+
+def _file_diff(name: str, before: bytes | None, after: bytes | None) -> tuple[str, int, int]:
+    old_label = f"a/{name}" if before is not None else "/dev/null"
+    new_label = f"b/{name}" if after is not None else "/dev/null"
+    old_text, new_text = _as_text(before), _as_text(after)
+    if old_text is None or new_text is None:
+        return f"Binary files {old_label} and {new_label} differ\n", 0, 0
+    lines = list(difflib.unified_diff(old_text.splitlines(keepends=True),
+                                      new_text.splitlines(keepends=True),
+                                      fromfile=old_label, tofile=new_label))
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                   for line in lines)
+    return text, added, removed
+
+
+def _as_text(data: bytes | None) -> str | None:
+    if data is None:
+        return ""
+    if len(data) > _MAX_DIFF_BYTES or b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _relative(path: Path, workdir: Path) -> str:
+    try:
+        return str(path.relative_to(workdir))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,103 @@
+"""The workspace boundary shared by every file tool.
+
+Paths are resolved against the run's working directory and must stay inside it (or inside a root
+the user allowed with `Settings.allowed_roots`). Resolution follows symlinks, so `../`, absolute
+paths and links pointing out of the workspace are all refused the same way. Secrets files (`.env`,
+keys, credentials) need the user's approval to read, through the run's approval gate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from loopwright.errors import ToolError
+from loopwright.tools.base import ToolContext
+
+ALLOWED_ROOTS_SERVICE = "allowed_roots"
+"""`ToolContext.services` key holding the extra roots (a list of paths) the user allowed."""
+
+_SECRET_NAME = re.compile(
+    r"""^(
+        \.env | \.env\..+ |                         # dotenv files and their variants
+        id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\.pub)?.* |  # ssh keys
+        .+\.(pem|key|p12|pfx|jks|keystore|asc|gpg) |
+        credentials(\.\w+)? | .*_credentials(\.\w+)? |
+        \.netrc | \.pgpass | \.npmrc | \.pypirc | \.git-credentials |
+        secrets?\.(json|ya?ml|toml)
+    )$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_SECRET_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker")
+
+
+def workspace_roots(ctx: ToolContext) -> list[Path]:
+    """The working directory first, then every extra root the user allowed."""
+    extra = ctx.services.get(ALLOWED_ROOTS_SERVICE) or ()
+    roots = [Path(ctx.workdir).resolve()]
+    roots.extend(Path(os.path.expanduser(str(root))).resolve() for root in extra)
+    return roots
+
+
+def resolve_path(ctx: ToolContext, raw: str) -> Path:
+    """`raw` as an absolute, symlink-free path inside the workspace; `ToolError` if it escapes."""
+    if not raw or not raw.strip():
+        raise ToolError("the path is empty; give a path relative to the working directory")
+    candidate = Path(os.path.expanduser(raw.strip()))
+    if not candidate.is_absolute():
+        candidate = Path(ctx.workdir) / candidate
+    resolved = candidate.resolve()
+    roots = workspace_roots(ctx)
+    if not _inside_any(resolved, roots):
+        shown = ", ".join(str(root) for root in roots)
+        hint = " (it is a symlink that points outside)" if _is_link_escape(candidate) else ""
+        raise ToolError(
+            f"{raw!r} resolves to {resolved}, outside the workspace{hint}. File tools may only "
+            f"touch paths under: {shown}. Use a path relative to the working directory.")
+    return resolved
+
+
+def display_path(ctx: ToolContext, path: Path) -> str:
+    """A short form for messages: relative to the working directory when inside it."""
+    workdir = Path(ctx.workdir).resolve()
+    try:
+        relative = path.relative_to(workdir)
+    except ValueError:
+        return str(path)
+    return str(relative) or "."
+
+
+def is_secret_path(path: Path) -> bool:
+    """True for files that usually hold credentials (dotenv files, keys, credential stores)."""
+    if _SECRET_NAME.match(path.name):
+        return not path.name.endswith((".example", ".sample", ".template"))
+    home = Path.home()
+    return any(_inside_any(path, [home / name]) for name in _SECRET_DIRS)
+
+
+async def require_secret_approval(ctx: ToolContext, path: Path, verb: str = "read") -> None:
+    """Ask the approval gate before a tool reads a secrets file; `ToolError` if not approved."""
+    if not is_secret_path(path):
+        return
+    shown = display_path(ctx, path)
+    if await ctx.approve("read_secret", f"{verb} {shown} (looks like a secrets file)"):
+        return
+    raise ToolError(
+        f"{shown} looks like a secrets file; {verb}ing it needs the user's approval, which was "
+        "not given. Do not try to read it another way; ask the user if you need a value from it.")
+
+
+def _inside_any(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _is_link_escape(candidate: Path) -> bool:
+    """Whether some component of the unresolved path is a symlink (for a clearer error)."""
+    current = candidate
+    while current != current.parent:
+        if current.is_symlink():
+            return True
+        current = current.parent
+    return False

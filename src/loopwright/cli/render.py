@@ -1,0 +1,147 @@
+"""Events → terminal: the CLI is one more consumer of the run's event stream (DESIGN §4).
+
+`TerminalRenderer` keeps stdout for the answer alone (text deltas, written as they arrive) and puts
+everything else — tool calls, tool results, status notes, reasoning when asked for — on stderr as
+short one-line notes, so `loopwright run "…" > answer.txt` captures just the answer.
+`JsonLinesRenderer` writes every event as one JSON line (`--json`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from loopwright.events import TERMINAL_TYPES, Event, event_to_json
+from loopwright.result import RunResult
+
+NOTE_WIDTH = 120
+"""Longest note line (characters) before it is cut with an ellipsis."""
+
+_STOP_DESCRIPTIONS = {
+    "max_turns": "the turn limit was reached",
+    "budget_exhausted": "the iteration budget ran out",
+    "loop_detected": "the model kept repeating the same tool call",
+    "cancelled": "cancelled",
+    "error": "the run failed",
+}
+
+
+def describe_stop(result: RunResult) -> str | None:
+    """One line saying why a run did not complete, or None when it did."""
+    if result.stop_reason == "completed":
+        return None
+    if result.stop_reason == "cancelled":
+        return "cancelled"
+    detail = result.error or _STOP_DESCRIPTIONS.get(result.stop_reason, "")
+    return f"{result.stop_reason}: {_one_line(detail, 400)}"
+
+
+class JsonLinesRenderer:
+    """Writes each event as one JSON line on `out`, flushed at once (for pipes and tools)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+
+    def __call__(self, event: Event) -> None:
+        self._out.write(event_to_json(event) + "\n")
+        self._out.flush()
+
+    def note(self, text: str) -> None:
+        """Notes never go to stdout in JSON mode: it carries events only."""
+        print(f"loopwright: {text}", file=sys.stderr, flush=True)
+
+
+class TerminalRenderer:
+    """Streams the answer to stdout and summarises everything else on stderr."""
+
+    def __init__(self, *, out: TextIO | None = None, err: Console | None = None,
+                 show_reasoning: bool = False) -> None:
+        self._out = out or sys.stdout
+        self._err = err or Console(stderr=True, highlight=False, soft_wrap=True)
+        self._show_reasoning = show_reasoning
+        self._line_open = False  # stdout holds text not yet ended by a newline
+        self._reasoning_open = False  # stderr holds a reasoning stream not yet ended
+
+    def __call__(self, event: Event) -> None:
+        if event.type == "text_delta":
+            if not event.agent:  # a sub-agent's prose is not our answer
+                self._write_text(event.text)
+        elif event.type == "reasoning_delta":
+            if self._show_reasoning and not event.agent:
+                self._write_reasoning(event.text)
+        elif event.type == "tool_call":
+            self._tool_call(event.name, event.arguments, event.agent)
+        elif event.type == "tool_result":
+            self._tool_result(event.name, event.content, event.is_error, event.duration,
+                              event.agent)
+        elif event.type == "status":
+            self.note(f"{event.kind}: {event.message}", agent=event.agent)
+        elif event.type in TERMINAL_TYPES and not event.agent:
+            self.finish()
+
+    def note(self, text: str, *, agent: str = "", style: str = "dim") -> None:
+        """One line on stderr, cut to `NOTE_WIDTH`."""
+        self._close_lines()
+        prefix = f"[{agent}] " if agent else ""
+        self._err.print(Text(_one_line(prefix + text, NOTE_WIDTH), style=style))
+
+    def finish(self) -> None:
+        """End the answer with a newline so the shell prompt starts on its own line."""
+        self._close_reasoning()
+        if self._line_open:
+            self._out.write("\n")
+            self._out.flush()
+            self._line_open = False
+
+    # -- pieces --
+
+    def _write_text(self, text: str) -> None:
+        if not text:
+            return
+        self._close_reasoning()
+        self._out.write(text)
+        self._out.flush()
+        self._line_open = not text.endswith("\n")
+
+    def _write_reasoning(self, text: str) -> None:
+        self._reasoning_open = True
+        self._err.print(Text(text, style="dim italic"), end="")
+
+    def _tool_call(self, name: str, arguments: dict[str, Any] | str, agent: str) -> None:
+        shown = arguments if isinstance(arguments, str) else json.dumps(arguments,
+                                                                        ensure_ascii=False)
+        self.note(f"→ {name} {shown}", agent=agent, style="cyan")
+
+    def _tool_result(self, name: str, content: str, is_error: bool, duration: float,
+                     agent: str) -> None:
+        mark, style = ("✗", "red") if is_error else ("✓", "green")
+        self.note(f"{mark} {name} ({duration:.2f}s) {content}", agent=agent, style=style)
+
+    def _close_lines(self) -> None:
+        self._close_reasoning()
+        # Only a terminal shows stdout and stderr interleaved; a piped answer stays untouched.
+        if self._line_open and _isatty(self._out):
+            self._out.write("\n")
+            self._out.flush()
+            self._line_open = False
+
+    def _close_reasoning(self) -> None:
+        if self._reasoning_open:
+            self._err.print()
+            self._reasoning_open = False
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,143 @@
+"""MCP server configuration: the `mcp_servers` setting, checked and normalised.
+
+```toml
+[mcp_servers.files]                       # stdio: loopwright starts the server as a subprocess
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/data"]
+env = { LOG_LEVEL = "warn" }
+
+[mcp_servers.search]                      # streamable HTTP: the server is already running
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }
+call_timeout = 30
+```
+
+`${VAR}` in `args`, `env`, `url` and `headers` is replaced from the environment, so secrets stay
+out of config files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopwright.errors import ConfigError
+
+_KNOWN_KEYS = frozenset({
+    "command", "args", "env", "cwd", "url", "headers", "connect_timeout", "call_timeout",
+    "enabled", "tools", "max_restarts",
+})
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(kw_only=True)
+class MCPServerConfig:
+    """One MCP server: either a `command` to run over stdio or a `url` for streamable HTTP."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    connect_timeout: float = 30.0
+    call_timeout: float = 120.0
+    enabled: bool = True
+    tools: list[str] | None = None  # only register these server tools (by their MCP name)
+    max_restarts: int = 1  # a crashed server is restarted this many times, then reported down
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command else "http"
+
+    @property
+    def target(self) -> str:
+        """What the server is, for people: the command line or the URL."""
+        if self.command:
+            return " ".join([self.command, *self.args])
+        return self.url or ""
+
+
+def parse_servers(raw: Mapping[str, Any] | None) -> list[MCPServerConfig]:
+    """Configs from the `mcp_servers` table; a malformed entry raises `ConfigError`."""
+    if not raw:
+        return []
+    if not isinstance(raw, Mapping):
+        raise ConfigError("mcp_servers must be a table of server name → {command, args, env} or "
+                          "{url, headers}")
+    return [parse_server(str(name), entry) for name, entry in raw.items()]
+
+
+def parse_server(name: str, entry: Any) -> MCPServerConfig:
+    """One server entry (a `MCPServerConfig` is accepted as is)."""
+    if isinstance(entry, MCPServerConfig):
+        return entry
+    where = f"mcp_servers.{name}"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a table with either 'command' or 'url'")
+    unknown = sorted(set(entry) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                          f"known keys are {', '.join(sorted(_KNOWN_KEYS))}")
+    command, url = entry.get("command"), entry.get("url")
+    if bool(command) == bool(url):
+        raise ConfigError(f"{where} needs exactly one of 'command' (stdio) or 'url' (HTTP)")
+    return MCPServerConfig(
+        name=name,
+        command=_expand(_text(command, where, "command")) if command else None,
+        args=[_expand(a) for a in _string_list(entry.get("args", []), where, "args")],
+        env={k: _expand(v) for k, v in _string_map(entry.get("env", {}), where, "env").items()},
+        cwd=_text(entry["cwd"], where, "cwd") if entry.get("cwd") else None,
+        url=_expand(_text(url, where, "url")) if url else None,
+        headers={k: _expand(v)
+                 for k, v in _string_map(entry.get("headers", {}), where, "headers").items()},
+        connect_timeout=_positive(entry.get("connect_timeout", 30.0), where, "connect_timeout"),
+        call_timeout=_positive(entry.get("call_timeout", 120.0), where, "call_timeout"),
+        enabled=bool(entry.get("enabled", True)),
+        tools=_string_list(entry["tools"], where, "tools") if "tools" in entry else None,
+        max_restarts=int(entry.get("max_restarts", 1)),
+    )
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name the model sees: `mcp__{server}__{tool}`, limited to what every provider accepts
+    (letters, digits, `_`, `-`; at most 64 characters)."""
+    name = f"mcp__{_SAFE_NAME.sub('_', server)}__{_SAFE_NAME.sub('_', tool)}"
+    return name[:64]
+
+
+def _expand(value: str) -> str:
+    return _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value)
+
+
+def _text(value: Any, where: str, key: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}.{key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _string_list(value: Any, where: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}.{key} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, where: str, key: str) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}.{key} must be a table of strings")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _positive(value: Any, where: str, key: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if number <= 0:
+        raise ConfigError(f"{where}.{key} must be a positive number of seconds, not {value!r}")
+    return number

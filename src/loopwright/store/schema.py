@@ -1,0 +1,95 @@
+"""The session database schema and its migrations (versioned with `PRAGMA user_version`).
+
+`MIGRATIONS[n]` takes a database from version n to n + 1. Never edit a released migration:
+append a new one, so every existing database can be walked forward.
+"""
+
+from __future__ import annotations
+
+_V1 = """
+CREATE TABLE sessions (
+    id                 TEXT PRIMARY KEY,
+    parent_id          TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+    title              TEXT NOT NULL DEFAULT '',
+    model              TEXT NOT NULL DEFAULT '',
+    cwd                TEXT NOT NULL DEFAULT '',
+    system_prompt      TEXT,
+    created            REAL NOT NULL,
+    updated            REAL NOT NULL,
+    -- the lease of the run writing to this session (see SQLiteStore.acquire)
+    lock_owner         TEXT,
+    lock_pid           INTEGER,
+    lock_host          TEXT,
+    lock_expires       REAL
+);
+CREATE INDEX sessions_by_updated ON sessions(updated DESC);
+CREATE INDEX sessions_by_cwd ON sessions(cwd, updated DESC);
+CREATE INDEX sessions_by_parent ON sessions(parent_id);
+
+-- the conversation, in order; `data` is Message.to_dict() without role and content
+CREATE TABLE messages (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    role        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    data        TEXT NOT NULL,
+    created     REAL NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE TRIGGER messages_touch_session AFTER INSERT ON messages BEGIN
+    UPDATE sessions SET updated = NEW.created WHERE id = NEW.session_id;
+END;
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, content='messages', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (NEW.id, NEW.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
+END;
+
+-- one row per run on a session: usage and cost as of the last finished turn
+CREATE TABLE runs (
+    id                  TEXT PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    model               TEXT NOT NULL DEFAULT '',
+    pid                 INTEGER,
+    started             REAL NOT NULL,
+    ended               REAL,
+    stop_reason         TEXT,
+    error               TEXT,
+    turns               INTEGER NOT NULL DEFAULT 0,
+    input_tokens        INTEGER NOT NULL DEFAULT 0,
+    output_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens   INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens  INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens    INTEGER NOT NULL DEFAULT 0,
+    requests            INTEGER NOT NULL DEFAULT 0,
+    cost                REAL
+);
+CREATE INDEX runs_by_session ON runs(session_id, started);
+
+-- the run's event stream (text deltas excluded: the messages hold the text) and the audit log:
+-- tool rows carry call id, tool name, error flag, duration and result size in their own columns
+CREATE TABLE events (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id      TEXT NOT NULL,
+    created     REAL NOT NULL,
+    type        TEXT NOT NULL,
+    call_id     TEXT,
+    name        TEXT,
+    is_error    INTEGER,
+    duration    REAL,
+    size        INTEGER,
+    data        TEXT NOT NULL
+);
+CREATE INDEX events_by_session ON events(session_id, id);
+"""
+
+MIGRATIONS: list[str] = [_V1]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,421 @@
+"""Anthropic Messages (`/v1/messages`): JSON shapes, prompt-cache breakpoints, thinking blocks.
+
+Conventions this adapter settles:
+
+- The system prompt goes in the top-level `system` field, split at `CACHE_BOUNDARY`: the static
+  prefix block carries a cache breakpoint, the per-run tail does not.
+- Tool results travel as `tool_result` blocks in a user turn; consecutive results and any user text
+  that follows them (an ephemeral note, a steering message) share one user turn, results first.
+- `thinking` / `redacted_thinking` blocks are stored verbatim in
+  `Message.provider_data["anthropic_messages"]["content"]` (with the text and tool-use blocks as
+  position markers) and sent back unchanged on later turns — unless the message's tool calls no
+  longer match them, in which case they are stale and dropped.
+- Usage: Anthropic's `input_tokens` counts only the uncached part of the prompt. Ours counts the
+  whole prompt (`input_tokens + cache_read_input_tokens + cache_creation_input_tokens`), as every
+  other API mode does, so cost math is one formula; the cached parts are also reported separately
+  in `cache_read_tokens` / `cache_write_tokens`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from loopwright.errors import ConfigError, StreamError
+from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
+from loopwright.wire.base import ModelRequest, ToolSpec, split_system
+from loopwright.wire.stream import StreamAccumulator
+
+MODE = "anthropic_messages"
+
+STOP_REASONS: dict[str, FinishReason] = {
+    "tool_use": "tool_calls",
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "pause_turn": "end_turn",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+# Anthropic requires max_tokens; this is the default answer allowance.
+DEFAULT_MAX_TOKENS = 8192
+# What is left for the visible answer on top of a thinking budget when max_tokens is not set.
+ANSWER_ALLOWANCE = 4096
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
+_NO_THINKING = frozenset({"none", "off", "disabled"})
+MAX_CACHE_BREAKPOINTS = 4  # the API rejects more
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+# Errors that will fail the same way if retried.
+_FATAL_ERRORS = frozenset({"invalid_request_error", "authentication_error", "permission_error",
+                           "not_found_error", "request_too_large"})
+# Sent when the history would otherwise open with an assistant turn, which the API rejects.
+OPENING_PLACEHOLDER = "(continuing the conversation)"
+# Anthropic's pattern for tool-use ids; ids minted by other servers ("functions.add:0") may not fit
+_ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ID_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def wire_id(call_id: str | None) -> str:
+    """A tool-use id the API accepts (the same input always maps to the same id)."""
+    if call_id and _ID_OK.match(call_id):
+        return call_id
+    return _ID_BAD_CHARS.sub("_", call_id or "") or "call"
+
+
+# --- internal → wire --------------------------------------------------------------------------
+
+
+def message_to_blocks(msg: Message) -> list[dict[str, Any]]:
+    """The content blocks of one message (cached on the message; callers must not mutate it)."""
+    cached = msg.wire_cache.get(MODE)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    blocks: list[dict[str, Any]]
+    if msg.role == "tool":
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(msg.tool_call_id)}
+        if msg.content:
+            result["content"] = msg.content
+        if msg.is_error:
+            result["is_error"] = True
+        blocks = [result]
+    elif msg.role == "assistant":
+        blocks = _assistant_blocks(msg)
+    else:  # user, or a late system note (sanitize turns those into user messages anyway)
+        blocks = [{"type": "text", "text": msg.content}] if msg.content else []
+    msg.wire_cache[MODE] = blocks
+    return blocks
+
+
+def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
+    calls = {c.id: _tool_use_block(c) for c in msg.tool_calls}
+    stored = (msg.provider_data.get(MODE) or {}).get("content")
+    if stored and _same_calls(stored, msg.tool_calls):
+        if _stored_text(stored) == msg.content:
+            # as received: the thinking signatures cover this exact sequence
+            return [calls[b["id"]] if b["type"] == "tool_use" else b for b in stored]
+        # the text was edited after the fact; the reasoning still belongs to these calls
+        thinking = [b for b in stored if b["type"] in _REASONING_BLOCKS]
+        return [*thinking, *_text_block(msg.content), *calls.values()]
+    # no provider blocks, or blocks for other calls (stale): rebuild from the message alone
+    return [*_text_block(msg.content), *calls.values()]
+
+
+def _text_block(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if text else []  # the API rejects empty text blocks
+
+
+def _tool_use_block(call: ToolCall) -> dict[str, Any]:
+    return {"type": "tool_use", "id": wire_id(call.id), "name": call.name,
+            "input": _input_object(call)}
+
+
+def _input_object(call: ToolCall) -> dict[str, Any]:
+    """`input` must be an object; arguments the model broke are repaired, else sent empty."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        from loopwright.tools.arguments import ArgumentsError, parse_arguments
+
+        try:
+            return parse_arguments(call.arguments).value
+        except ArgumentsError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _same_calls(stored: list[dict[str, Any]], calls: list[ToolCall]) -> bool:
+    ids = [(b.get("id"), b.get("name")) for b in stored if b["type"] == "tool_use"]
+    return ids == [(c.id, c.name) for c in calls]
+
+
+def _stored_text(stored: list[dict[str, Any]]) -> str:
+    return "".join(b["text"] for b in stored if b["type"] == "text")
+
+
+def system_blocks(msg: Message) -> list[dict[str, Any]]:
+    """The `system` field: the static prefix (with a cache breakpoint), then the per-run part."""
+    cached = msg.wire_cache.get(MODE)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    static, per_run = split_system(msg.content)
+    blocks: list[dict[str, Any]] = []
+    if static.strip():
+        blocks.append({"type": "text", "text": static, "cache_control": EPHEMERAL})
+    if per_run.strip():
+        blocks.append({"type": "text", "text": per_run})
+    msg.wire_cache[MODE] = blocks
+    return blocks
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def conversation_to_wire(messages: list[Message]) -> tuple[list[dict[str, Any]],
+                                                           list[dict[str, Any]]]:
+    """(system blocks, messages) with roles alternating and the first turn a user turn."""
+    system: list[dict[str, Any]] = []
+    start = 0
+    while start < len(messages) and messages[start].role == "system":
+        system.extend(system_blocks(messages[start]))
+        start += 1
+    turns: list[dict[str, Any]] = []
+    for msg in messages[start:]:
+        blocks = message_to_blocks(msg)
+        if not blocks:
+            continue  # an empty message would be rejected; its neighbours merge instead
+        role = "assistant" if msg.role == "assistant" else "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": list(blocks)})
+    if not turns or turns[0]["role"] != "user":
+        opening = [{"type": "text", "text": OPENING_PLACEHOLDER}]
+        turns.insert(0, {"role": "user", "content": opening})
+    return system, turns
+
+
+def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]],
+                          tools: list[dict[str, Any]]) -> None:
+    """Mark the last one or two turns and the last tool, within the API's limit of four.
+
+    The static system block already carries one (see `system_blocks`). Marked blocks are copied,
+    never changed in place: the unmarked originals live in the per-message wire cache.
+    """
+    budget = MAX_CACHE_BREAKPOINTS - sum(1 for b in system if "cache_control" in b)
+    for turn in reversed(turns[-2:]):
+        if budget > 0 and _mark_last_block(turn["content"]):
+            budget -= 1
+    if budget > 0 and tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+
+
+def _mark_last_block(content: list[dict[str, Any]]) -> bool:
+    for n in range(len(content) - 1, -1, -1):
+        block = content[n]
+        if block["type"] in _REASONING_BLOCKS:
+            continue  # thinking blocks cannot carry cache_control
+        content[n] = {**block, "cache_control": EPHEMERAL}
+        return True
+    return False
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice in ("required", "any"):
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
+
+def thinking_budget(effort: str | None) -> int | None:
+    """Thinking tokens for a `reasoning_effort`, or None for no extended thinking."""
+    if not effort or effort.lower() in _NO_THINKING:
+        return None
+    budget = THINKING_BUDGETS.get(effort.lower())
+    if budget is None:
+        raise ConfigError(f"reasoning_effort {effort!r} is not supported for Anthropic: use "
+                          "'low', 'medium' or 'high' (or 'none')")
+    return budget
+
+
+# --- wire → internal --------------------------------------------------------------------------
+
+
+def usage_from_wire(data: dict[str, Any] | None, usage: Usage | None = None) -> Usage:
+    """Merge an Anthropic usage object into `usage` (see the module docstring for the totals)."""
+    usage = usage or Usage(requests=1)
+    if not data:
+        return usage
+    fresh = data.get("input_tokens")
+    read = data.get("cache_read_input_tokens")
+    write = data.get("cache_creation_input_tokens")
+    if fresh is not None or read is not None or write is not None:
+        # a later event (message_delta) may repeat only some of the counts
+        uncached = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+        if fresh is not None:
+            uncached = int(fresh)
+        if read is not None:
+            usage.cache_read_tokens = int(read)
+        if write is not None:
+            usage.cache_write_tokens = int(write)
+        usage.input_tokens = uncached + usage.cache_read_tokens + usage.cache_write_tokens
+    if data.get("output_tokens") is not None:
+        usage.output_tokens = int(data["output_tokens"])
+    return usage
+
+
+def _store(acc: StreamAccumulator, content: list[dict[str, Any]]) -> None:
+    """Keep the block sequence when it holds reasoning that must go back verbatim."""
+    if any(b["type"] in _REASONING_BLOCKS for b in content):
+        acc.provider_data = {MODE: {"content": content}}
+
+
+def _stored_block(block: dict[str, Any]) -> dict[str, Any] | None:
+    kind = block.get("type")
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.get("thinking") or "",
+                "signature": block.get("signature") or ""}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.get("data") or ""}
+    if kind == "text":
+        return {"type": "text", "text": block.get("text") or ""}
+    if kind == "tool_use":  # a position marker: the input is rebuilt from the ToolCall
+        return {"type": "tool_use", "id": block.get("id") or "", "name": block.get("name") or ""}
+    return None  # server-side tool blocks are not sent back
+
+
+class AnthropicMessagesFormat:
+    """JSON shapes of `/messages`."""
+
+    mode = MODE
+    path = "/messages"
+
+    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        system, turns = conversation_to_wire(request.messages)
+        tools = [tool_to_wire(t) for t in request.tools]
+        add_cache_breakpoints(system, turns, tools)
+        body: dict[str, Any] = {"model": request.model, "messages": turns}
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = tools
+            if request.tool_choice:
+                body["tool_choice"] = _tool_choice(request.tool_choice)
+        budget = thinking_budget(request.reasoning_effort)
+        max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            if max_tokens <= budget:  # the budget is part of max_tokens; leave room to answer
+                max_tokens = budget + (request.max_tokens or ANSWER_ALLOWANCE)
+        elif request.temperature is not None:
+            body["temperature"] = request.temperature  # not allowed together with thinking
+        body["max_tokens"] = max_tokens
+        if stream:
+            body["stream"] = True
+        if request.extra_body:
+            body.update(request.extra_body)
+        return body
+
+    def parse_body(self, body: dict[str, Any]) -> ModelResponse:
+        acc = StreamAccumulator()
+        content: list[dict[str, Any]] = []
+        for index, block in enumerate(body.get("content") or ()):
+            kind = block.get("type")
+            if kind == "text":
+                acc.text(block.get("text") or "")
+            elif kind == "thinking":
+                acc.reasoning(block.get("thinking") or "")
+            elif kind == "tool_use":
+                value = block.get("input")
+                arguments = value if isinstance(value, str) else json.dumps(value or {})
+                acc.tool_call_delta(index, id=block.get("id"), name=block.get("name"),
+                                    arguments=arguments)
+            stored = _stored_block(block)
+            if stored is not None:
+                content.append(stored)
+        _store(acc, content)
+        acc.finish_reason = STOP_REASONS.get(body.get("stop_reason") or "")
+        acc.usage = usage_from_wire(body.get("usage"))
+        acc.model = body.get("model") or ""
+        return acc.build()
+
+    def stream_parser(self) -> AnthropicStreamParser:
+        return AnthropicStreamParser()
+
+
+class _OpenBlock:
+    """A content block being streamed; text pieces are joined once, at its stop."""
+
+    __slots__ = ("block", "parts")
+
+    def __init__(self, block: dict[str, Any]) -> None:
+        self.block = block
+        self.parts: list[str] = []
+
+
+class AnthropicStreamParser:
+    """Feeds Anthropic SSE events (`message_start` … `message_stop`) into the accumulator."""
+
+    def __init__(self) -> None:
+        self.finished = False
+        self._open: dict[int, _OpenBlock] = {}
+        self._content: list[dict[str, Any]] = []
+
+    def feed(self, event: str | None, data: str, acc: StreamAccumulator) -> None:
+        payload = json.loads(data)
+        kind = payload.get("type") or event
+        if kind == "content_block_delta":
+            self._delta(payload["index"], payload["delta"], acc)
+        elif kind == "content_block_start":
+            self._start(payload["index"], payload["content_block"], acc)
+        elif kind == "content_block_stop":
+            self._stop(payload["index"], acc)
+        elif kind == "message_start":
+            message = payload.get("message") or {}
+            acc.model = message.get("model") or acc.model
+            acc.usage = usage_from_wire(message.get("usage"), acc.usage)
+        elif kind == "message_delta":
+            stop = (payload.get("delta") or {}).get("stop_reason")
+            if stop:
+                acc.finish_reason = STOP_REASONS.get(stop, "end_turn")
+            acc.usage = usage_from_wire(payload.get("usage"), acc.usage)
+        elif kind == "message_stop":
+            self.finished = True
+        elif kind == "error":
+            error = payload.get("error") or {}
+            error_type = error.get("type") or "error"
+            raise StreamError(f"the server sent an error mid-stream: {error_type}: "
+                              f"{error.get('message') or ''}".rstrip(": "),
+                              retryable=error_type not in _FATAL_ERRORS, body=data)
+        # "ping" and unknown future events are ignored
+
+    def _start(self, index: int, block: dict[str, Any], acc: StreamAccumulator) -> None:
+        opened = self._open[index] = _OpenBlock(block)
+        kind = block.get("type")
+        if kind == "tool_use":
+            acc.tool_call_delta(index, id=block.get("id"), name=block.get("name"))
+        elif kind == "text" and block.get("text"):
+            opened.parts.append(block["text"])
+            acc.text(block["text"])
+        elif kind == "thinking" and block.get("thinking"):
+            opened.parts.append(block["thinking"])
+            acc.reasoning(block["thinking"])
+
+    def _delta(self, index: int, delta: dict[str, Any], acc: StreamAccumulator) -> None:
+        kind = delta.get("type")
+        opened = self._open.get(index)
+        if kind == "text_delta":
+            acc.text(delta["text"])
+        elif kind == "input_json_delta":
+            acc.tool_call_delta(index, arguments=delta.get("partial_json"))
+            return  # arguments live in the accumulator only
+        elif kind == "thinking_delta":
+            acc.reasoning(delta["thinking"])
+        elif kind == "signature_delta":
+            if opened is not None:
+                opened.block["signature"] = (opened.block.get("signature") or "") + delta[
+                    "signature"]
+            return
+        else:
+            return
+        if opened is not None:
+            opened.parts.append(delta.get("text") or delta.get("thinking") or "")
+
+    def _stop(self, index: int, acc: StreamAccumulator) -> None:
+        opened = self._open.pop(index, None)
+        if opened is None:
+            return
+        block = opened.block
+        kind = block.get("type")
+        if kind == "text":
+            block = {"type": "text", "text": "".join(opened.parts)}
+        elif kind == "thinking":
+            block = {**block, "thinking": "".join(opened.parts)}
+        stored = _stored_block(block)
+        if stored is not None:
+            self._content.append(stored)
+            _store(acc, self._content)

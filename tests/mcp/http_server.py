@@ -1,0 +1,43 @@
+"""A small MCP server over streamable HTTP on 127.0.0.1, run as a subprocess by the tests.
+
+Usage: python tests/mcp/http_server.py PORT
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import ToolAnnotations
+
+server = MCPServer("http-test-server")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The Authorization header this request arrived with."""
+    headers = ctx.headers or {}
+    return headers.get("authorization", "(none)")
+
+
+@server.tool()
+def explode() -> str:
+    """Fail with a JSON-RPC error rather than an error result."""
+    raise MCPError(-32050, "the reactor is offline")
+
+
+@server.tool()
+def grumble() -> str:
+    """Fail inside the tool: the server reports an error result."""
+    raise ValueError("not today")
+
+
+if __name__ == "__main__":
+    server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

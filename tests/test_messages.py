@@ -1,0 +1,76 @@
+"""History rules: what every provider accepts, whatever the history went through."""
+
+from loopwright.messages import (
+    INTERRUPTED_RESULT,
+    Message,
+    ToolCall,
+    assistant,
+    close_interrupted_calls,
+    sanitize,
+    system,
+    tool_result,
+    user,
+)
+
+
+def _roles(history: list[Message]) -> list[str]:
+    return [m.role for m in history]
+
+
+def test_orphan_tool_call_is_dropped_from_its_assistant_message() -> None:
+    answered = ToolCall(id="a", name="read", arguments="{}")
+    orphan = ToolCall(id="b", name="read", arguments="{}")
+    history = [system("s"), user("u"), assistant("", [answered, orphan]),
+               tool_result(answered, "ok")]
+    clean = sanitize(history)
+    assert [c.id for c in clean[2].tool_calls] == ["a"]
+    assert _roles(clean) == ["system", "user", "assistant", "tool"]
+
+
+def test_assistant_left_empty_by_dropped_calls_disappears() -> None:
+    orphan = ToolCall(id="b", name="read", arguments="{}")
+    clean = sanitize([system("s"), user("u"), assistant("", [orphan]), user("again")])
+    assert _roles(clean) == ["system", "user"]
+    assert clean[1].content == "u\n\nagain"
+
+
+def test_orphan_result_is_removed() -> None:
+    stray = tool_result(ToolCall(id="zz", name="x"), "late")
+    clean = sanitize([system("s"), user("u"), stray, assistant("hi")])
+    assert _roles(clean) == ["system", "user", "assistant"]
+
+
+def test_duplicate_results_keep_the_first_and_follow_call_order() -> None:
+    a, b = ToolCall(id="a", name="t"), ToolCall(id="b", name="t")
+    history = [user("u"), assistant("", [a, b]), tool_result(b, "B"), tool_result(a, "A1"),
+               tool_result(a, "A2")]
+    clean = sanitize(history)
+    assert [m.content for m in clean if m.role == "tool"] == ["A1", "B"]
+
+
+def test_consecutive_user_and_assistant_messages_are_merged() -> None:
+    clean = sanitize([system("s"), user("one"), user("two"), assistant("x"), assistant("y")])
+    assert _roles(clean) == ["system", "user", "assistant"]
+    assert clean[1].content == "one\n\ntwo"
+    assert clean[2].content == "x\n\ny"
+
+
+def test_sanitize_does_not_modify_its_input() -> None:
+    orphan = ToolCall(id="b", name="read")
+    history = [user("u"), assistant("", [orphan])]
+    sanitize(history)
+    assert history[1].tool_calls == [orphan]
+
+
+def test_interrupted_calls_get_a_did_not_complete_result() -> None:
+    a, b = ToolCall(id="a", name="t"), ToolCall(id="b", name="t")
+    history = [user("u"), assistant("", [a, b]), tool_result(a, "done")]
+    repaired = close_interrupted_calls(history)
+    assert [m.tool_call_id for m in repaired if m.role == "tool"] == ["a", "b"]
+    assert repaired[-1].content == INTERRUPTED_RESULT and repaired[-1].is_error
+
+
+def test_message_round_trips_through_its_dict_form() -> None:
+    msg = Message(role="assistant", content="c", tool_calls=[ToolCall(id="1", name="n")],
+                  reasoning="r", provider_data={"anthropic_messages": {"blocks": [1]}})
+    assert Message.from_dict(msg.to_dict()) == msg
