@@ -28,7 +28,7 @@ async def _sse(response: httpx.Response) -> Any:
 
 
 async def chat_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, stream: bool,
-                    rounds: int) -> int:
+                    rounds: int, on_turn: Callable[[], None] | None = None) -> int:
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
                                       {"role": "user", "content": prompt}]
     tools = [{"type": "function", "function": {"name": "lookup", "description": "Look a key up.",
@@ -37,6 +37,8 @@ async def chat_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, st
     turns = 0
     while True:
         turns += 1
+        if on_turn is not None:
+            on_turn()
         body: dict[str, Any] = {"model": "bench-model", "messages": messages, "tools": tools}
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
@@ -45,7 +47,7 @@ async def chat_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, st
             async with client.stream("POST", url, json=body, headers=HEADERS) as response:
                 async for _, data in _sse(response):
                     if data == "[DONE]":
-                        break
+                        continue  # read to the end so the connection is reused
                     for choice in json.loads(data).get("choices") or []:
                         delta = choice.get("delta") or {}
                         if delta.get("content"):
@@ -75,13 +77,15 @@ async def chat_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, st
 
 
 async def anthropic_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, stream: bool,
-                         rounds: int) -> int:
+                         rounds: int, on_turn: Callable[[], None] | None = None) -> int:
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     tools = [{"name": "lookup", "description": "Look a key up.", "input_schema": SCHEMA}]
     url = base_url + "/messages"
     turns = 0
     while True:
         turns += 1
+        if on_turn is not None:
+            on_turn()
         body: dict[str, Any] = {"model": "bench-model", "system": SYSTEM, "messages": messages,
                                 "tools": tools, "max_tokens": 1024}
         if stream:
@@ -100,8 +104,6 @@ async def anthropic_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
                             block["text"] = block.get("text", "") + delta["text"]
                         elif delta["type"] == "input_json_delta":
                             block["_json"] += delta["partial_json"]
-                    elif event == "message_stop":
-                        break
             content = []
             for block in blocks.values():
                 raw = block.pop("_json")
@@ -121,7 +123,7 @@ async def anthropic_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
 
 
 async def responses_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, stream: bool,
-                         rounds: int) -> int:
+                         rounds: int, on_turn: Callable[[], None] | None = None) -> int:
     items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": prompt}]
     tools = [{"type": "function", "name": "lookup", "description": "Look a key up.",
               "parameters": SCHEMA}]
@@ -129,6 +131,8 @@ async def responses_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
     turns = 0
     while True:
         turns += 1
+        if on_turn is not None:
+            on_turn()
         body: dict[str, Any] = {"model": "bench-model", "instructions": SYSTEM, "input": items,
                                 "tools": tools, "store": False}
         if stream:
@@ -138,7 +142,6 @@ async def responses_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
                 async for event, data in _sse(response):
                     if event in ("response.completed", "response.incomplete"):
                         output = json.loads(data)["response"]["output"]
-                        break
         else:
             response = await client.post(url, json=body, headers=HEADERS)
             output = response.json()["output"]

@@ -29,10 +29,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hand_loops import HAND_LOOPS  # noqa: E402
+from hand_loops import HAND_LOOPS
 
-from loopwright import Agent, tool  # noqa: E402
-from loopwright.endpoints.base import close_shared_client  # noqa: E402
+from loopwright import Agent, tool
+from loopwright.endpoints.base import close_shared_client
 
 ROUNDS = 20
 
@@ -105,22 +105,32 @@ GROWTH_ROUNDS = 200
 
 
 async def growth(mode: str, base_url: str) -> dict[str, float]:
-    """ms/turn over the first and the last 20 turns of one long run (flat = no per-turn cost
-    that grows with history beyond serialising the request)."""
+    """ms/turn over the first and the last 20 turns of one long run, for both sides (flat, or
+    growing like the hand loop, = no per-turn cost beyond serialising the longer request)."""
     stamps: list[float] = []
+
+    def stamp() -> None:
+        stamps.append(time.perf_counter())
+
     agent = Agent("bench-model", base_url=base_url, api_key="k", api_mode=mode, tools=[lookup],
                   stream=True, max_turns=GROWTH_ROUNDS + 5,
-                  callbacks=[lambda e: stamps.append(time.perf_counter())
-                             if e.type == "turn_start" else None])
+                  callbacks=[lambda e: stamp() if e.type == "turn_start" else None])
+    client = httpx.AsyncClient(timeout=60)
+    out: dict[str, float] = {}
     try:
-        await agent.run("long task")  # warm-up
-        stamps.clear()
-        await agent.run("long task")
+        for side in ("hand", "loopwright", "hand", "loopwright"):  # the first pair warms up
+            stamps.clear()
+            if side == "hand":
+                await HAND_LOOPS[mode](client, base_url, "long task", stream=True,
+                                       rounds=GROWTH_ROUNDS, on_turn=stamp)
+            else:
+                await agent.run("long task")
+            out[f"{side}_first_20_ms"] = round((stamps[20] - stamps[0]) / 20 * 1000, 3)
+            out[f"{side}_last_20_ms"] = round((stamps[-1] - stamps[-21]) / 20 * 1000, 3)
     finally:
+        await client.aclose()
         await close_shared_client()
-    first = (stamps[20] - stamps[0]) / 20 * 1000
-    last = (stamps[-1] - stamps[-21]) / 20 * 1000
-    return {"first_20_ms": round(first, 3), "last_20_ms": round(last, 3)}
+    return out
 
 
 def main() -> None:
@@ -144,7 +154,7 @@ def main() -> None:
                     if args.json:
                         print(json.dumps(row), flush=True)
                     else:
-                        print(f"{mode:19} stream={str(stream):5} c={concurrency:<3} "
+                        print(f"{mode:19} stream={stream!s:5} c={concurrency:<3} "
                               f"hand {row['hand_ms_per_turn']:7.3f} ms/turn   "
                               f"loopwright {row['loopwright_ms_per_turn']:7.3f} ms/turn   "
                               f"ratio {row['ratio']:.2f}", flush=True)
@@ -154,9 +164,10 @@ def main() -> None:
     try:
         for mode in modes:
             g = asyncio.run(growth(mode, base_url))
-            print(f"{mode:19} growth over a {GROWTH_ROUNDS}-turn run: turns 1-20 "
-                  f"{g['first_20_ms']:.3f} ms/turn, last 20 {g['last_20_ms']:.3f} ms/turn",
-                  flush=True)
+            print(f"{mode:19} {GROWTH_ROUNDS}-turn run, ms/turn over turns 1-20 -> last 20: "
+                  f"hand {g['hand_first_20_ms']:.3f} -> {g['hand_last_20_ms']:.3f}   "
+                  f"loopwright {g['loopwright_first_20_ms']:.3f} -> "
+                  f"{g['loopwright_last_20_ms']:.3f}", flush=True)
     finally:
         proc.kill()
     worst = max(row["ratio"] for row in rows)

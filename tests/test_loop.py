@@ -30,7 +30,7 @@ def make_agent(server: FakeModelServer, **kwargs: Any) -> Agent:
 
 
 def chat_messages(server: FakeModelServer, n: int) -> list[dict[str, Any]]:
-    body = server.requests[n].body
+    body = server.model_requests[n].body
     assert body is not None
     messages: list[dict[str, Any]] = body["messages"]
     return messages
@@ -183,7 +183,7 @@ async def test_the_third_identical_call_is_intercepted_and_a_fourth_stops_the_ru
     assert ran == [1, 1]
     assert "same arguments 3 times" in tool_messages(server, 3)[-1]["content"]
     assert result.stop_reason == "loop_detected"
-    assert len(server.requests) == 4
+    assert len(server.model_requests) == 4
 
 
 async def test_an_intercepted_loop_that_changes_course_goes_on() -> None:
@@ -203,7 +203,7 @@ async def test_a_reply_cut_by_length_is_continued_and_joined(stream: bool) -> No
         result = await make_agent(server, stream=stream).run("greet")
     assert result.output == "Hello, world!"
     assert result.stop_reason == "completed"
-    assert len(server.requests) == 3  # max 2 continuations
+    assert len(server.model_requests) == 3  # max 2 continuations
     assert chat_messages(server, 1)[-1]["content"] == CONTINUE_NOTE
 
 
@@ -267,7 +267,7 @@ async def test_cancel_aborts_the_in_flight_call(stream: bool) -> None:
     with FakeModelServer(replies=[Reply(text="slow", delay=10)]) as server:
         agent = make_agent(server, stream=stream)
         handle = await agent.start("go")
-        while not server.requests:
+        while not server.model_requests:
             await asyncio.sleep(0.01)
         assert agent.cancel()
         result = await asyncio.wait_for(handle, timeout=3)

@@ -74,3 +74,25 @@ def test_message_round_trips_through_its_dict_form() -> None:
     msg = Message(role="assistant", content="c", tool_calls=[ToolCall(id="1", name="n")],
                   reasoning="r", provider_data={"anthropic_messages": {"blocks": [1]}})
     assert Message.from_dict(msg.to_dict()) == msg
+
+
+def test_the_incremental_sanitizer_matches_a_full_sanitize_as_history_grows() -> None:
+    from loopwright.messages import Sanitizer
+
+    clean = Sanitizer()
+    history: list[Message] = [system("s"), user("u")]
+    for n in range(6):
+        a = ToolCall(id=f"a{n}", name="t")
+        orphan = ToolCall(id=f"o{n}", name="t")
+        history += [assistant("", [a, orphan]), tool_result(a, f"r{n}")]
+        assert clean(history) == sanitize(history)
+        history.append(user(f"more {n}"))
+        history.append(user(f"and more {n}"))
+        assert clean(history) == sanitize(history)
+    # an in-place edit before the remembered boundary is seen, not served stale
+    history[3] = tool_result(ToolCall(id="a0", name="t"), "pruned")
+    assert clean(history) == sanitize(history)
+    assert clean(history)[3].content == "pruned"
+    # a replaced history is cleaned from scratch
+    fresh = [system("s"), user("new task")]
+    assert clean(fresh) == sanitize(fresh)

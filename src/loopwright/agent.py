@@ -7,29 +7,48 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
-from loopwright.config import FIELD_NAMES, Settings, load_settings
+from loopwright.builtin.clarify import ClarifyCallback
+from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
+from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
 from loopwright.endpoints.base import close_shared_client
 from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
-from loopwright.endpoints.resolve import Resolved, detect_provider, resolve_model
+from loopwright.endpoints.probe import WindowInfo, detect_windows
+from loopwright.endpoints.resolve import (
+    Resolved,
+    detect_provider,
+    first_served_model,
+    resolve_model,
+)
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.events import TERMINAL_TYPES, Event
+from loopwright.grading import RubricGrader, load_rubric
 from loopwright.guards import IterationBudget
+from loopwright.hooks import EventHooks, Hooks
 from loopwright.loop import LoopSettings, RunState, drive
+from loopwright.mcp.client import MCPManager, MCPToolsPlugin
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
-from loopwright.tools.base import ApprovalGate, Tool, _deny_all
+from loopwright.store.services import StateServices, first_user_turn
+from loopwright.tools.base import Tool
+from loopwright.tools.catalogue import RunCatalogue
 from loopwright.tools.execute import ToolExecutor
+from loopwright.tools.policy import ApprovalCache, ApprovalCallback, Policy
+from loopwright.tools.prompt_format import tool_call_plugins
 from loopwright.tools.registry import ToolRegistry
+from loopwright.tools.safety import safety_layers
 from loopwright.wire import get_wire_format
 from loopwright.wire.base import ToolSpec
+
+if TYPE_CHECKING:
+    from loopwright.builtin.delegate import DelegationResult
 
 EventCallback = Callable[[Event], None]
 
@@ -81,7 +100,8 @@ class Agent:
         stream: bool | None = None,
         callbacks: Iterable[EventCallback] = (),
         plugins: Iterable[LoopPlugin] = (),
-        approval: ApprovalGate | None = None,
+        approval: ApprovalCallback | None = None,
+        clarify: ClarifyCallback | None = None,
         retry: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
         **options: Any,
@@ -95,14 +115,30 @@ class Agent:
             "system_prompt": system_prompt, "max_turns": max_turns, "stream": stream, **options,
         })
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
+        self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
+        for extra in self.state_services.tools():
+            self.registry.add(extra)
         self.callbacks = list(callbacks)
         self.plugins = list(plugins)
+        self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
+        if self.mcp is not None:  # connects when the first run starts; tools join the registry
+            self.plugins.insert(0, MCPToolsPlugin(self.mcp, self.registry))
+        if self.settings.rubric:
+            self.plugins.append(RubricGrader(load_rubric(self.settings.rubric),
+                                             max_rounds=self.settings.max_rubric_rounds))
         self.approval = approval
+        self.clarify = clarify
+        self.hooks = Hooks.from_config(self.settings.hooks)  # bad hooks / policy fail here
+        self.policy = Policy.from_config(self.settings.policy)
+        self._approvals = ApprovalCache(ttl=self.settings.approval_ttl)
+        if self.hooks.on_event:
+            self.callbacks.append(EventHooks(self.hooks, self.settings.workdir))
         self.retry = retry or RetryPolicy(
             attempts=self.settings.retry_attempts, base_delay=self.settings.retry_base_delay,
             max_delay=self.settings.retry_max_delay, max_pause=self.settings.retry_max_pause)
         self.refresh_credentials = refresh_credentials
         self._resolved: list[Resolved] | None = None
+        self.windows: list[WindowInfo] = []  # per provider in the chain, found at first run
         self._resolve_lock: asyncio.Lock | None = None
         self._live: set[RunHandle] = set()
 
@@ -112,7 +148,7 @@ class Agent:
         """Run to the end and return the result (never raises for provider failures: see
         `RunResult.stop_reason` and `.error`)."""
         handle = await self.start(prompt, history=history)
-        return await handle
+        return await handle.task
 
     def chat(self, prompt: str) -> str:
         """Synchronous convenience: run and return the final text. Raises on `error` runs."""
@@ -158,18 +194,29 @@ class Agent:
             for callback in callbacks:
                 callback(event)
 
-        run_history = list(history or [])
-        if not run_history or run_history[0].role != "system":
-            run_history.insert(0, messages.system(self._system_prompt()))
+        session_id = self.settings.session_id or uuid.uuid4().hex
+        settings = self._loop_settings(chain, session_id)
+        recorder = self.state_services.recorder(session_id, model=chain.model)
+        if recorder is not None:  # persist, and resume a stored session given no history
+            run_history = recorder.open(history, system_prompt=self._system_prompt(),
+                                        prompt=prompt)
+            settings.plugins.append(recorder)
+            callbacks.append(recorder)
+        else:
+            run_history = list(history or [])
+            if not run_history or run_history[0].role != "system":
+                run_history.insert(0, messages.system(self._system_prompt()))
         state = RunState(
-            settings=self._loop_settings(chain),
+            settings=settings,
             history=run_history,
             emit=emit,
             budget=budget or IterationBudget(total=self.settings.iteration_budget or 90),
-            session_id=self.settings.session_id or uuid.uuid4().hex,
+            session_id=session_id,
             agent_tag=agent_tag,
         )
-        state.append(messages.user(prompt))
+        first = first_user_turn(run_history, prompt)
+        if first is not None:
+            state.append(first)
         task = asyncio.ensure_future(drive(state))
         handle = RunHandle(state, task)
         self._live.add(handle)
@@ -184,25 +231,63 @@ class Agent:
         """Cancel every live run. True if a run was live."""
         return any([handle.cancel() for handle in list(self._live)])
 
+    async def delegate(self, task: str, *, tools: list[str] | None = None,
+                       model: str | None = None, instructions: str | None = None,
+                       timeout: float | None = 600.0) -> DelegationResult:
+        """Run `task` in a sub-agent with a subset of this agent's tools (by name; default all)
+        and optionally another model; see `loopwright.builtin.delegate`."""
+        from loopwright.builtin.delegate import delegate
+
+        return await delegate(self, task, tools=tools, model=model, instructions=instructions,
+                              timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Release what the agent holds open (MCP server connections; they reconnect on the next
+        run). `async with Agent(...) as agent:` calls it on exit."""
+        if self.mcp is not None:
+            await self.mcp.aclose()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     # -- building blocks --
 
     async def _run_and_close(self, prompt: str) -> RunResult:
         try:
             return await self.run(prompt)
         finally:
+            await self.aclose()
             await close_shared_client()
 
     def _system_prompt(self) -> str:
-        return build_system_prompt(user_prompt=self.settings.system_prompt,
-                                   has_tools=len(self.registry) > 0)
-
-    def _loop_settings(self, chain: ProviderChain) -> LoopSettings:
         s = self.settings
-        executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout)
+        return build_system_prompt(user_prompt=s.system_prompt,
+                                   has_tools=len(self.registry) > 0,
+                                   workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
+                                   max_instruction_chars=instruction_chars(self.windows),
+                                   per_run_sections=self.state_services.prompt_sections())
+
+    def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
+        s = self.settings
+        safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
+                               approve_all=s.approve_all, cache=self._approvals,
+                               session_id=session_id, clarify=self.clarify,
+                               allowed_roots=s.allowed_roots)
+        catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
+                                 deferred=s.deferred_tools, strict=s.strict_tools,
+                                 local=chain.current.endpoint.is_local)
+        context = context_layers(s, self.windows, chain)  # budgets sized from the window
+        executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout,
+                                resolver=catalogue.resolve, gates=safety.gates,
+                                filters=[*safety.filters, *context.filters])
         return LoopSettings(
             chain=chain,
             executor=executor,
-            plugins=list(self.plugins),
+            plugins=[*context.plugins, *self.plugins, *self.state_services.plugins(),
+                     *tool_call_plugins(s, catalogue), *safety.plugins],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,
@@ -211,13 +296,15 @@ class Agent:
             doom_loop_threshold=s.doom_loop_threshold,
             max_auto_continues=s.max_auto_continues,
             workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
-            approve=self.approval or _deny_all,
+            approve=safety.approver,
             tool_specs=self._tool_specs,
-            services={"agent": self},
+            services={"agent": self, "tool_catalogue": catalogue, **safety.services,
+                      **context.services},
         )
 
     def _tool_specs(self, run: RunState) -> list[ToolSpec]:
-        return self.registry.specs(self.registry.visible())
+        catalogue: RunCatalogue = run.settings.services["tool_catalogue"]
+        return catalogue.specs(run.turn)  # router (turn 1) → hide map → deferred + tool_search
 
     async def _chain(self) -> ProviderChain:
         resolved = await self._resolve()
@@ -235,6 +322,12 @@ class Agent:
         ]
         return ProviderChain(clients=clients, refresh_credentials=self.refresh_credentials)
 
+    async def context_windows(self) -> list[WindowInfo]:
+        """Each provider's context window (primary first, then fallbacks) and where the number
+        came from; resolves and probes once per agent."""
+        await self._resolve()
+        return list(self.windows)
+
     async def _resolve(self) -> list[Resolved]:
         if self._resolved is not None:
             return self._resolved
@@ -242,15 +335,19 @@ class Agent:
             self._resolve_lock = asyncio.Lock()
         async with self._resolve_lock:
             if self._resolved is None:
-                self._resolved = await self._resolve_all()
+                resolved = await self._resolve_all()
+                self.windows = await detect_windows(resolved,
+                                                    explicit=self.settings.context_window)
+                self._resolved = resolved
         return self._resolved
 
     async def _resolve_all(self) -> list[Resolved]:
         s = self.settings
         model, base_url = s.model, s.base_url
-        if model is None:
-            model, detected_url = await detect_provider()
-            base_url = base_url or detected_url
+        if model is None and base_url:  # a server but no model: use the first one it serves
+            model = await first_served_model(base_url, timeout=5.0) or "default"
+        elif model is None:
+            model, base_url = await detect_provider()
         primary = resolve_model(model, base_url=base_url, api_key=s.api_key, api_mode=s.api_mode,
                                 aliases=s.aliases)
         chain = [primary]
@@ -268,3 +365,10 @@ def _resolve_fallback(item: Any, aliases: dict[str, str]) -> Resolved:
                              aliases=aliases)
     raise ConfigError(f"fallback {item!r}: give a model string or a table with at least 'model' "
                       "(and optionally base_url, api_key, api_mode)")
+
+
+def _mcp_manager(settings: Settings) -> MCPManager | None:
+    if not settings.mcp_servers:
+        return None
+    cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
+    return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")

@@ -44,6 +44,7 @@ class Settings:
     allowed_tool_tags: list[str] | None = None
     hidden_tools: list[str] = field(default_factory=list)
     deferred_tools: Any = None  # None | "auto" | "all" | list of names
+    strict_tools: bool = False  # OpenAI strict-mode tool schemas
     doom_loop_threshold: int = 3
     max_auto_continues: int = 2
     rubric: str | None = None
@@ -53,6 +54,8 @@ class Settings:
     store: Any = None
     workdir: str | None = None
     approve_all: bool = False
+    approval_ttl: float = 3600.0  # seconds an "always" / "never" approval answer is kept
+    allowed_roots: list[str] = field(default_factory=list)  # extra roots for the file tools
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: Any = None
     mcp_servers: dict[str, Any] = field(default_factory=dict)
@@ -66,7 +69,11 @@ class Settings:
     reminders: bool = True
     compaction: bool = True
     memory: bool = False
+    memory_dir: str | None = None  # default <data_dir>/memory; relative = inside the workdir
+    memory_limit: int = 2200  # characters of MEMORY.md
+    user_limit: int = 1375  # characters of USER.md
     recall: bool = False
+    recall_limit: int = 3  # past sessions recalled into the first request
     cache_dir: str | None = None
     data_dir: str | None = None
 

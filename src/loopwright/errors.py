@@ -1,8 +1,8 @@
 """loopwright's error taxonomy.
 
-What the model did wrong (bad arguments, unknown tool, a tool that raised) is never raised: it
-becomes a tool result and the loop goes on. What the infrastructure did wrong is retried, then raised
-as one of these. Our own bugs propagate unchanged.
+What the model did wrong (bad arguments, unknown tool, a tool that raised) is never raised:
+it becomes a tool result and the loop goes on. What the infrastructure did wrong is retried,
+then raised as one of these. Our own bugs propagate unchanged.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Typed run events: frozen, keyword-only dataclasses unioned in one place, serialised by one function.
+"""Typed run events: frozen, keyword-only dataclasses unioned in one place, serialised once.
 
 Per turn they come in this order: `turn_start`, `text_delta` / `reasoning_delta`, `tool_call`,
 `tool_result`, `status` (any time), `turn_end`; then one terminal event: `done`, `error` or
-`cancelled`. `agent` is empty for the top-level run and the child's id for forwarded sub-agent events.
+`cancelled`. `agent` is empty for the top-level run and the child's id for forwarded sub-agent
+events.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class ToolResultEvent:
     content: str
     is_error: bool = False
     duration: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)  # e.g. {"denied": True, "reason": …}
     agent: str = ""
 
 
@@ -115,7 +117,7 @@ Event = (
 TERMINAL_TYPES: frozenset[str] = frozenset({"done", "error", "cancelled"})
 
 _BY_TYPE: dict[str, type[Any]] = {
-    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    str(cls.__dataclass_fields__["type"].default): cls
     for cls in (
         TurnStart,
         TextDelta,

@@ -54,7 +54,7 @@ class IterationBudget:
     total: int = 90
     used: int = 0
     warn_at: float = 0.7
-    _warned: bool = False
+    _warned: set[str] = field(default_factory=set, repr=False)  # runs already warned
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def consume(self, n: int = 1) -> bool:
@@ -73,12 +73,13 @@ class IterationBudget:
     def exhausted(self) -> bool:
         return self.used >= self.total
 
-    def take_warning(self) -> str | None:
-        """A one-time note once `warn_at` of the budget is spent."""
+    def take_warning(self, run_id: str = "") -> str | None:
+        """A note, once per run sharing the budget (a parent and each sub-agent), once `warn_at`
+        of the budget is spent."""
         with self._lock:
-            if self._warned or self.used < self.total * self.warn_at:
+            if run_id in self._warned or self.used < self.total * self.warn_at:
                 return None
-            self._warned = True
+            self._warned.add(run_id)
         return (
             f"[budget] {self.used} of {self.total} iterations used ({self.remaining} left). "
             "Start wrapping up: finish the most important remaining work and prepare your answer."

@@ -1,5 +1,5 @@
-"""The agent loop. `drive()` reads top to bottom like the lifecycle in DESIGN §1; each step is a call
-into the module that owns it."""
+"""The agent loop. `drive()` reads top to bottom like the lifecycle in DESIGN §1; each step is a
+call into the module that owns it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from loopwright import guards, messages
 from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.fallback import ProviderChain
-from loopwright.errors import LoopwrightError, ProviderError
+from loopwright.errors import ContextOverflowError, LoopwrightError, ProviderError
 from loopwright.events import (
     CancelledEvent,
     DoneEvent,
@@ -30,10 +30,12 @@ from loopwright.events import (
 )
 from loopwright.messages import Message, ModelResponse, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
+from loopwright.profiles.prices import CostMeter
 from loopwright.result import RunResult, StopReason
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
 from loopwright.wire.base import ModelRequest, ToolSpec
+from loopwright.wire.stream import DeltaListener
 
 
 @dataclass(kw_only=True)
@@ -89,11 +91,14 @@ class RunState:
         self.emit = emit
         self.budget = budget
         self.session_id = session_id
+        self.parent_session_id: str | None = None  # set when compaction starts a new lineage
         self.agent_tag = agent_tag
         self.run_id = uuid.uuid4().hex[:12]
         self.turn = 0
         self.usage = Usage()
+        self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
+        self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
@@ -247,7 +252,7 @@ async def turn(run: RunState) -> Next:
     last_round = run.turn >= s.max_turns
     request = ModelRequest(  # 3, 4
         model=s.chain.model,
-        messages=messages.sanitize(run.history),
+        messages=run.sanitizer(run.history),
         tools=s.tool_specs(run) if s.tool_specs else [],
         max_tokens=s.max_tokens,
         temperature=s.temperature,
@@ -257,7 +262,7 @@ async def turn(run: RunState) -> Next:
         request.messages.append(messages.user(guards.LAST_ROUND_NOTE))
     for plugin in s.plugins:  # 5, 6: reminders, pruning, compaction, catalogue, prompt format
         await plugin.before_model(run, request)
-    response = await _call_model(run, request)  # 7
+    response = await _call_model_fitting(run, request)  # 7
     for plugin in s.plugins:  # 8: tool calls written as text, …
         await plugin.after_model(run, response)
     reply = response.message
@@ -276,6 +281,18 @@ async def turn(run: RunState) -> Next:
     return RunAgain()
 
 
+async def _call_model_fitting(run: RunState, request: ModelRequest) -> ModelResponse:
+    """Call the model; if the provider says the request is over its window, let the plugins
+    shrink it (compaction learns the real window) and try once more."""
+    try:
+        return await _call_model(run, request)
+    except ContextOverflowError as exc:
+        for plugin in run.settings.plugins:
+            if await plugin.on_context_overflow(run, request, exc):
+                return await _call_model(run, request)
+        raise
+
+
 def _drain_steering(run: RunState) -> None:
     for text in run.drain_steering():
         run.status("steering", f"steering message added: {text[:80]}", {"text": text})
@@ -289,7 +306,7 @@ async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
     def on_reasoning(delta: str) -> None:
         run.emit(ReasoningDelta(text=delta, agent=run.agent_tag))
 
-    text_listener = on_text
+    text_listener: DeltaListener = on_text
     for plugin in run.settings.plugins:
         text_listener = plugin.text_filter(run, text_listener)
     listeners = CallListeners(on_text=text_listener, on_reasoning=on_reasoning,
@@ -303,6 +320,7 @@ async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
             raise _Cancelled from None
         raise
     run.usage.add(response.usage)
+    run.cost.add(run.settings.chain.model, response.usage)
     return response
 
 
@@ -347,7 +365,8 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     def on_outcome(outcome: ToolOutcome) -> None:
         run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                  content=outcome.content, is_error=outcome.is_error,
-                                 duration=round(outcome.duration, 6), agent=tag))
+                                 duration=round(outcome.duration, 6), data=outcome.data,
+                                 agent=tag))
 
     batch = run.settings.executor.run_batch(
         calls, run.tool_context, truncated=truncated, intercepted=intercepted,
@@ -363,7 +382,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
 
 def _append_results(run: RunState, outcomes: list[ToolOutcome]) -> None:
-    warning = run.budget.take_warning()
+    warning = run.budget.take_warning(run.run_id)
     for n, outcome in enumerate(outcomes):
         content = outcome.content
         if warning and n == len(outcomes) - 1:
@@ -403,7 +422,8 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
-                       usage=run.usage, session_id=run.session_id, error=error)
+                       usage=run.usage, cost=run.cost.total, session_id=run.session_id,
+                       error=error)
     for plugin in run.settings.plugins:
         try:
             await plugin.on_run_end(run, result)

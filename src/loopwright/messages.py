@@ -144,7 +144,8 @@ class ModelResponse:
 INTERRUPTED_RESULT = "Error: this tool call did not complete (the run was interrupted)."
 
 
-def sanitize(history: list[Message]) -> list[Message]:
+def sanitize(history: list[Message], *, _start: int = 0,
+             _seed: list[Message] | None = None) -> list[Message]:
     """Return a history that every provider accepts.
 
     - a tool call with no result is dropped from its assistant message (an assistant message left
@@ -156,8 +157,8 @@ def sanitize(history: list[Message]) -> list[Message]:
 
     The input list is not modified; unchanged messages are reused, not copied.
     """
-    out: list[Message] = []
-    i, n = 0, len(history)
+    out: list[Message] = _seed if _seed is not None else []
+    i, n = _start, len(history)
     while i < n:
         msg = history[i]
         if msg.role == "assistant" and msg.tool_calls:
@@ -171,7 +172,7 @@ def sanitize(history: list[Message]) -> list[Message]:
             kept_results: list[Message] = []
             for r in results:
                 if r.tool_call_id in call_ids and r.tool_call_id not in seen:
-                    seen.add(r.tool_call_id)  # type: ignore[arg-type]
+                    seen.add(r.tool_call_id)
                     kept_results.append(r)
             kept_calls = [c for c in msg.tool_calls if c.id in seen]
             if len(kept_calls) != len(msg.tool_calls):
@@ -190,6 +191,47 @@ def sanitize(history: list[Message]) -> list[Message]:
         _append(out, msg)
         i += 1
     return out
+
+
+class Sanitizer:
+    """`sanitize()` for a history that mostly grows by appends: the cleaned part up to the last
+    complete tool-result group is remembered, so each turn only re-cleans what came after it.
+
+    A boundary right after a complete tool-result group is safe: nothing merges across it, and
+    nothing after it changes how the messages before it are cleaned. The remembered part is
+    reused only while the history still starts with the very same message objects (checked by
+    identity, at C speed), so in-place edits such as pruning invalidate it.
+    """
+
+    __slots__ = ("_boundary", "_prefix", "_source_prefix")
+
+    def __init__(self) -> None:
+        self._boundary = 0  # source index where the remembered prefix ends
+        self._source_prefix: list[Message] = []
+        self._prefix: list[Message] = []
+
+    def __call__(self, history: list[Message]) -> list[Message]:
+        # list equality tries identity first, element by element, so this is a memcmp-like scan
+        if self._boundary and history[: self._boundary] != self._source_prefix:
+            self._boundary, self._source_prefix, self._prefix = 0, [], []
+        out = sanitize(history, _start=self._boundary, _seed=list(self._prefix))
+        self._remember(history, out)
+        return out
+
+    def _remember(self, history: list[Message], out: list[Message]) -> None:
+        end = len(history)
+        j = end - 1
+        while j >= self._boundary and history[j].role != "tool":
+            j -= 1
+        if j < self._boundary or j + 1 >= end:
+            return  # no tool-result group that is known to be complete
+        marker = history[j]
+        for k in range(len(out) - 1, -1, -1):
+            if out[k] is marker:
+                self._boundary = j + 1
+                self._source_prefix = history[: j + 1]
+                self._prefix = out[: k + 1]
+                return
 
 
 def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loopwright.errors import ContextOverflowError
 from loopwright.messages import Message, ModelResponse
 from loopwright.wire.base import ModelRequest
 from loopwright.wire.stream import DeltaListener
@@ -38,6 +39,17 @@ class LoopPlugin:
     async def on_answer(self, run: RunState, answer: str) -> str | None:
         """The model would finish with `answer`. Return feedback to make it go on, or None."""
         return None
+
+    async def on_context_overflow(self, run: RunState, request: ModelRequest,
+                                  error: ContextOverflowError) -> bool:
+        """The provider rejected `request` as too long for its window. Shrink the request in
+        place and return True to have it sent once more."""
+        return False
+
+    def on_compaction(self, run: RunState, parent_session_id: str | None) -> None:
+        """Compaction replaced `run.history` (system prompt, task, summary, recent tail) and gave
+        the run a new `session_id`; the previous one is `parent_session_id`. Persistence starts
+        the new session from `run.history` here, with the lineage."""
 
     async def on_run_end(self, run: RunState, result: RunResult) -> None:
         """Once, after the terminal result is known (also for errors and cancels)."""

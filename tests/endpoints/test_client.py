@@ -53,7 +53,7 @@ async def test_a_demanded_pause_over_60_seconds_is_an_error_not_a_hang() -> None
         result = await agent_for(server).run("go")
     assert result.stop_reason == "error"
     assert result.error is not None and "asked to wait 120s" in result.error
-    assert len(server.requests) == 1
+    assert len(server.model_requests) == 1
 
 
 @pytest.mark.parametrize("fault", [Fault.status(500), Fault.status(502), Fault.status(503),
@@ -62,7 +62,7 @@ async def test_transient_failures_are_retried(fault: Fault) -> None:
     with FakeModelServer(replies=[fault, fault, Reply(text="ok")]) as server:
         result = await agent_for(server).run("go")
     assert result.output == "ok"
-    assert len(server.requests) == 3
+    assert len(server.model_requests) == 3
 
 
 async def test_attempts_are_capped_with_one_retry_layer_only() -> None:
@@ -70,7 +70,7 @@ async def test_attempts_are_capped_with_one_retry_layer_only() -> None:
         result = await agent_for(server).run("go")
     assert result.stop_reason == "error"
     assert result.error is not None and "gave up after 6 attempts" in result.error
-    assert len(server.requests) == 6  # nothing below us retried on its own
+    assert len(server.model_requests) == 6  # nothing below us retried on its own
 
 
 @pytest.mark.parametrize("code", [400, 404, 422])
@@ -78,14 +78,14 @@ async def test_client_errors_are_not_retried(code: int) -> None:
     with FakeModelServer(replies=[Fault.status(code), Reply(text="never")]) as server:
         result = await agent_for(server).run("go")
     assert result.stop_reason == "error" and f"HTTP {code}" in (result.error or "")
-    assert len(server.requests) == 1
+    assert len(server.model_requests) == 1
 
 
 async def test_auth_errors_say_to_check_the_key() -> None:
     with FakeModelServer(replies=[Fault.status(401)]) as server:
         result = await agent_for(server).run("go")
     assert "check the API key" in (result.error or "")
-    assert len(server.requests) == 1
+    assert len(server.model_requests) == 1
 
 
 async def test_a_dying_stream_falls_back_once_to_a_plain_call() -> None:
@@ -94,8 +94,8 @@ async def test_a_dying_stream_falls_back_once_to_a_plain_call() -> None:
     with FakeModelServer(replies=[cut, Reply(text="full answer")]) as server:
         result = await agent_for(server, events).run("go")
     assert result.output == "full answer"
-    assert server.requests[0].body["stream"] is True
-    assert "stream" not in server.requests[1].body
+    assert server.model_requests[0].body["stream"] is True
+    assert "stream" not in server.model_requests[1].body
     assert statuses(events, "retrying")[0].data["fallback"] == "non_streaming"
 
 
@@ -104,21 +104,21 @@ async def test_a_stream_idle_past_its_timeout_counts_as_dead() -> None:
     with FakeModelServer(replies=[stall, Reply(text="recovered")]) as server:
         result = await agent_for(server, stream_idle_timeout=0.3).run("go")
     assert result.output == "recovered"
-    assert "stream" not in server.requests[1].body
+    assert "stream" not in server.model_requests[1].body
 
 
 async def test_an_empty_reply_is_retried_once() -> None:
     with FakeModelServer(replies=[Fault.empty(), Reply(text="now with content")]) as server:
         result = await agent_for(server).run("go")
     assert result.output == "now with content"
-    assert len(server.requests) == 2
+    assert len(server.model_requests) == 2
 
 
 async def test_two_empty_replies_end_the_run_with_a_clear_error() -> None:
     with FakeModelServer(replies=[Fault.empty(), Fault.empty(), Reply(text="x")]) as server:
         result = await agent_for(server).run("go")
     assert result.stop_reason == "error" and "empty reply twice" in (result.error or "")
-    assert len(server.requests) == 2
+    assert len(server.model_requests) == 2
 
 
 @tool(read_only=True)
@@ -134,7 +134,7 @@ async def test_parallel_calls_with_empty_ids_get_distinct_ids(stream: bool) -> N
         result = await agent_for(server, tools=[now], stream=stream).run("time twice")
     calls = result.messages[2].tool_calls
     assert len(calls) == 2 and len({c.id for c in calls}) == 2 and all(c.id for c in calls)
-    sent = server.requests[1].body["messages"]
+    sent = server.model_requests[1].body["messages"]
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == [c.id for c in calls]
 
 
@@ -143,7 +143,7 @@ async def test_usage_from_the_final_usage_only_chunk_is_captured() -> None:
                           reasoning_tokens=3)
     with FakeModelServer(replies=[Reply(text="ok", usage=usage)]) as server:
         result = await agent_for(server).run("go")
-    assert server.requests[0].body["stream_options"] == {"include_usage": True}
+    assert server.model_requests[0].body["stream_options"] == {"include_usage": True}
     assert (result.usage.input_tokens, result.usage.output_tokens) == (120, 7)
     assert (result.usage.cache_read_tokens, result.usage.reasoning_tokens) == (100, 3)
 
@@ -162,5 +162,5 @@ async def test_the_base_url_may_omit_v1() -> None:
         agent = Agent("m", base_url=server.url, api_key="k")
         result = await agent.run("go")
     assert result.output == "ok"
-    assert server.requests[0].path.endswith("/v1/chat/completions")
-    assert server.requests[0].headers["authorization"] == "Bearer k"
+    assert server.model_requests[0].path.endswith("/v1/chat/completions")
+    assert server.model_requests[0].headers["authorization"] == "Bearer k"

@@ -118,8 +118,8 @@ class TurnDiffPlugin(LoopPlugin):
         noun = "file" if count == 1 else "files"
         data: dict[str, Any] = {"diff": summary.diff, "files": summary.files,
                                 "added": summary.added, "removed": summary.removed}
-        run.status("turn_diff", f"turn changed {count} {noun} (+{summary.added}/−{summary.removed})",
-                   data)
+        sizes = f"+{summary.added}/−{summary.removed}"
+        run.status("turn_diff", f"turn changed {count} {noun} ({sizes})", data)
 
 
 def _file_diff(name: str, before: bytes | None, after: bytes | None) -> tuple[str, int, int]:

@@ -18,13 +18,14 @@ from pydantic import Field
 
 from loopwright.builtin.diff import snapshot_before_write
 from loopwright.builtin.workspace import display_path, require_secret_approval, resolve_path
+from loopwright.context.reminders import READ_FILES_KEY, note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 MAX_LINE_CHARS = 2000
-READ_STAMPS = "read_files"
+READ_STAMPS = READ_FILES_KEY  # path → mtime_ns; the contract shared with context.reminders
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "PNG image"),
@@ -45,21 +46,7 @@ _BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 
-# --- read stamps (shared with context/reminders) -------------------------------------------------
-
-
-def note_file_read(ctx: ToolContext, path: Path) -> None:
-    """Record that the model has seen `path` as it is now (mtime in nanoseconds)."""
-    try:
-        from loopwright.context import reminders
-    except ImportError:
-        reminders = None  # type: ignore[assignment]
-    hook = getattr(reminders, "note_file_read", None)
-    if hook is not None:
-        hook(ctx, path)
-        return
-    stamps: dict[str, int] = ctx.state.setdefault(READ_STAMPS, {})
-    stamps[str(path)] = path.stat().st_mtime_ns
+# --- read stamps ----------------------------------------------------------------------------------
 
 
 def ensure_not_stale(ctx: ToolContext, path: Path) -> None:

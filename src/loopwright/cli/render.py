@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.text import Text
@@ -20,6 +20,16 @@ from loopwright.result import RunResult
 
 NOTE_WIDTH = 120
 """Longest note line (characters) before it is cut with an ellipsis."""
+
+
+
+class Renderer(Protocol):
+    """What the commands need from a renderer: take every event, print a side note."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
 
 _STOP_DESCRIPTIONS = {
     "max_turns": "the turn limit was reached",

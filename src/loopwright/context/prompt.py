@@ -1,6 +1,25 @@
-"""System prompt assembly: named sections, a static cacheable prefix, then the per-run part."""
+"""System prompt assembly: named sections, a static cacheable prefix, then the per-run part.
+
+The static prefix (identity or the user's `system_prompt`, tool guidance or the no-tools honesty
+note) depends on nothing but the configuration, so it is byte-identical across turns and runs and
+a provider's prompt cache keeps hitting. Everything that varies — environment (platform, shell,
+working directory, date), project instruction files, the user's own instructions file — comes
+after `CACHE_BOUNDARY`.
+
+Project instruction files are `AGENTS.md`, `CLAUDE.md` and `.loopwright/instructions.md`, looked
+for in the working directory and each parent up to the repository root (the first directory with
+a `.git`), else up to the filesystem root; the outermost come first and the closest last, so the
+closest wins on conflicts. The user's instructions live in `~/.config/loopwright/instructions.md`.
+Both are bounded in size.
+"""
 
 from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
 
 from loopwright.wire.base import CACHE_BOUNDARY
 
@@ -14,21 +33,163 @@ TOOL_GUIDANCE = (
     "read-only calls may be made together in one reply. If a tool returns an error, read it and "
     "correct the call instead of repeating it unchanged."
 )
+CONTEXT_GUIDANCE = (
+    "A tool result that is too long is cut to its beginning and end, and the whole output is "
+    "saved to a file whose path is given: read that file in parts instead of running the tool "
+    "again. Notes inside <system-reminder> tags come from the runtime, not from the user. Older "
+    "turns may be replaced by a summary marked as reference only: it records past work, and the "
+    "user's latest message is still the request to act on."
+)
 NO_TOOLS = (
     "You have no tools in this conversation. Do not claim to have run commands, read files or "
     "browsed the web; say what you would need instead."
 )
+PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".loopwright/instructions.md")
+DEFAULT_MAX_INSTRUCTION_CHARS = 16_000
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class PromptSection:
+    """One named part of the system prompt; `static` parts come before the cache boundary."""
+
+    name: str
+    text: str
+    static: bool
+
+
+def static_sections(*, user_prompt: str | None, has_tools: bool) -> list[PromptSection]:
+    """The cacheable prefix: identical for identical configuration."""
+    sections = [PromptSection(name="identity", text=user_prompt or IDENTITY, static=True)]
+    if has_tools:
+        sections.append(PromptSection(name="tool_guidance", text=TOOL_GUIDANCE, static=True))
+        sections.append(PromptSection(name="context_guidance", text=CONTEXT_GUIDANCE,
+                                      static=True))
+    else:
+        sections.append(PromptSection(name="no_tools", text=NO_TOOLS, static=True))
+    return sections
+
+
+def environment_section(workdir: Path, *, today: dt.date | None = None) -> PromptSection:
+    """Platform, shell, working directory and date (date only: the part stays stable all day)."""
+    system = platform.system() or "unknown"
+    shell = os.environ.get("SHELL") or os.environ.get("COMSPEC") or "unknown"
+    lines = [
+        "# Environment",
+        f"- Working directory: {workdir}",
+        f"- Platform: {system} {platform.release()} ({platform.machine()})",
+        f"- Shell: {shell}",
+        f"- Date: {(today or dt.date.today()).isoformat()}",
+    ]
+    if _repository_root(workdir) is not None:
+        lines.append("- The working directory is inside a git repository.")
+    return PromptSection(name="environment", text="\n".join(lines), static=False)
+
+
+def _repository_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def find_project_files(workdir: Path) -> list[Path]:
+    """Instruction files from the outermost directory searched to the working directory."""
+    root = _repository_root(workdir)
+    directories: list[Path] = []
+    for directory in (workdir, *workdir.parents):
+        directories.append(directory)
+        if directory == root:
+            break
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for directory in reversed(directories):
+        for name in PROJECT_FILES:
+            path = directory / name
+            try:
+                real = path.resolve()
+                if real in seen or not path.is_file():
+                    continue
+            except OSError:
+                continue
+            seen.add(real)  # CLAUDE.md is often a link to AGENTS.md: read it once
+            found.append(path)
+    return found
+
+
+def _bounded_files(title: str, intro: str, paths: list[Path], max_chars: int) -> str:
+    parts: list[str] = []
+    left = max_chars
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if not text:
+            continue
+        if left <= 0:
+            parts.append(f"## {path}\n[not included: the instruction budget is used up; read the "
+                         "file if it matters]")
+            continue
+        if len(text) > left:
+            text = (text[:left].rstrip() + f"\n[… {len(text) - left} more characters; read "
+                    f"{path} for the rest]")
+        left -= len(text)
+        parts.append(f"## {path}\n{text}")
+    if not parts:
+        return ""
+    return f"# {title}\n{intro}\n\n" + "\n\n".join(parts)
+
+
+def project_section(workdir: Path, *, max_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS
+                    ) -> PromptSection | None:
+    """The project's instruction files, or None when there are none."""
+    text = _bounded_files(
+        "Project instructions",
+        "From instruction files in the project; when they disagree, the closest to the working "
+        "directory (listed last) wins.",
+        find_project_files(workdir), max_chars)
+    return PromptSection(name="project", text=text, static=False) if text else None
+
+
+def user_instructions_path() -> Path:
+    home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(home) / "loopwright" / "instructions.md"
+
+
+def user_section(*, max_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS) -> PromptSection | None:
+    """The user's own standing instructions, or None."""
+    path = user_instructions_path()
+    if not path.is_file():
+        return None
+    text = _bounded_files("User instructions", "The user's standing instructions.", [path],
+                          max_chars)
+    return PromptSection(name="user", text=text, static=False) if text else None
+
+
+def assemble(sections: list[PromptSection]) -> str:
+    """Static sections, the boundary, then the per-run sections."""
+    static = "\n\n".join(s.text for s in sections if s.static and s.text)
+    dynamic = "\n\n".join(s.text for s in sections if not s.static and s.text)
+    return static + CACHE_BOUNDARY + dynamic if dynamic else static
 
 
 def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
-                        per_run_sections: list[str] | None = None) -> str:
+                        per_run_sections: list[str] | None = None,
+                        workdir: Path | None = None,
+                        max_instruction_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS,
+                        today: dt.date | None = None) -> str:
     """The system prompt: static prefix (identical across turns and runs), boundary, per-run part.
 
-    A user-supplied `system_prompt` replaces the identity section; the rest stays.
+    A user-supplied `system_prompt` replaces the identity section; the rest stays. With a
+    `workdir`, the per-run part holds the environment and the instruction files found from it.
     """
-    static = [user_prompt or IDENTITY, TOOL_GUIDANCE if has_tools else NO_TOOLS]
-    dynamic = [s for s in per_run_sections or [] if s]
-    prompt = "\n\n".join(static)
-    if dynamic:
-        prompt += CACHE_BOUNDARY + "\n\n".join(dynamic)
-    return prompt
+    sections = static_sections(user_prompt=user_prompt, has_tools=has_tools)
+    if workdir is not None:
+        sections.append(environment_section(workdir, today=today))
+        for optional in (project_section(workdir, max_chars=max_instruction_chars),
+                         user_section(max_chars=max_instruction_chars)):
+            if optional is not None:
+                sections.append(optional)
+    sections.extend(PromptSection(name="extra", text=s, static=False)
+                    for s in per_run_sections or [] if s)
+    return assemble(sections)

@@ -1,4 +1,4 @@
-"""One model behind one endpoint: a call with retries, streaming, and the stream → plain fallback."""
+"""One model behind one endpoint: a call with retries, streaming, and stream → plain fallback."""
 
 from __future__ import annotations
 
@@ -215,7 +215,8 @@ class ModelClient:
                 if reply.status_code >= 400:
                     text = (await reply.aread()).decode("utf-8", "replace")
                     raise _http_error(self.label, reply.status_code, text, reply.headers)
-                if "text/event-stream" not in reply.headers.get("content-type", "text/event-stream"):
+                content_type = reply.headers.get("content-type", "text/event-stream")
+                if "text/event-stream" not in content_type:
                     data = json.loads(await reply.aread())
                     return self.wire.parse_body(data)  # a server that ignored stream=true
                 async for event, data in iter_sse(reply.aiter_bytes()):
@@ -225,8 +226,8 @@ class ModelClient:
                     except (ValueError, KeyError, TypeError) as exc:
                         raise StreamError(f"{self.label}: malformed stream event: {data[:200]!r}",
                                           retryable=True) from exc
-                    if parser.finished:
-                        break
+                    # no break on the end marker: reading the body to its end is what lets
+                    # httpx return the connection to the pool for the next turn
         except httpx.TimeoutException as exc:
             raise StreamError(f"{self.label}: stream idle for over {self.stream_idle_timeout:g}s",
                               retryable=True) from exc
@@ -234,7 +235,8 @@ class ModelClient:
             if acc.events_seen == 0:
                 raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                     retryable=True) from exc
-            raise StreamError(f"{self.label}: stream cut: {_describe(exc)}", retryable=True) from exc
+            raise StreamError(f"{self.label}: stream cut: {_describe(exc)}",
+                              retryable=True) from exc
         if not parser.finished and acc.finish_reason is None:
             raise StreamError(f"{self.label}: stream ended before its end marker", retryable=True)
         return acc.build()

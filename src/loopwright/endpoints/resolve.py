@@ -117,10 +117,12 @@ def resolve_model(
     if mode not in API_MODES:
         raise ConfigError(f"unknown api_mode {mode!r}: use one of {', '.join(API_MODES)}")
     key_info = info or PROVIDERS.get(provider)
-    key = api_key or env.get("LOOPWRIGHT_API_KEY") or (
-        env.get(key_info.key_env) if key_info and key_info.key_env else None)
-    endpoint = Endpoint(base_url=url, api_key=key, name=provider,
-                        auth_header="x-api-key" if mode == "anthropic_messages" else "authorization")
+    # the provider's own variable first: a fallback on another provider must not get the
+    # primary's generic key
+    provider_key = env.get(key_info.key_env) if key_info and key_info.key_env else None
+    key = api_key or provider_key or env.get("LOOPWRIGHT_API_KEY")
+    auth_header = "x-api-key" if mode == "anthropic_messages" else "authorization"
+    endpoint = Endpoint(base_url=url, api_key=key, name=provider, auth_header=auth_header)
     if mode == "anthropic_messages":
         endpoint.headers.setdefault("anthropic-version", "2023-06-01")
     return Resolved(endpoint=endpoint, mode=mode, model=name, provider=provider)
@@ -140,9 +142,9 @@ async def detect_provider(environ: dict[str, str] | None = None, *,
             return f"{name}:{DEFAULT_MODELS[name]}", PROVIDERS[name].base_url
     found = await asyncio.gather(*(first_served_model(PROVIDERS[n].base_url, timeout)
                                    for n in LOCAL_PROBE_ORDER))
-    for name, model in zip(LOCAL_PROBE_ORDER, found, strict=True):
-        if model:
-            return f"{name}:{model}", PROVIDERS[name].base_url
+    for name, served in zip(LOCAL_PROBE_ORDER, found, strict=True):
+        if served:
+            return f"{name}:{served}", PROVIDERS[name].base_url
     ports = ", ".join(f"{n} {httpx.URL(PROVIDERS[n].base_url).port}" for n in LOCAL_PROBE_ORDER)
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "

@@ -28,7 +28,7 @@ class RetryPolicy:
 
     def backoff(self, retry_number: int) -> float:
         """The pause before retry `retry_number` (1-based), without a server demand."""
-        delay = min(self.base_delay * (2 ** (retry_number - 1)), self.max_delay)
+        delay: float = min(self.base_delay * 2.0 ** (retry_number - 1), self.max_delay)
         if self.jitter:
             delay *= 1 + random.uniform(-self.jitter, self.jitter)
         return max(0.0, delay)

@@ -51,9 +51,10 @@ CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', OLD.id, OLD.content);
 END;
 
--- one row per run on a session: usage and cost as of the last finished turn
+-- one row per run on a session: usage and cost as of the last finished turn (a run that
+-- compacts goes on in a new session: its usage up to then stays with the old one)
 CREATE TABLE runs (
-    id                  TEXT PRIMARY KEY,
+    id                  TEXT NOT NULL,
     session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     model               TEXT NOT NULL DEFAULT '',
     pid                 INTEGER,
@@ -68,7 +69,8 @@ CREATE TABLE runs (
     cache_write_tokens  INTEGER NOT NULL DEFAULT 0,
     reasoning_tokens    INTEGER NOT NULL DEFAULT 0,
     requests            INTEGER NOT NULL DEFAULT 0,
-    cost                REAL
+    cost                REAL,
+    PRIMARY KEY (session_id, id)
 );
 CREATE INDEX runs_by_session ON runs(session_id, started);
 

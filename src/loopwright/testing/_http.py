@@ -99,6 +99,7 @@ class HttpConnection(asyncio.Protocol):
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
         self._task: asyncio.Task[None] | None = None
+        self._head: _Head | None = None
         self._closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -180,6 +181,22 @@ class HttpConnection(asyncio.Protocol):
 
     def _parse_one(self) -> HttpRequest | None:
         """Take one complete request off the buffer; `None` if more bytes are needed."""
+        # The head is parsed once and kept while the body is still arriving.
+        if self._head is None:
+            self._head = self._parse_head()
+            if self._head is None:
+                return None
+        head = self._head
+        body_end = head.body_start + head.length
+        if len(self._buffer) < body_end:
+            return None
+        body = bytes(self._buffer[head.body_start : body_end])
+        del self._buffer[:body_end]
+        self._head = None
+        path, _, query = head.target.partition("?")
+        return HttpRequest(head.method, path, query, head.headers, body, head.keep_alive)
+
+    def _parse_head(self) -> _Head | None:
         buffer = self._buffer
         while buffer.startswith(b"\r\n"):  # tolerated between keep-alive requests
             del buffer[:2]
@@ -189,37 +206,46 @@ class HttpConnection(asyncio.Protocol):
                 self._reject(431, "request head too large")
             return None
         try:
-            method, target, version, headers = _parse_head(bytes(buffer[:head_end]))
-            length = int(headers.get("content-length", "0"))
+            head = _Head.parse(bytes(buffer[:head_end]), body_start=head_end + 4)
         except ValueError:
             self._reject(400, "malformed request")
             return None
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        if "chunked" in head.headers.get("transfer-encoding", "").lower():
             self._reject(411, "send a Content-Length body; chunked requests are not supported")
             return None
-        body_start = head_end + 4
-        if len(buffer) < body_start + length:
-            return None
-        body = bytes(buffer[body_start : body_start + length])
-        del buffer[: body_start + length]
-        path, _, query = target.partition("?")
-        return HttpRequest(method, path, query, headers, body, _keeps_alive(version, headers))
+        return head
 
     def _reject(self, status: int, message: str) -> None:
         body = f'{{"error":{{"message":"{message}"}}}}'.encode()
         self._write(Send(response_bytes(status, body, keep_alive=False)), keep_alive=False)
 
 
-def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
-    request_line, *header_lines = head.decode("latin-1").split("\r\n")
-    method, target, version = request_line.split(" ")
-    headers: dict[str, str] = {}
-    for line in header_lines:
-        name, colon, value = line.partition(":")
-        if not colon:
-            raise ValueError(f"bad header line {line!r}")
-        headers[name.strip().lower()] = value.strip()
-    return method, target, version, headers
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """A parsed request line and headers, and where the body starts in the buffer."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    keep_alive: bool
+    body_start: int
+    length: int
+
+    @classmethod
+    def parse(cls, raw: bytes, body_start: int) -> _Head:
+        request_line, *header_lines = raw.decode("latin-1").split("\r\n")
+        method, target, version = request_line.split(" ")
+        headers: dict[str, str] = {}
+        for line in header_lines:
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise ValueError(f"bad header line {line!r}")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        if length < 0:
+            raise ValueError("negative content-length")
+        keep_alive = _keeps_alive(version, headers)
+        return cls(method, target, headers, keep_alive, body_start, length)
 
 
 def _keeps_alive(version: str, headers: Mapping[str, str]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loopwright.testing import _wire_anthropic, _wire_chat, _wire_responses
@@ -54,7 +54,7 @@ class Target:
 def render_item(item: ScriptItem, target: Target) -> Send:
     """The response for one script item."""
     if isinstance(item, Reply):
-        return _reply(item, target)
+        return _reply(item, _for_reply(target, item))
     if item.kind in ("cut_stream", "stall"):
         return _interrupted(item, target)
     if item.kind == "disconnect":
@@ -89,6 +89,13 @@ def error_json(fmt: WireFormat | None, status: int, message: str) -> dict[str, A
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
 
 
+def _for_reply(target: Target, reply: Reply) -> Target:
+    """The target with the reply's own model name, when it names one."""
+    if reply.model is None:
+        return target
+    return replace(target, ctx=replace(target.ctx, model=reply.model))
+
+
 def _reply(reply: Reply, target: Target) -> Send:
     renderer = _RENDERERS[target.format]
     if not target.stream:
@@ -101,6 +108,7 @@ def _reply(reply: Reply, target: Target) -> Send:
 
 def _interrupted(fault: Fault, target: Target) -> Send:
     reply = fault.reply or Reply()
+    target = _for_reply(target, reply)
     if not target.stream:
         if fault.kind == "cut_stream":
             return Send(b"", delay=reply.delay, drop=True)

@@ -20,7 +20,14 @@ from typing import Any, Literal, TypeAlias
 from loopwright.testing._http import App, HttpConnection, HttpRequest, Send, response_bytes
 from loopwright.testing._render import Target, error_response, render_item
 from loopwright.testing._wire_common import RenderContext, dumps
-from loopwright.testing.scripted import Handler, RecordedRequest, ScriptItem, WireFormat
+from loopwright.testing.scripted import (
+    Fault,
+    Handler,
+    RecordedRequest,
+    Reply,
+    ScriptItem,
+    WireFormat,
+)
 
 logger = logging.getLogger("loopwright.testing")
 
@@ -270,11 +277,11 @@ class FakeModelServer:
         recorded = _recorded(request, fmt, body)
         number = self._record(recorded)
         if request.method != "POST":
-            return error_response(fmt, 405, f"use POST for {request.path}")
+            message = f"FakeModelServer: use POST for {request.path}"
+            return error_response(fmt, 405, message, keep_alive=request.keep_alive)
         if not isinstance(body, dict):
-            return error_response(
-                fmt, 400, "FakeModelServer: the request body is not a JSON object"
-            )
+            message = "FakeModelServer: the request body is not a JSON object"
+            return error_response(fmt, 400, message, keep_alive=request.keep_alive)
         target = self._target(request, fmt, body)
         if self._handler is None:
             item = self._next_scripted()
@@ -288,7 +295,7 @@ class FakeModelServer:
             return _handler_failed(exc, target)
         if inspect.isawaitable(chosen):
             return _render_when_ready(chosen, target)
-        return render_item(chosen, target)
+        return _render_chosen(chosen, target)
 
     def _record(self, recorded: RecordedRequest) -> int:
         """Store a request; returns its 1-based number among model requests."""
@@ -385,12 +392,19 @@ async def _render_when_ready(pending: Awaitable[ScriptItem], target: Target) -> 
         item = await pending
     except Exception as exc:
         return _handler_failed(exc, target)
+    return _render_chosen(item, target)
+
+
+def _render_chosen(item: object, target: Target) -> Send:
+    if not isinstance(item, Reply | Fault):
+        wrong = TypeError(f"handler returned {item!r}; expected a Reply or a Fault")
+        return _handler_failed(wrong, target)
     return render_item(item, target)
 
 
 def _handler_failed(exc: Exception, target: Target) -> Send:
     # 400, not 500: clients retry 5xx with backoff, and a broken handler should fail a test fast.
-    logger.exception("FakeModelServer: handler raised", exc_info=exc)
+    logger.error("FakeModelServer: handler failed", exc_info=exc)
     message = f"FakeModelServer: handler raised {type(exc).__name__}: {exc}"
     return error_response(target.format, 400, message, keep_alive=target.keep_alive)
 

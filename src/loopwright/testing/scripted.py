@@ -220,7 +220,11 @@ class Fault:
 
         A non-streaming request gets its connection closed without any response.
         """
-        return cls(kind="cut_stream", reply=reply or _UNFINISHED, after_chunks=after_chunks)
+        return cls(
+            kind="cut_stream",
+            reply=_UNFINISHED if reply is None else reply,
+            after_chunks=after_chunks,
+        )
 
     @classmethod
     def stall(
@@ -231,7 +235,10 @@ class Fault:
         A non-streaming request gets the whole reply after `seconds`.
         """
         return cls(
-            kind="stall", reply=reply or _UNFINISHED, after_chunks=after_chunks, seconds=seconds
+            kind="stall",
+            reply=_UNFINISHED if reply is None else reply,
+            after_chunks=after_chunks,
+            seconds=seconds,
         )
 
     @classmethod
@@ -259,7 +266,10 @@ class Fault:
             raise ValueError(
                 f"unknown fault {kind!r} field(s) {sorted(unknown)}; known: {sorted(accepted)}"
             )
-        return factory(**values)
+        try:
+            return factory(**values)
+        except TypeError as exc:  # a required argument is missing, e.g. `code` of a status
+            raise ValueError(f"fault {kind!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form read by `from_dict`."""

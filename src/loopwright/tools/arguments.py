@@ -183,14 +183,15 @@ def python_literal(text: str) -> Any:
         value = ast.literal_eval(text.strip())
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    return _jsonable(value)
+    return to_jsonable(value)
 
 
-def _jsonable(value: Any) -> Any:
+def to_jsonable(value: Any) -> Any:
+    """Python data (tuples, sets, bytes) as JSON-compatible data."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [_jsonable(v) for v in value]
+        return [to_jsonable(v) for v in value]
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, complex):

@@ -59,8 +59,10 @@ class Tool:
     """A callable the model may use.
 
     `read_only` tools may run concurrently with each other; `interactive` tools (they ask the user)
-    force the whole batch to run sequentially. `deferred` tools are registered but only advertised
-    after `tool_search` finds them. `core` tools are never deferred.
+    force the whole batch to run sequentially. `concurrent_safe` tools are not read-only but may
+    still run alongside read-only and other concurrent-safe calls (sub-agents: `delegate`).
+    `deferred` tools are registered but only advertised after `tool_search` finds them. `core`
+    tools are never deferred.
     """
 
     name: str
@@ -72,6 +74,7 @@ class Tool:
     tags: frozenset[str] = frozenset()
     deferred: bool = False
     core: bool = False
+    concurrent_safe: bool = False
     timeout: float | None = None
     arguments_model: type[pydantic.BaseModel] | None = None
     takes_context: bool = False
@@ -221,7 +224,7 @@ def arguments_model_for(
             annotation,
             pydantic.Field(default, description=doc or param_docs.get(param.name)),
         )
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{fn.__name__}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True),
         **fields,
@@ -243,7 +246,7 @@ def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
     doc = next((e for e in extras if isinstance(e, str)), None)
     rest = [e for e in extras if not isinstance(e, str)]
     if rest:
-        return typing.Annotated[(base, *rest)], doc  # type: ignore[return-value]
+        return typing.Annotated[(base, *rest)], doc
     return base, doc
 
 

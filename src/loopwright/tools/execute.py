@@ -1,7 +1,8 @@
 """Run one batch of tool calls: resolve, parse and validate arguments, gate, run, bound, record.
 
-Calls run concurrently only when every call in the batch is read-only and none is interactive;
-results always come back in call order. Nothing a tool does can crash the run.
+Calls run concurrently only when every call in the batch is read-only (or `concurrent_safe`, e.g.
+sub-agents) and none is interactive; results always come back in call order. Nothing a tool does
+can crash the run.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class ToolExecutor:
             prepared.append(item)
         runnable = [p for p in prepared if isinstance(p, PreparedCall)]
         concurrent = len(runnable) > 1 and all(
-            p.tool.read_only and not p.tool.interactive for p in runnable
+            (p.tool.read_only or p.tool.concurrent_safe) and not p.tool.interactive
+            for p in runnable
         )
 
         async def finish(item: PreparedCall | ToolOutcome) -> ToolOutcome:

@@ -222,6 +222,20 @@ def thinking_budget(effort: str | None) -> int | None:
     return budget
 
 
+def thinking_fits(turns: list[dict[str, Any]]) -> bool:
+    """Whether thinking may be enabled for this conversation.
+
+    With thinking on, the API demands that an assistant turn answered by tool results starts with
+    a thinking block. A tool round made without thinking (by another provider before a fallback,
+    or with thinking off) has none, so thinking stays off until that round is over.
+    """
+    if len(turns) < 2 or turns[-2]["role"] != "assistant":
+        return True
+    if not any(b["type"] == "tool_result" for b in turns[-1]["content"]):
+        return True
+    return bool(turns[-2]["content"][0]["type"] in _REASONING_BLOCKS)
+
+
 # --- wire → internal --------------------------------------------------------------------------
 
 
@@ -286,6 +300,8 @@ class AnthropicMessagesFormat:
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         budget = thinking_budget(request.reasoning_effort)
+        if budget is not None and not thinking_fits(turns):
+            budget = None
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}

@@ -156,7 +156,8 @@ class ChatCompletionsStreamParser:
         if "error" in chunk and not chunk.get("choices"):
             from loopwright.errors import StreamError
 
-            raise StreamError(f"the server sent an error mid-stream: {chunk['error']}", retryable=True)
+            raise StreamError(f"the server sent an error mid-stream: {chunk['error']}",
+                              retryable=True)
         usage = chunk.get("usage")
         if usage:
             acc.usage = usage_from_wire(usage)

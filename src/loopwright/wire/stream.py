@@ -75,7 +75,7 @@ class StreamAccumulator:
             call.args.append(arguments)
 
     def set_tool_call_arguments(self, index: int | str, arguments: str) -> None:
-        """Replace a call's arguments with their final full text (some formats send it at the end)."""
+        """Replace a call's arguments with their full text (some formats resend it at the end)."""
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _PendingCall()
@@ -106,7 +106,8 @@ class StreamAccumulator:
             reasoning="".join(self._reasoning) or None,
             provider_data=self.provider_data,
         )
-        return ModelResponse(message=message, finish_reason=finish, usage=self.usage, model=self.model)
+        return ModelResponse(message=message, finish_reason=finish, usage=self.usage,
+                             model=self.model)
 
 
 def _ensure_unique_ids(calls: list[ToolCall]) -> None:

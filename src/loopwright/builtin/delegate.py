@@ -1,0 +1,332 @@
+"""Sub-agents: hand a task to a child loop with its own prompt, tools and model.
+
+Two ways in:
+
+- the `delegate` tool, for the model: `Agent(tools=[..., make_delegate_tool()])`. Its result is the
+  child's final answer under a one-line summary (turns, tools used). Several `delegate` calls in
+  one turn run concurrently (the tool is `concurrent_safe`: children may write, so it is not
+  read-only; give concurrent children disjoint work).
+- `await agent.delegate(task, tools=[...], model=...)`, for programs: a `DelegationResult`.
+
+Children draw on the parent's iteration budget (one `IterationBudget` shared by the whole tree),
+so the 70 % warning and the 100 % stop apply to the tree as a whole. A child that times out or
+fails tells the parent so, with its partial work (its last text and latest tool results); it never
+hangs the parent. Nesting is limited (`max_depth`, default 2): an agent at the limit is not offered
+the tool. Child events are forwarded into the parent's event stream tagged with the child's id
+(`event.agent`, e.g. `sub-1a2b3c` or `sub-1a2b3c/sub-4d5e6f` for a grandchild), so they never end
+the parent's `stream()`. Cancelling the parent cancels its children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loopwright.endpoints.resolve import split_model
+from loopwright.errors import ToolError
+from loopwright.events import Event
+from loopwright.guards import IterationBudget
+from loopwright.messages import Message
+from loopwright.tools.base import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from loopwright.agent import Agent, RunHandle
+    from loopwright.loop import RunState
+    from loopwright.result import RunResult
+
+DELEGATE_TAG = "delegate"
+DEFAULT_MAX_DEPTH = 2
+DEFAULT_TIMEOUT = 600.0
+_STOP_GRACE = 10.0  # how long a cancelled child may take to wind down before it is abandoned
+
+CHILD_PROMPT = """\
+You are a sub-agent: another agent (your parent) delegated one task to you. Work on it with the
+tools you have. When you are done, reply with a concise final report: what you did, what you
+found or changed (name files and results), and anything left undone. The parent sees only this
+report, not your intermediate steps."""
+
+_DESCRIPTION = """\
+Delegate a self-contained task to a sub-agent that works on it with its own tools and context \
+and returns a report. Use it for independent pieces of work (research, a separate file, a \
+check) so your own context stays small; several delegate calls in one turn run in parallel, so \
+give them disjoint work. Describe the task completely: the sub-agent sees nothing of this \
+conversation."""
+
+
+@dataclass(kw_only=True)
+class DelegationResult:
+    """What one delegation produced."""
+
+    child_id: str
+    task: str
+    output: str
+    stop_reason: str  # a RunResult stop reason, or "timeout"
+    turns: int = 0
+    tools_used: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    partial: str = ""  # the child's last text and tool results, when it did not complete
+    result: RunResult | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the child did not reach an answer of its own (error, timeout, cancel)."""
+        return self.stop_reason in ("error", "timeout", "cancelled")
+
+    def summary(self) -> str:
+        """One line: who, how it ended, turns, tools used."""
+        tools = ", ".join(f"{name}×{n}" if n > 1 else name
+                          for name, n in self.tools_used.items()) or "none"
+        return (f"[sub-agent {self.child_id}: {self.stop_reason} after {self.turns} turn(s); "
+                f"tools used: {tools}]")
+
+    def to_text(self) -> str:
+        """The report the parent model reads."""
+        parts = [self.summary()]
+        if self.error:
+            parts.append(f"Problem: {self.error}")
+        if self.output.strip():
+            parts.append(self.output.strip())
+        if self.partial and (self.failed or not self.output.strip()):
+            parts.append(f"Partial work so far:\n{self.partial}")
+        return "\n\n".join(parts)
+
+
+def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_DEPTH,
+                       timeout: float = DEFAULT_TIMEOUT, default_tools: Sequence[str] | None = None,
+                       models: Sequence[str] | None = None, _depth: int = 0) -> Tool:
+    """The `delegate` tool. `timeout`: seconds per delegation; `default_tools`: tool names a child
+    gets when the model names none (default: all the parent's tools); `models`: the models the
+    model may pick for a child (default: any, and the parent's model when none is named)."""
+
+    def child_tool() -> Tool:  # the tool a child gets: same options, one level deeper
+        return make_delegate_tool(name=name, max_depth=max_depth, timeout=timeout,
+                                  default_tools=default_tools, models=models, _depth=_depth + 1)
+
+    async def run_delegate(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        if _depth >= max_depth:
+            raise ToolError(f"the delegation depth limit ({max_depth}) is reached; do this task "
+                            "yourself")
+        parent = ctx.services.get("agent")
+        if parent is None:
+            raise ToolError("delegate needs the calling agent (ToolContext.services['agent'])")
+        requested = arguments.get("tools")
+        outcome = await delegate(
+            parent, str(arguments["task"]),
+            tools=list(requested) if requested is not None else default_tools,
+            model=arguments.get("model") or None,
+            instructions=arguments.get("instructions") or None,
+            timeout=timeout,
+            parent_run=ctx.services.get("run"),
+            child_tool=child_tool if _depth + 1 < max_depth else None,
+        )
+        if outcome.failed:
+            raise ToolError(outcome.to_text())
+        return outcome.to_text()
+
+    model_schema: dict[str, Any] = {"type": "string", "description": (
+        "Model for the sub-agent (default: your own).")}
+    if models:
+        model_schema["enum"] = list(models)
+    return Tool(
+        name=name,
+        description=_DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "description": "The complete task, with every detail "
+                         "the sub-agent needs."},
+                "tools": {"type": "array", "items": {"type": "string"}, "description": (
+                    "Names of your tools the sub-agent may use (default: all of them).")},
+                "model": model_schema,
+                "instructions": {"type": "string", "description": (
+                    "Extra instructions for the sub-agent's system prompt (role, output format).")},
+            },
+            "required": ["task"],
+        },
+        function=run_delegate,
+        raw_arguments=True,
+        concurrent_safe=True,
+        tags=frozenset({DELEGATE_TAG}),
+        timeout=timeout + 2 * _STOP_GRACE + 5,  # our own timeout reports partial work first
+    )
+
+
+async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = None,
+                   model: str | None = None, instructions: str | None = None,
+                   timeout: float | None = DEFAULT_TIMEOUT, parent_run: RunState | None = None,
+                   child_tool: Callable[[], Tool] | None = None
+                   ) -> DelegationResult:
+    """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
+
+    Inside a run (`parent_run`), the child shares the run's budget and its events join the run's
+    stream; otherwise it gets a fresh budget and its events go to the parent's callbacks.
+    `child_tool` makes the delegate tool the child is offered (None: the child may not delegate)."""
+    tag = parent_run.agent_tag if parent_run is not None else ""
+    child_id = f"{tag}/sub-{uuid.uuid4().hex[:6]}" if tag else f"sub-{uuid.uuid4().hex[:6]}"
+    subset = select_tools(parent, tools)
+    if child_tool is not None:
+        subset.append(child_tool())
+    prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
+    child = child_agent(parent, tools=subset, model=model, system_prompt=prompt)
+    if parent_run is not None:
+        budget, sink = parent_run.budget, parent_run.emit
+    else:
+        budget = IterationBudget(total=parent.settings.iteration_budget or 90)
+        sink = _callbacks_sink(parent)
+
+    def forward(event: Event) -> None:
+        sink(event if event.agent else dataclasses.replace(event, agent=child_id))
+
+    handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id)
+    try:
+        timed_out = not await _wait(handle, timeout)
+    finally:
+        await child.aclose()
+    outcome = _outcome(handle, child_id, task, timeout if timed_out else None)
+    if parent_run is not None and outcome.result is not None:
+        _charge(parent_run, outcome.result)
+    return outcome
+
+
+def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
+    """The parent's tools by name (all visible ones when `names` is None), minus delegate tools:
+    a child gets its own, depth-bound one."""
+    visible = [t for t in parent.registry.visible() if DELEGATE_TAG not in t.tags]
+    if names is None:
+        return visible
+    by_name = {t.name: t for t in visible}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ToolError(f"unknown tool(s) for the sub-agent: {', '.join(unknown)}. Tools you can "
+                        f"give it: {', '.join(by_name) or '(none)'}")
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def child_agent(parent: Agent, *, tools: list[Tool], model: str | None,
+                system_prompt: str) -> Agent:
+    """A child with the parent's settings, except: its own prompt, tools and (optionally) model;
+    a fresh session; no rubric and no MCP servers of its own (it may use the parent's MCP tools)."""
+    from loopwright.agent import Agent
+
+    s = parent.settings
+    options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
+    options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
+                   mcp_servers={}, hidden_tools=[])
+    own_endpoint = bool(model) and _resolves_on_its_own(model or "", s.aliases)
+    if model:
+        options["model"] = model
+    if own_endpoint:  # "anthropic:…" or an alias: not the parent's server
+        options.update(base_url=None, api_key=None, api_mode=None)
+    child = Agent(approval=parent.approval, retry=parent.retry,
+                  refresh_credentials=parent.refresh_credentials, **options)
+    for item in tools:  # the child may have built some of these itself (memory tools…)
+        if item.name not in child.registry:
+            child.registry.add(item)
+    wanted = {t.name for t in tools}
+    child.registry.hidden.update(n for n in child.registry.names if n not in wanted)
+    if not model:
+        child._resolved = parent._resolved  # same model: skip a second resolution / probe
+    return child
+
+
+def _resolves_on_its_own(model: str, aliases: dict[str, str]) -> bool:
+    prefix, _ = split_model(aliases.get(model, model))
+    return model in aliases or prefix is not None
+
+
+def _callbacks_sink(parent: Agent) -> Callable[[Event], None]:
+    def sink(event: Event) -> None:
+        for callback in parent.callbacks:
+            callback(event)
+
+    return sink
+
+
+async def _wait(handle: RunHandle, timeout: float | None) -> bool:
+    """True when the child finished within `timeout`. Cancelling the caller cancels the child."""
+    try:
+        done, _ = await asyncio.wait({handle.task}, timeout=timeout)
+    except asyncio.CancelledError:
+        await _stop(handle)
+        raise
+    if not done:
+        await _stop(handle)
+    return bool(done)
+
+
+async def _stop(handle: RunHandle) -> None:
+    """Cancel the child at its next boundary; abandon it (hard cancel) if it will not stop."""
+    handle.cancel()
+    done, _ = await asyncio.wait({handle.task}, timeout=_STOP_GRACE)
+    if not done:
+        handle.task.cancel()
+        await asyncio.wait({handle.task}, timeout=_STOP_GRACE)
+
+
+def _outcome(handle: RunHandle, child_id: str, task: str,
+             timed_out_after: float | None) -> DelegationResult:
+    history = handle.state.history
+    result: RunResult | None = None
+    error: str | None = None
+    if handle.task.done() and not handle.task.cancelled():
+        if handle.task.exception() is None:
+            result = handle.task.result()
+        else:
+            error = f"the sub-agent crashed: {handle.task.exception()!r}"
+    stop_reason: str = result.stop_reason if result is not None else "error"
+    if timed_out_after is not None:
+        stop_reason, error = "timeout", f"the sub-agent timed out after {timed_out_after:g}s"
+    elif result is not None and result.error:
+        error = result.error
+    complete = result is not None and timed_out_after is None and stop_reason != "cancelled"
+    return DelegationResult(
+        child_id=child_id, task=task,
+        output=result.output if complete and result is not None else "",
+        stop_reason=stop_reason,
+        turns=result.turns if result is not None else handle.state.turn,
+        tools_used=tools_used(history), error=error,
+        partial=partial_work(history) if stop_reason != "completed" else "",
+        result=result,
+    )
+
+
+def tools_used(history: list[Message]) -> dict[str, int]:
+    """Tool name → number of calls, in first-use order."""
+    counts: Counter[str] = Counter()
+    for msg in history:
+        if msg.role == "assistant":
+            counts.update(call.name for call in msg.tool_calls)
+    return dict(counts)
+
+
+def partial_work(history: list[Message], *, results: int = 5, clip: int = 500) -> str:
+    """The child's last text and latest tool results, for a parent whose child did not finish."""
+    last_text = next((m.content for m in reversed(history)
+                      if m.role == "assistant" and m.content.strip()), "")
+    recent = [m for m in history if m.role == "tool"][-results:]
+    parts = []
+    if last_text:
+        parts.append(f"Last text: {_clip(last_text, clip * 2)}")
+    for msg in recent:
+        flag = " (error)" if msg.is_error else ""
+        parts.append(f"Result of {msg.name}{flag}: {_clip(msg.content, clip)}")
+    return "\n".join(parts) or "(nothing yet)"
+
+
+def _charge(parent_run: RunState, child: RunResult) -> None:
+    """A parent run's usage and cost include its children's."""
+    parent_run.usage.add(child.usage)
+    meter = parent_run.cost
+    if meter.total is not None:
+        meter.total = None if child.cost is None else meter.total + child.cost
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]} […]"

@@ -1,0 +1,181 @@
+"""`bash`: run a shell command in the working directory, bounded in time and output.
+
+The command runs in its own session (`start_new_session=True`), so that on a timeout, a cancel
+(`Agent.cancel()` cancels the tool's task) or `ctx.cancelled` the whole process group is killed,
+children included. Output (stdout and stderr interleaved) is kept as a head and a tail of bounded
+size while it streams, so a command printing gigabytes costs no memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections import deque
+from typing import Annotated
+
+from pydantic import Field
+
+from loopwright.builtin.workspace import display_path, resolve_path
+from loopwright.errors import ToolError
+from loopwright.tools.base import ToolContext, tool
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+HEAD_BYTES = 16 * 1024
+TAIL_BYTES = 16 * 1024
+_KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL on a timeout
+_DRAIN_GRACE = 1.0  # how long to keep reading after the shell exits (background children)
+
+
+class BoundedOutput:
+    """Keeps the first `head` and the last `tail` bytes of a stream, and counts the rest."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self._head = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self._tail.append(chunk)
+        self._tail_size += len(chunk)
+        while self._tail and self._tail_size - len(self._tail[0]) >= self._tail_limit:
+            self._tail_size -= len(self._tail.popleft())
+
+    def text(self) -> str:
+        tail = b"".join(self._tail)[-self._tail_limit:] if self._tail else b""
+        omitted = self.total - len(self._head) - len(tail)
+        head_text = self._head.decode("utf-8", errors="replace")
+        if omitted <= 0:
+            return head_text + tail.decode("utf-8", errors="replace")
+        return (f"{head_text}\n… [{omitted:,} bytes of output omitted] …\n"
+                f"{tail.decode('utf-8', errors='replace')}")
+
+
+@tool(core=True, tags={"shell"})
+async def bash(
+    command: str,
+    ctx: ToolContext,
+    timeout: Annotated[float, Field(gt=0, le=MAX_TIMEOUT)] = DEFAULT_TIMEOUT,
+    cwd: str = ".",
+) -> str:
+    """Run a bash command and return its output (stdout and stderr together) and exit code.
+    Runs in the working directory with no input; the process and its children are killed after
+    `timeout` seconds. Long outputs keep their beginning and end. Prefer the file tools for
+    reading, searching and editing files.
+
+    Args:
+        command: The command line, run with `bash -c`.
+        timeout: Seconds before the command is killed (default 120, at most 600).
+        cwd: Directory to run in, relative to the working directory.
+    """
+    directory = resolve_path(ctx, cwd)
+    if not directory.is_dir():
+        raise ToolError(f"{display_path(ctx, directory)} is not a directory.")
+    env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+    # Our own pipe rather than asyncio's PIPE: `Process.wait()` would otherwise wait for the
+    # pipe to close, which a background child (`server &`) may never do.
+    read_fd, write_fd = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "/bin/bash", "-c", command, cwd=directory, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+            start_new_session=True)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    output = BoundedOutput()
+    pump = asyncio.ensure_future(_pump(read_fd, output))
+    try:
+        outcome = await _wait(process, pump, timeout, ctx.cancelled)
+    except BaseException:
+        await _kill_group(process, grace=0.0)
+        raise
+    finally:
+        pump.cancel()
+        await asyncio.wait({pump})  # its reader is removed before the descriptor is closed
+        os.close(read_fd)
+    if outcome == "timeout":
+        await _kill_group(process, grace=_KILL_GRACE)
+        raise ToolError(f"the command timed out after {timeout:g}s and was killed "
+                        f"(with its child processes). Output so far:\n{output.text()}")
+    if outcome == "cancelled":
+        await _kill_group(process, grace=0.0)
+        raise ToolError("the command was cancelled and killed.")
+    text = output.text().rstrip("\n")
+    note = "" if outcome == "exited" else (
+        "\n[background processes still hold the output open; later output is not shown]")
+    return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"
+
+
+async def _pump(fd: int, output: BoundedOutput) -> None:
+    """Read `fd` into `output` until end of file."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    eof: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            output.add(chunk)
+        elif not eof.done():
+            eof.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await eof
+    finally:
+        loop.remove_reader(fd)
+
+
+async def _wait(process: asyncio.subprocess.Process, pump: asyncio.Future[None], timeout: float,
+                cancelled: asyncio.Event) -> str:
+    """"exited", "detached" (shell exited, output still held open), "timeout" or "cancelled"."""
+    exited = asyncio.ensure_future(process.wait())
+    stop = asyncio.ensure_future(cancelled.wait())
+    try:
+        done, _ = await asyncio.wait({exited, stop}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if stop in done:
+            return "cancelled"
+        if exited not in done:
+            return "timeout"
+        try:
+            await asyncio.wait_for(asyncio.shield(pump), _DRAIN_GRACE)
+        except TimeoutError:
+            return "detached"
+        return "exited"
+    finally:
+        for waiter in (exited, stop):
+            waiter.cancel()
+
+
+async def _kill_group(process: asyncio.subprocess.Process, *, grace: float) -> None:
+    """Terminate the command's process group (politely first if `grace`) and reap the shell."""
+    signals = (signal.SIGTERM, signal.SIGKILL) if grace > 0 else (signal.SIGKILL,)
+    for sig in signals:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        if process.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), grace or 5.0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # children that outlived the shell

@@ -1,0 +1,1 @@
+"""The `loopwright` command line; the entry point is `loopwright.cli.main:main`."""

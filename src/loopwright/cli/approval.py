@@ -1,0 +1,101 @@
+"""Terminal prompts for the CLI: approving dangerous tool calls (y / n / always) and answering the
+model's `clarify` questions.
+
+Both read a line from the terminal through the event loop (`add_reader`), not a blocking thread,
+so Ctrl-C cancels a run that waits on a prompt at once. Prompts are serialised: two tools of one
+batch never ask at the same time. Off a terminal the CLI installs neither, so approvals fail closed
+(denied unless `--yes`) and `clarify` tells the model no user is available.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import weakref
+from typing import Any, TextIO
+
+from loopwright.tools.policy import ApprovalAnswer
+
+# One prompt at a time per event loop (the CLI may run several loops one after another).
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary())
+
+
+def terminal_prompts() -> dict[str, Any]:
+    """`Agent` keyword arguments for an interactive terminal: `approval` and `clarify` prompts.
+
+    Empty when stdin is not a terminal (CI, pipes): nothing may wait for a human there."""
+    if not _is_terminal(sys.stdin):
+        return {}
+    return {"approval": TerminalApproval(), "clarify": TerminalClarify()}
+
+
+class TerminalApproval:
+    """Asks "Allow? [y]es / [n]o / [a]lways" on stderr; "always" is remembered per session."""
+
+    def __init__(self, *, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+        self.stdin = stdin or sys.stdin
+        self.out = out or sys.stderr
+
+    async def __call__(self, action: str, detail: str) -> ApprovalAnswer:
+        question = (f"\n! approval needed: {action}\n    {_indent(detail)}\n"
+                    "  Allow? [y]es / [n]o / [a]lways (this session): ")
+        answer = (await ask_line(question, stdin=self.stdin, out=self.out) or "").strip().lower()
+        if answer in ("a", "always"):
+            return "always"
+        return answer in ("y", "yes")
+
+
+class TerminalClarify:
+    """Shows the model's question (and numbered options) and returns the typed answer."""
+
+    def __init__(self, *, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+        self.stdin = stdin or sys.stdin
+        self.out = out or sys.stderr
+
+    async def __call__(self, question: str, options: list[str]) -> str:
+        listed = "".join(f"    {n}. {option}\n" for n, option in enumerate(options, start=1))
+        hint = "  Answer (a number or your own words): " if options else "  Answer: "
+        answer = (await ask_line(f"\n? {question}\n{listed}{hint}", stdin=self.stdin,
+                                 out=self.out) or "").strip()
+        if answer.isdigit() and 1 <= int(answer) <= len(options):
+            return options[int(answer) - 1]
+        return answer
+
+
+async def ask_line(prompt: str, *, stdin: TextIO, out: TextIO) -> str | None:
+    """Print `prompt` and read one line without blocking the loop; None at end of input."""
+    loop = asyncio.get_running_loop()
+    lock = _locks.setdefault(loop, asyncio.Lock())
+    async with lock:
+        out.write(prompt)
+        out.flush()
+        future: asyncio.Future[str] = loop.create_future()
+
+        def ready() -> None:
+            line = stdin.readline()
+            if not future.done():
+                future.set_result(line)
+
+        try:
+            fd = stdin.fileno()
+            loop.add_reader(fd, ready)
+        except (NotImplementedError, OSError, ValueError):  # no selectable stdin: read in a thread
+            line = await asyncio.to_thread(stdin.readline)
+            return line or None
+        try:
+            line = await future
+        finally:
+            loop.remove_reader(fd)
+        return line or None
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n    ")
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

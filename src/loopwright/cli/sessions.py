@@ -1,0 +1,415 @@
+"""`loopwright sessions`: list, show, search, export, resume and remove stored sessions.
+
+The database is the one runs write to: `--db PATH`, else `store` from the settings
+(`LOOPWRIGHT_STORE`, loopwright.toml), else `<data dir>/sessions.db` (`LOOPWRIGHT_DATA_DIR`).
+Session ids may be given as any unique prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from loopwright.messages import Message
+    from loopwright.store import SessionInfo
+    from loopwright.store.sqlite import SQLiteStore
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="List, show, search, export, resume and remove stored sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", help="Session database (default: the one runs write to, see LOOPWRIGHT_DATA_DIR).")]
+IdArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.",
+                                      show_default=False)]
+EXIT_NOT_FOUND = 1
+RESULT_LINES = 12  # lines of a tool result `show` prints unless --full
+PIPE_WIDTH = 160  # columns of tables written to a pipe or file
+
+
+# --- opening the database -------------------------------------------------------------------------
+
+
+def store_path(db: Path | None = None) -> Path:
+    """The database file the CLI reads and runs write to."""
+    from loopwright.config import load_settings
+    from loopwright.store import DB_FILENAME, default_store_path
+
+    if db is not None:
+        return db / DB_FILENAME if db.is_dir() else db
+    settings = load_settings()
+    spec = settings.store
+    if isinstance(spec, str) and spec.strip().lower() not in (
+            "", "none", "false", "0", "off", "no", "default", "true", "1", "on", "yes"):
+        path = Path(spec).expanduser()
+        return path / DB_FILENAME if path.is_dir() else path
+    return default_store_path(settings.data_dir)
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"loopwright: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_NOT_FOUND)
+
+
+def _open(db: Path | None, *, must_exist: bool = True) -> SQLiteStore | None:
+    """The store, or None when its file does not exist (and `must_exist` is False)."""
+    from loopwright.errors import SessionError
+    from loopwright.store.sqlite import SQLiteStore
+
+    path = store_path(db)
+    if not path.exists():
+        if must_exist:
+            _fail(f"no session database at {path} (no run has been saved there yet)")
+        return None
+    try:
+        return SQLiteStore(path)
+    except SessionError as exc:
+        _fail(str(exc))
+
+
+def _resolve(store: SQLiteStore, prefix: str) -> str:
+    from loopwright.errors import SessionError
+
+    try:
+        return store.resolve(prefix)
+    except SessionError as exc:
+        _fail(str(exc))
+
+
+# --- helpers for `loopwright run/chat --resume/--continue` ---------------------------------------
+
+
+def find_session(prefix: str | None, *, workdir: Path | None = None) -> str:
+    """The full id for `--resume PREFIX`, or with no prefix the latest session in `workdir`
+    (`--continue`). Raises `typer.BadParameter` with the reason when there is none."""
+    from loopwright.errors import SessionError
+    from loopwright.store.sqlite import SQLiteStore
+
+    flag = "--resume" if prefix else "--continue"
+    path = store_path()
+    if not path.exists():
+        raise typer.BadParameter(f"no saved sessions yet ({path} does not exist)", param_hint=flag)
+    try:
+        with SQLiteStore(path) as store:
+            if prefix:
+                return store.resolve(prefix)
+            cwd = str((workdir or Path.cwd()).resolve())
+            latest = store.latest(cwd=cwd)
+    except SessionError as exc:
+        raise typer.BadParameter(str(exc), param_hint=flag) from exc
+    if latest is None:
+        raise typer.BadParameter(f"no saved session in {cwd}", param_hint=flag)
+    return latest.id
+
+
+def cli_store_default() -> bool | None:
+    """`True` (persist to the default database) unless the settings say where or whether to."""
+    from loopwright.config import load_settings
+
+    return True if load_settings().store is None else None
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+@sessions_app.command("list")
+def list_sessions(
+    here: Annotated[bool, typer.Option("--here", help="Only sessions run in this directory.")]
+    = False,
+    cwd: Annotated[Path | None, typer.Option("--cwd", help="Only sessions run in DIR.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Only this model.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N sessions.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+    = False,
+    db: DbOpt = None,
+) -> None:
+    """Recent sessions first."""
+    store = _open(db, must_exist=False)
+    directory = Path.cwd() if here else cwd
+    found = [] if store is None else store.list_sessions(
+        cwd=str(directory.resolve()) if directory else None, model=model, limit=limit)
+    if json_output:
+        for info in found:
+            print(json.dumps(info.to_dict(), ensure_ascii=False))
+        return
+    console = _console()
+    if not found:
+        console.print("No sessions found.")
+        return
+    console.print(_sessions_table(found))
+
+
+@sessions_app.command("show")
+def show(
+    session: IdArg,
+    events: Annotated[bool, typer.Option(
+        "--events", help="Also print the audit log of tool calls and the event log.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Print tool results in full.")] = False,
+    db: DbOpt = None,
+) -> None:
+    """The transcript of a session (and with --events its audit log)."""
+    store = _open(db)
+    assert store is not None
+    sid = _resolve(store, session)
+    info = store.get(sid)
+    assert info is not None
+    console = _console()
+    _print_header(console, info)
+    system_prompt = store.system_prompt(sid)
+    if system_prompt:
+        console.print(f"[dim]system prompt: {len(system_prompt):,} chars[/dim]")
+    for message in store.load(sid):
+        _print_message(console, message, full=full)
+    if events:
+        _print_audit(console, store, sid)
+        _print_events(console, store, sid)
+
+
+@sessions_app.command("search")
+def search(
+    text: Annotated[str, typer.Argument(help="Words to find (all must match).",
+                                        show_default=False)],
+    here: Annotated[bool, typer.Option("--here", help="Only sessions run in this directory.")]
+    = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N hits.")] = 20,
+    db: DbOpt = None,
+) -> None:
+    """Full-text search over every stored message, best matches first."""
+    from rich.table import Table
+
+    from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START
+
+    store = _open(db, must_exist=False)
+    cwd = str(Path.cwd().resolve()) if here else None
+    hits = [] if store is None else store.search(text, limit=limit, cwd=cwd)
+    console = _console()
+    if not hits:
+        console.print(f"No messages match {text!r}.")
+        return
+    table = Table(box=None, show_edge=False, pad_edge=False)
+    for column in ("session", "when", "role", "match", "title"):
+        table.add_column(column, overflow="fold" if column == "match" else "ellipsis",
+                         no_wrap=column != "match")
+    for hit in hits:
+        table.add_row(hit.session_id[:8], _when(hit.updated), hit.role,
+                      _highlight(hit.snippet, SNIPPET_START, SNIPPET_END), hit.title)
+    console.print(table)
+
+
+@sessions_app.command("export")
+def export(
+    session: IdArg,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write to FILE instead of stdout.")] = None,
+    db: DbOpt = None,
+) -> None:
+    """The conversation as JSON lines in loopwright's message format (system prompt first)."""
+    from loopwright.messages import messages_to_jsonl, system
+
+    store = _open(db)
+    assert store is not None
+    sid = _resolve(store, session)
+    history = store.load(sid)
+    system_prompt = store.system_prompt(sid)
+    if system_prompt:
+        history = [system(system_prompt), *history]
+    text = messages_to_jsonl(history)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        print(f"wrote {len(history)} messages to {output}", file=sys.stderr)
+
+
+@sessions_app.command("rm")
+def remove(
+    sessions: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.",
+                                                  show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+    = False,
+    db: DbOpt = None,
+) -> None:
+    """Delete sessions with their messages, runs and events."""
+    from loopwright.errors import SessionError
+
+    store = _open(db)
+    assert store is not None
+    ids = [_resolve(store, prefix) for prefix in sessions]
+    if not yes:
+        titles = ", ".join(f"{sid[:8]} ({(store.get(sid) or _missing(sid)).title!r})"
+                           for sid in ids)
+        typer.confirm(f"Delete {titles}?", abort=True)
+    for sid in ids:
+        try:
+            store.delete(sid)
+        except SessionError as exc:
+            _fail(str(exc))
+        print(f"deleted {sid}", file=sys.stderr)
+
+
+@sessions_app.command("resume")
+def resume(session: IdArg, db: DbOpt = None) -> None:
+    """Continue a session interactively (the same as `loopwright chat --resume ID`)."""
+    store = _open(db)
+    assert store is not None
+    sid = _resolve(store, session)
+    store.close()
+    from loopwright.cli.main import chat
+
+    chat(resume=sid)
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal:  # piped: whole rows beat a guessed 80-column cut
+        console.width = max(console.width, PIPE_WIDTH)
+    return console
+
+
+def _missing(sid: str) -> NoReturn:
+    _fail(f"no session {sid!r}")
+
+
+def _when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _cost(cost: float | None) -> str:
+    if cost is None:
+        return "?"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def _sessions_table(found: list[SessionInfo]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, show_edge=False, pad_edge=False)
+    table.add_column("id", no_wrap=True)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=48)
+    table.add_column("model", overflow="ellipsis", no_wrap=True, max_width=24)
+    table.add_column("msgs", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("status", no_wrap=True)
+    for info in found:
+        table.add_row(info.id[:8], _when(info.updated), info.title, info.model,
+                      str(info.message_count), f"{info.usage.total_tokens:,}", _cost(info.cost),
+                      info.stop_reason or "-")
+    return table
+
+
+def _print_header(console: Console, info: SessionInfo) -> None:
+    usage = info.usage
+    lines = [
+        f"[bold]session {info.id}[/bold]" + (f"  (continued from {info.parent_id})"
+                                              if info.parent_id else ""),
+        f"title    {info.title}",
+        f"model    {info.model}",
+        f"cwd      {info.cwd}",
+        f"created  {_when(info.created)}   updated {_when(info.updated)}",
+        f"status   {info.stop_reason or '-'}   runs {info.runs}   messages {info.message_count}",
+        f"usage    {usage.input_tokens:,} in ({usage.cache_read_tokens:,} cache read, "
+        f"{usage.cache_write_tokens:,} cache write) · {usage.output_tokens:,} out "
+        f"({usage.reasoning_tokens:,} reasoning) · {usage.requests} requests · "
+        f"cost {_cost(info.cost)}",
+    ]
+    from rich.markup import escape
+
+    console.print("\n".join([lines[0], *(escape(line) for line in lines[1:])]))
+    console.rule(style="dim")
+
+
+def _print_message(console: Console, message: Message, *, full: bool) -> None:
+    from rich.text import Text
+
+    if message.role == "user":
+        console.print(Text("user", style="bold cyan"))
+        console.print(Text(message.content))
+    elif message.role == "assistant":
+        console.print(Text("assistant", style="bold green"))
+        if message.reasoning:
+            console.print(Text(message.reasoning, style="dim italic"))
+        if message.content:
+            console.print(Text(message.content))
+        for call in message.tool_calls:
+            console.print(Text(f"→ {call.name}({call.arguments})", style="yellow"))
+    elif message.role == "tool":
+        style = "red" if message.is_error else "dim"
+        content = message.content if full else _clip_lines(message.content, RESULT_LINES)
+        console.print(Text(f"← {message.name or 'tool'}", style=f"bold {style}"))
+        console.print(Text(content, style=style))
+    else:
+        console.print(Text(message.role, style="bold magenta"))
+        console.print(Text(message.content))
+    console.print()
+
+
+def _print_audit(console: Console, store: SQLiteStore, sid: str) -> None:
+    from rich.table import Table
+
+    table = Table(title="tool calls", box=None, show_edge=False, pad_edge=False,
+                  title_justify="left", title_style="bold")
+    for column in ("run", "time", "tool", "arguments", "result", "seconds", "error", "decision"):
+        table.add_column(column, overflow="fold" if column == "arguments" else "ellipsis")
+    for entry in store.audit(sid):
+        arguments = (entry.arguments if isinstance(entry.arguments, str)
+                     else json.dumps(entry.arguments, ensure_ascii=False))
+        table.add_row(
+            entry.run_id[:8], time.strftime("%H:%M:%S", time.localtime(entry.created)),
+            entry.name, arguments, "-" if entry.size is None else f"{entry.size:,} chars",
+            "-" if entry.duration is None else f"{entry.duration:.3f}",
+            {None: "-", True: "yes", False: "no"}[entry.is_error], entry.decision)
+    console.print(table)
+    console.print()
+
+
+def _print_events(console: Console, store: SQLiteStore, sid: str) -> None:
+    from rich.markup import escape
+
+    console.print("[bold]events[/bold]")
+    for event in store.events(sid):
+        stamp = time.strftime("%H:%M:%S", time.localtime(event.pop("created")))
+        run_id = event.pop("run_id")
+        kind = event.pop("type")
+        detail = json.dumps(event, ensure_ascii=False, default=str)
+        if len(detail) > 200:
+            detail = detail[:199] + "…"
+        console.print(escape(f"{stamp} {run_id[:8]} {kind:<12} {detail}"))
+
+
+def _clip_lines(text: str, lines: int) -> str:
+    parts = text.splitlines()
+    if len(parts) <= lines:
+        return text
+    return "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines; --full shows all)"
+
+
+def _highlight(snippet: str, start: str, end: str) -> Any:
+    from rich.text import Text
+
+    text = Text()
+    rest = " ".join(snippet.split())
+    while start in rest:
+        before, _, after = rest.partition(start)
+        marked, _, rest = after.partition(end)
+        text.append(before)
+        text.append(marked, style="bold yellow")
+    text.append(rest)
+    return text

@@ -1,0 +1,91 @@
+"""Every context budget, sized from the active provider's window.
+
+One `ContextBudget` per run. It follows the provider chain: after a fallback the budgets are those
+of the provider now answering. Shares, of the window in tokens:
+
+- `COMPACT_AT` (50 %): preflight threshold; over it, stale tool outputs are pruned, then earlier
+  turns compacted;
+- `HARD_AT` (85 %, lower when `max_tokens` needs the room): the request must end up under it;
+- `TAIL_SHARE` (20 %): the recent tail kept verbatim by pruning and compaction;
+- `TOOL_OUTPUT_SHARE` (25 %): a single tool result above it is spilled to a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loopwright.endpoints.fallback import ProviderChain
+from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
+
+COMPACT_AT = 0.50
+HARD_AT = 0.85
+TAIL_SHARE = 0.20
+TOOL_OUTPUT_SHARE = 0.25
+SUMMARY_SHARE = 0.10
+MIN_TOOL_OUTPUT_CHARS = 2_000
+MAX_TOOL_OUTPUT_CHARS = 64_000  # even a huge window gains little from one giant tool result
+MAX_SUMMARY_TOKENS = 4_000
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(kw_only=True)
+class ContextBudget:
+    """Budgets for one run; all in tokens except `tool_output_chars`."""
+
+    windows: list[WindowInfo] = field(default_factory=list)
+    chain: ProviderChain | None = None
+    max_tokens: int | None = None  # the run's output-token limit, if set
+    compact_at: float = COMPACT_AT
+    hard_at: float = HARD_AT
+
+    @property
+    def info(self) -> WindowInfo:
+        """The window of the provider answering now."""
+        if not self.windows:
+            return WindowInfo(tokens=DEFAULT_LOCAL_WINDOW, source="default")
+        active = self.chain.active if self.chain is not None else 0
+        return self.windows[min(active, len(self.windows) - 1)]
+
+    def learn(self, tokens: int, source: str) -> None:
+        """The active provider's window is smaller than we thought (it said so)."""
+        info = self.info
+        learned = WindowInfo(tokens=tokens, source=source, model=info.model,
+                             provider=info.provider, base_url=info.base_url)
+        if not self.windows:
+            self.windows.append(learned)
+            return
+        active = self.chain.active if self.chain is not None else 0
+        self.windows[min(active, len(self.windows) - 1)] = learned
+
+    @property
+    def window(self) -> int:
+        return self.info.tokens
+
+    @property
+    def threshold(self) -> int:
+        """Over this many input tokens, prune and then compact."""
+        return int(self.window * self.compact_at)
+
+    @property
+    def hard_limit(self) -> int:
+        """The request must end up under this (room is left for the reply)."""
+        limit = int(self.window * self.hard_at)
+        if self.max_tokens:
+            limit = min(limit, self.window - self.max_tokens)
+        return max(limit, self.threshold)
+
+    @property
+    def tail_tokens(self) -> int:
+        """How much of the most recent history stays verbatim."""
+        return int(self.window * TAIL_SHARE)
+
+    @property
+    def summary_tokens(self) -> int:
+        """Output-token limit of the compaction summary."""
+        return max(256, min(MAX_SUMMARY_TOKENS, int(self.window * SUMMARY_SHARE)))
+
+    @property
+    def tool_output_chars(self) -> int:
+        """A tool result longer than this is spilled to a file and previewed."""
+        chars = int(self.window * TOOL_OUTPUT_SHARE * CHARS_PER_TOKEN)
+        return max(MIN_TOOL_OUTPUT_CHARS, min(MAX_TOOL_OUTPUT_CHARS, chars))

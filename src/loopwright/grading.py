@@ -1,0 +1,227 @@
+"""Rubric self-grading: before a run finishes, a separate grader call judges the answer.
+
+`Agent(rubric="...")` (or `--rubric TEXT|@file` on the CLI) adds `RubricGrader`. When the model
+would finish, the grader (same provider chain, no tools, not streamed) reads a condensed transcript,
+the rubric and the answer, and replies `{"verdict": "satisfied|needs_revision|failed",
+"feedback": "..."}`:
+
+- `satisfied` → the run completes;
+- `needs_revision` → the feedback goes back to the model as a user message and the loop goes on,
+  at most `max_rubric_rounds` times (then the run completes with that verdict recorded);
+- `failed` → the run completes, with the verdict recorded.
+
+The grade lands on `RunResult.grade`: `{"verdict", "feedback", "rounds", "revisions", "graded"}`.
+The grader fails open: an HTTP error or an unparsable reply never traps a run; the answer stands
+and the grade says `graded: False` (never a pass). Grading is reported through `status` events of
+kind `grading`; the grader's own text never reaches the user's stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopwright import messages
+from loopwright.endpoints.client import CallListeners
+from loopwright.errors import ConfigError
+from loopwright.messages import Message
+from loopwright.plugins import LoopPlugin
+from loopwright.tools.arguments import ArgumentsError, parse_arguments
+from loopwright.wire.base import ModelRequest
+
+if TYPE_CHECKING:
+    from loopwright.loop import RunState
+    from loopwright.result import RunResult
+
+VERDICTS = ("satisfied", "needs_revision", "failed")
+_ALIASES = {
+    "satisfied": "satisfied", "pass": "satisfied", "passed": "satisfied", "ok": "satisfied",
+    "needs_revision": "needs_revision", "needs revision": "needs_revision",
+    "needs-revision": "needs_revision", "revise": "needs_revision", "revision": "needs_revision",
+    "failed": "failed", "fail": "failed", "failure": "failed",
+}
+
+GRADER_PROMPT = """\
+You are a strict, fair reviewer. You judge whether an AI agent's final answer satisfies a rubric,
+using the transcript of its work as evidence. Reply with one JSON object and nothing else:
+{"verdict": "satisfied" | "needs_revision" | "failed", "feedback": "..."}
+
+- satisfied: the answer meets every point of the rubric.
+- needs_revision: the answer misses or gets wrong something the agent can still fix; the feedback
+  says exactly what to change, point by point.
+- failed: the task cannot be done as asked (impossible, blocked, out of scope); the feedback says
+  why.
+
+Judge only against the rubric; do not invent requirements."""
+
+REVISION_NOTE = """\
+A reviewer checked your answer against the rubric and asked for a revision:
+
+{feedback}
+
+Fix these points (use tools if you need to), then give your complete final answer again."""
+
+_TRANSCRIPT_LIMIT = 24_000
+_ANSWER_LIMIT = 12_000
+
+
+def load_rubric(value: str, *, base: Path | None = None) -> str:
+    """The rubric text: `value` itself, or the contents of a file when it is `@path`."""
+    if not value.startswith("@"):
+        return value
+    path = Path(value[1:]).expanduser()
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"rubric file {path} cannot be read: {exc}") from exc
+
+
+@dataclass(kw_only=True)
+class Grade:
+    """The grading state of one run."""
+
+    verdict: str | None = None
+    feedback: str = ""
+    rounds: int = 0  # grader calls made
+    revisions: int = 0  # times the feedback was sent back to the model
+    graded: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict, "feedback": self.feedback,
+                               "rounds": self.rounds, "revisions": self.revisions,
+                               "graded": self.graded}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+class GraderError(Exception):
+    """The grader could not produce a verdict (provider failure, unparsable reply)."""
+
+
+class RubricGrader(LoopPlugin):
+    """Grades each would-be final answer against `rubric`; see the module docstring."""
+
+    def __init__(self, rubric: str, *, max_rounds: int = 2) -> None:
+        self.rubric = rubric
+        self.max_rounds = max(0, max_rounds)
+        self._grades: dict[str, Grade] = {}  # by run id: one plugin serves every run of an agent
+
+    async def on_run_start(self, run: RunState) -> None:
+        self._grades[run.run_id] = Grade()
+
+    async def on_answer(self, run: RunState, answer: str) -> str | None:
+        grade = self._grades.setdefault(run.run_id, Grade())
+        grade.rounds += 1
+        run.status("grading", f"grading the answer against the rubric (round {grade.rounds})",
+                   {"round": grade.rounds})
+        try:
+            verdict, feedback = await self._judge(run, answer)
+        except GraderError as exc:
+            grade.verdict, grade.feedback, grade.graded = None, "", False
+            grade.error = str(exc)
+            run.status("grading", f"the grader failed; the answer stands ungraded: {exc}",
+                       {"round": grade.rounds, "graded": False, "error": str(exc)})
+            return None
+        grade.verdict, grade.feedback, grade.graded, grade.error = verdict, feedback, True, None
+        revise = verdict == "needs_revision" and grade.revisions < self.max_rounds
+        run.status("grading", f"verdict: {verdict}" + ("; asking for a revision" if revise else ""),
+                   {"round": grade.rounds, "verdict": verdict, "feedback": feedback,
+                    "graded": True})
+        if not revise:
+            return None
+        grade.revisions += 1
+        return REVISION_NOTE.format(feedback=feedback or "(no details given)")
+
+    async def on_run_end(self, run: RunState, result: RunResult) -> None:
+        grade = self._grades.pop(run.run_id, Grade())
+        if grade.rounds == 0:
+            grade.error = f"the run ended ({result.stop_reason}) before an answer was graded"
+        result.grade = grade.to_dict()
+
+    async def _judge(self, run: RunState, answer: str) -> tuple[str, str]:
+        request = ModelRequest(
+            model=run.settings.chain.model,
+            messages=[messages.system(GRADER_PROMPT),
+                      messages.user(grading_request(self.rubric, run.history, answer))],
+            max_tokens=run.settings.max_tokens,
+        )
+        # no text listener: the grader's words must not reach the user's text stream
+        listeners = CallListeners(on_status=run.status)
+        try:
+            response = await run.interruptible(
+                run.settings.chain.complete(request, stream=False, listeners=listeners))
+        except asyncio.CancelledError:
+            if run.cancel_requested:
+                raise GraderError("cancelled while grading") from None
+            raise
+        except Exception as exc:  # fail open: any grader failure leaves the answer ungraded
+            raise GraderError(f"{type(exc).__name__}: {exc}") from exc
+        run.usage.add(response.usage)
+        run.cost.add(run.settings.chain.model, response.usage)
+        return parse_verdict(response.message.content)
+
+
+def parse_verdict(text: str) -> tuple[str, str]:
+    """(verdict, feedback) from the grader's reply, leniently (fences, prose, Python dicts)."""
+    try:
+        data = parse_arguments(text).value
+    except ArgumentsError as exc:
+        raise GraderError(f"the grader's reply is not a JSON verdict: {text[:200]!r}") from exc
+    raw = str(data.get("verdict", "")).strip().lower()
+    verdict = _ALIASES.get(raw) or _ALIASES.get(raw.replace("_", " "))
+    if verdict is None:
+        raise GraderError(f"the grader gave no known verdict ({raw!r}; expected one of "
+                          f"{', '.join(VERDICTS)})")
+    feedback = data.get("feedback", "")
+    return verdict, feedback if isinstance(feedback, str) else str(feedback)
+
+
+def grading_request(rubric: str, history: list[Message], answer: str) -> str:
+    """The grader's user message: rubric, condensed transcript, final answer."""
+    steps = history
+    if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
+        steps = steps[:-1]  # the final answer is shown in full below
+    return (f"## Rubric\n{rubric.strip()}\n\n"
+            f"## Transcript (condensed)\n{condense_transcript(steps)}\n\n"
+            f"## Final answer\n{_clip(answer, _ANSWER_LIMIT)}\n\n"
+            "Grade the final answer against the rubric. Reply with the JSON object only.")
+
+
+def condense_transcript(history: list[Message], *, limit: int = _TRANSCRIPT_LIMIT) -> str:
+    """The run as short lines (long contents clipped); the first request and the most recent steps
+    are kept when it is still too long."""
+    lines: list[str] = []
+    for msg in history:
+        if msg.role == "user":
+            lines.append(f"USER: {_clip(msg.content, 2000)}")
+        elif msg.role == "assistant":
+            if msg.content:
+                lines.append(f"ASSISTANT: {_clip(msg.content, 1500)}")
+            lines.extend(f"TOOL CALL {c.name}({_clip(c.arguments, 300)})" for c in msg.tool_calls)
+        elif msg.role == "tool":
+            flag = " (error)" if msg.is_error else ""
+            lines.append(f"TOOL RESULT {msg.name}{flag}: {_clip(msg.content, 600)}")
+    text = "\n".join(lines)
+    if len(text) <= limit or not lines:
+        return text or "(no steps)"
+    head = lines[0][: limit // 4]
+    tail: list[str] = []
+    size = len(head) + 40
+    for line in reversed(lines[1:]):
+        if size + len(line) + 1 > limit:
+            break
+        tail.append(line)
+        size += len(line) + 1
+    return "\n".join([head, "[... earlier steps omitted ...]", *reversed(tail)])
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]} [... {len(text) - limit + 40} characters cut]"

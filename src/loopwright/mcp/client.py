@@ -1,0 +1,459 @@
+"""MCP client on the official `mcp` SDK: one connection per configured server, its tools as
+loopwright `Tool`s named `mcp__{server}__{tool}`.
+
+Lifecycle: servers are connected when the first run starts (`MCPToolsPlugin`), or on first use,
+and closed by `Agent.aclose()` / `async with Agent(...)`. A closed manager reconnects on the next
+run, so one `Agent` can be used from several event loops in turn (`Agent.chat`).
+
+Each connection is owned by one background task that holds the SDK client's `async with` open
+(anyio requires entering and leaving it in the same task); tool calls from any task use it.
+A server whose connection dies (a crashed stdio process, a dropped HTTP session) is restarted
+`max_restarts` times (default once); after that its tools answer with a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loopwright.errors import ToolError
+from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
+from loopwright.mcp.content import result_text
+from loopwright.plugins import LoopPlugin
+from loopwright.tools.base import Tool, ToolContext, clean_schema
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+    from mcp_types import Tool as RemoteTool
+
+    from loopwright.loop import RunState
+    from loopwright.tools.registry import ToolRegistry
+    from mcp import Client
+
+logger = logging.getLogger("loopwright.mcp")
+
+StatusCallback = Callable[[str, str, dict[str, Any]], None]  # (kind, message, data), as RunState
+_SHUTDOWN_GRACE = 10.0
+_LOG_TAIL = 600
+
+
+class MCPServerError(ToolError):
+    """An MCP server could not be reached, crashed, timed out or answered with a protocol error.
+
+    A `ToolError`, so inside a run it becomes an error result the model reads, never a crash."""
+
+
+class _ConnectionLost(Exception):
+    """Internal: the transport under a call died; the caller may restart the server."""
+
+
+class _Link:
+    """One generation of a connection: the task owning the SDK client and its stop signal."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self.task: asyncio.Task[None] | None = None
+        self.errlog: TextIO | None = None
+
+
+class MCPConnection:
+    """One MCP server: connect, list tools, call tools, restart after a crash, close."""
+
+    def __init__(self, config: MCPServerConfig, *, log_dir: Path | None = None) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        self.remote_tools: list[RemoteTool] = []
+        self.restarts = 0
+        self.error: str | None = None  # set when the server is down for good (until close)
+        self._link: _Link | None = None
+        self._generation = 0
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def connected(self) -> bool:
+        link = self._link
+        return link is not None and link.ready.done() and not link.ready.exception() \
+            and link.task is not None and not link.task.done()
+
+    @property
+    def log_path(self) -> Path | None:
+        if self.log_dir is None or self.config.transport != "stdio":
+            return None
+        return self.log_dir / f"{self.name}.log"
+
+    def _guard(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def connect(self) -> None:
+        """Start (or reach) the server and list its tools; raises `MCPServerError`."""
+        async with self._guard():
+            if self.connected:
+                return
+            if self.error is not None:
+                raise MCPServerError(self.error)
+            try:
+                client = await self._open()
+                self.remote_tools = await self._list_tools(client)
+            except MCPServerError as exc:
+                self.error = str(exc)
+                await self._shutdown()
+                raise
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any], *,
+                        notify: StatusCallback | None = None) -> CallToolResult:
+        """Call one tool; a dead connection is restarted (within `max_restarts`) and the call
+        retried once. Protocol errors, timeouts and a server that stays down raise
+        `MCPServerError`; a tool's own failure is a result with `is_error` set."""
+        client, generation = await self._current()
+        try:
+            return await self._call(client, tool, arguments)
+        except _ConnectionLost as lost:
+            client = await self._restart(generation, str(lost), notify)
+        try:
+            return await self._call(client, tool, arguments)
+        except _ConnectionLost as lost:
+            raise MCPServerError(f"MCP server {self.name!r} lost the connection again right after "
+                                 f"a restart: {lost}{self._log_hint()}") from None
+
+    async def close(self) -> None:
+        """Stop the server (stdio) or end the session (HTTP). The connection may be reopened."""
+        async with self._guard():
+            await self._shutdown()
+        self.error = None
+        self.restarts = 0
+        self._lock = None  # the next use may be on another event loop
+
+    # -- internals --
+
+    async def _current(self) -> tuple[Client, int]:
+        if not self.connected:
+            if self.error is not None:
+                raise MCPServerError(self.error)
+            if self._link is None:
+                await self.connect()
+        link = self._link
+        if link is None or not link.ready.done() or link.ready.exception():
+            raise MCPServerError(self.error or f"MCP server {self.name!r} is not connected")
+        return link.ready.result(), self._generation
+
+    async def _open(self) -> Client:
+        link = _Link()
+        self._link = link
+        self._generation += 1
+        link.task = asyncio.ensure_future(self._own(link))
+        timeout = self.config.connect_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(link.ready), timeout)
+        except TimeoutError:
+            raise MCPServerError(
+                f"MCP server {self.name!r} ({self.config.target}) did not complete the MCP "
+                f"handshake within {timeout:g}s{self._log_hint()}") from None
+        except (asyncio.CancelledError, MCPServerError):
+            raise
+        except Exception as exc:
+            raise MCPServerError(
+                f"cannot connect to MCP server {self.name!r} ({self.config.target}): "
+                f"{describe_error(exc)}{self._log_hint()}") from exc
+        finally:
+            if not link.ready.done() or link.ready.exception():
+                await self._shutdown()
+
+    async def _own(self, link: _Link) -> None:
+        from mcp import Client
+
+        try:
+            async with Client(self._transport(link)) as client:
+                if not link.ready.done():
+                    link.ready.set_result(client)
+                await link.stop.wait()
+        except asyncio.CancelledError:
+            if not link.ready.done():
+                link.ready.set_exception(
+                    MCPServerError(f"connecting to {self.name!r} was cancelled"))
+            raise
+        except BaseException as exc:
+            if not link.ready.done():
+                link.ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+            else:
+                logger.debug("MCP server %r: closing failed: %s", self.name, describe_error(exc))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            if link.errlog is not None:
+                link.errlog.close()
+
+    def _transport(self, link: _Link) -> Any:
+        cfg = self.config
+        if cfg.command:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=cfg.command, args=cfg.args,
+                                           env=cfg.env or None, cwd=cfg.cwd)
+            link.errlog = self._open_errlog()
+            if link.errlog is None:
+                return stdio_client(params)
+            return stdio_client(params, errlog=link.errlog)
+        assert cfg.url is not None
+        return _http_transport(cfg.url, cfg.headers, cfg.connect_timeout, cfg.call_timeout)
+
+    def _open_errlog(self) -> TextIO | None:
+        path = self.log_path
+        if path is None:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # a fresh log per connection; a restart appends, so the crash output stays visible
+            return path.open("a" if self.restarts else "w", encoding="utf-8")
+        except OSError:
+            return None
+
+    async def _list_tools(self, client: Client) -> list[RemoteTool]:
+        tools: list[RemoteTool] = []
+        cursor: str | None = None
+        try:
+            for _ in range(100):  # a paginator that never ends cannot hang the connect
+                page = await asyncio.wait_for(client.list_tools(cursor=cursor),
+                                              self.config.connect_timeout)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except TimeoutError:
+            raise MCPServerError(f"MCP server {self.name!r} did not list its tools within "
+                                 f"{self.config.connect_timeout:g}s") from None
+        except Exception as exc:
+            raise MCPServerError(f"MCP server {self.name!r} failed to list its tools: "
+                                 f"{describe_error(exc)}") from exc
+        wanted = self.config.tools
+        return [t for t in tools if wanted is None or t.name in wanted]
+
+    async def _call(self, client: Client, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        timeout = self.config.call_timeout
+        try:
+            # the outer bound is a safety net: the SDK's own read timeout normally fires first
+            return await asyncio.wait_for(
+                client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout + 5)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise _ConnectionLost(exc.message) from exc
+            if exc.code == REQUEST_TIMEOUT:
+                raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
+                                     f"{timeout:g}s") from None
+            raise MCPServerError(f"MCP server {self.name!r} answered {tool!r} with JSON-RPC error "
+                                 f"{exc.code}: {exc.message}") from None
+        except TimeoutError:
+            raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
+                                 f"{timeout:g}s") from None
+        except Exception as exc:
+            if _is_transport_failure(exc):
+                raise _ConnectionLost(describe_error(exc)) from exc
+            raise MCPServerError(f"calling {tool!r} on MCP server {self.name!r} failed: "
+                                 f"{describe_error(exc)}") from exc
+
+    async def _restart(self, generation: int, reason: str,
+                       notify: StatusCallback | None) -> Client:
+        async with self._guard():
+            if generation != self._generation and self.connected and self._link is not None:
+                return self._link.ready.result()  # a concurrent call already restarted it
+            if self.error is not None:
+                raise MCPServerError(self.error)
+            limit = self.config.max_restarts
+            if self.restarts >= limit:
+                self.error = (f"MCP server {self.name!r} stopped ({reason}) after {limit} "
+                              f"restart(s); its tools are unavailable{self._log_hint()}")
+                await self._shutdown()
+                raise MCPServerError(self.error)
+            self.restarts += 1
+            if notify is not None:
+                notify("mcp_restart", f"MCP server {self.name!r} stopped ({reason}); restarting it "
+                       f"({self.restarts} of {limit})",
+                       {"server": self.name, "restarts": self.restarts})
+            await self._shutdown()
+            try:
+                return await self._open()
+            except MCPServerError as exc:
+                self.error = f"MCP server {self.name!r} could not be restarted: {exc}"
+                raise MCPServerError(self.error) from None
+
+    async def _shutdown(self) -> None:
+        link, self._link = self._link, None
+        if link is None or link.task is None:
+            return
+        link.stop.set()
+        done, _ = await asyncio.wait({link.task}, timeout=_SHUTDOWN_GRACE)
+        if not done:
+            link.task.cancel()
+            await asyncio.wait({link.task}, timeout=_SHUTDOWN_GRACE)
+        if link.ready.done() and not link.ready.cancelled():
+            link.ready.exception()  # mark a connect failure as seen: nobody else will read it
+
+    def _log_hint(self) -> str:
+        path = self.log_path
+        if path is None or not path.is_file():
+            return ""
+        try:
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - _LOG_TAIL))
+                tail = handle.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        if not tail:
+            return f" (server log: {path})"
+        return f". Server log {path} ends with:\n{tail}"
+
+
+class MCPManager:
+    """Every configured MCP server of one agent, and their tools."""
+
+    def __init__(self, servers: Mapping[str, Any] | Iterable[MCPServerConfig] | None, *,
+                 log_dir: Path | None = None) -> None:
+        if isinstance(servers, Mapping) or servers is None:
+            configs = parse_servers(servers)
+        else:
+            configs = list(servers)
+        self.connections: dict[str, MCPConnection] = {
+            c.name: MCPConnection(c, log_dir=log_dir) for c in configs if c.enabled}
+        self.errors: dict[str, str] = {}
+        self._tools: dict[str, list[Tool]] = {}
+        self._started = False
+        self._lock: asyncio.Lock | None = None
+
+    async def start(self, notify: StatusCallback | None = None) -> dict[str, str]:
+        """Connect every server once (concurrently); returns {server: error} for the failures,
+        which are also reported through `notify` as status events of kind `mcp`."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._started:
+                return dict(self.errors)
+            names = list(self.connections)
+            outcomes = await asyncio.gather(
+                *(self.connections[n].connect() for n in names), return_exceptions=True)
+            for name, outcome in zip(names, outcomes, strict=True):
+                if isinstance(outcome, asyncio.CancelledError):
+                    raise outcome
+                if isinstance(outcome, BaseException):
+                    self.errors[name] = str(outcome)
+                    if notify is not None:
+                        notify("mcp", f"MCP server {name!r} is unavailable: {outcome}",
+                               {"server": name, "error": str(outcome)})
+            self._started = True
+        return dict(self.errors)
+
+    def tools(self) -> list[Tool]:
+        """The loopwright tools of every connected server (built once per server)."""
+        out: list[Tool] = []
+        for name, conn in self.connections.items():
+            if name not in self._tools and conn.remote_tools:
+                self._tools[name] = [self._make_tool(conn, t) for t in conn.remote_tools]
+            out.extend(self._tools.get(name, []))
+        return out
+
+    async def register(self, registry: ToolRegistry,
+                       notify: StatusCallback | None = None) -> None:
+        """Connect (once) and add every server tool the registry does not have yet."""
+        await self.start(notify)
+        for item in self.tools():
+            if item.name not in registry:
+                registry.add(item)
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any], *,
+                   notify: StatusCallback | None = None) -> CallToolResult:
+        """Call `tool` on `server` (connecting lazily)."""
+        conn = self.connections.get(server)
+        if conn is None:
+            raise MCPServerError(f"no MCP server named {server!r} is configured")
+        return await conn.call_tool(tool, arguments, notify=notify)
+
+    async def aclose(self) -> None:
+        """Close every connection; the next `start()` connects again."""
+        await asyncio.gather(*(c.close() for c in self.connections.values()),
+                             return_exceptions=True)
+        self.errors.clear()
+        self._started = False
+        self._lock = None
+
+    def _make_tool(self, conn: MCPConnection, remote: RemoteTool) -> Tool:
+        server, remote_name = conn.name, remote.name
+
+        async def call_remote(arguments: dict[str, Any], ctx: ToolContext) -> str:
+            def notify(kind: str, message: str, data: dict[str, Any]) -> None:
+                ctx.status(kind, message, **data)
+
+            result = await self.call(server, remote_name, arguments, notify=notify)
+            text = result_text(result)
+            if result.is_error:
+                raise ToolError(text or f"{remote_name!r} on MCP server {server!r} failed")
+            return text or "(no output)"
+
+        annotations = remote.annotations
+        schema = clean_schema({k: v for k, v in (remote.input_schema or {}).items()
+                               if k != "$schema"})
+        return Tool(
+            name=tool_name(server, remote_name),
+            description=remote.description or remote.title or f"{remote_name} ({server} MCP)",
+            parameters=schema,
+            function=call_remote,
+            raw_arguments=True,
+            read_only=bool(annotations is not None and annotations.read_only_hint),
+            tags=frozenset({"mcp", f"mcp:{server}"}),
+        )
+
+
+class MCPToolsPlugin(LoopPlugin):
+    """Connects an agent's MCP servers when a run starts and registers their tools."""
+
+    def __init__(self, manager: MCPManager, registry: ToolRegistry) -> None:
+        self.manager = manager
+        self.registry = registry
+
+    async def on_run_start(self, run: RunState) -> None:
+        await self.manager.register(self.registry, run.status)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
+                          call_timeout: float) -> AsyncIterator[Any]:
+    """Streamable HTTP with our headers; the HTTP client closes with the transport."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(connect_timeout, read=max(300.0, call_timeout + 5))
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
+            streamable_http_client(url, http_client=http) as streams:
+        yield streams
+
+
+def describe_error(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task-group errors wrap the real one)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_transport_failure(exc: BaseException) -> bool:
+    import anyio
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, OSError | EOFError | anyio.BrokenResourceError | anyio.ClosedResourceError
+                  | anyio.EndOfStream):
+        return True
+    module = type(exc).__module__
+    return module.startswith(("httpx2", "httpcore2", "httpx", "httpcore")) and \
+        "Timeout" not in type(exc).__name__

@@ -1,0 +1,83 @@
+"""What an `Agent` gets from its settings for durable state (DESIGN §8), in one place: the
+session store, the memory tool and prompt section, recall, and a recorder per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopwright import messages
+from loopwright.messages import Message
+from loopwright.plugins import LoopPlugin
+from loopwright.store import SessionStore, open_store
+
+if TYPE_CHECKING:
+    from loopwright.builtin.memory import MemoryFiles
+    from loopwright.config import Settings
+    from loopwright.store.recorder import SessionRecorder
+    from loopwright.tools.base import Tool
+
+CONTINUE_PROMPT = "Continue."
+"""The user turn added when a run is started with an empty prompt after a finished answer."""
+
+
+class StateServices:
+    """Built once per agent; shared by all its runs."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.workdir = Path(settings.workdir).resolve() if settings.workdir else Path.cwd()
+        self.store: SessionStore | None = open_store(settings.store, data_dir=settings.data_dir)
+        self.memory: MemoryFiles | None = None
+        if settings.memory:
+            from loopwright.builtin.memory import memory_files_for
+
+            self.memory = memory_files_for(
+                memory_dir=settings.memory_dir, data_dir=settings.data_dir, workdir=self.workdir,
+                memory_limit=settings.memory_limit, user_limit=settings.user_limit)
+
+    def tools(self) -> list[Tool]:
+        """Tools to add to the agent's registry (the `memory` tool when memory is on)."""
+        if self.memory is None:
+            return []
+        from loopwright.builtin.memory import memory_tool
+
+        return [memory_tool(self.memory)]
+
+    def prompt_sections(self) -> list[str]:
+        """Per-run system-prompt sections (after the cache boundary): the saved memory."""
+        if self.memory is None:
+            return []
+        section = self.memory.prompt_section()
+        return [section] if section else []
+
+    def plugins(self) -> list[LoopPlugin]:
+        """Loop plugins for every run (recall, when on and the store can search)."""
+        if not self.settings.recall or self.store is None:
+            return []
+        from loopwright.store.recall import RecallPlugin, SearchableStore
+
+        if not isinstance(self.store, SearchableStore):
+            return []
+        return [RecallPlugin(self.store, limit=self.settings.recall_limit)]
+
+    def recorder(self, session_id: str, *, model: str) -> SessionRecorder | None:
+        """A recorder for one run on `session_id`, or None without a store."""
+        if self.store is None:
+            return None
+        from loopwright.store.recorder import SessionRecorder
+
+        return SessionRecorder(self.store, session_id, model=model, cwd=str(self.workdir))
+
+
+def first_user_turn(history: list[Message], prompt: str) -> Message | None:
+    """The user message a run starts with.
+
+    An empty prompt continues the task: nothing is added when the history already ends with a
+    user turn or tool results (the interrupted request is made again), else "Continue.".
+    """
+    if prompt.strip():
+        return messages.user(prompt)
+    if history and history[-1].role in ("user", "tool"):
+        return None
+    return messages.user(CONTINUE_PROMPT)

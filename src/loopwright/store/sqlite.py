@@ -1,0 +1,491 @@
+"""The SQLite session store: one file in WAL mode, a message per row, FTS5 search, run leases.
+
+Writes are one short transaction each (a message is one INSERT and its commit) with
+`synchronous=NORMAL`: a commit costs no fsync in WAL mode, yet a process killed with SIGKILL keeps
+every committed row. Only a power loss can take back the last few commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopwright.errors import SessionError
+from loopwright.messages import Message, Usage
+from loopwright.store import RunRecord, SessionInfo
+from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
+from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+_USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "reasoning_tokens", "requests")
+_SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
+                    "lock_host, lock_expires")
+_WORD = re.compile(r"\w+", re.UNICODE)
+SNIPPET_START, SNIPPET_END = "\x02", "\x03"  # markers around matched words in search snippets
+
+
+@dataclass(kw_only=True)
+class SearchHit:
+    """One matching message: where it is and a snippet with the matched words marked."""
+
+    session_id: str
+    seq: int
+    role: str
+    snippet: str  # matched words are wrapped in SNIPPET_START / SNIPPET_END
+    title: str
+    updated: float
+    score: float  # BM25: lower is better
+
+
+@dataclass(kw_only=True)
+class AuditEntry:
+    """One tool call as the audit log tells it."""
+
+    run_id: str
+    call_id: str
+    name: str
+    arguments: Any
+    created: float
+    is_error: bool | None = None  # None: the call never finished
+    duration: float | None = None
+    size: int | None = None  # characters of the result the model read
+    decision: str = "allowed"  # "allowed" | "denied: <reason>" | "intercepted" | "not run"
+
+
+class SQLiteStore:
+    """A `SessionStore` in one SQLite file; safe to share between threads and processes."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
+        self.path = str(path) if str(path) == ":memory:" else Path(path).expanduser()
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._db = self._open()
+
+    # -- connection, errors, migrations --
+
+    def _open(self) -> sqlite3.Connection:
+        if isinstance(self.path, Path):
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise SessionError(f"cannot create the session directory "
+                                   f"{self.path.parent}: {exc}") from exc
+        try:
+            db = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None,
+                                 check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise SessionError(f"cannot open the session database {self.path}: {exc}") from exc
+        try:
+            with self._translate("opening"):
+                db.execute("PRAGMA journal_mode=WAL").fetchone()
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("PRAGMA foreign_keys=ON")
+                self._migrate(db)
+        except SessionError:
+            db.close()
+            raise
+        return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may won
+            if version > SCHEMA_VERSION:
+                raise SessionError(f"{self.path} has session schema v{version}, newer than this "
+                                   f"loopwright understands (v{SCHEMA_VERSION}); upgrade it")
+            if version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise SessionError(f"{self.path} is an SQLite database but not a loopwright "
+                                   "session store; give another path")
+            for script in MIGRATIONS[version:]:
+                for statement in _statements(script):
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _translate(self, action: str) -> Iterator[None]:
+        """Turn SQLite's errors into `SessionError`s that say what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise SessionError(
+                    f"the session database {self.path} is locked by another process (waited "
+                    f"{self.timeout:g}s while {action}); try again once it finishes") from exc
+            raise SessionError(f"session database {self.path}: {action} failed: {text}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise SessionError(
+                f"{self.path} is not a loopwright session database or is corrupt ({exc}); move it "
+                "aside (a fresh one is created on the next run) or give another path") from exc
+
+    @contextlib.contextmanager
+    def _read(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(action):
+            yield self._db
+
+    @contextlib.contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction (the write lock is taken up front, so no deadlock later)."""
+        with self._lock, self._translate(action):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions --
+
+    def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
+               parent_id: str | None = None, system_prompt: str | None = None) -> None:
+        now = time.time()
+        with self._write("creating a session") as db:
+            db.execute(
+                "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, parent_id, title, model, cwd, system_prompt, now, now))
+
+    def update(self, session_id: str, **fields: Any) -> None:
+        """Change `title`, `model`, `cwd` or `system_prompt` of a session."""
+        allowed = {"title", "model", "cwd", "system_prompt"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        with self._write("updating a session") as db:
+            db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
+                       (*fields.values(), session_id))
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        with self._read("reading a session") as db:
+            row = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+                             (session_id,)).fetchone()
+            return None if row is None else self._info(db, row)
+
+    def system_prompt(self, session_id: str) -> str | None:
+        """The system prompt the session's latest run used."""
+        with self._read("reading a session") as db:
+            row = db.execute("SELECT system_prompt FROM sessions WHERE id = ?",
+                             (session_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
+                      limit: int = 20) -> list[SessionInfo]:
+        where, params = [], []
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        if model is not None:
+            where.append("model = ?")
+            params.append(model)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        with self._read("listing sessions") as db:
+            rows = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions {clause} "
+                              "ORDER BY updated DESC, rowid DESC LIMIT ?",
+                              (*params, limit)).fetchall()
+            return [self._info(db, row) for row in rows]
+
+    def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
+        """The most recently updated session (in `cwd`, if given)."""
+        found = self.list_sessions(cwd=cwd, limit=1)
+        return found[0] if found else None
+
+    def resolve(self, prefix: str) -> str:
+        """The one session id starting with `prefix`; `SessionError` if none or several do."""
+        prefix = prefix.strip()
+        if not prefix:
+            raise SessionError("give a session id (or a unique prefix of one)")
+        with self._read("looking up a session") as db:
+            rows = db.execute("SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id "
+                              "LIMIT 4", (prefix, prefix + "\U0010ffff")).fetchall()
+        ids = [r[0] for r in rows]
+        if prefix in ids:
+            return prefix
+        if not ids:
+            raise SessionError(f"no session matches {prefix!r} in {self.path}")
+        if len(ids) > 1:
+            listed = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+            raise SessionError(f"{prefix!r} matches several sessions ({listed}); "
+                               "give more characters")
+        return str(ids[0])
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session with its messages, runs and events (refused while a run holds it)."""
+        with self._write("deleting a session") as db:
+            row = db.execute("SELECT lock_owner, lock_pid, lock_host, lock_expires FROM sessions "
+                             "WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionError(f"no session {session_id!r}")
+            if row[0] and lease_is_live(row[1], row[2], row[3]):
+                raise SessionError(f"session {session_id} is in use by another run "
+                                   f"(pid {row[1]}); stop it first")
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
+        (sid, parent_id, title, model, cwd, created, updated,
+         lock_owner, lock_pid, lock_host, lock_expires) = row
+        sums = db.execute(
+            "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in _USAGE_COLUMNS)
+            + ", sum(cost), sum(cost IS NULL AND requests > 0) FROM runs WHERE session_id = ?",
+            (sid,)).fetchone()
+        latest = db.execute("SELECT stop_reason, ended FROM runs WHERE session_id = ? "
+                            "ORDER BY started DESC, rowid DESC LIMIT 1", (sid,)).fetchone()
+        count = db.execute("SELECT count(*) FROM messages WHERE session_id = ?",
+                           (sid,)).fetchone()[0]
+        live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
+        stop_reason = None
+        if latest is not None:
+            stop_reason = latest[0] or ("running" if live else "interrupted")
+        usage = Usage(**dict(zip(_USAGE_COLUMNS, sums[1:7], strict=True)))
+        unpriced = sums[8] or 0
+        return SessionInfo(
+            id=sid, parent_id=parent_id, title=title, model=model, cwd=cwd, created=created,
+            updated=updated, stop_reason=stop_reason, usage=usage, message_count=count,
+            cost=None if unpriced or sums[7] is None else float(sums[7]), runs=sums[0],
+            locked_by=lock_pid if live else None)
+
+    # -- messages --
+
+    def load(self, session_id: str) -> list[Message]:
+        with self._read("loading a session") as db:
+            rows = db.execute("SELECT role, content, data FROM messages WHERE session_id = ? "
+                              "ORDER BY seq", (session_id,)).fetchall()
+        out = []
+        for role, content, data in rows:
+            fields = json.loads(data) if data != "{}" else {}
+            fields["role"] = role
+            fields["content"] = content
+            out.append(Message.from_dict(fields))
+        return out
+
+    def append(self, session_id: str, message: Message) -> None:
+        row = _message_row(message)
+        with self._lock, self._translate("writing a message"):
+            self._db.execute(
+                "INSERT INTO messages (session_id, seq, role, content, data, created) VALUES "
+                "(?, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?), "
+                "?, ?, ?, ?)", (session_id, session_id, *row, time.time()))
+
+    def append_many(self, session_id: str, history: list[Message]) -> None:
+        """Write several messages in one transaction."""
+        if not history:
+            return
+        now = time.time()
+        with self._write("writing messages") as db:
+            for message in history:
+                db.execute(
+                    "INSERT INTO messages (session_id, seq, role, content, data, created) VALUES "
+                    "(?, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?), "
+                    "?, ?, ?, ?)", (session_id, session_id, *_message_row(message), now))
+
+    # -- the write lease of a run --
+
+    def acquire(self, session_id: str, owner: str) -> None:
+        with self._write("locking a session") as db:
+            row = db.execute("SELECT lock_owner, lock_pid, lock_host, lock_expires FROM sessions "
+                             "WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionError(f"no session {session_id!r} to lock; create it first")
+            holder, pid, host, expires = row
+            if holder and holder != owner and lease_is_live(pid, host, expires):
+                where = "" if host == HOST else f" on {host}"
+                raise SessionError(f"session {session_id} is in use by another run "
+                                   f"(pid {pid}{where})")
+            db.execute("UPDATE sessions SET lock_owner = ?, lock_pid = ?, lock_host = ?, "
+                       "lock_expires = ? WHERE id = ?",
+                       (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
+
+    def renew(self, session_id: str, owner: str) -> None:
+        with self._lock, self._translate("renewing a session lease"):
+            changed = self._db.execute(
+                "UPDATE sessions SET lock_expires = ? WHERE id = ? AND lock_owner = ?",
+                (time.time() + LEASE_SECONDS, session_id, owner)).rowcount
+        if not changed:
+            raise SessionError(f"session {session_id}: this run lost its lease to another run")
+
+    def release(self, session_id: str, owner: str) -> None:
+        with self._lock, self._translate("unlocking a session"):
+            self._db.execute("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, "
+                             "lock_host = NULL, lock_expires = NULL "
+                             "WHERE id = ? AND lock_owner = ?", (session_id, owner))
+
+    # -- runs and events --
+
+    def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
+                   ended: bool = False) -> None:
+        usage = record.usage.to_dict()
+        values = [usage[c] for c in _USAGE_COLUMNS]
+        now = time.time()
+        with self._lock, self._translate("recording a run"):
+            self._db.execute(
+                "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, "
+                "error, turns, " + ", ".join(_USAGE_COLUMNS) + ", cost) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id, id) DO UPDATE SET "
+                "ended = excluded.ended, stop_reason = excluded.stop_reason, "
+                "error = excluded.error, turns = excluded.turns, cost = excluded.cost, "
+                + ", ".join(f"{c} = excluded.{c}" for c in _USAGE_COLUMNS),
+                (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
+                 record.stop_reason if ended else None, record.error, record.turns, *values,
+                 record.cost))
+
+    def runs(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's runs, oldest first, as dicts of their columns."""
+        with self._read("reading runs") as db:
+            cursor = db.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY started, rowid",
+                                (session_id,))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        now = time.time()
+        rows = [_event_row(session_id, run_id, now, event) for event in events]
+        with self._lock, self._translate("recording events"):
+            if len(rows) == 1:
+                self._db.execute(_INSERT_EVENT, rows[0])
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(_INSERT_EVENT, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def events(self, session_id: str) -> list[dict[str, Any]]:
+        """The stored events of a session in order; each has `run_id` and `created` added."""
+        with self._read("reading events") as db:
+            rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
+                              "ORDER BY id", (session_id,)).fetchall()
+        return [{**json.loads(data), "run_id": run_id, "created": created}
+                for run_id, created, data in rows]
+
+    def audit(self, session_id: str) -> list[AuditEntry]:
+        """Every tool call of the session: arguments, result size, duration, error, decision."""
+        entries: dict[tuple[str, str], AuditEntry] = {}
+        for event in self.events(session_id):
+            key = (event["run_id"], str(event.get("id", "")))
+            if event["type"] == "tool_call":
+                entries[key] = AuditEntry(run_id=event["run_id"], call_id=key[1],
+                                          name=event.get("name", ""),
+                                          arguments=event.get("arguments"),
+                                          created=event["created"])
+            elif event["type"] == "tool_result" and key in entries:
+                entry = entries[key]
+                entry.is_error = bool(event.get("is_error"))
+                entry.duration = event.get("duration")
+                entry.size = event.get("content_chars")
+                entry.decision = _decision(event.get("data") or {})
+        return list(entries.values())
+
+    # -- search --
+
+    def search(self, text: str, *, limit: int = 10, any_word: bool = False,
+               exclude_session: str | None = None, cwd: str | None = None) -> list[SearchHit]:
+        """Messages matching `text` (every word, or any word), best BM25 score first."""
+        query = fts_query(text, any_word=any_word)
+        if not query:
+            return []
+        where = ["messages_fts MATCH ?"]
+        params: list[Any] = [query]
+        if exclude_session is not None:
+            where.append("m.session_id != ?")
+            params.append(exclude_session)
+        if cwd is not None:
+            where.append("s.cwd = ?")
+            params.append(cwd)
+        sql = (
+            "SELECT m.session_id, m.seq, m.role, snippet(messages_fts, 0, ?, ?, '…', 16), "
+            "bm25(messages_fts), s.title, s.updated FROM messages_fts "
+            "JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY bm25(messages_fts) LIMIT ?")
+        with self._read("searching") as db:
+            rows = db.execute(sql, (SNIPPET_START, SNIPPET_END, *params, limit)).fetchall()
+        return [SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=r[3], score=r[4],
+                          title=r[5], updated=r[6]) for r in rows]
+
+
+_INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
+                 "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _message_row(message: Message) -> tuple[str, str, str]:
+    fields = message.to_dict()
+    del fields["role"], fields["content"]
+    try:
+        data = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise SessionError(f"cannot store a {message.role} message: {exc}") from exc
+    return message.role, message.content, data
+
+
+def _event_row(session_id: str, run_id: str, now: float, event: dict[str, Any]
+               ) -> tuple[Any, ...]:
+    kind = event.get("type", "")
+    tool = kind in ("tool_call", "tool_result")
+    is_error = event.get("is_error")
+    return (session_id, run_id, now, kind, event.get("id") if tool else None,
+            event.get("name") if tool else None, None if is_error is None else int(is_error),
+            event.get("duration"), event.get("content_chars"),
+            json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")))
+
+
+def _decision(data: dict[str, Any]) -> str:
+    if data.get("denied"):
+        return f"denied: {data.get('reason') or 'not allowed'}"
+    if data.get("intercepted"):
+        return "intercepted"
+    if data.get("unknown_tool") or data.get("bad_arguments") or data.get("truncated"):
+        return "not run"
+    return "allowed"
+
+
+def fts_query(text: str, *, any_word: bool = False) -> str:
+    """A safe FTS5 query for free text: each word quoted; all words required unless `any_word`."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+    return (" OR " if any_word else " ").join(f'"{w}"' for w in words)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into statements (trigger bodies hold semicolons of their own)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip():
+        yield pending.strip()

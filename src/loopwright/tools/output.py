@@ -1,0 +1,148 @@
+"""Output bounding: a tool result over the cap is spilled whole to a file; the model gets a head +
+tail preview, the path, and how to read the rest.
+
+`OutputBounder` is a `ResultFilter`, so it applies to every tool (built-in, user, MCP). The cap is
+sized from the context window (see `context/window.py`). Spill files live in
+`<cache_dir>/spill` (`Settings.cache_dir`, else `config.default_cache_dir()`), and files older
+than seven days are removed the first time a process bounds output into that directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from loopwright.tools.base import ToolContext
+from loopwright.tools.execute import PreparedCall, ToolOutcome
+
+SPILL_RETENTION_SECONDS = 7 * 24 * 3600
+SPILL_MARKER = "Full output saved to "
+PREVIEW_SHARE = 0.5  # of the cap; the preview must leave room for the next results
+HEAD_SHARE = 2 / 3  # of the preview: beginnings usually say what the output is
+
+_cleaned: set[Path] = set()
+_cleaned_lock = threading.Lock()
+
+
+def spill_directory(cache_dir: str | os.PathLike[str] | None) -> Path:
+    """Where spill files go for a given `cache_dir` setting."""
+    if cache_dir:
+        return Path(cache_dir).expanduser() / "spill"
+    from loopwright.config import default_cache_dir
+
+    return default_cache_dir() / "spill"
+
+
+def clean_spill_directory(directory: Path, *, max_age: float = SPILL_RETENTION_SECONDS,
+                          now: float | None = None) -> int:
+    """Remove spill files older than `max_age` seconds; returns how many went."""
+    cutoff = (time.time() if now is None else now) - max_age
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            continue  # another process got there first, or no permission: not our problem
+    return removed
+
+
+def clean_once(directory: Path) -> None:
+    """Clean `directory` once per process (runs start often; a scan each time is waste)."""
+    with _cleaned_lock:
+        if directory in _cleaned:
+            return
+        _cleaned.add(directory)
+    clean_spill_directory(directory)
+
+
+def spill_to_file(text: str, directory: Path, *, label: str) -> Path:
+    """Write `text` to a new file in `directory`; raises `OSError` when that is impossible."""
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60] or "output"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = directory / f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _cut_head(text: str, size: int) -> str:
+    head = text[:size]
+    newline = head.rfind("\n")
+    return head[: newline + 1] if newline > size * 0.7 else head  # end on a line when near
+
+
+def _cut_tail(text: str, size: int) -> str:
+    tail = text[-size:] if size > 0 else ""
+    newline = tail.find("\n")
+    return tail[newline + 1:] if 0 <= newline < size * 0.3 else tail
+
+
+def preview(text: str, size: int, *, path: Path | None, error: str | None = None) -> str:
+    """Head + tail of `text` in about `size` characters, under a header saying what was cut
+    and where the whole is."""
+    size = max(200, size)
+    head = _cut_head(text, int(size * HEAD_SHARE))
+    tail = _cut_tail(text[len(head):], size - len(head))
+    omitted = len(text) - len(head) - len(tail)
+    lines = text.count("\n") + 1
+    if path is not None:
+        where = (f"{SPILL_MARKER}{path} — read it in parts (a file-reading tool with an offset, "
+                 "or a search) instead of running the tool again.")
+    else:
+        where = f"The full output could not be saved ({error}); only this preview remains."
+    header = (f"[Output too long: {len(text):,} characters, {lines:,} lines; showing the first "
+              f"{len(head):,} and last {len(tail):,} characters. {where}]")
+    return f"{header}\n{head}\n[… {omitted:,} characters omitted …]\n{tail}"
+
+
+def bound_text(text: str, max_chars: int, directory: Path, *, label: str,
+               preview_chars: int | None = None) -> tuple[str, Path | None]:
+    """`text` unchanged if it fits in `max_chars`, else (preview, spill path or None). The
+    preview takes `preview_chars` (default: half the cap). Blocking file I/O."""
+    if len(text) <= max_chars:
+        return text, None
+    try:
+        path: Path | None = spill_to_file(text, directory, label=label)
+        error = None
+    except OSError as exc:
+        path, error = None, f"{type(exc).__name__}: {exc}"
+    size = int(max_chars * PREVIEW_SHARE) if preview_chars is None else preview_chars
+    return preview(text, size, path=path, error=error), path
+
+
+class OutputBounder:
+    """A `ResultFilter` that spills long tool results and hands the model a preview."""
+
+    def __init__(self, *, directory: Path, max_chars: int | Callable[[], int]) -> None:
+        self.directory = directory
+        self._max_chars = max_chars
+        clean_once(directory)
+
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars() if callable(self._max_chars) else self._max_chars
+
+    async def __call__(self, prepared: PreparedCall | None, outcome: ToolOutcome,
+                       ctx: ToolContext) -> ToolOutcome:
+        limit = self.max_chars
+        if len(outcome.content) <= limit:
+            return outcome
+        label = f"{outcome.call.name}-{outcome.call.id}"
+        text, path = await asyncio.to_thread(bound_text, outcome.content, limit, self.directory,
+                                             label=label)
+        data = {**outcome.data, "original_chars": len(outcome.content),
+                "spilled_to": str(path) if path else None}
+        return replace(outcome, content=text, data=data)

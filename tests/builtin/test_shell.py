@@ -1,0 +1,147 @@
+"""bash: real subprocesses, bounded output, timeouts and cancellation that kill the whole group."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, Tool, ToolContext, ToolError
+from loopwright.builtin import bash, default_tools
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event
+from loopwright.testing import FakeModelServer, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+async def call_tool(tool: Tool, ctx: ToolContext, **arguments: Any) -> str:
+    result = await tool.invoke(tool.validate(arguments), ctx)
+    assert isinstance(result, str)
+    return result
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Processes of group `pgid` that are still alive (zombies awaiting a reaper do not count)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+async def group_is_gone(pgid: int) -> bool:
+    """Whether every process of the group is dead. SIGKILL is delivered asynchronously, so give
+    the kernel a moment (a guard, not a timing assert)."""
+    for _ in range(500):
+        if not live_group_members(pgid):
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def wait_for_file(path: Path) -> str:
+    async def poll() -> str:
+        while not path.exists() or not path.read_text().strip():
+            await asyncio.sleep(0.01)
+        return path.read_text().strip()
+
+    return await asyncio.wait_for(poll(), 20)  # a guard against hanging, not a timing assert
+
+
+async def test_output_and_exit_code(tmp_path: Path) -> None:
+    text = await call_tool(bash, ToolContext(workdir=tmp_path),
+                           command="echo out; echo err >&2; exit 3")
+    assert text == "out\nerr\n[exit code 3]"
+
+
+async def test_runs_in_the_working_directory_or_a_subdirectory(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    ctx = ToolContext(workdir=tmp_path)
+    assert await call_tool(bash, ctx, command="pwd") == f"{tmp_path}\n[exit code 0]"
+    assert await call_tool(bash, ctx, command="pwd", cwd="sub") == f"{tmp_path}/sub\n[exit code 0]"
+    with pytest.raises(ToolError, match="outside the workspace"):
+        await call_tool(bash, ctx, command="pwd", cwd="..")
+
+
+async def test_huge_output_keeps_head_and_tail(tmp_path: Path) -> None:
+    command = "echo FIRST; head -c 20000000 /dev/zero | tr '\\0' 'x'; echo; echo LAST"
+    text = await call_tool(bash, ToolContext(workdir=tmp_path), command=command)
+    assert len(text) < 40_000
+    assert text.startswith("FIRST\n") and text.endswith("LAST\n[exit code 0]")
+    assert "bytes of output omitted" in text
+
+
+async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    command = "echo $$ > pgid; sleep 30 & sleep 30; echo never"
+    with pytest.raises(ToolError, match="timed out after 0.5s") as info:
+        await call_tool(bash, ToolContext(workdir=tmp_path), command=command, timeout=0.5)
+    assert "never" not in str(info.value)
+    assert await group_is_gone(int((tmp_path / "pgid").read_text()))
+
+
+async def test_cancelling_the_task_kills_the_process_group(tmp_path: Path) -> None:
+    ctx = ToolContext(workdir=tmp_path)
+    task = asyncio.ensure_future(call_tool(bash, ctx, command="echo $$ > pgid; sleep 30"))
+    pgid = int(await wait_for_file(tmp_path / "pgid"))
+    assert live_group_members(pgid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await group_is_gone(pgid)
+
+
+async def test_the_run_cancelled_event_kills_the_process_group(tmp_path: Path) -> None:
+    ctx = ToolContext(workdir=tmp_path)
+    task = asyncio.ensure_future(call_tool(bash, ctx, command="echo $$ > pgid; sleep 30"))
+    pgid = int(await wait_for_file(tmp_path / "pgid"))
+    ctx.cancelled.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        await task
+    assert await group_is_gone(pgid)
+
+
+async def test_background_children_holding_the_output_do_not_block(tmp_path: Path) -> None:
+    text = await call_tool(bash, ToolContext(workdir=tmp_path),
+                           command="sleep 30 & echo $! > child; echo started")
+    child = int((tmp_path / "child").read_text())
+    try:
+        assert text.startswith("started\n") and "background processes" in text
+        assert text.endswith("[exit code 0]")
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+async def test_agent_cancel_mid_command_kills_it_and_ends_the_run(tmp_path: Path) -> None:
+    events: list[Event] = []
+    script = [Reply(tool_calls=[call("bash", {"command": "echo $$ > pgid; sleep 30"})]),
+              Reply(text="unreachable")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=default_tools(), workdir=str(tmp_path), callbacks=[events.append])
+        handle = await agent.start("run it")
+        pgid = int(await wait_for_file(tmp_path / "pgid"))
+        assert live_group_members(pgid)
+        assert agent.cancel()
+        result = await asyncio.wait_for(handle.task, 20)
+    assert result.stop_reason == "cancelled"
+    assert await group_is_gone(pgid)
+    assert events[-1].type == "cancelled"
+    last = result.messages[-1]
+    assert last.role == "tool" and "cancelled" in last.content
+
+
+async def test_bash_is_neither_read_only_nor_hidden_from_core() -> None:
+    assert not bash.read_only and bash.core
+    assert bash.parameters["properties"]["timeout"]["default"] == 120

@@ -1,0 +1,99 @@
+"""`loopwright chat`: the real REPL in a subprocess, driven through stdin, against a fake server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loopwright.testing import FakeModelServer, Reply
+
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The caller's environment without provider keys, LOOPWRIGHT_* or XDG_* settings."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))
+    }
+    env["HOME"] = str(home)
+    return env
+
+
+def chat_command(server: FakeModelServer | None) -> list[str]:
+    target = ["--model", "m", "--base-url", server.base_url] if server else []
+    return [sys.executable, "-m", "loopwright", "chat", *target]
+
+
+def chat(server: FakeModelServer | None, typed: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(chat_command(server), cwd=cwd, env=clean_env(cwd), input=typed,
+                          capture_output=True, text=True, timeout=60)
+
+
+def wait_until(condition: Callable[[], Any], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def conversation(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in body["messages"] if m["role"] != "system"]
+
+
+def test_turns_share_one_conversation(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("Hello, Ada."), Reply("Your name is Ada.")]) as server:
+        proc = chat(server, "My name is Ada.\nWhat is my name?\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Hello, Ada.\nYour name is Ada.\n"
+    second = server.model_requests[1].body
+    assert conversation(second) == [
+        ("user", "My name is Ada."), ("assistant", "Hello, Ada."), ("user", "What is my name?"),
+    ]
+
+
+def test_new_starts_over_and_exit_quits(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("one"), Reply("two"), Reply("never")]) as server:
+        proc = chat(server, "first\n/new\nsecond\n/exit\nnot read\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "one\ntwo\n"
+    assert [conversation(r.body) for r in server.model_requests] == [
+        [("user", "first")], [("user", "second")],
+    ]
+
+
+def test_ctrl_c_cancels_the_reply_not_the_chat(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("far too late", delay=10), Reply("Here now.")]) as server:
+        proc = subprocess.Popen(chat_command(server), cwd=tmp_path, env=clean_env(tmp_path),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("Take your time\n")
+            proc.stdin.flush()
+            wait_until(lambda: server.model_requests, "the first model request")
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate("Hurry up\n", timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    assert stdout == "Here now.\n"
+    assert "cancelled" in stderr
+    # The cancelled turn stays in the conversation (merged into one user message on the wire).
+    (last_role, last_text), = conversation(server.model_requests[1].body)[-1:]
+    assert last_role == "user" and last_text.startswith("Take your time")
+    assert last_text.endswith("Hurry up")
+
+
+def test_missing_provider_ends_the_chat_with_the_config_exit_code(tmp_path: Path) -> None:
+    proc = chat(None, "Hi\nHi again\n", tmp_path)
+    assert proc.returncode == 6
+    assert "no model provider found" in proc.stderr
+    assert "Traceback" not in proc.stderr

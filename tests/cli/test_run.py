@@ -1,0 +1,264 @@
+"""`loopwright run`: the real CLI against the fake model server over HTTP.
+
+Behaviour that needs a process of its own (exit codes, signals, environment detection, stdout
+purity) runs `python -m loopwright` as a subprocess; flag plumbing runs in-process via CliRunner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from loopwright import event_from_dict
+from loopwright.cli.main import app
+from loopwright.testing import FakeModelServer, Fault, Reply, call
+
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The caller's environment without provider keys, LOOPWRIGHT_* or XDG_* settings."""
+    env = {
+        key: value for key, value in os.environ.items()
+        if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))
+    }
+    env["HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def loopwright(*args: str, cwd: Path, env: dict[str, str] | None = None,
+               stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopwright", *args], cwd=cwd, env=env or clean_env(cwd),
+        input=stdin, capture_output=True, text=True, timeout=60,
+    )
+
+
+def run_against(server: FakeModelServer, *args: str, cwd: Path,
+                env: dict[str, str] | None = None,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return loopwright("run", *args, "--model", "fake-model", "--base-url", server.base_url,
+                      cwd=cwd, env=env, stdin=stdin)
+
+
+def invoke(server: FakeModelServer, *args: str, stdin: str | None = None) -> Result:
+    """`loopwright run` in-process, in the current directory, with a clean environment."""
+    unset: dict[str, str | None] = {
+        key: None for key in os.environ
+        if key in PROVIDER_VARIABLES or key.startswith(("LOOPWRIGHT_", "XDG_"))
+    }
+    return CliRunner().invoke(
+        app, ["run", *args, "--model", "fake-model", "--base-url", server.base_url],
+        input=stdin, env={**unset, "HOME": os.getcwd()})
+
+
+def wait_until(condition: Callable[[], Any], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in-process CLI calls from an empty directory (no loopwright.toml around)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --- answers and events -------------------------------------------------------------------------
+
+
+def test_the_answer_streams_to_stdout_and_nothing_else(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("The answer is 42.", chunk_size=3)]) as server:
+        proc = run_against(server, "What is six times seven?", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "The answer is 42.\n"
+    assert server.model_requests[0].body["stream"] is True
+    assert user_texts(server.model_requests[0].body) == ["What is six times seven?"]
+
+
+def test_tool_activity_goes_to_stderr_as_notes(in_tmp: Path) -> None:
+    script = [Reply(tool_calls=[call("lookup", {"city": "Oslo"})]), Reply("It is cold.")]
+    with FakeModelServer(script) as server:
+        proc = invoke(server, "Weather in Oslo?")
+    assert proc.exit_code == 0, proc.stderr
+    assert proc.stdout == "It is cold.\n"
+    call_note, result_note = proc.stderr.splitlines()
+    assert call_note.startswith("→ lookup {") and "Oslo" in call_note
+    assert result_note.startswith("✗ lookup")  # no such tool: the model gets an error result
+
+
+def test_json_prints_every_event_as_a_line_ending_with_done(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("Hello, JSON.", reasoning="thinking it over")]) as server:
+        proc = run_against(server, "Say hello", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    events = [event_from_dict(json.loads(line)) for line in proc.stdout.splitlines()]
+    kinds = [event.type for event in events]
+    assert kinds[0] == "turn_start"
+    assert {"reasoning_delta", "text_delta", "turn_end"} <= set(kinds)
+    done = events[-1]
+    assert done.type == "done"
+    assert done.result.output == "Hello, JSON."
+    assert "".join(e.text for e in events if e.type == "text_delta") == "Hello, JSON."
+
+
+def test_reasoning_is_hidden_unless_asked_for(in_tmp: Path) -> None:
+    script = [Reply("Yes.", reasoning="secret musing"), Reply("Yes.", reasoning="secret musing")]
+    with FakeModelServer(script) as server:
+        hidden = invoke(server, "Well?")
+        shown = invoke(server, "Well?", "--show-reasoning")
+    assert "secret musing" not in hidden.output
+    assert "secret musing" in shown.stderr
+    assert shown.stdout == hidden.stdout == "Yes.\n"
+
+
+def test_flags_reach_the_model_request(in_tmp: Path) -> None:
+    (in_tmp / "system.md").write_text("Always answer in French.", encoding="utf-8")
+    with FakeModelServer([Reply("Bonjour.")]) as server:
+        proc = invoke(server, "Hi", "--no-stream", "--temperature", "0.25", "--max-tokens", "64",
+                      "--system", "@system.md")
+    assert proc.exit_code == 0, proc.stderr
+    assert proc.stdout == "Bonjour.\n"
+    body = server.model_requests[0].body
+    assert not body.get("stream")
+    assert body["temperature"] == 0.25
+    assert body["max_tokens"] == 64
+    assert "Always answer in French." in body["messages"][0]["content"]
+
+
+def test_prompt_can_come_from_stdin_or_a_file(in_tmp: Path) -> None:
+    (in_tmp / "task.txt").write_text("Task from a file", encoding="utf-8")
+    with FakeModelServer([Reply("ok"), Reply("ok")]) as server:
+        piped = invoke(server, "-", stdin="Task from stdin\n")
+        filed = invoke(server, "--prompt-file", "task.txt")
+    assert piped.exit_code == filed.exit_code == 0
+    first, second = server.model_requests
+    assert user_texts(first.body) == ["Task from stdin\n"]
+    assert user_texts(second.body) == ["Task from a file"]
+
+
+# --- exit codes per stop reason -----------------------------------------------------------------
+
+
+def test_max_turns_exits_3(tmp_path: Path) -> None:
+    with FakeModelServer([Reply(tool_calls=[call("search", {"q": "x"})])]) as server:
+        proc = run_against(server, "Look it up", "--max-turns", "1", cwd=tmp_path)
+    assert proc.returncode == 3
+    assert proc.stderr.strip().splitlines()[-1] == "loopwright: max_turns: reached max_turns (1)"
+
+
+def test_budget_exhausted_exits_4(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("search", {"q": "x"})]), Reply("Summary so far.")]
+    env = clean_env(tmp_path, LOOPWRIGHT_ITERATION_BUDGET="1")
+    with FakeModelServer(script) as server:
+        proc = run_against(server, "Look it up", cwd=tmp_path, env=env)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout == "Summary so far.\n"
+    assert "budget_exhausted" in proc.stderr
+
+
+def test_repeating_the_same_call_exits_5(tmp_path: Path) -> None:
+    same = Reply(tool_calls=[call("search", {"q": "again"})])
+    with FakeModelServer([same] * 6) as server:
+        proc = run_against(server, "Search", cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    assert "loop_detected" in proc.stderr.splitlines()[-1]
+
+
+def test_provider_error_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    with FakeModelServer([Fault.status(400)]) as server:
+        proc = run_against(server, "Hi", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("loopwright: error: ") and "400" in last
+
+
+def test_ctrl_c_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("far too late", delay=10)]) as server:
+        args = ["run", "Take your time", "--model", "m", "--base-url", server.base_url]
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], cwd=tmp_path,
+                                env=clean_env(tmp_path), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: server.model_requests, "the model request")
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "far too late" not in stdout
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == "loopwright: cancelled"
+
+
+# --- provider detection and configuration errors ------------------------------------------------
+
+
+def test_provider_is_detected_from_loopwright_base_url(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("detected")], model="served-model") as server:
+        env = clean_env(tmp_path, LOOPWRIGHT_BASE_URL=server.base_url)
+        proc = loopwright("run", "Hi", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "detected\n"
+    assert server.model_requests[0].body["model"] == "served-model"
+
+
+def test_base_url_without_model_uses_the_servers_model(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("local")], model="served-model") as server:
+        env = clean_env(tmp_path, OPENAI_API_KEY="sk-not-for-this-server")
+        proc = loopwright("run", "Hi", "--base-url", server.base_url, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert server.model_requests[0].body["model"] == "served-model"
+
+
+def test_no_provider_found_says_where_it_looked(tmp_path: Path) -> None:
+    proc = loopwright("run", "Hi", cwd=tmp_path)
+    assert proc.returncode == 6
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    message = proc.stderr.strip()
+    assert len(message.splitlines()) == 1
+    for looked_for in ("LOOPWRIGHT_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "11434",
+                       "--base-url"):
+        assert looked_for in message
+
+
+def test_json_mode_reports_a_config_error_as_a_final_event(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text('no_such_setting = 1\n', encoding="utf-8")
+    proc = loopwright("run", "Hi", "--json", cwd=tmp_path)
+    assert proc.returncode == 6
+    (line,) = proc.stdout.splitlines()
+    event = event_from_dict(json.loads(line))
+    assert event.type == "error" and "no_such_setting" in event.message
+    assert "no_such_setting" in proc.stderr
+
+
+# --- usage errors (no subprocess needed) --------------------------------------------------------
+
+
+def test_usage_errors_exit_2() -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["run"])
+    both = runner.invoke(app, ["run", "Hi", "--resume", "abc", "--continue"])
+    bad_mode = runner.invoke(app, ["run", "Hi", "--api-mode", "carrier-pigeon"])
+    assert missing.exit_code == both.exit_code == bad_mode.exit_code == 2

@@ -1,0 +1,258 @@
+"""`loopwright sessions …` and `loopwright run --resume/--continue` against a real database.
+
+Crash and resume run the real CLI in subprocesses (SIGKILL needs a process of its own); the
+`sessions` commands run in-process through CliRunner. Every test points LOOPWRIGHT_DATA_DIR at
+its own directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from loopwright import Agent
+from loopwright.messages import Message, ToolCall, assistant, tool_result, user
+from loopwright.store import RunRecord
+from loopwright.store.sqlite import SQLiteStore
+from loopwright.testing import FakeModelServer, Reply, call
+
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def clean_env(tmp_path: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))}
+    env.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"),
+               LOOPWRIGHT_API_KEY="k")
+    return env
+
+
+def cli_run(server: FakeModelServer, *args: str, cwd: Path, env: dict[str, str]
+            ) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "loopwright.cli.main", "run", *args, "--model", "fake-model",
+         "--base-url", server.base_url], cwd=cwd, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def invoke(tmp_path: Path, *args: str, stdin: str | None = None) -> Result:
+    """The CLI in-process, with a clean environment and the test's own data directory."""
+    from loopwright.cli.main import app
+
+    env: dict[str, str | None] = {key: None for key in os.environ
+                                  if key in PROVIDER_VARIABLES
+                                  or key.startswith(("LOOPWRIGHT_", "XDG_"))}
+    env.update(LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"), LOOPWRIGHT_API_KEY="k")
+    return CliRunner().invoke(app, list(args), env=env, input=stdin)
+
+
+def sessions(tmp_path: Path, *args: str, stdin: str | None = None) -> Result:
+    return invoke(tmp_path, "sessions", *args, stdin=stdin)
+
+
+def run_in_process(tmp_path: Path, server: FakeModelServer, *args: str) -> Result:
+    return invoke(tmp_path, "run", *args, "--model", "fake-model", "--base-url", server.base_url)
+
+
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "sessions.db"
+
+
+def test_a_killed_cli_run_resumes_to_completion(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    env = clean_env(tmp_path)
+    script = [Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]),
+              Reply("never delivered", delay=30)]
+    with FakeModelServer(script) as server:
+        child = cli_run(server, "Summarise notes.txt", cwd=tmp_path, env=env)
+        deadline = time.monotonic() + 30
+        while len(server.model_requests) < 2:  # the second reply is in flight
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the run never reached its second request"
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.communicate(timeout=10)
+    with SQLiteStore(db_path(tmp_path)) as store:
+        (info,) = store.list_sessions()
+        assert [m.role for m in store.load(info.id)] == ["user", "assistant", "tool"]
+    with FakeModelServer([Reply("Two lines: alpha and beta.")]) as server:
+        resumed = run_in_process(tmp_path, server, "--resume", info.id[:6],
+                                 "--workdir", str(tmp_path))
+        sent = server.model_requests[0].body or {}
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.strip() == "Two lines: alpha and beta."
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool"]
+    assert "alpha" in sent["messages"][3]["content"]
+    with SQLiteStore(db_path(tmp_path)) as store:
+        stored = store.load(info.id)
+        assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+        assert [m.content for m in stored].count("Summarise notes.txt") == 1
+        assert store.get(info.id).stop_reason == "completed"  # type: ignore[union-attr]
+
+
+def test_continue_picks_the_latest_session_in_this_directory(tmp_path: Path) -> None:
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    with FakeModelServer([Reply("first"), Reply("other"), Reply("continued")]) as server:
+        for cwd, prompt in ((here, "task here"), (elsewhere, "task elsewhere")):
+            assert run_in_process(tmp_path, server, prompt, "--workdir", str(cwd)).exit_code == 0
+        continued = run_in_process(tmp_path, server, "--continue", "and then?",
+                                   "--workdir", str(here))
+        sent = server.model_requests[2].body or {}
+    assert continued.exit_code == 0, continued.output
+    assert continued.stdout.strip() == "continued"
+    assert [m["content"] for m in sent["messages"][1:]] == ["task here", "first", "and then?"]
+
+
+def test_resume_of_an_unknown_session_is_a_usage_error(tmp_path: Path) -> None:
+    SQLiteStore(db_path(tmp_path)).close()
+    with FakeModelServer([]) as server:
+        result = run_in_process(tmp_path, server, "--resume", "nope")
+    assert result.exit_code == 2
+    assert "no session matches 'nope'" in result.output
+
+
+# --- the sessions commands ------------------------------------------------------------------------
+
+
+def seed(tmp_path: Path) -> tuple[str, str]:
+    """Two sessions: one with a tool call and a denied-looking audit trail, one plain."""
+    store = SQLiteStore(db_path(tmp_path))
+    call_ = ToolCall(id="c1", name="grep", arguments='{"pattern": "TODO"}')
+    store.create("aaa111", model="gpt-4o", cwd=str(tmp_path), title="find the todos")
+    for message in (user("find the TODO markers"),
+                    Message(role="assistant", content="", tool_calls=[call_],
+                            reasoning="grep is fastest"),
+                    tool_result(call_, "src/a.py:3: # TODO tidy\n" * 30),
+                    assistant("There are 30 TODO markers in src/a.py.")):
+        store.append("aaa111", message)
+    store.record_run("aaa111", RunRecord(run_id="run1", stop_reason="completed", cost=0.0123),
+                     model="gpt-4o", ended=True)
+    store.record_events("aaa111", "run1", [
+        {"type": "tool_call", "id": "c1", "name": "grep", "arguments": {"pattern": "TODO"}},
+        {"type": "tool_result", "id": "c1", "name": "grep", "is_error": False,
+         "duration": 0.25, "content_chars": 750, "data": {}},
+    ])
+    store.create("bbb222", model="claude-sonnet-4-5", cwd="/somewhere/else",
+                 title="write a poem")
+    store.append("bbb222", user("write a poem about lighthouses"))
+    store.close()
+    return "aaa111", "bbb222"
+
+
+def test_list_shows_recent_sessions_with_filters(tmp_path: Path) -> None:
+    seed(tmp_path)
+    everything = sessions(tmp_path, "list")
+    assert everything.exit_code == 0, everything.output
+    assert everything.output.index("bbb222") < everything.output.index("aaa111")  # recent first
+    assert "$0.0123" in everything.output
+    by_model = sessions(tmp_path, "list", "--model", "gpt-4o", "--json")
+    assert [json.loads(line)["id"] for line in by_model.output.splitlines()] == ["aaa111"]
+    by_dir = sessions(tmp_path, "list", "--cwd", str(tmp_path), "--json")
+    assert [json.loads(line)["id"] for line in by_dir.output.splitlines()] == ["aaa111"]
+    limited = sessions(tmp_path, "list", "--limit", "1", "--json")
+    assert len(limited.output.splitlines()) == 1
+
+
+def test_list_without_a_database_says_so(tmp_path: Path) -> None:
+    result = sessions(tmp_path, "list")
+    assert result.exit_code == 0
+    assert "No sessions found." in result.output
+    assert not db_path(tmp_path).exists()
+
+
+def test_show_prints_the_transcript_and_with_events_the_audit_log(tmp_path: Path) -> None:
+    seed(tmp_path)
+    shown = sessions(tmp_path, "show", "aaa")
+    assert shown.exit_code == 0, shown.output
+    for text in ("session aaa111", "find the TODO markers", "grep is fastest",
+                 '→ grep({"pattern": "TODO"})', "There are 30 TODO markers",
+                 "more lines; --full shows all"):
+        assert text in shown.output
+    assert "tool calls" not in shown.output
+    audited = sessions(tmp_path, "show", "aaa111", "--events", "--full")
+    assert audited.exit_code == 0, audited.output
+    assert "more lines" not in audited.output
+    audit_line = next(line for line in audited.output.splitlines()
+                      if "grep" in line and "750 chars" in line)
+    assert "0.250" in audit_line and "allowed" in audit_line
+
+
+def test_search_finds_messages_with_snippets(tmp_path: Path) -> None:
+    seed(tmp_path)
+    found = sessions(tmp_path, "search", "lighthouses")
+    assert found.exit_code == 0, found.output
+    assert "bbb222" in found.output and "write a poem about lighthouses" in found.output
+    assert "aaa111" not in found.output
+    nothing = sessions(tmp_path, "search", "zeppelin")
+    assert "No messages match 'zeppelin'." in nothing.output
+
+
+def test_export_round_trips_the_conversation(tmp_path: Path) -> None:
+    seed(tmp_path)
+    out = tmp_path / "export.jsonl"
+    result = sessions(tmp_path, "export", "aaa", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    exported = [Message.from_dict(json.loads(line)) for line in out.read_text().splitlines()]
+    with SQLiteStore(db_path(tmp_path)) as store:
+        assert exported == store.load("aaa111")
+    to_stdout = sessions(tmp_path, "export", "bbb222")
+    assert json.loads(to_stdout.output.splitlines()[0])["content"] == (
+        "write a poem about lighthouses")
+
+
+async def test_export_of_an_agent_run_starts_with_its_system_prompt(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("hello")]) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k",
+                             store=db_path(tmp_path)).run("hi")
+    exported = sessions(tmp_path, "export", result.session_id or "")
+    lines = [Message.from_dict(json.loads(line)) for line in exported.output.splitlines()]
+    assert lines == result.messages
+
+
+def test_rm_deletes_after_confirmation(tmp_path: Path) -> None:
+    seed(tmp_path)
+    refused = sessions(tmp_path, "rm", "aaa", stdin="n\n")
+    assert refused.exit_code == 1
+    deleted = sessions(tmp_path, "rm", "aaa", "bbb", "--yes")
+    assert deleted.exit_code == 0, deleted.output
+    with SQLiteStore(db_path(tmp_path)) as store:
+        assert store.list_sessions() == []
+
+
+def test_ambiguous_and_unknown_ids_are_explained(tmp_path: Path) -> None:
+    seed(tmp_path)
+    with SQLiteStore(db_path(tmp_path)) as store:
+        store.create("aaa999")
+    ambiguous = sessions(tmp_path, "show", "aaa")
+    assert ambiguous.exit_code == 1
+    assert "matches several sessions" in ambiguous.output
+    unknown = sessions(tmp_path, "export", "zzz")
+    assert unknown.exit_code == 1
+    assert "no session matches 'zzz'" in unknown.output
+
+
+def test_a_corrupt_database_is_reported_not_a_traceback(tmp_path: Path) -> None:
+    db_path(tmp_path).parent.mkdir(parents=True)
+    db_path(tmp_path).write_bytes(b"this is not sqlite" * 500)
+    result = sessions(tmp_path, "list")
+    assert result.exit_code == 1
+    assert "not a loopwright session database or is corrupt" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", ["show", "export"])
+def test_commands_on_a_missing_database_fail_clearly(tmp_path: Path, command: str) -> None:
+    result = sessions(tmp_path, command, "abc")
+    assert result.exit_code == 1
+    assert "no session database at" in result.output

@@ -1,0 +1,107 @@
+"""System prompt assembly (DESIGN §1 "build the system prompt"): sections and the cache boundary."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from loopwright import Agent, tool
+from loopwright.context.prompt import NO_TOOLS, TOOL_GUIDANCE, build_system_prompt
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply
+from loopwright.wire.base import CACHE_BOUNDARY, split_system
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+@tool(read_only=True)
+def noop() -> str:
+    """Do nothing."""
+    return ""
+
+
+async def system_blocks(workdir: Path, **options: Any) -> list[dict[str, Any]]:
+    with FakeModelServer(replies=[Reply(text="ok")]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", api_mode="anthropic_messages",
+                      tools=[noop], retry=FAST, workdir=str(workdir), cache_dir=str(workdir),
+                      **options)
+        await agent.run("hello")
+    body: dict[str, Any] = server.model_requests[0].body
+    blocks: list[dict[str, Any]] = body["system"]
+    return blocks
+
+
+async def test_the_static_prefix_is_byte_identical_across_runs_and_workdirs(
+        tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    (two / "AGENTS.md").write_text("Use tabs.")
+    first, second = await system_blocks(one), await system_blocks(two)
+    assert first[0]["text"] == second[0]["text"]
+    assert "cache_control" in first[0]
+    assert str(one) not in first[0]["text"] and dt.date.today().isoformat() not in first[0]["text"]
+    assert str(one) in first[1]["text"] and str(two) in second[1]["text"]
+    assert "Use tabs." in second[1]["text"] and "Use tabs." not in first[1]["text"]
+
+
+def test_environment_and_date_come_after_the_boundary(tmp_path: Path) -> None:
+    prompt = build_system_prompt(user_prompt=None, has_tools=True, workdir=tmp_path,
+                                 today=dt.date(2030, 1, 2))
+    static, dynamic = split_system(prompt)
+    assert TOOL_GUIDANCE in static
+    assert "2030-01-02" in dynamic and str(tmp_path) in dynamic
+    assert "2030-01-02" not in static
+
+
+def test_without_tools_the_model_is_told_not_to_pretend(tmp_path: Path) -> None:
+    prompt = build_system_prompt(user_prompt=None, has_tools=False, workdir=tmp_path)
+    assert NO_TOOLS in prompt and TOOL_GUIDANCE not in prompt
+
+
+def test_a_user_system_prompt_replaces_the_identity_only() -> None:
+    prompt = build_system_prompt(user_prompt="You are a pirate.", has_tools=True)
+    assert prompt.startswith("You are a pirate.") and TOOL_GUIDANCE in prompt
+    assert CACHE_BOUNDARY not in prompt  # nothing per-run without a workdir
+
+
+def test_project_files_are_found_up_to_the_repository_root_outermost_first(
+        tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("OUTSIDE THE REPO")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "AGENTS.md").write_text("REPO RULES")
+    sub = repo / "pkg"
+    (sub / ".loopwright").mkdir(parents=True)
+    (sub / "CLAUDE.md").write_text("PACKAGE RULES")
+    (sub / ".loopwright" / "instructions.md").write_text("LOCAL RULES")
+    prompt = build_system_prompt(user_prompt=None, has_tools=True, workdir=sub)
+    _, dynamic = split_system(prompt)
+    assert "OUTSIDE THE REPO" not in dynamic
+    assert dynamic.index("REPO RULES") < dynamic.index("PACKAGE RULES") < dynamic.index(
+        "LOCAL RULES")
+
+
+def test_a_linked_claude_md_is_read_once(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("ONE RULE")
+    (tmp_path / "CLAUDE.md").symlink_to(tmp_path / "AGENTS.md")
+    prompt = build_system_prompt(user_prompt=None, has_tools=True, workdir=tmp_path)
+    assert prompt.count("ONE RULE") == 1
+
+
+def test_instruction_files_are_bounded(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("x" * 50_000)
+    prompt = build_system_prompt(user_prompt=None, has_tools=True, workdir=tmp_path,
+                                 max_instruction_chars=2_000)
+    assert len(prompt) < 5_000
+    assert "more characters; read" in prompt
+
+
+async def test_a_small_window_shrinks_the_instruction_budget(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("y" * 20_000)
+    blocks = await system_blocks(tmp_path, context_window=4_096)
+    assert blocks[1]["text"].count("y") < 2_000

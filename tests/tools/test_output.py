@@ -1,0 +1,85 @@
+"""Output bounding (DESIGN §5, §7.1): long results are spilled to a file and previewed."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.tools.output import SPILL_MARKER, clean_spill_directory
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+BIG = "".join(f"line {n:05d} of the long output\n" for n in range(3_000))  # ~90 KB
+
+
+@tool(read_only=True)
+def dump(size: int) -> str:
+    """Return `size` characters of output."""
+    return BIG[:size]
+
+
+def tool_contents(server: FakeModelServer, n: int) -> list[str]:
+    body: dict[str, Any] = server.model_requests[n].body
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+async def run_dump(tmp_path: Path, size: int, **options: Any) -> tuple[FakeModelServer, Any]:
+    script = [Reply(tool_calls=[call("dump", {"size": size})]), Reply(text="ok")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[dump], retry=FAST,
+                      cache_dir=str(tmp_path), **options)
+        result = await agent.run("dump it")
+    return server, result
+
+
+async def test_a_long_result_is_spilled_whole_and_the_model_sees_head_tail_and_path(
+        tmp_path: Path) -> None:
+    server, result = await run_dump(tmp_path, len(BIG), context_window=8_192)
+    assert result.stop_reason == "completed"
+    [seen] = tool_contents(server, 1)
+    assert len(seen) < 8_192  # the cap: a quarter of the window, in characters
+    assert "line 00000" in seen and "line 02999" in seen and "line 01500" not in seen
+    match = re.search(re.escape(SPILL_MARKER) + r"(\S+)", seen)
+    assert match is not None
+    spilled = Path(match.group(1))
+    assert spilled.parent == tmp_path / "spill"
+    assert spilled.read_text(encoding="utf-8") == BIG
+
+
+async def test_a_result_under_the_cap_is_untouched(tmp_path: Path) -> None:
+    server, _ = await run_dump(tmp_path, 1_000, context_window=8_192)
+    assert tool_contents(server, 1) == [BIG[:1_000]]
+    assert not (tmp_path / "spill").exists() or not any((tmp_path / "spill").iterdir())
+
+
+async def test_the_cap_grows_with_the_window(tmp_path: Path) -> None:
+    server, _ = await run_dump(tmp_path, 20_000, context_window=200_000)
+    assert tool_contents(server, 1) == [BIG[:20_000]]
+
+
+async def test_spill_files_older_than_seven_days_are_removed_at_start(tmp_path: Path) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    old, fresh = spill / "old.txt", spill / "fresh.txt"
+    old.write_text("old")
+    fresh.write_text("fresh")
+    eight_days_ago = time.time() - 8 * 24 * 3600
+    os.utime(old, (eight_days_ago, eight_days_ago))
+    await run_dump(tmp_path, 10, context_window=8_192)
+    assert not old.exists()
+    assert fresh.exists()
+
+
+def test_cleaning_counts_what_it_removed(tmp_path: Path) -> None:
+    for n in range(3):
+        path = tmp_path / f"f{n}.txt"
+        path.write_text("x")
+        os.utime(path, (0, 0))
+    (tmp_path / "new.txt").write_text("y")
+    assert clean_spill_directory(tmp_path) == 3
+    assert [p.name for p in tmp_path.iterdir()] == ["new.txt"]
