@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +187,22 @@ async def test_a_run_that_ends_before_an_answer_is_recorded_as_ungraded() -> Non
     assert result.stop_reason == "max_turns"
     assert result.grade is not None
     assert result.grade["graded"] is False and result.grade["rounds"] == 0
+
+
+def test_the_cli_rubric_flag_reads_a_file_and_reports_the_grade(tmp_path: Path) -> None:
+    rubric_file = tmp_path / "rubric.md"
+    rubric_file.write_text("Name the unit.", encoding="utf-8")
+    split = Split(agent=[Reply("5 km")], grader=[verdict("satisfied", "unit named")])
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LOOPWRIGHT_", "XDG_", "OPENAI_", "ANTHROPIC_", "OPENROUTER_"))}
+    env["HOME"] = str(tmp_path)
+    with FakeModelServer(handler=split) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "run", "How far?", "--json", "--model", "m",
+             "--base-url", server.base_url, "--rubric", f"@{rubric_file}"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    final = json.loads(done.stdout.splitlines()[-1])
+    assert final["type"] == "done"
+    assert final["result"]["grade"]["verdict"] == "satisfied"
+    assert "Name the unit." in split.grader_requests[0].body["messages"][1]["content"]

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
-from loopwright.builtin.clarify import ClarifyCallback
 from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
 from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
@@ -49,6 +48,7 @@ from loopwright.wire.base import ToolSpec
 
 if TYPE_CHECKING:
     from loopwright.builtin.delegate import DelegationResult
+    from loopwright.builtin.questions import ClarifyCallback
 
 EventCallback = Callable[[Event], None]
 

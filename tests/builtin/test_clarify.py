@@ -30,7 +30,7 @@ async def test_the_callback_answers_and_the_model_reads_it(tmp_path: Path) -> No
         result = await agent.run("set up the database")
     assert asked == [("Which DB?", ["sqlite", "postgres"])]
     assert result.output == "Using postgres."
-    tool_message = [m for m in result.messages if m.role == "tool"][0]
+    tool_message = next(m for m in result.messages if m.role == "tool")
     assert tool_message.content == "The user answered: postgres"
 
 
@@ -40,7 +40,7 @@ async def test_without_a_callback_the_model_is_told_no_user_is_available(tmp_pat
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
                       tools=[clarify], workdir=str(tmp_path))
         result = await agent.run("go")
-    tool_message = [m for m in result.messages if m.role == "tool"][0]
+    tool_message = next(m for m in result.messages if m.role == "tool")
     assert "no user is available" in tool_message.content
 
 

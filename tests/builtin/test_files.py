@@ -59,7 +59,7 @@ async def test_read_file_offset_and_limit(ctx: ToolContext, tmp_path: Path) -> N
 
 async def test_read_file_past_the_end_is_an_error(ctx: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("1\n2\n")
-    with pytest.raises(ToolError, match="past the end.*2 lines"):
+    with pytest.raises(ToolError, match=r"past the end.*2 lines"):
         await call_tool(read_file, ctx, path="a.txt", offset=9)
 
 
@@ -75,7 +75,7 @@ async def test_read_file_describes_binary_and_image_files(ctx: ToolContext,
 async def test_read_file_missing_file_suggests_close_names(ctx: ToolContext,
                                                            tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("x")
-    with pytest.raises(ToolError, match="Did you mean: config.yaml"):
+    with pytest.raises(ToolError, match=r"Did you mean: config\.yaml"):
         await call_tool(read_file, ctx, path="config.yml")
 
 

@@ -55,7 +55,8 @@ diff --git a/a.py b/a.py
 async def test_applies_hunks_across_files_and_creates_new_ones(repo: Path) -> None:
     text = await call_tool(apply_patch, ToolContext(workdir=repo), patch=MULTI)
     assert "3 file(s)" in text
-    assert (repo / "a.py").read_text() == "one\nTWO\nthree\nfour\nfive\nsix\nsix and a half\nseven\n"
+    expected = "one\nTWO\nthree\nfour\nfive\nsix\nsix and a half\nseven\n"
+    assert (repo / "a.py").read_text() == expected
     assert (repo / "b.py").read_text() == "ALPHA\nbeta\n"
     assert (repo / "new" / "c.py").read_text() == 'print("new")\nprint("file")\n'
 

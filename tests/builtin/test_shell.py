@@ -85,7 +85,7 @@ async def test_huge_output_keeps_head_and_tail(tmp_path: Path) -> None:
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     command = "echo $$ > pgid; sleep 30 & sleep 30; echo never"
-    with pytest.raises(ToolError, match="timed out after 0.5s") as info:
+    with pytest.raises(ToolError, match=r"timed out after 0\.5s") as info:
         await call_tool(bash, ToolContext(workdir=tmp_path), command=command, timeout=0.5)
     assert "never" not in str(info.value)
     assert await group_is_gone(int((tmp_path / "pgid").read_text()))

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from loopwright import event_from_dict
 from loopwright.cli.main import app
@@ -42,7 +41,7 @@ def loopwright(*args: str, cwd: Path, env: dict[str, str] | None = None,
                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "loopwright", *args], cwd=cwd, env=env or clean_env(cwd),
-        input=stdin, capture_output=True, text=True, timeout=60,
+        input=stdin or "", capture_output=True, text=True, timeout=60,
     )
 
 
@@ -197,8 +196,8 @@ def test_ctrl_c_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
     with FakeModelServer([Reply("far too late", delay=10)]) as server:
         args = ["run", "Take your time", "--model", "m", "--base-url", server.base_url]
         proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], cwd=tmp_path,
-                                env=clean_env(tmp_path), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                env=clean_env(tmp_path), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: server.model_requests, "the model request")
             proc.send_signal(signal.SIGINT)

@@ -230,6 +230,25 @@ def test_rm_deletes_after_confirmation(tmp_path: Path) -> None:
         assert store.list_sessions() == []
 
 
+def test_resume_continues_a_session_in_chat(tmp_path: Path) -> None:
+    from loopwright.cli.main import app
+
+    with FakeModelServer([Reply("Hi Ada."), Reply("You are Ada.")]) as server:
+        Agent("fake-model", base_url=server.base_url, api_key="k", store=db_path(tmp_path),
+              session_id="ada-0001").chat("I am [bold]Ada[/bold].")
+        listed = sessions(tmp_path, "list")
+        assert "I am [bold]Ada[/bold]." in listed.output  # titles are text, not markup
+        chatted = CliRunner().invoke(
+            app, ["sessions", "resume", "ada"], input="Who am I?\n/exit\n",
+            env={"LOOPWRIGHT_DATA_DIR": str(tmp_path / "data"), "LOOPWRIGHT_API_KEY": "k",
+                 "LOOPWRIGHT_BASE_URL": server.base_url, "LOOPWRIGHT_MODEL": "fake-model"})
+        sent = server.model_requests[1].body or {}
+    assert chatted.exit_code == 0, chatted.output
+    assert "You are Ada." in chatted.stdout
+    assert [m["content"] for m in sent["messages"][1:]] == [
+        "I am [bold]Ada[/bold].", "Hi Ada.", "Who am I?"]
+
+
 def test_ambiguous_and_unknown_ids_are_explained(tmp_path: Path) -> None:
     seed(tmp_path)
     with SQLiteStore(db_path(tmp_path)) as store:

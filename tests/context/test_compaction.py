@@ -255,3 +255,12 @@ async def test_a_provider_overflow_error_teaches_the_real_window_and_the_call_is
     assert result.stop_reason == "completed" and result.output == "all done"
     [(_, learned)] = statuses(events, "context_window")
     assert learned.data["window"] == 2_048
+
+
+async def test_the_summary_calls_usage_is_counted_in_its_turn(tmp_path: Path) -> None:
+    handler = scripted([Reply(tool_calls=[call("dump", {"part": n})]) for n in range(14)])
+    result, requests, events = await run_long(tmp_path, handler, [dump])
+    [(turn, _), *_] = statuses(events, "compacted")
+    ends = {e.turn: e.usage for e in events if e.type == "turn_end"}  # type: ignore[union-attr]
+    assert ends[turn]["requests"] == 2 and ends[turn - 1]["requests"] == 1
+    assert result.usage.requests == len(requests)

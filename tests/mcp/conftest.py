@@ -54,9 +54,10 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def http_server_url() -> Iterator[str]:
-    """`http_server.py` in a subprocess; its MCP endpoint URL."""
+    """`http_server.py` in a subprocess (one for the session: it keeps no state between
+    sessions); its MCP endpoint URL."""
     port = free_port()
     process = subprocess.Popen([sys.executable, str(HERE / "http_server.py"), str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

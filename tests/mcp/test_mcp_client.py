@@ -119,7 +119,7 @@ async def test_a_server_side_tool_failure_is_an_error_result(
 async def test_a_call_past_its_timeout_errors_and_the_server_stays_usable(
         everything: str, tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("mcp__ev__trigger-long-running-operation",
-                                     {"duration": 30, "steps": 2})]),
+                                     {"duration": 2, "steps": 2})]),
               Reply(tool_calls=[call("mcp__ev__echo", {"message": "still here"})]),
               Reply("done")]
     config = {"ev": {"command": "node", "args": [everything], "call_timeout": 0.5}}
@@ -165,16 +165,19 @@ async def test_an_unreachable_server_is_reported_and_the_run_goes_on(tmp_path: P
         return "pong"
 
     events: list[Event] = []
-    config = {"broken": {"command": "sh", "args": ["-c", "echo cannot start >&2; exit 3"]}}
+    config = {"broken": {"command": "sh", "args": ["-c", "echo cannot start >&2; exit 3"]},
+              "silent": {"command": "sh", "args": ["-c", "cat > /dev/null"],
+                         "connect_timeout": 0.5}}
     script = [Reply(tool_calls=[call("ping")]), Reply("fine")]
     with FakeModelServer(replies=script) as server:
         async with make_agent(server, config, tmp_path, tools=[ping],
                               callbacks=[events.append]) as agent:
             result = await agent.run("go")
     assert result.stop_reason == "completed" and result.output == "fine"
-    problems = [e for e in events if e.type == "status" and e.kind == "mcp"]
-    assert len(problems) == 1
-    assert "'broken'" in problems[0].message and "cannot start" in problems[0].message
+    problems = {e.data["server"]: e.message for e in events
+                if e.type == "status" and e.kind == "mcp"}
+    assert "cannot start" in problems["broken"]  # the server's stderr, from its log
+    assert "did not complete the MCP handshake within 0.5s" in problems["silent"]
 
 
 async def test_a_streamable_http_server_with_headers(
@@ -222,3 +225,15 @@ def recording_pid(pid_file: Path, script: str) -> str:
     """A shell command that appends its pid to `pid_file`, then becomes `node script`."""
     return f'echo $$ >> "{pid_file}"; exec node "{script}"'
 
+
+
+def test_the_sync_chat_api_reconnects_on_each_event_loop(everything: str, tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("mcp__ev__echo", {"message": "a"})]), Reply("one"),
+              Reply(tool_calls=[call("mcp__ev__echo", {"message": "b"})]), Reply("two")]
+    with FakeModelServer(replies=script) as server:
+        agent = make_agent(server, {"ev": {"command": "node", "args": [everything]}}, tmp_path)
+        answers = [agent.chat("first"), agent.chat("second")]  # two asyncio.run() loops
+        echoes = [m["content"] for r in server.model_requests for m in r.body["messages"]
+                  if m["role"] == "tool"]
+    assert answers == ["one", "two"]
+    assert echoes == ["Echo: a", "Echo: b"]

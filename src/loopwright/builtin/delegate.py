@@ -211,13 +211,16 @@ def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
 def child_agent(parent: Agent, *, tools: list[Tool], model: str | None,
                 system_prompt: str) -> Agent:
     """A child with the parent's settings, except: its own prompt, tools and (optionally) model;
-    a fresh session; no rubric and no MCP servers of its own (it may use the parent's MCP tools)."""
+    a fresh, unstored session; no rubric and no MCP servers of its own (it may use the parent's
+    MCP tools)."""
     from loopwright.agent import Agent
 
     s = parent.settings
     options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
+    # no store: the child's work reaches the parent's session as the tool result, and its events
+    # through the parent's stream; "" / {} because None would fall back to loopwright.toml
     options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
-                   mcp_servers={}, hidden_tools=[])
+                   mcp_servers={}, hidden_tools=[], store=False)
     own_endpoint = bool(model) and _resolves_on_its_own(model or "", s.aliases)
     if model:
         options["model"] = model
@@ -274,7 +277,9 @@ def _outcome(handle: RunHandle, child_id: str, task: str,
     history = handle.state.history
     result: RunResult | None = None
     error: str | None = None
-    if handle.task.done() and not handle.task.cancelled():
+    if handle.task.cancelled():
+        error = "the sub-agent did not wind down when cancelled and was abandoned"
+    elif handle.task.done():
         if handle.task.exception() is None:
             result = handle.task.result()
         else:

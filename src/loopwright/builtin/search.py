@@ -142,6 +142,7 @@ async def _ripgrep(query: Query, target: Path, workdir: Path) -> tuple[list[str]
     assert process.stdout is not None and process.stderr is not None
     lines: list[str] = []
     matches = 0
+    stopped_early = True  # until ripgrep's output ends on its own
     try:
         async for raw in process.stdout:
             line = raw.decode("utf-8", errors="replace").rstrip("\n").removeprefix("./")
@@ -150,8 +151,12 @@ async def _ripgrep(query: Query, target: Path, workdir: Path) -> tuple[list[str]
                 break
             matches += is_match
             lines.append(line)
+        else:
+            stopped_early = False
     finally:
-        if process.returncode is None:
+        # Only kill a ripgrep we stopped reading: killing one that already exited would reap it
+        # behind asyncio's back and lose its exit code.
+        if stopped_early and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         stderr = (await process.stderr.read()).decode("utf-8", errors="replace")

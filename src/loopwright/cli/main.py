@@ -301,9 +301,9 @@ def run(
         raise typer.Exit(EXIT_CODES["cancelled"])
     line = describe_stop(result)
     if line:
-        _say(line)
         if options.get("store") and result.session_id:
             _say(f"session saved; continue with: loopwright run --resume {result.session_id[:8]}")
+        _say(line)
     raise typer.Exit(EXIT_CODES[result.stop_reason])
 
 

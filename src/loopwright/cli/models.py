@@ -41,7 +41,7 @@ def models_command(
     if json_output:
         for row in rows:
             typer.echo(json.dumps(row))
-    else:
+    elif rows:
         _print_table(rows)
     if problem:
         typer.echo(problem, err=True)

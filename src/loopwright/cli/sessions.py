@@ -44,11 +44,15 @@ PIPE_WIDTH = 160  # columns of tables written to a pipe or file
 def store_path(db: Path | None = None) -> Path:
     """The database file the CLI reads and runs write to."""
     from loopwright.config import load_settings
+    from loopwright.errors import ConfigError
     from loopwright.store import DB_FILENAME, default_store_path
 
     if db is not None:
         return db / DB_FILENAME if db.is_dir() else db
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _fail(str(exc))
     spec = settings.store
     if isinstance(spec, str) and spec.strip().lower() not in (
             "", "none", "false", "0", "off", "no", "default", "true", "1", "on", "yes"):
@@ -116,8 +120,12 @@ def find_session(prefix: str | None, *, workdir: Path | None = None) -> str:
 def cli_store_default() -> bool | None:
     """`True` (persist to the default database) unless the settings say where or whether to."""
     from loopwright.config import load_settings
+    from loopwright.errors import ConfigError
 
-    return True if load_settings().store is None else None
+    try:
+        return True if load_settings().store is None else None
+    except ConfigError:
+        return None  # the run reports a broken configuration itself, with its own exit code
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -187,6 +195,7 @@ def search(
 ) -> None:
     """Full-text search over every stored message, best matches first."""
     from rich.table import Table
+    from rich.text import Text
 
     from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START
 
@@ -203,7 +212,7 @@ def search(
                          no_wrap=column != "match")
     for hit in hits:
         table.add_row(hit.session_id[:8], _when(hit.updated), hit.role,
-                      _highlight(hit.snippet, SNIPPET_START, SNIPPET_END), hit.title)
+                      _highlight(hit.snippet, SNIPPET_START, SNIPPET_END), Text(hit.title))
     console.print(table)
 
 
@@ -298,6 +307,7 @@ def _cost(cost: float | None) -> str:
 
 def _sessions_table(found: list[SessionInfo]) -> Any:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, show_edge=False, pad_edge=False)
     table.add_column("id", no_wrap=True)
@@ -309,7 +319,7 @@ def _sessions_table(found: list[SessionInfo]) -> Any:
     table.add_column("cost", justify="right")
     table.add_column("status", no_wrap=True)
     for info in found:
-        table.add_row(info.id[:8], _when(info.updated), info.title, info.model,
+        table.add_row(info.id[:8], _when(info.updated), Text(info.title), Text(info.model),
                       str(info.message_count), f"{info.usage.total_tokens:,}", _cost(info.cost),
                       info.stop_reason or "-")
     return table
@@ -363,6 +373,7 @@ def _print_message(console: Console, message: Message, *, full: bool) -> None:
 
 def _print_audit(console: Console, store: SQLiteStore, sid: str) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="tool calls", box=None, show_edge=False, pad_edge=False,
                   title_justify="left", title_style="bold")
@@ -373,9 +384,10 @@ def _print_audit(console: Console, store: SQLiteStore, sid: str) -> None:
                      else json.dumps(entry.arguments, ensure_ascii=False))
         table.add_row(
             entry.run_id[:8], time.strftime("%H:%M:%S", time.localtime(entry.created)),
-            entry.name, arguments, "-" if entry.size is None else f"{entry.size:,} chars",
+            Text(entry.name), Text(arguments),
+            "-" if entry.size is None else f"{entry.size:,} chars",
             "-" if entry.duration is None else f"{entry.duration:.3f}",
-            {None: "-", True: "yes", False: "no"}[entry.is_error], entry.decision)
+            {None: "-", True: "yes", False: "no"}[entry.is_error], Text(entry.decision))
     console.print(table)
     console.print()
 

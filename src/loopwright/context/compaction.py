@@ -13,8 +13,11 @@ preflight threshold (50 % of the window):
    tail. The tail never begins on a tool result, so calls and results stay together. The run
    gets a new `session_id`; the old one is `run.parent_session_id`, and every plugin's
    `on_compaction(run, parent_session_id)` is told (persistence starts the new session there).
-   Compaction does not run again until the request has grown past the threshold again — by at
-   least a tenth of the window when compaction could not get under it.
+   Compaction does not run again until the request has grown past the threshold again (by at
+   least a tenth of the window when compaction could not get under it), and never on the next
+   turn unless the hard limit is at stake.
+   If the provider still rejects a request as too long, `on_context_overflow` takes the window it
+   names (or less than the request) as the real one, shrinks the request, and the loop retries.
 3. Over the hard limit (85 %) even so: everything but the newest exchange is pruned, then the
    newest tool results are cut to fit, their full text spilled to files first.
 

@@ -144,8 +144,8 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
         if reply.status_code != 200:
             return None
         data = reply.json()
-    except (httpx.HTTPError, ValueError):
-        return None
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
+        return None  # nothing there, or not a server that knows this path: ask the next one
     if not isinstance(data, dict):
         return None
     try:

@@ -294,6 +294,8 @@ class MCPConnection:
         if link is None or link.task is None:
             return
         link.stop.set()
+        if not link.ready.done():  # still in the handshake: nothing will look at `stop`
+            link.task.cancel()
         done, _ = await asyncio.wait({link.task}, timeout=_SHUTDOWN_GRACE)
         if not done:
             link.task.cancel()

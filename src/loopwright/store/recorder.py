@@ -103,7 +103,7 @@ class SessionRecorder(LoopPlugin):
         self._run = run
         self._guard(run, lambda: self.store.record_run(
             self.session_id, RunRecord(run_id=run.run_id), model=self.model))
-        self._heartbeat = asyncio.ensure_future(self._renew_forever(run))
+        self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
 
     def on_message(self, run: RunState, message: Message) -> None:
         self._guard(run, lambda: self.store.append(self.session_id, message))
@@ -168,9 +168,14 @@ class SessionRecorder(LoopPlugin):
             stop_reason=result.stop_reason if result is not None else stop_reason,
             error=result.error if result is not None else None)
 
-    async def _renew_forever(self, run: RunState) -> None:
+    async def _renew_forever(self, run: RunState, driver: asyncio.Task[Any] | None) -> None:
+        """Keep the lease while the run's task lives (a task killed without reaching
+        `on_run_end` still lets go of its session within one renewal period)."""
         while True:
             await asyncio.sleep(RENEW_SECONDS)
+            if driver is not None and driver.done():
+                self.release()
+                return
             if not self._guard(run, lambda: self.store.renew(self.session_id, self.owner),
                                writes_messages=False):
                 return

@@ -48,6 +48,8 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
         return ParsedArguments(value=inner.value, repaired=True)
     if isinstance(value, dict):
         return ParsedArguments(value=value)
+    if value is None:  # `null`: some servers send it for a call without arguments
+        return ParsedArguments(value={}, repaired=True)
     raise ArgumentsError(f"expected a JSON object, got {_json_kind(value)}: {text[:120]}")
 
 

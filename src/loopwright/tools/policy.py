@@ -53,8 +53,8 @@ DANGEROUS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern)) for name, pattern in (
         ("recursive delete", r"\brm\s+(?:[^;&|\n]*\s)?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b"),
         ("recursive delete", r"\bfind\b[^;&|\n]*\s-delete\b"),
-        ("superuser command", r"(?:^|[\s;&|(`])(?:sudo|doas|pkexec)\s"),
-        ("superuser command", r"(?:^|[\s;&|(`])su(?:\s+-\S*)*\s*(?:root\b|$|[;&|])"),
+        ("superuser command", r"(?:^|[\s;&|(`'\"])(?:sudo|doas|pkexec)\s"),
+        ("superuser command", r"(?:^|[\s;&|(`'\"])su(?:\s+-\S*)*\s*(?:root\b|$|[;&|'\"])"),
         ("force push", r"\bgit\s+push\b[^;&|\n]*\s(?:--force\b|--force-with-lease\b|-f\b|\+\S)"),
         ("discard git work", r"\bgit\s+(?:reset\s+[^;&|\n]*--hard|clean\s+[^;&|\n]*-\w*f)\b"),
         ("pipe download to a shell",
@@ -73,7 +73,7 @@ DANGEROUS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          rf"\b(?:chmod|chown|chgrp)\s+(?:-\S+\s+)*-\w*R\w*\s+(?:\S+\s+)?/(?:{_SYSTEM_DIRS}|home)?"
          r"(?:\s|/|$)"),
         ("world-writable permissions", r"\bchmod\s+(?:-\S+\s+)*(?:0?777|a\+rwx)\s+/"),
-        ("system power command", r"(?:^|[\s;&|])(?:shutdown|reboot|halt|poweroff)\b"),
+        ("system power command", r"(?:^|[\s;&|'\"])(?:shutdown|reboot|halt|poweroff)\b"),
         ("kill every process", r"\bkill\s+-(?:9|KILL)\s+-1\b"),
         ("kill every process", r"\bkillall\s+-?\w*\s*(?:-u\s+\S+\s*)?$"),
     )
@@ -89,8 +89,10 @@ _CATASTROPHIC_TARGETS = frozenset({
 })
 
 
-def catastrophic_reason(command: str) -> str | None:
-    """Why `command` must never run, even with `--yes`; None if it is not catastrophic."""
+def catastrophic_reason(command: str, _depth: int = 0) -> str | None:
+    """Why `command` must never run, even with `--yes`; None if it is not catastrophic.
+
+    Quoted words that look like commands (`bash -c '…'`, `eval "…"`) are checked too."""
     if _FORK_BOMB.search(command):
         return "a fork bomb"
     if _MKFS.search(command):
@@ -101,6 +103,11 @@ def catastrophic_reason(command: str) -> str | None:
         target = _recursive_rm_target(words)
         if target is not None:
             return f"recursively deleting {target}"
+        for word in words:
+            nested = None if _depth > 3 or " " not in word else catastrophic_reason(word,
+                                                                                     _depth + 1)
+            if nested is not None:
+                return nested
     return None
 
 

@@ -136,6 +136,7 @@ def to_prompt_messages(messages: list[Message], cache: _ConversionCache | None =
             i = j
         else:
             out.append(msg)
+            i += 1
     cache.rotate()
     return sanitize(out)  # merges a results message with a following user note
 
@@ -187,10 +188,15 @@ class MarkupFilter:
 
     def finish(self, visible: str) -> None:
         """The reply is complete and `visible` is its text without markup: send the rest."""
-        if self.mode == "done":
+        mode, self.mode = self.mode, "done"
+        if mode == "done":
             return
-        self.mode = "done"
-        sent = "".join(self.emitted)
+        held = self.buffer.strip()
+        if mode == "text":  # everything but a possible partial marker was sent
+            if held and visible.rstrip().endswith(held):
+                self._emit(self.buffer)
+            return
+        sent = "".join(self.emitted)  # lead / hold: nothing sent; markup: maybe not a call
         if visible.startswith(sent):
             rest = visible[len(sent):]
         else:
@@ -333,7 +339,7 @@ class ToolTextPlugin(LoopPlugin):
         correcting = not calls and state.corrections < MAX_FORMAT_CORRECTIONS
         # a reply of unreadable markup only keeps its text: the correction refers to it, and an
         # empty assistant message is invalid for some providers
-        content = message.content if correcting or not found.text else found.text
+        content = message.content if not calls and (correcting or not found.text) else found.text
         response.message = Message(role="assistant", content=content, tool_calls=calls,
                                    reasoning=message.reasoning,
                                    provider_data=message.provider_data)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.builtin.clarify import CLARIFY_SERVICE
 from loopwright.builtin.diff import TurnDiffPlugin
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.hooks import HookFilter, HookGate, HookPlugin, Hooks
@@ -53,6 +52,8 @@ def safety_layers(
         layers.plugins.append(HookPlugin(hooks))
     layers.plugins.append(TurnDiffPlugin())
     if clarify is not None:
+        from loopwright.builtin.questions import CLARIFY_SERVICE  # loads the tool: only if used
+
         layers.services[CLARIFY_SERVICE] = clarify
     if allowed_roots:
         layers.services[ALLOWED_ROOTS_SERVICE] = list(allowed_roots)

@@ -1,0 +1,96 @@
+"""The narrated-but-not-called nudge: one corrective retry per run, with an off switch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.tools.nudge import narrates_tool_use
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+@tool(read_only=True)
+def read_file(path: str) -> str:
+    """Read a file."""
+    return "hello"
+
+
+def make_agent(server: FakeModelServer, **kwargs: Any) -> Agent:
+    kwargs.setdefault("tools", [read_file])
+    return Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST, **kwargs)
+
+
+def last_user_text(server: FakeModelServer, n: int) -> str:
+    messages = server.model_requests[n].body["messages"]
+    return str(messages[-1]["content"])
+
+
+@pytest.mark.parametrize("text", [
+    "I'll read the file now.",
+    "Sure. Let me run the tests to check.",
+    "First I need to look at the config.\n\nLet me open `setup.py`:",
+    "I will now call the search tool.",
+    "Let's check the logs…",
+])
+def test_announcements_of_a_tool_action_are_narration(text: str) -> None:
+    assert narrates_tool_use(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The file says hello.",
+    "Let me know if you need anything else.",
+    "Should I read the file?",
+    "I read the file earlier and it says hello.",
+    "I'll read the file now.\n\nActually, the answer is 42: it is in the notes above.",
+    "",
+])
+def test_answers_are_not_narration(text: str) -> None:
+    assert not narrates_tool_use(text)
+
+
+async def test_a_narrated_call_gets_one_corrective_retry() -> None:
+    script = [Reply("I'll read the file now."),
+              Reply(tool_calls=[call("read_file", {"path": "a.txt"})]),
+              Reply("It says hello.")]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server).run("what is in a.txt?")
+    assert result.output == "It says hello."
+    note = last_user_text(server, 1)
+    assert "no tool call" in note and "make the tool call now" in note
+
+
+async def test_the_nudge_happens_at_most_once_per_run() -> None:
+    script = [Reply("Let me read the file."), Reply("Let me read the file first."),
+              Reply("never requested")]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server).run("what is in a.txt?")
+    assert result.stop_reason == "completed"
+    assert len(server.model_requests) == 2
+    assert result.output == "Let me read the file first."
+
+
+async def test_the_nudge_can_be_switched_off() -> None:
+    with FakeModelServer(replies=[Reply("I'll read the file now.")]) as server:
+        result = await make_agent(server, narration_nudge=False).run("x")
+    assert result.output == "I'll read the file now." and len(server.model_requests) == 1
+
+
+async def test_no_nudge_without_tools() -> None:
+    with FakeModelServer(replies=[Reply("Let me check that.")]) as server:
+        result = await make_agent(server, tools=[]).run("x")
+    assert result.turns == 1
+
+
+async def test_prompt_mode_nudge_asks_for_the_tool_call_block() -> None:
+    script = [Reply("Let me open the file."),
+              Reply('<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'),
+              Reply("hello")]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server, tool_call_format="prompt").run("x")
+    assert result.output == "hello"
+    assert "<tool_call> block" in last_user_text(server, 1)
