@@ -1,4 +1,4 @@
-"""Typed events: order per turn, one terminal event, JSON round trip, one stream for all consumers."""
+"""Typed events: order per turn, one terminal event, JSON round trip, one stream for all."""
 
 from __future__ import annotations
 

@@ -244,3 +244,10 @@ def test_hooks_come_from_loopwright_toml(tmp_path: Path) -> None:
 def test_bad_hook_configs_are_config_errors(value: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Agent("m", base_url="http://127.0.0.1:9", api_key="k", hooks=value)
+
+
+def test_hooks_from_the_environment_as_json(tmp_path: Path) -> None:
+    settings = load_settings(cwd=tmp_path, environ={
+        "LOOPWRIGHT_HOOKS": '{"after_tool": [{"command": "./redact.sh", "tools": "bash"}]}'})
+    (hook,) = Hooks.from_config(settings.hooks).after_tool
+    assert not callable(hook) and hook.command == "./redact.sh"

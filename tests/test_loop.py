@@ -94,8 +94,8 @@ async def test_a_batch_with_a_writing_tool_runs_sequentially() -> None:
     assert [m["content"] for m in tool_messages(server, 1)] == ["a", "2"]
 
 
-@pytest.mark.parametrize("raw", ['{"a": 1, "b": 2,', "{'a': 1, 'b': 2}", '```json\n{"a":1,"b":2}\n```',
-                                 '"{\\"a\\": 1, \\"b\\": 2}"'])
+@pytest.mark.parametrize("raw", ['{"a": 1, "b": 2,', "{'a': 1, 'b': 2}",
+                                 '```json\n{"a":1,"b":2}\n```', '"{\\"a\\": 1, \\"b\\": 2}"'])
 async def test_broken_json_arguments_are_repaired_then_run(raw: str) -> None:
     script = [Reply(tool_calls=[call("add", raw)]), Reply(text="ok")]
     with FakeModelServer(replies=script) as server:
@@ -197,8 +197,8 @@ async def test_an_intercepted_loop_that_changes_course_goes_on() -> None:
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_a_reply_cut_by_length_is_continued_and_joined(stream: bool) -> None:
-    script = [Reply(text="Hello, ", finish_reason="length"), Reply(text="world", finish_reason="length"),
-              Reply(text="!", finish_reason="length")]
+    script = [Reply(text="Hello, ", finish_reason="length"),
+              Reply(text="world", finish_reason="length"), Reply(text="!", finish_reason="length")]
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server, stream=stream).run("greet")
     assert result.output == "Hello, world!"

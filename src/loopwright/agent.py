@@ -1,4 +1,4 @@
-"""`Agent`: a reusable, concurrency-safe configuration; every run gets its own history and budget."""
+"""`Agent`: a reusable, concurrency-safe configuration; each run has its own history and budget."""
 
 from __future__ import annotations
 
@@ -168,7 +168,8 @@ class Agent:
                      ) -> AsyncIterator[Event]:
         """Run and yield every event as it happens, ending with the terminal one.
 
-        Leaving the iteration early cancels the run."""
+        Closing the iterator early (`async with contextlib.aclosing(agent.stream(...))`, or
+        when it is garbage-collected) cancels the run."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
         handle = await self.start(prompt, history=history, extra_callback=queue.put_nowait)
         try:

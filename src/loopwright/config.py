@@ -1,4 +1,5 @@
-"""Settings: every knob is an `Agent` argument, a `loopwright.toml` key and a `LOOPWRIGHT_*` variable.
+"""Settings: every knob is an `Agent` argument, a `loopwright.toml` key and a `LOOPWRIGHT_*`
+variable.
 
 Precedence, highest first: explicit argument → environment → `./loopwright.toml` →
 the user's `~/.config/loopwright/loopwright.toml` → defaults.

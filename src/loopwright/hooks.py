@@ -150,13 +150,18 @@ class Hooks:
     on_event: list[Hook] = field(default_factory=list)
 
     @classmethod
-    def from_config(cls, value: Hooks | Mapping[str, Any] | None) -> Hooks:
+    def from_config(cls, value: Hooks | Mapping[str, Any] | str | None) -> Hooks:
         """Hooks from a `Hooks`, a mapping of hook name → list of callables or command tables
         (the `hooks` setting), or nothing. Bad shapes raise `ConfigError`."""
         if isinstance(value, Hooks):
             return value
         if value is None:
             return cls()
+        if isinstance(value, str):  # LOOPWRIGHT_HOOKS='{"before_tool": [...]}'
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ConfigError(f"hooks: not valid JSON: {exc}") from exc
         if not isinstance(value, Mapping):
             raise ConfigError(f"hooks must be a table of hook lists, got {type(value).__name__}")
         unknown = sorted(set(value) - set(HOOK_NAMES))

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from loopwright import Tool, ToolContext, ToolError
+from loopwright import Agent, Tool, ToolContext, ToolError
 from loopwright.builtin import apply_patch, edit_file, glob, grep, list_dir, read_file, write_file
 from loopwright.builtin.workspace import is_secret_path
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply, call
 
 
 async def call_tool(tool: Tool, ctx: ToolContext, **arguments: Any) -> str:
@@ -134,3 +136,16 @@ async def test_grep_skips_secrets_files(tmp_path: Path) -> None:
     (tmp_path / "code.py").write_text("TOKEN = read()\n")
     text = await call_tool(grep, ToolContext(workdir=tmp_path), pattern="TOKEN")
     assert "code.py" in text and "abc" not in text and "pem" not in text
+
+
+async def test_allowed_roots_setting_reaches_the_tools_of_a_run(layout: tuple[Path, Path]) -> None:
+    workspace, outside = layout
+    script = [Reply(tool_calls=[call("read_file", {"path": "../outside/secret.txt"})]),
+              Reply(text="ok")]
+    for roots, expected in (([], "outside the workspace"), ([str(outside)], "do not read")):
+        with FakeModelServer(replies=script) as server:
+            agent = Agent("m", base_url=server.base_url, api_key="k", tools=[read_file],
+                          workdir=str(workspace), allowed_roots=roots,
+                          retry=RetryPolicy(base_delay=0.01))
+            result = await agent.run("read it")
+        assert expected in next(m.content for m in result.messages if m.role == "tool")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, ConfigError, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta, ToolCallEvent, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply
@@ -27,8 +27,8 @@ def add(a: int, b: int) -> int:
 
 def make_agent(server: FakeModelServer, **kwargs: Any) -> Agent:
     kwargs.setdefault("tools", [add])
-    return Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
-                 tool_call_format="prompt", **kwargs)
+    kwargs.setdefault("tool_call_format", "prompt")
+    return Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST, **kwargs)
 
 
 def body(server: FakeModelServer, n: int) -> dict[str, Any]:
@@ -207,3 +207,10 @@ def test_markup_filter_holds_a_leading_json_reply_and_flushes_what_is_not_a_call
         markup(piece)
     markup.finish("Look:")
     assert "".join(sent) == "Look: "
+
+
+async def test_an_unknown_tool_call_format_is_a_config_error() -> None:
+    with FakeModelServer(replies=[Reply("x")]) as server:
+        agent = make_agent(server, tool_call_format="xml")
+        with pytest.raises(ConfigError, match="tool_call_format"):
+            await agent.run("x")

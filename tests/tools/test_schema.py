@@ -95,6 +95,9 @@ def test_inline_refs_keeps_sibling_keywords_and_leaves_plain_schemas_alone() -> 
                                    "properties": {"a": {"type": "string", "description": "d"}}}
     plain = {"type": "object", "properties": {}}
     assert inline_refs(plain) is plain
+    draft7 = {"type": "object", "properties": {"b": {"$ref": "#/definitions/B"}},
+              "definitions": {"B": {"type": "integer"}}}
+    assert inline_refs(draft7) == {"type": "object", "properties": {"b": {"type": "integer"}}}
 
 
 def test_descriptions_from_annotated_google_and_sphinx_docstrings() -> None:

@@ -27,12 +27,12 @@ from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import Tool, ToolContext, clean_schema
 
 if TYPE_CHECKING:
+    from mcp import Client
     from mcp_types import CallToolResult
     from mcp_types import Tool as RemoteTool
 
     from loopwright.loop import RunState
     from loopwright.tools.registry import ToolRegistry
-    from mcp import Client
 
 logger = logging.getLogger("loopwright.mcp")
 

@@ -198,6 +198,10 @@ class Policy:
             raise ConfigError(f"policy must be a table of tool names, got {type(value).__name__}")
         return cls(value)
 
+    def covers(self, tool_name: str) -> bool:
+        """Whether any rule applies to this tool."""
+        return tool_name in self.rules or "*" in self.rules
+
     def match(self, tool_name: str, subject: str) -> tuple[RuleKind, str] | None:
         """The first verdict for this call (deny before allow before ask) and the rule's text."""
         tables = [t for t in (self.rules.get(tool_name), self.rules.get("*")) if t is not None]
@@ -316,8 +320,10 @@ class PolicyGate:
 
     async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         name = prepared.tool.name
-        subject = call_subject(name, prepared.arguments)
         is_shell = name in self.shell_tools and isinstance(prepared.arguments.get("command"), str)
+        if not is_shell and not self.policy.covers(name):
+            return None  # the common case: nothing to check
+        subject = call_subject(name, prepared.arguments)
         if is_shell:
             fatal = catastrophic_reason(subject)
             if fatal is not None:

@@ -93,6 +93,12 @@ class _Names:
     def in_markup(self, names: list[str]) -> bool:
         return self.trust_markup or all(self.is_known(n) for n in names)
 
+    def accepts(self, calls: list[TextToolCall], problem: str | None) -> bool:
+        """Is a markup block taken out of the text: its calls, or its problem to report?"""
+        if calls:
+            return self.in_markup([c.name for c in calls])
+        return problem is not None and self.trust_markup
+
     def is_known(self, name: str) -> bool:
         return self.known is None or name in self.known
 
@@ -138,14 +144,16 @@ def _extract_tags(text: str, names: _Names, found: TextCalls) -> str:
             closes, openers = _TAG_CLOSE[match.group(0)], _CALL_OPEN
         body_end, block_end, closed = _block_bounds(text, body_start, closes, openers)
         body = text[body_start:body_end]
-        if match.group(1):
+        starts = ("{", "<parameter=") if match.group(1) else ("{", "[", "`", "<function=")
+        calls: list[TextToolCall]
+        problem: str | None
+        if not closed and not body.lstrip().startswith(starts):
+            calls, problem = [], None  # the tag merely mentioned in prose
+        elif match.group(1):
             calls, problem = _function_tag_call(match.group(1), body)
-        elif not closed and not body.lstrip().startswith(("{", "[", "`", "<function=")):
-            calls, problem = [], None  # "<tool_call>" merely mentioned in prose
         else:
             calls, problem = _calls_in_block(body)
-        if (calls or problem) and names.in_markup([c.name for c in calls]) and not (
-                problem and not names.trust_markup):
+        if names.accepts(calls, problem):
             kept.append(text[pos:match.start()])
             kept.append("\n")
             found.calls.extend(calls)
@@ -378,7 +386,10 @@ def _json_calls(value: Any, names: _Names) -> list[TextToolCall] | None:
 
 
 def _loose_calls(text: str, names: _Names) -> list[TextToolCall] | None:
-    """A cut-off call object at the end of the text: the name and the raw argument text."""
+    """A cut-off call object at the end of the text: the name and the raw argument text.
+    The name must come early: a stray `{` far before a call is not the start of one."""
+    if not any(names.is_known(m.group(1)) for m in _LOOSE_NAME.finditer(text, 0, 200)):
+        return None
     call = _loose_call(text, style="json")
     if call is None or not names.is_known(call.name) or call.arguments == "{}":
         return None

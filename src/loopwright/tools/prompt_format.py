@@ -256,6 +256,9 @@ class MarkupFilter:
 
 def _partial_opener_length(text: str) -> int:
     """Length of the longest end of `text` that could be the start of a marker."""
+    tail = text[-(_LONGEST_OPENER - 1):]
+    if "<" not in tail and "[" not in tail:  # the common case, per streamed token
+        return 0
     for length in range(min(len(text), _LONGEST_OPENER - 1), 0, -1):
         tail = text[-length:]
         if any(o.startswith(tail) for o in _OPENERS):

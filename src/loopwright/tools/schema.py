@@ -97,14 +97,17 @@ def _allow_null(prop: dict[str, Any]) -> None:
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """Replace local `$ref`s (`#/$defs/Name`) by the definitions they point to, so small models
-    and grammar-constrained local servers see one self-contained schema. Keywords next to a
-    `$ref` (a per-parameter description, a default) are kept and win. Recursive definitions
-    cannot be inlined: they stay as `$ref`s and only they are kept in `$defs`."""
-    defs: dict[str, Any] = schema.get("$defs") or {}
-    if not defs:
+    """Replace local `$ref`s (`#/$defs/Name`, or draft-07 `#/definitions/Name`) by the
+    definitions they point to, so small models and grammar-constrained local servers see one
+    self-contained schema. Keywords next to a `$ref` (a per-parameter description, a default) are
+    kept and win. Recursive definitions cannot be inlined: they stay as `$ref`s and only they are
+    kept in `$defs`."""
+    key = "$defs" if schema.get("$defs") else "definitions"
+    defs: dict[str, Any] = schema.get(key) or {}
+    if not defs or not isinstance(defs, dict):
         return schema
-    recursive = {name for name in defs if _reaches(name, defs[name], defs, set())}
+    prefix = f"#/{key}/"
+    recursive = {name for name in defs if _reaches(name, defs[name], defs, prefix, set())}
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -112,35 +115,36 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            name = ref.removeprefix("#/$defs/")
+        if isinstance(ref, str) and ref.startswith(prefix):
+            name = ref.removeprefix(prefix)
             if name in defs and name not in recursive:
                 siblings = {k: walk(v) for k, v in node.items() if k != "$ref"}
                 return {**walk(defs[name]), **siblings}
-        return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        return {k: walk(v) for k, v in node.items() if k != key}
 
     out: dict[str, Any] = walk(schema)
     if recursive:
-        out["$defs"] = {name: walk(defs[name]) for name in defs if name in recursive}
+        out[key] = {name: walk(defs[name]) for name in defs if name in recursive}
     return out
 
 
-def _reaches(target: str, node: Any, defs: dict[str, Any], seen: set[str]) -> bool:
+def _reaches(target: str, node: Any, defs: dict[str, Any], prefix: str, seen: set[str]) -> bool:
     """Does `node` refer to definition `target`, directly or through other definitions?"""
     if isinstance(node, list):
-        return any(_reaches(target, item, defs, seen) for item in node)
+        return any(_reaches(target, item, defs, prefix, seen) for item in node)
     if not isinstance(node, dict):
         return False
     ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref.removeprefix("#/$defs/")
+    if isinstance(ref, str) and ref.startswith(prefix):
+        name = ref.removeprefix(prefix)
         if name == target:
             return True
         if name not in seen and name in defs:
             seen.add(name)
-            if _reaches(target, defs[name], defs, seen):
+            if _reaches(target, defs[name], defs, prefix, seen):
                 return True
-    return any(_reaches(target, value, defs, seen) for key, value in node.items() if key != "$ref")
+    return any(_reaches(target, value, defs, prefix, seen)
+               for k, value in node.items() if k != "$ref")
 
 
 def drop_null_optionals(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
