@@ -287,8 +287,11 @@ class Agent:
         return LoopSettings(
             chain=chain,
             executor=executor,
-            plugins=[*context.plugins, *self.plugins, *self.state_services.plugins(),
-                     *tool_call_plugins(s, catalogue), *safety.plugins],
+            # outermost first: `before_model` runs in this order and `after_model` /
+            # `on_answer` in reverse, so user hooks see the request before and the reply after
+            # the tool-call format converts it, and compaction counts every note added earlier
+            plugins=[*safety.plugins, *self.plugins, *self.state_services.plugins(),
+                     *context.plugins, *tool_call_plugins(s, catalogue)],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,

@@ -212,7 +212,7 @@ async def drive(run: RunState) -> RunResult:
 
 
 async def _answer_feedback(run: RunState, answer: str) -> str | None:
-    for plugin in run.settings.plugins:
+    for plugin in reversed(run.settings.plugins):  # "after" hooks run inside-out
         feedback = await plugin.on_answer(run, answer)
         if feedback is not None:
             return feedback
@@ -263,7 +263,7 @@ async def turn(run: RunState) -> Next:
     for plugin in s.plugins:  # 5, 6: reminders, pruning, compaction, catalogue, prompt format
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request)  # 7
-    for plugin in s.plugins:  # 8: tool calls written as text, …
+    for plugin in reversed(s.plugins):  # 8: tool calls written as text, … (inside-out)
         await plugin.after_model(run, response)
     reply = response.message
     run.append(reply)
@@ -401,14 +401,21 @@ def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:
 
 async def _budget_summary(run: RunState) -> Stop:
     run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
+    s = run.settings
+    # a tool-less request, through the same plugins as a turn (so prompt-mode conversion and
+    # markup filtering apply), with the note telling the model to summarise
     request = ModelRequest(
-        model=run.settings.chain.model,
-        messages=[*messages.sanitize(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
-        max_tokens=run.settings.max_tokens,
-        temperature=run.settings.temperature,
+        model=s.chain.model,
+        messages=[*run.sanitizer(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        max_tokens=s.max_tokens,
+        temperature=s.temperature,
     )
     try:
+        for plugin in s.plugins:
+            await plugin.before_model(run, request)
         response = await _call_model(run, request)
+        for plugin in reversed(s.plugins):
+            await plugin.after_model(run, response)
     except ProviderError as exc:
         return Stop("budget_exhausted", f"iteration budget exhausted; summary failed: {exc}")
     reply = messages.assistant(response.message.content)  # any tool calls are ignored

@@ -17,7 +17,11 @@ if TYPE_CHECKING:
 
 
 class LoopPlugin:
-    """Override what you need; every method is a no-op by default."""
+    """Override what you need; every method is a no-op by default.
+
+    Plugins nest like middleware: `before_model` and `text_filter` wrap in list order, while
+    `after_model` and `on_answer` run in reverse order (the innermost plugin sees the reply
+    first)."""
 
     async def on_run_start(self, run: RunState) -> None:
         """Once, after the user message is in history and before the first turn."""
