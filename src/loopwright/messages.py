@@ -219,12 +219,14 @@ class Sanitizer:
         return out
 
     def _remember(self, history: list[Message], out: list[Message]) -> None:
-        end = len(history)
-        j = end - 1
-        while j >= self._boundary and history[j].role != "tool":
+        # the last tool result followed by a non-tool message ends a group known to be complete
+        j = len(history) - 2
+        while j >= self._boundary and not (
+            history[j].role == "tool" and history[j + 1].role != "tool"
+        ):
             j -= 1
-        if j < self._boundary or j + 1 >= end:
-            return  # no tool-result group that is known to be complete
+        if j < self._boundary:
+            return
         marker = history[j]
         for k in range(len(out) - 1, -1, -1):
             if out[k] is marker:

@@ -43,7 +43,12 @@ from loopwright.context.summary import (
     summary_prompt,
     summary_state,
 )
-from loopwright.context.tokens import CHARS_PER_TOKEN, TokenCounter, estimate_message
+from loopwright.context.tokens import (
+    CHARS_PER_TOKEN,
+    TokenCounter,
+    estimate_message,
+    estimate_request,
+)
 from loopwright.context.window import ContextBudget
 from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.probe import window_from_error
@@ -164,11 +169,13 @@ class CompactionPlugin(LoopPlugin):
         self.last_estimate = 0
 
     async def before_model(self, run: RunState, request: ModelRequest) -> None:
-        tokens = self.counter.count(request)
+        raw: int | None = estimate_request(request)
+        tokens = self.counter.correct(raw or 0)
         if tokens > self.budget.threshold:
             tokens = await self._relieve(run, request, tokens)
+            raw = None  # the request changed: estimate it again
         self.last_estimate = tokens
-        self.counter.sent(request)
+        self.counter.sent(request, raw)
 
     async def after_model(self, run: RunState, response: ModelResponse) -> None:
         self.counter.reported(response.usage.input_tokens)
@@ -232,7 +239,7 @@ class CompactionPlugin(LoopPlugin):
                    f"window {self.budget.window:,})", {"messages": len(middle),
                                                        "before_tokens": tokens})
         report, error = await self._summarize(run, history[task_at].content, middle)
-        extras = request.messages[len(messages.sanitize(history)):]  # e.g. the last-round note
+        extras = request.messages[len(run.sanitizer(history)):]  # e.g. the last-round note
         parent, new_id = run.session_id, uuid.uuid4().hex
         summary = summary_message(report, parent_session_id=parent, session_id=new_id)
         latest = [history[latest_at]] if latest_at != task_at and latest_at < start else []

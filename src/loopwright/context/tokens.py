@@ -51,12 +51,25 @@ def estimate_messages(messages: Iterable[Message]) -> int:
 
 
 def estimate_tools(tools: Iterable[ToolSpec]) -> int:
-    total = 0
-    for spec in tools:
-        schema = json.dumps(spec.parameters, separators=(",", ":"))
-        total += TOOL_CALL_OVERHEAD + estimate_text(spec.name) + estimate_text(spec.description)
-        total += estimate_text(schema)
-    return total
+    return sum(estimate_tool(spec) for spec in tools)
+
+
+_tool_estimates: dict[tuple[str, str, int], tuple[dict[str, object], int]] = {}
+
+
+def estimate_tool(spec: ToolSpec) -> int:
+    """Tokens one tool definition costs (memoised: specs are rebuilt rarely, sent every turn)."""
+    key = (spec.name, spec.description, id(spec.parameters))
+    hit = _tool_estimates.get(key)
+    if hit is not None and hit[0] is spec.parameters:  # the id was not reused by another dict
+        return hit[1]
+    schema = json.dumps(spec.parameters, separators=(",", ":"))
+    tokens = TOOL_CALL_OVERHEAD + estimate_text(spec.name) + estimate_text(spec.description)
+    tokens += estimate_text(schema)
+    if len(_tool_estimates) > 4096:
+        _tool_estimates.clear()
+    _tool_estimates[key] = (spec.parameters, tokens)
+    return tokens
 
 
 def estimate_request(request: ModelRequest) -> int:
@@ -82,9 +95,9 @@ class TokenCounter:
     def correct(self, raw_estimate: int) -> int:
         return int(raw_estimate * self.ratio + 0.5)
 
-    def sent(self, request: ModelRequest) -> None:
-        """Remember the raw estimate of the request about to go out."""
-        self._pending = estimate_request(request)
+    def sent(self, request: ModelRequest, raw_estimate: int | None = None) -> None:
+        """Remember the raw estimate of the request about to go out (pass it if known)."""
+        self._pending = estimate_request(request) if raw_estimate is None else raw_estimate
 
     def reported(self, input_tokens: int) -> None:
         """The provider's input-token count for the last request sent; updates the ratio."""

@@ -1,0 +1,1 @@
+"""Tools: the tool model, the catalogue, argument repair and validation, and execution."""
