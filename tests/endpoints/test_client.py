@@ -164,3 +164,25 @@ async def test_the_base_url_may_omit_v1() -> None:
     assert result.output == "ok"
     assert server.model_requests[0].path.endswith("/v1/chat/completions")
     assert server.model_requests[0].headers["authorization"] == "Bearer k"
+
+
+async def test_after_a_dead_stream_only_the_unseen_rest_of_the_reply_is_shown() -> None:
+    events: list[Event] = []
+    full = "The capital of the United Kingdom is London."
+    cut = Fault.cut_stream(Reply(text=full, chunk_size=6), after_chunks=3)
+    with FakeModelServer(replies=[cut, Reply(text=full)]) as server:
+        result = await agent_for(server, events).run("capital?")
+    shown = "".join(e.text for e in events if e.type == "text_delta")
+    assert shown == full and result.output == full
+    assert not statuses(events, "discard_partial")
+
+
+async def test_a_retried_reply_that_differs_is_shown_whole_after_a_discard_notice() -> None:
+    events: list[Event] = []
+    cut = Fault.cut_stream(Reply(text="First draft of an answer", chunk_size=5), after_chunks=3)
+    with FakeModelServer(replies=[cut, Reply(text="Another answer")]) as server:
+        result = await agent_for(server, events).run("go")
+    kinds = [e.type if e.type != "status" else e.kind for e in events]
+    notice = kinds.index("discard_partial")
+    after = "".join(e.text for e in events[notice:] if e.type == "text_delta")
+    assert after == "Another answer" == result.output

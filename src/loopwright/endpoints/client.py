@@ -86,7 +86,8 @@ class ModelClient:
         listeners: CallListeners | None = None,
     ) -> ModelResponse:
         """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
-        listeners = listeners or CallListeners()
+        shown = _Shown(listeners or CallListeners())
+        listeners = shown.listeners
         started = time.perf_counter()
         streaming = stream
         fell_back = False
@@ -99,14 +100,13 @@ class ModelClient:
                 if streaming:
                     response = await self._call_streaming(request, listeners)
                 else:
-                    response = await self._call_plain(request, listeners)
+                    response = await self._call_plain(request, listeners, shown)
             except StreamError as exc:
                 last = exc
                 if streaming and not fell_back:
                     fell_back, streaming = True, False
                     _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
-                            "streaming", {"attempt": attempt, "fallback": "non_streaming",
-                                          "discard_partial": True})
+                            "streaming", {"attempt": attempt, "fallback": "non_streaming"})
                     continue
                 await self._pause_or_raise(exc, attempt, listeners)
                 continue
@@ -168,7 +168,8 @@ class ModelClient:
     def _headers(self) -> dict[str, str]:
         return self.endpoint.request_headers()
 
-    async def _call_plain(self, request: ModelRequest, listeners: CallListeners) -> ModelResponse:
+    async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
+                          shown: _Shown) -> ModelResponse:
         body = self.wire.build_body(request, stream=False)
         client = shared_client()
         try:
@@ -191,10 +192,7 @@ class ModelClient:
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
-        if listeners.on_reasoning and response.message.reasoning:
-            listeners.on_reasoning(response.message.reasoning)
-        if listeners.on_text and response.message.content:
-            listeners.on_text(response.message.content)
+        shown.replay(response.message.reasoning or "", response.message.content)
         return response
 
     async def _call_streaming(
@@ -240,6 +238,47 @@ class ModelClient:
         if not parser.finished and acc.finish_reason is None:
             raise StreamError(f"{self.label}: stream ended before its end marker", retryable=True)
         return acc.build()
+
+
+class _Shown:
+    """What of this call's text already reached the listeners, so that a plain call after a
+    dead stream shows only what is new — or, when it diverges, says to discard the partial."""
+
+    def __init__(self, outer: CallListeners) -> None:
+        self._outer = outer
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self.listeners = CallListeners(
+            on_text=self._tee(outer.on_text, self._text),
+            on_reasoning=self._tee(outer.on_reasoning, self._reasoning),
+            on_status=outer.on_status,
+        )
+
+    @staticmethod
+    def _tee(listener: DeltaListener | None, seen: list[str]) -> DeltaListener | None:
+        if listener is None:
+            return None
+
+        def forward(delta: str) -> None:
+            seen.append(delta)
+            listener(delta)
+
+        return forward
+
+    def replay(self, reasoning: str, text: str) -> None:
+        """Show a whole reply: only its unseen tail if it extends what was shown."""
+        old_reasoning, old_text = "".join(self._reasoning), "".join(self._text)
+        fresh = reasoning.startswith(old_reasoning) and text.startswith(old_text)
+        if not fresh:
+            _notify(self._outer, "discard_partial", "the retried reply differs from the "
+                    "partial one shown; showing it whole", {"discard_partial": True})
+            old_reasoning, old_text = "", ""
+            self._reasoning.clear()
+            self._text.clear()
+        if self.listeners.on_reasoning and len(reasoning) > len(old_reasoning):
+            self.listeners.on_reasoning(reasoning[len(old_reasoning):])
+        if self.listeners.on_text and len(text) > len(old_text):
+            self.listeners.on_text(text[len(old_text):])
 
 
 def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, Any]) -> None:
