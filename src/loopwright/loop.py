@@ -402,11 +402,15 @@ def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:
 async def _budget_summary(run: RunState) -> Stop:
     run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
     s = run.settings
-    # a tool-less request, through the same plugins as a turn (so prompt-mode conversion and
-    # markup filtering apply), with the note telling the model to summarise
+    # a tool-less call: tools switched off with tool_choice "none" (their definitions stay, as
+    # Anthropic rejects tool blocks in history without them); it goes through the same plugins
+    # as a turn, so prompt-mode conversion and markup filtering apply
+    tools = s.tool_specs(run) if s.tool_specs else []
     request = ModelRequest(
         model=s.chain.model,
         messages=[*run.sanitizer(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        tools=tools,
+        tool_choice="none" if tools else None,
         max_tokens=s.max_tokens,
         temperature=s.temperature,
     )
