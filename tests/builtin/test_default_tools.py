@@ -14,7 +14,7 @@ from loopwright.testing import FakeModelServer, Reply, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 EXPECTED = ["read_file", "write_file", "edit_file", "apply_patch", "list_dir", "glob", "grep",
-            "bash", "todo", "web_fetch", "clarify"]
+            "bash", "todo", "web_fetch", "clarify", "delegate"]
 
 
 def test_default_tools_are_the_whole_builtin_set() -> None:

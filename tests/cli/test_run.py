@@ -261,3 +261,32 @@ def test_usage_errors_exit_2() -> None:
     both = runner.invoke(app, ["run", "Hi", "--resume", "abc", "--continue"])
     bad_mode = runner.invoke(app, ["run", "Hi", "--api-mode", "carrier-pigeon"])
     assert missing.exit_code == both.exit_code == bad_mode.exit_code == 2
+
+
+def test_the_terminal_agent_can_delegate_to_a_sub_agent(tmp_path: Path) -> None:
+    from loopwright.builtin.delegate import CHILD_PROMPT
+
+    child_mark = CHILD_PROMPT.splitlines()[0]
+    (tmp_path / "notes.txt").write_text("the answer is 42\n")
+
+    def handler(request: Any) -> Reply:
+        messages = request.body["messages"]
+        is_child = child_mark in messages[0]["content"]
+        done = sum(1 for m in messages if m["role"] == "tool")
+        if is_child:
+            if done == 0:
+                return Reply(tool_calls=[call("read_file", {"path": "notes.txt"})])
+            return Reply(text="The notes say 42.")
+        if done == 0:
+            return Reply(tool_calls=[call("delegate", {"task": "Read notes.txt",
+                                                       "tools": ["read_file"]})])
+        return Reply(text="Delegated: " + messages[-1]["content"].splitlines()[-1])
+
+    with FakeModelServer(handler=handler) as server:
+        done = run_against(server, "find the answer", "--tools", "read_file,delegate",
+                           "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [event_from_dict(json.loads(line)) for line in done.stdout.splitlines()]
+    child_calls = [e for e in events if e.type == "tool_call" and e.agent]
+    assert [e.name for e in child_calls] == ["read_file"]
+    assert events[-1].type == "done" and "42" in events[-1].result.output

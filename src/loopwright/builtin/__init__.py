@@ -1,4 +1,5 @@
-"""Built-in tools for a coding agent: files, search, shell, todo list, web fetch and clarify.
+"""Built-in tools for a coding agent: files, search, shell, todo list, web fetch, clarify and
+delegate (sub-agents).
 
 `Agent()` gets none of them unless asked: `Agent(tools=default_tools())`. The CLI uses the default
 set, narrowed by `--tools` or `--read-only`.
@@ -34,7 +35,10 @@ _MODULES: dict[str, str] = {
     "web_fetch": "web", "clarify": "questions",
 }
 _OTHER_EXPORTS = {"make_grep": "search"}
-TOOL_NAMES: tuple[str, ...] = tuple(_MODULES)
+# Tools built by a factory: name → (module, factory). `delegate` shares its module's name, so it
+# is reachable through `default_tools()` only, never as `loopwright.builtin.delegate`.
+_FACTORIES: dict[str, tuple[str, str]] = {"delegate": ("delegate", "make_delegate_tool")}
+TOOL_NAMES: tuple[str, ...] = (*_MODULES, *_FACTORIES)
 # What a read-only agent may use: nothing here changes the workspace or runs commands. `todo`
 # only edits the run's own task list, so it stays available to plan.
 READ_ONLY_NAMES = frozenset({"read_file", "list_dir", "glob", "grep", "todo", "web_fetch",
@@ -64,6 +68,9 @@ def all_tools() -> list[Tool]:
 
 
 def _load(name: str) -> Any:
+    if name in _FACTORIES:
+        module, factory = _FACTORIES[name]
+        return getattr(importlib.import_module(f"loopwright.builtin.{module}"), factory)()
     module = _MODULES.get(name) or _OTHER_EXPORTS[name]
     return getattr(importlib.import_module(f"loopwright.builtin.{module}"), name)
 
