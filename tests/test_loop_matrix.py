@@ -132,6 +132,21 @@ async def test_a_cut_stream_falls_back_to_a_plain_call(mode: str, stream: bool) 
         assert fallback.data["fallback"] == "non_streaming"
 
 
+async def test_an_error_event_mid_stream_is_retried(mode: str, stream: bool) -> None:
+    # streamed: the format's own error event (Anthropic's overloaded_error) after some text;
+    # plain: the same fault answers HTTP 529
+    with FakeModelServer([Fault.stream_error(Reply("a reply the server gives up on"),
+                                             after_chunks=3),
+                          Reply("whole reply")]) as server:
+        run = Run(server, mode, stream)
+        result = await run.agent.run("hi")
+    assert result.stop_reason == "completed" and result.output == "whole reply"
+    assert len(server.model_requests) == 2
+    (retrying,) = run.statuses("retrying")
+    assert "overloaded" in retrying.message.lower()  # the server's error was read, not a cut
+    assert run.text().endswith("whole reply")
+
+
 async def test_an_empty_reply_is_retried_once(mode: str, stream: bool) -> None:
     with FakeModelServer([Fault.empty(), Reply("now with words")]) as server:
         result = await Run(server, mode, stream).agent.run("hi")

@@ -57,6 +57,8 @@ def render_item(item: ScriptItem, target: Target) -> Send:
         return _reply(item, _for_reply(target, item))
     if item.kind in ("cut_stream", "stall"):
         return _interrupted(item, target)
+    if item.kind == "stream_error":
+        return _stream_error(item, target)
     if item.kind == "disconnect":
         return Send(b"", drop=True)
     return _fault_response(item, target)
@@ -125,6 +127,26 @@ def _interrupted(fault: Fault, target: Target) -> Send:
         delay=reply.delay,
         pause=fault.seconds,
     )
+
+
+def _stream_error(fault: Fault, target: Target) -> Send:
+    message = _DEFAULT_MESSAGES.get(fault.code, f"Simulated error {fault.code}")
+    if not target.stream:
+        return error_response(target.format, fault.code, message, keep_alive=target.keep_alive)
+    reply = fault.reply or Reply()
+    events = _RENDERERS[target.format].render_events(reply, _for_reply(target, reply).ctx)
+    payload = error_json(target.format, fault.code, message)
+    if target.format == "chat_completions":  # OpenAI-compatible servers send a bare error chunk
+        error_event = f"data: {dumps(payload)}\n\n"
+    elif target.format == "responses":
+        error = payload["error"]
+        flat = {"type": "error", "code": error["type"], "message": message, "param": None}
+        error_event = f"event: error\ndata: {dumps(flat)}\n\n"
+    else:
+        error_event = f"event: error\ndata: {dumps(payload)}\n\n"
+    head = stream_head(200, _SSE_CONTENT_TYPE, None, target.keep_alive)
+    body = chunked([*events[: fault.after_chunks], error_event.encode()]) + CHUNKED_END
+    return Send(head + body, delay=reply.delay)
 
 
 def _fault_response(fault: Fault, target: Target) -> Send:

@@ -22,7 +22,7 @@ FinishReason: TypeAlias = Literal["tool_calls", "end_turn", "length", "content_f
 """The normalised stop reason of a reply; each format renders it its own way."""
 
 FaultKind: TypeAlias = Literal[
-    "rate_limit", "status", "overloaded", "cut_stream", "stall", "disconnect"
+    "rate_limit", "status", "overloaded", "cut_stream", "stall", "disconnect", "stream_error"
 ]
 
 # Every spelling a test author might reach for, mapped to the normalised reason.
@@ -242,6 +242,17 @@ class Fault:
         )
 
     @classmethod
+    def stream_error(cls, reply: Reply | None = None, *, after_chunks: int = 2,
+                     code: int = 529) -> Fault:
+        """Stream `after_chunks` events, then the format's own mid-stream error event (for 529 an
+        `overloaded_error`, as Anthropic sends), and end the body cleanly.
+
+        A non-streaming request gets HTTP `code` with the format's error body.
+        """
+        return cls(kind="stream_error", code=code,
+                   reply=_UNFINISHED if reply is None else reply, after_chunks=after_chunks)
+
+    @classmethod
     def disconnect(cls) -> Fault:
         """Close the connection without sending any response."""
         return cls(kind="disconnect")
@@ -278,9 +289,11 @@ class Fault:
             out |= _without_none(retry_after=self.retry_after, retry_after_ms=self.retry_after_ms)
         elif self.kind == "status":
             out |= _without_none(code=self.code, body=self.body, headers=dict(self.headers) or None)
-        elif self.kind in ("cut_stream", "stall"):
+        elif self.kind in ("cut_stream", "stall", "stream_error"):
             out["after_chunks"] = self.after_chunks
             out["reply"] = (self.reply or Reply()).to_dict()
+            if self.kind == "stream_error":
+                out["code"] = self.code
             if self.kind == "stall":
                 out["seconds"] = self.seconds
         return out
