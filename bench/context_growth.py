@@ -28,6 +28,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from server_process import start_ready
+
 from loopwright import Agent, tool
 from loopwright.endpoints.base import close_shared_client
 from loopwright.messages import Message, ToolCall, assistant, tool_result, user
@@ -55,15 +57,8 @@ def start_server(turns: int, directory: Path) -> tuple[subprocess.Popen[str], st
     script.append({"text": "finished"})
     path = directory / "script.json"
     path.write_text(json.dumps(script))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loopwright.testing.server", "--script", str(path), "--repeat"],
-        stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if not line.startswith("READY "):
-        process.kill()
-        raise RuntimeError(f"the fake server did not start: {line!r}")
-    return process, line.split(" ", 1)[1]
+    return start_ready(
+        [sys.executable, "-m", "loopwright.testing.server", "--script", str(path), "--repeat"])
 
 
 def request_kb(agent: Agent, history: list[Message]) -> float:

@@ -30,6 +30,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hand_loops import HAND_LOOPS
+from server_process import start_ready
 
 from loopwright import Agent, Tool, tool
 from loopwright.endpoints.base import close_shared_client
@@ -54,16 +55,8 @@ def lookup_sync(key: str) -> str:
 
 
 def start_server(rounds: int = ROUNDS) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(rounds)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("READY "):
-        proc.kill()
-        raise RuntimeError(f"bench server did not start: {line!r}")
-    return proc, line.split(" ", 1)[1]
+    return start_ready(
+        [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(rounds)])
 
 
 async def loopwright_run(agent: Agent, prompt: str) -> int:
