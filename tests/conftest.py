@@ -20,3 +20,18 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                  "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+def require_component(available: bool, why: str) -> None:
+    """Skip a test whose real component (bwrap, PostgreSQL, Chromium, model weights…) is absent.
+
+    Locally the skip names what is missing and how to get it; on CI (``CI=true``) the component is
+    installed by ``.ci/run``, so its absence is a failure, never a silent skip.
+    """
+    if available:
+        return
+    import os
+
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(f"required on CI but missing: {why}")
+    pytest.skip(why)
