@@ -51,6 +51,11 @@ class EmptyReplyError(ProviderError):
     """The model returned neither text nor tool calls."""
 
 
+class RequestRejectedError(ProviderError):
+    """The provider says the request itself is malformed (whatever the status): sending the same
+    bytes again cannot succeed, so it is never retried unchanged."""
+
+
 class ContextOverflowError(ProviderError):
     """The request does not fit in the model's context window."""
 

@@ -14,7 +14,12 @@ from typing import Any
 from loopwright import guards, messages
 from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.fallback import ProviderChain
-from loopwright.errors import ContextOverflowError, LoopwrightError, ProviderError
+from loopwright.errors import (
+    ContextOverflowError,
+    LoopwrightError,
+    ProviderError,
+    RequestRejectedError,
+)
 from loopwright.events import (
     CancelledEvent,
     DoneEvent,
@@ -34,6 +39,7 @@ from loopwright.profiles.prices import CostMeter
 from loopwright.result import RunResult, StopReason
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
+from loopwright.tools.stored_arguments import with_storable_arguments
 from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
 
@@ -265,16 +271,16 @@ async def turn(run: RunState) -> Next:
     response = await _call_model_fitting(run, request)  # 7
     for plugin in reversed(s.plugins):  # 8: tool calls written as text, … (inside-out)
         await plugin.after_model(run, response)
-    reply = response.message
-    run.append(reply)
-    if not reply.tool_calls:  # 12
+    truncated = response.finish_reason == "length"
+    calls = response.message.tool_calls  # as written: the executor explains what is wrong
+    run.append(with_storable_arguments(response.message, cut=truncated))  # history: valid JSON
+    if not calls:  # 12
         return _answer_or_continue(run, response)
     if last_round:
-        _close_calls(run, reply.tool_calls, "Not run: the turn limit was reached.")
+        _close_calls(run, calls, "Not run: the turn limit was reached.")
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    intercepted, stop = _doom_loop_check(run, reply.tool_calls)  # 9
-    outcomes = await _execute(run, reply.tool_calls, intercepted,
-                              truncated=response.finish_reason == "length")  # 10
+    intercepted, stop = _doom_loop_check(run, calls)  # 9
+    outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 10
     _append_results(run, outcomes)  # 11
     if stop:
         return Stop("loop_detected", "the same tool call was repeated after a warning")
@@ -283,7 +289,8 @@ async def turn(run: RunState) -> Next:
 
 async def _call_model_fitting(run: RunState, request: ModelRequest) -> ModelResponse:
     """Call the model; if the provider says the request is over its window, let the plugins
-    shrink it (compaction learns the real window) and try once more."""
+    shrink it (compaction learns the real window) and try once more; if it says the request is
+    malformed, repair the history once, or stop — never resend the same bytes."""
     try:
         return await _call_model(run, request)
     except ContextOverflowError as exc:
@@ -291,6 +298,28 @@ async def _call_model_fitting(run: RunState, request: ModelRequest) -> ModelResp
             if await plugin.on_context_overflow(run, request, exc):
                 return await _call_model(run, request)
         raise
+    except RequestRejectedError as exc:
+        if not _repair_rejected(run, request, exc):
+            raise RequestRejectedError(f"the provider rejected the request itself as malformed "
+                                       f"and there is nothing to repair: {exc}") from exc
+    try:
+        return await _call_model(run, request)
+    except RequestRejectedError as exc:
+        raise RequestRejectedError(f"the provider rejected the request itself as malformed, "
+                                   f"again after repairing the history once: {exc}") from exc
+
+
+def _repair_rejected(run: RunState, request: ModelRequest, exc: RequestRejectedError) -> bool:
+    """Rebuild the request and the history from plain parts; False when that changes nothing."""
+    repaired = messages.plain_history(request.messages)
+    if all(a is b for a, b in zip(repaired, request.messages, strict=True)):
+        return False
+    request.messages = repaired
+    run.history[:] = messages.plain_history(run.history)
+    run.status("history_repaired", f"the provider rejected the request ({exc}); resending it "
+               "once without provider blocks and with re-serialised call arguments",
+               {"status": exc.status})
+    return True
 
 
 def _drain_steering(run: RunState) -> None:

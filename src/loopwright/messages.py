@@ -152,6 +152,9 @@ def sanitize(history: list[Message], *, _start: int = 0,
       empty is dropped too);
     - a tool result whose call is not in the preceding assistant message is removed;
     - duplicate results for one call keep the first;
+    - call arguments that are not one JSON object (a history recorded before they were stored
+      valid, or built by hand) are sent repaired, or as `{}`: some servers reject the whole
+      request otherwise;
     - after the system message, user and assistant alternate: consecutive user messages are merged,
       consecutive assistant messages (without tool calls) are merged.
 
@@ -177,6 +180,7 @@ def sanitize(history: list[Message], *, _start: int = 0,
             kept_calls = [c for c in msg.tool_calls if c.id in seen]
             if len(kept_calls) != len(msg.tool_calls):
                 msg = _replace_calls(msg, kept_calls)
+            msg = _with_valid_arguments(msg)
             if msg.tool_calls or msg.content or msg.reasoning:
                 _append(out, msg)
             # results keep the order of the calls so every wire format pairs them correctly
@@ -247,6 +251,12 @@ def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:
     )
 
 
+def _with_valid_arguments(msg: Message) -> Message:
+    from loopwright.tools.stored_arguments import with_storable_arguments
+
+    return with_storable_arguments(msg)
+
+
 def _append(out: list[Message], msg: Message) -> None:
     if not out:
         out.append(msg)
@@ -280,6 +290,32 @@ def _join(a: str, b: str) -> str:
     if not b:
         return a
     return f"{a}\n\n{b}"
+
+
+def plain_history(history: list[Message]) -> list[Message]:
+    """The history with every assistant message rebuilt from its plain parts: provider blocks
+    (thinking signatures, reasoning items) dropped and call arguments re-serialised. What is
+    resent, once, after a provider rejected a request as malformed. Unchanged messages are kept."""
+    out: list[Message] = []
+    for msg in history:
+        if msg.role == "assistant" and (msg.provider_data or msg.tool_calls):
+            calls = [ToolCall(id=c.id, name=c.name, arguments=_canonical(c.arguments))
+                     for c in msg.tool_calls]
+            if msg.provider_data or calls != msg.tool_calls:
+                msg = Message(role="assistant", content=msg.content, tool_calls=calls,
+                              reasoning=msg.reasoning)
+        out.append(msg)
+    return out
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return "{}"
+    if not isinstance(value, dict):
+        return "{}"
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def close_interrupted_calls(history: list[Message]) -> list[Message]:

@@ -12,13 +12,19 @@ from typing import Any
 import httpx
 
 from loopwright.endpoints.base import Endpoint, shared_client
-from loopwright.endpoints.retry import RetryPolicy, demanded_pause, is_retryable_status
+from loopwright.endpoints.retry import (
+    RetryPolicy,
+    demanded_pause,
+    is_malformed_request,
+    is_retryable_status,
+)
 from loopwright.errors import (
     AuthError,
     ContextOverflowError,
     EmptyReplyError,
     ProviderError,
     RateLimitPauseTooLong,
+    RequestRejectedError,
     StreamError,
 )
 from loopwright.messages import ModelResponse
@@ -307,6 +313,8 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
                          body=text)
     if status in (400, 413) and any(h in detail.lower() for h in _OVERFLOW_HINTS):
         return ContextOverflowError(message, status=status, body=text)
+    if is_malformed_request(status, text):
+        return RequestRejectedError(message, status=status, body=text)
     return ProviderError(
         message,
         status=status,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from dataclasses import dataclass
 
@@ -32,6 +33,22 @@ class RetryPolicy:
         if self.jitter:
             delay *= 1 + random.uniform(-self.jitter, self.jitter)
         return max(0.0, delay)
+
+
+# what servers write when the request itself is wrong, whatever status they send it with
+# (llama.cpp answers 500 for a history it cannot parse)
+_MALFORMED_REQUEST_HINTS = ("failed to parse tool call arguments", "failed to parse messages",
+                            "invalid_request_error")
+_MALFORMED_FIELD = re.compile(r"""\bmessages(?:\.\d+)?(?:\.[\w\[\]]+)*: """)
+
+
+def is_malformed_request(status: int, body: str) -> bool:
+    """True when an error body says the request itself is malformed (not a passing failure)."""
+    if status not in (400, 422) and (status < 500 or status == 529):
+        return False  # auth, not-found, rate limits, overload and size limits mean other things
+    lowered = body.lower()
+    return (any(hint in lowered for hint in _MALFORMED_REQUEST_HINTS)
+            or _MALFORMED_FIELD.search(body) is not None)
 
 
 def is_retryable_status(status: int, body: str = "") -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeAlias
 
 from loopwright.testing._http import App, HttpConnection, HttpRequest, Send, response_bytes
 from loopwright.testing._render import Target, error_response, render_item
+from loopwright.testing._strict import llamacpp_rejection
 from loopwright.testing._wire_common import RenderContext, dumps
 from loopwright.testing.scripted import (
     Fault,
@@ -32,7 +33,7 @@ from loopwright.testing.scripted import (
 logger = logging.getLogger("loopwright.testing")
 
 Flavor: TypeAlias = Literal["openai", "ollama", "llamacpp", "lmstudio", "vllm"]
-"""Which local server the fake imitates when asked for its context window."""
+"""Which local server the fake imitates: its window probes (and, for llama.cpp, its checks)."""
 
 _MODEL_PATHS: dict[str, WireFormat] = {
     "/chat/completions": "chat_completions",
@@ -71,7 +72,9 @@ class FakeModelServer:
     (a generic OpenAI-compatible server) answers all of them and lists the window on `/v1/models`;
     `"ollama"` answers only `/api/ps`, `"llamacpp"` only `/props`, `"lmstudio"` only
     `/api/v0/models`, and `"vllm"` only lists `max_model_len` on `/v1/models`. Without
-    `context_window` every probe is a 404.
+    `context_window` every probe is a 404. `"llamacpp"` is also as strict as llama.cpp's server:
+    a request whose history holds a tool call with arguments that are not valid JSON gets its
+    HTTP 500 `Failed to parse tool call arguments as JSON: …`, before the script is consulted.
     """
 
     def __init__(
@@ -282,6 +285,9 @@ class FakeModelServer:
         if not isinstance(body, dict):
             message = "FakeModelServer: the request body is not a JSON object"
             return error_response(fmt, 400, message, keep_alive=request.keep_alive)
+        if self._flavor == "llamacpp" and (rejection := llamacpp_rejection(fmt, body)):
+            payload = dumps(rejection).encode()
+            return Send(response_bytes(500, payload, keep_alive=request.keep_alive))
         target = self._target(request, fmt, body)
         if self._handler is None:
             item = self._next_scripted()

@@ -1,0 +1,57 @@
+"""Tool-call arguments as they are kept in history: always one valid JSON object.
+
+A model's raw arguments may be cut off by the output limit (`{"a":`) or broken beyond repair.
+They still reach the executor as written (so the model gets a precise error), but history keeps
+valid JSON: some servers (llama.cpp) parse every call in the history and reject the whole request,
+on every later turn, when one call's arguments do not parse.
+"""
+
+from __future__ import annotations
+
+import json
+
+from loopwright.messages import Message, ToolCall
+
+EMPTY = "{}"
+
+
+def is_json_object(raw: str) -> bool:
+    """True when `raw` is the text of one JSON object (the fast, common case)."""
+    text = raw.strip()
+    if not text.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def storable_arguments(raw: str, *, cut: bool = False) -> str:
+    """`raw` if it is a JSON object; else the object it repairs to (what the tool ran with);
+    else `{}`. Arguments cut off by the output limit are stored as `{}`: the call never ran."""
+    if is_json_object(raw):
+        return raw
+    if cut or not raw.strip():
+        return EMPTY
+    from loopwright.tools.arguments import ArgumentsError, parse_arguments
+
+    try:
+        value = parse_arguments(raw).value
+    except (ArgumentsError, RecursionError):
+        return EMPTY
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return EMPTY
+
+
+def with_storable_arguments(msg: Message, *, cut: bool = False) -> Message:
+    """`msg` itself when every call's arguments are a JSON object, else a copy whose calls are
+    (`cut`: the reply was stopped by the output limit, so arguments that do not parse are cut)."""
+    if all(is_json_object(c.arguments) for c in msg.tool_calls):
+        return msg
+    calls = [ToolCall(id=c.id, name=c.name, arguments=storable_arguments(c.arguments, cut=cut))
+             for c in msg.tool_calls]
+    return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
+                   reasoning=msg.reasoning, is_error=msg.is_error,
+                   provider_data=msg.provider_data)

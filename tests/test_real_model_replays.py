@@ -1,0 +1,200 @@
+"""Failures seen only with real small models (issue 12), replayed through the fake model server.
+
+Each test sends what Qwen2.5-Coder-0.5B served by llama.cpp sent (or what llama.cpp answered),
+in every API mode where the behaviour touches the wire, streamed and not.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event, StatusEvent
+from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+MODES = ["chat_completions", "anthropic_messages", "responses"]
+# llama.cpp's answer to a history holding `{"a":` as a call's arguments, byte for byte
+LLAMACPP_500 = {"error": {"code": 500, "message": (
+    "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at "
+    "line 1, column 6: syntax error while parsing value - unexpected end of input; expected '[', "
+    "'{', or a literal; last read: ''"), "type": "server_error"}}
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(params=[True, False], ids=["stream", "plain"])
+def stream(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+ran: list[tuple[int, int]] = []
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    ran.append((a, b))
+    return a + b
+
+
+@pytest.fixture(autouse=True)
+def fresh_ran() -> None:
+    ran.clear()
+
+
+def make_agent(server: FakeModelServer, mode: str = "chat_completions", stream: bool = False,
+               events: list[Event] | None = None, **kw: Any) -> Agent:
+    return Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k", api_mode=mode,
+                 stream=stream, retry=FAST, tools=[add],
+                 callbacks=[events.append] if events is not None else [], **kw)
+
+
+def sent_arguments(request: RecordedRequest) -> list[Any]:
+    """The arguments of every tool call in a request's history, as sent."""
+    body = request.body
+    if request.format == "chat_completions":
+        return [c["function"]["arguments"] for m in body["messages"]
+                for c in m.get("tool_calls") or []]
+    if request.format == "anthropic_messages":
+        return [b["input"] for m in body["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b["type"] == "tool_use"]
+    return [i["arguments"] for i in body["input"] if i["type"] == "function_call"]
+
+
+def tool_results_sent(request: RecordedRequest) -> list[str]:
+    body = request.body
+    if request.format == "chat_completions":
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    if request.format == "anthropic_messages":
+        return [b.get("content", "") for m in body["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b["type"] == "tool_result"]
+    return [i["output"] for i in body["input"] if i["type"] == "function_call_output"]
+
+
+def statuses(events: list[Event], kind: str) -> list[StatusEvent]:
+    return [e for e in events if isinstance(e, StatusEvent) and e.kind == kind]
+
+
+# --- (a) history never carries invalid arguments --------------------------------------------------
+
+
+async def test_a_call_cut_mid_arguments_does_not_poison_every_later_request(
+        mode: str, stream: bool) -> None:
+    # the reply is cut by the output limit inside the call: arguments `{"a":`
+    script = [Reply(tool_calls=[call("add", '{"a":')], finish_reason="length"),
+              Reply("I will answer without the tool: 5.")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, stream).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "I will answer without the tool: 5."
+    assert len(server.model_requests) == 2  # accepted at once, nothing retried
+    assert [a if isinstance(a, dict) else json.loads(a)
+            for a in sent_arguments(server.model_requests[1])] == [{}]
+    assert "cut off by the output-token limit" in tool_results_sent(server.model_requests[1])[0]
+    assert ran == []
+    assert result.messages[2].tool_calls[0].arguments == "{}"  # stored valid, too
+
+
+async def test_unparseable_arguments_are_stored_as_an_empty_object(mode: str) -> None:
+    script = [Reply(tool_calls=[call("add", "a=2, b=3")]), Reply("sorry")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert "could not be used" in tool_results_sent(server.model_requests[1])[0]
+    assert result.messages[2].tool_calls[0].arguments == "{}"
+
+
+async def test_repaired_arguments_are_stored_as_the_json_that_ran(mode: str) -> None:
+    script = [Reply(tool_calls=[call("add", "{'a': 2, 'b': 3,}")]), Reply("5")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert ran == [(2, 3)]
+    assert json.loads(result.messages[2].tool_calls[0].arguments) == {"a": 2, "b": 3}
+
+
+# --- (b) a request the server calls malformed is not resent unchanged ---------------------------
+
+
+async def test_a_malformed_request_error_is_not_retried_unchanged(mode: str, stream: bool) -> None:
+    events: list[Event] = []
+    script = [Fault.status(500, body=LLAMACPP_500)] * 6 + [Reply("never")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, stream, events).run("What is 2+3?")
+    assert result.stop_reason == "error"
+    assert len(server.model_requests) == 1  # nothing to repair in a fresh history: stop at once
+    assert result.error is not None
+    assert "Failed to parse tool call arguments as JSON" in result.error
+    assert "rejected the request" in result.error
+    assert not statuses(events, "retrying")
+
+
+async def test_a_rejected_history_is_repaired_once_then_sent() -> None:
+    # Anthropic rejects a thinking block whose signature another model made
+    rejected = Fault.status(400, body={"type": "error", "error": {
+        "type": "invalid_request_error",
+        "message": "messages.1.content.0: Invalid `signature` in `thinking` block"}})
+    events: list[Event] = []
+    script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})], reasoning="add them",
+                    signature="sig-from-another-model"),
+              rejected, Reply("5")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, "anthropic_messages", False, events).run("2+3?")
+    assert result.stop_reason == "completed", result.error
+    first, second = server.model_requests[1:3]
+    assert first.raw_body != second.raw_body
+    assert "thinking" in json.dumps(first.body["messages"])
+    assert "thinking" not in json.dumps(second.body["messages"])
+    (repair,) = statuses(events, "history_repaired")
+    assert "signature" in repair.message
+
+
+async def test_a_rejection_that_survives_the_repair_stops_with_the_cause() -> None:
+    script = [Reply(tool_calls=[call("add", '{"a": 2,  "b": 3}')]),
+              Fault.status(500, body=LLAMACPP_500), Fault.status(500, body=LLAMACPP_500),
+              Reply("never")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server).run("2+3?")
+    assert result.stop_reason == "error"
+    assert len(server.model_requests) == 3  # the call, the rejection, one repaired try
+    assert sent_arguments(server.model_requests[2]) == ['{"a":2,"b":3}']
+    assert result.error is not None and "Failed to parse tool call arguments" in result.error
+
+
+def test_the_llamacpp_fake_rejects_what_llamacpp_rejects() -> None:
+    import httpx
+
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "2+3?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "cut"}]}
+    with FakeModelServer([Reply("ok")], flavor="llamacpp") as strict, \
+            FakeModelServer([Reply("ok")]) as lenient:
+        rejected = httpx.post(strict.base_url + "/chat/completions", json=body)
+        accepted = httpx.post(lenient.base_url + "/chat/completions", json=body)
+    assert rejected.status_code == 500
+    message = rejected.json()["error"]["message"]
+    assert message.startswith("Failed to parse tool call arguments as JSON: [json.exception")
+    assert accepted.status_code == 200
+
+
+async def test_a_history_recorded_with_broken_arguments_is_sent_valid(mode: str) -> None:
+    from loopwright.messages import ToolCall, assistant, tool_result, user
+
+    cut = ToolCall(id="call_1", name="add", arguments='{"a":')
+    history = [user("2+3?"), assistant(tool_calls=[cut]),
+               tool_result(cut, "cut off", is_error=True), assistant("Let me try again.")]
+    with FakeModelServer([Reply("5")], flavor="llamacpp") as server:
+        result = await make_agent(server, mode).run("again", history=history)
+    assert result.stop_reason == "completed", result.error
+    assert [a if isinstance(a, dict) else json.loads(a)
+            for a in sent_arguments(server.model_requests[0])] == [{}]
