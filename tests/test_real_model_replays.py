@@ -198,3 +198,71 @@ async def test_a_history_recorded_with_broken_arguments_is_sent_valid(mode: str)
     assert result.stop_reason == "completed", result.error
     assert [a if isinstance(a, dict) else json.loads(a)
             for a in sent_arguments(server.model_requests[0])] == [{}]
+
+
+# --- (c, d) identical calls in one reply; the doom-loop guard counts replies ----------------------
+
+
+async def test_identical_calls_in_one_reply_run_once(mode: str) -> None:
+    same = call("add", {"a": 2, "b": 3})
+    script = [Reply(tool_calls=[same, same, call("add", {"a": 1, "b": 1}), same]), Reply("5")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode).run("2+3 and 1+1?")
+    assert result.stop_reason == "completed", result.error
+    assert ran == [(2, 3), (1, 1)]
+    results = tool_results_sent(server.model_requests[1])
+    assert results[0] == "5" and results[2] == "2"
+    assert "duplicate of call 1" in results[1] and "duplicate of call 1" in results[3]
+
+
+@pytest.mark.parametrize("copies", [7, 20])
+async def test_the_same_call_written_many_times_in_one_reply_does_not_stop_the_run(
+        mode: str, stream: bool, copies: int) -> None:
+    # Qwen2.5-Coder-0.5B wrote `add(2, 3)` 7 to 20 times in one reply; calls 1-2 ran, call 3 was
+    # warned and call 4 stopped the run with an empty output before the model saw anything
+    script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})] * copies), Reply("2+3 = 5")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, stream).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "2+3 = 5"
+    assert ran == [(2, 3)]
+    assert len(tool_results_sent(server.model_requests[1])) == copies
+
+
+async def test_the_loop_guard_stops_only_after_the_model_saw_its_warning() -> None:
+    runaway = Reply(tool_calls=[call("add", {"a": 2, "b": 3})] * 7)
+    with FakeModelServer([runaway] * 4 + [Reply("never")]) as server:
+        result = await make_agent(server).run("What is 2+3?")
+    assert result.stop_reason == "loop_detected"
+    assert len(server.model_requests) == 4
+    assert ran == [(2, 3), (2, 3)]  # replies 1 and 2; reply 3 is warned, reply 4 stops
+    warned = tool_results_sent(server.model_requests[3])
+    assert any("will stop the run" in text for text in warned)  # the model read the warning
+
+
+# --- (e) a per-reply call limit ------------------------------------------------------------------
+
+
+async def test_a_cut_runaway_batch_runs_only_up_to_the_limit(mode: str) -> None:
+    # 21 calls in one reply cut by the output limit: 20 whole, the last cut mid-arguments
+    calls = [call("add", {"a": n, "b": n}) for n in range(20)] + [call("add", '{"a": 20, "b')]
+    script = [Reply(tool_calls=calls, finish_reason="length"), Reply("done")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, max_tool_calls_per_reply=8).run("sums")
+    assert result.stop_reason == "completed", result.error
+    assert ran == [(n, n) for n in range(8)]
+    results = tool_results_sent(server.model_requests[1])
+    assert len(results) == 21
+    assert all("at most 8 calls" in text for text in results[8:20])
+    assert "cut off" in results[20]
+
+
+async def test_ten_thousand_calls_in_one_reply_run_only_the_default_limit() -> None:
+    calls = [call("add", {"a": n, "b": 0}) for n in range(10_000)]
+    script = [Reply(tool_calls=calls, chunk_size=4096), Reply("done")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server).run("sums")
+    assert result.stop_reason == "completed", result.error
+    assert len(ran) == 64
+    results = tool_results_sent(server.model_requests[1])
+    assert len(results) == 10_000 and "at most 64 calls" in results[-1]

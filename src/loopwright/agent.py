@@ -298,6 +298,7 @@ class Agent:
             temperature=s.temperature,
             reasoning_effort=s.reasoning_effort,
             doom_loop_threshold=s.doom_loop_threshold,
+            max_tool_calls_per_reply=s.max_tool_calls_per_reply,
             max_auto_continues=s.max_auto_continues,
             workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
             approve=safety.approver,

@@ -46,7 +46,8 @@ class Settings:
     hidden_tools: list[str] = field(default_factory=list)
     deferred_tools: Any = None  # None | "auto" | "all" | list of names
     strict_tools: bool = False  # OpenAI strict-mode tool schemas
-    doom_loop_threshold: int = 3
+    doom_loop_threshold: int = 3  # replies in a row making one identical call: warn, then stop
+    max_tool_calls_per_reply: int = 64  # distinct calls run per reply; the rest: error (0: off)
     max_auto_continues: int = 2
     rubric: str | None = None
     max_rubric_rounds: int = 2

@@ -1,9 +1,11 @@
-"""Guards that keep a run healthy: the doom-loop detector and the shared iteration budget."""
+"""Guards that keep a run healthy: the doom-loop detector, the per-reply call screen (copies,
+limit) and the shared iteration budget."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loopwright.messages import ToolCall
@@ -20,31 +22,72 @@ def call_signature(call: ToolCall) -> str:
 
 @dataclass
 class DoomLoopGuard:
-    """Counts identical consecutive calls. At `threshold` the call is intercepted with guidance;
-    one more identical call after that stops the run."""
+    """Counts, for each distinct call, the consecutive replies that make it again. In the reply
+    where the count reaches `threshold` the call is intercepted with guidance; if the very next
+    reply makes it once more, the run stops. Copies within one reply count once (see
+    `screen_reply`), so the run never stops before the model has read the warning."""
 
     threshold: int = 3
-    _last: str | None = None
-    _count: int = 0
+    _streaks: dict[str, int] = field(default_factory=dict)
 
-    def check(self, call: ToolCall) -> str:
-        """'ok', 'intercept' or 'stop' for the next call in order."""
-        signature = call_signature(call)
-        if signature == self._last:
-            self._count += 1
-        else:
-            self._last, self._count = signature, 1
-        if self.threshold <= 0 or self._count < self.threshold:
-            return "ok"
-        return "intercept" if self._count == self.threshold else "stop"
+    def check_reply(self, calls: Sequence[ToolCall]) -> dict[str, str]:
+        """'ok', 'intercept' or 'stop' for each call id of one reply (its distinct calls)."""
+        streaks: dict[str, int] = {}
+        verdicts: dict[str, str] = {}
+        for call in calls:
+            signature = call_signature(call)
+            count = streaks[signature] = self._streaks.get(signature, 0) + 1
+            if self.threshold <= 0 or count < self.threshold:
+                verdicts[call.id] = "ok"
+            else:
+                verdicts[call.id] = "intercept" if count == self.threshold else "stop"
+        self._streaks = streaks
+        return verdicts
 
     def guidance(self, call: ToolCall) -> str:
+        count = self._streaks.get(call_signature(call), self.threshold)
         return (
-            f"Error: you have called {call.name!r} with the same arguments {self._count} times in "
+            f"Error: you have called {call.name!r} with the same arguments {count} times in "
             "a row; the result will not change, so it was not run again. Use what you already "
             "have, try a different approach, or give your answer. Repeating this call once more "
             "will stop the run."
         )
+
+
+@dataclass(kw_only=True)
+class ReplyScreen:
+    """Calls of one reply that will not run, by call id, with the result the model reads."""
+
+    duplicates: dict[str, str] = field(default_factory=dict)
+    over_limit: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def blocked(self) -> dict[str, str]:
+        return {**self.duplicates, **self.over_limit}
+
+
+def screen_reply(calls: Sequence[ToolCall], *, limit: int) -> ReplyScreen:
+    """Copies of an earlier identical call in the same reply run once (the copies are answered
+    "duplicate of call N"); past `limit` distinct calls (0 = no limit) the rest are not run."""
+    screen = ReplyScreen()
+    first_of: dict[str, int] = {}
+    distinct = 0
+    for n, call in enumerate(calls, 1):
+        signature = call_signature(call)
+        first = first_of.get(signature)
+        if first is not None:
+            screen.duplicates[call.id] = (
+                f"Not run: duplicate of call {first} in this reply (same tool, same arguments); "
+                "its result is the one above.")
+            continue
+        first_of[signature] = n
+        distinct += 1
+        if 0 < limit < distinct:
+            screen.over_limit[call.id] = (
+                f"Error: not run: this reply asked for {len(calls)} tool calls and at most "
+                f"{limit} calls run per reply. Ask again in your next reply for what you still "
+                "need.")
+    return screen
 
 
 @dataclass

@@ -57,6 +57,7 @@ class LoopSettings:
     temperature: float | None = None
     reasoning_effort: str | None = None
     doom_loop_threshold: int = 3
+    max_tool_calls_per_reply: int = 64
     max_auto_continues: int = 2
     workdir: Any = None
     approve: ApprovalGate = _deny_all
@@ -279,7 +280,7 @@ async def turn(run: RunState) -> Next:
     if last_round:
         _close_calls(run, calls, "Not run: the turn limit was reached.")
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    intercepted, stop = _doom_loop_check(run, calls)  # 9
+    intercepted, stop = _screen_calls(run, calls)  # 9
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 10
     _append_results(run, outcomes)  # 11
     if stop:
@@ -368,11 +369,22 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     return Answer(answer)
 
 
-def _doom_loop_check(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str], bool]:
-    intercepted: dict[str, str] = {}
+def _screen_calls(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str], bool]:
+    """Which calls of this reply will not run (copies, over the limit, loops), and whether the
+    run must stop because a warned loop went on."""
+    screen = guards.screen_reply(calls, limit=run.settings.max_tool_calls_per_reply)
+    if screen.duplicates:
+        run.status("duplicate_calls", f"{len(screen.duplicates)} identical cop(ies) of calls in "
+                   "this reply not run", {"count": len(screen.duplicates)})
+    if screen.over_limit:
+        run.status("call_limit", f"{len(screen.over_limit)} call(s) over the per-reply limit of "
+                   f"{run.settings.max_tool_calls_per_reply} not run",
+                   {"count": len(screen.over_limit)})
+    intercepted = screen.blocked
     stop = False
+    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted])
     for call in calls:
-        verdict = run.doom.check(call)
+        verdict = verdicts.get(call.id, "ok")
         if verdict == "ok":
             continue
         intercepted[call.id] = run.doom.guidance(call)

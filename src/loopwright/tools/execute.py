@@ -134,6 +134,9 @@ class ToolExecutor:
 
     def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None
                  ) -> PreparedCall | ToolOutcome:
+        if truncated and not is_complete_json(call.arguments):  # first: it says what to do
+            return ToolOutcome(call=call, content=truncated_call_message(call.name),
+                               is_error=True, data={"truncated": True})
         if blocked is not None:
             return ToolOutcome(call=call, content=blocked, is_error=True,
                                data={"intercepted": True})
@@ -142,9 +145,6 @@ class ToolExecutor:
             names = ", ".join(self.registry.suggest(call.name)) or "(none)"
             return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True}, content=(
                 f"Error: there is no tool named {call.name!r}. Tools you can call: {names}."))
-        if truncated and not is_complete_json(call.arguments):
-            return ToolOutcome(call=call, content=truncated_call_message(call.name),
-                               is_error=True, data={"truncated": True})
         try:
             raw = parse_arguments(call.arguments).value
             arguments = found.validate(raw)
