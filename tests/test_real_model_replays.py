@@ -14,7 +14,7 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, call
+from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
@@ -266,3 +266,57 @@ async def test_ten_thousand_calls_in_one_reply_run_only_the_default_limit() -> N
     assert len(ran) == 64
     results = tool_results_sent(server.model_requests[1])
     assert len(results) == 10_000 and "at most 64 calls" in results[-1]
+
+
+# --- (f, h) an empty reply is retried with a nudge; discarded replies still count -----------------
+
+
+def last_user_text(request: RecordedRequest) -> str:
+    body = request.body
+    if request.format == "responses":
+        return str(body["input"][-1]["content"])
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else str(content[-1]["text"])
+
+
+async def test_an_empty_reply_is_retried_with_a_nudge_not_the_same_bytes(
+        mode: str, stream: bool) -> None:
+    # at temperature 0 the identical request gets the identical empty reply
+    with FakeModelServer([Reply(), Reply("5")]) as server:
+        result = await make_agent(server, mode, stream, temperature=0).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    first, second = server.model_requests
+    assert first.raw_body != second.raw_body
+    assert "empty" in last_user_text(second) and "What is 2+3?" in last_user_text(second)
+    assert all("empty" not in m.content for m in result.messages)  # the nudge is not history
+
+
+async def test_the_tokens_of_a_discarded_empty_reply_still_count(mode: str, stream: bool) -> None:
+    script = [Reply(usage=ScriptedUsage(input_tokens=100, output_tokens=3)),
+              Reply("5", usage=ScriptedUsage(input_tokens=120, output_tokens=5))]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, stream).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (220, 8)
+    assert result.usage.requests == 2
+
+
+async def test_two_empty_replies_fail_the_run_but_still_count(mode: str) -> None:
+    script = [Reply(usage=ScriptedUsage(input_tokens=100, output_tokens=1))] * 2
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode).run("What is 2+3?")
+    assert result.stop_reason == "error"
+    assert (result.usage.input_tokens, result.usage.requests) == (200, 2)
+
+
+async def test_an_abandoned_stream_still_counts_as_a_request(mode: str) -> None:
+    cut = Fault.cut_stream(Reply("a reply that dies half way through",
+                                 usage=ScriptedUsage(input_tokens=100, output_tokens=9)),
+                           after_chunks=3)
+    script = [cut, Reply("whole", usage=ScriptedUsage(input_tokens=100, output_tokens=2))]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, stream=True).run("hi")
+    assert result.stop_reason == "completed", result.error
+    assert result.usage.requests == 2
+    if mode == "anthropic_messages":  # its message_start, sent before the cut, has the prompt
+        assert result.usage.input_tokens == 200

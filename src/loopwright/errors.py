@@ -7,6 +7,11 @@ then raised as one of these. Our own bugs propagate unchanged.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loopwright.messages import Usage
+
 
 class LoopwrightError(Exception):
     """Base class of every error loopwright raises on purpose."""
@@ -33,6 +38,8 @@ class ProviderError(LoopwrightError):
         self.retryable = retryable
         self.body = body
         self.retry_after = retry_after
+        # tokens of replies received and thrown away before the failure (they were paid for)
+        self.discarded_usage: Usage | None = None
 
 
 class AuthError(ProviderError):

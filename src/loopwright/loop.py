@@ -349,6 +349,11 @@ async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
         if run.cancel_requested:
             raise _Cancelled from None
         raise
+    except ProviderError as exc:  # replies thrown away before the failure were still paid for
+        if exc.discarded_usage is not None:
+            run.usage.add(exc.discarded_usage)
+            run.cost.add(run.settings.chain.model, exc.discarded_usage)
+        raise
     run.usage.add(response.usage)
     run.cost.add(run.settings.chain.model, response.usage)
     return response

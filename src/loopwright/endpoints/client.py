@@ -17,6 +17,7 @@ from loopwright.endpoints.retry import (
     demanded_pause,
     is_malformed_request,
     is_retryable_status,
+    with_empty_reply_nudge,
 )
 from loopwright.errors import (
     AuthError,
@@ -27,7 +28,7 @@ from loopwright.errors import (
     RequestRejectedError,
     StreamError,
 )
-from loopwright.messages import ModelResponse
+from loopwright.messages import ModelResponse, Usage
 from loopwright.profiles import Profile
 from loopwright.wire.base import ModelRequest, WireFormat
 from loopwright.wire.sse import iter_sse
@@ -100,6 +101,7 @@ class ModelClient:
         empty_retried = False
         attempt = 0
         last: ProviderError | None = None
+        discarded = Usage()  # replies thrown away: they still cost tokens and a request
         while attempt < self.retry.attempts:
             attempt += 1
             try:
@@ -109,6 +111,7 @@ class ModelClient:
                     response = await self._call_plain(request, listeners, shown)
             except StreamError as exc:
                 last = exc
+                discarded.add(exc.discarded_usage or Usage())
                 if streaming and not fell_back:
                     fell_back, streaming = True, False
                     _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
@@ -124,6 +127,7 @@ class ModelClient:
                 await self._pause_or_raise(exc, attempt, listeners)
                 continue
             if _is_empty(response):
+                discarded.add(response.usage)
                 if empty_retried:
                     last = EmptyReplyError("the model returned an empty reply twice")
                     break
@@ -131,18 +135,18 @@ class ModelClient:
                 last = EmptyReplyError("the model returned an empty reply")
                 await self._pause_or_raise(last, attempt, listeners, count=False)
                 attempt -= 1  # the empty-reply retry is its own allowance
+                request = with_empty_reply_nudge(request)
                 continue
             self._record(started, attempt, streaming, None)
+            response.usage.add(discarded)
             return response
         assert last is not None
         self._record(started, attempt, streaming, last)
-        if isinstance(last, EmptyReplyError):
-            raise last
-        raise ProviderError(
-            f"{self.label}: gave up after {attempt} attempts: {last}",
-            status=last.status,
-            body=last.body,
-        ) from last
+        if not isinstance(last, EmptyReplyError):
+            last = ProviderError(f"{self.label}: gave up after {attempt} attempts: {last}",
+                                 status=last.status, body=last.body)
+        last.discarded_usage = discarded
+        raise last
 
     async def _pause_or_raise(
         self, exc: ProviderError, attempt: int, listeners: CallListeners, *, count: bool = True
@@ -233,16 +237,18 @@ class ModelClient:
                     # no break on the end marker: reading the body to its end is what lets
                     # httpx return the connection to the pool for the next turn
         except httpx.TimeoutException as exc:
-            raise StreamError(f"{self.label}: stream idle for over {self.stream_idle_timeout:g}s",
-                              retryable=True) from exc
+            raise _abandoned(acc, f"{self.label}: stream idle for over "
+                             f"{self.stream_idle_timeout:g}s") from exc
         except _TRANSPORT_ERRORS as exc:
             if acc.events_seen == 0:
                 raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                     retryable=True) from exc
-            raise StreamError(f"{self.label}: stream cut: {_describe(exc)}",
-                              retryable=True) from exc
+            raise _abandoned(acc, f"{self.label}: stream cut: {_describe(exc)}") from exc
+        except StreamError as exc:  # a malformed event, or the format's own error event
+            exc.discarded_usage = exc.discarded_usage or acc.usage
+            raise
         if not parser.finished and acc.finish_reason is None:
-            raise StreamError(f"{self.label}: stream ended before its end marker", retryable=True)
+            raise _abandoned(acc, f"{self.label}: stream ended before its end marker")
         return acc.build()
 
 
@@ -285,6 +291,13 @@ class _Shown:
             self.listeners.on_reasoning(reasoning[len(old_reasoning):])
         if self.listeners.on_text and len(text) > len(old_text):
             self.listeners.on_text(text[len(old_text):])
+
+
+def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:
+    """A dead stream: retried, but what it used so far (at least one request) still counts."""
+    error = StreamError(message, retryable=True)
+    error.discarded_usage = acc.usage
+    return error
 
 
 def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import random
 import re
@@ -9,6 +10,9 @@ import time
 from dataclasses import dataclass
 
 import httpx
+
+from loopwright import messages
+from loopwright.wire.base import ModelRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -75,3 +79,18 @@ def demanded_pause(headers: httpx.Headers) -> float | None:
         if parsed is None:
             return None
         return max(0.0, parsed.timestamp() - time.time())
+
+
+EMPTY_REPLY_NUDGE = ("Your last reply was empty. Reply now: call one of the tools, or give your "
+                     "answer as text.")
+
+
+def with_empty_reply_nudge(request: ModelRequest) -> ModelRequest:
+    """The request to retry after an empty reply: the same one plus a short note, because at low
+    temperature the very same bytes get the very same empty reply. The note is not history."""
+    notes = list(request.messages)
+    if notes and notes[-1].role == "user":  # merged: some chat templates demand alternation
+        notes[-1] = messages.user(f"{notes[-1].content}\n\n{EMPTY_REPLY_NUDGE}")
+    else:
+        notes.append(messages.user(EMPTY_REPLY_NUDGE))
+    return dataclasses.replace(request, messages=notes)
