@@ -52,8 +52,9 @@ def fresh_ran() -> None:
 
 def make_agent(server: FakeModelServer, mode: str = "chat_completions", stream: bool = False,
                events: list[Event] | None = None, **kw: Any) -> Agent:
+    kw.setdefault("tools", [add])
     return Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k", api_mode=mode,
-                 stream=stream, retry=FAST, tools=[add],
+                 stream=stream, retry=FAST,
                  callbacks=[events.append] if events is not None else [], **kw)
 
 
@@ -320,3 +321,47 @@ async def test_an_abandoned_stream_still_counts_as_a_request(mode: str) -> None:
     assert result.usage.requests == 2
     if mode == "anthropic_messages":  # its message_start, sent before the cut, has the prompt
         assert result.usage.input_tokens == 200
+
+
+# --- (g) arguments that carry the schema instead of values ----------------------------------------
+
+SCHEMA_COPY = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+               "required": ["a", "b"]}
+FRAGMENTS = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+
+
+async def test_arguments_that_copy_the_schema_get_a_filled_in_example(mode: str) -> None:
+    # the 0.5B model sent its schema back as arguments seven times in a row
+    echoes = [SCHEMA_COPY, FRAGMENTS] * 3 + [SCHEMA_COPY]
+    script = [*(Reply(tool_calls=[call("add", e)]) for e in echoes),
+              Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply("5")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode).run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert ran == [(2, 3)]
+    results = tool_results_sent(server.model_requests[7])
+    assert len(results) == 7
+    assert all("repeat its schema" in r and 'for example: {"a": 1, "b": 1}' in r for r in results)
+    assert '"type", "properties", "required"' in results[0]
+    assert '"a.type", "b.type"' in results[1]
+
+
+async def test_values_written_inside_a_schema_copy_fill_the_example() -> None:
+    echo = {"type": "object", "properties": {"a": 2, "b": 3}, "required": ["a", "b"]}
+    with FakeModelServer([Reply(tool_calls=[call("add", echo)]), Reply("ok")]) as server:
+        await make_agent(server).run("What is 2+3?")
+    assert ran == []
+    assert 'for example: {"a": 2, "b": 3}' in tool_results_sent(server.model_requests[1])[0]
+
+
+async def test_a_tool_whose_parameter_is_named_type_is_not_an_echo() -> None:
+    @tool(read_only=True)
+    def describe(type: str, required: bool) -> str:
+        """Describe a kind of thing."""
+        return f"{type} {required}"
+
+    script = [Reply(tool_calls=[call("describe", {"type": "cat", "required": True})]),
+              Reply("ok")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, tools=[describe]).run("describe")
+    assert tool_results_sent(server.model_requests[1]) == ["cat True"]

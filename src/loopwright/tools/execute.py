@@ -29,6 +29,7 @@ from loopwright.tools.arguments import (
 )
 from loopwright.tools.base import Tool, ToolContext, render_result
 from loopwright.tools.registry import ToolRegistry
+from loopwright.tools.schema_echo import schema_echo_message
 
 
 @dataclass(kw_only=True)
@@ -147,6 +148,10 @@ class ToolExecutor:
                 f"Error: there is no tool named {call.name!r}. Tools you can call: {names}."))
         try:
             raw = parse_arguments(call.arguments).value
+            echo = schema_echo_message(call.name, raw, found.parameters)
+            if echo is not None:
+                return ToolOutcome(call=call, is_error=True, content=echo,
+                                   data={"bad_arguments": True, "schema_echo": True})
             arguments = found.validate(raw)
         except ArgumentsError as exc:
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
