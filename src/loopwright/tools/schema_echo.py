@@ -80,7 +80,8 @@ def _sample(name: str, prop: dict[str, Any], root: dict[str, Any]) -> Any:
         if key in prop:
             return prop[key]
     for key in ("anyOf", "oneOf"):
-        options = [o for o in prop.get(key) or [] if isinstance(o, dict) and o.get("type") != "null"]
+        options = [o for o in prop.get(key) or []
+                   if isinstance(o, dict) and o.get("type") != "null"]
         if options:
             return _sample(name, options[0], root)
     kind = prop.get("type")
