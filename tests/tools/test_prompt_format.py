@@ -193,14 +193,22 @@ async def test_deferred_tools_in_prompt_mode_are_listed_after_loading() -> None:
     assert "rain in Bergen" in body(server, 2)["messages"][-1]["content"]
 
 
-def test_markup_filter_holds_a_leading_json_reply_and_flushes_what_is_not_a_call() -> None:
+def test_markup_filter_releases_json_data_once_its_first_key_shows_it_is_no_call() -> None:
     sent: list[str] = []
     markup = MarkupFilter(sent.append)
-    for piece in ['{"res', 'ult": 1}']:
-        markup(piece)
-    assert sent == []
+    markup('{"res')  # no call object starts with a key "res…": shown at once
+    assert "".join(sent) == '{"res'
+    markup('ult": 1}')
     markup.finish('{"result": 1}')
     assert "".join(sent) == '{"result": 1}'
+
+    sent.clear()
+    markup = MarkupFilter(sent.append)
+    markup('{"na')  # may become "name": held
+    markup('me": "Alice", "age"')
+    assert sent == []
+    markup(': 31}')  # closed, and the parser says it is data: shown
+    assert "".join(sent) == '{"name": "Alice", "age": 31}'
 
     sent.clear()
     markup = MarkupFilter(sent.append)

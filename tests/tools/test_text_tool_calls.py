@@ -73,8 +73,7 @@ async def test_the_switch_turns_text_calls_off() -> None:
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("text", [
     'The record is {"name": "Alice", "age": 31}.',
-    '{"name": "delete_all", "arguments": {}}',
-    '<tool_call>{"name": "delete_all", "arguments": {}}</tool_call>',
+    'The API takes {"name": "delete_all", "arguments": {}} as its body.',
     "<tool_call>not json</tool_call>",
     "[1, 2, 3] are the first numbers.",
     '```json\n{"city": "Paris"}\n```',

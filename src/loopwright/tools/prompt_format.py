@@ -17,16 +17,21 @@ well-formed calls to known tools is executed as if the calls were native.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright.messages import Message, ModelResponse, ToolCall, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import example_arguments
-from loopwright.tools.prompt_calls import FORMAT_HINT, MalformedCall, parse_tool_calls
+from loopwright.tools.text_calls import (
+    FORMAT_HINT,
+    MalformedCall,
+    MarkupFilter,
+    coerce_arguments,
+    parse_tool_calls,
+)
 from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
 
@@ -152,134 +157,13 @@ def _assistant_as_text(sources: tuple[Message, ...]) -> Message:
     return Message(role="assistant", content=content, reasoning=msg.reasoning)
 
 
-# --- streaming: keep call markup out of text deltas -----------------------------------------------
-
-_OPENERS = ("<tool_call>", "<|tool_call|>", "<function=", "[TOOL_CALLS]", "<|python_tag|>",
-            "<|python_start|>")
-_CLOSERS = {"<tool_call>": "</tool_call>", "<|tool_call|>": "<|/tool_call|>",
-            "<function=": "</function>"}  # the others run to the end of the reply
-_LONGEST_OPENER = max(len(o) for o in _OPENERS)
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
-
-
-class MarkupFilter:
-    """Wraps a text-delta listener and holds back call markup, including markers split across
-    deltas. A reply that starts like a bare call (`{`, `[`, a JSON fence, `name(`) is held whole.
-    `finish()` emits whatever of the final visible text was not sent yet."""
-
-    def __init__(self, listener: DeltaListener) -> None:
-        self.listener = listener
-        self.buffer = ""
-        self.mode: Literal["lead", "text", "markup", "hold", "done"] = "lead"
-        self.close: str | None = None
-        self.emitted: list[str] = []
-
-    def __call__(self, delta: str) -> None:
-        self.buffer += delta
-        while self.buffer:
-            if self.mode == "lead" and not self._decide_lead():
-                return
-            if self.mode in ("hold", "done"):
-                return
-            if self.mode == "markup" and not self._skip_markup():
-                return
-            if self.mode == "text" and not self._emit_text():
-                return
-
-    def finish(self, visible: str) -> None:
-        """The reply is complete and `visible` is its text without markup: send the rest."""
-        mode, self.mode = self.mode, "done"
-        if mode == "done":
-            return
-        held = self.buffer.strip()
-        if mode == "text":  # everything but a possible partial marker was sent
-            if held and visible.rstrip().endswith(held):
-                self._emit(self.buffer)
-            return
-        sent = "".join(self.emitted)  # lead / hold: nothing sent; markup: maybe not a call
-        if visible.startswith(sent):
-            rest = visible[len(sent):]
-        else:
-            k = _common_prefix(sent, visible)
-            rest = visible[k:] if not sent[k:].strip() else ""
-        self._emit(rest)
-
-    def _emit(self, text: str) -> None:
-        if text:
-            self.emitted.append(text)
-            self.listener(text)
-
-    def _decide_lead(self) -> bool:
-        head = self.buffer.lstrip()
-        if not head:
-            return False
-        if head[0] in "{[":
-            self.mode = "hold"
-        elif head.startswith("```"):
-            if "\n" not in head or not head.split("\n", 1)[1].strip():
-                return False
-            self.mode = "hold" if head.split("\n", 1)[1].lstrip()[0] in "{[" else "text"
-        elif "```".startswith(head):
-            return False
-        else:
-            word = _IDENTIFIER.match(head)
-            if word and word.end() == len(head):
-                return False  # "get_weather" may go on with "(": wait for the next character
-            self.mode = "hold" if word and head[word.end()] == "(" else "text"
-        return True
-
-    def _emit_text(self) -> bool:
-        hits = [(i, o) for o in _OPENERS if (i := self.buffer.find(o)) >= 0]
-        if hits:
-            index, opener = min(hits)
-            self._emit(self.buffer[:index])
-            self.buffer = self.buffer[index + len(opener):]
-            self.mode, self.close = "markup", _CLOSERS.get(opener)
-            return True
-        keep = _partial_opener_length(self.buffer)
-        self._emit(self.buffer[:len(self.buffer) - keep])
-        self.buffer = self.buffer[len(self.buffer) - keep:]
-        return False
-
-    def _skip_markup(self) -> bool:
-        if self.close is None:
-            self.buffer = ""
-            return False
-        index = self.buffer.find(self.close)
-        if index < 0:
-            self.buffer = self.buffer[-(len(self.close) - 1):]
-            return False
-        self.buffer = self.buffer[index + len(self.close):]
-        self.mode = "text"
-        return True
-
-
-def _partial_opener_length(text: str) -> int:
-    """Length of the longest end of `text` that could be the start of a marker."""
-    tail = text[-(_LONGEST_OPENER - 1):]
-    if "<" not in tail and "[" not in tail:  # the common case, per streamed token
-        return 0
-    for length in range(min(len(text), _LONGEST_OPENER - 1), 0, -1):
-        tail = text[-length:]
-        if any(o.startswith(tail) for o in _OPENERS):
-            return length
-    return 0
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 # --- the plugin ---------------------------------------------------------------------------------
 
 
 @dataclass
 class _RunTextState:
     filter: MarkupFilter | None = None
+    visible: str | None = None  # the reply's text without call markup, once read
     malformed: list[MalformedCall] = field(default_factory=list)
     pending_note: str | None = None
     corrections: int = 0
@@ -293,9 +177,11 @@ class ToolTextPlugin(LoopPlugin):
     calls to known tools count; anything else stays text)."""
 
     def __init__(self, *, mode: Literal["prompt", "native"],
-                 known_names: Callable[[], Collection[str]]) -> None:
+                 known_names: Callable[[], Collection[str]],
+                 schema_of: Callable[[str], dict[str, Any] | None] | None = None) -> None:
         self.mode = mode
         self.known_names = known_names
+        self.schema_of = schema_of
         self._key = f"_tool_text_{id(self)}"
 
     def _state(self, run: RunState) -> _RunTextState:
@@ -317,17 +203,23 @@ class ToolTextPlugin(LoopPlugin):
 
     def text_filter(self, run: RunState, listener: DeltaListener) -> DeltaListener:
         state = self._state(run)
-        state.filter = MarkupFilter(listener)
+        state.filter = MarkupFilter(listener, is_call=self._is_call, known=self.known_names)
         return state.filter
+
+    def _is_call(self, region: str) -> bool:
+        found = parse_tool_calls(region, self.known_names(), trust_markup=self.mode == "prompt")
+        return bool(found.calls or (found.malformed and self.mode == "prompt"))
 
     async def after_model(self, run: RunState, response: ModelResponse) -> None:
         state = self._state(run)
         state.malformed = []
+        state.visible = None
         message = response.message
         if not message.tool_calls and message.content:
             self._read_calls(run, state, response)
         if state.filter is not None:
-            state.filter.finish(response.message.content)
+            shown = response.message.content if state.visible is None else state.visible
+            state.filter.finish(shown)
             state.filter = None
 
     def _read_calls(self, run: RunState, state: _RunTextState, response: ModelResponse) -> None:
@@ -335,17 +227,24 @@ class ToolTextPlugin(LoopPlugin):
         found = parse_tool_calls(message.content, self.known_names(),
                                  trust_markup=self.mode == "prompt")
         state.malformed = found.malformed
+        state.visible = found.text
         if not found.calls and not found.malformed:
+            if found.reasoning or "<|message|>" in message.content:  # harmony answer, no call
+                response.message = Message(
+                    role="assistant", content=found.text, provider_data=message.provider_data,
+                    reasoning="\n\n".join(r for r in (message.reasoning, found.reasoning) if r)
+                    or None)
             return
-        calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:20]}", name=c.name, arguments=c.arguments)
+        calls = [ToolCall(id=f"call_{uuid.uuid4().hex[:20]}", name=c.name,
+                          arguments=self._typed_arguments(c.name, c.arguments, c.style))
                  for c in found.calls]
         correcting = not calls and state.corrections < MAX_FORMAT_CORRECTIONS
         # a reply of unreadable markup only keeps its text: the correction refers to it, and an
         # empty assistant message is invalid for some providers
         content = message.content if not calls and (correcting or not found.text) else found.text
+        reasoning = "\n\n".join(r for r in (message.reasoning, found.reasoning) if r) or None
         response.message = Message(role="assistant", content=content, tool_calls=calls,
-                                   reasoning=message.reasoning,
-                                   provider_data=message.provider_data)
+                                   reasoning=reasoning, provider_data=message.provider_data)
         if calls:
             state.corrections = 0
             if response.finish_reason != "length":
@@ -354,6 +253,18 @@ class ToolTextPlugin(LoopPlugin):
                 state.pending_note = format_correction(found.malformed)
             run.status("text_tool_calls", f"read {len(calls)} tool call(s) from the reply text",
                        {"count": len(calls), "styles": sorted({c.style for c in found.calls})})
+
+    def _typed_arguments(self, name: str, arguments: str, style: str) -> str:
+        """XML-style values are text as written; give them the types of the tool's schema."""
+        if style != "xml" or self.schema_of is None:
+            return arguments
+        try:
+            values = json.loads(arguments)
+        except ValueError:
+            return arguments
+        if not isinstance(values, dict):
+            return arguments
+        return json.dumps(coerce_arguments(values, self.schema_of(name)), ensure_ascii=False)
 
     async def on_answer(self, run: RunState, answer: str) -> str | None:
         state = self._state(run)
@@ -414,5 +325,11 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
                                       has_tools=lambda: len(catalogue.registry) > 0))
     if fmt == "prompt" or settings.text_tool_calls:
         plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
-                                      known_names=catalogue.callable_names))
+                                      known_names=catalogue.callable_names,
+                                      schema_of=lambda name: _schema(catalogue, name)))
     return plugins
+
+
+def _schema(catalogue: RunCatalogue, name: str) -> dict[str, Any] | None:
+    found = catalogue.resolve(name)
+    return found.parameters if found is not None else None

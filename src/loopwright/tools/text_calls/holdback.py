@@ -1,0 +1,194 @@
+"""Streaming holdback: text deltas reach the user only once they surely are not part of a call.
+
+Whatever may start a call (a marker of any family, a `{`, `[`, a fence, a known tool's name at
+the start of a line) is held until it resolves: text that cannot become a call is released at
+once; a region with a known end (a closing tag, a balanced object, a closing fence) is checked
+with the real parser when it ends, then dropped (a call) or shown (not one); markers without a
+closing tag hold the rest of the reply. `finish()` shows what of the final visible text was not
+sent yet, so nothing is lost and nothing that the parser took as a call is ever shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Literal
+
+from loopwright.tools.arguments import balanced_end
+from loopwright.tools.text_calls.registry import (
+    LONGEST_MARKER,
+    MARKERS,
+    could_be_call_prefix,
+    parse_tool_calls,
+)
+
+DeltaListener = Callable[[str], None]
+Verdict = Literal["wait", "text", "call", "rest"]
+_TRIGGERS = frozenset("}])`>|｜\n")
+_SHORT = 64  # held text shorter than this is re-checked on every delta
+
+
+def _default_is_call(region: str) -> bool:
+    found = parse_tool_calls(region)
+    return bool(found.calls or found.malformed)
+
+
+class MarkupFilter:
+    """Wraps a text-delta listener and holds back anything that may be a call."""
+
+    def __init__(self, listener: DeltaListener, *,
+                 is_call: Callable[[str], bool] | None = None,
+                 known: Callable[[], Collection[str]] | None = None) -> None:
+        self.listener = listener
+        self.is_call = is_call or _default_is_call
+        self.known = known
+        self.buffer = ""
+        self.emitted: list[str] = []
+        self.line = ""  # what was shown since the last newline: a call may need a line to itself
+        self.holding_rest = False
+        self.done = False
+        self._waited_at = -1
+
+    def __call__(self, delta: str) -> None:
+        if self.done:
+            return
+        self.buffer += delta
+        if self.holding_rest:
+            return
+        if self._waited_at >= 0 and len(self.buffer) > _SHORT:
+            # a long held region can only end at a closing character: skip the re-check
+            fresh = self.buffer[max(0, self._waited_at - 1):]
+            if not any(ch in _TRIGGERS for ch in fresh):
+                self._waited_at = len(self.buffer)
+                return
+        self._pump()
+
+    def finish(self, visible: str) -> None:
+        """The reply is complete and `visible` is its text without markup: send the rest."""
+        if self.done:
+            return
+        self.done = True
+        self._emit(_unsent_part(visible, "".join(self.emitted)))
+
+    # -- internals --
+
+    def _pump(self) -> None:
+        self._waited_at = -1
+        known = self._known()
+        while self.buffer and not self.holding_rest:
+            start = self._candidate(known)
+            if start is None:
+                keep = self._undecided_tail(known)
+                self._emit(self.buffer[:len(self.buffer) - keep])
+                self.buffer = self.buffer[len(self.buffer) - keep:]
+                return
+            self._emit(self.buffer[:start])
+            self.buffer = self.buffer[start:]
+            verdict, length = self._resolve(known)
+            if verdict == "wait":
+                self._waited_at = len(self.buffer)
+                return
+            if verdict == "rest":
+                self.holding_rest = True
+                return
+            if verdict == "text":
+                self._emit(self.buffer[:length])
+            else:
+                self.line = ""
+            self.buffer = self.buffer[length:]
+
+    def _known(self) -> Collection[str] | None:
+        return self.known() if self.known is not None else None
+
+    def _candidate(self, known: Collection[str] | None) -> int | None:
+        buffer = self.buffer
+        hits = [i for m in MARKERS if (i := buffer.find(m)) >= 0]
+        hits += [i for ch in "{[`" if (i := buffer.find(ch)) >= 0]
+        if known:
+            hits += [i for i in _line_starts(buffer, self.line) if i < len(buffer)
+                     and (buffer[i].isalpha() or buffer[i] == "_")
+                     and could_be_call_prefix(buffer[i:], known)]
+        return min(hits) if hits else None
+
+    def _undecided_tail(self, known: Collection[str] | None) -> int:
+        """Length of the end of the buffer that may still become a marker or a known name."""
+        buffer = self.buffer
+        for length in range(min(len(buffer), LONGEST_MARKER - 1), 0, -1):
+            tail = buffer[-length:]
+            if any(m.startswith(tail) for m in MARKERS):
+                return length
+        return 0
+
+    def _resolve(self, known: Collection[str] | None) -> tuple[Verdict, int]:
+        buffer = self.buffer
+        if not could_be_call_prefix(buffer, known):
+            return "text", 1
+        marker = next((m for m in MARKERS if buffer.startswith(m)), None)
+        if marker is None and any(m.startswith(buffer) for m in MARKERS):
+            return "wait", 0
+        end = _region_end(buffer, marker)
+        if marker is not None and MARKERS[marker] is None:
+            return "rest", 0
+        if end is None:
+            return "wait", 0
+        return ("call" if self.is_call(self.line + buffer[:end]) else "text"), end
+
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        self.emitted.append(text)
+        newline = text.rfind("\n")
+        self.line = text[newline + 1:] if newline >= 0 else self.line + text
+        self.listener(text)
+
+
+def _line_starts(buffer: str, line: str) -> list[int]:
+    starts = [0] if not line.strip() else []
+    index = buffer.find("\n")
+    while index >= 0:
+        starts.append(index + 1)
+        index = buffer.find("\n", index + 1)
+    return [_skip_blanks(buffer, s) for s in starts]
+
+
+def _skip_blanks(text: str, index: int) -> int:
+    while index < len(text) and text[index] in " \t":
+        index += 1
+    return index
+
+
+def _region_end(buffer: str, marker: str | None) -> int | None:
+    """Where the region starting at the buffer's head ends; None while it has not ended yet."""
+    if marker is not None:
+        closer = MARKERS[marker]
+        if closer is None:
+            return None
+        index = buffer.find(closer, len(marker))
+        return None if index < 0 else index + len(closer)
+    if buffer.startswith("```"):
+        newline = buffer.find("\n")
+        if newline < 0:
+            return None
+        index = buffer.find("```", newline)
+        return None if index < 0 else index + 3
+    if buffer[0] in "{[":
+        return balanced_end(buffer, 0)
+    paren = buffer.find("(")
+    if paren < 0:
+        return None
+    return balanced_end(buffer, paren)
+
+
+def _unsent_part(visible: str, sent: str) -> str:
+    """The part of `visible` after what `sent` already showed, comparing without whitespace
+    (markup removal and tidying change blank lines); nothing if they diverge."""
+    j = 0
+    for ch in sent:
+        if ch.isspace():
+            continue
+        while j < len(visible) and visible[j].isspace():
+            j += 1
+        if j >= len(visible) or visible[j] != ch:
+            return ""
+        j += 1
+    rest = visible[j:]
+    return rest.lstrip() if sent[-1:].isspace() or not sent else rest

@@ -1,0 +1,143 @@
+"""The families in the order they are tried, and what the streaming holdback needs to know about
+them: where a call may start and whether some text could still become one."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+
+from loopwright.tools.text_calls import harmony, special_tokens
+from loopwright.tools.text_calls.bare_json import extract_json
+from loopwright.tools.text_calls.mistral import MARKER as MISTRAL_MARKER
+from loopwright.tools.text_calls.mistral import extract_mistral
+from loopwright.tools.text_calls.model import Names, TextCalls
+from loopwright.tools.text_calls.objects import CALL_KEYS, tidy
+from loopwright.tools.text_calls.pythonic import extract_pythonic
+from loopwright.tools.text_calls.tags import extract_tags
+
+_SPECIAL_TOKENS = re.compile(r"<\|(?:python_tag|python_start|python_end|eom_id|eot_id)\|>")
+
+Stage = Callable[[str, Names, TextCalls], str]
+# (needed in the text, stage): explicit markup first, so bare JSON only sees what is left
+_STAGES: tuple[tuple[str, Stage], ...] = (
+    ("<|message|>", harmony.extract_harmony),
+    ("<｜tool▁call", special_tokens.extract_deepseek),
+    ("<|tool_call", special_tokens.extract_kimi),
+    ("<", extract_tags),
+    (MISTRAL_MARKER, extract_mistral),
+)
+
+
+def parse_tool_calls(text: str, known_names: Collection[str] | None = None, *,
+                     trust_markup: bool = True) -> TextCalls:
+    """Find the tool calls written in `text`.
+
+    `known_names`: the callable tools (None accepts any name). Explicit markup may name any
+    tool (the executor then answers with the real names); bare JSON needs a known name unless it
+    stands on its own with exactly a call's shape; pythonic calls always need a known name. With
+    `trust_markup=False` (native-mode fallback) unreadable markup is left as text instead of being
+    reported to the model.
+    """
+    names = Names(known_names, trust_markup)
+    found = TextCalls()
+    rest = text
+    for needle, stage in _STAGES:
+        if needle in rest:
+            rest = stage(rest, names, found)
+    if "<|" in rest:
+        rest = _SPECIAL_TOKENS.sub("\n", rest)
+    if names.known is not None and "(" in rest:
+        rest = extract_pythonic(rest, names, found)
+    if "{" in rest:
+        rest = extract_json(rest, names, found)
+    changed = found.calls or found.malformed or found.reasoning or "<|message|>" in text
+    found.text = tidy(rest) if changed else text
+    return found
+
+
+# --- for streaming: where calls start and how they end -----------------------------------------
+
+# markers that open a region, and what closes it (None: the region runs to the end of the reply)
+MARKERS: dict[str, str | None] = {
+    "<tool_call>": "</tool_call>",
+    "<|tool_call|>": None,
+    "<tool_response>": "</tool_response>",
+    "<function=": "</function>",
+    MISTRAL_MARKER: None,
+    "<|python_tag|>": None,
+    "<|python_start|>": None,
+    special_tokens.DS_OPEN: special_tokens.DS_CLOSE,
+    special_tokens.DS_CALL_OPEN: special_tokens.DS_CALL_CLOSE,
+    special_tokens.KIMI_OPEN: special_tokens.KIMI_CLOSE,
+    special_tokens.KIMI_CALL_OPEN: special_tokens.KIMI_CALL_CLOSE,
+    **{m: None for m in harmony.MARKERS},
+}
+LONGEST_MARKER = max(len(m) for m in MARKERS)
+_FENCE_HEAD = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*(\n|$)")
+_FENCE_LANGS = frozenset({"", "json", "JSON", "tool_call", "tool_code", "javascript"})
+_KEY_START = re.compile(r"""\{\s*(?:["']([\w]*)(["']?)|([A-Za-z_]\w*))?""", re.S)
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def could_be_call_prefix(text: str, known: Collection[str] | None = None) -> bool:
+    """Could `text`, which starts where a call might start, still turn out to be call markup or
+    call JSON once more text arrives (or already be one)? False means it is surely ordinary text,
+    so a stream may show it now."""
+    if not text:
+        return True
+    for marker in MARKERS:
+        if text.startswith(marker) or marker.startswith(text):
+            return True
+    first = text[0]
+    if first == "{":
+        return _object_could_be_call(text)
+    if first == "[":
+        rest = text[1:].lstrip()
+        if not rest:
+            return True
+        if rest[0] == "{":
+            return _object_could_be_call(rest)
+        return _could_be_pythonic(rest, known)
+    if text.startswith("`"):
+        return _fence_could_be_call(text, known)
+    return _could_be_pythonic(text, known)
+
+
+def _object_could_be_call(text: str) -> bool:
+    match = _KEY_START.match(text)
+    if match is None:
+        return False
+    if match.end() == len(text):  # the first key is still arriving
+        key = match.group(1) if match.group(1) is not None else match.group(3) or ""
+        return any(k.startswith(key) for k in CALL_KEYS)
+    key = match.group(1) if match.group(1) is not None else match.group(3)
+    return key is not None and key in CALL_KEYS
+
+
+def _fence_could_be_call(text: str, known: Collection[str] | None) -> bool:
+    if "```".startswith(text):
+        return True
+    if not text.startswith("```"):
+        return False
+    head = _FENCE_HEAD.match(text)
+    if head is None:
+        return False
+    if not head.group(2):  # the language is still arriving
+        lang = head.group(1)
+        return any(s.startswith(lang) for s in _FENCE_LANGS)
+    if head.group(1) not in _FENCE_LANGS:
+        return False
+    body = text[head.end():].lstrip()
+    return not body or could_be_call_prefix(body, known)
+
+
+def _could_be_pythonic(text: str, known: Collection[str] | None) -> bool:
+    if known is None:
+        return False
+    word = _IDENTIFIER.match(text)
+    if word is None:
+        return False
+    name = word.group(0)
+    if word.end() == len(text):
+        return any(k.startswith(name) for k in known)
+    return name in known and text[word.end():].lstrip()[:1] in ("(", "")
