@@ -1,10 +1,16 @@
-"""Keep every test away from the real home: data, cache and config go to a temp dir."""
+"""Keep every test away from the real home: data, cache and config go to a temp dir.
+
+Helpers that tests import live in `shared_helpers.py` (`from shared_helpers import …`): a test
+module cannot reliably `import conftest`, since pytest replaces that module with each
+directory's own conftest.py (tests/mcp, tests/wire) as it collects them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from shared_helpers import require_component
 
 
 @pytest.fixture(autouse=True)
@@ -22,16 +28,4 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
-def require_component(available: bool, why: str) -> None:
-    """Skip a test whose real component (bwrap, PostgreSQL, Chromium, model weights…) is absent.
-
-    Locally the skip names what is missing and how to get it; on CI (``CI=true``) the component is
-    installed by ``.ci/run``, so its absence is a failure, never a silent skip.
-    """
-    if available:
-        return
-    import os
-
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(f"required on CI but missing: {why}")
-    pytest.skip(why)
+__all__ = ["isolated_home", "require_component"]

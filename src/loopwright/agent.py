@@ -35,6 +35,12 @@ from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
+from loopwright.sandbox import (
+    SANDBOX_SERVICE,
+    policy_from_settings,
+    sandbox_availability,
+    sandbox_note,
+)
 from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import Tool
 from loopwright.tools.catalogue import RunCatalogue
@@ -130,6 +136,8 @@ class Agent:
         self.clarify = clarify
         self.hooks = Hooks.from_config(self.settings.hooks)  # bad hooks / policy fail here
         self.policy = Policy.from_config(self.settings.policy)
+        self.sandbox = policy_from_settings(self.settings)  # a bad mode fails here
+        self._sandbox_note: str | None = None  # told to the model when a tool runs commands
         self._approvals = ApprovalCache(ttl=self.settings.approval_ttl)
         if self.hooks.on_event:
             self.callbacks.append(EventHooks(self.hooks, self.settings.workdir))
@@ -196,6 +204,7 @@ class Agent:
                 callback(event)
 
         session_id = self.settings.session_id or uuid.uuid4().hex
+        await self._prepare_sandbox_note()
         settings = self._loop_settings(chain, session_id)
         recorder = self.state_services.recorder(session_id, model=chain.model)
         if recorder is not None:  # persist, and resume a stored session given no history
@@ -263,10 +272,19 @@ class Agent:
             await self.aclose()
             await close_shared_client()
 
+    async def _prepare_sandbox_note(self) -> None:
+        """Probe the sandbox once per agent, if any tool starts processes (tag "shell")."""
+        if self._sandbox_note is None:
+            starts_processes = any("shell" in tool.tags for tool in self.registry)
+            available = (await sandbox_availability(self.sandbox)).available
+            self._sandbox_note = (sandbox_note(self.sandbox, available=available)
+                                  if starts_processes else "")
+
     def _system_prompt(self) -> str:
         s = self.settings
         return build_system_prompt(user_prompt=s.system_prompt,
                                    has_tools=len(self.registry) > 0,
+                                   static_notes=[self._sandbox_note or ""],
                                    workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
@@ -304,7 +322,7 @@ class Agent:
             approve=safety.approver,
             tool_specs=self._tool_specs,
             services={"agent": self, "tool_catalogue": catalogue, **safety.services,
-                      **context.services},
+                      **context.services, SANDBOX_SERVICE: self.sandbox},
         )
 
     def _tool_specs(self, run: RunState) -> list[ToolSpec]:

@@ -58,6 +58,10 @@ class Settings:
     approve_all: bool = False
     approval_ttl: float = 3600.0  # seconds an "always" / "never" approval answer is kept
     allowed_roots: list[str] = field(default_factory=list)  # extra roots for the file tools
+    sandbox_mode: str = "workspace-write"  # read-only | workspace-write | full-access
+    sandbox_network: bool = False  # commands may use the network
+    env_passthrough: list[str] = field(default_factory=list)  # secret-looking vars to keep
+    sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: Any = None
     mcp_servers: dict[str, Any] = field(default_factory=dict)

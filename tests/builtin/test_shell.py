@@ -14,7 +14,9 @@ from loopwright import Agent, Tool, ToolContext, ToolError
 from loopwright.builtin import bash, default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
+from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import live_processes, wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -25,39 +27,10 @@ async def call_tool(tool: Tool, ctx: ToolContext, **arguments: Any) -> str:
     return result
 
 
-def live_group_members(pgid: int) -> list[int]:
-    """Processes of group `pgid` that are still alive (zombies awaiting a reaper do not count)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
-
-
-async def group_is_gone(pgid: int) -> bool:
-    """Whether every process of the group is dead. SIGKILL is delivered asynchronously, so give
-    the kernel a moment (a guard, not a timing assert)."""
-    for _ in range(500):
-        if not live_group_members(pgid):
-            return True
-        await asyncio.sleep(0.01)
-    return False
-
-
-async def wait_for_file(path: Path) -> str:
-    async def poll() -> str:
-        while not path.exists() or not path.read_text().strip():
-            await asyncio.sleep(0.01)
-        return path.read_text().strip()
-
-    return await asyncio.wait_for(poll(), 20)  # a guard against hanging, not a timing assert
+def full_access(tmp_path: Path) -> ToolContext:
+    """A context without a sandbox, for the process-group mechanics of a plain launch."""
+    return ToolContext(workdir=tmp_path,
+                       services={SANDBOX_SERVICE: SandboxPolicy(mode="full-access")})
 
 
 async def test_output_and_exit_code(tmp_path: Path) -> None:
@@ -84,36 +57,50 @@ async def test_huge_output_keeps_head_and_tail(tmp_path: Path) -> None:
 
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    command = "echo $$ > pgid; sleep 30 & sleep 30; echo never"
+    command = "sleep 300.1101 & sleep 300.1102; echo never"
     with pytest.raises(ToolError, match=r"timed out after 0\.5s") as info:
         await call_tool(bash, ToolContext(workdir=tmp_path), command=command, timeout=0.5)
     assert "never" not in str(info.value)
-    assert await group_is_gone(int((tmp_path / "pgid").read_text()))
+    await wait_until(lambda: not live_processes("sleep 300.110"), "every sleep is killed")
 
 
 async def test_cancelling_the_task_kills_the_process_group(tmp_path: Path) -> None:
     ctx = ToolContext(workdir=tmp_path)
-    task = asyncio.ensure_future(call_tool(bash, ctx, command="echo $$ > pgid; sleep 30"))
-    pgid = int(await wait_for_file(tmp_path / "pgid"))
-    assert live_group_members(pgid)
+    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1201 & sleep 300.1202"))
+    await wait_until(lambda: len(live_processes("sleep 300.120")) >= 2, "the sleeps run")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await group_is_gone(pgid)
+    await wait_until(lambda: not live_processes("sleep 300.120"), "every sleep is killed")
 
 
 async def test_the_run_cancelled_event_kills_the_process_group(tmp_path: Path) -> None:
     ctx = ToolContext(workdir=tmp_path)
-    task = asyncio.ensure_future(call_tool(bash, ctx, command="echo $$ > pgid; sleep 30"))
-    pgid = int(await wait_for_file(tmp_path / "pgid"))
+    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1301 & sleep 300.1302"))
+    await wait_until(lambda: len(live_processes("sleep 300.130")) >= 2, "the sleeps run")
     ctx.cancelled.set()
     with pytest.raises(ToolError, match="cancelled"):
         await task
-    assert await group_is_gone(pgid)
+    await wait_until(lambda: not live_processes("sleep 300.130"), "every sleep is killed")
 
 
-async def test_background_children_holding_the_output_do_not_block(tmp_path: Path) -> None:
-    text = await call_tool(bash, ToolContext(workdir=tmp_path),
+async def test_unsandboxed_timeout_and_cancel_kill_the_process_group(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="timed out"):
+        await call_tool(bash, full_access(tmp_path), command="sleep 300.1401 & sleep 300.1402",
+                        timeout=0.5)
+    await wait_until(lambda: not live_processes("sleep 300.140"), "every sleep is killed")
+    ctx = full_access(tmp_path)
+    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1403 & sleep 300.1404"))
+    await wait_until(lambda: len(live_processes("sleep 300.140")) >= 2, "the sleeps run")
+    ctx.cancelled.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        await task
+    await wait_until(lambda: not live_processes("sleep 300.140"), "every sleep is killed")
+
+
+async def test_unsandboxed_background_children_holding_the_output_do_not_block(
+        tmp_path: Path) -> None:
+    text = await call_tool(bash, full_access(tmp_path),
                            command="sleep 30 & echo $! > child; echo started")
     child = int((tmp_path / "child").read_text())
     try:
@@ -125,18 +112,17 @@ async def test_background_children_holding_the_output_do_not_block(tmp_path: Pat
 
 async def test_agent_cancel_mid_command_kills_it_and_ends_the_run(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [Reply(tool_calls=[call("bash", {"command": "echo $$ > pgid; sleep 30"})]),
+    script = [Reply(tool_calls=[call("bash", {"command": "sleep 300.1501"})]),
               Reply(text="unreachable")]
     with FakeModelServer(replies=script) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
                       tools=default_tools(), workdir=str(tmp_path), callbacks=[events.append])
         handle = await agent.start("run it")
-        pgid = int(await wait_for_file(tmp_path / "pgid"))
-        assert live_group_members(pgid)
+        await wait_until(lambda: bool(live_processes("sleep 300.1501")), "the sleep runs")
         assert agent.cancel()
         result = await asyncio.wait_for(handle.task, 20)
     assert result.stop_reason == "cancelled"
-    assert await group_is_gone(pgid)
+    await wait_until(lambda: not live_processes("sleep 300.1501"), "the sleep is killed")
     assert events[-1].type == "cancelled"
     last = result.messages[-1]
     assert last.role == "tool" and "cancelled" in last.content

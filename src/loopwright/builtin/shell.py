@@ -1,9 +1,16 @@
 """`bash`: run a shell command in the working directory, bounded in time and output.
 
-The command runs in its own session (`start_new_session=True`), so that on a timeout, a cancel
-(`Agent.cancel()` cancels the tool's task) or `ctx.cancelled` the whole process group is killed,
-children included. Output (stdout and stderr interleaved) is kept as a head and a tail of bounded
-size while it streams, so a command printing gigabytes costs no memory.
+The command runs in the run's OS sandbox (`loopwright.sandbox`; the policy is the
+`SANDBOX_SERVICE` of the context, else the default: workspace-write, no network) with a scrubbed
+environment. Where the sandbox cannot be made, it fails closed: any command that could change
+something needs the user's approval.
+
+The command (bubblewrap included) runs in its own session (`start_new_session=True`), so that on
+a timeout, a cancel (`Agent.cancel()` cancels the tool's task) or `ctx.cancelled` the whole
+process group is killed, children included (in the sandbox, bubblewrap's PID namespace and
+`--die-with-parent` take every process down with it). Output (stdout and stderr interleaved)
+is kept as a head and a tail of bounded size while it streams, so a command printing gigabytes
+costs no memory.
 """
 
 from __future__ import annotations
@@ -13,12 +20,20 @@ import contextlib
 import os
 import signal
 from collections import deque
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
-from loopwright.builtin.workspace import display_path, resolve_path
+from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
+from loopwright.sandbox import (
+    SANDBOX_SERVICE,
+    Launch,
+    SandboxPolicy,
+    is_plainly_read_only,
+    prepare_launch,
+)
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0
@@ -83,13 +98,13 @@ async def bash(
     directory = resolve_path(ctx, cwd)
     if not directory.is_dir():
         raise ToolError(f"{display_path(ctx, directory)} is not a directory.")
-    env = {**os.environ, "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+    launch = await _launch(ctx, command, directory)
     # Our own pipe rather than asyncio's PIPE: `Process.wait()` would otherwise wait for the
     # pipe to close, which a background child (`server &`) may never do.
     read_fd, write_fd = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", command, cwd=directory, env=env,
+            *launch.argv, cwd=directory, env=launch.env,
             stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
             start_new_session=True)
     except BaseException:
@@ -119,6 +134,23 @@ async def bash(
     note = "" if outcome == "exited" else (
         "\n[background processes still hold the output open; later output is not shown]")
     return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"
+
+
+async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:
+    """What to start; without a sandbox, approval for anything not plainly read-only."""
+    policy = ctx.services.get(SANDBOX_SERVICE)
+    if not isinstance(policy, SandboxPolicy):
+        policy = SandboxPolicy()
+    launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
+                                  roots=workspace_roots(ctx))
+    if launch.sandboxed or not launch.problem or is_plainly_read_only(command):
+        return launch
+    if await ctx.approve("bash: run without a sandbox", f"{command}\n(no sandbox: "
+                         f"{launch.problem})"):
+        return launch
+    raise ToolError(
+        f"no sandbox is available ({launch.problem}), so this command needs the user's approval, "
+        "which was not given. Use the file tools, or ask the user to run it.")
 
 
 async def _pump(fd: int, output: BoundedOutput) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from loopwright.agent import Agent
 from loopwright.cli.interrupt import interruptible_run
 from loopwright.cli.render import TerminalRenderer, describe_stop
+from loopwright.cli.sandbox import agent_sandbox_notice
 from loopwright.endpoints.base import close_shared_client
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.messages import Message
@@ -43,6 +44,9 @@ class ChatRepl:
                 import readline  # noqa: F401  (line editing and history for input())
         self._renderer.note(f"loopwright chat · {HELP}")
         with asyncio.Runner() as runner:
+            notice = runner.run(agent_sandbox_notice(self._agent))
+            if notice:  # whole, not cut to a note's width
+                print(f"loopwright: {notice}", file=sys.stderr, flush=True)
             try:
                 return self._read_eval_print(runner)
             finally:

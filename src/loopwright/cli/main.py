@@ -64,6 +64,14 @@ class ApiMode(StrEnum):
     anthropic_messages = "anthropic_messages"
 
 
+class SandboxChoice(StrEnum):
+    """Where commands may write: nowhere, the workspace, or anywhere (no sandbox)."""
+
+    read_only = "read-only"
+    workspace_write = "workspace-write"
+    full_access = "full-access"
+
+
 class ToolCallFormat(StrEnum):
     """How tool calls travel: the API's native field, or `<tool_call>` blocks in text."""
 
@@ -95,6 +103,9 @@ ReadOnlyOpt = Annotated[bool, typer.Option(
     "--read-only", help="Offer only built-in tools that change nothing.")]
 YesOpt = Annotated[bool, typer.Option(
     "--yes", "-y", help="Approve every tool call that would ask for approval.")]
+SandboxOpt = Annotated[SandboxChoice | None, typer.Option(
+    "--sandbox", help="Command sandbox: read-only, workspace-write (default) or full-access "
+    "(no sandbox).")]
 ResumeOpt = Annotated[str | None, typer.Option("--resume", help="Continue session ID.")]
 ContinueOpt = Annotated[bool, typer.Option(
     "--continue", help="Continue the most recent session.")]
@@ -137,6 +148,7 @@ class AgentFlags:
     max_tokens: int | None = None
     context_window: int | None = None
     tool_call_format: ToolCallFormat | None = None
+    sandbox: SandboxChoice | None = None
 
     def agent_options(self) -> dict[str, Any]:
         """`Agent(**options)`; flags left unset are omitted so env and loopwright.toml apply."""
@@ -150,6 +162,7 @@ class AgentFlags:
             "max_turns": self.max_turns,
             "stream": False if self.no_stream else None,
             "approve_all": True if self.yes else None,
+            "sandbox_mode": self.sandbox.value if self.sandbox else None,
             "session_id": _session_flag(self.resume, self.continue_last, self.workdir),
             "store": _cli_store(),
             "rubric": _text_or_file(self.rubric, "--rubric"),
@@ -216,6 +229,11 @@ async def _run_and_close(options: dict[str, Any], prompt: str,
     from loopwright.endpoints.base import close_shared_client
 
     agent = Agent(callbacks=[renderer], **options)
+    from loopwright.cli.sandbox import agent_sandbox_notice
+
+    notice = await agent_sandbox_notice(agent)
+    if notice:
+        _say(notice)
     try:
         return await interruptible_run(agent, prompt, None, renderer)
     finally:
@@ -260,6 +278,7 @@ def run(
     tools: ToolsOpt = None,
     read_only: ReadOnlyOpt = False,
     yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
     resume: ResumeOpt = None,
     continue_last: ContinueOpt = False,
     rubric: RubricOpt = None,
@@ -283,7 +302,8 @@ def run(
     options = AgentFlags(
         model=model, base_url=base_url, api_key=api_key, api_mode=api_mode, system=system,
         workdir=workdir, max_turns=max_turns, no_stream=no_stream, tools=tools,
-        read_only=read_only, yes=yes, resume=resume, continue_last=continue_last, rubric=rubric,
+        read_only=read_only, yes=yes, sandbox=sandbox, resume=resume,
+        continue_last=continue_last, rubric=rubric,
         reasoning_effort=reasoning_effort, temperature=temperature, max_tokens=max_tokens,
         context_window=context_window, tool_call_format=tool_call_format,
     ).agent_options()
@@ -339,6 +359,7 @@ def chat(
     tools: ToolsOpt = None,
     read_only: ReadOnlyOpt = False,
     yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
     resume: ResumeOpt = None,
     continue_last: ContinueOpt = False,
     rubric: RubricOpt = None,
@@ -359,7 +380,8 @@ def chat(
     options = AgentFlags(
         model=model, base_url=base_url, api_key=api_key, api_mode=api_mode, system=system,
         workdir=workdir, max_turns=max_turns, no_stream=no_stream, tools=tools,
-        read_only=read_only, yes=yes, resume=resume, continue_last=continue_last, rubric=rubric,
+        read_only=read_only, yes=yes, sandbox=sandbox, resume=resume,
+        continue_last=continue_last, rubric=rubric,
         reasoning_effort=reasoning_effort, temperature=temperature, max_tokens=max_tokens,
         context_window=context_window, tool_call_format=tool_call_format,
     ).agent_options()

@@ -1,0 +1,47 @@
+"""The OS sandbox every command of a built-in tool runs in (hooks excluded).
+
+One job per module: `policy` (modes, settings), `env` (scrubbing credentials from the
+environment), `linux` (the bubblewrap command line), `macos` (the `sandbox-exec` profile,
+untested), `launch` (probing and building what is started), `unsandboxed` (what may run without
+approval where no sandbox can be made) and `prompt` (what the model is told). See
+docs/safety.md.
+"""
+
+from __future__ import annotations
+
+from loopwright.sandbox.env import is_secret_variable, scrubbed_environment
+from loopwright.sandbox.launch import (
+    Availability,
+    Launch,
+    prepare_launch,
+    sandbox_availability,
+    sandbox_availability_sync,
+)
+from loopwright.sandbox.policy import (
+    MODES,
+    SANDBOX_SERVICE,
+    SandboxMode,
+    SandboxPolicy,
+    parse_mode,
+    policy_from_settings,
+)
+from loopwright.sandbox.prompt import sandbox_note
+from loopwright.sandbox.unsandboxed import is_plainly_read_only
+
+__all__ = [
+    "MODES",
+    "SANDBOX_SERVICE",
+    "Availability",
+    "Launch",
+    "SandboxMode",
+    "SandboxPolicy",
+    "is_plainly_read_only",
+    "is_secret_variable",
+    "parse_mode",
+    "policy_from_settings",
+    "prepare_launch",
+    "sandbox_availability",
+    "sandbox_availability_sync",
+    "sandbox_note",
+    "scrubbed_environment",
+]

@@ -1,0 +1,139 @@
+"""Turning a command into what is actually started: sandboxed argv and scrubbed environment.
+
+Whether a sandbox can be made here is probed once per process and binary (bubblewrap may be
+missing, or present but unable to create namespaces inside a container) and the answer is cached.
+The probe has an async form for tools (it must not block the event loop) and a sync one for the
+CLI's start-up notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopwright.sandbox.env import scrubbed_environment
+from loopwright.sandbox.linux import bwrap_argv, probe_argv
+from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
+from loopwright.sandbox.policy import SandboxPolicy
+
+_PROBE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Availability:
+    """Whether commands can be sandboxed here; `problem` says why not (one line)."""
+
+    available: bool
+    problem: str = ""
+    binary: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    """What to start for one command."""
+
+    argv: list[str]
+    env: dict[str, str]
+    sandboxed: bool
+    problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
+
+
+_cache: dict[tuple[str, str, bool], Availability] = {}
+
+
+def _key(policy: SandboxPolicy) -> tuple[str, str, bool]:
+    # by the binary PATH finds now: another PATH may have no bubblewrap
+    return sys.platform, shutil.which(policy.bwrap) or policy.bwrap, policy.network
+
+
+def _unsupported(policy: SandboxPolicy) -> Availability | None:
+    """The answer when no probe is needed (or possible), else None."""
+    if sys.platform == "darwin":
+        if os.access(SANDBOX_EXEC, os.X_OK):
+            return Availability(available=True, binary=SANDBOX_EXEC)
+        return Availability(available=False, problem=f"{SANDBOX_EXEC} is missing")
+    if not sys.platform.startswith("linux"):
+        return Availability(available=False,
+                            problem=f"no sandbox is implemented for {sys.platform}")
+    if shutil.which(policy.bwrap) is None:
+        return Availability(available=False, problem=(
+            f"bubblewrap ({policy.bwrap!r}) was not found; install it with "
+            "`apt-get install bubblewrap` (or your distribution's bubblewrap package)"))
+    return None
+
+
+def _from_probe(binary: str, returncode: int | None, stderr: bytes) -> Availability:
+    if returncode == 0:
+        return Availability(available=True, binary=binary)
+    detail = stderr.decode("utf-8", "replace").strip().splitlines()
+    why = detail[-1] if detail else f"exit status {returncode}"
+    return Availability(available=False, binary=binary,
+                        problem=f"bubblewrap ({binary}) cannot create a sandbox here: {why}")
+
+
+async def sandbox_availability(policy: SandboxPolicy) -> Availability:
+    """Whether `policy`'s sandbox can be made (probed once, without blocking the loop)."""
+    cached = _cache.get(_key(policy))
+    if cached is not None:
+        return cached
+    answer = _unsupported(policy)
+    if answer is None:
+        binary = shutil.which(policy.bwrap) or policy.bwrap
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, stderr = await asyncio.wait_for(process.communicate(), _PROBE_TIMEOUT)
+            answer = _from_probe(binary, process.returncode, stderr)
+        except (OSError, TimeoutError) as exc:
+            answer = _from_probe(binary, None, str(exc).encode())
+    _cache[_key(policy)] = answer
+    return answer
+
+
+def sandbox_availability_sync(policy: SandboxPolicy) -> Availability:
+    """`sandbox_availability` for code outside an event loop (the CLI at start)."""
+    cached = _cache.get(_key(policy))
+    if cached is not None:
+        return cached
+    answer = _unsupported(policy)
+    if answer is None:
+        binary = shutil.which(policy.bwrap) or policy.bwrap
+        try:
+            done = subprocess.run(probe_argv(binary, policy), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  timeout=_PROBE_TIMEOUT, check=False)
+            answer = _from_probe(binary, done.returncode, done.stderr)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            answer = _from_probe(binary, None, str(exc).encode())
+    _cache[_key(policy)] = answer
+    return answer
+
+
+async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,
+                         roots: Sequence[Path], environ: Mapping[str, str] | None = None
+                         ) -> Launch:
+    """The argv and environment that run `command` in `cwd` under `policy` (the environment is
+    scrubbed in every mode); `roots` are the workspace roots, working directory first."""
+    env = scrubbed_environment(os.environ if environ is None else environ,
+                               policy.env_passthrough)
+    if not policy.enabled:
+        return Launch(argv=list(command), env=env, sandboxed=False)
+    availability = await sandbox_availability(policy)
+    if not availability.available:
+        return Launch(argv=list(command), env=env, sandboxed=False,
+                      problem=availability.problem)
+    home = Path(env.get("HOME") or Path.home())
+    if sys.platform == "darwin":
+        profile = seatbelt_profile(policy, roots=roots, home=home,
+                                   tmpdir=Path(tempfile.gettempdir()))
+        return Launch(argv=sandbox_exec_argv(profile, command), env=env, sandboxed=True)
+    argv = bwrap_argv(policy, availability.binary, command, cwd=cwd, roots=roots, home=home)
+    return Launch(argv=argv, env=env, sandboxed=True)

@@ -1,0 +1,86 @@
+"""The bubblewrap command line for one sandboxed command on Linux.
+
+The filesystem view is built in this order (later mounts cover earlier ones):
+
+1. the whole filesystem read-only (`--ro-bind / /`), a fresh /dev and /proc;
+2. a private, empty /tmp (tmpfs; gone when the command ends);
+3. the workspace roots bound again (read-write in workspace-write mode), so that a workspace
+   under /tmp stays visible;
+4. protected paths inside writable roots (`.git/hooks`, `.git/config`, `loopwright.toml`)
+   bound read-only again;
+5. credential stores in the home directory covered by an empty, read-only directory or file.
+
+The command also gets its own PID namespace (it sees only its own processes; when the command
+exits, everything it left in the background is killed), its own IPC namespace, no network unless
+the policy allows it (`--unshare-net` leaves only a loopback interface of its own), a new session
+(no access to the controlling terminal), and `--die-with-parent` so it cannot outlive loopwright.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from loopwright.sandbox.policy import PROTECTED_SUBPATHS, SandboxPolicy
+
+
+def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
+               roots: Sequence[Path], home: Path | None = None) -> list[str]:
+    """`bwrap … -- command` for `policy`; `bwrap` is the resolved binary, `roots` the
+    workspace roots (working directory first)."""
+    writable = policy.writable(roots)
+    whole_root_writable = Path("/") in writable
+    argv = [bwrap, "--bind" if whole_root_writable else "--ro-bind", "/", "/",
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for root in (Path(r).resolve() for r in roots):  # under /tmp they would be hidden
+        if root != Path("/"):
+            argv += ["--bind-try" if root in writable else "--ro-bind-try", str(root), str(root)]
+    for root in writable:
+        for protected in _protected_paths(root):
+            argv += ["--ro-bind", str(protected), str(protected)]
+    argv += _hidden_home(policy, home or Path.home(), writable)
+    argv += ["--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
+    if not policy.network:
+        argv.append("--unshare-net")
+    argv += ["--chdir", str(cwd), "--", *command]
+    return argv
+
+
+def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
+    """A command that succeeds exactly when bubblewrap can build this kind of sandbox here."""
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
+    if not policy.network:
+        argv.append("--unshare-net")
+    return [*argv, "--", "/bin/sh", "-c", "exit 0"]
+
+
+def _protected_paths(root: Path) -> list[Path]:
+    """Existing protected paths under `root` whose real location is still inside it (a symlink
+    pointing elsewhere leads to a path that is read-only already)."""
+    found: list[Path] = []
+    for relative in PROTECTED_SUBPATHS:
+        path = root / relative
+        if not path.exists():
+            continue
+        real = path.resolve()
+        if real == root or real.is_relative_to(root):
+            found.append(real)
+    return found
+
+
+def _hidden_home(policy: SandboxPolicy, home: Path, writable: list[Path]) -> list[str]:
+    """Mounts covering the home directory's credential stores with empty read-only ones."""
+    argv: list[str] = []
+    for relative in policy.hidden_home:
+        path = home / relative
+        if not path.exists():
+            continue
+        path = path.resolve()  # a linked ~/.ssh is hidden where it really is
+        if any(root == path or root.is_relative_to(path) for root in writable):
+            continue  # the user made it (or something in it) a workspace: leave it visible
+        if path.is_dir():
+            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    return argv

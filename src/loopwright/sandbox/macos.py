@@ -1,0 +1,57 @@
+"""The macOS path: a `sandbox-exec` (Seatbelt) profile generated from the same policy.
+
+UNTESTED: loopwright's CI runs on Linux only. The profile follows the documented SBPL shape
+(`(deny default)`, then what is allowed): everything may be read except the hidden credential
+stores, writes are allowed only under the writable roots, the private temporary directory and
+/dev/null-like devices, protected paths stay read-only, and network access is allowed only when
+the policy says so. Seatbelt has no PID namespace: background processes are killed with the
+process group instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from loopwright.sandbox.policy import PROTECTED_SUBPATHS, SandboxPolicy
+
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+
+
+def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path,
+                     tmpdir: Path) -> str:
+    """The SBPL profile text for `policy` (`roots`: the workspace roots)."""
+    writable = [*policy.writable(roots), tmpdir.resolve()]
+    lines = [
+        "(version 1)",
+        "(deny default)",
+        "(allow process-exec)",
+        "(allow process-fork)",
+        "(allow signal (target same-sandbox))",
+        "(allow sysctl-read)",
+        "(allow mach-lookup)",
+        "(allow ipc-posix-shm)",
+        "(allow file-read*)",
+        '(allow file-write* (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty")'
+        ' (regex #"^/dev/fd/"))',
+    ]
+    if writable:
+        lines.append("(allow file-write* " + " ".join(_subpath(p) for p in writable) + ")")
+    protected = [root / sub for root in writable for sub in PROTECTED_SUBPATHS]
+    if protected:
+        lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
+    hidden = [home / relative for relative in policy.hidden_home]
+    lines.append("(deny file-read* " + " ".join(_subpath(p) for p in hidden) + ")")
+    if policy.network:
+        lines.append("(allow network*)")
+    return "\n".join(lines) + "\n"
+
+
+def sandbox_exec_argv(profile: str, command: Sequence[str]) -> list[str]:
+    """`sandbox-exec -p PROFILE command…`."""
+    return [SANDBOX_EXEC, "-p", profile, *command]
+
+
+def _subpath(path: Path) -> str:
+    quoted = str(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'(subpath "{quoted}")'

@@ -1,0 +1,54 @@
+"""Credentials are scrubbed from the environment commands get, unless the user lets them pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwright.sandbox import is_secret_variable, scrubbed_environment
+
+SECRET_NAMES = [
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LOOPWRIGHT_API_KEY", "GOOGLE_API_KEY", "APIKEY",
+    "GITHUB_TOKEN", "GH_TOKEN", "HF_TOKEN", "NPM_TOKEN", "SLACK_BOT_TOKEN", "CI_JOB_TOKEN",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+    "AZURE_CLIENT_SECRET", "AZURE_CLIENT_ID", "GOOGLE_APPLICATION_CREDENTIALS",
+    "MY_APP_SECRET", "SECRET_KEY_BASE", "DJANGO_SECRET", "PGPASSWORD", "MYSQL_ROOT_PASSWORD",
+    "DB_PASS", "GPG_PASSPHRASE", "STRIPE_KEY", "SSH_AUTH_SOCK", "VAULT_TOKEN", "VAULT_ADDR",
+    "DOCKER_AUTH_CONFIG", "TWINE_PASSWORD", "SENTRY_AUTH_TOKEN", "github_token",
+]
+PLAIN_NAMES = [
+    "PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "SHELL", "PWD", "TMPDIR", "EDITOR",
+    "PYTHONPATH", "VIRTUAL_ENV", "NODE_ENV", "TOKENIZERS_PARALLELISM", "KEYBOARD_LAYOUT",
+    "SSH_CONNECTION", "DISPLAY", "COLORTERM", "XDG_CONFIG_HOME", "LOOPWRIGHT_MODEL", "CI",
+]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_looking_names_are_removed(name: str) -> None:
+    assert is_secret_variable(name, "value")
+    assert name not in scrubbed_environment({name: "value", "PATH": "/bin"})
+
+
+@pytest.mark.parametrize("name", PLAIN_NAMES)
+def test_ordinary_names_are_kept(name: str) -> None:
+    assert scrubbed_environment({name: "value"})[name] == "value"
+
+
+def test_urls_carrying_a_password_are_removed_whatever_the_name() -> None:
+    env = {"DATABASE_URL": "postgres://app:hunter2@db:5432/app",
+           "REDIS_URL": "redis://:hunter2@cache:6379/0",
+           "HOMEPAGE": "https://example.com/a:b@c", "MIRROR": "https://user@example.com/"}
+    assert sorted(scrubbed_environment(env)) == sorted(
+        ["HOMEPAGE", "MIRROR", "PAGER", "GIT_PAGER", "GIT_TERMINAL_PROMPT"])
+
+
+def test_passthrough_names_and_patterns_keep_chosen_variables() -> None:
+    env = {"GITHUB_TOKEN": "a", "NPM_TOKEN": "b", "NPM_CONFIG_AUTH": "c", "OPENAI_API_KEY": "d"}
+    kept = scrubbed_environment(env, ["GITHUB_TOKEN", "NPM_*"])
+    assert {k: kept[k] for k in env if k in kept} == {"GITHUB_TOKEN": "a", "NPM_TOKEN": "b",
+                                                      "NPM_CONFIG_AUTH": "c"}
+
+
+def test_commands_never_wait_for_a_pager_or_a_password_prompt() -> None:
+    env = scrubbed_environment({"PAGER": "less"})
+    assert env["PAGER"] == "cat" and env["GIT_PAGER"] == "cat"
+    assert env["GIT_TERMINAL_PROMPT"] == "0"

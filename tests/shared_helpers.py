@@ -1,0 +1,53 @@
+"""Helpers shared by tests in every directory: `from shared_helpers import require_component`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def require_component(available: bool, why: str) -> None:
+    """Skip a test whose real component (bwrap, PostgreSQL, Chromium, model weights…) is absent.
+
+    Locally the skip names what is missing and how to get it; on CI (``CI=true``) the component is
+    installed by ``.ci/run``, so its absence is a failure, never a silent skip.
+    """
+    if available:
+        return
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(f"required on CI but missing: {why}")
+    pytest.skip(why)
+
+
+def live_processes(fragment: str) -> list[int]:
+    """Host PIDs of live processes (zombies excluded) whose command line contains `fragment`.
+
+    Sandboxed commands live in their own PID namespace, so `$$` inside them is no host PID: tests
+    find them by a unique word in the command line instead (e.g. `sleep 30.417`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if fragment.encode() in cmdline and state != "Z" and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+async def wait_until(check: Callable[[], bool], what: str, limit: float = 20.0) -> None:
+    """Poll `check` until it holds; fail naming `what` after `limit` seconds (a guard against
+    hanging, not a timing assert: kills and starts are asynchronous)."""
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        await asyncio.sleep(0.01)
