@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from loopwright.messages import ToolCall
+from loopwright.tools.arguments import loads_bounded
 
 
 def call_signature(call: ToolCall) -> str:
     """Name plus canonical arguments, so `{"a":1,"b":2}` and `{"b": 2, "a": 1}` are one call."""
     try:
-        canonical = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+        canonical = json.dumps(loads_bounded(call.arguments or "{}"), sort_keys=True)
     except ValueError:
         canonical = call.arguments.strip()
     return f"{call.name}\x00{canonical}"

@@ -55,6 +55,7 @@ from loopwright.endpoints.probe import window_from_error
 from loopwright.errors import ContextOverflowError, LoopwrightError
 from loopwright.messages import Message, ModelResponse
 from loopwright.plugins import LoopPlugin
+from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.output import SPILL_MARKER, bound_text
 from loopwright.wire.base import ModelRequest
 
@@ -115,7 +116,7 @@ def shrink_arguments(arguments: str, limit: int = ARGUMENT_VALUE_CHARS) -> str:
     if len(arguments) <= limit * 2:
         return arguments
     try:
-        value = json.loads(arguments)
+        value = loads_bounded(arguments)
     except ValueError:
         return json.dumps({"pruned": f"{len(arguments)} characters of arguments (not valid JSON)"})
     return json.dumps(_shrink_value(value, limit), ensure_ascii=False)

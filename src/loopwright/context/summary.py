@@ -8,11 +8,11 @@ files touched, the calls made and the last results, cut short but never silently
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from loopwright.messages import Message
+from loopwright.tools.arguments import loads_bounded
 
 SUMMARY_HEADER = "[Context summary — reference only]"
 REPORT_SECTIONS = ("Goal", "Constraints and preferences", "Done", "In progress", "Blocked",
@@ -94,7 +94,7 @@ def files_touched(messages: Iterable[Message], read_files: Iterable[str] = ()) -
     for message in messages:
         for call in message.tool_calls:
             try:
-                arguments = json.loads(call.arguments or "{}")
+                arguments = loads_bounded(call.arguments or "{}")
             except ValueError:
                 continue
             if isinstance(arguments, dict):

@@ -1,10 +1,14 @@
 """Tool arguments: parse, repair broken JSON, validate against the schema, or explain what is wrong.
 
 Unrecoverable arguments never run a tool with `{}`: the model gets a precise error and an example.
+Arguments come from the model, so every step is bounded: one linear scan measures nesting and
+closes what a cut-off object left open, json-repair (superlinear) only sees small inputs, and
+large inputs are parsed in a worker thread (`parse_arguments_async`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -12,7 +16,17 @@ from typing import Any
 
 import pydantic
 
-_FENCE = re.compile(r"^\s*```(?:json|JSON|javascript|js|python)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
+MAX_NESTING = 100
+"""Deepest bracket nesting accepted in arguments; deeper input would exhaust the recursion limit
+of every JSON parser (and of pydantic) on the way."""
+MAX_REPAIR_CHARS = 16_000
+"""Largest broken input handed to json-repair, whose cost grows faster than the input."""
+OFF_LOOP_CHARS = 32_000
+"""Arguments longer than this are parsed in a worker thread, never on the event loop."""
+
+_FENCE_LANGUAGES = ("json", "JSON", "javascript", "js", "python")
+_TOKENS = re.compile(r"[\"'\\{}\[\]]")
+_OPENERS = {"{": "}", "[": "]"}
 
 
 class ArgumentsError(ValueError):
@@ -35,12 +49,15 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
     if raw is None:
         return ParsedArguments(value={})
     if isinstance(raw, dict):
+        _check_value_depth(raw)
         return ParsedArguments(value=raw)
     text = raw.strip()
     if not text:
         return ParsedArguments(value={})
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except ArgumentsError:
+        raise
     except ValueError:
         return _repair(text)
     if isinstance(value, str):  # double-encoded: "{\"a\": 1}"
@@ -53,22 +70,113 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
     raise ArgumentsError(f"expected a JSON object, got {_json_kind(value)}: {text[:120]}")
 
 
+async def parse_arguments_async(raw: str | dict[str, Any] | None) -> ParsedArguments:
+    """`parse_arguments`, in a worker thread when the input is large enough to be felt."""
+    if isinstance(raw, str) and len(raw) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(parse_arguments, raw)
+    return parse_arguments(raw)
+
+
+def loads_bounded(text: str) -> Any:
+    """`json.loads`, refusing (with `ArgumentsError`, a `ValueError`) nesting deeper than
+    `MAX_NESTING` before any recursive parser sees it. Use it for any JSON a model wrote."""
+    check_nesting(text)
+    return json.loads(text)
+
+
+def check_nesting(text: str) -> None:
+    """`ArgumentsError` when brackets outside strings nest deeper than `MAX_NESTING`."""
+    if text.count("{") + text.count("[") <= MAX_NESTING:  # cheap: cannot be too deep
+        return
+    if scan(text, stop_deeper_than=MAX_NESTING).deepest > MAX_NESTING:
+        raise ArgumentsError(_too_deep_message())
+
+
+def _too_deep_message() -> str:
+    return (f"the arguments nest deeper than {MAX_NESTING} levels of brackets; send a flatter "
+            "JSON object")
+
+
+def _check_value_depth(value: Any) -> None:
+    """The same limit for arguments that arrive already parsed (a dict); iterative."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ArgumentsError(_too_deep_message())
+        children = item.values() if isinstance(item, dict) else item if isinstance(
+            item, list | tuple) else ()
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, dict | list | tuple))
+
+
+@dataclass(kw_only=True, slots=True)
+class Scan:
+    """What one pass over possibly broken JSON (or Python-literal) text found."""
+
+    deepest: int = 0
+    open_brackets: str = ""  # still open at the end, outermost first
+    open_quote: str = ""  # the quote of a string left open at the end, if any
+
+
+def scan(text: str, *, stop_deeper_than: int | None = None) -> Scan:
+    """One linear pass: bracket depth outside strings (JSON or Python quotes, backslash escapes).
+    Only quotes, backslashes and brackets are visited, so plain text costs C speed."""
+    result = Scan()
+    stack: list[str] = []
+    quote = ""
+    skip_at = -1  # position of a character escaped by a backslash
+    for match in _TOKENS.finditer(text):
+        ch, at = match.group(), match.start()
+        if at == skip_at:
+            continue
+        if quote:
+            if ch == "\\":
+                skip_at = at + 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in _OPENERS:
+            stack.append(ch)
+            result.deepest = max(result.deepest, len(stack))
+            if stop_deeper_than is not None and result.deepest > stop_deeper_than:
+                break
+        elif ch in "}]" and stack:
+            stack.pop()
+    result.open_brackets = "".join(stack)
+    result.open_quote = quote
+    return result
+
+
 def is_complete_json(raw: str) -> bool:
     """True when the text is a whole JSON value as it stands (not cut off)."""
     if not raw.strip():
         return True
     try:
-        json.loads(raw)
+        loads_bounded(raw)
     except ValueError:
         return False
     return True
 
 
+def _strip_fence(text: str) -> str:
+    """The inside of a Markdown code fence around the arguments (linear: no regex backtracking)."""
+    if not (text.startswith("```") and text.endswith("```") and len(text) >= 6):
+        return text
+    inner = text[3:-3]
+    first, newline, rest = inner.partition("\n")
+    if first.strip() in _FENCE_LANGUAGES:
+        inner = rest if newline else ""
+    elif first.strip() and any(first.strip().startswith(lang + " ") for lang in _FENCE_LANGUAGES):
+        inner = first.strip().split(" ", 1)[1] + newline + rest
+    return inner.strip()
+
+
 def _repair(text: str) -> ParsedArguments:
     """Recover an object from broken arguments, from the most exact strategy to the loosest."""
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    text = _strip_fence(text)
+    check_nesting(text)
     value = _loads_lenient(text)  # raw control characters (unescaped newlines) inside strings
     if isinstance(value, str):
         return ParsedArguments(value=parse_arguments(value).value, repaired=True)
@@ -88,6 +196,9 @@ def _repair(text: str) -> ParsedArguments:
         cut = _cut_off_problem(text[start:])
         if cut:
             raise ArgumentsError(cut)
+        closed = _close_cut_off(text[start:])  # linear: the common case of a cut-off object
+        if closed is not None:
+            return ParsedArguments(value=closed, repaired=True)
     span = text[start:end]
     literal = python_literal(span)  # {'a': True, 'b': None}: exact where json_repair guesses
     if isinstance(literal, dict):
@@ -95,9 +206,33 @@ def _repair(text: str) -> ParsedArguments:
     return _json_repair(text[start:], span)
 
 
+def _close_cut_off(text: str) -> dict[str, Any] | None:
+    """Close the string and brackets a cut-off object left open, and parse it; None when that
+    is not enough (then slower, looser strategies get their turn)."""
+    found = scan(text)
+    if found.open_quote:
+        if (len(text) - len(text.rstrip("\\"))) % 2:  # a dangling escape: drop it
+            text = text[:-1]
+        text += found.open_quote
+    else:
+        text = text.rstrip()
+        if text.endswith(","):
+            text = text[:-1]
+    text += "".join(_OPENERS[ch] for ch in reversed(found.open_brackets))
+    value = _loads_lenient(text)
+    if value is None:  # {'a': 'cut off
+        value = python_literal(text)
+    return value if isinstance(value, dict) else None
+
+
 def _json_repair(text: str, span: str) -> ParsedArguments:
     import json_repair
 
+    if len(span) > MAX_REPAIR_CHARS:
+        raise ArgumentsError(
+            f"the arguments are not valid JSON and, at {len(span):,} characters, too large to "
+            f"repair (the limit is {MAX_REPAIR_CHARS:,}); send them again as valid JSON: "
+            f"{text[:120]!r}")
     try:
         value = json_repair.loads(span)
     except Exception as exc:  # json_repair raises assorted errors on hopeless input
@@ -114,7 +249,7 @@ def _json_repair(text: str, span: str) -> ParsedArguments:
 
 
 _DECODER = json.JSONDecoder(strict=False)
-_DANGLING_KEY = re.compile(r"""["']?([\w$-]+)["']?\s*:\s*$""")
+_DANGLING_KEY_REVERSED = re.compile(r"""\s*:\s*["']?([\w$-]+)""")  # matched on the reversed tail
 
 
 def _loads_lenient(text: str) -> Any:
@@ -153,27 +288,15 @@ def balanced_end(text: str, start: int) -> int | None:
 def _cut_off_problem(text: str) -> str | None:
     """A precise error when an unclosed object ends right after a key: repairing it would invent
     an empty value the model never wrote."""
-    dangling = _DANGLING_KEY.search(text.rstrip())
-    if dangling and not _ends_inside_string(text):
-        return (f"the arguments are cut off: key {dangling.group(1)!r} has no value and the "
-                "object is never closed")
+    tail = text.rstrip()
+    if not tail.endswith(":"):
+        return None
+    # anchored at the start of the reversed tail, so the regex never rescans the whole text
+    dangling = _DANGLING_KEY_REVERSED.match(tail[::-1])
+    if dangling and not scan(text).open_quote:
+        return (f"the arguments are cut off: key {dangling.group(1)[::-1]!r} has no value and "
+                "the object is never closed")
     return None
-
-
-def _ends_inside_string(text: str) -> bool:
-    quote = ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote and ch == "\\":
-            i += 2
-            continue
-        if quote and ch == quote:
-            quote = ""
-        elif not quote and ch in "\"'":
-            quote = ch
-        i += 1
-    return bool(quote)
 
 
 def python_literal(text: str) -> Any:

@@ -8,7 +8,6 @@ can crash the run.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,7 +23,8 @@ from loopwright.tools.arguments import (
     arguments_error_message,
     describe_validation_error,
     is_complete_json,
-    parse_arguments,
+    loads_bounded,
+    parse_arguments_async,
     truncated_call_message,
 )
 from loopwright.tools.base import Tool, ToolContext, render_result
@@ -102,7 +102,7 @@ class ToolExecutor:
         intercepted = intercepted or {}
         prepared: list[PreparedCall | ToolOutcome] = []
         for call in calls:
-            item = self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id))
+            item = await self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id))
             if on_call is not None:
                 on_call(call, item.arguments if isinstance(item, PreparedCall) else call.arguments)
             prepared.append(item)
@@ -133,7 +133,7 @@ class ToolExecutor:
             return self.resolver(name)
         return self.registry.get(name)
 
-    def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None
+    async def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None
                  ) -> PreparedCall | ToolOutcome:
         if truncated and not is_complete_json(call.arguments):  # first: it says what to do
             return ToolOutcome(call=call, content=truncated_call_message(call.name),
@@ -147,7 +147,7 @@ class ToolExecutor:
             return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True}, content=(
                 f"Error: there is no tool named {call.name!r}. Tools you can call: {names}."))
         try:
-            raw = parse_arguments(call.arguments).value
+            raw = (await parse_arguments_async(call.arguments)).value
             echo = schema_echo_message(call.name, raw, found.parameters)
             if echo is not None:
                 return ToolOutcome(call=call, is_error=True, content=echo,
@@ -216,7 +216,7 @@ async def _with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any
 
 def arguments_for_event(raw: str) -> dict[str, Any] | str:
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = loads_bounded(raw) if raw.strip() else {}
     except ValueError:
         return raw
     return value if isinstance(value, dict) else raw

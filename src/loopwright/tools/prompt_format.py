@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright.messages import Message, ModelResponse, ToolCall, sanitize
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.arguments import example_arguments
+from loopwright.tools.arguments import example_arguments, loads_bounded
 from loopwright.tools.text_calls import (
     FORMAT_HINT,
     MalformedCall,
@@ -83,7 +83,7 @@ def render_tool_prompt(specs: list[ToolSpec]) -> str:
 def render_call(call: ToolCall) -> str:
     """A `ToolCall` as the `<tool_call>` block the model would have written."""
     try:
-        arguments: object = json.loads(call.arguments) if call.arguments.strip() else {}
+        arguments: object = loads_bounded(call.arguments) if call.arguments.strip() else {}
     except ValueError:
         arguments = call.arguments
     body = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)

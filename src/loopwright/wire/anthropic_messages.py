@@ -114,10 +114,11 @@ def _tool_use_block(call: ToolCall) -> dict[str, Any]:
 
 def _input_object(call: ToolCall) -> dict[str, Any]:
     """`input` must be an object; arguments the model broke are repaired, else sent empty."""
+    from loopwright.tools.arguments import ArgumentsError, loads_bounded, parse_arguments
+
     try:
-        value = json.loads(call.arguments or "{}")
+        value = loads_bounded(call.arguments or "{}")
     except ValueError:
-        from loopwright.tools.arguments import ArgumentsError, parse_arguments
 
         try:
             return parse_arguments(call.arguments).value
