@@ -39,7 +39,7 @@ from loopwright.profiles.prices import CostMeter
 from loopwright.result import RunResult, StopReason
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
-from loopwright.tools.stored_arguments import with_storable_arguments
+from loopwright.tools.stored_arguments import with_storable_arguments_async
 from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
 
@@ -274,7 +274,7 @@ async def turn(run: RunState) -> Next:
         await plugin.after_model(run, response)
     truncated = response.finish_reason == "length"
     calls = response.message.tool_calls  # as written: the executor explains what is wrong
-    run.append(with_storable_arguments(response.message, cut=truncated))  # history: valid JSON
+    run.append(await with_storable_arguments_async(response.message, cut=truncated))  # valid JSON
     if not calls:  # 12
         return _answer_or_continue(run, response)
     if last_round:

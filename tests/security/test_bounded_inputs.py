@@ -6,6 +6,7 @@ Speed is measured by bench/arg_repair.py, never asserted here.
 
 from __future__ import annotations
 
+import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -37,16 +38,19 @@ def echo(value: Any) -> str:
 
 class ParseTracer:
     """Records which thread ran each `parse_arguments` call and on how many characters, through a
-    trace function installed for the threads started while it is active (the worker threads)."""
+    trace function installed in this thread (the event loop's) and in the threads started while
+    it is active (the worker threads)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, int]] = []  # (thread id, characters)
 
     def __enter__(self) -> ParseTracer:
         threading.settrace(self._trace)
+        sys.settrace(self._trace)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
 
     def _trace(self, frame: FrameType, event: str, arg: object) -> None:
@@ -79,9 +83,9 @@ async def test_a_60kb_unterminated_string_is_repaired_off_the_event_loop() -> No
         result = await agent.run("save the notes")
     assert result.stop_reason == "completed"
     assert received == [{"path": "notes.txt", "content": "x" * 60_000}]
-    # the 60 KB arguments were parsed by a worker thread: the event loop stayed free meanwhile
-    workers = {thread for thread, size in tracer.calls if size == len(UNTERMINATED_60KB)}
-    assert workers and loop_thread not in workers
+    # the 60 KB arguments were parsed by worker threads only: the event loop stayed free
+    parsers = {thread for thread, size in tracer.calls if size == len(UNTERMINATED_60KB)}
+    assert parsers and loop_thread not in parsers
 
 
 async def test_harmless_twin_small_broken_arguments_are_still_repaired() -> None:

@@ -8,9 +8,11 @@ on every later turn, when one call's arguments do not parse.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from loopwright.messages import Message, ToolCall
+from loopwright.tools.arguments import OFF_LOOP_CHARS, loads_bounded
 
 EMPTY = "{}"
 
@@ -21,7 +23,7 @@ def is_json_object(raw: str) -> bool:
     if not text.startswith("{"):
         return False
     try:
-        return isinstance(json.loads(text), dict)
+        return isinstance(loads_bounded(text), dict)
     except ValueError:
         return False
 
@@ -43,6 +45,14 @@ def storable_arguments(raw: str, *, cut: bool = False) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return EMPTY
+
+
+async def with_storable_arguments_async(msg: Message, *, cut: bool = False) -> Message:
+    """`with_storable_arguments` in a worker thread when the arguments are large (repairing
+    them must not stall the event loop)."""
+    if sum(len(c.arguments) for c in msg.tool_calls) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(with_storable_arguments, msg, cut=cut)
+    return with_storable_arguments(msg, cut=cut)
 
 
 def with_storable_arguments(msg: Message, *, cut: bool = False) -> Message:
