@@ -259,7 +259,7 @@ class ToolTextPlugin(LoopPlugin):
         if style != "xml" or self.schema_of is None:
             return arguments
         try:
-            values = json.loads(arguments)
+            values = loads_bounded(arguments)
         except ValueError:
             return arguments
         if not isinstance(values, dict):
