@@ -365,3 +365,27 @@ async def test_a_tool_whose_parameter_is_named_type_is_not_an_echo() -> None:
     with FakeModelServer(script) as server:
         await make_agent(server, tools=[describe]).run("describe")
     assert tool_results_sent(server.model_requests[1]) == ["cat True"]
+
+
+async def test_empty_replies_of_a_provider_fallen_back_from_still_count() -> None:
+    empty = Reply(usage=ScriptedUsage(input_tokens=100, output_tokens=1))
+    with FakeModelServer([empty, empty]) as primary, \
+            FakeModelServer([Reply("5", usage=ScriptedUsage(input_tokens=50,
+                                                            output_tokens=2))]) as backup:
+        agent = make_agent(primary, fallbacks=[{"model": "b", "base_url": backup.base_url}])
+        result = await agent.run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert (result.usage.input_tokens, result.usage.requests) == (250, 3)
+
+
+async def test_a_request_every_provider_rejects_as_malformed_is_still_repaired_once() -> None:
+    events: list[Event] = []
+    rejected = Fault.status(500, body=LLAMACPP_500)
+    with FakeModelServer([Reply(tool_calls=[call("add", '{"a": 2,  "b": 3}')]), rejected]
+                         ) as primary, FakeModelServer([rejected, Reply("5")]) as backup:
+        agent = make_agent(primary, events=events,
+                           fallbacks=[{"model": "b", "base_url": backup.base_url}])
+        result = await agent.run("What is 2+3?")
+    assert result.stop_reason == "completed", result.error
+    assert len(statuses(events, "history_repaired")) == 1
+    assert sent_arguments(backup.model_requests[1]) == ['{"a":2,"b":3}']

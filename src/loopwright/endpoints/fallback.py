@@ -11,8 +11,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from loopwright.endpoints.client import CallListeners, ModelClient
-from loopwright.errors import AuthError, ContextOverflowError, ProviderError
-from loopwright.messages import ModelResponse
+from loopwright.errors import (
+    AuthError,
+    ContextOverflowError,
+    ProviderError,
+    RequestRejectedError,
+)
+from loopwright.messages import ModelResponse, Usage
 from loopwright.wire.base import ModelRequest
 
 # Called with the failing client after a 401/403; returns a new key, or None to give up on it.
@@ -40,19 +45,26 @@ class ProviderChain:
     async def complete(self, request: ModelRequest, *, stream: bool,
                        listeners: CallListeners) -> ModelResponse:
         errors: list[str] = []
+        discarded = Usage()  # replies a failed provider returned and we threw away still count
         while True:
             client = self.current
             try:
-                return await self._complete_with_refresh(client, request, stream, listeners)
+                response = await self._complete_with_refresh(client, request, stream, listeners)
             except ContextOverflowError:
                 raise  # another provider would not fit it either; compaction must act
             except ProviderError as exc:
                 errors.append(str(exc))
+                discarded.add(exc.discarded_usage or Usage())
                 if self.active + 1 >= len(self.clients):
                     if len(errors) == 1:
                         raise
-                    raise ProviderError("every provider failed: " + " | ".join(errors),
-                                        status=exc.status) from exc
+                    # the loop repairs a history every provider rejected as malformed
+                    kind = RequestRejectedError if isinstance(exc, RequestRejectedError) else \
+                        ProviderError
+                    final = kind("every provider failed: " + " | ".join(errors),
+                                 status=exc.status, body=exc.body)
+                    final.discarded_usage = discarded
+                    raise final from exc
                 self.active += 1
                 if listeners.on_status is not None:
                     listeners.on_status(
@@ -60,6 +72,9 @@ class ProviderChain:
                         f"{client.label} failed; continuing on {self.current.label}",
                         {"from": client.label, "to": self.current.label, "error": str(exc)},
                     )
+                continue
+            response.usage.add(discarded)
+            return response
 
     async def _complete_with_refresh(self, client: ModelClient, request: ModelRequest,
                                      stream: bool, listeners: CallListeners) -> ModelResponse:
