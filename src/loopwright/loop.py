@@ -82,6 +82,7 @@ class Answer:
 class Stop:
     reason: StopReason
     error: str | None = None
+    output: str | None = None
 
 
 Next = RunAgain | Answer | Stop
@@ -211,7 +212,7 @@ async def drive(run: RunState) -> RunResult:
                     run.append(messages.user(feedback))
                     continue
                 return await _finish(run, "completed", output=step.text)
-            return await _finish(run, step.reason, error=step.error)
+            return await _finish(run, step.reason, error=step.error, output=step.output)
     except _Cancelled:
         return await _finish(run, "cancelled")
     except LoopwrightError as exc:
@@ -362,6 +363,11 @@ async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     text = response.message.content
     run.output_parts.append(text)
+    if response.finish_reason == "content_filter":  # a refusal is an answer of its own kind
+        answer = "".join(run.output_parts)
+        run.output_parts.clear()
+        run.status("refused", "the provider ended the reply as a refusal (content filter)")
+        return Stop("refused", None, output=answer)
     if response.finish_reason == "length" and run.auto_continues < run.settings.max_auto_continues:
         run.auto_continues += 1
         run.status("auto_continue", "reply cut by the output-token limit; asking to continue",
@@ -487,7 +493,8 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         except Exception as exc:  # a plugin must not turn a finished run into a crash
             run.status("plugin_error", f"{type(plugin).__name__}.on_run_end failed: {exc}")
     tag = run.agent_tag
-    if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected"):
+    if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected",
+                                           "refused"):
         run.emit(DoneEvent(result=result, agent=tag))
     elif reason == "cancelled":
         run.emit(CancelledEvent(result=result, agent=tag))

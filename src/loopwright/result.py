@@ -8,7 +8,8 @@ from typing import Any, Literal
 from loopwright.messages import Message, Usage
 
 StopReason = Literal[
-    "completed", "max_turns", "budget_exhausted", "loop_detected", "cancelled", "error"
+    "completed", "max_turns", "budget_exhausted", "loop_detected", "refused", "cancelled",
+    "error",
 ]
 
 

@@ -14,6 +14,7 @@ Exit codes of `run` (`chat` uses 0, 2 and 6):
     4    budget_exhausted: the iteration budget ran out
     5    loop_detected: the model kept repeating the same tool call
     6    configuration error: no provider found, a bad loopwright.toml or LOOPWRIGHT_* value
+    7    refused: the provider ended the reply as a refusal (content filter); its text is printed
     130  cancelled with Ctrl-C (a second Ctrl-C quits at once)
 
 Imports stay cheap here: rich, the agent and the HTTP stack load inside the commands.
@@ -40,6 +41,7 @@ EXIT_CODES: dict[str, int] = {
     "max_turns": 3,
     "budget_exhausted": 4,
     "loop_detected": 5,
+    "refused": 7,
     "cancelled": 130,
 }
 """Exit code of `loopwright run` per stop reason."""
@@ -291,7 +293,7 @@ def run(
     """Run one task to the end, streaming the answer to stdout.
 
     Exit codes: 0 completed, 1 error, 2 usage error, 3 max_turns, 4 budget_exhausted,
-    5 loop_detected, 6 configuration error, 130 cancelled (Ctrl-C).
+    5 loop_detected, 6 configuration error, 7 refused, 130 cancelled (Ctrl-C).
     """
     from loopwright.cli.render import JsonLinesRenderer, TerminalRenderer, describe_stop
     from loopwright.errors import LoopwrightError

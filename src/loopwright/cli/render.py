@@ -35,6 +35,7 @@ _STOP_DESCRIPTIONS = {
     "max_turns": "the turn limit was reached",
     "budget_exhausted": "the iteration budget ran out",
     "loop_detected": "the model kept repeating the same tool call",
+    "refused": "the model refused (the provider's content filter ended the reply)",
     "cancelled": "cancelled",
     "error": "the run failed",
 }

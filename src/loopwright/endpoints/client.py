@@ -307,7 +307,8 @@ def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, A
 
 def _is_empty(response: ModelResponse) -> bool:
     msg = response.message
-    return not msg.content.strip() and not msg.tool_calls and response.finish_reason != "length"
+    return (not msg.content.strip() and not msg.tool_calls
+            and response.finish_reason not in ("length", "content_filter"))  # refusals are replies
 
 
 def _dumps(body: dict[str, Any]) -> bytes:

@@ -318,7 +318,7 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
     if fmt not in ("native", "prompt"):
         raise ConfigError(f"tool_call_format must be 'native' or 'prompt', not {fmt!r}")
     plugins: list[LoopPlugin] = []
-    if len(catalogue.registry) == 0:
+    if len(catalogue.registry) == 0 and not settings.mcp_servers:  # MCP tools come at run start
         return plugins
     if settings.narration_nudge:
         plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",

@@ -174,17 +174,97 @@ def _accepts_null(prop: Any) -> bool:
 
 
 def check_against_schema(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
-    """Raise `ValueError` naming what is wrong: missing required keys, unknown keys when the schema
-    is closed, or a top-level value of the wrong JSON type."""
+    """Raise `ValueError` naming everything that is wrong, checked with a full JSON-schema
+    validator: nested objects and arrays, `anyOf` / `oneOf` / `allOf`, enums, bounds, `$ref`s.
+    A schema that is itself invalid is not the model's fault: then only the values are checked
+    that the schema states plainly (required keys and top-level types)."""
+    validator = _validator(schema)
+    if validator is None:
+        _check_plainly(arguments, schema)
+        return
+    errors = sorted(validator.iter_errors(arguments),
+                    key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    problems = [_describe(error) for error in errors[:8]]
+    if problems:
+        raise ValueError("; ".join(dict.fromkeys(problems)))
+
+
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A validator per schema object (tool schemas live as long as their tools), or None when
+    the schema itself is invalid."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+        validator = cls(schema)
+    except jsonschema.SchemaError:
+        validator = None
+    if len(_VALIDATORS) > 1024:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
+def _describe(error: Any) -> str:
+    """One schema violation in words the model can act on."""
+    where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    at = f"argument {where.lstrip('.')!r}" if where else "the arguments"
+    kind = error.validator
+    if kind == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        prefix = f"{where.lstrip('.')}." if where else ""
+        return f"missing required argument {prefix + missing!r}"
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties") or {}))
+        names = ", ".join(repr(f"{where.lstrip('.')}.{e}" if where else e) for e in extra)
+        return f"unknown argument {names}"
+    if kind == "type":
+        expected = error.validator_value
+        kinds = [expected] if isinstance(expected, str) else list(expected)
+        return f"{at} should be {' or '.join(kinds)}, got {_json_type_name(error.instance)}"
+    if kind in ("anyOf", "oneOf"):
+        options = [_option_summary(o) for o in error.validator_value]
+        return f"{at} matches none of the allowed forms ({'; '.join(options)})"
+    return f"{at}: {error.message}"
+
+
+def _option_summary(option: Any) -> str:
+    if not isinstance(option, dict):
+        return str(option)
+    if "type" in option:
+        kind = option["type"]
+        return kind if isinstance(kind, str) else " or ".join(kind)
+    if "enum" in option:
+        return "one of " + ", ".join(map(repr, option["enum"]))
+    if "const" in option:
+        return repr(option["const"])
+    return "an object" if "properties" in option else "a value"
+
+
+def _json_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    for name, types in _JSON_TYPES.items():
+        if name not in ("number", "null") and isinstance(value, types):
+            return name
+    return "number" if isinstance(value, float) else type(value).__name__
+
+
+def _check_plainly(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
     properties: dict[str, Any] = schema.get("properties") or {}
     problems: list[str] = []
     for name in schema.get("required") or []:
         if name not in arguments:
             problems.append(f"missing required argument {name!r}")
-    if schema.get("additionalProperties") is False:
-        for name in arguments:
-            if name not in properties:
-                problems.append(f"unknown argument {name!r}")
     for name, value in arguments.items():
         prop = properties.get(name)
         if not isinstance(prop, dict):
@@ -193,7 +273,7 @@ def check_against_schema(arguments: dict[str, Any], schema: dict[str, Any]) -> N
         kinds = [expected] if isinstance(expected, str) else list(expected or [])
         if kinds and not any(_is_type(value, kind) for kind in kinds):
             problems.append(f"argument {name!r} should be {' or '.join(kinds)}, "
-                            f"got {type(value).__name__}")
+                            f"got {_json_type_name(value)}")
     if problems:
         raise ValueError("; ".join(problems))
 

@@ -76,6 +76,35 @@ def usage_from_wire(data: dict[str, Any] | None) -> Usage:
     )
 
 
+def content_parts(content: Any) -> tuple[str, str]:
+    """(text, reasoning) of a message `content`: a string, or a list of chunks as Mistral's
+    Magistral sends: `{"type": "text", "text": …}` and `{"type": "thinking", "thinking": [..]}`."""
+    if content is None:
+        return "", ""
+    if isinstance(content, str):
+        return content, ""
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return str(content), ""
+    text: list[str] = []
+    reasoning: list[str] = []
+    for chunk in content:
+        if isinstance(chunk, str):
+            text.append(chunk)
+        elif isinstance(chunk, dict):
+            if chunk.get("type") == "thinking":
+                reasoning.append(content_parts(chunk.get("thinking"))[0])
+            elif isinstance(chunk.get("text"), str):
+                text.append(chunk["text"])
+    return "".join(text), "".join(reasoning)
+
+
+def _usage_of(chunk: dict[str, Any]) -> Any:
+    # Groq streams its usage inside `x_groq`, not at the top level
+    return chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")
+
+
 def _reasoning_of(obj: dict[str, Any]) -> str | None:
     # DeepSeek / vLLM / llama.cpp use reasoning_content; OpenRouter and Ollama use reasoning
     value = obj.get("reasoning_content") or obj.get("reasoning")
@@ -125,10 +154,11 @@ class ChatCompletionsFormat:
         acc = StreamAccumulator()
         for n, call in enumerate(calls):
             acc.tool_call_delta(n, id=call.id, name=call.name, arguments=call.arguments)
-        acc.text(wire_msg.get("content") or "")
-        acc.reasoning(_reasoning_of(wire_msg) or "")
+        text, inline_reasoning = content_parts(wire_msg.get("content"))
+        acc.reasoning(inline_reasoning or _reasoning_of(wire_msg) or "")
+        acc.text(text)
         acc.finish_reason = FINISH_REASONS.get(choice.get("finish_reason") or "")
-        acc.usage = usage_from_wire(body.get("usage"))
+        acc.usage = usage_from_wire(_usage_of(body))
         acc.model = body.get("model") or ""
         return acc.build()
 
@@ -158,7 +188,7 @@ class ChatCompletionsStreamParser:
 
             raise StreamError(f"the server sent an error mid-stream: {chunk['error']}",
                               retryable=True)
-        usage = chunk.get("usage")
+        usage = _usage_of(chunk)
         if usage:
             acc.usage = usage_from_wire(usage)
         if chunk.get("model"):
@@ -166,12 +196,12 @@ class ChatCompletionsStreamParser:
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta")
             if delta:
-                content = delta.get("content")
-                if content:
-                    acc.text(content)
-                reasoning = _reasoning_of(delta)
+                text, inline_reasoning = content_parts(delta.get("content"))
+                reasoning = inline_reasoning or _reasoning_of(delta)
                 if reasoning:
                     acc.reasoning(reasoning)
+                if text:
+                    acc.text(text)
                 for position, call in enumerate(delta.get("tool_calls") or ()):
                     self._feed_call(position, call, acc)
             finish = choice.get("finish_reason")

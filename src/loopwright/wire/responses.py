@@ -169,7 +169,12 @@ def _store(acc: StreamAccumulator, output: list[dict[str, Any]]) -> None:
 
 
 def _summary_text(item: dict[str, Any]) -> str:
+    """The readable reasoning of a reasoning item: its summary, or the raw `reasoning_text`
+    content that open-weight servers (DeepSeek, Bedrock gpt-oss, OpenRouter) send instead."""
     parts = [p.get("text") or "" for p in item.get("summary") or ()]
+    if not any(parts):
+        parts = [p.get("text") or "" for p in item.get("content") or ()
+                 if isinstance(p, dict) and p.get("type") == "reasoning_text"]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -259,6 +264,9 @@ class ResponsesStreamParser:
         self._refused = False
 
     def feed(self, event: str | None, data: str, acc: StreamAccumulator) -> None:
+        if data == "[DONE]":  # OpenRouter ends its Responses streams the Chat Completions way
+            self.finished = True
+            return
         payload = json.loads(data)
         kind = payload.get("type") or event or ""
         if kind == "response.output_text.delta":

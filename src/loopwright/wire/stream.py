@@ -3,6 +3,10 @@
 Adapters call `text()`, `reasoning()` and `tool_call_delta()` (by index) as SSE events arrive; the
 accumulator forwards text and reasoning to the listener at once and assembles the final message.
 Deltas are kept as lists of strings and joined once, so a long reply costs no quadratic copying.
+
+Reasoning written inline as `<think>…</think>` at the start of the text (DeepSeek-R1, Qwen3 and
+their distills on Groq, the HF router, local servers) is split off into reasoning as it streams:
+the opening tag is held until it is complete, and the answer starts after the closing one.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import Any
 from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
 
 DeltaListener = Callable[[str], None]
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 class _PendingCall:
@@ -42,12 +48,58 @@ class StreamAccumulator:
         self.model = ""
         self.provider_data: dict[str, Any] = {}
         self.events_seen = 0
+        self._think: str = "start"  # start → thinking → answer (or straight to answer)
+        self._held = ""  # text not yet known to be answer or reasoning
+        self._trim_answer_start = False
 
     def text(self, delta: str) -> None:
-        if delta:
-            self._text.append(delta)
-            if self._on_text is not None:
-                self._on_text(delta)
+        if not delta:
+            return
+        if self._think == "answer":
+            self._answer(delta)
+            return
+        self._held += delta
+        if self._think == "start":
+            head = self._held.lstrip()
+            if not head or (THINK_OPEN.startswith(head) and head != THINK_OPEN):
+                return  # nothing yet, or "<thi" that may become the tag
+            if not head.startswith(THINK_OPEN):
+                self._think, held, self._held = "answer", self._held, ""
+                self._answer(held)
+                return
+            self._think, self._held = "thinking", head[len(THINK_OPEN):]
+        if not self._reasoning:  # the thought starts at its first visible character
+            self._held = self._held.lstrip()
+            if not self._held:
+                return
+        end = self._held.find(THINK_CLOSE)
+        if end >= 0:
+            thought, rest = self._held[:end], self._held[end + len(THINK_CLOSE):]
+            self._think, self._held, self._trim_answer_start = "answer", "", True
+            self.reasoning(thought.rstrip())
+            self._answer(rest)
+            return
+        keep = _partial_suffix(self._held, THINK_CLOSE)
+        self.reasoning(self._held[:len(self._held) - keep])
+        self._held = self._held[len(self._held) - keep:]
+
+    def _answer(self, delta: str) -> None:
+        if self._trim_answer_start:
+            delta = delta.lstrip()
+            if not delta:
+                return
+            self._trim_answer_start = False
+        self._text.append(delta)
+        if self._on_text is not None:
+            self._on_text(delta)
+
+    def _flush_held(self) -> None:
+        held, self._held = self._held, ""
+        if self._think == "thinking":
+            self.reasoning(held)  # cut off while thinking: there is no answer
+        elif held:
+            self._think = "answer"
+            self._answer(held)
 
     def reasoning(self, delta: str) -> None:
         if delta:
@@ -83,9 +135,17 @@ class StreamAccumulator:
 
     @property
     def has_output(self) -> bool:
-        return bool(self._text or self._calls or self._reasoning)
+        return bool(self._text or self._held or self._calls or self._reasoning)
 
     def build(self) -> ModelResponse:
+        self._flush_held()
+        text = "".join(self._text)
+        if self._think == "answer" and not self._reasoning and THINK_CLOSE in text \
+                and THINK_OPEN not in text:
+            # the chat template opened <think> in the prompt: only the closing tag is in the reply
+            thought, _, text = text.partition(THINK_CLOSE)
+            self._reasoning.append(thought.strip())
+            text = text.lstrip()
         calls = [
             ToolCall(
                 id=pending.id or f"call_{n}",
@@ -101,7 +161,7 @@ class StreamAccumulator:
             finish = "tool_calls"
         message = Message(
             role="assistant",
-            content="".join(self._text),
+            content=text,
             tool_calls=calls,
             reasoning="".join(self._reasoning) or None,
             provider_data=self.provider_data,
@@ -117,3 +177,11 @@ def _ensure_unique_ids(calls: list[ToolCall]) -> None:
         if not call.id or call.id in seen:
             call.id = f"call_{n}_{len(seen)}"
         seen.add(call.id)
+
+
+def _partial_suffix(text: str, marker: str) -> int:
+    """Length of the longest end of `text` that is the start of `marker`."""
+    for length in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-length:]):
+            return length
+    return 0
