@@ -6,6 +6,7 @@ directory's own conftest.py (tests/mcp, tests/wire) as it collects them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,4 +29,15 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
-__all__ = ["isolated_home", "require_component"]
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL server for this test session (see tests/pg_server.py); its DSN."""
+    from pg_server import PG_MISSING, running_postgres
+
+    with running_postgres() as dsn:
+        require_component(dsn is not None, PG_MISSING)
+        assert dsn is not None
+        yield dsn
+
+
+__all__ = ["isolated_home", "postgres_server", "require_component"]

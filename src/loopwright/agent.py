@@ -194,8 +194,10 @@ class Agent:
 
     async def start(self, prompt: str, *, history: list[Message] | None = None,
                     extra_callback: EventCallback | None = None,
-                    budget: IterationBudget | None = None, agent_tag: str = "") -> RunHandle:
-        """Start a run in the background and return its handle."""
+                    budget: IterationBudget | None = None, agent_tag: str = "",
+                    parent_session_id: str | None = None) -> RunHandle:
+        """Start a run in the background and return its handle (`parent_session_id`: the
+        session of the run that delegated this one, linked in the store)."""
         chain = await self._chain()
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
 
@@ -206,10 +208,11 @@ class Agent:
         session_id = self.settings.session_id or uuid.uuid4().hex
         await self._prepare_sandbox_note()
         settings = self._loop_settings(chain, session_id)
-        recorder = self.state_services.recorder(session_id, model=chain.model)
+        recorder = self.state_services.recorder(session_id, model=chain.model,
+                                                parent_id=parent_session_id)
         if recorder is not None:  # persist, and resume a stored session given no history
-            run_history = recorder.open(history, system_prompt=self._system_prompt(),
-                                        prompt=prompt)
+            run_history = await recorder.open(history, system_prompt=self._system_prompt(),
+                                              prompt=prompt)
             settings.plugins.append(recorder)
             callbacks.append(recorder)
         else:

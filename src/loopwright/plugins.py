@@ -51,9 +51,9 @@ class LoopPlugin:
         return False
 
     def on_compaction(self, run: RunState, parent_session_id: str | None) -> None:
-        """Compaction replaced `run.history` (system prompt, task, summary, recent tail) and gave
-        the run a new `session_id`; the previous one is `parent_session_id`. Persistence starts
-        the new session from `run.history` here, with the lineage."""
+        """Compaction replaced `run.history` (system prompt, task, summary, recent tail); the
+        run keeps its `session_id` (`parent_session_id` is None). Persistence starts the
+        session's next epoch from `run.history` here, keeping the older one as its lineage."""
 
     async def on_run_end(self, run: RunState, result: RunResult) -> None:
         """Once, after the terminal result is known (also for errors and cancels)."""

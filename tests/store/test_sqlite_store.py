@@ -14,8 +14,10 @@ import pytest
 from loopwright.errors import SessionError
 from loopwright.messages import Message, ToolCall, Usage, assistant, tool_result, user
 from loopwright.store import RunRecord, SessionStore, open_store
+from loopwright.store.postgres import PostgresStore
 from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START, SQLiteStore
+from loopwright.store.threaded import ThreadedStore
 
 
 def rich_history() -> list[Message]:
@@ -47,13 +49,18 @@ def test_open_store_understands_paths_directories_and_none(tmp_path: Path) -> No
     assert open_store(None) is None
     assert open_store("none") is None
     by_dir = open_store(tmp_path)
-    assert isinstance(by_dir, SQLiteStore)
-    assert by_dir.path == tmp_path / "sessions.db"
+    assert isinstance(by_dir, ThreadedStore)  # SQLite runs on a worker thread of its own
+    assert by_dir.sync.path == tmp_path / "sessions.db"
     default = open_store(True, data_dir=tmp_path / "data")
-    assert isinstance(default, SQLiteStore)
-    assert default.path == tmp_path / "data" / "sessions.db"
+    assert isinstance(default, ThreadedStore)
+    assert default.sync.path == tmp_path / "data" / "sessions.db"
     assert isinstance(default, SessionStore)
     assert open_store(default) is default
+    blocking = SQLiteStore(tmp_path / "b.db")
+    wrapped = open_store(blocking)
+    assert isinstance(wrapped, ThreadedStore) and wrapped.sync is blocking
+    postgres = open_store("postgresql://u:secret@db.example/sessions")
+    assert isinstance(postgres, PostgresStore) and "secret" not in repr(postgres)
 
 
 def test_schema_version_is_recorded_and_wal_is_on(tmp_path: Path) -> None:

@@ -183,7 +183,8 @@ async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = No
     def forward(event: Event) -> None:
         sink(event if event.agent else dataclasses.replace(event, agent=child_id))
 
-    handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id)
+    handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id,
+                               parent_session_id=parent_run.session_id if parent_run else None)
     try:
         timed_out = not await _wait(handle, timeout)
     finally:
@@ -211,16 +212,16 @@ def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
 def child_agent(parent: Agent, *, tools: list[Tool], model: str | None,
                 system_prompt: str) -> Agent:
     """A child with the parent's settings, except: its own prompt, tools and (optionally) model;
-    a fresh, unstored session; no rubric and no MCP servers of its own (it may use the parent's
-    MCP tools)."""
+    a fresh session in the parent's store (linked to the parent's session when started from a
+    run); no rubric and no MCP servers of its own (it may use the parent's MCP tools)."""
     from loopwright.agent import Agent
 
     s = parent.settings
     options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
-    # no store: the child's work reaches the parent's session as the tool result, and its events
-    # through the parent's stream; "" / {} because None would fall back to loopwright.toml
+    # the parent's store object itself (False without one), so the child's session is saved
+    # beside the parent's; "" / {} because None would fall back to loopwright.toml
     options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
-                   mcp_servers={}, hidden_tools=[], store=False)
+                   mcp_servers={}, hidden_tools=[], store=parent.state_services.store or False)
     own_endpoint = bool(model) and _resolves_on_its_own(model or "", s.aliases)
     if model:
         options["model"] = model

@@ -35,6 +35,8 @@ IdArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of on
                                       show_default=False)]
 EXIT_NOT_FOUND = 1
 RESULT_LINES = 12  # lines of a tool result `show` prints unless --full
+PAGE_SIZE = 50  # messages `show` prints per page
+ALL_CHUNK = 500  # messages `show --all` reads at a time (a huge session never sits in memory)
 PIPE_WIDTH = 160  # columns of tables written to a pipe or file
 
 
@@ -161,12 +163,23 @@ def list_sessions(
 @sessions_app.command("show")
 def show(
     session: IdArg,
+    page: Annotated[int, typer.Option("--page", "-p", min=1, help=(
+        "Which page of the transcript to print."))] = 1,
+    page_size: Annotated[int, typer.Option("--page-size", min=1, help="Messages per page.")]
+    = PAGE_SIZE,
+    all_messages: Annotated[bool, typer.Option("--all", help="Print every message.")] = False,
+    epoch: Annotated[int | None, typer.Option("--epoch", min=0, help=(
+        "An earlier stretch of the conversation, from before a compaction (see 'lineage')."))]
+    = None,
+    turns: Annotated[bool, typer.Option("--turns", help="Also print what each turn cost.")]
+    = False,
     events: Annotated[bool, typer.Option(
         "--events", help="Also print the audit log of tool calls and the event log.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Print tool results in full.")] = False,
     db: DbOpt = None,
 ) -> None:
-    """The transcript of a session (and with --events its audit log)."""
+    """The transcript of a session, a page at a time (and its lineage, sub-agents, turn costs
+    and with --events its audit log)."""
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
@@ -174,11 +187,17 @@ def show(
     assert info is not None
     console = _console()
     _print_header(console, info)
+    _print_lineage(console, store, info)
+    _print_children(console, store, sid)
     system_prompt = store.system_prompt(sid)
     if system_prompt:
         console.print(f"[dim]system prompt: {len(system_prompt):,} chars[/dim]")
-    for message in store.load(sid):
-        _print_message(console, message, full=full)
+    if epoch is not None and epoch > info.epoch:
+        _fail(f"session {sid} has epochs 0 to {info.epoch}; --epoch {epoch} does not exist")
+    _print_transcript(console, store, sid, epoch=epoch, page=None if all_messages else page,
+                      page_size=page_size, full=full)
+    if turns:
+        _print_turns(console, store, sid)
     if events:
         _print_audit(console, store, sid)
         _print_events(console, store, sid)
@@ -328,7 +347,7 @@ def _sessions_table(found: list[SessionInfo]) -> Any:
 def _print_header(console: Console, info: SessionInfo) -> None:
     usage = info.usage
     lines = [
-        f"[bold]session {info.id}[/bold]" + (f"  (continued from {info.parent_id})"
+        f"[bold]session {info.id}[/bold]" + (f"  (sub-agent of {info.parent_id})"
                                               if info.parent_id else ""),
         f"title    {info.title}",
         f"model    {info.model}",
@@ -344,6 +363,71 @@ def _print_header(console: Console, info: SessionInfo) -> None:
 
     console.print("\n".join([lines[0], *(escape(line) for line in lines[1:])]))
     console.rule(style="dim")
+
+
+def _print_transcript(console: Console, store: SQLiteStore, sid: str, *, epoch: int | None,
+                      page: int | None, page_size: int, full: bool) -> None:
+    """One page of an epoch (default: the live one), or with `page=None` all of it in
+    chunks; only what is printed is read and rendered."""
+    total = store.message_count(sid, epoch=epoch)
+    if page is None:
+        for offset in range(0, total, ALL_CHUNK):
+            for message in store.load_page(sid, epoch=epoch, offset=offset, limit=ALL_CHUNK):
+                _print_message(console, message, full=full)
+        return
+    pages = max(1, -(-total // page_size))
+    if page > pages:
+        _fail(f"session {sid} has {pages} page(s) of {page_size} messages; --page {page} is "
+              "past the end")
+    start = (page - 1) * page_size
+    for message in store.load_page(sid, epoch=epoch, offset=start, limit=page_size):
+        _print_message(console, message, full=full)
+    if pages > 1:
+        end = min(total, start + page_size)
+        more = f"--page {page + 1} for the next, " if page < pages else ""
+        console.print(f"[dim]page {page} of {pages} (messages {start + 1:,}–{end:,} of "
+                      f"{total:,}); {more}--all for everything[/dim]")
+
+
+def _print_lineage(console: Console, store: SQLiteStore, info: SessionInfo) -> None:
+    if not info.epoch:
+        return
+    parts = []
+    for stretch in store.lineage(info.id):
+        live = " (live)" if stretch.epoch == info.epoch else ""
+        parts.append(f"epoch {stretch.epoch}{live}: {stretch.messages:,} messages from "
+                     f"{_when(stretch.first)}")
+    console.print(f"[bold]lineage[/bold]  compacted {info.epoch}× — " + " · ".join(parts)
+                  + " [dim](--epoch N shows an earlier one)[/dim]")
+
+
+def _print_children(console: Console, store: SQLiteStore, sid: str) -> None:
+    from rich.markup import escape
+
+    children = store.children(sid)
+    if not children:
+        return
+    console.print("[bold]sub-agents[/bold]")
+    for child in children:
+        console.print(escape(f"  {child.id[:8]}  {child.stop_reason or '-':<11} "
+                             f"{child.message_count:>5} msgs  {_cost(child.cost):>8}  "
+                             f"{child.title}"))
+    console.rule(style="dim")
+
+
+def _print_turns(console: Console, store: SQLiteStore, sid: str) -> None:
+    from rich.table import Table
+
+    table = Table(title="turns", box=None, show_edge=False, pad_edge=False,
+                  title_justify="left", title_style="bold")
+    for column in ("run", "turn", "in", "cache read", "out", "requests", "cost"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for row in store.turns(sid):
+        table.add_row(row["run_id"][:8], str(row["turn"]), f"{row['input_tokens']:,}",
+                      f"{row['cache_read_tokens']:,}", f"{row['output_tokens']:,}",
+                      str(row["requests"]), _cost(row["cost"]))
+    console.print(table)
+    console.print()
 
 
 def _print_message(console: Console, message: Message, *, full: bool) -> None:

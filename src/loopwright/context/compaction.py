@@ -11,8 +11,8 @@ preflight threshold (50 % of the window):
    a report built from the record stands in. The new history is: system prompt, the original task
    (verbatim), the summary, the latest user message (verbatim, if it was not in the tail), the
    tail. The tail never begins on a tool result, so calls and results stay together. The run
-   gets a new `session_id`; the old one is `run.parent_session_id`, and every plugin's
-   `on_compaction(run, parent_session_id)` is told (persistence starts the new session there).
+   keeps its `session_id` (the id a user holds always means the newest state); every plugin's
+   `on_compaction(run, None)` is told, and persistence starts the session's next epoch there.
    Compaction does not run again until the request has grown past the threshold again (by at
    least a tenth of the window when compaction could not get under it), and never on the next
    turn unless the hard limit is at stake.
@@ -21,15 +21,14 @@ preflight threshold (50 % of the window):
 3. Over the hard limit (85 %) even so: everything but the newest exchange is pruned, then the
    newest tool results are cut to fit, their full text spilled to files first.
 
-`status` events: `pruned`, `compacting`, `compacted` (data: `session_id`, `parent_session_id`,
-token counts, `fallback`), `context_trimmed`, `context_over`.
+`status` events: `pruned`, `compacting`, `compacted` (data: `session_id`, token counts,
+`fallback`), `context_trimmed`, `context_over`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,24 +240,20 @@ class CompactionPlugin(LoopPlugin):
                                                        "before_tokens": tokens})
         report, error = await self._summarize(run, history[task_at].content, middle)
         extras = request.messages[len(run.sanitizer(history)):]  # e.g. the last-round note
-        parent, new_id = run.session_id, uuid.uuid4().hex
-        summary = summary_message(report, parent_session_id=parent, session_id=new_id)
+        summary = summary_message(report, parent_session_id=None, session_id=run.session_id)
         latest = [history[latest_at]] if latest_at != task_at and latest_at < start else []
         history[:] = [*history[:head], history[task_at], summary, *latest, *history[start:]]
         request.messages[:] = [*messages.sanitize(history), *extras]
-        run.session_id = new_id
-        run.parent_session_id = parent
-        run.tool_state["parent_session_id"] = parent
         after = self.counter.count(request)
         self.last_compacted_turn = run.turn
         self.rearm_at = max(self.budget.threshold, after + int(self.budget.window * REARM_SHARE))
         run.status("compacted", f"compacted {len(middle)} messages into a summary "
                    f"(~{tokens:,} → ~{after:,} tokens){' [fallback summary]' if error else ''}",
-                   {"session_id": new_id, "parent_session_id": parent, "messages": len(middle),
+                   {"session_id": run.session_id, "messages": len(middle),
                     "before_tokens": tokens, "after_tokens": after, "fallback": error is not None,
                     "error": error})
         for plugin in run.settings.plugins:
-            plugin.on_compaction(run, parent)
+            plugin.on_compaction(run, None)
         return after
 
     async def _summarize(self, run: RunState, task: str, middle: list[Message]

@@ -27,10 +27,11 @@ HITS_PER_SESSION = 2  # e.g. a question and its answer
 
 @runtime_checkable
 class SearchableStore(Protocol):
-    """A store that can search message text (the SQLite store can)."""
+    """A store that can search message text (the SQLite and PostgreSQL stores can)."""
 
-    def search(self, text: str, *, limit: int = 10, any_word: bool = False,
-               exclude_session: str | None = None, cwd: str | None = None) -> list[SearchHit]:
+    async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
+                     exclude_session: str | None = None, cwd: str | None = None
+                     ) -> list[SearchHit]:
         """Matching messages, best first."""
 
 
@@ -45,18 +46,19 @@ class RecallPlugin(LoopPlugin):
         if run.turn != 1:
             return
         prompt = next((m.content for m in reversed(run.history) if m.role == "user"), "")
-        note = recall_note(self.store, prompt, exclude_session=run.session_id, limit=self.limit)
+        note = await recall_note(self.store, prompt, exclude_session=run.session_id,
+                                 limit=self.limit)
         if note:
             request.messages = attach_note(request.messages, note)
             run.status("recall", "recalled matching messages from past sessions",
                        {"chars": len(note)})
 
 
-def recall_note(store: SearchableStore, prompt: str, *, exclude_session: str | None,
+async def recall_note(store: SearchableStore, prompt: str, *, exclude_session: str | None,
                 limit: int = 3) -> str:
     """The recall note for `prompt` ("" when nothing matches)."""
     try:
-        hits = store.search(prompt, any_word=True, exclude_session=exclude_session,
+        hits = await store.search(prompt, any_word=True, exclude_session=exclude_session,
                             limit=limit * 8)
     except LoopwrightError:
         return ""  # recall is a bonus: a busy or broken store must not stop the run

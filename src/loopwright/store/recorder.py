@@ -1,23 +1,27 @@
 """`SessionRecorder`: persists one run into a `SessionStore` as it happens.
 
-It is both a `LoopPlugin` (every appended message is written at once, synchronously, so a crash
-loses at most the reply in flight) and an event callback (the run's events become the session's
-event log and audit trail). It also holds the session's write lease for the run.
+It is both a `LoopPlugin` (every appended message is queued for writing at once, and the queue is
+drained before each model request, so a crash loses at most the reply in flight) and an event
+callback (the run's events become the session's event log and audit trail). Writes run in order
+off the event loop (the store is async); it also holds the session's write lease for the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
-from loopwright.errors import LoopwrightError
+from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import Event, event_to_dict
 from loopwright.messages import Message, Usage
 from loopwright.plugins import LoopPlugin
-from loopwright.store import RunRecord, SessionStore
+from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.lease import RENEW_SECONDS, new_owner
+from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState
@@ -26,87 +30,101 @@ if TYPE_CHECKING:
 TITLE_CHARS = 80
 PREVIEW_CHARS = 500  # of a tool result kept in the event log (the full text is in the messages)
 _UNRECORDED = frozenset({"text_delta", "reasoning_delta"})  # the messages hold the text
+_LATE_WRITES: set[asyncio.Task[None]] = set()  # strong references until they finish
+BUSY_FIRST_DELAY, BUSY_MAX_DELAY = 0.05, 2.0  # seconds between tries while the store is busy
 
 
 class SessionRecorder(LoopPlugin):
     """Writes one run's messages, events, usage and cost to `store` under `session_id`."""
 
     def __init__(self, store: SessionStore, session_id: str, *, model: str = "",
-                 cwd: str = "") -> None:
+                 cwd: str = "", parent_id: str | None = None) -> None:
         self.store = store
         self.session_id = session_id
         self.model = model
         self.cwd = cwd
+        self.parent_id = parent_id  # the delegating session, for a sub-agent's run
         self.owner = new_owner()
         self.resumed = False
         self._run: RunState | None = None
         self._failure: str | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
-        # usage and cost the run had spent when it moved to this session (after a compaction)
-        self._usage_before = Usage()
-        self._cost_before: float | None = 0.0
+        self._writes = WriteQueue(self._report_wait)
+        self._turn_cost: float | None = 0.0  # the run's cost at the end of the previous turn
 
     # -- before the run: create or resume the session, take its lease --
 
-    def open(self, history: list[Message] | None, *, system_prompt: str, prompt: str
-             ) -> list[Message]:
+    async def open(self, history: list[Message] | None, *, system_prompt: str, prompt: str
+                   ) -> list[Message]:
         """The history the run starts from (system message first), after taking the lease.
 
         A new session stores `history`. An existing one is resumed: without `history` its stored
-        messages are loaded and repaired (calls cut off by a crash get an error result); with
-        `history` (a caller continuing in memory) only messages the store lacks are written.
+        messages (of its newest epoch) are loaded and repaired (calls cut off by a crash get an
+        error result); with `history` (a caller continuing in memory) only messages the store
+        lacks are written.
         """
         store, sid = self.store, self.session_id
-        existing = store.get(sid)
+        existing = await store.get(sid)
         if existing is None:
-            store.create(sid, model=self.model, cwd=self.cwd, system_prompt=system_prompt,
-                         title=_title(prompt, history))
-        store.acquire(sid, self.owner)
+            await store.create(sid, model=self.model, cwd=self.cwd, system_prompt=system_prompt,
+                               title=_title(prompt, history), parent_id=self.parent_id)
+        await store.acquire(sid, self.owner)
         self._leased = True
         try:
-            return self._initial_history(history, system_prompt, existing is not None)
+            return await self._initial_history(history, system_prompt, existing is not None)
         except BaseException:
-            self.release()
+            await self.release()
             raise
 
-    def _initial_history(self, history: list[Message] | None, system_prompt: str,
-                         exists: bool) -> list[Message]:
+    async def _initial_history(self, history: list[Message] | None, system_prompt: str,
+                               exists: bool) -> list[Message]:
         store, sid = self.store, self.session_id
         given = list(history or [])
         head = [given.pop(0)] if given and given[0].role == "system" else []
-        stored = store.load(sid) if exists else []
+        stored = await store.load(sid) if exists else []
         if exists and history is None:
             self.resumed = True
             conversation = messages.close_interrupted_calls(stored)
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
-                _append_many(store, sid, repaired_suffix)
+                await store.append_many(sid, repaired_suffix)
         else:
             conversation = given
             if stored == given[:len(stored)]:
-                _append_many(store, sid, given[len(stored):])
+                await store.append_many(sid, given[len(stored):])
         if exists:
-            _update(store, sid, system_prompt=system_prompt, model=self.model)
+            await store.update(sid, system_prompt=system_prompt, model=self.model)
         return [*(head or [messages.system(system_prompt)]), *conversation]
 
-    def release(self) -> None:
+    async def release(self) -> None:
         """Give the lease back (idempotent)."""
         if self._leased:
             self._leased = False
             with contextlib.suppress(LoopwrightError):
-                self.store.release(self.session_id, self.owner)
+                await self.store.release(self.session_id, self.owner)
 
-    # -- during the run --
+    # -- during the run: every write goes through the queue, in order --
 
     async def on_run_start(self, run: RunState) -> None:
         self._run = run
-        self._guard(run, lambda: self.store.record_run(
+        self._writes.start(run)
+        self._queue(lambda: self.store.record_run(
             self.session_id, RunRecord(run_id=run.run_id), model=self.model))
         self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
 
     def on_message(self, run: RunState, message: Message) -> None:
-        self._guard(run, lambda: self.store.append(self.session_id, message))
+        self._queue(lambda: self.store.append(self.session_id, message))
+
+    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+        """Every message so far is durable before the next request goes out (a locked store
+        is waited out here); a store that failed for good stops the run."""
+        await self._writes.drain()
+        failure = self._writes.failure
+        if failure is not None:
+            raise SessionError(f"the session store failed, so the run stopped (session "
+                               f"{self.session_id} is intact up to the failure and can be "
+                               f"resumed): {failure}")
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
@@ -114,59 +132,64 @@ class SessionRecorder(LoopPlugin):
         if run is None or event.type in _UNRECORDED:
             return
         row = _slim(event_to_dict(event))
-        self._guard(run, lambda: self.store.record_events(self.session_id, run.run_id, [row]),
-                    writes_messages=False)
+        if not self._writes.running:  # the terminal event comes after `on_run_end`
+            self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
+            return
+        self._queue(lambda: self.store.record_events(self.session_id, run.run_id, [row]))
         if event.type == "turn_end" and not event.agent:
-            self._guard(run, lambda: self.store.record_run(
-                self.session_id, self._record(run, None), model=self.model),
-                writes_messages=False)
+            record = self._record(run, None)
+            turn, usage, cost = run.turn, _turn_usage(event), self._cost_of_turn(run)
+            self._queue(lambda: self.store.record_run(self.session_id, record,
+                                                      model=self.model))
+            self._queue(lambda: self.store.record_turn(self.session_id, run.run_id, turn,
+                                                       usage, cost))
 
     def on_compaction(self, run: RunState, parent_session_id: str | None) -> None:
-        """The run goes on in a new session (lineage: parent = the old one), which starts from
-        the compacted history; the old session keeps its full record and this run's usage so
-        far, ended with stop reason "compacted"."""
-        old, new = self.session_id, run.session_id
-        if not new or new == old:
-            return
-        self._guard(run, lambda: self._move(run, old, new))
+        """Compaction replaced the history: the session (same id) starts its next epoch from
+        it, atomically; the messages it summarised stay stored as the session's lineage."""
+        history = [m for m in run.history if m.role != "system"]
+        self._queue(lambda: self._compact(history))
 
-    def _move(self, run: RunState, old: str, new: str) -> None:
-        store = self.store
-        store.record_run(old, self._record(run, None, stop_reason="compacted"),
-                         model=self.model, ended=True)
-        previous = store.get(old)
-        head = run.history[0] if run.history and run.history[0].role == "system" else None
-        store.create(new, model=self.model, cwd=self.cwd, parent_id=old,
-                     title=previous.title if previous else "",
-                     system_prompt=head.content if head else None)
-        store.acquire(new, self.owner)
-        self.release()
-        self._leased = True
-        self.session_id = new
-        self._usage_before = _copy(run.usage)
-        self._cost_before = run.cost.total
-        _append_many(store, new, [m for m in run.history if m.role != "system"])
-        store.record_run(new, RunRecord(run_id=run.run_id), model=self.model)
+    async def _compact(self, history: list[Message]) -> None:
+        await self.store.compact(self.session_id, history)
 
     async def on_run_end(self, run: RunState, result: RunResult) -> None:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        self._guard(run, lambda: self.store.record_run(
-            self.session_id, self._record(run, result), model=self.model, ended=True),
-            writes_messages=False)
-        self.release()
+        record = self._record(run, result)
+        self._queue(lambda: self.store.record_run(self.session_id, record, model=self.model,
+                                                  ended=True))
+        await self._writes.close()
+        await self.release()
 
-    def _record(self, run: RunState, result: RunResult | None, *,
-                stop_reason: str | None = None) -> RunRecord:
-        """The run's row for the current session: what it spent since it moved here."""
-        total = result.cost if result is not None else run.cost.total
-        before = self._cost_before
-        cost = None if total is None or before is None else total - before
+    def _late_write(self, write: Awaitable[Any]) -> None:
+        """A write after the run's queue closed (its terminal event): best effort, in the
+        background, so the log is complete when the store is healthy."""
+        async def guarded() -> None:
+            with contextlib.suppress(LoopwrightError):
+                await write
+
+        task = asyncio.ensure_future(guarded())
+        _LATE_WRITES.add(task)
+        task.add_done_callback(_LATE_WRITES.discard)
+
+    def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
+        self._writes.put(write)
+
+    def _report_wait(self, run: RunState, kind: str, text: str) -> None:
+        run.status(kind, text, {"session_id": self.session_id})
+
+    def _record(self, run: RunState, result: RunResult | None) -> RunRecord:
         return RunRecord(
-            run_id=run.run_id, turns=run.turn, cost=cost,
-            usage=_minus(run.usage, self._usage_before),
-            stop_reason=result.stop_reason if result is not None else stop_reason,
+            run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
+            cost=result.cost if result is not None else run.cost.total,
+            stop_reason=result.stop_reason if result is not None else None,
             error=result.error if result is not None else None)
+
+    def _cost_of_turn(self, run: RunState) -> float | None:
+        total, before = run.cost.total, self._turn_cost
+        self._turn_cost = total
+        return None if total is None or before is None else total - before
 
     async def _renew_forever(self, run: RunState, driver: asyncio.Task[Any] | None) -> None:
         """Keep the lease while the run's task lives (a task killed without reaching
@@ -174,42 +197,100 @@ class SessionRecorder(LoopPlugin):
         while True:
             await asyncio.sleep(RENEW_SECONDS)
             if driver is not None and driver.done():
-                self.release()
+                await self.release()
                 return
-            if not self._guard(run, lambda: self.store.renew(self.session_id, self.owner),
-                               writes_messages=False):
+            try:
+                await self.store.renew(self.session_id, self.owner)
+            except StoreBusy:
+                continue  # the lease outlives a few missed renewals
+            except LoopwrightError as exc:
+                run.status("store_error", f"session {self.session_id}: {exc}",
+                           {"session_id": self.session_id})
                 return
 
-    def _guard(self, run: RunState, write: Any, *, writes_messages: bool = True) -> bool:
-        """Run one store write. A failing store must not crash the run: the first failure is
-        reported as a `store_error` status and message writes stop, so the stored history stays a
-        clean prefix of the real one (and resumable)."""
-        if self._failure is not None and writes_messages:
-            return False
-        try:
-            write()
-        except LoopwrightError as exc:
-            if self._failure is None:
-                self._failure = str(exc)
-                run.status("store_error", f"session {self.session_id} is no longer being saved: "
-                           f"{exc}", {"session_id": self.session_id})
-            return False
-        return True
 
+class WriteQueue:
+    """One run's store writes, done one at a time in the order they were made.
 
-def _append_many(store: SessionStore, session_id: str, history: list[Message]) -> None:
-    bulk = getattr(store, "append_many", None)
-    if bulk is not None:
-        bulk(session_id, history)
-        return
-    for message in history:
-        store.append(session_id, message)
+    A busy or locked store (`StoreBusy`) is waited out with backoff for as long as it takes, with
+    a `store_busy` status while waiting: nothing is ever skipped. Any other store error is final:
+    later writes are dropped, so what is stored stays a clean prefix of the run, and
+    `failure` says why (the recorder then stops the run)."""
 
+    def __init__(self, report: Callable[[RunState, str, str], None]) -> None:
+        self._report = report
+        self._pending: collections.deque[Callable[[], Awaitable[Any]]] = collections.deque()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self._run: RunState | None = None
+        self._closed = False
+        self.failure: str | None = None
 
-def _update(store: SessionStore, session_id: str, **fields: Any) -> None:
-    update = getattr(store, "update", None)
-    if update is not None:
-        update(session_id, **fields)
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self, run: RunState) -> None:
+        self._run = run
+        self._task = asyncio.ensure_future(self._work())
+
+    def put(self, write: Callable[[], Awaitable[Any]]) -> None:
+        """Queue a write (writes queued before `start` wait for it)."""
+        if self.failure is not None or self._closed:
+            return
+        self._pending.append(write)
+        self._idle.clear()
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Wait until every write made so far is done (or the store failed)."""
+        if self.running:
+            await self._idle.wait()
+
+    async def close(self) -> None:
+        await self.drain()
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _work(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                write = self._pending.popleft()
+                if self.failure is None:
+                    await self._until_done(write)
+            self._idle.set()
+
+    async def _until_done(self, write: Callable[[], Awaitable[Any]]) -> None:
+        run = self._run
+        assert run is not None
+        delay, waited = BUSY_FIRST_DELAY, 0.0
+        while True:
+            try:
+                await write()
+            except StoreBusy as exc:
+                if not waited:
+                    self._report(run, "store_busy", f"the session store is busy; waiting for it "
+                                 f"(nothing is skipped): {exc}")
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, BUSY_MAX_DELAY)
+                continue
+            except Exception as exc:  # a store's own bug is a failure too, never a dead writer
+                self.failure = str(exc) or type(exc).__name__
+                self._report(run, "store_error", f"the session store failed: {self.failure}")
+                self._pending.clear()
+                return
+            if waited:
+                self._report(run, "store_ready", "the session store is writable again "
+                             f"(waited ~{waited:.1f}s)")
+            return
 
 
 def _title(prompt: str, history: list[Message] | None) -> str:
@@ -225,9 +306,12 @@ def _copy(usage: Usage) -> Usage:
     return out
 
 
-def _minus(usage: Usage, before: Usage) -> Usage:
-    now, then = usage.to_dict(), before.to_dict()
-    return Usage(**{name: now[name] - then[name] for name in now})
+def _turn_usage(event: Event) -> Usage:
+    fields = getattr(event, "usage", None) or {}
+    try:
+        return Usage(**fields)
+    except TypeError:
+        return Usage()
 
 
 def _slim(row: dict[str, Any]) -> dict[str, Any]:

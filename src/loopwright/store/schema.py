@@ -92,6 +92,30 @@ CREATE TABLE events (
 CREATE INDEX events_by_session ON events(session_id, id);
 """
 
-MIGRATIONS: list[str] = [_V1]
+# v2: a session keeps its id through compaction (each compaction starts a new `epoch` of its
+# messages; older epochs are its lineage), `parent_id` links a sub-agent's session to its
+# parent's, and what every turn spent is stored
+_V2 = """
+ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX messages_by_epoch ON messages(session_id, epoch, seq);
+
+CREATE TABLE turns (
+    session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id              TEXT NOT NULL,
+    turn                INTEGER NOT NULL,
+    created             REAL NOT NULL,
+    input_tokens        INTEGER NOT NULL DEFAULT 0,
+    output_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens   INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens  INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens    INTEGER NOT NULL DEFAULT 0,
+    requests            INTEGER NOT NULL DEFAULT 0,
+    cost                REAL,
+    PRIMARY KEY (session_id, run_id, turn)
+);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -61,13 +61,16 @@ class StateServices:
             return []
         return [RecallPlugin(self.store, limit=self.settings.recall_limit)]
 
-    def recorder(self, session_id: str, *, model: str) -> SessionRecorder | None:
-        """A recorder for one run on `session_id`, or None without a store."""
+    def recorder(self, session_id: str, *, model: str, parent_id: str | None = None
+                 ) -> SessionRecorder | None:
+        """A recorder for one run on `session_id` (a sub-agent's links to its parent's
+        session, `parent_id`), or None without a store."""
         if self.store is None:
             return None
         from loopwright.store.recorder import SessionRecorder
 
-        return SessionRecorder(self.store, session_id, model=model, cwd=str(self.workdir))
+        return SessionRecorder(self.store, session_id, model=model, cwd=str(self.workdir),
+                               parent_id=parent_id)
 
 
 def first_user_turn(history: list[Message], prompt: str) -> Message | None:

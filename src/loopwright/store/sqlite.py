@@ -21,14 +21,18 @@ from typing import Any
 
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
-from loopwright.store import RunRecord, SessionInfo
+from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                   "reasoning_tokens", "requests")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
-                    "lock_host, lock_expires")
+                    "lock_host, lock_expires, epoch")
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
+    "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?1), "
+    "(SELECT epoch FROM sessions WHERE id = ?1), ?2, ?3, ?4, ?5)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 SNIPPET_START, SNIPPET_END = "\x02", "\x03"  # markers around matched words in search snippets
 
@@ -62,7 +66,9 @@ class AuditEntry:
 
 
 class SQLiteStore:
-    """A `SessionStore` in one SQLite file; safe to share between threads and processes."""
+    """A blocking session store in one SQLite file; safe to share between threads and
+    processes. Runs use it through `ThreadedStore` (one worker thread, never the event loop);
+    the CLI uses it directly."""
 
     def __init__(self, path: str | Path, *, timeout: float = 5.0) -> None:
         self.path = str(path) if str(path) == ":memory:" else Path(path).expanduser()
@@ -125,7 +131,7 @@ class SQLiteStore:
         except sqlite3.OperationalError as exc:
             text = str(exc)
             if "locked" in text or "busy" in text:
-                raise SessionError(
+                raise StoreBusy(
                     f"the session database {self.path} is locked by another process (waited "
                     f"{self.timeout:g}s while {action}); try again once it finishes") from exc
             raise SessionError(f"session database {self.path}: {action} failed: {text}") from exc
@@ -154,6 +160,18 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def message_count(self, session_id: str, *, epoch: int | None = None) -> int:
+        """Messages in one epoch of the session (default: the live one)."""
+        with self._read("counting messages") as db:
+            if epoch is None:
+                row = db.execute("SELECT count(*) FROM messages WHERE session_id = ?1 AND epoch "
+                                 "= (SELECT epoch FROM sessions WHERE id = ?1)",
+                                 (session_id,)).fetchone()
+            else:
+                row = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
+                                 "epoch = ?", (session_id, epoch)).fetchone()
+        return int(row[0])
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -252,15 +270,15 @@ class SQLiteStore:
 
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
-         lock_owner, lock_pid, lock_host, lock_expires) = row
+         lock_owner, lock_pid, lock_host, lock_expires, epoch) = row
         sums = db.execute(
             "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in _USAGE_COLUMNS)
             + ", sum(cost), sum(cost IS NULL AND requests > 0) FROM runs WHERE session_id = ?",
             (sid,)).fetchone()
         latest = db.execute("SELECT stop_reason, ended FROM runs WHERE session_id = ? "
                             "ORDER BY started DESC, rowid DESC LIMIT 1", (sid,)).fetchone()
-        count = db.execute("SELECT count(*) FROM messages WHERE session_id = ?",
-                           (sid,)).fetchone()[0]
+        count = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ?",
+                           (sid, epoch)).fetchone()[0]
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
         stop_reason = None
         if latest is not None:
@@ -269,43 +287,67 @@ class SQLiteStore:
         unpriced = sums[8] or 0
         return SessionInfo(
             id=sid, parent_id=parent_id, title=title, model=model, cwd=cwd, created=created,
-            updated=updated, stop_reason=stop_reason, usage=usage, message_count=count,
+            updated=updated, stop_reason=stop_reason, usage=usage, message_count=count, epoch=epoch,
             cost=None if unpriced or sums[7] is None else float(sums[7]), runs=sums[0],
             locked_by=lock_pid if live else None)
 
     # -- messages --
 
     def load(self, session_id: str) -> list[Message]:
-        with self._read("loading a session") as db:
-            rows = db.execute("SELECT role, content, data FROM messages WHERE session_id = ? "
-                              "ORDER BY seq", (session_id,)).fetchall()
-        out = []
-        for role, content, data in rows:
-            fields = json.loads(data) if data != "{}" else {}
-            fields["role"] = role
-            fields["content"] = content
-            out.append(Message.from_dict(fields))
-        return out
+        return self.load_page(session_id)
 
     def append(self, session_id: str, message: Message) -> None:
-        row = _message_row(message)
+        row = message_row(message)
         with self._lock, self._translate("writing a message"):
-            self._db.execute(
-                "INSERT INTO messages (session_id, seq, role, content, data, created) VALUES "
-                "(?, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?), "
-                "?, ?, ?, ?)", (session_id, session_id, *row, time.time()))
+            self._db.execute(_INSERT_MESSAGE, (session_id, *row, time.time()))
 
     def append_many(self, session_id: str, history: list[Message]) -> None:
         """Write several messages in one transaction."""
         if not history:
             return
         now = time.time()
+        rows = [(session_id, *message_row(m), now) for m in history]
         with self._write("writing messages") as db:
-            for message in history:
-                db.execute(
-                    "INSERT INTO messages (session_id, seq, role, content, data, created) VALUES "
-                    "(?, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?), "
-                    "?, ?, ?, ?)", (session_id, session_id, *_message_row(message), now))
+            db.executemany(_INSERT_MESSAGE, rows)
+
+    def compact(self, session_id: str, history: list[Message]) -> int:
+        """Start the session's next epoch with `history`, in one transaction (a crash leaves
+        either the old epoch or the whole new one); earlier epochs stay as the lineage."""
+        now = time.time()
+        rows = [(session_id, *message_row(m), now) for m in history]
+        with self._write("compacting a session") as db:
+            found = db.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = ? "
+                               "RETURNING epoch", (session_id,)).fetchone()
+            if found is None:
+                raise SessionError(f"no session {session_id!r} to compact")
+            db.executemany(_INSERT_MESSAGE, rows)
+        return int(found[0])
+
+    def lineage(self, session_id: str) -> list[Epoch]:
+        """The session's epochs, oldest first (one per compaction, plus the live one)."""
+        with self._read("reading a session's lineage") as db:
+            rows = db.execute("SELECT epoch, count(*), min(created), max(created) FROM messages "
+                              "WHERE session_id = ? GROUP BY epoch ORDER BY epoch",
+                              (session_id,)).fetchall()
+        return [Epoch(epoch=r[0], messages=r[1], first=r[2], last=r[3]) for r in rows]
+
+    def load_page(self, session_id: str, *, epoch: int | None = None, offset: int = 0,
+                  limit: int | None = None) -> list[Message]:
+        """Part of one epoch (default: the live one) in order, without reading the rest."""
+        sql = ("SELECT role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
+               + ("?2" if epoch is not None else "(SELECT epoch FROM sessions WHERE id = ?1)")
+               + " ORDER BY seq LIMIT ?3 OFFSET ?4")
+        with self._read("loading a session") as db:
+            rows = db.execute(sql, (session_id, epoch, -1 if limit is None else limit,
+                                    offset)).fetchall()
+        return [message_from_row(*row) for row in rows]
+
+    def children(self, session_id: str) -> list[SessionInfo]:
+        """Sessions of the sub-agents this session delegated to, oldest first."""
+        with self._read("listing sub-agent sessions") as db:
+            rows = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? "
+                              "ORDER BY created, rowid", (session_id,)).fetchall()
+            return [self._info(db, row) for row in rows]
 
     # -- the write lease of a run --
 
@@ -357,6 +399,24 @@ class SQLiteStore:
                 (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
                  record.stop_reason if ended else None, record.error, record.turns, *values,
                  record.cost))
+
+    def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
+                    cost: float | None) -> None:
+        values = usage.to_dict()
+        with self._lock, self._translate("recording a turn"):
+            self._db.execute(
+                "INSERT OR REPLACE INTO turns (session_id, run_id, turn, created, "
+                + ", ".join(_USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, run_id, turn, time.time(), *(values[c] for c in _USAGE_COLUMNS),
+                 cost))
+
+    def turns(self, session_id: str) -> list[dict[str, Any]]:
+        """What each turn of the session's runs spent, in order, as dicts of their columns."""
+        with self._read("reading turns") as db:
+            cursor = db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY created, "
+                                "rowid", (session_id,))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def runs(self, session_id: str) -> list[dict[str, Any]]:
         """The session's runs, oldest first, as dicts of their columns."""
@@ -440,7 +500,14 @@ _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
-def _message_row(message: Message) -> tuple[str, str, str]:
+def message_from_row(role: str, content: str, data: str) -> Message:
+    fields = json.loads(data) if data != "{}" else {}
+    fields["role"] = role
+    fields["content"] = content
+    return Message.from_dict(fields)
+
+
+def message_row(message: Message) -> tuple[str, str, str]:
     fields = message.to_dict()
     del fields["role"], fields["content"]
     try:

@@ -1,0 +1,398 @@
+"""The PostgreSQL session store, for many workers on many machines sharing one database.
+
+`Agent(store="postgresql://user@host/db")` (needs `pip install loopwright[postgres]`). Async
+throughout (psycopg 3); every statement commits on its own (or one transaction for several
+rows), so a worker killed with SIGKILL keeps every message it wrote. The schema is created and
+migrated on first use, under an advisory lock so that workers starting together do not race.
+
+The lease that keeps two runs off one session is the session row's `lock_*` columns, taken under
+`SELECT … FOR UPDATE` with an expiry on the database's clock: a worker on another machine that
+dies frees the session when its lease expires (one on this host frees it at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import time
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from loopwright.errors import ConfigError, SessionError
+from loopwright.messages import Message, Usage
+from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy
+from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
+from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.sqlite import (
+    SNIPPET_END,
+    SNIPPET_START,
+    SearchHit,
+    message_from_row,
+    message_row,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+          "reasoning_tokens", "requests")
+_SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
+                    "lock_host, lock_expires, epoch")
+_NOW = "extract(epoch from clock_timestamp())"
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
+    "(%(sid)s, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = %(sid)s), "
+    "(SELECT epoch FROM sessions WHERE id = %(sid)s), %(role)s, %(content)s, %(data)s, "
+    "%(now)s)")
+_WORD = re.compile(r"\w+", re.UNICODE)
+LOCK_TIMEOUT_MS = 2000  # a row lock held longer surfaces as StoreBusy (the recorder waits on)
+
+
+class PostgresStore:
+    """A `SessionStore` in a PostgreSQL database (one connection per event loop using it)."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self._connections: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[psycopg.AsyncConnection[Any], asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redacted(self.dsn)!r})"
+
+    # -- connection, errors, migrations --
+
+    async def _connection(self) -> tuple[psycopg.AsyncConnection[Any], asyncio.Lock]:
+        loop = asyncio.get_running_loop()
+        found = self._connections.get(loop)
+        if found is not None and not found[0].closed:
+            return found
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ConfigError("a postgresql:// store needs psycopg: pip install "
+                              "'loopwright[postgres]'") from exc
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
+        except psycopg.Error as exc:
+            raise SessionError(f"cannot connect to the session database "
+                               f"{_redacted(self.dsn)}: {_first_line(exc)}") from exc
+        await conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+        await self._migrate(conn)
+        found = (conn, asyncio.Lock())
+        self._connections[loop] = found
+        return found
+
+    async def _migrate(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute("CREATE TABLE IF NOT EXISTS loopwright_schema "
+                               "(version INTEGER NOT NULL)")
+            row = await (await conn.execute("SELECT max(version) FROM loopwright_schema")
+                         ).fetchone()
+            version = (row[0] if row else None) or 0
+            if version > SCHEMA_VERSION:
+                raise SessionError(f"{_redacted(self.dsn)} has session schema v{version}, newer "
+                                   f"than this loopwright understands (v{SCHEMA_VERSION}); "
+                                   "upgrade it")
+            for script in MIGRATIONS[version:]:
+                await conn.execute(script.encode())  # several statements, no parameters
+            if version < SCHEMA_VERSION:
+                await conn.execute("DELETE FROM loopwright_schema")
+                await conn.execute("INSERT INTO loopwright_schema VALUES (%s)",
+                                   (SCHEMA_VERSION,))
+
+    @contextlib.asynccontextmanager
+    async def _db(self, action: str, *, transaction: bool = False
+                  ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The connection, its statements serialised; psycopg errors become `SessionError`s
+        (`StoreBusy` for lock timeouts and lost connections: worth another try)."""
+        import psycopg
+
+        conn, lock = await self._connection()
+        async with lock:
+            try:
+                if transaction:
+                    async with conn.transaction():
+                        yield conn
+                else:
+                    yield conn
+            except psycopg.errors.LockNotAvailable as exc:
+                raise StoreBusy(f"the session database is locked (waited "
+                                f"{LOCK_TIMEOUT_MS / 1000:g}s while {action})") from exc
+            except psycopg.OperationalError as exc:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()  # the next call reconnects
+                raise StoreBusy(f"lost the session database while {action}: "
+                                f"{_first_line(exc)}") from exc
+            except psycopg.Error as exc:
+                raise SessionError(f"session database: {action} failed: "
+                                   f"{_first_line(exc)}") from exc
+
+    async def _rows(self, action: str, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+                    ) -> list[tuple[Any, ...]]:
+        async with self._db(action) as conn:
+            cursor = await conn.execute(sql, params)
+            return await cursor.fetchall() if cursor.description else []
+
+    async def aclose(self) -> None:
+        found = self._connections.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found[0].close()
+
+    # -- sessions --
+
+    async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
+                     parent_id: str | None = None, system_prompt: str | None = None) -> None:
+        now = time.time()
+        await self._rows("creating a session",
+                         "INSERT INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+                         "created, updated) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                         "ON CONFLICT (id) DO NOTHING",
+                         (session_id, parent_id, title, model, cwd, system_prompt, now, now))
+
+    async def update(self, session_id: str, **fields: Any) -> None:
+        unknown = set(fields) - {"title", "model", "cwd", "system_prompt"}
+        if unknown:
+            raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
+        if fields:
+            assignments = ", ".join(f"{name} = %s" for name in fields)
+            await self._rows("updating a session",
+                             f"UPDATE sessions SET {assignments} WHERE id = %s",
+                             (*fields.values(), session_id))
+
+    async def get(self, session_id: str) -> SessionInfo | None:
+        rows = await self._rows("reading a session", f"SELECT {_SESSION_COLUMNS} FROM sessions "
+                                "WHERE id = %s", (session_id,))
+        return await self._info(rows[0]) if rows else None
+
+    async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
+                            limit: int = 20) -> list[SessionInfo]:
+        rows = await self._rows(
+            "listing sessions", f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE "
+            "(%(cwd)s::text IS NULL OR cwd = %(cwd)s) AND "
+            "(%(model)s::text IS NULL OR model = %(model)s) "
+            "ORDER BY updated DESC, created DESC LIMIT %(limit)s",
+            {"cwd": cwd, "model": model, "limit": limit})
+        return [await self._info(row) for row in rows]
+
+    async def children(self, session_id: str) -> list[SessionInfo]:
+        rows = await self._rows("listing sub-agent sessions", f"SELECT {_SESSION_COLUMNS} FROM "
+                                "sessions WHERE parent_id = %s ORDER BY created", (session_id,))
+        return [await self._info(row) for row in rows]
+
+    async def _info(self, row: tuple[Any, ...]) -> SessionInfo:
+        (sid, parent_id, title, model, cwd, created, updated,
+         lock_owner, lock_pid, lock_host, lock_expires, epoch) = row
+        sums = (await self._rows(
+            "reading a session", "SELECT count(*), " + ", ".join(
+                f"coalesce(sum({c}), 0)" for c in _USAGE) + ", sum(cost), "
+            "count(*) FILTER (WHERE cost IS NULL AND requests > 0) FROM runs "
+            "WHERE session_id = %s", (sid,)))[0]
+        latest = await self._rows("reading a session", "SELECT stop_reason FROM runs WHERE "
+                                  "session_id = %s ORDER BY started DESC LIMIT 1", (sid,))
+        count = (await self._rows("reading a session", "SELECT count(*) FROM messages WHERE "
+                                  "session_id = %s AND epoch = %s", (sid, epoch)))[0][0]
+        live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
+        stop_reason = None
+        if latest:
+            stop_reason = latest[0][0] or ("running" if live else "interrupted")
+        return SessionInfo(
+            id=sid, parent_id=parent_id, title=title, model=model, cwd=cwd, created=created,
+            updated=updated, stop_reason=stop_reason, message_count=int(count), epoch=epoch,
+            usage=Usage(**{c: int(v) for c, v in zip(_USAGE, sums[1:7], strict=True)}),
+            cost=None if sums[8] or sums[7] is None else float(sums[7]), runs=int(sums[0]),
+            locked_by=lock_pid if live else None)
+
+    async def delete(self, session_id: str) -> None:
+        async with self._db("deleting a session", transaction=True) as conn:
+            row = await (await conn.execute(
+                "SELECT lock_owner, lock_pid, lock_host, lock_expires FROM sessions WHERE id = %s "
+                "FOR UPDATE", (session_id,))).fetchone()
+            if row is None:
+                raise SessionError(f"no session {session_id!r}")
+            if row[0] and lease_is_live(row[1], row[2], row[3]):
+                raise SessionError(f"session {session_id} is in use by another run "
+                                   f"(pid {row[1]} on {row[2]}); stop it first")
+            await conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
+
+    # -- messages --
+
+    async def load(self, session_id: str) -> list[Message]:
+        rows = await self._rows(
+            "loading a session", "SELECT role, content, data FROM messages WHERE session_id = "
+            "%(sid)s AND epoch = (SELECT epoch FROM sessions WHERE id = %(sid)s) ORDER BY seq",
+            {"sid": session_id})
+        return [message_from_row(*row) for row in rows]
+
+    async def append(self, session_id: str, message: Message) -> None:
+        await self.append_many(session_id, [message])
+
+    async def append_many(self, session_id: str, history: list[Message]) -> None:
+        if history:
+            async with self._db("writing messages", transaction=True) as conn:
+                await self._insert(conn, session_id, history)
+
+    async def compact(self, session_id: str, history: list[Message]) -> int:
+        async with self._db("compacting a session", transaction=True) as conn:
+            row = await (await conn.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = %s "
+                                            "RETURNING epoch", (session_id,))).fetchone()
+            if row is None:
+                raise SessionError(f"no session {session_id!r} to compact")
+            await self._insert(conn, session_id, history)
+        return int(row[0])
+
+    @staticmethod
+    async def _insert(conn: psycopg.AsyncConnection[Any], session_id: str,
+                      history: list[Message]) -> None:
+        now = time.time()
+        for message in history:  # one at a time: each seq follows the one before
+            role, content, data = message_row(message)
+            await conn.execute(_INSERT_MESSAGE, {"sid": session_id, "role": role,
+                                                 "content": content, "data": data, "now": now})
+        await conn.execute("UPDATE sessions SET updated = %s WHERE id = %s", (now, session_id))
+
+    async def lineage(self, session_id: str) -> list[Epoch]:
+        rows = await self._rows("reading a session's lineage",
+                                "SELECT epoch, count(*), min(created), max(created) FROM "
+                                "messages WHERE session_id = %s GROUP BY epoch ORDER BY epoch",
+                                (session_id,))
+        return [Epoch(epoch=r[0], messages=int(r[1]), first=r[2], last=r[3]) for r in rows]
+
+    # -- the write lease --
+
+    async def acquire(self, session_id: str, owner: str) -> None:
+        async with self._db("locking a session", transaction=True) as conn:
+            row = await (await conn.execute(
+                f"SELECT lock_owner, lock_pid, lock_host, lock_expires, {_NOW} FROM sessions "
+                "WHERE id = %s FOR UPDATE", (session_id,))).fetchone()
+            if row is None:
+                raise SessionError(f"no session {session_id!r} to lock; create it first")
+            holder, pid, host, expires, now = row
+            # the expiry is on the database's clock: shift it onto ours to judge it
+            if holder and holder != owner and lease_is_live(
+                    pid, host, None if expires is None else expires - float(now) + time.time()):
+                where = "" if host == HOST else f" on {host}"
+                raise SessionError(f"session {session_id} is in use by another run "
+                                   f"(pid {pid}{where})")
+            await conn.execute(
+                f"UPDATE sessions SET lock_owner = %s, lock_pid = %s, lock_host = %s, "
+                f"lock_expires = {_NOW} + %s WHERE id = %s",
+                (owner, os.getpid(), HOST, LEASE_SECONDS, session_id))
+
+    async def renew(self, session_id: str, owner: str) -> None:
+        async with self._db("renewing a session lease") as conn:
+            cursor = await conn.execute(f"UPDATE sessions SET lock_expires = {_NOW} + %s "
+                                        "WHERE id = %s AND lock_owner = %s",
+                                        (LEASE_SECONDS, session_id, owner))
+            changed = cursor.rowcount
+        if not changed:
+            raise SessionError(f"session {session_id}: this run lost its lease to another run")
+
+    async def release(self, session_id: str, owner: str) -> None:
+        await self._rows("unlocking a session",
+                         "UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = "
+                         "NULL, lock_expires = NULL WHERE id = %s AND lock_owner = %s",
+                         (session_id, owner))
+
+    # -- runs, turns, events --
+
+    async def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
+                         ended: bool = False) -> None:
+        usage = record.usage.to_dict()
+        now = time.time()
+        await self._rows(
+            "recording a run",
+            "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, "
+            "turns, " + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
+            "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
+            "stop_reason = excluded.stop_reason, error = excluded.error, "
+            "turns = excluded.turns, cost = excluded.cost, "
+            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
+            (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
+             record.stop_reason if ended else None, record.error, record.turns,
+             *(usage[c] for c in _USAGE), record.cost))
+
+    async def runs(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
+                                 "ORDER BY started", session_id)
+
+    async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
+                          cost: float | None) -> None:
+        values = usage.to_dict()
+        await self._rows(
+            "recording a turn",
+            "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE)
+            + ", cost) VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT "
+            "(session_id, run_id, turn) DO UPDATE SET cost = excluded.cost, "
+            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
+            (session_id, run_id, turn, time.time(), *(values[c] for c in _USAGE), cost))
+
+    async def turns(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._dicts("reading turns", "SELECT * FROM turns WHERE session_id = %s "
+                                 "ORDER BY created, turn", session_id)
+
+    async def record_events(self, session_id: str, run_id: str,
+                            events: list[dict[str, Any]]) -> None:
+        import json
+
+        if not events:
+            return
+        now = time.time()
+        async with self._db("recording events", transaction=True) as conn:
+            for event in events:
+                await conn.execute(
+                    "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+                    "(%s, %s, %s, %s, %s)",
+                    (session_id, run_id, now, str(event.get("type", "")),
+                     json.dumps(event, ensure_ascii=False, default=str)))
+
+    async def events(self, session_id: str) -> list[dict[str, Any]]:
+        import json
+
+        rows = await self._rows("reading events", "SELECT run_id, created, data FROM events "
+                                "WHERE session_id = %s ORDER BY id", (session_id,))
+        return [{**json.loads(data), "run_id": run_id, "created": created}
+                for run_id, created, data in rows]
+
+    async def _dicts(self, action: str, sql: str, session_id: str) -> list[dict[str, Any]]:
+        async with self._db(action) as conn:
+            cursor = await conn.execute(sql, (session_id,))
+            names = [d.name for d in cursor.description or []]
+            return [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]
+
+    # -- search --
+
+    async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
+                     exclude_session: str | None = None, cwd: str | None = None
+                     ) -> list[SearchHit]:
+        """Messages matching `text` (every word, or any word), best `ts_rank` first."""
+        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+        if not words:
+            return []
+        query = (" | " if any_word else " & ").join(words)  # \w+ only: no tsquery syntax
+        rows = await self._rows(
+            "searching",
+            "SELECT m.session_id, m.seq, m.role, ts_headline('english', m.content, q, "
+            "'StartSel=<<<, StopSel=>>>, MaxWords=16, MinWords=4'), ts_rank(m.search, q), "
+            "s.title, s.updated FROM messages m JOIN sessions s ON s.id = m.session_id, "
+            "to_tsquery('english', %(query)s) q WHERE m.search @@ q "
+            "AND (%(exclude)s::text IS NULL OR m.session_id <> %(exclude)s) "
+            "AND (%(cwd)s::text IS NULL OR s.cwd = %(cwd)s) "
+            "ORDER BY ts_rank(m.search, q) DESC, m.id LIMIT %(limit)s",
+            {"query": query, "exclude": exclude_session, "cwd": cwd, "limit": limit})
+        return [SearchHit(session_id=r[0], seq=r[1], role=r[2], title=r[5], updated=r[6],
+                          snippet=r[3].replace("<<<", SNIPPET_START).replace(">>>", SNIPPET_END),
+                          score=-float(r[4])) for r in rows]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _redacted(dsn: str) -> str:
+    """The DSN without its password (it appears in errors and reprs)."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)

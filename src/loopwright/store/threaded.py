@@ -1,0 +1,112 @@
+"""`ThreadedStore`: the async face of a blocking store (SQLite), on a worker thread of its own.
+
+Every call runs on one dedicated thread, in the order it was made, so the event loop never waits
+for the disk or a database lock: while one store is locked by another process, every other run
+in the same loop goes on. A locked database surfaces as `StoreBusy` after the store's own short
+timeout; the recorder waits it out (see `store/recorder.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from loopwright.messages import Message, Usage
+from loopwright.store import Epoch, RunRecord, SessionInfo
+
+if TYPE_CHECKING:
+    from loopwright.store.sqlite import SearchHit, SQLiteStore
+
+T = TypeVar("T")
+
+
+class ThreadedStore:
+    """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.sync = store
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwright-store")
+
+    async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker,
+                                          functools.partial(method, *args, **kwargs))
+
+    async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
+                     parent_id: str | None = None, system_prompt: str | None = None) -> None:
+        await self._call(self.sync.create, session_id, model=model, cwd=cwd, title=title,
+                         parent_id=parent_id, system_prompt=system_prompt)
+
+    async def update(self, session_id: str, **fields: Any) -> None:
+        await self._call(self.sync.update, session_id, **fields)
+
+    async def get(self, session_id: str) -> SessionInfo | None:
+        return await self._call(self.sync.get, session_id)
+
+    async def load(self, session_id: str) -> list[Message]:
+        return await self._call(self.sync.load, session_id)
+
+    async def append(self, session_id: str, message: Message) -> None:
+        await self._call(self.sync.append, session_id, message)
+
+    async def append_many(self, session_id: str, history: list[Message]) -> None:
+        await self._call(self.sync.append_many, session_id, history)
+
+    async def compact(self, session_id: str, history: list[Message]) -> int:
+        return await self._call(self.sync.compact, session_id, history)
+
+    async def lineage(self, session_id: str) -> list[Epoch]:
+        return await self._call(self.sync.lineage, session_id)
+
+    async def children(self, session_id: str) -> list[SessionInfo]:
+        return await self._call(self.sync.children, session_id)
+
+    async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
+                            limit: int = 20) -> list[SessionInfo]:
+        return await self._call(self.sync.list_sessions, cwd=cwd, model=model, limit=limit)
+
+    async def acquire(self, session_id: str, owner: str) -> None:
+        await self._call(self.sync.acquire, session_id, owner)
+
+    async def renew(self, session_id: str, owner: str) -> None:
+        await self._call(self.sync.renew, session_id, owner)
+
+    async def release(self, session_id: str, owner: str) -> None:
+        await self._call(self.sync.release, session_id, owner)
+
+    async def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
+                         ended: bool = False) -> None:
+        await self._call(self.sync.record_run, session_id, record, model=model, ended=ended)
+
+    async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
+                          cost: float | None) -> None:
+        await self._call(self.sync.record_turn, session_id, run_id, turn, usage, cost)
+
+    async def turns(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._call(self.sync.turns, session_id)
+
+    async def record_events(self, session_id: str, run_id: str,
+                            events: list[dict[str, Any]]) -> None:
+        await self._call(self.sync.record_events, session_id, run_id, events)
+
+    async def runs(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._call(self.sync.runs, session_id)
+
+    async def events(self, session_id: str) -> list[dict[str, Any]]:
+        return await self._call(self.sync.events, session_id)
+
+    async def delete(self, session_id: str) -> None:
+        await self._call(self.sync.delete, session_id)
+
+    async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
+                     exclude_session: str | None = None, cwd: str | None = None
+                     ) -> list[SearchHit]:
+        return await self._call(self.sync.search, text, limit=limit, any_word=any_word,
+                                exclude_session=exclude_session, cwd=cwd)
+
+    async def aclose(self) -> None:
+        await self._call(self.sync.close)
+        self._worker.shutdown(wait=False)

@@ -1,0 +1,140 @@
+"""A locked or failing SQLite store (issue 13 item 2): waited out, never skipped, never blocking
+the event loop; a store that truly fails stops the run with a named reason."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from loopwright import Agent, Tool, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event
+from loopwright.store.sqlite import SQLiteStore
+from loopwright.testing import FakeModelServer, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+class WriteLock:
+    """Another process's write lock on the database, held in a thread until `release()` or
+    `hold` seconds."""
+
+    def __init__(self, db: Path, hold: float) -> None:
+        self.db, self.hold = db, hold
+        self.taken, self.released, self._stop = threading.Event(), threading.Event(), \
+            threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> WriteLock:
+        self._thread.start()
+        assert self.taken.wait(10)
+        return self
+
+    def release(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        holder = sqlite3.connect(self.db, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN EXCLUSIVE")
+        self.taken.set()
+        self._stop.wait(self.hold)
+        holder.execute("ROLLBACK")
+        holder.close()
+        self.released.set()
+
+
+def statuses(into: list[str]) -> Any:
+    return lambda e: into.append(e.kind) if e.type == "status" else None
+
+
+def locking_step(db: Path, hold: float, locks: list[WriteLock]) -> Tool:
+    @tool(read_only=True)
+    def step(n: int) -> str:
+        """One step of the job."""
+        if n == 1:  # mid-run, another process takes the database for `hold` seconds
+            locks.append(WriteLock(db, hold).start())
+        return f"step {n} done"
+
+    return step
+
+
+async def test_an_8s_write_lock_mid_run_is_waited_out_and_every_message_is_stored(
+        tmp_path: Path) -> None:
+    """Issue 13 replay: with an 8 s lock mid-run only 3 of 18 messages used to be stored."""
+    db = tmp_path / "s.db"
+    locks: list[WriteLock] = []
+    seen: list[str] = []
+    script = [Reply(tool_calls=[call("step", {"n": n})]) for n in range(8)] + [Reply("all done")]
+    with FakeModelServer(script) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST, store=db,
+                             tools=[locking_step(db, 8.0, locks)], session_id="job",
+                             callbacks=[statuses(seen)]).run("Do the eight steps.")
+    assert result.stop_reason == "completed" and locks and locks[0].released.is_set()
+    with SQLiteStore(db) as store:
+        stored = store.load("job")
+        info = store.get("job")
+    assert len(stored) == 18
+    assert [(m.role, m.content, m.tool_call_id) for m in stored] == [
+        (m.role, m.content, m.tool_call_id) for m in result.messages[1:]]
+    assert "store_busy" in seen and "store_error" not in seen
+    assert info is not None and info.stop_reason == "completed"
+
+
+async def test_an_unrelated_run_goes_on_while_another_agents_store_is_locked(
+        tmp_path: Path) -> None:
+    db = tmp_path / "locked.db"
+    SQLiteStore(db).close()
+    lock = WriteLock(db, hold=10.0).start()  # released once the unrelated run is done
+    with FakeModelServer(handler=lambda request: Reply("fine")) as server:
+        def agent(**kwargs: Any) -> Agent:
+            return Agent("m", base_url=server.base_url, api_key="k", retry=FAST, **kwargs)
+
+        # a long busy timeout: a store call made on the event loop would hold it all along
+        locked_run = asyncio.ensure_future(
+            agent(store=SQLiteStore(db, timeout=30)).run("stuck behind the lock"))
+        await asyncio.sleep(0.2)
+        unrelated = await agent().run("an unrelated question")
+        still_locked = not lock.released.is_set()
+        lock.release()
+        stored_run = await locked_run
+    assert unrelated.output == "fine"
+    assert still_locked, "the unrelated run had to wait for the other agent's database"
+    assert stored_run.output == "fine"
+    with SQLiteStore(db) as store:
+        assert [m.content for m in store.load(stored_run.session_id or "")] == [
+            "stuck behind the lock", "fine"]
+
+
+async def test_a_store_that_truly_fails_stops_the_run_and_keeps_what_it_wrote(
+        tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+
+    @tool(read_only=True)
+    def step(n: int) -> str:
+        """One step of the job."""
+        if n == 1:  # the database starts refusing every new message (say, a full disk)
+            with sqlite3.connect(db) as other:
+                other.execute("CREATE TRIGGER refuse BEFORE INSERT ON messages BEGIN "
+                              "SELECT RAISE(FAIL, 'database or disk is full'); END")
+        return f"step {n} done"
+
+    events: list[Event] = []
+    script = [Reply(tool_calls=[call("step", {"n": n})]) for n in range(3)] + [Reply("done")]
+    with FakeModelServer(script) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST, store=db,
+                             tools=[step], session_id="job",
+                             callbacks=[events.append]).run("Do the steps.")
+        requests = len(server.model_requests)
+    assert result.stop_reason == "error"
+    assert result.error is not None and "session store failed" in result.error
+    assert "disk is full" in result.error
+    assert requests == 2  # no request went out after the failed write
+    with SQLiteStore(db) as store:
+        stored = store.load("job")
+    # everything written before the failure is still there, a clean prefix of the run
+    assert [m.content for m in stored] == [m.content for m in result.messages[1:5]]
+    assert [e.kind for e in events if e.type == "status"].count("store_error") == 1
