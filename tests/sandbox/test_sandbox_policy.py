@@ -43,8 +43,9 @@ def test_bwrap_line_order_read_only_root_then_tmp_then_workspace(tmp_path: Path)
     text = " ".join(argv)
     assert text.startswith("/usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp")
     assert text.index("--tmpfs /tmp") < text.index(f"--bind-try {tmp_path} {tmp_path}")
-    for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"):
+    for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent"):
         assert flag in argv
+    assert "--new-session" not in argv  # the sandbox's init must stay in the killed group
     assert argv[-4:] == ["--", "/bin/bash", "-c", "true"]
 
 

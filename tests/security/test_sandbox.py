@@ -197,6 +197,31 @@ async def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path: Path)
     await wait_until(lambda: not live_processes("sleep 300.3434"), "the sandbox died too")
 
 
+async def test_cancelling_while_the_sandbox_starts_leaves_nothing_behind(tmp_path: Path) -> None:
+    # Replays a leak: a cancel that killed bubblewrap while it was still setting up left the
+    # sandbox's own init (in a session of its own) running the command with no parent.
+    for attempt in range(8):
+        marker = f"sleep 300.17{attempt}"
+        ctx = context(tmp_path)
+        task = asyncio.ensure_future(run(ctx, marker))
+        await wait_until(lambda m=marker: bool(live_processes(m)), "bubblewrap starts")
+        await asyncio.sleep(attempt * 0.002)  # at a different point of its set-up each time
+        ctx.cancelled.set()
+        with pytest.raises(ToolError, match="cancelled"):
+            await task
+    await wait_until(lambda: not live_processes("sleep 300.17"), "every sandbox is gone")
+
+
+async def test_a_command_that_leaves_the_process_group_still_dies(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    task = asyncio.ensure_future(run(ctx, "setsid sleep 300.1801 & nohup sleep 300.1802"))
+    await wait_until(lambda: len(sleeps("300.180")) == 2, "both sleeps run")
+    ctx.cancelled.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        await task
+    await wait_until(lambda: not live_processes("sleep 300.180"), "both sleeps are killed")
+
+
 async def test_secrets_are_scrubbed_from_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-leak-1")

@@ -12,8 +12,10 @@ The filesystem view is built in this order (later mounts cover earlier ones):
 
 The command also gets its own PID namespace (it sees only its own processes; when the command
 exits, everything it left in the background is killed), its own IPC namespace, no network unless
-the policy allows it (`--unshare-net` leaves only a loopback interface of its own), a new session
-(no access to the controlling terminal), and `--die-with-parent` so it cannot outlive loopwright.
+the policy allows it (`--unshare-net` leaves only a loopback interface of its own), and
+`--die-with-parent` so it cannot outlive loopwright. bubblewrap and its init stay in the process
+group the bash tool kills on a timeout or cancel; when the init dies, the kernel kills every
+process of the namespace, including any that moved to a session of their own.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd
         for protected in _protected_paths(root):
             argv += ["--ro-bind", str(protected), str(protected)]
     argv += _hidden_home(policy, home or Path.home(), writable)
-    argv += ["--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
+    # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
+    # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
+    # new session of its own, with stdin from /dev/null and a fresh /dev).
+    argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--chdir", str(cwd), "--", *command]
@@ -49,7 +54,7 @@ def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd
 def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
     """A command that succeeds exactly when bubblewrap can build this kind of sandbox here."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent"]
+            "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
     return [*argv, "--", "/bin/sh", "-c", "exit 0"]
