@@ -24,6 +24,11 @@ def require_component(available: bool, why: str) -> None:
     pytest.skip(why)
 
 
+TAG = f"300.{os.getpid():07d}"
+"""Start of a unique `sleep` duration (`f"sleep {TAG}11"`): test runs of other checkouts on the
+same machine never share a marker with this one."""
+
+
 def live_processes(fragment: str) -> list[int]:
     """Host PIDs of live processes (zombies excluded) whose command line contains `fragment`.
 

@@ -16,7 +16,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import live_processes, wait_until
+from shared_helpers import TAG, live_processes, wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -57,45 +57,45 @@ async def test_huge_output_keeps_head_and_tail(tmp_path: Path) -> None:
 
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    command = "sleep 300.1101 & sleep 300.1102; echo never"
+    command = f"sleep {TAG}1101 & sleep {TAG}1102; echo never"
     with pytest.raises(ToolError, match=r"timed out after 0\.5s") as info:
         await call_tool(bash, ToolContext(workdir=tmp_path), command=command, timeout=0.5)
     assert "never" not in str(info.value)
-    await wait_until(lambda: not live_processes("sleep 300.110"), "every sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}110"), "every sleep is killed")
 
 
 async def test_cancelling_the_task_kills_the_process_group(tmp_path: Path) -> None:
     ctx = ToolContext(workdir=tmp_path)
-    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1201 & sleep 300.1202"))
-    await wait_until(lambda: len(live_processes("sleep 300.120")) >= 2, "the sleeps run")
+    task = asyncio.ensure_future(call_tool(bash, ctx, command=f"sleep {TAG}1201 & sleep {TAG}1202"))
+    await wait_until(lambda: len(live_processes(f"sleep {TAG}120")) >= 2, "the sleeps run")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await wait_until(lambda: not live_processes("sleep 300.120"), "every sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}120"), "every sleep is killed")
 
 
 async def test_the_run_cancelled_event_kills_the_process_group(tmp_path: Path) -> None:
     ctx = ToolContext(workdir=tmp_path)
-    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1301 & sleep 300.1302"))
-    await wait_until(lambda: len(live_processes("sleep 300.130")) >= 2, "the sleeps run")
+    task = asyncio.ensure_future(call_tool(bash, ctx, command=f"sleep {TAG}1301 & sleep {TAG}1302"))
+    await wait_until(lambda: len(live_processes(f"sleep {TAG}130")) >= 2, "the sleeps run")
     ctx.cancelled.set()
     with pytest.raises(ToolError, match="cancelled"):
         await task
-    await wait_until(lambda: not live_processes("sleep 300.130"), "every sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}130"), "every sleep is killed")
 
 
 async def test_unsandboxed_timeout_and_cancel_kill_the_process_group(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="timed out"):
-        await call_tool(bash, full_access(tmp_path), command="sleep 300.1401 & sleep 300.1402",
+        await call_tool(bash, full_access(tmp_path), command=f"sleep {TAG}1401 & sleep {TAG}1402",
                         timeout=0.5)
-    await wait_until(lambda: not live_processes("sleep 300.140"), "every sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}140"), "every sleep is killed")
     ctx = full_access(tmp_path)
-    task = asyncio.ensure_future(call_tool(bash, ctx, command="sleep 300.1403 & sleep 300.1404"))
-    await wait_until(lambda: len(live_processes("sleep 300.140")) >= 2, "the sleeps run")
+    task = asyncio.ensure_future(call_tool(bash, ctx, command=f"sleep {TAG}1403 & sleep {TAG}1404"))
+    await wait_until(lambda: len(live_processes(f"sleep {TAG}140")) >= 2, "the sleeps run")
     ctx.cancelled.set()
     with pytest.raises(ToolError, match="cancelled"):
         await task
-    await wait_until(lambda: not live_processes("sleep 300.140"), "every sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}140"), "every sleep is killed")
 
 
 async def test_unsandboxed_background_children_holding_the_output_do_not_block(
@@ -112,17 +112,17 @@ async def test_unsandboxed_background_children_holding_the_output_do_not_block(
 
 async def test_agent_cancel_mid_command_kills_it_and_ends_the_run(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [Reply(tool_calls=[call("bash", {"command": "sleep 300.1501"})]),
+    script = [Reply(tool_calls=[call("bash", {"command": f"sleep {TAG}1501"})]),
               Reply(text="unreachable")]
     with FakeModelServer(replies=script) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
                       tools=default_tools(), workdir=str(tmp_path), callbacks=[events.append])
         handle = await agent.start("run it")
-        await wait_until(lambda: bool(live_processes("sleep 300.1501")), "the sleep runs")
+        await wait_until(lambda: bool(live_processes(f"sleep {TAG}1501")), "the sleep runs")
         assert agent.cancel()
         result = await asyncio.wait_for(handle.task, 20)
     assert result.stop_reason == "cancelled"
-    await wait_until(lambda: not live_processes("sleep 300.1501"), "the sleep is killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}1501"), "the sleep is killed")
     assert events[-1].type == "cancelled"
     last = result.messages[-1]
     assert last.role == "tool" and "cancelled" in last.content

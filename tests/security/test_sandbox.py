@@ -25,7 +25,7 @@ from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import live_processes, require_component, wait_until
+from shared_helpers import TAG, live_processes, require_component, wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 HAVE_BWRAP = shutil.which("bwrap") is not None
@@ -147,12 +147,12 @@ async def test_network_on_when_allowed(tmp_path: Path, listener: int) -> None:
 
 
 async def test_processes_outside_are_invisible(tmp_path: Path) -> None:
-    host = subprocess.Popen(["sleep", "300.3131"])
+    host = subprocess.Popen(["sleep", f"{TAG}3131"])
     try:
-        await wait_until(lambda: bool(live_processes("sleep 300.3131")), "the host sleep runs")
+        await wait_until(lambda: bool(live_processes(f"sleep {TAG}3131")), "the host sleep runs")
         text = await run(context(tmp_path),
                          "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
-        assert "/bin/bash" in text and "300.3131" not in text
+        assert "/bin/bash" in text and f"{TAG}3131" not in text
         assert str(host.pid) not in (await run(context(tmp_path), "ls /proc")).split()
     finally:
         host.kill()
@@ -160,15 +160,15 @@ async def test_processes_outside_are_invisible(tmp_path: Path) -> None:
 
 
 async def test_background_processes_end_with_the_command(tmp_path: Path) -> None:
-    text = await run(context(tmp_path), "sleep 300.3232 & echo started")
+    text = await run(context(tmp_path), f"sleep {TAG}3232 & echo started")
     assert text == "started\n[exit code 0]"
-    await wait_until(lambda: not live_processes("sleep 300.3232"), "the background sleep is gone")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}3232"), "the background sleep is gone")
 
 
 async def test_timeout_kills_everything_in_the_sandbox(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="timed out"):
-        await run(context(tmp_path), "sleep 300.3333 & sleep 300.3334", timeout=0.5)
-    await wait_until(lambda: not live_processes("sleep 300.333"), "every sleep is killed")
+        await run(context(tmp_path), f"sleep {TAG}3333 & sleep {TAG}3334", timeout=0.5)
+    await wait_until(lambda: not live_processes(f"sleep {TAG}333"), "every sleep is killed")
 
 
 def sleeps(marker: str) -> list[int]:
@@ -187,21 +187,22 @@ async def test_the_sandbox_dies_with_the_process_that_started_it(tmp_path: Path)
     script = ("import asyncio; from pathlib import Path; from loopwright import ToolContext; "
               "from loopwright.builtin import bash; "
               "ctx = ToolContext(workdir=Path.cwd()); "
-              "asyncio.run(bash.invoke(bash.validate({'command': 'sleep 300.34' + '34'}), ctx))")
+              f"command = 'sleep {TAG}34' + '34'; "
+              "asyncio.run(bash.invoke(bash.validate({'command': command}), ctx))")
     parent = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path)
     try:
-        await wait_until(lambda: bool(sleeps("300.3434")), "the sleep runs in its sandbox")
+        await wait_until(lambda: bool(sleeps(f"{TAG}3434")), "the sleep runs in its sandbox")
     finally:
         parent.send_signal(signal.SIGKILL)  # no cleanup code runs: only --die-with-parent
         parent.wait()
-    await wait_until(lambda: not live_processes("sleep 300.3434"), "the sandbox died too")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}3434"), "the sandbox died too")
 
 
 async def test_cancelling_while_the_sandbox_starts_leaves_nothing_behind(tmp_path: Path) -> None:
     # Replays a leak: a cancel that killed bubblewrap while it was still setting up left the
     # sandbox's own init (in a session of its own) running the command with no parent.
     for attempt in range(8):
-        marker = f"sleep 300.17{attempt}"
+        marker = f"sleep {TAG}17{attempt}"
         ctx = context(tmp_path)
         task = asyncio.ensure_future(run(ctx, marker))
         await wait_until(lambda m=marker: bool(live_processes(m)), "bubblewrap starts")
@@ -209,17 +210,17 @@ async def test_cancelling_while_the_sandbox_starts_leaves_nothing_behind(tmp_pat
         ctx.cancelled.set()
         with pytest.raises(ToolError, match="cancelled"):
             await task
-    await wait_until(lambda: not live_processes("sleep 300.17"), "every sandbox is gone")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}17"), "every sandbox is gone")
 
 
 async def test_a_command_that_leaves_the_process_group_still_dies(tmp_path: Path) -> None:
     ctx = context(tmp_path)
-    task = asyncio.ensure_future(run(ctx, "setsid sleep 300.1801 & nohup sleep 300.1802"))
-    await wait_until(lambda: len(sleeps("300.180")) == 2, "both sleeps run")
+    task = asyncio.ensure_future(run(ctx, f"setsid sleep {TAG}1801 & nohup sleep {TAG}1802"))
+    await wait_until(lambda: len(sleeps(f"{TAG}180")) == 2, "both sleeps run")
     ctx.cancelled.set()
     with pytest.raises(ToolError, match="cancelled"):
         await task
-    await wait_until(lambda: not live_processes("sleep 300.180"), "both sleeps are killed")
+    await wait_until(lambda: not live_processes(f"sleep {TAG}180"), "both sleeps are killed")
 
 
 async def test_secrets_are_scrubbed_from_the_environment(
