@@ -20,7 +20,7 @@ import pytest
 from sandbox_helpers import cli, tool_results
 
 from loopwright import Agent, ToolContext, ToolError
-from loopwright.builtin import bash, default_tools
+from loopwright.builtin import bash, default_tools, make_grep
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
@@ -236,6 +236,25 @@ async def test_secrets_are_scrubbed_from_the_environment(
     assert "HARMLESS_SETTING=visible" in text and "PATH=" in text
     allowed = await run(context(tmp_path, env_passthrough=("GITHUB_TOKEN",)), "env")
     assert "GITHUB_TOKEN=ghp-leak-2" in allowed and "sk-leak-1" not in allowed
+
+
+async def test_grep_runs_ripgrep_in_a_read_only_offline_sandbox(tmp_path: Path) -> None:
+    require_component(shutil.which("rg") is not None, "ripgrep: pip install ripgrep")
+    log = tmp_path / "bwrap.log"
+    wrapper = tmp_path / "logging-bwrap"  # records each command line, then runs the real one
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\n'
+                       f'exec {shutil.which("bwrap")} "$@"\n')
+    wrapper.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("needle\n")
+    ctx = context(workspace, bwrap=str(wrapper), network=True)
+    grep = make_grep("ripgrep")
+    text = await grep.invoke(grep.validate({"pattern": "needle"}), ctx)
+    assert text == "a.txt:1:needle"
+    [line] = [line for line in log.read_text().splitlines() if " rg " in line]
+    assert f"--ro-bind-try {workspace} {workspace}" in line and "--unshare-net" in line
+    assert "--bind-try" not in line
 
 
 # --- through the Agent and the CLI ---------------------------------------------------------------

@@ -3,6 +3,7 @@
 Both engines print the same shape (`path:line:text` for matches, `path-line-text` for context
 lines, `--` between separate groups) and honour the same caps, so the model cannot tell them apart.
 Hidden files, VCS and dependency directories, binary files and secrets files are skipped.
+ripgrep runs in a read-only, offline sandbox with a scrubbed environment when one can be made.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from loopwright.builtin.workspace import (
     is_secret_path,
     require_secret_approval,
     resolve_path,
+    workspace_roots,
 )
 from loopwright.errors import ToolError
+from loopwright.sandbox import context_policy, prepare_helper_launch
 from loopwright.tools.base import Tool, ToolContext, tool
 
 Engine = Literal["auto", "ripgrep", "python"]
@@ -77,7 +80,7 @@ def make_grep(engine: Engine = "auto") -> Tool:
             raise ToolError("ripgrep (rg) is not installed.")
         workdir = Path(ctx.workdir).resolve()
         if use_rg:
-            lines, matches = await _ripgrep(query, target, workdir)
+            lines, matches = await _ripgrep(query, target, workdir, ctx)
         else:
             lines, matches = await asyncio.to_thread(_python_grep, query, target, workdir)
         return _render(lines, matches, query)
@@ -119,7 +122,8 @@ def _render(lines: list[str], matches: int, query: Query) -> str:
 # --- ripgrep -------------------------------------------------------------------------------------
 
 
-async def _ripgrep(query: Query, target: Path, workdir: Path) -> tuple[list[str], int]:
+async def _ripgrep(query: Query, target: Path, workdir: Path, ctx: ToolContext
+                   ) -> tuple[list[str], int]:
     args = ["rg", "--no-heading", "--with-filename", "--line-number", "--color", "never",
             "--no-config", "--sort", "path", "--max-columns", str(MAX_LINE_CHARS),
             "--max-columns-preview", "--regexp", query.pattern]
@@ -136,8 +140,10 @@ async def _ripgrep(query: Query, target: Path, workdir: Path) -> tuple[list[str]
     if query.glob:
         args += ["--glob", query.glob]
     args += ["--", _relative_arg(target, workdir)]
+    launch = await prepare_helper_launch(context_policy(ctx.services), args, cwd=workdir,
+                                         roots=workspace_roots(ctx))  # read-only sandbox
     process = await asyncio.create_subprocess_exec(
-        *args, cwd=workdir, stdin=asyncio.subprocess.DEVNULL,
+        *launch.argv, cwd=workdir, env=launch.env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None
     lines: list[str] = []

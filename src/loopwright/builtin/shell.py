@@ -27,13 +27,7 @@ from pydantic import Field
 
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
-from loopwright.sandbox import (
-    SANDBOX_SERVICE,
-    Launch,
-    SandboxPolicy,
-    is_plainly_read_only,
-    prepare_launch,
-)
+from loopwright.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0
@@ -138,11 +132,8 @@ async def bash(
 
 async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:
     """What to start; without a sandbox, approval for anything not plainly read-only."""
-    policy = ctx.services.get(SANDBOX_SERVICE)
-    if not isinstance(policy, SandboxPolicy):
-        policy = SandboxPolicy()
-    launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
-                                  roots=workspace_roots(ctx))
+    launch = await prepare_launch(context_policy(ctx.services), ["/bin/bash", "-c", command],
+                                  cwd=directory, roots=workspace_roots(ctx))
     if launch.sandboxed or not launch.problem or is_plainly_read_only(command):
         return launch
     if await ctx.approve("bash: run without a sandbox", f"{command}\n(no sandbox: "

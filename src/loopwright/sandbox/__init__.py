@@ -13,6 +13,7 @@ from loopwright.sandbox.env import is_secret_variable, scrubbed_environment
 from loopwright.sandbox.launch import (
     Availability,
     Launch,
+    prepare_helper_launch,
     prepare_launch,
     sandbox_availability,
     sandbox_availability_sync,
@@ -22,6 +23,7 @@ from loopwright.sandbox.policy import (
     SANDBOX_SERVICE,
     SandboxMode,
     SandboxPolicy,
+    context_policy,
     parse_mode,
     policy_from_settings,
 )
@@ -35,10 +37,12 @@ __all__ = [
     "Launch",
     "SandboxMode",
     "SandboxPolicy",
+    "context_policy",
     "is_plainly_read_only",
     "is_secret_variable",
     "parse_mode",
     "policy_from_settings",
+    "prepare_helper_launch",
     "prepare_launch",
     "sandbox_availability",
     "sandbox_availability_sync",

@@ -15,13 +15,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loopwright.sandbox.env import scrubbed_environment
 from loopwright.sandbox.linux import bwrap_argv, probe_argv
 from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
-from loopwright.sandbox.policy import SandboxPolicy
+from loopwright.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
 
@@ -137,3 +137,13 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
         return Launch(argv=sandbox_exec_argv(profile, command), env=env, sandboxed=True)
     argv = bwrap_argv(policy, availability.binary, command, cwd=cwd, roots=roots, home=home)
     return Launch(argv=argv, env=env, sandboxed=True)
+
+
+async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,
+                                roots: Sequence[Path]) -> Launch:
+    """For a helper program a tool runs on its own terms (ripgrep for `grep`): read-only and
+    offline in the sandbox when one can be made, else as it is (it writes nothing by
+    construction, so nothing needs approval)."""
+    mode: SandboxMode = "read-only" if policy.enabled else "full-access"
+    return await prepare_launch(replace(policy, mode=mode, network=False), command, cwd=cwd,
+                                roots=roots)

@@ -14,7 +14,7 @@ ship, and an allow-list that is not enforced would be worse than none (docs/safe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -62,6 +62,12 @@ class SandboxPolicy:
         """Which of the workspace roots (working directory and `allowed_roots`) commands may
         write: all of them in workspace-write mode, none otherwise."""
         return [root.resolve() for root in roots] if self.writes_workspace else []
+
+
+def context_policy(services: Mapping[str, Any]) -> SandboxPolicy:
+    """The run's policy from `ToolContext.services`, else the default (sandboxed, no network)."""
+    policy = services.get(SANDBOX_SERVICE)
+    return policy if isinstance(policy, SandboxPolicy) else SandboxPolicy()
 
 
 def parse_mode(value: Any, source: str = "sandbox_mode") -> SandboxMode:
