@@ -40,6 +40,29 @@ FAMILIES = {
                     '"days": 2}}]',
     "mistral_named": '[TOOL_CALLS]get_weather{"city": "Paris", "days": 2}',
     "pythonic": "[get_weather(city='Paris', days=2)]",
+    "qwen3_coder_xml": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+                       "</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n"
+                       "</tool_call>",
+    "glm4_arg_key": "Checking.<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris"
+                    "</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+    "gpt_oss_harmony": "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant"
+                       "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+                       '<|message|>{"city": "Paris", "days": 2}<|call|>',
+    "deepseek_v3": "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+                   '```json\n{"city": "Paris", "days": 2}\n```<｜tool▁call▁end｜>'
+                   "<｜tool▁calls▁end｜>",
+    "deepseek_v31": "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+                    '{"city": "Paris", "days": 2}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "kimi_k2": "Checking.<|tool_calls_section_begin|> <|tool_call_begin|> functions.get_weather:0 "
+               '<|tool_call_argument_begin|> {"city": "Paris", "days": 2} <|tool_call_end|> '
+               "<|tool_calls_section_end|>",
+    "granite": '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]',
+    "llamacpp_wrapper": '{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris", '
+                        '"days": 2}}}',
+    "llama31_python_tag": '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris", '
+                          '"days": 2}}<|eom_id|>',
+    "fenced_json": 'Checking.\n```json\n{"name": "get_weather", "arguments": {"city": "Paris", '
+                   '"days": 2}}\n```',
 }
 
 
@@ -60,6 +83,8 @@ async def test_text_calls_to_known_tools_run_as_native(family: str, stream: bool
                               "content": "Paris: sunny for 2 day(s)"}
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert "get_weather" not in shown and shown.endswith("Sunny.")
+    for marker in ("<|", "<｜", "<tool_call", "```", "[TOOL_CALLS]", '"city"'):
+        assert marker not in shown
     assert any(isinstance(e, StatusEvent) and e.kind == "text_tool_calls" for e in events)
 
 
