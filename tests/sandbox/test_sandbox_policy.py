@@ -62,6 +62,7 @@ def test_macos_profile_denies_by_default_and_allows_the_workspace(tmp_path: Path
     assert profile.startswith("(version 1)\n(deny default)\n")
     assert f'(allow file-write* (subpath "{tmp_path}")' in profile
     assert '(deny file-read* (subpath "/Users/me/.ssh")' in profile
+    assert f'(deny file-write* (literal "{tmp_path}/.git")' in profile
     assert "network" not in profile
     assert "(allow network*)" in seatbelt_profile(
         SandboxPolicy(network=True, mode="read-only"), roots=[tmp_path], home=tmp_path,

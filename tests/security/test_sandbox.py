@@ -108,6 +108,35 @@ async def test_git_hooks_and_config_stay_read_only(tmp_path: Path) -> None:
     assert (tmp_path / ".git" / "HEAD").read_text() == "ref\n"  # commits still work
 
 
+async def test_git_directory_cannot_be_swapped_for_a_planted_one(tmp_path: Path) -> None:
+    # Replays a bypass: renaming .git (the read-only mounts went along) and writing a fresh one
+    # with a hook would run that hook outside the sandbox at the user's next git command.
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    text = await run(context(tmp_path), "mv .git .git-old; rm -rf .git; "
+                     "mkdir -p .git/modules/x; echo evil > .git/modules/x/config; "
+                     "echo object > .git/objects-ok; echo done")
+    assert text.count("Device or resource busy") >= 1
+    assert not (tmp_path / ".git-old").exists()
+    assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
+    assert (tmp_path / ".git" / "hooks").is_dir()
+    assert (tmp_path / ".git" / "objects-ok").read_text() == "object\n"  # still writable
+
+
+async def test_submodule_configs_and_a_git_pointer_file_stay_read_only(tmp_path: Path) -> None:
+    (tmp_path / ".git" / "modules" / "lib").mkdir(parents=True)
+    (tmp_path / ".git" / "modules" / "lib" / "config").write_text("[core]\n")
+    text = await run(context(tmp_path), "echo evil >> .git/modules/lib/config")
+    assert "Read-only file system" in text
+    assert (tmp_path / ".git" / "modules" / "lib" / "config").read_text() == "[core]\n"
+    worktree = tmp_path / "worktree"  # a git worktree: .git is a file naming the git directory
+    worktree.mkdir()
+    (worktree / ".git").write_text("gitdir: /elsewhere\n")
+    text = await run(context(worktree), "echo 'gitdir: planted' > .git; mv .git old")
+    assert "Read-only file system" in text and "busy" in text
+    assert (worktree / ".git").read_text() == "gitdir: /elsewhere\n"
+
+
 async def test_credential_stores_in_home_are_hidden(
         outside: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = outside / "home"

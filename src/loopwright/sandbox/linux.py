@@ -6,7 +6,8 @@ The filesystem view is built in this order (later mounts cover earlier ones):
 2. a private, empty /tmp (tmpfs; gone when the command ends);
 3. the workspace roots bound again (read-write in workspace-write mode), so that a workspace
    under /tmp stays visible;
-4. protected paths inside writable roots (`.git/hooks`, `.git/config`, `loopwright.toml`)
+4. inside writable roots, `.git` bound onto itself (pinned: it cannot be renamed or deleted)
+   and the protected paths (`.git/hooks`, `.git/config`, `.git/modules`, `loopwright.toml`)
    bound read-only again;
 5. credential stores in the home directory covered by an empty, read-only directory or file.
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopwright.sandbox.policy import PROTECTED_SUBPATHS, SandboxPolicy
+from loopwright.sandbox.policy import PINNED_SUBPATHS, PROTECTED_SUBPATHS, SandboxPolicy
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -38,8 +39,7 @@ def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd
         if root != Path("/"):
             argv += ["--bind-try" if root in writable else "--ro-bind-try", str(root), str(root)]
     for root in writable:
-        for protected in _protected_paths(root):
-            argv += ["--ro-bind", str(protected), str(protected)]
+        argv += _protected_mounts(root)
     argv += _hidden_home(policy, home or Path.home(), writable)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
     # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
@@ -60,18 +60,27 @@ def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
     return [*argv, "--", "/bin/sh", "-c", "exit 0"]
 
 
-def _protected_paths(root: Path) -> list[Path]:
-    """Existing protected paths under `root` whose real location is still inside it (a symlink
-    pointing elsewhere leads to a path that is read-only already)."""
-    found: list[Path] = []
+def _protected_mounts(root: Path) -> list[str]:
+    """Mounts for the existing pinned and protected paths under `root` whose real location is
+    inside it (a symlink pointing elsewhere leads to a path that is read-only already). Any
+    mount point is pinned: the kernel refuses to rename or remove it."""
+    argv: list[str] = []
+    for relative in PINNED_SUBPATHS:
+        path = _inside(root, root / relative)
+        if path is not None:  # a directory stays writable; a `.git` file does not
+            argv += ["--bind" if path.is_dir() else "--ro-bind", str(path), str(path)]
     for relative in PROTECTED_SUBPATHS:
-        path = root / relative
-        if not path.exists():
-            continue
-        real = path.resolve()
-        if real == root or real.is_relative_to(root):
-            found.append(real)
-    return found
+        path = _inside(root, root / relative)
+        if path is not None:
+            argv += ["--ro-bind", str(path), str(path)]
+    return argv
+
+
+def _inside(root: Path, path: Path) -> Path | None:
+    if not path.exists():
+        return None
+    real = path.resolve()
+    return real if real == root or real.is_relative_to(root) else None
 
 
 def _hidden_home(policy: SandboxPolicy, home: Path, writable: list[Path]) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopwright.sandbox.policy import PROTECTED_SUBPATHS, SandboxPolicy
+from loopwright.sandbox.policy import PINNED_SUBPATHS, PROTECTED_SUBPATHS, SandboxPolicy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
@@ -40,6 +40,9 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
     protected = [root / sub for root in writable for sub in PROTECTED_SUBPATHS]
     if protected:
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
+    pinned = [root / sub for root in writable for sub in PINNED_SUBPATHS]
+    if pinned:  # the node itself: no rename or delete; what is inside stays writable
+        lines.append("(deny file-write* " + " ".join(_literal(p) for p in pinned) + ")")
     hidden = [home / relative for relative in policy.hidden_home]
     lines.append("(deny file-read* " + " ".join(_subpath(p) for p in hidden) + ")")
     if policy.network:
@@ -53,5 +56,13 @@ def sandbox_exec_argv(profile: str, command: Sequence[str]) -> list[str]:
 
 
 def _subpath(path: Path) -> str:
-    quoted = str(path).replace("\\", "\\\\").replace('"', '\\"')
-    return f'(subpath "{quoted}")'
+    return f"(subpath {_quoted(path)})"
+
+
+def _literal(path: Path) -> str:
+    return f"(literal {_quoted(path)})"
+
+
+def _quoted(path: Path) -> str:
+    escaped = str(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -34,9 +34,14 @@ HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".co
                     ".config/gh", ".config/loopwright", ".password-store")
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
 # Inside a writable root these stay read-only: a command that could write them would run code
-# outside the sandbox later (git hooks, `core.fsmonitor` / `core.pager` in .git/config) or loosen
-# loopwright's own settings.
-PROTECTED_SUBPATHS = (".git/hooks", ".git/config", "loopwright.toml")
+# outside the sandbox later (git hooks, `core.fsmonitor` / `core.pager` in .git/config, the same
+# in a submodule's, a `.git` file pointing at a planted git directory) or loosen loopwright's own
+# settings.
+PROTECTED_SUBPATHS = (".git/hooks", ".git/config", ".git/modules", "loopwright.toml")
+PINNED_SUBPATHS = (".git",)
+"""Kept where they are (writable, but they cannot be renamed or deleted): otherwise `mv .git x`
+and a fresh `.git` with hooks would get around the protected paths inside. A `.git` that is a
+file (a worktree's pointer) is read-only instead."""
 
 
 @dataclass(frozen=True, kw_only=True)
