@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Literal
 
-from loopwright.tools.arguments import balanced_end
 from loopwright.tools.text_calls.registry import (
     LONGEST_MARKER,
     MARKERS,
@@ -23,13 +22,66 @@ from loopwright.tools.text_calls.registry import (
 
 DeltaListener = Callable[[str], None]
 Verdict = Literal["wait", "text", "call", "rest"]
-_TRIGGERS = frozenset("}])`>|｜\n")
-_SHORT = 64  # held text shorter than this is re-checked on every delta
 
 
 def _default_is_call(region: str) -> bool:
     found = parse_tool_calls(region)
     return bool(found.calls or found.malformed)
+
+
+class _Region:
+    """A held region at the head of the buffer and where it ends, scanned incrementally: each
+    character is looked at once however the region arrives, so a long call costs linear time."""
+
+    def __init__(self, buffer: str) -> None:
+        self.marker = next((m for m in MARKERS if buffer.startswith(m)), None)
+        self.fence = self.marker is None and buffer.startswith("```")
+        self.pos = 0  # how far the buffer was scanned
+        self.depth = 0
+        self.opened = False
+        self.quote = ""
+        self.escaped = False
+
+    def end(self, buffer: str) -> int | None:
+        """Where the region ends; None while it has not ended yet."""
+        if self.marker is not None:
+            closer = MARKERS[self.marker]
+            if closer is None:
+                return None
+            index = buffer.find(closer, max(len(self.marker), self.pos - len(closer)))
+            self.pos = len(buffer)
+            return None if index < 0 else index + len(closer)
+        if self.fence:
+            newline = buffer.find("\n")
+            if newline < 0:
+                return None
+            index = buffer.find("```", max(newline, self.pos - 3))
+            self.pos = len(buffer)
+            return None if index < 0 else index + 3
+        return self._balanced(buffer)
+
+    def _balanced(self, buffer: str) -> int | None:
+        for i in range(self.pos, len(buffer)):
+            ch = buffer[i]
+            if self.quote:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == self.quote:
+                    self.quote = ""
+            elif ch in "\"'" and self.opened:
+                self.quote = ch
+            elif ch in "{[(":
+                self.depth += 1
+                self.opened = True
+            elif ch in "}])":
+                self.depth -= 1
+                if self.opened and self.depth <= 0:
+                    self.pos = i + 1
+                    return i + 1
+        self.pos = len(buffer)
+        return None
 
 
 class MarkupFilter:
@@ -46,21 +98,14 @@ class MarkupFilter:
         self.line = ""  # what was shown since the last newline: a call may need a line to itself
         self.holding_rest = False
         self.done = False
-        self._waited_at = -1
+        self._region: _Region | None = None
 
     def __call__(self, delta: str) -> None:
         if self.done:
             return
         self.buffer += delta
-        if self.holding_rest:
-            return
-        if self._waited_at >= 0 and len(self.buffer) > _SHORT:
-            # a long held region can only end at a closing character: skip the re-check
-            fresh = self.buffer[max(0, self._waited_at - 1):]
-            if not any(ch in _TRIGGERS for ch in fresh):
-                self._waited_at = len(self.buffer)
-                return
-        self._pump()
+        if not self.holding_rest:
+            self._pump()
 
     def finish(self, visible: str) -> None:
         """The reply is complete and `visible` is its text without markup: send the rest."""
@@ -72,21 +117,21 @@ class MarkupFilter:
     # -- internals --
 
     def _pump(self) -> None:
-        self._waited_at = -1
-        known = self._known()
+        known = self.known() if self.known is not None else None
         while self.buffer and not self.holding_rest:
-            start = self._candidate(known)
-            if start is None:
-                keep = self._undecided_tail(known)
-                self._emit(self.buffer[:len(self.buffer) - keep])
-                self.buffer = self.buffer[len(self.buffer) - keep:]
-                return
-            self._emit(self.buffer[:start])
-            self.buffer = self.buffer[start:]
+            if self._region is None:
+                start = self._candidate(known)
+                if start is None:
+                    keep = _partial_marker_tail(self.buffer)
+                    self._emit(self.buffer[:len(self.buffer) - keep])
+                    self.buffer = self.buffer[len(self.buffer) - keep:]
+                    return
+                self._emit(self.buffer[:start])
+                self.buffer = self.buffer[start:]
             verdict, length = self._resolve(known)
             if verdict == "wait":
-                self._waited_at = len(self.buffer)
                 return
+            self._region = None
             if verdict == "rest":
                 self.holding_rest = True
                 return
@@ -96,38 +141,31 @@ class MarkupFilter:
                 self.line = ""
             self.buffer = self.buffer[length:]
 
-    def _known(self) -> Collection[str] | None:
-        return self.known() if self.known is not None else None
-
     def _candidate(self, known: Collection[str] | None) -> int | None:
         buffer = self.buffer
+        if not _MAY_START.intersection(buffer) and (
+                not known or ("\n" not in buffer and self.line.strip())):
+            return None  # the common case per streamed token: nothing here can start a call
         hits = [i for m in MARKERS if (i := buffer.find(m)) >= 0]
         hits += [i for ch in "{[`" if (i := buffer.find(ch)) >= 0]
         if known:
             hits += [i for i in _line_starts(buffer, self.line) if i < len(buffer)
                      and (buffer[i].isalpha() or buffer[i] == "_")
-                     and could_be_call_prefix(buffer[i:], known)]
+                     and could_be_call_prefix(buffer[i:i + 80], known)]
         return min(hits) if hits else None
-
-    def _undecided_tail(self, known: Collection[str] | None) -> int:
-        """Length of the end of the buffer that may still become a marker or a known name."""
-        buffer = self.buffer
-        for length in range(min(len(buffer), LONGEST_MARKER - 1), 0, -1):
-            tail = buffer[-length:]
-            if any(m.startswith(tail) for m in MARKERS):
-                return length
-        return 0
 
     def _resolve(self, known: Collection[str] | None) -> tuple[Verdict, int]:
         buffer = self.buffer
-        if not could_be_call_prefix(buffer, known):
+        if not could_be_call_prefix(buffer[:_PREFIX_WINDOW], known):
             return "text", 1
-        marker = next((m for m in MARKERS if buffer.startswith(m)), None)
-        if marker is None and any(m.startswith(buffer) for m in MARKERS):
-            return "wait", 0
-        end = _region_end(buffer, marker)
-        if marker is not None and MARKERS[marker] is None:
+        region = self._region
+        if region is None:
+            if any(m.startswith(buffer) and m != buffer for m in MARKERS):
+                return "wait", 0  # a marker still arriving
+            region = self._region = _Region(buffer)
+        if region.marker is not None and MARKERS[region.marker] is None:
             return "rest", 0
+        end = region.end(buffer)
         if end is None:
             return "wait", 0
         return ("call" if self.is_call(self.line + buffer[:end]) else "text"), end
@@ -139,6 +177,21 @@ class MarkupFilter:
         newline = text.rfind("\n")
         self.line = text[newline + 1:] if newline >= 0 else self.line + text
         self.listener(text)
+
+
+_MAY_START = frozenset("<[{`")  # every marker starts with "<" or "["
+_PREFIX_WINDOW = 200  # enough to see a marker, a fence's language, or an object's first key
+
+
+def _partial_marker_tail(buffer: str) -> int:
+    """Length of the end of the buffer that may still become a marker."""
+    if not _MAY_START.intersection(buffer[-(LONGEST_MARKER - 1):]):
+        return 0
+    for length in range(min(len(buffer), LONGEST_MARKER - 1), 0, -1):
+        tail = buffer[-length:]
+        if any(m.startswith(tail) for m in MARKERS):
+            return length
+    return 0
 
 
 def _line_starts(buffer: str, line: str) -> list[int]:
@@ -154,28 +207,6 @@ def _skip_blanks(text: str, index: int) -> int:
     while index < len(text) and text[index] in " \t":
         index += 1
     return index
-
-
-def _region_end(buffer: str, marker: str | None) -> int | None:
-    """Where the region starting at the buffer's head ends; None while it has not ended yet."""
-    if marker is not None:
-        closer = MARKERS[marker]
-        if closer is None:
-            return None
-        index = buffer.find(closer, len(marker))
-        return None if index < 0 else index + len(closer)
-    if buffer.startswith("```"):
-        newline = buffer.find("\n")
-        if newline < 0:
-            return None
-        index = buffer.find("```", newline)
-        return None if index < 0 else index + 3
-    if buffer[0] in "{[":
-        return balanced_end(buffer, 0)
-    paren = buffer.find("(")
-    if paren < 0:
-        return None
-    return balanced_end(buffer, paren)
 
 
 def _unsent_part(visible: str, sent: str) -> str:
