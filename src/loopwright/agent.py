@@ -13,7 +13,11 @@ from loopwright import messages
 from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
 from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
-from loopwright.endpoints.base import close_shared_client
+from loopwright.endpoints.base import (
+    close_shared_client,
+    hold_shared_client,
+    release_shared_client,
+)
 from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
 from loopwright.endpoints.probe import WindowInfo, detect_windows
@@ -199,11 +203,18 @@ class Agent:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store)."""
         chain = await self._chain()
+        hold_shared_client(self)  # until aclose(), or until this event loop ends
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
 
         def emit(event: Event) -> None:
-            for callback in callbacks:
-                callback(event)
+            failure: Exception | None = None
+            for callback in callbacks:  # one failing callback must not starve the others
+                try:
+                    callback(event)
+                except Exception as exc:
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
 
         session_id = self.settings.session_id or uuid.uuid4().hex
         await self._prepare_sandbox_note()
@@ -227,9 +238,7 @@ class Agent:
             session_id=session_id,
             agent_tag=agent_tag,
         )
-        first = first_user_turn(run_history, prompt)
-        if first is not None:
-            state.append(first)
+        state.begin(first_user_turn(run_history, prompt))
         task = asyncio.ensure_future(drive(state))
         handle = RunHandle(state, task)
         self._live.add(handle)
@@ -255,10 +264,14 @@ class Agent:
                               timeout=timeout)
 
     async def aclose(self) -> None:
-        """Release what the agent holds open (MCP server connections; they reconnect on the next
-        run). `async with Agent(...) as agent:` calls it on exit."""
-        if self.mcp is not None:
-            await self.mcp.aclose()
+        """Release what the agent holds open: MCP server connections and this event loop's HTTP
+        client (unless another agent still uses it); both reopen on the next run.
+        `async with Agent(...) as agent:` calls it on exit."""
+        try:
+            if self.mcp is not None:
+                await self.mcp.aclose()
+        finally:
+            await release_shared_client(self)
 
     async def __aenter__(self) -> Agent:
         return self

@@ -92,6 +92,9 @@ class ErrorEvent:
     error_type: str = "error"
     result: RunResult | None = None
     agent: str = ""
+    # the exception behind an unexpected failure (a bug in an adapter or a plugin), for
+    # debugging; not part of the JSON form (its type and text are in `message`)
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,7 +143,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         value = getattr(event, f.name)
         if f.name == "result" and value is not None:
             value = value.to_dict()
-        if f.name == "agent" and not value:
+        if (f.name == "agent" and not value) or f.name == "exception":
             continue
         out[f.name] = value
     return out

@@ -4,6 +4,7 @@ call into the module that owns it."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections import deque
@@ -42,6 +43,8 @@ from loopwright.tools.execute import ToolExecutor, ToolOutcome
 from loopwright.tools.stored_arguments import with_storable_arguments_async
 from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
+
+logger = logging.getLogger("loopwright")
 
 
 @dataclass(kw_only=True)
@@ -112,6 +115,7 @@ class RunState:
         self.tool_state: dict[str, Any] = {}
         self.extra_status: list[tuple[str, str, dict[str, Any]]] = []
         self.final_note: str | None = None  # a one-shot user note for the next request
+        self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
         self._cancel_requested = False
@@ -165,6 +169,15 @@ class RunState:
         for plugin in self.settings.plugins:
             plugin.on_message(self, message)
 
+    def begin(self, first: Message | None) -> None:
+        """Add the opening user message at once (it is stored before the run goes on); a plugin
+        failing on it fails the run when it starts, so that it still ends with an error event."""
+        if first is not None:
+            try:
+                self.append(first)
+            except Exception as exc:
+                self._start_failure = exc
+
     def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
         self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
 
@@ -196,27 +209,40 @@ class _Cancelled(Exception):
 async def drive(run: RunState) -> RunResult:
     """Run turns until an answer or a stop; always end with exactly one terminal event."""
     run._loop = asyncio.get_running_loop()
-    plugins = run.settings.plugins
+    failure: Exception | None = None
     try:
-        for plugin in plugins:
-            await plugin.on_run_start(run)
-        while True:
-            step = await _turn_with_events(run)
-            if isinstance(step, RunAgain):
-                continue
-            if isinstance(step, Answer):
-                if run.steering_pending:
-                    continue
-                feedback = await _answer_feedback(run, step.text)
-                if feedback is not None:
-                    run.append(messages.user(feedback))
-                    continue
-                return await _finish(run, "completed", output=step.text)
-            return await _finish(run, step.reason, error=step.error, output=step.output)
+        end = await _run_turns(run)
     except _Cancelled:
-        return await _finish(run, "cancelled")
+        end = Stop("cancelled")
     except LoopwrightError as exc:
-        return await _finish(run, "error", error=str(exc))
+        end = Stop("error", str(exc))
+    except Exception as exc:  # a bug (an adapter meeting an unknown shape, a plugin) ends the
+        failure = exc  # run like any error: never a task that dies with nobody told
+        logger.debug("run %s failed unexpectedly", run.run_id, exc_info=exc)
+        end = Stop("error", f"unexpected {type(exc).__name__}: {exc}")
+    if isinstance(end, Answer):
+        return await _finish(run, "completed", output=end.text)
+    return await _finish(run, end.reason, error=end.error, output=end.output,
+                         exception=failure)
+
+
+async def _run_turns(run: RunState) -> Answer | Stop:
+    if run._start_failure is not None:
+        raise run._start_failure
+    for plugin in run.settings.plugins:
+        await plugin.on_run_start(run)
+    while True:
+        step = await _turn_with_events(run)
+        if isinstance(step, RunAgain):
+            continue
+        if isinstance(step, Answer):
+            if run.steering_pending:
+                continue
+            feedback = await _answer_feedback(run, step.text)
+            if feedback is not None:
+                run.append(messages.user(feedback))
+                continue
+        return step
 
 
 async def _answer_feedback(run: RunState, answer: str) -> str | None:
@@ -481,7 +507,7 @@ async def _budget_summary(run: RunState) -> Stop:
 
 
 async def _finish(run: RunState, reason: StopReason, *, output: str | None = None,
-                  error: str | None = None) -> RunResult:
+                  error: str | None = None, exception: Exception | None = None) -> RunResult:
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
@@ -493,14 +519,20 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         except Exception as exc:  # a plugin must not turn a finished run into a crash
             run.status("plugin_error", f"{type(plugin).__name__}.on_run_end failed: {exc}")
     tag = run.agent_tag
+    terminal: Event
     if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected",
                                            "refused"):
-        run.emit(DoneEvent(result=result, agent=tag))
+        terminal = DoneEvent(result=result, agent=tag)
     elif reason == "cancelled":
-        run.emit(CancelledEvent(result=result, agent=tag))
+        terminal = CancelledEvent(result=result, agent=tag)
     else:
-        run.emit(ErrorEvent(message=error or "run failed", error_type=reason, result=result,
-                            agent=tag))
+        terminal = ErrorEvent(message=error or "run failed", error_type=reason, result=result,
+                              agent=tag, exception=exception)
+    try:
+        run.emit(terminal)
+    except Exception as exc:  # a failing callback; the others were still told (Agent.start)
+        logger.warning("run %s: an event callback failed on the terminal event: %s",
+                       run.run_id, exc)
     return result
 
 

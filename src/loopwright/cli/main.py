@@ -239,6 +239,7 @@ async def _run_and_close(options: dict[str, Any], prompt: str,
     try:
         return await interruptible_run(agent, prompt, None, renderer)
     finally:
+        await agent.aclose()  # MCP servers it started
         await close_shared_client()
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import weakref
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 import httpx
@@ -58,32 +60,80 @@ class Endpoint:
         return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+class _LoopClient:
+    """The shared client of one event loop, who holds it, and the hook that closes it when the
+    loop finishes (`asyncio.run` and `asyncio.Runner` close every async generator of their loop
+    before closing it, so a parked generator is our "loop is ending" callback)."""
 
-
-def shared_client() -> httpx.AsyncClient:
-    """The process's HTTP client for the running event loop (connections are reused across runs).
-
-    httpx retries nothing by default (`retries=0` on the transport): ours is the only retry layer.
-    """
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None or client.is_closed:
-        client = httpx.AsyncClient(
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0),
             limits=httpx.Limits(max_connections=500, max_keepalive_connections=200),
             transport=httpx.AsyncHTTPTransport(retries=0),
             follow_redirects=True,
         )
-        _clients[loop] = client
-    return client
+        self.holders: weakref.WeakSet[object] = weakref.WeakSet()
+        self._closer = self._close_when_loop_ends(loop)
+        step = self._closer.asend(None)  # run to its `yield`: registers it with the loop
+        with contextlib.suppress(StopIteration):
+            step.send(None)
+
+    async def _close_when_loop_ends(self, loop: asyncio.AbstractEventLoop
+                                    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if _clients.get(loop) is self:
+                del _clients[loop]  # the client's sockets refer to the loop: drop both
+            await self.client.aclose()
+
+    async def close(self) -> None:
+        """Close now (its last holder let go); the same path as the loop's end."""
+        await self._closer.aclose()
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _loop_client() -> _LoopClient:
+    loop = asyncio.get_running_loop()
+    entry = _clients.get(loop)
+    if entry is None or entry.client.is_closed:
+        entry = _clients[loop] = _LoopClient(loop)
+    return entry
+
+
+def shared_client() -> httpx.AsyncClient:
+    """The process's HTTP client for the running event loop (connections are reused across runs).
+
+    It is closed when its loop finishes (`asyncio.run`, `asyncio.Runner`), or earlier when the
+    last holder (`hold_shared_client`) lets go of it. httpx retries nothing by default
+    (`retries=0` on the transport): ours is the only retry layer.
+    """
+    return _loop_client().client
+
+
+def hold_shared_client(holder: object) -> None:
+    """`holder` (an `Agent`) uses the running loop's client until `release_shared_client`."""
+    _loop_client().holders.add(holder)
+
+
+async def release_shared_client(holder: object) -> None:
+    """`holder` is done with the running loop's client; the last holder to go closes it."""
+    loop = asyncio.get_running_loop()
+    entry = _clients.get(loop)
+    if entry is None or holder not in entry.holders:
+        return
+    entry.holders.discard(holder)
+    if not entry.holders:
+        await entry.close()
 
 
 async def close_shared_client() -> None:
     """Close the running loop's client (the sync wrappers call this before their loop ends)."""
     loop = asyncio.get_running_loop()
-    client = _clients.pop(loop, None)
-    if client is not None:
-        await client.aclose()
+    entry = _clients.get(loop)
+    if entry is not None:
+        await entry.close()
