@@ -142,10 +142,26 @@ class MCPConnection:
                 raise MCPServerError(self.error)
             if self._link is None:
                 await self.connect()
+            elif self._guard().locked():  # a (re)connect is under way: wait for its outcome
+                await self._await_reconnect()
         link = self._link
         if link is None or not link.ready.done() or link.ready.exception():
             raise MCPServerError(self.error or f"MCP server {self.name!r} is not connected")
         return link.ready.result(), self._generation
+
+    async def _await_reconnect(self) -> None:
+        """Wait, within the server's connect timeout (plus the time to stop the dead process),
+        for the connect or restart in progress; its failure is this call's failure."""
+        limit = self.config.connect_timeout + 2 * _SHUTDOWN_GRACE
+        try:
+            async with asyncio.timeout(limit):
+                async with self._guard():
+                    pass
+        except TimeoutError:
+            raise MCPServerError(f"MCP server {self.name!r} did not come back within "
+                                 f"{limit:g}s{self._log_hint()}") from None
+        if self.error is not None:
+            raise MCPServerError(self.error)
 
     async def _open(self) -> Client:
         link = _Link()
