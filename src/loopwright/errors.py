@@ -17,6 +17,12 @@ class LoopwrightError(Exception):
     """Base class of every error loopwright raises on purpose."""
 
 
+class RunCancelled(Exception):
+    """`cancel()` aborted the step in flight (a model, grader or summary call, a tool batch);
+    the run ends `cancelled`. Plugins raise it when `run.cancel_requested` cut their work short.
+    Not a `LoopwrightError`, so that no handler of those mistakes it for a failure."""
+
+
 class ConfigError(LoopwrightError):
     """The configuration is wrong or incomplete; the message says what to set."""
 

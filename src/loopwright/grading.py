@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
 from loopwright.endpoints.client import CallListeners
-from loopwright.errors import ConfigError
+from loopwright.errors import ConfigError, RunCancelled
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import ArgumentsError, parse_arguments
@@ -158,7 +158,7 @@ class RubricGrader(LoopPlugin):
                 run.settings.chain.complete(request, stream=False, listeners=listeners))
         except asyncio.CancelledError:
             if run.cancel_requested:
-                raise GraderError("cancelled while grading") from None
+                raise RunCancelled from None  # the run ends cancelled, not with the answer
             raise
         except Exception as exc:  # fail open: any grader failure leaves the answer ungraded
             raise GraderError(f"{type(exc).__name__}: {exc}") from exc

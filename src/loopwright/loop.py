@@ -20,6 +20,7 @@ from loopwright.errors import (
     LoopwrightError,
     ProviderError,
     RequestRejectedError,
+    RunCancelled,
 )
 from loopwright.events import (
     CancelledEvent,
@@ -182,7 +183,11 @@ class RunState:
         self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
 
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        """Await `coro` so that `cancel()` aborts it at once."""
+        """Await `coro` so that `cancel()` aborts it at once (or, cancelled already, never
+        starts it: `asyncio.CancelledError` either way)."""
+        if self._cancel_requested:
+            coro.close()
+            raise asyncio.CancelledError
         task = asyncio.ensure_future(coro)
         self._inflight = task
         try:
@@ -199,8 +204,7 @@ class RunState:
         )
 
 
-class _Cancelled(Exception):
-    """Internal: the in-flight step was aborted by `cancel()`."""
+_Cancelled = RunCancelled  # the in-flight step was aborted by `cancel()`
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -239,6 +243,8 @@ async def _run_turns(run: RunState) -> Answer | Stop:
             if run.steering_pending:
                 continue
             feedback = await _answer_feedback(run, step.text)
+            if run.cancel_requested:  # cancelled while the answer was checked (e.g. graded)
+                raise _Cancelled
             if feedback is not None:
                 run.append(messages.user(feedback))
                 continue

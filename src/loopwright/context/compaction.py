@@ -51,7 +51,7 @@ from loopwright.context.tokens import (
 from loopwright.context.window import ContextBudget
 from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.probe import window_from_error
-from loopwright.errors import ContextOverflowError, LoopwrightError
+from loopwright.errors import ContextOverflowError, LoopwrightError, RunCancelled
 from loopwright.messages import Message, ModelResponse
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import loads_bounded
@@ -277,9 +277,7 @@ class CompactionPlugin(LoopPlugin):
                 request, stream=False, listeners=CallListeners(on_status=run.status)))
         except asyncio.CancelledError:
             if run.cancel_requested:
-                from loopwright.loop import _Cancelled
-
-                raise _Cancelled from None
+                raise RunCancelled from None
             raise
         except LoopwrightError as exc:
             return fallback_summary(task, middle, read_files=read, error=str(exc)), str(exc)
