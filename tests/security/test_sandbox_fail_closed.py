@@ -4,6 +4,9 @@ These tests need no bubblewrap: they point the sandbox at a missing or failing b
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +67,15 @@ def test_cli_says_once_that_there_is_no_sandbox(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("no sandbox can be made here") == 1
     assert not (tmp_path / "made.txt").exists()
+
+
+def test_chat_warns_once_when_the_sandbox_is_off(tmp_path: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("LOOPWRIGHT_")}
+    with FakeModelServer(replies=[]) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "chat", "--sandbox", "full-access", "--model",
+             "m", "--base-url", server.base_url, "--api-key", "k"],
+            cwd=tmp_path, env=environ, input="/exit\n", capture_output=True, text=True,
+            timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("WARNING: the sandbox is OFF") == 1
