@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -26,12 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_model_tasks import Task, select
 
-from real_model_tasks import Task, select  # noqa: E402
-
-from loopwright import Agent  # noqa: E402
-from loopwright.testing.llamacpp import (  # noqa: E402
+from loopwright import Agent
+from loopwright.testing.llamacpp import (
     LlamaCppServer,
     fetch_weights,
     model_spec,
@@ -55,6 +54,7 @@ class Outcome:
     cpu: float
     output: str = ""
     detail: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -68,7 +68,7 @@ class RunStats:
     input_tokens: int = 0
     output_tokens: int = 0
     detail: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: str, *,
@@ -81,7 +81,8 @@ async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: 
     result = await agent.run(task.prompt)
     return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
                     requests=result.usage.requests, input_tokens=result.usage.input_tokens,
-                    output_tokens=result.usage.output_tokens, detail=result.error or "")
+                    output_tokens=result.usage.output_tokens, detail=result.error or "",
+                    messages=[m.to_dict() for m in result.messages])
 
 
 async def run_pydantic_ai(task: Task, tools: list[Any], base_url: str, model_id: str, *,
@@ -97,7 +98,7 @@ async def run_pydantic_ai(task: Task, tools: list[Any], base_url: str, model_id:
         "temperature": args.temperature, "max_tokens": args.max_tokens})
     result = await agent.run(task.prompt,
                              usage_limits=UsageLimits(request_limit=args.max_turns))
-    usage = result.usage()
+    usage = result.usage() if callable(result.usage) else result.usage
     turns = sum(isinstance(m, ModelResponse) for m in result.all_messages())
     return RunStats(output=str(result.output), stop="completed", turns=turns,
                     requests=usage.requests, input_tokens=usage.input_tokens,
@@ -122,35 +123,40 @@ def classify(stats: RunStats | None, error: BaseException | None, solved: bool) 
 
 
 async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_id: str,
-                  args: argparse.Namespace) -> Outcome:
-    with tempfile.TemporaryDirectory(prefix="lw-bench-") as tmp:
-        workspace = Path(tmp)
-        tools = task.setup(workspace)
-        stats: RunStats | None = None
-        error: BaseException | None = None
-        wall, cpu = time.perf_counter(), time.process_time()
-        try:
-            if runner == "pydantic-ai":
-                coro = run_pydantic_ai(task, tools, base_url, model_id, args=args)
-            else:
-                fmt, _, mode = runner.removeprefix("loopwright/").partition("/")
-                coro = run_loopwright(task, tools, base_url, model_id, fmt=fmt,
-                                      stream=mode == "stream", args=args, workspace=workspace)
-            stats = await asyncio.wait_for(coro, args.task_timeout)
-        except Exception as exc:  # a peer raising is a result to count, not a crash
-            error = exc
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        solved = stats is not None and task.check(stats.output, workspace)
+                  args: argparse.Namespace, workspace: Path) -> Outcome:
+    """One run of one task in `workspace`, emptied first: the same path for every task keeps the
+    system prompt (which names the working directory) in llama.cpp's prompt cache."""
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    tools = task.setup(workspace)
+    stats: RunStats | None = None
+    error: BaseException | None = None
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        if runner == "pydantic-ai":
+            coro = run_pydantic_ai(task, tools, base_url, model_id, args=args)
+        else:
+            fmt, _, mode = runner.removeprefix("loopwright/").partition("/")
+            coro = run_loopwright(task, tools, base_url, model_id, fmt=fmt,
+                                  stream=mode == "stream", args=args, workspace=workspace)
+        stats = await asyncio.wait_for(coro, args.task_timeout)
+    except Exception as exc:  # a peer raising is a result to count, not a crash
+        error = exc
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    solved = stats is not None and task.check(stats.output, workspace)
     failure = classify(stats, error, solved)
     s = stats or RunStats(output="", stop="raised")
     return Outcome(runner=runner, model=model_key, task=task.name, solved=solved,
                    failure=failure, turns=s.turns, requests=s.requests,
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
-                   detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300])
+                   detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300],
+                   messages=[] if solved else s.messages)
 
 
 def runners(args: argparse.Namespace) -> list[str]:
+    if args.runners:
+        return [r if r == "pydantic-ai" else f"loopwright/{r}" for r in args.runners]
     names = [f"loopwright/{fmt}/{mode}" for fmt in args.formats
              for mode in (["stream", "plain"] if args.stream == "both"
                           else ["stream" if args.stream == "on" else "plain"])]
@@ -158,8 +164,8 @@ def runners(args: argparse.Namespace) -> list[str]:
 
 
 def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
-    print(f"\n| model | runner | solved | turns | requests | tokens in/out | wall s | "
-          f"client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|")
+    print("\n| model | runner | solved | turns | requests | tokens in/out | wall s | "
+          "client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|")
     groups: dict[tuple[str, str], list[Outcome]] = {}
     for outcome in outcomes:
         groups.setdefault((outcome.model, outcome.runner), []).append(outcome)
@@ -182,20 +188,28 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
     with LlamaCppServer(path, ctx_size=args.ctx_size, threads=args.threads) as server:
         print(f"# {spec.title}: llama.cpp at {server.base_url}", file=sys.stderr)
         model_id = str(path)
-        for runner in runners(args):
-            for rep in range(args.reps):
-                for task in tasks:
-                    outcome = await run_one(runner, task, server.base_url, model_key,
-                                            model_id, args)
-                    outcomes.append(outcome)
-                    mark = "ok  " if outcome.solved else "FAIL"
-                    print(f"{mark} {model_key} {runner} r{rep} {task.name}: "
-                          f"{outcome.failure or ''} {outcome.wall:.1f}s "
-                          f"{outcome.output[:90]!r}", file=sys.stderr, flush=True)
-                    if sink:
-                        sink.write(json.dumps(asdict(outcome)) + "\n")
-                        sink.flush()
+        workspace = Path(tempfile.mkdtemp(prefix="lw-real-model-")) / "project"
+        try:
+            for runner in runners(args):
+                for rep in range(args.reps):
+                    for task in tasks:
+                        outcome = await run_one(runner, task, server.base_url, model_key,
+                                                model_id, args, workspace)
+                        outcomes.append(outcome)
+                        report(outcome, rep, sink)
+        finally:
+            shutil.rmtree(workspace.parent, ignore_errors=True)
     return outcomes
+
+
+def report(outcome: Outcome, rep: int, sink: Any) -> None:
+    mark = "ok  " if outcome.solved else "FAIL"
+    print(f"{mark} {outcome.model} {outcome.runner} r{rep} {outcome.task}: "
+          f"{outcome.failure or ''} {outcome.wall:.1f}s {outcome.output[:90]!r}",
+          file=sys.stderr, flush=True)
+    if sink:
+        sink.write(json.dumps(asdict(outcome)) + "\n")
+        sink.flush()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -204,6 +218,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--formats", default="native,prompt", help="comma list: native,prompt")
     parser.add_argument("--stream", choices=["both", "on", "off"], default="both")
     parser.add_argument("--peer", choices=["pydantic-ai", "none"], default="pydantic-ai")
+    parser.add_argument("--runners", default="",
+                        help="explicit comma list instead of --formats/--stream/--peer, e.g. "
+                             "native/stream,prompt/plain,pydantic-ai")
     parser.add_argument("--tasks", default="", help="comma list of task names / kinds (substrings)")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-turns", type=int, default=8)
@@ -214,17 +231,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="llama.cpp threads (2 was 5-10x slower than 1 on a loaded 2-core CPU)")
     parser.add_argument("--task-timeout", type=float, default=240.0)
     parser.add_argument("--json", type=Path, help="also write one JSON line per run here")
+    parser.add_argument("--table-from", type=Path, nargs="+", metavar="JSONL",
+                        help="run nothing: print the table of earlier --json files (e.g. one "
+                             "process per model run side by side)")
     args = parser.parse_args(argv)
     args.models = [m for m in args.models.split(",") if m]
     args.formats = [f for f in args.formats.split(",") if f]
     if bad := set(args.formats) - {"native", "prompt"}:
         parser.error(f"unknown format(s) {sorted(bad)}; use native and/or prompt")
     args.task_list = [t for t in args.tasks.split(",") if t]
+    args.runners = [r for r in args.runners.split(",") if r]
+    known = {f"{f}/{m}" for f in ("native", "prompt") for m in ("stream", "plain")}
+    if bad := set(args.runners) - known - {"pydantic-ai"}:
+        parser.error(f"unknown runner(s) {sorted(bad)}; use {sorted(known)} or pydantic-ai")
     return args
 
 
 async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.table_from:
+        rows = [json.loads(line) for path in args.table_from for line in path.open()]
+        outcomes = [Outcome(**row) for row in rows]
+        reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
+        print_table(outcomes, len({o.task for o in outcomes}), reps)
+        return
     tasks = select(args.task_list)
     if args.peer == "pydantic-ai":
         try:

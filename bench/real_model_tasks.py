@@ -157,6 +157,13 @@ def says_all(*words: str) -> Checker:
     return check
 
 
+def says_exactly(word: str) -> Checker:
+    """Case-sensitive: for answers whose case is the point."""
+    def check(output: str, _: Path) -> bool:
+        return word in output
+    return check
+
+
 def says_any(*words: str) -> Checker:
     def check(output: str, _: Path) -> bool:
         return any(w.lower() in output.lower() for w in words)
@@ -229,7 +236,7 @@ TASKS: list[Task] = [
     Task("stock_single", "arithmetic", "How many apples are in stock?", ("get_stock",),
          says_number(42)),
     Task("upper", "string tool", "Use the to_upper tool on the word loopwright and give me the "
-         "result.", ("to_upper",), says_all("LOOPWRIGHT")),
+         "result.", ("to_upper",), says_exactly("LOOPWRIGHT")),
     Task("reverse", "string tool", "Reverse the word 'stressed' with the reverse_text tool.",
          ("reverse_text",), says_any("desserts")),
     Task("write_hello", "edit file", "Create a file hello.txt containing exactly: Hello, world",

