@@ -221,7 +221,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runners", default="",
                         help="explicit comma list instead of --formats/--stream/--peer, e.g. "
                              "native/stream,prompt/plain,pydantic-ai")
-    parser.add_argument("--tasks", default="", help="comma list of task names / kinds (substrings)")
+    parser.add_argument("--tasks", default="", help="comma list of task names and/or kinds, e.g. add,'edit file'")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)

@@ -262,10 +262,10 @@ TASKS: list[Task] = [
 
 
 def select(patterns: list[str] | None) -> list[Task]:
-    """Tasks whose name or kind contains one of `patterns` (all when none)."""
+    """Tasks named by `patterns` (task names or kinds; all tasks when none)."""
     if not patterns:
         return list(TASKS)
-    chosen = [t for t in TASKS if any(p in t.name or p == t.kind for p in patterns)]
+    chosen = [t for t in TASKS if t.name in patterns or t.kind in patterns]
     if not chosen:
         raise SystemExit(f"no task matches {patterns}; tasks: {', '.join(t.name for t in TASKS)}")
     return chosen

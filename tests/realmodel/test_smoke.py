@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import require_component
 from loopwright import Agent
 from loopwright.testing.llamacpp import (
     LlamaCppServer,
@@ -19,6 +18,7 @@ from loopwright.testing.llamacpp import (
     weights_present,
     xllamacpp_importable,
 )
+from shared_helpers import require_component
 
 pytestmark = pytest.mark.real_model
 
