@@ -5,6 +5,7 @@ call fragment is never the answer."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -117,3 +118,24 @@ async def test_a_cut_fragment_to_an_unknown_tool_is_not_the_answer_either() -> N
         result = await make_agent(server).run("1+2?")
     assert result.output == "3" and result.turns == 2
     assert "no tool named 'sum_numbers'" in server.model_requests[1].body["messages"][-1]["content"]
+
+
+@tool
+def write_file(path: str, content: str) -> str:
+    """Write a text file."""
+    return f"wrote {len(content)} characters to {path}"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_long_text_call_is_held_whole_and_run(stream: bool) -> None:
+    content = "\n".join(f"def f{i}(x):\n    return {{'a': [x]}}" for i in range(2500))
+    call = json.dumps({"name": "write_file", "arguments": {"path": "big.py", "content": content}})
+    events: list[Event] = []
+    script = [Reply(f"Writing it.\n{call}", chunk_size=64), Reply("Done.")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST, stream=stream,
+                      tools=[write_file], callbacks=[events.append])
+        result = await agent.run("write it")
+    assert result.output == "Done."
+    assert [r.content for r in results(events)] == [f"wrote {len(content)} characters to big.py"]
+    assert shown(events) == "Writing it.\nDone."

@@ -16,6 +16,8 @@ well-formed calls to known tools is executed as if the calls were native.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import uuid
 from collections.abc import Callable, Collection
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from loopwright.loop import RunState
     from loopwright.tools.catalogue import RunCatalogue
 
+_PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
 MAX_FORMAT_CORRECTIONS = 2  # consecutive replies with only unreadable calls that get a correction
 
 _INSTRUCTIONS = """\
@@ -216,16 +219,19 @@ class ToolTextPlugin(LoopPlugin):
         state.visible = None
         message = response.message
         if not message.tool_calls and message.content:
-            self._read_calls(run, state, response)
+            await self._read_calls(run, state, response)
         if state.filter is not None:
             shown = response.message.content if state.visible is None else state.visible
             state.filter.finish(shown)
             state.filter = None
 
-    def _read_calls(self, run: RunState, state: _RunTextState, response: ModelResponse) -> None:
+    async def _read_calls(self, run: RunState, state: _RunTextState, response: ModelResponse
+                          ) -> None:
         message = response.message
-        found = parse_tool_calls(message.content, self.known_names(),
-                                 trust_markup=self.mode == "prompt")
+        parse = functools.partial(parse_tool_calls, message.content, self.known_names(),
+                                  trust_markup=self.mode == "prompt")
+        # a long reply is parsed off the event loop: repairing broken JSON in it is CPU work
+        found = await asyncio.to_thread(parse) if len(message.content) > _PARSE_INLINE else parse()
         state.malformed = found.malformed
         state.visible = found.text
         if not found.calls and not found.malformed:
