@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -112,6 +113,35 @@ async def test_a_lease_keeps_a_second_writer_off_the_session(store_spec: str) ->
         await store.renew("s1", "worker-b")
     await store.release("s1", "worker-a")
     await store.acquire("s1", "worker-b")  # free once released
+    await store.aclose()
+
+
+def set_lease(spec: str, session_id: str, *, host: str, expires_in: float) -> None:
+    """Write a lease as a run on another machine would have left it (raw SQL, per backend)."""
+    sql = ("UPDATE sessions SET lock_owner = 'elsewhere:1:abc', lock_pid = 1, lock_host = {p}, "
+           "lock_expires = {p} WHERE id = {p}")
+    values = (host, time.time() + expires_in, session_id)
+    if spec.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(spec, autocommit=True) as conn:
+            conn.execute(sql.format(p="%s"), values)
+    else:
+        with sqlite3.connect(spec) as conn:
+            conn.execute(sql.format(p="?"), values)
+
+
+async def test_another_machines_lease_holds_until_it_expires(store_spec: str) -> None:
+    store = opened(store_spec)
+    await store.create("s1")
+    await store.release("s1", "nobody")  # connects (and creates the schema) first
+    set_lease(store_spec, "s1", host="another-machine", expires_in=60)
+    with pytest.raises(SessionError, match=r"in use by another run .*on another-machine"):
+        await store.acquire("s1", "worker-here")
+    info = await store.get("s1")
+    assert info is not None and info.locked_by == 1
+    set_lease(store_spec, "s1", host="another-machine", expires_in=-1)  # that worker died
+    await store.acquire("s1", "worker-here")
     await store.aclose()
 
 
@@ -260,3 +290,4 @@ async def test_a_sub_agents_session_is_linked_to_its_parent_and_turn_costs_are_s
     assert sum(t["cost"] for t in turns) == pytest.approx(result.cost)  # child's cost inside
     assert [t["input_tokens"] for t in turns] == [2000, 1000]  # turn 1 ran the sub-agent
     await store.aclose()
+

@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 
@@ -29,8 +29,9 @@ sessions_app = typer.Typer(
     add_completion=False,
 )
 
-DbOpt = Annotated[Path | None, typer.Option(
-    "--db", help="Session database (default: the one runs write to, see LOOPWRIGHT_DATA_DIR).")]
+DbOpt = Annotated[str | None, typer.Option(
+    "--db", help="Session database: a file or a postgresql:// URL (default: the one runs write "
+    "to, see LOOPWRIGHT_STORE and LOOPWRIGHT_DATA_DIR).")]
 IdArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.",
                                       show_default=False)]
 EXIT_NOT_FOUND = 1
@@ -43,19 +44,24 @@ PIPE_WIDTH = 160  # columns of tables written to a pipe or file
 # --- opening the database -------------------------------------------------------------------------
 
 
-def store_path(db: Path | None = None) -> Path:
-    """The database file the CLI reads and runs write to."""
+def store_path(db: str | Path | None = None) -> Path | str:
+    """The database the CLI reads and runs write to: a file, or a postgresql:// URL."""
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
     from loopwright.store import DB_FILENAME, default_store_path
 
+    if isinstance(db, str) and _is_url(db):
+        return db.strip()
     if db is not None:
+        db = Path(db).expanduser()
         return db / DB_FILENAME if db.is_dir() else db
     try:
         settings = load_settings()
     except ConfigError as exc:
         _fail(str(exc))
     spec = settings.store
+    if isinstance(spec, str) and _is_url(spec):
+        return spec.strip()
     if isinstance(spec, str) and spec.strip().lower() not in (
             "", "none", "false", "0", "off", "no", "default", "true", "1", "on", "yes"):
         path = Path(spec).expanduser()
@@ -68,19 +74,46 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(EXIT_NOT_FOUND)
 
 
-def _open(db: Path | None, *, must_exist: bool = True) -> SQLiteStore | None:
-    """The store, or None when its file does not exist (and `must_exist` is False)."""
-    from loopwright.errors import SessionError
+def _is_url(spec: str) -> bool:
+    return spec.strip().lower().startswith(("postgresql://", "postgres://"))
+
+
+def open_browser(location: Path | str) -> SQLiteStore:
+    """A blocking store on `location`: the SQLite file itself, or a PostgreSQL database through
+    `BlockingStore` (the same methods, forwarded; typed as the SQLite store they mirror)."""
     from loopwright.store.sqlite import SQLiteStore
 
+    if isinstance(location, Path):
+        return SQLiteStore(location)
+    from loopwright.store.blocking import BlockingStore
+    from loopwright.store.postgres import PostgresStore
+
+    browser = BlockingStore(PostgresStore(location))
+    try:
+        browser.get("")  # connect now: a wrong URL fails here, with its reason
+    except BaseException:
+        browser.close()
+        raise
+    return cast("SQLiteStore", browser)
+
+
+def _open(db: str | None, *, must_exist: bool = True) -> SQLiteStore | None:
+    """The store, or None when its file does not exist (and `must_exist` is False)."""
+    from loopwright.errors import LoopwrightError
+
     path = store_path(db)
+    if isinstance(path, str):
+        try:
+            return open_browser(path)
+        except LoopwrightError as exc:
+            _fail(str(exc))
     if not path.exists():
         if must_exist:
             _fail(f"no session database at {path} (no run has been saved there yet)")
         return None
     try:
-        return SQLiteStore(path)
-    except SessionError as exc:
+        return open_browser(path)
+    except LoopwrightError as exc:
         _fail(str(exc))
 
 
@@ -99,20 +132,19 @@ def _resolve(store: SQLiteStore, prefix: str) -> str:
 def find_session(prefix: str | None, *, workdir: Path | None = None) -> str:
     """The full id for `--resume PREFIX`, or with no prefix the latest session in `workdir`
     (`--continue`). Raises `typer.BadParameter` with the reason when there is none."""
-    from loopwright.errors import SessionError
-    from loopwright.store.sqlite import SQLiteStore
+    from loopwright.errors import LoopwrightError
 
     flag = "--resume" if prefix else "--continue"
     path = store_path()
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         raise typer.BadParameter(f"no saved sessions yet ({path} does not exist)", param_hint=flag)
     try:
-        with SQLiteStore(path) as store:
+        with open_browser(path) as store:
             if prefix:
                 return store.resolve(prefix)
             cwd = str((workdir or Path.cwd()).resolve())
             latest = store.latest(cwd=cwd)
-    except SessionError as exc:
+    except LoopwrightError as exc:
         raise typer.BadParameter(str(exc), param_hint=flag) from exc
     if latest is None:
         raise typer.BadParameter(f"no saved session in {cwd}", param_hint=flag)

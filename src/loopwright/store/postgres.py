@@ -29,7 +29,9 @@ from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_
 from loopwright.store.sqlite import (
     SNIPPET_END,
     SNIPPET_START,
+    AuditEntry,
     SearchHit,
+    audit_entries,
     message_from_row,
     message_row,
 )
@@ -219,14 +221,54 @@ class PostgresStore:
                                    f"(pid {row[1]} on {row[2]}); stop it first")
             await conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
 
+    async def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
+        found = await self.list_sessions(cwd=cwd, limit=1)
+        return found[0] if found else None
+
+    async def resolve(self, prefix: str) -> str:
+        """The one session id starting with `prefix`; `SessionError` if none or several do."""
+        prefix = prefix.strip()
+        if not prefix:
+            raise SessionError("give a session id (or a unique prefix of one)")
+        rows = await self._rows("looking up a session", "SELECT id FROM sessions WHERE "
+                                "starts_with(id, %s) ORDER BY id LIMIT 4", (prefix,))
+        ids = [r[0] for r in rows]
+        if prefix in ids:
+            return prefix
+        if not ids:
+            raise SessionError(f"no session matches {prefix!r} in {_redacted(self.dsn)}")
+        if len(ids) > 1:
+            listed = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+            raise SessionError(f"{prefix!r} matches several sessions ({listed}); "
+                               "give more characters")
+        return str(ids[0])
+
+    async def system_prompt(self, session_id: str) -> str | None:
+        rows = await self._rows("reading a session", "SELECT system_prompt FROM sessions "
+                                "WHERE id = %s", (session_id,))
+        return rows[0][0] if rows else None
+
     # -- messages --
 
-    async def load(self, session_id: str) -> list[Message]:
+    async def message_count(self, session_id: str, *, epoch: int | None = None) -> int:
+        rows = await self._rows(
+            "counting messages", "SELECT count(*) FROM messages WHERE session_id = %(sid)s AND "
+            "epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM sessions WHERE id = %(sid)s))",
+            {"sid": session_id, "epoch": epoch})
+        return int(rows[0][0])
+
+    async def load_page(self, session_id: str, *, epoch: int | None = None, offset: int = 0,
+                        limit: int | None = None) -> list[Message]:
+        """Part of one epoch (default: the live one) in order, without reading the rest."""
         rows = await self._rows(
             "loading a session", "SELECT role, content, data FROM messages WHERE session_id = "
-            "%(sid)s AND epoch = (SELECT epoch FROM sessions WHERE id = %(sid)s) ORDER BY seq",
-            {"sid": session_id})
+            "%(sid)s AND epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM sessions WHERE "
+            "id = %(sid)s)) ORDER BY seq LIMIT %(limit)s OFFSET %(offset)s",
+            {"sid": session_id, "epoch": epoch, "limit": limit, "offset": offset})
         return [message_from_row(*row) for row in rows]
+
+    async def load(self, session_id: str) -> list[Message]:
+        return await self.load_page(session_id)
 
     async def append(self, session_id: str, message: Message) -> None:
         await self.append_many(session_id, [message])
@@ -357,6 +399,10 @@ class PostgresStore:
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
         return [{**json.loads(data), "run_id": run_id, "created": created}
                 for run_id, created, data in rows]
+
+    async def audit(self, session_id: str) -> list[AuditEntry]:
+        """Every tool call of the session: arguments, result size, duration, error, decision."""
+        return audit_entries(await self.events(session_id))
 
     async def _dicts(self, action: str, sql: str, session_id: str) -> list[dict[str, Any]]:
         async with self._db(action) as conn:

@@ -232,11 +232,6 @@ class SQLiteStore:
                               (*params, limit)).fetchall()
             return [self._info(db, row) for row in rows]
 
-    def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
-        """The most recently updated session (in `cwd`, if given)."""
-        found = self.list_sessions(cwd=cwd, limit=1)
-        return found[0] if found else None
-
     def resolve(self, prefix: str) -> str:
         """The one session id starting with `prefix`; `SessionError` if none or several do."""
         prefix = prefix.strip()
@@ -453,21 +448,12 @@ class SQLiteStore:
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
-        entries: dict[tuple[str, str], AuditEntry] = {}
-        for event in self.events(session_id):
-            key = (event["run_id"], str(event.get("id", "")))
-            if event["type"] == "tool_call":
-                entries[key] = AuditEntry(run_id=event["run_id"], call_id=key[1],
-                                          name=event.get("name", ""),
-                                          arguments=event.get("arguments"),
-                                          created=event["created"])
-            elif event["type"] == "tool_result" and key in entries:
-                entry = entries[key]
-                entry.is_error = bool(event.get("is_error"))
-                entry.duration = event.get("duration")
-                entry.size = event.get("content_chars")
-                entry.decision = _decision(event.get("data") or {})
-        return list(entries.values())
+        return audit_entries(self.events(session_id))
+
+    def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
+        """The most recently updated session (in `cwd`, if given)."""
+        found = self.list_sessions(cwd=cwd, limit=1)
+        return found[0] if found else None
 
     # -- search --
 
@@ -526,6 +512,24 @@ def _event_row(session_id: str, run_id: str, now: float, event: dict[str, Any]
             event.get("name") if tool else None, None if is_error is None else int(is_error),
             event.get("duration"), event.get("content_chars"),
             json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")))
+
+
+def audit_entries(events: list[dict[str, Any]]) -> list[AuditEntry]:
+    """The audit log (one entry per tool call) from a session's stored events."""
+    entries: dict[tuple[str, str], AuditEntry] = {}
+    for event in events:
+        key = (event["run_id"], str(event.get("id", "")))
+        if event["type"] == "tool_call":
+            entries[key] = AuditEntry(run_id=event["run_id"], call_id=key[1],
+                                      name=event.get("name", ""),
+                                      arguments=event.get("arguments"), created=event["created"])
+        elif event["type"] == "tool_result" and key in entries:
+            entry = entries[key]
+            entry.is_error = bool(event.get("is_error"))
+            entry.duration = event.get("duration")
+            entry.size = event.get("content_chars")
+            entry.decision = _decision(event.get("data") or {})
+    return list(entries.values())
 
 
 def _decision(data: dict[str, Any]) -> str:
