@@ -135,6 +135,9 @@ async def test_a_store_that_truly_fails_stops_the_run_and_keeps_what_it_wrote(
     assert requests == 2  # no request went out after the failed write
     with SQLiteStore(db) as store:
         stored = store.load("job")
-    # everything written before the failure is still there, a clean prefix of the run
-    assert [m.content for m in stored] == [m.content for m in result.messages[1:5]]
+    # everything written before the failure is still there, a clean prefix of the run (the
+    # call to step 1 may or may not have been written before step 1 broke the database)
+    contents = [m.content for m in result.messages[1:]]
+    assert 3 <= len(stored) <= 4 < len(contents)
+    assert [m.content for m in stored] == contents[:len(stored)]
     assert [e.kind for e in events if e.type == "status"].count("store_error") == 1
