@@ -29,7 +29,7 @@ from loopwright.endpoints.resolve import (
 )
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError, LoopwrightError
-from loopwright.events import TERMINAL_TYPES, Event
+from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.grading import RubricGrader, load_rubric
 from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
@@ -222,9 +222,12 @@ class Agent:
         recorder = self.state_services.recorder(session_id, model=chain.model,
                                                 parent_id=parent_session_id)
         if recorder is not None:  # persist, and resume a stored session given no history
-            run_history = await recorder.open(history, system_prompt=self._system_prompt(),
-                                              prompt=prompt)
+            run_history = await recorder.open(
+                history, system_prompt=self._system_prompt(), prompt=prompt,
+                on_busy=lambda text: emit(StatusEvent(kind="store_busy", message=text,
+                                                      agent=agent_tag)))
             settings.plugins.append(recorder)
+            settings.executor.gates.insert(0, recorder.before_tool)
             callbacks.append(recorder)
         else:
             run_history = list(history or [])

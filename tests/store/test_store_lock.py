@@ -13,7 +13,7 @@ from loopwright import Agent, Tool, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.store.sqlite import SQLiteStore
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, ScriptItem, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -135,9 +135,51 @@ async def test_a_store_that_truly_fails_stops_the_run_and_keeps_what_it_wrote(
     assert requests == 2  # no request went out after the failed write
     with SQLiteStore(db) as store:
         stored = store.load("job")
-    # everything written before the failure is still there, a clean prefix of the run (the
-    # call to step 1 may or may not have been written before step 1 broke the database)
-    contents = [m.content for m in result.messages[1:]]
-    assert 3 <= len(stored) <= 4 < len(contents)
-    assert [m.content for m in stored] == contents[:len(stored)]
+    # everything written before the failure is still there (the call to step 1 was durable
+    # before step 1 ran), a clean prefix of the run
+    assert [m.content for m in stored] == [m.content for m in result.messages[1:5]]
     assert [e.kind for e in events if e.type == "status"].count("store_error") == 1
+
+
+async def test_a_run_started_while_its_store_is_locked_waits_for_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    SQLiteStore(db).close()
+    seen: list[str] = []
+    lock = WriteLock(db, hold=1.5).start()  # longer than the store's own busy timeout
+    with FakeModelServer([Reply("fine")]) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                             store=SQLiteStore(db, timeout=0.1), session_id="late",
+                             callbacks=[statuses(seen)]).run("hello")
+    assert lock.released.is_set() and result.output == "fine"
+    assert "store_busy" in seen
+    with SQLiteStore(db) as store:
+        assert [m.content for m in store.load("late")] == ["hello", "fine"]
+
+
+async def test_a_tool_call_is_durable_before_the_tool_runs(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    seen_by_tool: list[list[str]] = []
+
+    @tool(read_only=True)
+    async def check() -> str:
+        """Look at the session database."""
+        with sqlite3.connect(db) as reader:
+            rows = reader.execute("SELECT role FROM messages ORDER BY seq").fetchall()
+        seen_by_tool.append([r[0] for r in rows])
+        return "checked"
+
+    locks: list[WriteLock] = []
+
+    def answer(request: RecordedRequest) -> ScriptItem:
+        if locks:
+            return Reply("done")
+        # the database is busy for a moment just as the call is about to be written
+        locks.append(WriteLock(db, hold=1.0).start())
+        return Reply(tool_calls=[call("check", {})])
+
+    with FakeModelServer(handler=answer) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST, store=db,
+                             tools=[check]).run("check it")
+    assert result.output == "done"
+    assert seen_by_tool == [["user", "assistant"]]  # its own call was already stored
+    assert locks[0].released.is_set()

@@ -26,6 +26,8 @@ from loopwright.wire.base import ModelRequest
 if TYPE_CHECKING:
     from loopwright.loop import RunState
     from loopwright.result import RunResult
+    from loopwright.tools.base import ToolContext
+    from loopwright.tools.execute import GateDecision, PreparedCall
 
 TITLE_CHARS = 80
 PREVIEW_CHARS = 500  # of a tool result kept in the event log (the full text is in the messages)
@@ -55,15 +57,29 @@ class SessionRecorder(LoopPlugin):
 
     # -- before the run: create or resume the session, take its lease --
 
-    async def open(self, history: list[Message] | None, *, system_prompt: str, prompt: str
-                   ) -> list[Message]:
+    async def open(self, history: list[Message] | None, *, system_prompt: str, prompt: str,
+                   on_busy: Callable[[str], None] | None = None) -> list[Message]:
         """The history the run starts from (system message first), after taking the lease.
 
         A new session stores `history`. An existing one is resumed: without `history` its stored
         messages (of its newest epoch) are loaded and repaired (calls cut off by a crash get an
         error result); with `history` (a caller continuing in memory) only messages the store
-        lacks are written.
+        lacks are written. A busy store is waited out (`on_busy` is told once): every step is
+        safe to repeat.
         """
+        delay, told = BUSY_FIRST_DELAY, False
+        while True:
+            try:
+                return await self._open_once(history, system_prompt, prompt)
+            except StoreBusy as exc:
+                if not told and on_busy is not None:
+                    on_busy(f"the session store is busy; waiting for it: {exc}")
+                    told = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, BUSY_MAX_DELAY)
+
+    async def _open_once(self, history: list[Message] | None, system_prompt: str, prompt: str
+                         ) -> list[Message]:
         store, sid = self.store, self.session_id
         existing = await store.get(sid)
         if existing is None:
@@ -125,6 +141,12 @@ class SessionRecorder(LoopPlugin):
             raise SessionError(f"the session store failed, so the run stopped (session "
                                f"{self.session_id} is intact up to the failure and can be "
                                f"resumed): {failure}")
+
+    async def before_tool(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
+        """A tool gate (first of all): the call is durable before the tool runs, so a process
+        killed inside a tool resumes knowing the call was made (it is marked interrupted)."""
+        await self._writes.drain()
+        return None
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
