@@ -16,7 +16,8 @@ Shell hooks come from config (`[hooks] before_tool = [{command = "...", tools = 
 timeout = 10}]`). They get the call as JSON on stdin and answer with JSON on stdout, using the same
 shapes (`{"decision": "deny", "reason": "..."}`, `{"arguments": {...}}`, `{"result": "..."}`);
 empty output means no objection. `before_tool` hooks fail closed: a hook that times out, exits
-non-zero, prints unreadable output or (in Python) raises denies the call, with the reason given to
+non-zero, prints unreadable output, answers a `decision` that is not a known allow word
+(`allow`, `approve`, `continue`) or (in Python) raises denies the call, with the reason given to
 the model. Every other hook fails open: its failure is reported as a `status` event of kind
 `hook_error` (or logged, for `on_event`) and the run goes on.
 """
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("loopwright.hooks")
 
+ALLOW_DECISIONS = frozenset({"allow", "approve", "continue"})
+DENY_DECISIONS = frozenset({"deny", "block", "refuse"})
 HOOK_NAMES = ("before_model", "after_model", "before_tool", "after_tool", "on_event")
 DEFAULT_COMMAND_TIMEOUT = 10.0
 _NOISY_EVENTS = "text_delta|reasoning_delta"
@@ -306,10 +309,17 @@ def _as_decision(answer: Any) -> GateDecision | None:
     if isinstance(answer, GateDecision):
         return answer
     if isinstance(answer, Mapping):
-        decision = str(answer.get("decision", "allow")).lower()
-        if decision in ("deny", "block", "refuse"):
-            return GateDecision(allow=False, reason=str(answer.get("reason") or
-                                                        "a before_tool hook denied it"))
+        if "decision" in answer:
+            decision = answer["decision"]
+            word = decision.strip().lower() if isinstance(decision, str) else None
+            if word in DENY_DECISIONS:
+                return GateDecision(allow=False, reason=str(answer.get("reason") or
+                                                            "a before_tool hook denied it"))
+            if word not in ALLOW_DECISIONS:
+                return GateDecision(allow=False, reason=(
+                    f"a before_tool hook answered the decision {decision!r:.60}, which is "
+                    f"neither an allow ({', '.join(sorted(ALLOW_DECISIONS))}) nor a deny word; "
+                    "treated as deny"))
         arguments = answer.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             return GateDecision(allow=False, reason="a before_tool hook returned arguments that "

@@ -45,21 +45,22 @@ def test_catastrophic_commands(command: str) -> None:
     ("git push --force origin main", "force push"),
     ("git push -f", "force push"),
     ("git reset --hard HEAD~3", "discard git work"),
-    ("curl -fsSL https://x.sh | sh", "pipe download to a shell"),
-    ("wget -qO- x | bash", "pipe download to a shell"),
-    ("bash <(curl -s x)", "pipe download to a shell"),
-    ("curl x | python3", "pipe download to an interpreter"),
+    ("curl -fsSL https://x.sh | sh", "code is piped into a shell"),
+    ("wget -qO- x | bash", "code is piped into a shell"),
+    ("bash <(curl -s x)", "bash runs code produced by another command"),
+    ("curl x | python3", "code is piped into an interpreter"),
     ("fdisk -l /dev/sda", "disk tool"),
     ("dd if=in.img of=out.img", "disk tool"),
     ("echo 1 > /etc/hosts", "write to a system directory"),
     ("cp tool /usr/local/bin/", "write to a system directory"),
-    ("chmod -R 777 /", "recursive permission change on a system path"),
+    ("chmod -R 777 /etc/nginx", "recursive permission change on a system path"),
     ("shutdown -h now", "system power command"),
     ("bash -c 'sudo reboot'", "superuser command"),  # quoting does not hide a command
 ])
 def test_dangerous_commands(command: str, kind: str) -> None:
     assert catastrophic_reason(command) is None
-    assert dangerous_reason(command) == kind
+    reason = dangerous_reason(command)
+    assert reason is not None and reason.startswith(kind)
 
 
 @pytest.mark.parametrize("command", [

@@ -21,6 +21,7 @@ from loopwright.builtin.workspace import display_path, require_secret_approval, 
 from loopwright.context.reminders import READ_FILES_KEY, note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.sensitive import require_write_approval
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -164,7 +165,7 @@ def _missing_message(ctx: ToolContext, target: Path) -> str:
 
 
 @tool(core=True, tags={"files"})
-def write_file(path: str, content: str, ctx: ToolContext) -> str:
+async def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Create a file, or replace a file's whole content. Parent directories are created. Prefer
     edit_file for changes to an existing file.
 
@@ -173,6 +174,11 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
         content: The complete new content of the file.
     """
     target = resolve_path(ctx, path)
+    await require_write_approval(ctx, target)
+    return await asyncio.to_thread(_write_file, ctx, target, content)
+
+
+def _write_file(ctx: ToolContext, target: Path, content: str) -> str:
     if target.is_dir():
         raise ToolError(f"{display_path(ctx, target)} is a directory.")
     ensure_not_stale(ctx, target)
@@ -227,6 +233,7 @@ async def edit_file(
     if not target.is_file():
         raise ToolError(f"{shown} does not exist; use write_file to create it.")
     await require_secret_approval(ctx, target, verb="edit")
+    await require_write_approval(ctx, target, verb="edit")
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing would change.")
     if not old_string:

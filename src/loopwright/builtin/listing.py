@@ -11,6 +11,7 @@ from pydantic import Field
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.sensitive import is_secret_path
 
 MAX_ENTRIES = 500
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
@@ -23,8 +24,10 @@ def list_dir(
     path: str = ".",
     depth: Annotated[int, Field(ge=1, le=5)] = 1,
 ) -> str:
-    """List a directory: sub-directories end with `/`, files show their size. With depth > 1 the
-    listing descends (skipping .git, node_modules, caches and virtualenvs). At most 500 entries.
+    """List a directory: sub-directories end with `/`, files show their size (and whether they
+    are secrets files, which need approval to read). With depth > 1 the listing descends
+    (skipping .git, node_modules, caches, virtualenvs and secrets directories). At most 500
+    entries.
 
     Args:
         path: Directory, relative to the working directory.
@@ -59,10 +62,13 @@ def _walk(directory: Path, depth: int, indent: str, lines: list[str]) -> int:
         if _is_dir(entry):
             suffix = " -> " + os.readlink(entry.path) if entry.is_symlink() else ""
             lines.append(f"{indent}{entry.name}/{suffix}")
-            if depth > 1 and entry.name not in SKIPPED_DIRS and not entry.is_symlink():
+            if depth > 1 and entry.name not in SKIPPED_DIRS and not entry.is_symlink() and \
+                    not is_secret_path(Path(entry.path, "x")):
                 omitted += _walk(Path(entry.path), depth - 1, indent + "  ", lines)
         else:
-            lines.append(f"{indent}{entry.name}  ({_size(entry)})")
+            note = ", a secrets file: reading it needs approval" if is_secret_path(
+                entry.path) else ""
+            lines.append(f"{indent}{entry.name}  ({_size(entry)}{note})")
     return omitted
 
 

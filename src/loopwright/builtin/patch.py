@@ -19,6 +19,7 @@ from loopwright.builtin.workspace import display_path, require_secret_approval, 
 from loopwright.context.reminders import note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.sensitive import require_write_approval
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -87,6 +88,7 @@ async def _plan_file(ctx: ToolContext, file_patch: FilePatch) -> tuple[Path, byt
     assert raw_path is not None  # the parser rejects a patch with both sides /dev/null
     target = resolve_path(ctx, raw_path)
     shown = display_path(ctx, target)
+    await require_write_approval(ctx, target, verb="patch")
     if file_patch.old_path is None:
         if target.exists() and target.stat().st_size > 0:
             raise ToolError(f"the patch creates {shown}, but it already exists; nothing changed.")

@@ -2,8 +2,12 @@
 
 Both engines print the same shape (`path:line:text` for matches, `path-line-text` for context
 lines, `--` between separate groups) and honour the same caps, so the model cannot tell them apart.
-Hidden files, VCS and dependency directories, binary files and secrets files are skipped.
-ripgrep runs in a read-only, offline sandbox with a scrubbed environment when one can be made.
+Hidden files, VCS and dependency directories, binary files and secrets files are skipped. The
+secrets list is `loopwright.tools.sensitive`, the same for both engines: ripgrep gets it as
+exclusion globs placed after the model's own `glob` (later globs win, so a model-chosen
+`--glob .env` cannot bring a secret back), and every path it prints is checked against the list
+again before the line is shown. ripgrep runs in a read-only, offline sandbox with a scrubbed
+environment when one can be made.
 """
 
 from __future__ import annotations
@@ -21,24 +25,17 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from loopwright.builtin.listing import SKIPPED_DIRS
-from loopwright.builtin.workspace import (
-    display_path,
-    is_secret_path,
-    require_secret_approval,
-    resolve_path,
-    workspace_roots,
-)
+from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
 from loopwright.sandbox import context_policy, prepare_helper_launch
 from loopwright.tools.base import Tool, ToolContext, tool
+from loopwright.tools.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 
 Engine = Literal["auto", "ripgrep", "python"]
 MAX_OUTPUT_CHARS = 30_000
 MAX_LINE_CHARS = 300
 MAX_FILE_BYTES = 20 * 1024 * 1024
-_SECRET_GLOBS = ("!.env", "!.env.*", "!*.pem", "!*.key", "!id_rsa*", "!id_ed25519*",
-                 "!credentials", "!credentials.*", "!.netrc", "!.git-credentials")
-_RG_MATCH = re.compile(r"^(.*?):(\d+):")
+_RG_LINE = re.compile(r"(\d+)([:-])")
 
 
 def make_grep(engine: Engine = "auto") -> Tool:
@@ -133,12 +130,14 @@ async def _ripgrep(query: Query, target: Path, workdir: Path, ctx: ToolContext
         args += ["--context", str(query.context)]
     if query.files_only:
         args.append("--files-with-matches")
-    for pattern in _SECRET_GLOBS:
-        args += ["--glob", pattern]
-    for name in sorted(SKIPPED_DIRS):  # ripgrep skips them only when .gitignore says so
-        args += ["--glob", f"!{name}/"]
+    else:
+        args.append("--null")  # path NUL rest: paths are read back exactly, to filter them
     if query.glob:
         args += ["--glob", query.glob]
+    for name in sorted(SKIPPED_DIRS):  # ripgrep skips them only when .gitignore says so
+        args += ["--glob", f"!{name}/"]
+    for pattern in ripgrep_exclusions():  # last: they override the model's glob
+        args += ["--glob", pattern]
     args += ["--", _relative_arg(target, workdir)]
     launch = await prepare_helper_launch(context_policy(ctx.services), args, cwd=workdir,
                                          roots=workspace_roots(ctx))  # read-only sandbox
@@ -151,8 +150,15 @@ async def _ripgrep(query: Query, target: Path, workdir: Path, ctx: ToolContext
     stopped_early = True  # until ripgrep's output ends on its own
     try:
         async for raw in process.stdout:
-            line = raw.decode("utf-8", errors="replace").rstrip("\n").removeprefix("./")
-            is_match = query.files_only or bool(_RG_MATCH.match(line))
+            parsed = _rg_line(raw.decode("utf-8", errors="replace").rstrip("\n"),
+                              query.files_only)
+            if parsed is None:
+                continue
+            line, is_match = parsed
+            if line == "--":
+                if lines and lines[-1] != "--":
+                    lines.append(line)
+                continue
             if is_match and matches >= query.max_results:
                 break
             matches += is_match
@@ -170,6 +176,21 @@ async def _ripgrep(query: Query, target: Path, workdir: Path, ctx: ToolContext
     if code == 2 and matches == 0:
         raise ToolError(f"grep failed: {stderr.strip() or 'ripgrep exited with an error'}")
     return _trim_trailing_separator(lines), matches
+
+
+def _rg_line(line: str, files_only: bool) -> tuple[str, bool] | None:
+    """A ripgrep output line in our shape and whether it is a match; None for a secrets file."""
+    if line == "--":
+        return line, False
+    if files_only:
+        path = line.removeprefix("./")
+        return None if is_secret_path(path) else (path, True)
+    path, _, rest = line.partition("\0")
+    path = path.removeprefix("./")
+    found = _RG_LINE.match(rest)
+    if is_secret_path(path) or found is None:
+        return None
+    return f"{path}{found.group(2)}{rest}", found.group(2) == ":"
 
 
 def _relative_arg(target: Path, workdir: Path) -> str:

@@ -3,35 +3,24 @@
 Paths are resolved against the run's working directory and must stay inside it (or inside a root
 the user allowed with `Settings.allowed_roots`). Resolution follows symlinks, so `../`, absolute
 paths and links pointing out of the workspace are all refused the same way. Secrets files (`.env`,
-keys, credentials) need the user's approval to read, through the run's approval gate.
+keys, credentials) need the user's approval to read: the list is `loopwright.tools.sensitive`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext
+from loopwright.tools.sensitive import is_secret_path, require_secret_approval
+
+__all__ = ["ALLOWED_ROOTS_SERVICE", "display_path", "is_secret_path", "require_secret_approval",
+           "resolve_path", "workspace_roots"]
 
 ALLOWED_ROOTS_SERVICE = "allowed_roots"
 """`ToolContext.services` key holding the extra roots (a list of paths) the user allowed."""
-
-_SECRET_NAME = re.compile(
-    r"""^(
-        \.env | \.env\..+ |                         # dotenv files and their variants
-        id_(rsa|dsa|ecdsa|ed25519)(_sk)?(\.pub)?.* |  # ssh keys
-        .+\.(pem|key|p12|pfx|jks|keystore|asc|gpg) |
-        credentials(\.\w+)? | .*_credentials(\.\w+)? |
-        \.netrc | \.pgpass | \.npmrc | \.pypirc | \.git-credentials |
-        secrets?\.(json|ya?ml|toml)
-    )$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_SECRET_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker")
-
 
 def workspace_roots(ctx: ToolContext) -> list[Path]:
     """The working directory first, then every extra root the user allowed."""
@@ -67,26 +56,6 @@ def display_path(ctx: ToolContext, path: Path) -> str:
     except ValueError:
         return str(path)
     return str(relative) or "."
-
-
-def is_secret_path(path: Path) -> bool:
-    """True for files that usually hold credentials (dotenv files, keys, credential stores)."""
-    if _SECRET_NAME.match(path.name):
-        return not path.name.endswith((".example", ".sample", ".template"))
-    home = Path.home()
-    return any(_inside_any(path, [home / name]) for name in _SECRET_DIRS)
-
-
-async def require_secret_approval(ctx: ToolContext, path: Path, verb: str = "read") -> None:
-    """Ask the approval gate before a tool reads a secrets file; `ToolError` if not approved."""
-    if not is_secret_path(path):
-        return
-    shown = display_path(ctx, path)
-    if await ctx.approve("read_secret", f"{verb} {shown} (looks like a secrets file)"):
-        return
-    raise ToolError(
-        f"{shown} looks like a secrets file; {verb}ing it needs the user's approval, which was "
-        "not given. Do not try to read it another way; ask the user if you need a value from it.")
 
 
 def _inside_any(path: Path, roots: Iterable[Path]) -> bool:

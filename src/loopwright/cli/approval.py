@@ -1,6 +1,9 @@
 """Terminal prompts for the CLI: approving dangerous tool calls (y / n / always) and answering the
 model's `clarify` questions.
 
+Whatever the model wrote is shown with control characters escaped (`escape_controls`): a command
+cannot move the cursor or overwrite the line to look like something else while it is approved.
+
 Both read a line from the terminal through the event loop (`add_reader`), not a blocking thread,
 so Ctrl-C cancels a run that waits on a prompt at once. Prompts are serialised: two tools of one
 batch never ask at the same time. Off a terminal the CLI installs neither, so approvals fail closed
@@ -38,7 +41,8 @@ class TerminalApproval:
         self.out = out or sys.stderr
 
     async def __call__(self, action: str, detail: str) -> ApprovalAnswer:
-        question = (f"\n! approval needed: {action}\n    {_indent(detail)}\n"
+        question = (f"\n! approval needed: {escape_controls(action)}\n"
+                    f"    {_indent(escape_controls(detail, keep_newlines=True))}\n"
                     "  Allow? [y]es / [n]o / [a]lways (this session): ")
         answer = (await ask_line(question, stdin=self.stdin, out=self.out) or "").strip().lower()
         if answer in ("a", "always"):
@@ -54,9 +58,11 @@ class TerminalClarify:
         self.out = out or sys.stderr
 
     async def __call__(self, question: str, options: list[str]) -> str:
-        listed = "".join(f"    {n}. {option}\n" for n, option in enumerate(options, start=1))
+        listed = "".join(f"    {n}. {escape_controls(option)}\n"
+                         for n, option in enumerate(options, start=1))
         hint = "  Answer (a number or your own words): " if options else "  Answer: "
-        answer = (await ask_line(f"\n? {question}\n{listed}{hint}", stdin=self.stdin,
+        shown = escape_controls(question, keep_newlines=True)
+        answer = (await ask_line(f"\n? {shown}\n{listed}{hint}", stdin=self.stdin,
                                  out=self.out) or "").strip()
         if answer.isdigit() and 1 <= int(answer) <= len(options):
             return options[int(answer) - 1]
@@ -88,6 +94,28 @@ async def ask_line(prompt: str, *, stdin: TextIO, out: TextIO) -> str | None:
         finally:
             loop.remove_reader(fd)
         return line or None
+
+
+_INVISIBLE = frozenset({0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF,
+                        *range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+
+
+def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with control characters, bidi overrides and zero-width characters shown as
+    escapes (`\\x1b`, `\\r`, `\\u202e`), so a command cannot repaint or hide part of itself
+    in the prompt that approves it."""
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if (char == "\n" and keep_newlines) or char == "\t":
+            out.append(char)
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append({"\r": "\\r", "\n": "\\n"}.get(char, f"\\x{code:02x}"))
+        elif code in _INVISIBLE:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def _indent(text: str) -> str:

@@ -2,40 +2,49 @@
 
 Order of checks for one call (first verdict wins):
 
-1. catastrophic shell commands (`rm -rf /`, `rm -rf ~`, `mkfs`, `dd` onto a block device, fork
-   bombs) are refused, even with `approve_all` / `--yes`;
-2. the policy's `deny` rules refuse; its `allow` rules run the call without asking;
-3. its `ask` rules, and dangerous shell commands (recursive deletes, `sudo`, force pushes,
-   `curl … | sh`, disk tools, writes into system directories, recursive `chmod` of system paths,
-   …), go to the approval callback.
+1. catastrophic shell commands (`rm -rf /` in any spelling, `cd / && rm -rf *`, `find / -delete`,
+   `mkfs`/`mke2fs`, writes to block devices, fork bombs by shape) are refused, even with
+   `approve_all` / `--yes`;
+2. the policy's `deny` rules refuse when they match the raw call or any part of it; its `allow`
+   rules run the call without asking only when every part is allowed;
+3. its `ask` rules, dangerous shell commands (recursive deletes, `sudo`, force pushes, disk tools,
+   writes into system directories, …) and shell text that cannot be checked (a computed command
+   word, `eval` of run-time text, code piped into a shell) go to the approval callback.
 
-Policy rules are regular expressions per tool name (`"*"` = every tool), searched in the call's
-subject: the command for `bash`, the path for file tools, the URL for `web_fetch`, else the
-arguments as compact JSON. In `loopwright.toml`:
+Shell commands are parsed by `loopwright.tools.shell` into simple commands (chains, pipelines,
+substitutions, `bash -c` payloads, wrappers such as `env`/`sudo`/`xargs`/`find -exec`), quotes
+removed and paths normalised; each part is what rules are matched against. For file tools the
+subject is the resolved path (relative to the working directory when inside it, and absolute),
+so `./.github/…` and `a/../.github/…` are the same path. In `loopwright.toml`:
 
     [policy.bash]
     allow = ["^git (status|diff|log)\\b"]
     deny = ["\\bgit push\\b"]
 
 Approval fails closed: with no callback and no `approve_all`, a call that needs approval is
-denied, and the model is told why. "always" answers are cached per agent and session for a TTL.
+denied, and the model is told why. A callback that raises, or answers anything but a known
+"allow" answer, denies. "always" answers are cached per agent and session for a TTL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import os
 import re
-import shlex
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.errors import ConfigError
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
+from loopwright.tools.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.tools.shell import ShellVerdict, classify_command
 
 ApprovalAnswer = bool | Literal["always", "never", "yes", "no"]
 ApprovalCallback = Callable[[str, str], Awaitable[ApprovalAnswer] | ApprovalAnswer]
@@ -44,127 +53,18 @@ ApprovalCallback = Callable[[str, str], Awaitable[ApprovalAnswer] | ApprovalAnsw
 RuleKind = Literal["allow", "deny", "ask"]
 DEFAULT_APPROVAL_TTL = 3600.0
 
-# --- dangerous and catastrophic shell commands ---------------------------------------------------
-
-_SYSTEM_DIRS = r"(?:etc|usr|boot|bin|sbin|lib|lib32|lib64|opt|sys|proc|var/lib|root|srv)"
-_BLOCK_DEVICE = r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop)\w*"
-
-DANGEROUS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern)) for name, pattern in (
-        ("recursive delete", r"\brm\s+(?:[^;&|\n]*\s)?(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\b"),
-        ("recursive delete", r"\bfind\b[^;&|\n]*\s-delete\b"),
-        ("superuser command", r"(?:^|[\s;&|(`'\"])(?:sudo|doas|pkexec)\s"),
-        ("superuser command", r"(?:^|[\s;&|(`'\"])su(?:\s+-\S*)*\s*(?:root\b|$|[;&|'\"])"),
-        ("force push", r"\bgit\s+push\b[^;&|\n]*\s(?:--force\b|--force-with-lease\b|-f\b|\+\S)"),
-        ("discard git work", r"\bgit\s+(?:reset\s+[^;&|\n]*--hard|clean\s+[^;&|\n]*-\w*f)\b"),
-        ("pipe download to a shell",
-         r"\b(?:curl|wget|fetch)\b[^;&\n]*\|\s*(?:sudo\s+)?(?:\S*/)?(?:ba|z|da|k|fi)?sh\b"),
-        ("pipe download to a shell",
-         r"\b(?:ba|z|da|k)?sh\b[^;&|\n]*(?:<\(|\$\()\s*(?:curl|wget)\b"),
-        ("pipe download to an interpreter",
-         r"\b(?:curl|wget)\b[^;&\n]*\|\s*(?:sudo\s+)?(?:python\d?(?:\.\d+)?|perl|ruby|node)\b"),
-        ("disk tool", r"\b(?:fdisk|sfdisk|gdisk|parted|wipefs|mkswap|shred|cryptsetup)\b"),
-        ("disk tool", r"\bdd\b[^;&|\n]*\bof="),
-        ("write to a system directory", rf">\s*/{_SYSTEM_DIRS}(?:/|\s|$)"),
-        ("write to a system directory", rf"\btee\s+(?:-\w+\s+)*/{_SYSTEM_DIRS}/"),
-        ("write to a system directory",
-         rf"\b(?:cp|mv|install|ln|rsync)\b[^;&|\n]*\s/{_SYSTEM_DIRS}(?:/\S*)?\s*(?:$|[;&|])"),
-        ("recursive permission change on a system path",
-         rf"\b(?:chmod|chown|chgrp)\s+(?:-\S+\s+)*-\w*R\w*\s+(?:\S+\s+)?/(?:{_SYSTEM_DIRS}|home)?"
-         r"(?:\s|/|$)"),
-        ("world-writable permissions", r"\bchmod\s+(?:-\S+\s+)*(?:0?777|a\+rwx)\s+/"),
-        ("system power command", r"(?:^|[\s;&|'\"])(?:shutdown|reboot|halt|poweroff)\b"),
-        ("kill every process", r"\bkill\s+-(?:9|KILL)\s+-1\b"),
-        ("kill every process", r"\bkillall\s+-?\w*\s*(?:-u\s+\S+\s*)?$"),
-    )
-)
-
-_FORK_BOMB = re.compile(r"(\w+|:)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1\s*&[^}]*\}")
-_MKFS = re.compile(r"(?:^|[\s;&|(`/])mkfs(?:\.\w+)?\b")
-_DD_TO_DEVICE = re.compile(rf"\bdd\b[^;&|\n]*\bof={_BLOCK_DEVICE}")
-_REDIRECT_TO_DEVICE = re.compile(rf">\s*{_BLOCK_DEVICE}\b")
-_CATASTROPHIC_TARGETS = frozenset({
-    "/", "~", "$HOME", "${HOME}", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64",
-    "/opt", "/proc", "/root", "/sbin", "/sys", "/usr", "/var",
-})
+# --- shell commands ----------------------------------------------------------------------------
 
 
-def catastrophic_reason(command: str, _depth: int = 0) -> str | None:
-    """Why `command` must never run, even with `--yes`; None if it is not catastrophic.
-
-    Quoted words that look like commands (`bash -c '…'`, `eval "…"`) are checked too."""
-    if _FORK_BOMB.search(command):
-        return "a fork bomb"
-    if _MKFS.search(command):
-        return "formatting a file system (mkfs)"
-    if _DD_TO_DEVICE.search(command) or _REDIRECT_TO_DEVICE.search(command):
-        return "writing directly to a block device"
-    for words in _simple_commands(command):
-        target = _recursive_rm_target(words)
-        if target is not None:
-            return f"recursively deleting {target}"
-        for word in words:
-            nested = None if _depth > 3 or " " not in word else catastrophic_reason(word,
-                                                                                     _depth + 1)
-            if nested is not None:
-                return nested
-    return None
+def catastrophic_reason(command: str, cwd: str | None = None) -> str | None:
+    """Why `command` must never run, even with `--yes`; None if it is not catastrophic."""
+    return classify_command(command, cwd=cwd).catastrophic
 
 
-def dangerous_reason(command: str) -> str | None:
-    """The kind of danger in `command` that needs the user's approval, or None."""
-    for name, pattern in DANGEROUS:
-        if pattern.search(command):
-            return name
-    return None
-
-
-def _simple_commands(command: str) -> list[list[str]]:
-    """Each simple command's words (quoted strings stay one word)."""
-    out: list[list[str]] = []
-    for segment in re.split(r"[;&|\n()`]+|\$\(", command):
-        try:
-            words = shlex.split(segment, comments=True)
-        except ValueError:
-            words = segment.split()
-        if words:
-            out.append(words)
-    return out
-
-
-def _recursive_rm_target(words: list[str]) -> str | None:
-    """The catastrophic target of an `rm -r` in these words (wrappers like `sudo -u x` before it
-    are skipped by looking for the `rm` word itself), or None."""
-    starts = [i for i, word in enumerate(words) if word.rsplit("/", 1)[-1] == "rm"]
-    if not starts:
-        return None
-    flags: list[str] = []
-    targets: list[str] = []
-    after_dashes = False
-    for word in words[starts[0] + 1:]:
-        if word == "--" and not after_dashes:
-            after_dashes = True
-        elif word.startswith("-") and not after_dashes:
-            flags.append(word)
-        else:
-            targets.append(word)
-    recursive = any(f == "--recursive" or (not f.startswith("--") and ("r" in f or "R" in f))
-                    for f in flags)
-    if not recursive:
-        return None
-    for target in targets:
-        if _normalise_target(target) in _CATASTROPHIC_TARGETS:
-            return target
-    return None
-
-
-def _normalise_target(target: str) -> str:
-    while target.endswith(("/*", "/.")) and len(target) > 2:
-        target = target[:-2]
-    if target in ("/*", "/."):
-        return "/"
-    stripped = target.rstrip("/")
-    return stripped or "/"
+def dangerous_reason(command: str, cwd: str | None = None) -> str | None:
+    """The first reason `command` needs the user's approval, or None."""
+    dangers = classify_command(command, cwd=cwd).dangers
+    return dangers[0] if dangers else None
 
 
 # --- policy rules --------------------------------------------------------------------------------
@@ -203,15 +103,35 @@ class Policy:
         return tool_name in self.rules or "*" in self.rules
 
     def match(self, tool_name: str, subject: str) -> tuple[RuleKind, str] | None:
-        """The first verdict for this call (deny before allow before ask) and the rule's text."""
+        """The first verdict for one subject text (deny before allow before ask)."""
+        return self.judge(tool_name, raw=[subject], parts=[subject])
+
+    def judge(self, tool_name: str, *, raw: list[str], parts: list[str],
+              allow_possible: bool = True) -> tuple[RuleKind, str] | None:
+        """The verdict for a call: `deny` if a deny rule matches the raw subject or any part;
+        `allow` only if every part matches an allow rule (and `allow_possible`); then `ask` if
+        an ask rule matches anything. Returns the kind and the rule's text."""
         tables = [t for t in (self.rules.get(tool_name), self.rules.get("*")) if t is not None]
-        kinds: tuple[RuleKind, ...] = ("deny", "allow", "ask")
-        for kind in kinds:
-            for table in tables:
-                for pattern in getattr(table, kind):
-                    if pattern.search(subject):
-                        return kind, pattern.pattern
-        return None
+        if not tables:
+            return None
+        everything = [*raw, *parts]
+        denied = _first_match([p for t in tables for p in t.deny], everything)
+        if denied is not None:
+            return "deny", denied
+        allow_rules = [p for t in tables for p in t.allow]
+        if allow_possible and parts and allow_rules:
+            matched = [_first_match(allow_rules, [part]) for part in parts]
+            if all(rule is not None for rule in matched):
+                return "allow", str(matched[0])
+        asked = _first_match([p for t in tables for p in t.ask], everything)
+        return ("ask", asked) if asked is not None else None
+
+
+def _first_match(patterns: list[re.Pattern[str]], subjects: list[str]) -> str | None:
+    for pattern in patterns:
+        if any(pattern.search(subject) for subject in subjects):
+            return pattern.pattern
+    return None
 
 
 def _compile_rules(tool_name: str, table: Mapping[str, Any]) -> ToolRules:
@@ -236,7 +156,7 @@ def _compile_rules(tool_name: str, table: Mapping[str, Any]) -> ToolRules:
 
 
 def call_subject(tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """The text policy rules are matched against for a call."""
+    """The raw text policy rules are matched against for a call."""
     for key in ("command", "path", "url", "patch"):
         value = arguments.get(key)
         if isinstance(value, str):
@@ -244,7 +164,37 @@ def call_subject(tool_name: str, arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
+_PATCH_HEADER = re.compile(r"^(?:---|\+\+\+) (?:[ab]/)?([^\t\n]+)", re.MULTILINE)
+
+
+def path_subjects(workdir: Path, arguments: Mapping[str, Any]) -> list[str]:
+    """The paths a file tool call names, resolved (symlinks, `..`, `./`) and each given twice:
+    relative to the working directory (when inside it) and absolute."""
+    raw: list[str] = []
+    for key in ("path", "cwd"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            raw.append(value.strip())
+    patch = arguments.get("patch")
+    if isinstance(patch, str):
+        raw.extend(m.group(1).strip() for m in _PATCH_HEADER.finditer(patch[:1_000_000])
+                   if m.group(1).strip() != "/dev/null")
+    root = workdir.resolve()
+    out: list[str] = []
+    for value in raw:
+        try:
+            resolved = (root / os.path.expanduser(value)).resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if resolved.is_relative_to(root):
+            out.append(resolved.relative_to(root).as_posix() or ".")
+        out.append(resolved.as_posix())
+    return out
+
+
 # --- approvals -----------------------------------------------------------------------------------
+
+ALLOW_ANSWERS = frozenset({"yes", "y", "allow", "allowed", "approve", "approved", "always"})
 
 
 class ApprovalCache:
@@ -277,7 +227,8 @@ class Approver:
     """The approval gate of one run: `approve_all`, then cached answers, then the callback.
 
     Calling it (`await approver(action, detail)`) gives a bool, which is what
-    `ToolContext.approve` expects; `decide()` also says why a request was denied."""
+    `ToolContext.approve` expects; `decide()` also says why a request was denied. Only `True`
+    and the words in `ALLOW_ANSWERS` allow; a callback that raises denies."""
 
     callback: ApprovalCallback | None = None
     approve_all: bool = False
@@ -298,16 +249,30 @@ class Approver:
             return False, ("it needs the user's approval and no user is available to give it "
                            "(non-interactive run; the user can allow such actions with --yes or "
                            "approve_all=True)")
-        answer = self.callback(action, detail)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if answer in ("always", "never"):
-            self.cache.put(self.session_id, action, answer == "always")
-        allowed = answer is True or answer in ("always", "yes")
-        return allowed, "approved by the user" if allowed else "the user declined"
+        try:
+            answer: Any = self.callback(action, detail)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return False, (f"the approval callback failed ({type(exc).__name__}: {exc}), so "
+                           "the call was denied")
+        word = answer.strip().lower() if isinstance(answer, str) else None
+        if word in ("always", "never"):
+            self.cache.put(self.session_id, action, word == "always")
+        allowed = answer is True or word in ALLOW_ANSWERS
+        if allowed:
+            return True, "approved by the user"
+        if answer is False or word in ("no", "n", "never", "deny", "denied"):
+            return False, "the user declined"
+        return False, (f"the approval callback answered {answer!r:.60}, which is not an allow "
+                       "answer, so the call was denied")
 
 
 # --- the gate ------------------------------------------------------------------------------------
+
+_THREAD_THRESHOLD = 256  # characters: shorter commands are classified on the loop thread
 
 
 @dataclass(kw_only=True)
@@ -320,26 +285,35 @@ class PolicyGate:
 
     async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         name = prepared.tool.name
-        is_shell = name in self.shell_tools and isinstance(prepared.arguments.get("command"), str)
+        arguments = prepared.arguments
+        is_shell = name in self.shell_tools and isinstance(arguments.get("command"), str)
         if not is_shell and not self.policy.covers(name):
             return None  # the common case: nothing to check
-        subject = call_subject(name, prepared.arguments)
+        subject = call_subject(name, arguments)
+        verdict: ShellVerdict | None = None
         if is_shell:
-            fatal = catastrophic_reason(subject)
-            if fatal is not None:
+            verdict = await _classify(subject, ctx, arguments)
+            if verdict.catastrophic is not None:
+                fatal = verdict.catastrophic
                 ctx.status("policy", f"refused {name}: {fatal}", tool=name, reason=fatal)
                 return GateDecision(allow=False, reason=(
                     f"the command is catastrophic ({fatal}) and is never run, not even with the "
                     "user's blanket approval"))
-        verdict = self.policy.match(name, subject)
-        if verdict is not None and verdict[0] == "deny":
-            return GateDecision(allow=False, reason=f"it matches the deny rule {verdict[1]!r} "
+            parts = list(verdict.parts)
+            allow_possible = not verdict.opaque
+        else:
+            parts = path_subjects(Path(ctx.workdir), arguments) or [subject]
+            allow_possible = True
+        raw = [subject, *(verdict.aliases if verdict else ())]
+        rule = self.policy.judge(name, raw=raw, parts=parts, allow_possible=allow_possible)
+        if rule is not None and rule[0] == "deny":
+            return GateDecision(allow=False, reason=f"it matches the deny rule {rule[1]!r} "
                                                     f"of the {name} policy")
-        if verdict is not None and verdict[0] == "allow":
+        if rule is not None and rule[0] == "allow":
             return None
-        danger = f"matches the ask rule {verdict[1]!r}" if verdict else None
-        if danger is None and is_shell:
-            danger = dangerous_reason(subject)
+        danger = f"matches the ask rule {rule[1]!r}" if rule else None
+        if danger is None and verdict is not None and verdict.dangers:
+            danger = verdict.dangers[0]
         if danger is None:
             return None
         allowed, why = await self.approver.decide(f"{name}: {danger}", subject)
@@ -349,3 +323,17 @@ class PolicyGate:
             return None
         return GateDecision(allow=False, reason=f"the call is potentially dangerous ({danger}) "
                                                 f"and {why}")
+
+
+async def _classify(command: str, ctx: ToolContext, arguments: Mapping[str, Any]
+                    ) -> ShellVerdict:
+    """The shell verdict, computed off the event loop for anything but short commands."""
+    workdir = Path(ctx.workdir).resolve()
+    cwd_argument = arguments.get("cwd")
+    cwd = os.path.normpath(workdir / cwd_argument) if isinstance(cwd_argument, str) else str(
+        workdir)
+    protected = list(ctx.services.get(PROTECTED_PATHS_SERVICE) or ())
+    if len(command) < _THREAD_THRESHOLD:
+        return classify_command(command, cwd=cwd, protected_paths=protected)
+    return await asyncio.to_thread(classify_command, command, cwd=cwd,
+                                   protected_paths=protected)

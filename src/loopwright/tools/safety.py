@@ -6,15 +6,20 @@ Gate order follows DESIGN §1 step 10: `before_tool` hooks → policy / approval
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loopwright.builtin.diff import TurnDiffPlugin
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
-from loopwright.hooks import HookFilter, HookGate, HookPlugin, Hooks
+from loopwright.hooks import HOOK_NAMES, CommandHook, HookFilter, HookGate, HookPlugin, Hooks
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.execute import ResultFilter, ToolGate
 from loopwright.tools.policy import ApprovalCache, ApprovalCallback, Approver, Policy, PolicyGate
+from loopwright.tools.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.tools.shell import parse_command
+from loopwright.tools.shell.parse import join_path
 
 
 @dataclass(kw_only=True)
@@ -38,6 +43,7 @@ def safety_layers(
     session_id: str,
     clarify: Any = None,
     allowed_roots: list[str] | None = None,
+    workdir: str | Path | None = None,
 ) -> SafetyLayers:
     """Build the layers for one run of an agent (the approval cache is the agent's)."""
     approver = Approver(callback=approval, approve_all=approve_all, cache=cache,
@@ -57,4 +63,26 @@ def safety_layers(
         layers.services[CLARIFY_SERVICE] = clarify
     if allowed_roots:
         layers.services[ALLOWED_ROOTS_SERVICE] = list(allowed_roots)
+    scripts = hook_scripts(hooks, Path(workdir) if workdir else Path.cwd())
+    if scripts:
+        layers.services[PROTECTED_PATHS_SERVICE] = scripts
     return layers
+
+
+def hook_scripts(hooks: Hooks, workdir: Path) -> list[str]:
+    """The existing files that command hooks name (`python3 .hooks/check.py` → that file): the
+    model may not rewrite them without approval, or it could rewrite its own guard."""
+    found: list[str] = []
+    for name in HOOK_NAMES:
+        for hook in getattr(hooks, name):
+            if not isinstance(hook, CommandHook):
+                continue
+            script = parse_command(hook.command, cwd=str(workdir.resolve()), home=str(Path.home()))
+            for command in script.commands:
+                for word in command.words:
+                    path = join_path(command.cwd, word.value)
+                    if path and not word.computed and path not in found and \
+                            not path.startswith(("/usr/", "/bin/", "/sbin/")) and \
+                            os.path.isfile(path):
+                        found.append(path)
+    return found
