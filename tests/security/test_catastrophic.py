@@ -18,8 +18,8 @@ CATASTROPHIC: list[tuple[str, str]] = [
     ("$(printf rm) -rf ~", "$(printf ls) -a ."),
     # plain and normalised targets
     ("rm -rf /", "rm -rf build"),
-    ("rm -rf /.", "rm -rf build/sub"),
-    ("rm -rf /.", "rm -rf build/sub"),
+    ("rm -rf /*", "rm -rf build/*"),
+    ("rm -rf //", "rm -rf build//sub"),
     ("rm -rf /.", "rm -rf build/sub"),
     ("rm -rf /usr/..", "rm -rf build/sub/../sub"),
     ("rm -rf ~", "rm -rf ~/scratch"),
