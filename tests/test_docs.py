@@ -1,0 +1,61 @@
+"""The docs in `docs/` are written from the code; these checks keep them from drifting."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import typing
+from pathlib import Path
+
+from loopwright import events
+from loopwright.config import Settings
+from loopwright.result import StopReason
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+OUTSIDE = ".." + "/shared"  # spelt in two parts so this file does not match itself
+
+
+def test_every_setting_is_documented() -> None:
+    text = (DOCS / "settings.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", text, flags=re.MULTILINE))
+    names = {f.name for f in dataclasses.fields(Settings)}
+    assert names - documented == set(), "add a row for each new setting to docs/settings.md"
+    assert documented - names == set(), "docs/settings.md lists settings that do not exist"
+
+
+def test_every_event_type_and_stop_reason_is_documented() -> None:
+    text = (DOCS / "events.md").read_text(encoding="utf-8")
+    types = {field.default for cls in typing.get_args(events.Event)
+             for field in dataclasses.fields(cls) if field.name == "type"}
+    assert types, "no event types found"
+    for name in types:
+        assert f"| `{name}` |" in text, f"event {name!r} missing from docs/events.md"
+    for reason in typing.get_args(StopReason):
+        assert f"`{reason}`" in text, f"stop reason {reason!r} missing from docs/events.md"
+
+
+def test_nothing_in_the_repo_points_outside_it() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    offenders = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix not in {".md", ".py", ".toml", ".txt", ".json", ".sh", ""}:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if OUTSIDE in text or "shared/DESIGN" in text:
+            offenders.append(name)
+    assert offenders == []
+
+
+def test_architecture_doc_names_modules_that_exist() -> None:
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    src = ROOT / "src" / "loopwright"
+    for ref in set(re.findall(r"(?<![/\w])([a-z_]+/[a-z_]+\.py)\b", text)):
+        where = ROOT / ref if ref.startswith("tests/") else src / ref
+        assert where.is_file(), f"docs/architecture.md names {ref}, which does not exist"
