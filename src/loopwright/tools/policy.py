@@ -272,9 +272,6 @@ class Approver:
 
 # --- the gate ------------------------------------------------------------------------------------
 
-_THREAD_THRESHOLD = 256  # characters: shorter commands are classified on the loop thread
-
-
 @dataclass(kw_only=True)
 class PolicyGate:
     """A `ToolGate`: catastrophic commands, policy rules and approvals, in that order."""
@@ -327,13 +324,12 @@ class PolicyGate:
 
 async def _classify(command: str, ctx: ToolContext, arguments: Mapping[str, Any]
                     ) -> ShellVerdict:
-    """The shell verdict, computed off the event loop for anything but short commands."""
+    """The shell verdict, computed off the event loop."""
     workdir = Path(ctx.workdir).resolve()
     cwd_argument = arguments.get("cwd")
     cwd = os.path.normpath(workdir / cwd_argument) if isinstance(cwd_argument, str) else str(
         workdir)
     protected = list(ctx.services.get(PROTECTED_PATHS_SERVICE) or ())
-    if len(command) < _THREAD_THRESHOLD:
-        return classify_command(command, cwd=cwd, protected_paths=protected)
+    # always a worker thread: parsing is CPU work and scripts the command runs are read
     return await asyncio.to_thread(classify_command, command, cwd=cwd,
                                    protected_paths=protected)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import shlex
 
-_FORK_BOMB = re.compile(r"(\w+|:)\s*\(\)\s*\{[^}]{0,200}\1\s*\|\s*\1\s*&[^}]{0,200}\}")
+# bounded repeats: an unbounded `\w+` backtracks quadratically over a long word
+_FORK_BOMB = re.compile(r"(?<![\w:])(\w{1,64}|:)\s*\(\)\s*\{[^}]{0,200}\1\s*\|\s*\1\s*&"
+                        r"[^}]{0,200}\}")
 _MKFS = re.compile(r"(?:^|[\s;&|(`/{,])(?:mkfs(?:\.\w+)?|mke2fs)\b")
 _DEVICE = r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop)\w*"
 _DEVICE_WRITE = re.compile(rf"(?:\bof=|>\s*){_DEVICE}")

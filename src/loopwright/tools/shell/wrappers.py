@@ -73,8 +73,8 @@ def expand_command(walker: Walker, command: SimpleCommand, state: State, ctx: Co
     walker.add(command)
     first = command.words[0]
     if first.computed or first.ifs_trick:
-        walker.script.note(f"the command word {first.value!r} is computed when the command "
-                           "runs")
+        walker.script.note(f"the command word {first.value[:80]!r} is computed when the "
+                           "command runs")
         for candidate in first.candidates[1:]:
             variant = replace(command, words=(Word.literal(candidate), *command.words[1:]))
             _dispatch(walker, variant, state, ctx)
