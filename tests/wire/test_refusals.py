@@ -66,3 +66,24 @@ def test_the_cli_exits_7_on_a_refusal_and_prints_the_text(tmp_path: Path) -> Non
     assert proc.returncode == 7, proc.stderr
     assert proc.stdout == "I can't help with that.\n"
     assert "refused" in proc.stderr
+
+
+REFUSAL = "I'm sorry, I can't help with that."
+
+
+async def test_an_openai_structured_refusal_field_is_a_refusal(replay: Any) -> None:
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": None, "refusal": REFUSAL}}]}
+    with FakeModelServer(replies=[Fault.status(200, body)]) as server:
+        result = await agent_for(server, stream=False).run("x")
+    assert (result.stop_reason, result.output) == ("refused", REFUSAL)
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": None,
+                                                   "refusal": ""}}]},
+              *({"choices": [{"index": 0, "delta": {"refusal": part}}]}
+                for part in ("I'm sorry, ", "I can't help with that.")),
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    out = await replay("chat_completions", sse)
+    assert out.response.finish_reason == "content_filter"
+    assert out.response.message.content == REFUSAL

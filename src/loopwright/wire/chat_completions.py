@@ -155,9 +155,12 @@ class ChatCompletionsFormat:
         for n, call in enumerate(calls):
             acc.tool_call_delta(n, id=call.id, name=call.name, arguments=call.arguments)
         text, inline_reasoning = content_parts(wire_msg.get("content"))
+        refusal = wire_msg.get("refusal")
         acc.reasoning(inline_reasoning or _reasoning_of(wire_msg) or "")
-        acc.text(text)
+        acc.text(text or (refusal if isinstance(refusal, str) else ""))
         acc.finish_reason = FINISH_REASONS.get(choice.get("finish_reason") or "")
+        if isinstance(refusal, str) and refusal:  # OpenAI's structured refusal
+            acc.finish_reason = "content_filter"
         acc.usage = usage_from_wire(_usage_of(body))
         acc.model = body.get("model") or ""
         return acc.build()
@@ -171,6 +174,7 @@ class ChatCompletionsStreamParser:
 
     def __init__(self) -> None:
         self.finished = False
+        self.refused = False  # the reply came as `refusal` deltas
         # index -> accumulator key; a server that reuses index 0 for a second call with a new id
         # (seen with some local servers) gets a fresh key so the calls do not merge
         self._keys: dict[int, int | str] = {}
@@ -202,11 +206,17 @@ class ChatCompletionsStreamParser:
                     acc.reasoning(reasoning)
                 if text:
                     acc.text(text)
+                refusal = delta.get("refusal")
+                if isinstance(refusal, str) and refusal:
+                    self.refused = True
+                    acc.text(refusal)
                 for position, call in enumerate(delta.get("tool_calls") or ()):
                     self._feed_call(position, call, acc)
             finish = choice.get("finish_reason")
             if finish:
                 acc.finish_reason = FINISH_REASONS.get(finish, "end_turn")
+            if self.refused and acc.finish_reason is not None:
+                acc.finish_reason = "content_filter"
 
     def _feed_call(self, position: int, call: dict[str, Any], acc: StreamAccumulator) -> None:
         index = call.get("index")
