@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
 
 _VERSION_SEGMENT = re.compile(r"^v\d+[a-z0-9]*$")
+
+DEFAULT_MAX_CONNECTIONS = 500
+MAX_CONNECTIONS_ENV = "LOOPWRIGHT_MAX_CONNECTIONS"
+
+
+def max_connections() -> int:
+    """The shared client's connection pool size (`LOOPWRIGHT_MAX_CONNECTIONS`, default 500)."""
+    raw = os.environ.get(MAX_CONNECTIONS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_CONNECTIONS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{MAX_CONNECTIONS_ENV}={raw!r} is not a positive whole number; "
+                         f"set it to the number of connections to keep (default "
+                         f"{DEFAULT_MAX_CONNECTIONS}) or unset it")
+    return value
 
 
 def normalize_base_url(url: str) -> str:
@@ -66,12 +86,17 @@ class _LoopClient:
     before closing it, so a parked generator is our "loop is ending" callback)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        size = max_connections()
+        # the limits go to the transport: a client given its own transport ignores `limits=`
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=min(size, 200))
         self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0),
-            limits=httpx.Limits(max_connections=500, max_keepalive_connections=200),
-            transport=httpx.AsyncHTTPTransport(retries=0),
+            timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=None),
+            transport=httpx.AsyncHTTPTransport(retries=0, limits=limits),
             follow_redirects=True,
         )
+        # Never more requests in flight than the pool holds: the rest wait here, without a
+        # timeout, instead of in httpcore's pool (a timed wait that scans every queued request)
+        self.gate = asyncio.Semaphore(size)
         self.holders: weakref.WeakSet[object] = weakref.WeakSet()
         self._closer = self._close_when_loop_ends(loop)
         step = self._closer.asend(None)  # run to its `yield`: registers it with the loop
@@ -113,6 +138,17 @@ def shared_client() -> httpx.AsyncClient:
     (`retries=0` on the transport): ours is the only retry layer.
     """
     return _loop_client().client
+
+
+@contextlib.asynccontextmanager
+async def request_slot() -> AsyncIterator[httpx.AsyncClient]:
+    """The shared client, once one of its connections is free for this request.
+
+    The wait has no timeout and is local: it is no provider's failure and no retry attempt.
+    """
+    entry = _loop_client()
+    async with entry.gate:
+        yield entry.client
 
 
 def hold_shared_client(holder: object) -> None:

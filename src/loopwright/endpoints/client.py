@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from loopwright.endpoints.base import Endpoint, shared_client
+from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -109,6 +109,10 @@ class ModelClient:
                     response = await self._call_streaming(request, listeners)
                 else:
                     response = await self._call_plain(request, listeners, shown)
+            except _PoolBusy:
+                attempt -= 1  # a local wait for a connection: no provider attempt was made
+                await asyncio.sleep(0.05)
+                continue
             except StreamError as exc:
                 last = exc
                 discarded.add(exc.discarded_usage or Usage())
@@ -181,14 +185,16 @@ class ModelClient:
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
         body = self.wire.build_body(request, stream=False)
-        client = shared_client()
         try:
-            reply = await client.post(
-                self.endpoint.url(self.wire.path),
-                content=_dumps(body),
-                headers=self._headers(),
-                timeout=httpx.Timeout(15.0, read=self.request_timeout),
-            )
+            async with request_slot() as client:
+                reply = await client.post(
+                    self.endpoint.url(self.wire.path),
+                    content=_dumps(body),
+                    headers=self._headers(),
+                    timeout=httpx.Timeout(15.0, read=self.request_timeout, pool=None),
+                )
+        except httpx.PoolTimeout as exc:
+            raise _PoolBusy from exc
         except _TRANSPORT_ERRORS as exc:
             raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                 retryable=True) from exc
@@ -209,16 +215,15 @@ class ModelClient:
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
         body = self.wire.build_body(request, stream=True)
-        client = shared_client()
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning)
         parser = self.wire.stream_parser()
         try:
-            async with client.stream(
+            async with request_slot() as client, client.stream(
                 "POST",
                 self.endpoint.url(self.wire.path),
                 content=_dumps(body),
                 headers=self._headers(),
-                timeout=httpx.Timeout(15.0, read=self.stream_idle_timeout),
+                timeout=httpx.Timeout(15.0, read=self.stream_idle_timeout, pool=None),
             ) as reply:
                 if reply.status_code >= 400:
                     text = (await reply.aread()).decode("utf-8", "replace")
@@ -236,6 +241,8 @@ class ModelClient:
                                           retryable=True) from exc
                     # no break on the end marker: reading the body to its end is what lets
                     # httpx return the connection to the pool for the next turn
+        except httpx.PoolTimeout as exc:
+            raise _PoolBusy from exc
         except httpx.TimeoutException as exc:
             raise _abandoned(acc, f"{self.label}: stream idle for over "
                              f"{self.stream_idle_timeout:g}s") from exc
@@ -250,6 +257,11 @@ class ModelClient:
         if not parser.finished and acc.finish_reason is None:
             raise _abandoned(acc, f"{self.label}: stream ended before its end marker")
         return acc.build()
+
+
+class _PoolBusy(Exception):
+    """No connection came free in time on our side (only possible when something else shares
+    the pool): nothing reached the provider, so it is neither its failure nor an attempt."""
 
 
 class _Shown:

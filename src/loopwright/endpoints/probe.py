@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from loopwright.endpoints.base import normalize_base_url, shared_client
+from loopwright.endpoints.base import normalize_base_url, request_slot
 from loopwright.endpoints.resolve import PROVIDERS, Resolved
 from loopwright.profiles.metadata import model_info
 
@@ -135,12 +135,12 @@ Extractor = Callable[[Any, str], int | None]
 async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout: float,
                headers: dict[str, str]) -> int | None:
     try:
-        client = shared_client()
-        if method == "POST":
-            reply = await client.post(url, json={"model": model}, headers=headers,
-                                      timeout=timeout)
-        else:
-            reply = await client.get(url, headers=headers, timeout=timeout)
+        async with request_slot() as client:
+            if method == "POST":
+                reply = await client.post(url, json={"model": model}, headers=headers,
+                                          timeout=timeout)
+            else:
+                reply = await client.get(url, headers=headers, timeout=timeout)
         if reply.status_code != 200:
             return None
         data = reply.json()

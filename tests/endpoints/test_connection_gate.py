@@ -1,0 +1,61 @@
+"""Model requests beyond the shared client's connection pool wait for a free connection, with no
+timeout, and that wait is never a provider failure or a retry attempt (issue 14 item 6)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from loopwright import Agent
+from loopwright.endpoints.base import MAX_CONNECTIONS_ENV, max_connections
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event, StatusEvent
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+
+FIRST_REPLY_SECONDS = 16.0  # longer than the 15 s pool wait each request used to carry
+
+
+async def test_a_run_waiting_for_the_only_connection_is_not_retried(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the exact failure, scaled down: 1,000 runs on a 500-connection pool ended 0/1,000 with
+    # "gave up after 6 attempts: connection failed: PoolTimeout"; here one connection, two
+    # runs, and the first reply takes longer than the old 15 s pool wait
+    monkeypatch.setenv(MAX_CONNECTIONS_ENV, "1")
+    served = itertools.count()
+
+    def handler(request: RecordedRequest) -> Reply:
+        slow = next(served) == 0
+        return Reply("slow" if slow else "quick", delay=FIRST_REPLY_SECONDS if slow else 0.0)
+
+    events: list[Event] = []
+    with FakeModelServer(handler=handler) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", stream=False,
+                         retry=RetryPolicy(base_delay=0.01, jitter=0),
+                         callbacks=[events.append]) as agent:
+            results = await asyncio.gather(agent.run("one"), agent.run("two"))
+    assert sorted(r.output for r in results) == ["quick", "slow"]
+    assert [e.message for e in events
+            if isinstance(e, StatusEvent) and e.kind == "retrying"] == []
+
+
+async def test_many_runs_share_a_small_pool_and_all_finish(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MAX_CONNECTIONS_ENV, "4")
+    with FakeModelServer(handler=lambda r: Reply("done", delay=0.02)) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k") as agent:
+            results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(50)))
+    assert [r.output for r in results] == ["done"] * 50
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "many", "2.5"])
+def test_a_bad_pool_size_is_named(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv(MAX_CONNECTIONS_ENV, raw)
+    with pytest.raises(ValueError, match=f"{MAX_CONNECTIONS_ENV}='{raw}'"):
+        max_connections()
+
+
+def test_the_pool_size_defaults_to_500(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_CONNECTIONS_ENV, raising=False)
+    assert max_connections() == 500
