@@ -1,5 +1,6 @@
 """The benchmarks' fake model server, run as its own process: it answers with a tool call until
-the request already carries ROUNDS tool results, then with a final answer."""
+the request already carries ROUNDS tool results, then with a final answer, each reply DELAY
+seconds late (`bench_server.py [ROUNDS] [DELAY]`)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ def tool_results_in(body: dict[str, Any]) -> int:
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 
     def handler(request: RecordedRequest) -> Reply:
         done = tool_results_in(request.body or {})
         if done < rounds:
-            return Reply(tool_calls=[call("lookup", {"key": f"k{done}"})])
-        return Reply(text="All lookups are done.")
+            return Reply(tool_calls=[call("lookup", {"key": f"k{done}"})], delay=delay)
+        return Reply(text="All lookups are done.", delay=delay)
 
     with FakeModelServer(handler=handler, record_requests=False) as server:
         print(f"READY {server.base_url}", flush=True)

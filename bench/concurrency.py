@@ -1,0 +1,107 @@
+"""Thousands of concurrent runs on one `Agent`: do they all finish, and at what cost?
+
+Each run is ROUNDS tool rounds then an answer (ROUNDS + 1 model turns) against the fake model
+server in a separate process (its CPU is not counted). Each setting runs in a fresh child
+process so that its peak RSS is its own. Prints, per setting: runs completed, wall time, client
+CPU per turn (user + system of the client process / turns), peak RSS and RSS per run (peak minus
+the RSS before the runs started, / runs).
+
+    python bench/concurrency.py                       # 1,000 and 10,000 runs; 1,000 at 20 s
+    python bench/concurrency.py --runs 10000 --delay 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server_process import start_ready
+
+from loopwright import Agent, tool
+
+ROUNDS = 5
+DEFAULT_SETTINGS = [(1000, 0.0), (10000, 0.0), (1000, 20.0)]
+
+
+@tool(read_only=True)
+async def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value-of-{key}"
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def measure(base_url: str, runs: int) -> dict[str, float]:
+    async with Agent("bench", base_url=base_url, api_key="k", tools=[lookup],
+                     stream=False) as agent:
+        before_rss, cpu, wall = rss_kb(), cpu_seconds(), time.perf_counter()
+        results = await asyncio.gather(*(agent.run(f"task {n}") for n in range(runs)),
+                                       return_exceptions=True)
+        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    done = [r for r in results if not isinstance(r, BaseException)
+            and r.stop_reason == "completed" and r.turns == ROUNDS + 1]
+    failures = {str(getattr(r, "error", r))[:120] for r in results if r not in done}
+    turns = sum(getattr(r, "turns", 0) for r in results if not isinstance(r, BaseException))
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"runs": runs, "completed": len(done), "wall_s": wall,
+            "cpu_ms_per_turn": 1000 * cpu / max(turns, 1), "peak_rss_mb": peak_kb / 1024,
+            "rss_kb_per_run": (peak_kb - before_rss) / runs, "failures": sorted(failures)[:3]}
+
+
+def one_setting(runs: int, delay: float) -> None:
+    server, base_url = start_ready(
+        [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(ROUNDS),
+         str(delay)])
+    try:
+        print(json.dumps(asyncio.run(measure(base_url, runs))), flush=True)
+    finally:
+        server.kill()
+        server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, help="one setting: this many concurrent runs")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds per model reply")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        one_setting(args.runs, args.delay)
+        return
+    settings = [(args.runs, args.delay)] if args.runs else DEFAULT_SETTINGS
+    print("| runs | model reply | completed | wall | client CPU/turn | peak RSS | RSS/run |")
+    print("|---|---|---|---|---|---|---|")
+    for runs, delay in settings:
+        out = subprocess.run([sys.executable, __file__, "--child", "--runs", str(runs),
+                              "--delay", str(delay)], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"| {runs:,} | {delay:g} s | failed: {out.stderr.strip()[-200:]} |")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"| {runs:,} | {delay:g} s | {r['completed']:,}/{runs:,} | {r['wall_s']:.1f} s "
+              f"| {r['cpu_ms_per_turn']:.2f} ms | {r['peak_rss_mb']:.0f} MB "
+              f"| {r['rss_kb_per_run']:.1f} KB |", flush=True)
+        for failure in r["failures"]:
+            print(f"  failure: {failure}")
+
+
+if __name__ == "__main__":
+    main()
