@@ -1,18 +1,57 @@
-"""loopwright: a fast, robust runtime for LLM agent loops."""
+"""loopwright: a fast, robust runtime for LLM agent loops.
 
-from loopwright.agent import Agent, RunHandle
-from loopwright.errors import (
-    AuthError,
-    ConfigError,
-    LoopwrightError,
-    ProviderError,
-    ToolError,
-)
-from loopwright.events import Event, event_from_dict, event_to_dict, event_to_json
-from loopwright.messages import Message, ToolCall, Usage
-from loopwright.plugins import LoopPlugin
-from loopwright.result import RunResult
-from loopwright.tools.base import Tool, ToolContext, tool
+The public names are imported on first use (module `__getattr__`), so that `import loopwright`
+and the CLI's start-up do not pay for the whole runtime (MCP, compaction, wire formats, httpx).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+# httpx imports its own command line (rich, click, pygments: a fifth of our import time) whenever
+# those are installed; nothing here runs httpx's CLI, and without its module httpx falls back to a
+# stub `httpx.main` that says how to install it
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None blocks an import
+
+if TYPE_CHECKING:
+    from loopwright.agent import Agent, RunHandle
+    from loopwright.errors import (
+        AuthError,
+        ConfigError,
+        LoopwrightError,
+        ProviderError,
+        ToolError,
+    )
+    from loopwright.events import Event, event_from_dict, event_to_dict, event_to_json
+    from loopwright.messages import Message, ToolCall, Usage
+    from loopwright.plugins import LoopPlugin
+    from loopwright.result import RunResult
+    from loopwright.tools.base import Tool, ToolContext, tool
+
+_HOMES = {
+    "Agent": "loopwright.agent",
+    "RunHandle": "loopwright.agent",
+    "AuthError": "loopwright.errors",
+    "ConfigError": "loopwright.errors",
+    "LoopwrightError": "loopwright.errors",
+    "ProviderError": "loopwright.errors",
+    "ToolError": "loopwright.errors",
+    "Event": "loopwright.events",
+    "event_from_dict": "loopwright.events",
+    "event_to_dict": "loopwright.events",
+    "event_to_json": "loopwright.events",
+    "Message": "loopwright.messages",
+    "ToolCall": "loopwright.messages",
+    "Usage": "loopwright.messages",
+    "LoopPlugin": "loopwright.plugins",
+    "RunResult": "loopwright.result",
+    "Tool": "loopwright.tools.base",
+    "ToolContext": "loopwright.tools.base",
+    "tool": "loopwright.tools.base",
+}
 
 __all__ = [
     "Agent",
@@ -37,3 +76,16 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'loopwright' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -1,6 +1,6 @@
 """`python -m loopwright` runs the command line."""
 
-from loopwright.cli.main import main
+from loopwright.cli import main
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,58 @@
+"""Start-up stays cheap: `import loopwright` loads none of the heavy parts (MCP, the CLI
+framework, rich, httpx's own CLI) until they are used, and the public names still resolve."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import loopwright
+
+HEAVY = ("mcp", "rich", "typer", "click", "pygments", "httpx", "loopwright.agent")
+
+
+def modules_loaded_by(code: str) -> list[str]:
+    probe = (f"import sys\n{code}\nimport json\n"
+             f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_import_loopwright_loads_nothing_heavy() -> None:
+    assert modules_loaded_by("import loopwright") == []
+
+
+def test_using_the_agent_loads_httpx_but_not_its_command_line() -> None:
+    loaded = modules_loaded_by("from loopwright import Agent")
+    assert "loopwright.agent" in loaded and "httpx" in loaded
+    assert not {"rich", "pygments", "typer", "mcp"} & set(loaded)
+
+
+def test_every_public_name_resolves_to_its_home() -> None:
+    from loopwright.agent import Agent
+    from loopwright.tools.base import tool
+
+    for name in loopwright.__all__:
+        assert getattr(loopwright, name) is not None, name
+    assert loopwright.Agent is Agent and loopwright.tool is tool
+    assert set(loopwright.__all__) <= set(dir(loopwright))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        loopwright.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("loopwright.NoSuchThing resolved")
+
+
+def test_version_answers_without_the_cli_framework() -> None:
+    probe = ("import sys\nsys.argv = ['loopwright', '--version']\n"
+             "from loopwright.cli import main\nmain()\n"
+             "print('typer' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.splitlines() == [f"loopwright {loopwright.__version__}", "False"]
