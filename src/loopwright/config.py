@@ -2,7 +2,8 @@
 variable.
 
 Precedence, highest first: explicit argument → environment → `./loopwright.toml` →
-the user's `~/.config/loopwright/loopwright.toml` → defaults.
+the user's `~/.config/loopwright/loopwright.toml` → defaults. A project's `./loopwright.toml` may
+not loosen safety unless the user trusted it (`loopwright.trust`, `loopwright trust`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Settings:
     sandbox_network: bool = False  # commands may use the network
     env_passthrough: list[str] = field(default_factory=list)  # secret-looking vars to keep
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
+    web_allow_private: bool = False  # web_fetch may reach loopback / private / link-local hosts
     policy: dict[str, Any] = field(default_factory=dict)
     hooks: Any = None
     mcp_servers: dict[str, Any] = field(default_factory=dict)
@@ -87,23 +89,33 @@ class Settings:
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
 
 
+def user_config_dir() -> Path:
+    """The user's own config directory (`$XDG_CONFIG_HOME/loopwright`, `~/.config/loopwright`)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "loopwright"
+
+
 def config_paths(cwd: Path | None = None) -> list[Path]:
     """Config files in increasing precedence."""
-    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     explicit = os.environ.get(ENV_PREFIX + "CONFIG")
-    paths = [home / "loopwright" / "loopwright.toml", (cwd or Path.cwd()) / "loopwright.toml"]
+    paths = [user_config_dir() / "loopwright.toml", project_config_path(cwd)]
     if explicit:
         paths.append(Path(explicit))
     return paths
+
+
+def project_config_path(cwd: Path | None = None) -> Path:
+    """The project's file, whose loosening settings need the user's trust."""
+    return (cwd or Path.cwd()) / "loopwright.toml"
 
 
 def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None = None,
                   environ: dict[str, str] | None = None) -> Settings:
     """Merge every source into one `Settings`; a bad key or value raises `ConfigError`."""
     merged: dict[str, Any] = {}
+    project = project_config_path(cwd)
     for path in config_paths(cwd):
         if path.is_file():
-            merged.update(_read_toml(path))
+            merged.update(_read_project(path, merged) if path == project else _read_toml(path))
     merged.update(_read_env(os.environ if environ is None else environ))
     for key, value in (overrides or {}).items():
         if value is not None:
@@ -113,10 +125,30 @@ def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None =
     return Settings(**merged)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_project(path: Path, below: dict[str, Any]) -> dict[str, Any]:
+    """The project file's settings that apply (all, if trusted with exactly these bytes)."""
+    from loopwright.trust import apply_project_config
+
+    if path.resolve() == (user_config_dir() / "loopwright.toml").resolve():
+        return {}  # the user's own file, already read
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    base = {**_defaults(), **below}
+    return apply_project_config(path, data, _read_toml(path, data), base)
+
+
+def _defaults() -> dict[str, Any]:
+    return {f.name: getattr(Settings(), f.name) for f in dataclasses.fields(Settings)}
+
+
+def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
+    """The settings in one file (`raw`: its bytes, when the caller already read them)."""
+    try:
+        text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     table = data.get("loopwright", data)
     unknown = sorted(set(table) - FIELD_NAMES)

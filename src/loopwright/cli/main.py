@@ -411,6 +411,27 @@ def _root(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
     """A runtime for LLM agent loops: one loop, every provider, every guard."""
+    _warnings_as_notes()
+
+
+def _warnings_as_notes() -> None:
+    """loopwright's own warnings (an untrusted project config, …) print as one `loopwright:`
+    line on stderr instead of Python's two-line format."""
+    import warnings
+
+    default = warnings.showwarning
+    if getattr(default, "loopwright_notes", False):
+        return
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if category.__module__.startswith("loopwright"):
+            _say(str(message))
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    show.loopwright_notes = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 # --- subcommands from other modules -------------------------------------------------------------
@@ -440,6 +461,7 @@ def _register(module_name: str, attribute: str, *, name: str) -> None:
 _register("loopwright.cli.sessions", "sessions_app", name="sessions")
 _register("loopwright.cli.models", "models_command", name="models")
 _register("loopwright.cli.mcp", "mcp_app", name="mcp")
+_register("loopwright.cli.trust", "trust_command", name="trust")
 
 
 def main() -> None:
