@@ -56,3 +56,11 @@ async def wait_until(check: Callable[[], bool], what: str, limit: float = 20.0) 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting until {what}")
         await asyncio.sleep(0.01)
+
+
+def trust_project(directory: Path) -> None:
+    """Trust `directory`'s loopwright.toml as `loopwright trust` does, so its settings that
+    loosen safety (hooks, allow rules, fallbacks with their own server, …) apply."""
+    from loopwright.trust import TrustStore, digest
+
+    TrustStore().trust(directory.resolve(), digest((directory / "loopwright.toml").read_bytes()))

@@ -19,6 +19,7 @@ from loopwright.messages import ModelResponse
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.execute import GateDecision
 from loopwright.wire.base import ModelRequest
+from shared_helpers import trust_project
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 PY = shlex.quote(sys.executable)
@@ -228,6 +229,7 @@ def test_hooks_come_from_loopwright_toml(tmp_path: Path) -> None:
     (tmp_path / "loopwright.toml").write_text(
         '[hooks]\nbefore_tool = [{command = "./check.sh", tools = "bash|write_file", '
         'timeout = 10}]\n')
+    trust_project(tmp_path)  # hooks run commands: a project's own need the user's trust
     hooks = Hooks.from_config(load_settings(cwd=tmp_path).hooks)
     (hook,) = hooks.before_tool
     assert not callable(hook)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
+from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
 from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
@@ -341,7 +342,8 @@ class Agent:
             approve=safety.approver,
             tool_specs=self._tool_specs,
             services={"agent": self, "tool_catalogue": catalogue, **safety.services,
-                      **context.services, SANDBOX_SERVICE: self.sandbox},
+                      **context.services, SANDBOX_SERVICE: self.sandbox,
+                      WEB_ACCESS_SERVICE: s.web_allow_private},
         )
 
     def _tool_specs(self, run: RunState) -> list[ToolSpec]:

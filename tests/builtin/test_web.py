@@ -12,6 +12,7 @@ import pytest
 from loopwright import Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.html_markdown import html_to_markdown
+from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 
 PAGE = """<!doctype html><html><head><title>Widget docs</title>
 <style>body { color: red }</style><script>alert("no")</script></head>
@@ -66,15 +67,19 @@ def site() -> Iterator[str]:
 
 
 async def fetch(url: str, **arguments: Any) -> str:
+    """web_fetch with local addresses allowed: the test site listens on 127.0.0.1 (the refusals
+    are in tests/security/test_ssrf.py)."""
     tool: Tool = web_fetch
-    result = await tool.invoke(tool.validate({"url": url, **arguments}), ToolContext())
+    ctx = ToolContext(services={WEB_ACCESS_SERVICE: True})
+    result = await tool.invoke(tool.validate({"url": url, **arguments}), ctx)
     assert isinstance(result, str)
     return result
 
 
 async def test_html_comes_back_as_markdown(site: str) -> None:
     text = await fetch(f"{site}/page")
-    assert text.startswith(f"Source: {site}/page\n\n# Widget docs")
+    assert text.startswith(f'Source: {site}/page\n\n<untrusted-web-content source="{site}/page">\n'
+                           "# Widget docs")
     assert "# Widgets" in text
     assert f"A **widget** is *small*. See [the API]({site}/api)." in text
     assert "- one" in text and "1. nested" in text
@@ -86,7 +91,7 @@ async def test_html_comes_back_as_markdown(site: str) -> None:
 
 async def test_json_and_text_pass_through(site: str) -> None:
     assert '"a": [\n    1,' in await fetch(f"{site}/data")
-    assert (await fetch(f"{site}/plain")).endswith("just text")
+    assert "\njust text\n</untrusted-web-content>\n" in await fetch(f"{site}/plain")
 
 
 async def test_redirects_are_followed_and_reported(site: str) -> None:

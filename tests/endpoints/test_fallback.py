@@ -12,6 +12,7 @@ from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, Fault, Reply, call
+from shared_helpers import trust_project
 
 TWO_TRIES = RetryPolicy(attempts=2, base_delay=0.01, jitter=0)
 
@@ -142,6 +143,7 @@ async def test_fallbacks_from_loopwright_toml(tmp_path: Path,
         (tmp_path / "loopwright.toml").write_text(
             f'fallbacks = [{{ model = "anthropic:claude-b", base_url = "{backup.url}" }}]\n'
             "retry_attempts = 2\nretry_base_delay = 0.01\n")
+        trust_project(tmp_path)  # a fallback naming its own server needs the user's trust
         monkeypatch.chdir(tmp_path)
         result = await Agent("m", base_url=primary.base_url).run("hi")
     assert result.output == "configured"

@@ -22,6 +22,7 @@ from loopwright.tools.policy import (
     catastrophic_reason,
     dangerous_reason,
 )
+from shared_helpers import trust_project
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -100,6 +101,7 @@ def test_bad_policies_are_config_errors(rules: Any, message: str) -> None:
 def test_policy_comes_from_loopwright_toml(tmp_path: Path) -> None:
     (tmp_path / "loopwright.toml").write_text(
         '[policy.bash]\nallow = ["^make test$"]\ndeny = ["\\\\bnpm publish\\\\b"]\n')
+    trust_project(tmp_path)  # allow rules in a project's file need the user's trust
     policy = Policy.from_config(load_settings(cwd=tmp_path).policy)
     assert policy.match("bash", "npm publish --tag x") == ("deny", r"\bnpm publish\b")
     assert policy.match("bash", "make test") == ("allow", "^make test$")
