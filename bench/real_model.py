@@ -221,15 +221,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runners", default="",
                         help="explicit comma list instead of --formats/--stream/--peer, e.g. "
                              "native/stream,prompt/plain,pydantic-ai")
-    parser.add_argument("--tasks", default="", help="comma list of task names and/or kinds, e.g. add,'edit file'")
+    parser.add_argument("--tasks", default="",
+                        help="comma list of task names and/or kinds, e.g. add,'edit file'")
     parser.add_argument("--reps", type=int, default=1)
-    parser.add_argument("--max-turns", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--max-turns", type=int, default=6)
+    parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--ctx-size", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=1,
                         help="llama.cpp threads (2 was 5-10x slower than 1 on a loaded 2-core CPU)")
-    parser.add_argument("--task-timeout", type=float, default=240.0)
+    parser.add_argument("--task-timeout", type=float, default=80.0)
     parser.add_argument("--json", type=Path, help="also write one JSON line per run here")
     parser.add_argument("--table-from", type=Path, nargs="+", metavar="JSONL",
                         help="run nothing: print the table of earlier --json files (e.g. one "
@@ -251,7 +252,8 @@ async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.table_from:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
-        outcomes = [Outcome(**row) for row in rows]
+        outcomes = [Outcome(**row) for row in rows
+                    if not args.task_list or row["task"] in args.task_list]
         reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
