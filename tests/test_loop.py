@@ -13,6 +13,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.guards import CONTINUE_NOTE, LAST_ROUND_NOTE
 from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -86,12 +87,14 @@ async def test_a_batch_with_a_writing_tool_runs_sequentially() -> None:
         log.append(f"end {name}")
         return name
 
-    script = [Reply(tool_calls=[call("write", {"name": "a"}), call("add", {"a": 1, "b": 1})]),
+    # two writing calls: run together, their starts and ends would interleave
+    script = [Reply(tool_calls=[call("write", {"name": "a"}), call("add", {"a": 1, "b": 1}),
+                                call("write", {"name": "b"})]),
               Reply(text="ok")]
     with FakeModelServer(replies=script) as server:
         await make_agent(server, tools=[write, add]).run("go")
-    assert log == ["start a", "end a"]
-    assert [m["content"] for m in tool_messages(server, 1)] == ["a", "2"]
+    assert log == ["start a", "end a", "start b", "end b"]
+    assert [m["content"] for m in tool_messages(server, 1)] == ["a", "2", "b"]
 
 
 @pytest.mark.parametrize("raw", ['{"a": 1, "b": 2,', "{'a': 1, 'b': 2}",
@@ -267,8 +270,7 @@ async def test_cancel_aborts_the_in_flight_call(stream: bool) -> None:
     with FakeModelServer(replies=[Reply(text="slow", delay=10)]) as server:
         agent = make_agent(server, stream=stream)
         handle = await agent.start("go")
-        while not server.model_requests:
-            await asyncio.sleep(0.01)
+        await wait_until(lambda: bool(server.model_requests), "the model call reached the server")
         assert agent.cancel()
         result = await asyncio.wait_for(handle, timeout=3)
     assert result.stop_reason == "cancelled"

@@ -13,6 +13,7 @@ from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ReasoningDelta, StatusEvent, TextDelta, ToolCallEvent
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, call
+from shared_helpers import wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
@@ -178,8 +179,7 @@ async def test_cancel_during_the_model_call_aborts_it(mode: str, stream: bool) -
     with FakeModelServer([Reply("too late", delay=5.0)]) as server:
         run = Run(server, mode, stream)
         handle = await run.agent.start("hi")
-        while not server.model_requests:
-            await asyncio.sleep(0.005)
+        await wait_until(lambda: bool(server.model_requests), "the model call reached the server")
         handle.cancel()
         result = await handle
     assert result.stop_reason == "cancelled"

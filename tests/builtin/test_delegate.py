@@ -17,6 +17,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.guards import BUDGET_SUMMARY_NOTE, IterationBudget
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
+from shared_helpers import wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 CHILD_MARK = CHILD_PROMPT.splitlines()[0]
@@ -244,8 +245,7 @@ async def test_cancelling_the_parent_cancels_its_children() -> None:
     with FakeModelServer(handler=handler) as server:
         agent = make_agent(server, [block, make_delegate_tool()], callbacks=[events.append])
         handle = await agent.start("go")
-        while not started.is_set():
-            await asyncio.sleep(0.01)
+        await wait_until(started.is_set, "the child's tool started")
         handle.cancel()
         result = await handle.task
     assert result.stop_reason == "cancelled"

@@ -12,6 +12,7 @@ from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, ScriptItem, call
+from shared_helpers import wait_until
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 RUNS = 5
@@ -48,13 +49,12 @@ async def test_five_runs_sharing_a_killed_server_all_get_their_next_call_answere
             return Reply(tool_calls=[call("mcp__ev__echo", {"message": f"before {n}"})])
         if turn == 1:
             arrived.append(n)
-            while len(arrived) < RUNS:  # every run is between its two calls
-                await asyncio.sleep(0.01)
+            # every run is between its two calls
+            await wait_until(lambda: len(arrived) >= RUNS, "every run made its first call", 60)
             if n == arrived[0]:  # the first finds the server dead and restarts it ...
                 kill_process(int(pids.read_text().split()[-1]))
             else:  # ... the others call while that restart is under way
-                while not restarting.is_set():
-                    await asyncio.sleep(0.01)
+                await wait_until(restarting.is_set, "the first run began the restart", 60)
             return Reply(tool_calls=[call("mcp__ev__echo", {"message": f"after {n}"})])
         return Reply(f"done {n}")
 

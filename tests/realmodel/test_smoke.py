@@ -20,7 +20,8 @@ from loopwright.testing.llamacpp import (
 )
 from shared_helpers import require_component
 
-pytestmark = pytest.mark.real_model
+# the model loads and answers on a shared CPU: more than the suite-wide 300 s limit
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(900)]
 
 SPEC = model_spec("0.5b")
 # resolved at import, before the autouse fixture points XDG_CACHE_HOME at a temp dir
