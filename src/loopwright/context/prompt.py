@@ -103,12 +103,13 @@ def find_project_files(workdir: Path) -> list[Path]:
     found: list[Path] = []
     seen: set[Path] = set()
     for directory in reversed(directories):
+        boundary = (root or directory).resolve()
         for name in PROJECT_FILES:
             path = directory / name
             try:
                 real = path.resolve()
-                if real in seen or not path.is_file():
-                    continue
+                if real in seen or not path.is_file() or not real.is_relative_to(boundary):
+                    continue  # a link out of the project is never read into the prompt
             except OSError:
                 continue
             seen.add(real)  # CLAUDE.md is often a link to AGENTS.md: read it once
