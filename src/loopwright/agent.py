@@ -14,6 +14,7 @@ from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
 from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
+from loopwright.context.summary import SummaryCooldown
 from loopwright.endpoints.base import (
     close_shared_client,
     hold_shared_client,
@@ -154,6 +155,7 @@ class Agent:
         self.windows: list[WindowInfo] = []  # per provider in the chain, found at first run
         self._resolve_lock: asyncio.Lock | None = None
         self._live: set[RunHandle] = set()
+        self._summary_cooldown = SummaryCooldown(self.settings.summary_cooldown)
 
     # -- public API --
 
@@ -318,7 +320,8 @@ class Agent:
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
                                  local=chain.current.endpoint.is_local)
-        context = context_layers(s, self.windows, chain)  # budgets sized from the window
+        context = context_layers(s, self.windows, chain,  # budgets sized from the window
+                                 summary_cooldown=self._summary_cooldown)
         executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout,
                                 resolver=catalogue.resolve, gates=safety.gates,
                                 filters=[*safety.filters, *context.filters])

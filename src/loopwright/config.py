@@ -76,6 +76,7 @@ class Settings:
     tool_timeout: float | None = None
     reminders: bool = True
     compaction: bool = True
+    summary_cooldown: float = 300.0  # seconds a failed summary model is not asked again
     memory: bool = False
     memory_dir: str | None = None  # default <data_dir>/memory; relative = inside the workdir
     memory_limit: int = 2200  # characters of MEMORY.md

@@ -8,9 +8,11 @@ preflight threshold (50 % of the window):
    arguments are shortened — re-encoded, so the arguments stay valid JSON.
 2. **Compact**, only if still over: the turns between the original task and the protected tail are
    summarised by the model into a structured report, labelled reference only. If that call fails,
-   a report built from the record stands in. The new history is: system prompt, the original task
-   (verbatim), the summary, the latest user message (verbatim, if it was not in the tail), the
-   tail. The tail never begins on a tool result, so calls and results stay together. The run
+   a report built from the record stands in, and the summary model is not asked again for
+   `summary_cooldown` seconds (default 300; one memory per agent, see `SummaryCooldown`).
+   The new history is: system prompt, the original task (verbatim), the summary,
+   the latest user message (verbatim, if it was not in the tail), the tail. The tail never begins
+   on a tool result, so calls and results stay together. The run
    keeps its `session_id` (the id a user holds always means the newest state); every plugin's
    `on_compaction(run, None)` is told, and persistence starts the session's next epoch there.
    Compaction does not run again until the request has grown past the threshold again (by at
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright import messages
 from loopwright.context.summary import (
     SUMMARY_SYSTEM,
+    SummaryCooldown,
     fallback_summary,
     is_summary,
     render_transcript,
@@ -160,8 +163,9 @@ class CompactionPlugin(LoopPlugin):
     """Keeps requests inside the window (see the module docstring). One instance per run."""
 
     def __init__(self, *, budget: ContextBudget, counter: TokenCounter | None = None,
-                 spill_dir: Path | None = None) -> None:
+                 spill_dir: Path | None = None, cooldown: SummaryCooldown | None = None) -> None:
         self.budget = budget
+        self.cooldown = cooldown or SummaryCooldown()
         self.counter = counter or TokenCounter()
         self.spill_dir = spill_dir
         self.last_compacted_turn: int | None = None
@@ -272,6 +276,9 @@ class CompactionPlugin(LoopPlugin):
         request = ModelRequest(model=run.settings.chain.model, max_tokens=budget.summary_tokens,
                                messages=[messages.system(SUMMARY_SYSTEM), messages.user(prompt)])
         read = summary_state(run.tool_state.get("read_files"))
+        cooling = self.cooldown.cooling()
+        if cooling is not None:
+            return fallback_summary(task, middle, read_files=read, error=cooling), cooling
         try:
             response = await run.interruptible(run.settings.chain.complete(
                 request, stream=False, listeners=CallListeners(on_status=run.status)))
@@ -280,7 +287,9 @@ class CompactionPlugin(LoopPlugin):
                 raise RunCancelled from None
             raise
         except LoopwrightError as exc:
+            self.cooldown.failed(str(exc))
             return fallback_summary(task, middle, read_files=read, error=str(exc)), str(exc)
+        self.cooldown.succeeded()
         run.usage.add(response.usage)
         run.cost.add(run.settings.chain.model, response.usage)
         text = response.message.content.strip()

@@ -12,6 +12,7 @@ from typing import Any
 from loopwright.config import Settings
 from loopwright.context.compaction import CompactionPlugin
 from loopwright.context.reminders import ReminderPlugin
+from loopwright.context.summary import SummaryCooldown
 from loopwright.context.window import CHARS_PER_TOKEN, ContextBudget
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
@@ -33,8 +34,8 @@ class ContextLayers:
     services: dict[str, Any] = field(default_factory=dict)
 
 
-def context_layers(settings: Settings, windows: list[WindowInfo],
-                   chain: ProviderChain | None) -> ContextLayers:
+def context_layers(settings: Settings, windows: list[WindowInfo], chain: ProviderChain | None,
+                   *, summary_cooldown: SummaryCooldown | None = None) -> ContextLayers:
     """Budgets, the output bounder, and (unless switched off) compaction and reminders."""
     budget = ContextBudget(windows=list(windows), chain=chain, max_tokens=settings.max_tokens)
     spill = spill_directory(settings.cache_dir)
@@ -42,7 +43,9 @@ def context_layers(settings: Settings, windows: list[WindowInfo],
     layers.filters.append(OutputBounder(directory=spill,
                                         max_chars=lambda: budget.tool_output_chars))
     if settings.compaction:  # first: later plugins see the request it leaves
-        layers.plugins.append(CompactionPlugin(budget=budget, spill_dir=spill))
+        layers.plugins.append(CompactionPlugin(
+            budget=budget, spill_dir=spill,
+            cooldown=summary_cooldown or SummaryCooldown(settings.summary_cooldown)))
     if settings.reminders:
         layers.plugins.append(ReminderPlugin())
     return layers

@@ -8,7 +8,8 @@ files touched, the calls made and the last results, cut short but never silently
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopwright.messages import Message
@@ -154,3 +155,29 @@ def summary_message(report: str, *, parent_session_id: str | None, session_id: s
 def summary_state(read_files: Any) -> list[str]:
     """The read-file paths in a run's tool state, tolerant of a missing or odd value."""
     return [str(p) for p in read_files] if isinstance(read_files, dict) else []
+
+
+class SummaryCooldown:
+    """Remembers that the summary model failed, so that compactions within `seconds` of the
+    failure use the report built from the record at once: a dead side model costs its retry
+    policy once per cool-down, not at every compaction. One per agent, shared by its runs."""
+
+    def __init__(self, seconds: float = 300.0, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = max(0.0, seconds)
+        self._clock = clock
+        self._failed_at: float | None = None
+        self._why = ""
+
+    def failed(self, why: str) -> None:
+        self._failed_at, self._why = self._clock(), why
+
+    def succeeded(self) -> None:
+        self._failed_at = None
+
+    def cooling(self) -> str | None:
+        """Why the summary model is not asked now, or None to ask it."""
+        if self._failed_at is None or self._clock() - self._failed_at >= self.seconds:
+            return None
+        return (f"the summary model failed recently and is not asked again for "
+                f"{self.seconds:g}s: {self._why}")
