@@ -76,3 +76,11 @@ async def test_a_five_megabyte_event_arrives_whole(size: int) -> None:
     events = await parse(*parts)
     assert [len(data) for _, data in events] == [len(payload), 4]
     assert events[1] == (None, "next")
+
+
+async def test_lone_cr_line_endings_parse_like_lf() -> None:
+    # the SSE spec allows CR, LF and CRLF line ends; a server using bare CR must still parse
+    stream = STREAM.replace(b"\n", b"\r")
+    assert await parse(stream) == EXPECTED
+    for cut in range(1, len(stream)):
+        assert await parse(stream[:cut], stream[cut:]) == EXPECTED, cut

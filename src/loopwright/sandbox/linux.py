@@ -5,7 +5,7 @@ The filesystem view is built in this order (later mounts cover earlier ones):
 1. the whole filesystem read-only (`--ro-bind / /`), a fresh /dev and /proc;
 2. a private, empty /tmp (tmpfs; gone when the command ends);
 3. the workspace roots bound again (read-write in workspace-write mode), so that a workspace
-   under /tmp stays visible;
+   under /tmp stays visible, and a program started by its path under /tmp bound read-only;
 4. inside writable roots, `.git` bound onto itself (pinned: it cannot be renamed or deleted)
    and the protected paths (`.git/hooks`, `.git/config`, `.git/modules`, `loopwright.toml`)
    bound read-only again;
@@ -38,6 +38,7 @@ def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd
     for root in (Path(r).resolve() for r in roots):  # under /tmp they would be hidden
         if root != Path("/"):
             argv += ["--bind-try" if root in writable else "--ro-bind-try", str(root), str(root)]
+    argv += _program_mount(command)
     for root in writable:
         argv += _protected_mounts(root)
     argv += _hidden_home(policy, home or Path.home(), writable)
@@ -58,6 +59,17 @@ def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
     if not policy.network:
         argv.append("--unshare-net")
     return [*argv, "--", "/bin/sh", "-c", "exit 0"]
+
+
+def _program_mount(command: Sequence[str]) -> list[str]:
+    """A program given by its path under /tmp (ripgrep in a virtual environment there) would be
+    hidden by the private /tmp: bind that one file back, read-only."""
+    if not command or not command[0].startswith("/"):
+        return []
+    program = Path(command[0]).resolve()
+    if not program.is_relative_to("/tmp") or not program.is_file():
+        return []
+    return ["--ro-bind", str(program), str(program)]
 
 
 def _protected_mounts(root: Path) -> list[str]:

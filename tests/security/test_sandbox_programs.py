@@ -1,0 +1,42 @@
+"""A program that lives under /tmp (a virtual environment's ripgrep in a checkout there) still
+runs inside the sandbox, whose /tmp is private and empty."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+from loopwright.sandbox import SandboxPolicy, prepare_launch
+from shared_helpers import require_component
+
+
+async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
+        tmp_path: Path) -> None:
+    require_component(shutil.which("bwrap") is not None,
+                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
+    assert str(tmp_path).startswith("/tmp/")
+    programs = tmp_path / "venv" / "bin"
+    programs.mkdir(parents=True)
+    program = programs / "say-hello"
+    program.write_text("#!/bin/sh\necho hello from $0\n")
+    program.chmod(0o755)
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    launch = await prepare_launch(SandboxPolicy(), [str(program)], cwd=workspace,
+                                  roots=[workspace])
+    assert launch.sandboxed
+    proc = await asyncio.create_subprocess_exec(
+        *launch.argv, env=launch.env, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().strip() == f"hello from {program}"
+
+    overwrite = await prepare_launch(SandboxPolicy(), ["/bin/sh", "-c", f"echo x > {program}"],
+                                     cwd=workspace, roots=[workspace])
+    proc = await asyncio.create_subprocess_exec(*overwrite.argv, env=overwrite.env,
+                                                stderr=asyncio.subprocess.PIPE)
+    await proc.communicate()
+    assert proc.returncode != 0
+    assert program.read_text().startswith("#!/bin/sh")
