@@ -4,15 +4,19 @@ runs inside the sandbox, whose /tmp is private and empty."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
+
+import pytest
 
 from loopwright.sandbox import SandboxPolicy, prepare_launch
 from shared_helpers import require_component
 
 
+@pytest.mark.parametrize("by_name", [False, True])
 async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_name: bool) -> None:
     require_component(shutil.which("bwrap") is not None,
                       "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
     assert str(tmp_path).startswith("/tmp/")
@@ -23,7 +27,10 @@ async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
     program.chmod(0o755)
     workspace = tmp_path / "work"
     workspace.mkdir()
-    launch = await prepare_launch(SandboxPolicy(), [str(program)], cwd=workspace,
+    if by_name:  # as the grep tool starts ripgrep: by name, found on PATH
+        monkeypatch.setenv("PATH", f"{programs}:{os.environ['PATH']}")
+    launch = await prepare_launch(SandboxPolicy(), [program.name if by_name else str(program)],
+                                  cwd=workspace,
                                   roots=[workspace])
     assert launch.sandboxed
     proc = await asyncio.create_subprocess_exec(
@@ -31,7 +38,7 @@ async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
         stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
-    assert out.decode().strip() == f"hello from {program}"
+    assert out.decode().strip().endswith("say-hello")
 
     overwrite = await prepare_launch(SandboxPolicy(), ["/bin/sh", "-c", f"echo x > {program}"],
                                      cwd=workspace, roots=[workspace])

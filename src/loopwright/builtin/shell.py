@@ -97,10 +97,7 @@ async def bash(
     # pipe to close, which a background child (`server &`) may never do.
     read_fd, write_fd = os.pipe()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv, cwd=directory, env=launch.env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
-            start_new_session=True)
+        process = await _start(launch, directory, write_fd)
     except BaseException:
         os.close(read_fd)
         raise
@@ -142,6 +139,23 @@ async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:
     raise ToolError(
         f"no sandbox is available ({launch.problem}), so this command needs the user's approval, "
         "which was not given. Use the file tools, or ask the user to run it.")
+
+
+async def _start(launch: Launch, directory: Path, output_fd: int
+                 ) -> asyncio.subprocess.Process:
+    """Start the command in a session of its own. A cancel that arrives while it starts still
+    kills the whole process group once it exists: asyncio alone would kill only the outermost
+    process (bubblewrap), and the sandbox's init could survive it."""
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        *launch.argv, cwd=directory, env=launch.env,
+        stdin=asyncio.subprocess.DEVNULL, stdout=output_fd, stderr=output_fd,
+        start_new_session=True))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await _kill_group(await starting, grace=0.0)
+        raise
 
 
 async def _pump(fd: int, output: BoundedOutput) -> None:

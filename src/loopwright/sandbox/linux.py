@@ -21,6 +21,7 @@ process of the namespace, including any that moved to a session of their own.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,11 +63,12 @@ def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
 
 
 def _program_mount(command: Sequence[str]) -> list[str]:
-    """A program given by its path under /tmp (ripgrep in a virtual environment there) would be
-    hidden by the private /tmp: bind that one file back, read-only."""
-    if not command or not command[0].startswith("/"):
+    """A program that lives under /tmp (ripgrep in a virtual environment there, started by name
+    or by path) would be hidden by the private /tmp: bind that one file back, read-only."""
+    found = shutil.which(command[0]) if command else None  # a bare name: where PATH finds it
+    if found is None:
         return []
-    program = Path(command[0]).resolve()
+    program = Path(found).resolve()
     if not program.is_relative_to("/tmp") or not program.is_file():
         return []
     return ["--ro-bind", str(program), str(program)]
