@@ -9,15 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import io
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
 from loopwright.builtin.diff import snapshot_before_write
-from loopwright.builtin.workspace import display_path, require_secret_approval, resolve_path
+from loopwright.builtin.workspace import (
+    display_path,
+    open_checked,
+    read_checked,
+    require_secret_approval,
+    resolve_path,
+    verify_descriptor,
+    workspace_roots,
+)
 from loopwright.context.reminders import READ_FILES_KEY, note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
@@ -88,39 +98,45 @@ async def read_file(
         raise ToolError(f"{display_path(ctx, target)} is a directory; use list_dir to see it.")
     await require_secret_approval(ctx, target)
     text = await asyncio.to_thread(_read_numbered, target, display_path(ctx, target), offset,
-                                   limit)
+                                   limit, workspace_roots(ctx))
     note_file_read(ctx, target)
     return text
 
 
-def _read_numbered(path: Path, shown: str, offset: int, limit: int) -> str:
-    with path.open("rb") as handle:
-        head = handle.read(8192)
-    kind = binary_kind(head)
-    if kind is not None:
-        size = path.stat().st_size
-        return (f"{shown} is a {kind} ({size:,} bytes); its content is not shown as text. "
-                "Use bash with a suitable tool if you need to inspect it.")
+def _read_numbered(path: Path, shown: str, offset: int, limit: int,
+                   roots: Sequence[Path]) -> str:
+    with os.fdopen(open_checked(path, roots), "rb") as raw:
+        head = raw.read(8192)
+        kind = binary_kind(head)
+        if kind is not None:
+            size = os.fstat(raw.fileno()).st_size
+            return (f"{shown} is a {kind} ({size:,} bytes); its content is not shown as text. "
+                    "Use bash with a suitable tool if you need to inspect it.")
+        raw.seek(0)
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+        return _numbered_lines(text, shown, offset, limit)
+
+
+def _numbered_lines(handle: Iterable[str], shown: str, offset: int, limit: int) -> str:
     out: list[str] = []
     used = 0
     total = 0
     last_shown = offset - 1
     full = False
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
-        for total, line in enumerate(handle, start=1):
-            if total < offset or full:
-                continue
-            body = line.rstrip("\n")
-            if len(body) > MAX_LINE_CHARS:
-                body = body[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} characters]"
-            numbered = f"{total:>6}\t{body}\n"
-            cost = len(numbered.encode("utf-8"))
-            if len(out) >= limit or (out and used + cost > MAX_BYTES):
-                full = True
-                continue
-            out.append(numbered)
-            used += cost
-            last_shown = total
+    for total, line in enumerate(handle, start=1):
+        if total < offset or full:
+            continue
+        body = line.rstrip("\n")
+        if len(body) > MAX_LINE_CHARS:
+            body = body[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} characters]"
+        numbered = f"{total:>6}\t{body}\n"
+        cost = len(numbered.encode("utf-8"))
+        if len(out) >= limit or (out and used + cost > MAX_BYTES):
+            full = True
+            continue
+        out.append(numbered)
+        used += cost
+        last_shown = total
     if total == 0:
         return f"{shown} is empty."
     if offset > total:
@@ -184,19 +200,24 @@ def _write_file(ctx: ToolContext, target: Path, content: str) -> str:
     ensure_not_stale(ctx, target)
     existed = target.exists()
     snapshot_before_write(ctx, target)
-    write_atomically(target, content.encode("utf-8"))
+    write_atomically(target, content.encode("utf-8"), workspace_roots(ctx))
     note_file_read(ctx, target)
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {display_path(ctx, target)} ({lines} lines, {len(content.encode()):,} bytes)."
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write via a temporary file and a rename, keeping the original's permissions."""
+def write_atomically(path: Path, data: bytes, roots: Sequence[Path] | None = None) -> None:
+    """Write via a temporary file and a rename, keeping the original's permissions. With
+    `roots`, the temporary file must really lie inside them (a directory swapped for a symlink
+    after the path was checked is caught); the rename then replaces the last component itself,
+    never a link's target."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if roots is not None:
+            verify_descriptor(fd, Path(temp), roots)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         if mode is not None:
@@ -239,7 +260,7 @@ async def edit_file(
     if not old_string:
         raise ToolError("old_string is empty; give the exact text to replace.")
     ensure_not_stale(ctx, target)
-    raw = target.read_bytes()
+    raw = read_checked(target, workspace_roots(ctx))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -252,7 +273,7 @@ async def edit_file(
         raise ToolError(many_matches_message(shown, text, old, count))
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     snapshot_before_write(ctx, target)
-    write_atomically(target, updated.encode("utf-8"))
+    write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))
     note_file_read(ctx, target)
     first_line = text[: text.index(old)].count("\n") + 1
     done = f"{count} occurrences" if count > 1 else f"1 occurrence at line {first_line}"

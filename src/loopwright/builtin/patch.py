@@ -15,7 +15,13 @@ from pathlib import Path
 
 from loopwright.builtin.diff import snapshot_before_write
 from loopwright.builtin.files import ensure_not_stale, write_atomically
-from loopwright.builtin.workspace import display_path, require_secret_approval, resolve_path
+from loopwright.builtin.workspace import (
+    display_path,
+    read_checked,
+    require_secret_approval,
+    resolve_path,
+    workspace_roots,
+)
 from loopwright.context.reminders import note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
@@ -60,16 +66,17 @@ async def apply_patch(patch: str, ctx: ToolContext) -> str:
     for file_patch in file_patches:
         planned.append(await _plan_file(ctx, file_patch))
     written: list[tuple[Path, bytes | None]] = []
+    roots = workspace_roots(ctx)
     try:
         for target, content in planned:
-            original = target.read_bytes() if target.exists() else None
+            original = read_checked(target, roots) if target.exists() else None
             snapshot_before_write(ctx, target)
             if content is None:
                 target.unlink()
             else:
-                write_atomically(target, content)
+                write_atomically(target, content, roots)
             written.append((target, original))
-    except OSError as exc:
+    except (OSError, ToolError) as exc:
         _restore(written)
         raise ToolError(f"writing the patched files failed ({exc}); nothing was changed.") from exc
     summary: list[str] = []
@@ -102,7 +109,7 @@ async def _plan_file(ctx: ToolContext, file_patch: FilePatch) -> tuple[Path, byt
     if file_patch.new_path is None:
         return target, None
     try:
-        text = target.read_bytes().decode("utf-8")
+        text = read_checked(target, workspace_roots(ctx)).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not UTF-8 text; nothing changed.") from exc
     newline = "\r\n" if "\r\n" in text else "\n"

@@ -9,15 +9,16 @@ keys, credentials) need the user's approval to read: the list is `loopwright.too
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext
 from loopwright.tools.sensitive import is_secret_path, require_secret_approval
 
-__all__ = ["ALLOWED_ROOTS_SERVICE", "display_path", "is_secret_path", "require_secret_approval",
-           "resolve_path", "workspace_roots"]
+__all__ = ["ALLOWED_ROOTS_SERVICE", "display_path", "is_secret_path", "open_checked",
+           "read_checked", "require_secret_approval", "resolve_path", "verify_descriptor",
+           "workspace_roots"]
 
 ALLOWED_ROOTS_SERVICE = "allowed_roots"
 """`ToolContext.services` key holding the extra roots (a list of paths) the user allowed."""
@@ -70,3 +71,40 @@ def _is_link_escape(candidate: Path) -> bool:
             return True
         current = current.parent
     return False
+
+
+def open_checked(path: Path, roots: Sequence[Path], flags: int = os.O_RDONLY) -> int:
+    """Open `path`, already resolved and checked, so that a symlink swapped in since then cannot
+    redirect the open: the last component is opened with `O_NOFOLLOW`, and the descriptor's real
+    location must still be inside `roots` (a parent directory swapped for a link is caught
+    there)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if path.is_symlink():
+            raise ToolError(f"{path} became a symlink after it was checked; not opened. "
+                            "Check the path again.") from exc
+        raise
+    try:
+        verify_descriptor(fd, path, roots)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def verify_descriptor(fd: int, path: Path, roots: Sequence[Path]) -> None:
+    """`ToolError` unless the file open at `fd` really lies inside `roots`."""
+    try:
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # no /proc (macOS): the path as it resolves now is the best we have
+        real = path.resolve()
+    if not _inside_any(real, roots):
+        raise ToolError(f"{path} now leads to {real}, outside the workspace (a directory on its "
+                        "way was swapped for a symlink); not touched.")
+
+
+def read_checked(path: Path, roots: Sequence[Path]) -> bytes:
+    """The bytes of `path`, read through `open_checked`."""
+    with os.fdopen(open_checked(path, roots), "rb") as handle:
+        return handle.read()
