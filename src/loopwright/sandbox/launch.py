@@ -9,6 +9,7 @@ CLI's start-up notice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -86,6 +87,7 @@ async def sandbox_availability(policy: SandboxPolicy) -> Availability:
     answer = _unsupported(policy)
     if answer is None:
         binary = shutil.which(policy.bwrap) or policy.bwrap
+        process: asyncio.subprocess.Process | None = None
         try:
             process = await asyncio.create_subprocess_exec(
                 *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
@@ -94,6 +96,10 @@ async def sandbox_availability(policy: SandboxPolicy) -> Availability:
             answer = _from_probe(binary, process.returncode, stderr)
         except (OSError, TimeoutError) as exc:
             answer = _from_probe(binary, None, str(exc).encode())
+        finally:  # a probe that hung (or a cancel) must not leave bubblewrap behind
+            if process is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
     _cache[_key(policy)] = answer
     return answer
 
