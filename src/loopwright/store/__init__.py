@@ -232,3 +232,17 @@ __all__ = [
     "default_store_path",
     "open_store",
 ]
+
+
+def unique_prefix_match(prefix: str, ids: list[str], where: str) -> str:
+    """The one id of `ids` (the first few starting with `prefix`, sorted) that `prefix` names:
+    an exact id wins; `SessionError` naming `where` if none or several match."""
+    if prefix in ids:
+        return prefix
+    if not ids:
+        raise SessionError(f"no session matches {prefix!r} in {where}")
+    if len(ids) > 1:
+        listed = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+        raise SessionError(f"{prefix!r} matches several sessions ({listed}); "
+                           "give more characters")
+    return str(ids[0])

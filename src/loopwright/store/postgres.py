@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
-from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy
+from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.sqlite import (
@@ -232,16 +232,7 @@ class PostgresStore:
             raise SessionError("give a session id (or a unique prefix of one)")
         rows = await self._rows("looking up a session", "SELECT id FROM sessions WHERE "
                                 "starts_with(id, %s) ORDER BY id LIMIT 4", (prefix,))
-        ids = [r[0] for r in rows]
-        if prefix in ids:
-            return prefix
-        if not ids:
-            raise SessionError(f"no session matches {prefix!r} in {_redacted(self.dsn)}")
-        if len(ids) > 1:
-            listed = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
-            raise SessionError(f"{prefix!r} matches several sessions ({listed}); "
-                               "give more characters")
-        return str(ids[0])
+        return unique_prefix_match(prefix, [r[0] for r in rows], _redacted(self.dsn))
 
     async def system_prompt(self, session_id: str) -> str | None:
         rows = await self._rows("reading a session", "SELECT system_prompt FROM sessions "

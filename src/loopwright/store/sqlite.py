@@ -21,7 +21,7 @@ from typing import Any
 
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
-from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy
+from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -240,16 +240,7 @@ class SQLiteStore:
         with self._read("looking up a session") as db:
             rows = db.execute("SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id "
                               "LIMIT 4", (prefix, prefix + "\U0010ffff")).fetchall()
-        ids = [r[0] for r in rows]
-        if prefix in ids:
-            return prefix
-        if not ids:
-            raise SessionError(f"no session matches {prefix!r} in {self.path}")
-        if len(ids) > 1:
-            listed = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
-            raise SessionError(f"{prefix!r} matches several sessions ({listed}); "
-                               "give more characters")
-        return str(ids[0])
+        return unique_prefix_match(prefix, [r[0] for r in rows], str(self.path))
 
     def delete(self, session_id: str) -> None:
         """Remove a session with its messages, runs and events (refused while a run holds it)."""
