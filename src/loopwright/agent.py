@@ -297,10 +297,11 @@ class Agent:
     async def _prepare_sandbox_note(self) -> None:
         """Probe the sandbox once per agent, if any tool starts processes (tag "shell")."""
         if self._sandbox_note is None:
-            starts_processes = any("shell" in tool.tags for tool in self.registry)
-            available = (await sandbox_availability(self.sandbox)).available
-            self._sandbox_note = (sandbox_note(self.sandbox, available=available)
-                                  if starts_processes else "")
+            note = ""  # assigned after the await: concurrent first runs all get the same note
+            if any("shell" in tool.tags for tool in self.registry):
+                available = (await sandbox_availability(self.sandbox)).available
+                note = sandbox_note(self.sandbox, available=available)
+            self._sandbox_note = note
 
     def _system_prompt(self) -> str:
         s = self.settings
