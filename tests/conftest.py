@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_helpers import require_component
+from shared_helpers import LOCAL_SERVER_URLS, require_component
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +26,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                  "LOOPWRIGHT_MODEL", "LOOPWRIGHT_CONFIG", "OPENAI_API_KEY",
                  "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    for name, url in LOCAL_SERVER_URLS.items():  # detection never finds the machine's servers
+        monkeypatch.setenv(name, url)
     return home
 
 

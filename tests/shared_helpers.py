@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,3 +65,29 @@ def trust_project(directory: Path) -> None:
     from loopwright.trust import TrustStore, digest
 
     TrustStore().trust(directory.resolve(), digest((directory / "loopwright.toml").read_bytes()))
+
+
+# A port bound but never listening: connecting to it is refused at once, for as long as this
+# process lives (a fixed "unused" port could be taken by anything on the machine).
+_REFUSER = socket.socket()
+_REFUSER.bind(("127.0.0.1", 0))
+REFUSED_URL = f"http://127.0.0.1:{_REFUSER.getsockname()[1]}/v1"
+"""A base URL where nothing answers (connection refused)."""
+
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
+LOCAL_SERVER_URLS = {f"LOOPWRIGHT_{name}_URL": REFUSED_URL
+                     for name in ("OLLAMA", "LMSTUDIO", "LLAMACPP", "VLLM")}
+"""Where provider detection looks for local servers in tests: nowhere that answers, so no test
+depends on what listens on 11434, 1234, 8080 or 8000 of the machine it runs on."""
+
+
+def cli_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment for a `loopwright` subprocess: the caller's, without provider keys,
+    LOOPWRIGHT_* or XDG_* settings, with HOME at `home` and local-server detection pointed at
+    `REFUSED_URL` (then `extra` on top)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))}
+    env["HOME"] = str(home)
+    env.update(LOCAL_SERVER_URLS)
+    env.update(extra)
+    return env

@@ -376,6 +376,11 @@ class Agent:
         await self._resolve()
         return list(self.windows)
 
+    async def providers(self) -> list[Resolved]:
+        """The primary provider then each fallback, resolved once per agent (for checks such as
+        the CLI's `preflight` before the first request)."""
+        return list(await self._resolve())
+
     async def _resolve(self) -> list[Resolved]:
         if self._resolved is not None:
             return self._resolved

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,18 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from loopwright.testing import FakeModelServer, Reply
-
-PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    """The caller's environment without provider keys, LOOPWRIGHT_* or XDG_* settings."""
-    env = {
-        key: value for key, value in os.environ.items()
-        if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))
-    }
-    env["HOME"] = str(home)
-    return env
+from shared_helpers import cli_env
 
 
 def chat_command(server: FakeModelServer | None) -> list[str]:
@@ -32,7 +20,7 @@ def chat_command(server: FakeModelServer | None) -> list[str]:
 
 
 def chat(server: FakeModelServer | None, typed: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(chat_command(server), cwd=cwd, env=clean_env(cwd), input=typed,
+    return subprocess.run(chat_command(server), cwd=cwd, env=cli_env(cwd), input=typed,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -71,7 +59,7 @@ def test_new_starts_over_and_exit_quits(tmp_path: Path) -> None:
 
 def test_ctrl_c_cancels_the_reply_not_the_chat(tmp_path: Path) -> None:
     with FakeModelServer([Reply("far too late", delay=10), Reply("Here now.")]) as server:
-        proc = subprocess.Popen(chat_command(server), cwd=tmp_path, env=clean_env(tmp_path),
+        proc = subprocess.Popen(chat_command(server), cwd=tmp_path, env=cli_env(tmp_path),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:

@@ -22,25 +22,13 @@ from typer.testing import CliRunner, Result
 from loopwright import event_from_dict
 from loopwright.cli.main import app
 from loopwright.testing import FakeModelServer, Fault, Reply, call
-
-PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
-
-
-def clean_env(home: Path, **extra: str) -> dict[str, str]:
-    """The caller's environment without provider keys, LOOPWRIGHT_* or XDG_* settings."""
-    env = {
-        key: value for key, value in os.environ.items()
-        if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))
-    }
-    env["HOME"] = str(home)
-    env.update(extra)
-    return env
+from shared_helpers import LOCAL_SERVER_URLS, PROVIDER_VARIABLES, cli_env
 
 
 def loopwright(*args: str, cwd: Path, env: dict[str, str] | None = None,
                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "loopwright", *args], cwd=cwd, env=env or clean_env(cwd),
+        [sys.executable, "-m", "loopwright", *args], cwd=cwd, env=env or cli_env(cwd),
         input=stdin or "", capture_output=True, text=True, timeout=60,
     )
 
@@ -60,7 +48,7 @@ def invoke(server: FakeModelServer, *args: str, stdin: str | None = None) -> Res
     }
     return CliRunner().invoke(
         app, ["run", *args, "--model", "fake-model", "--base-url", server.base_url],
-        input=stdin, env={**unset, "HOME": os.getcwd()})
+        input=stdin, env={**unset, **LOCAL_SERVER_URLS, "HOME": os.getcwd()})
 
 
 def wait_until(condition: Callable[[], Any], what: str) -> None:
@@ -166,7 +154,7 @@ def test_max_turns_exits_3(tmp_path: Path) -> None:
 
 def test_budget_exhausted_exits_4(tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("search", {"q": "x"})]), Reply("Summary so far.")]
-    env = clean_env(tmp_path, LOOPWRIGHT_ITERATION_BUDGET="1")
+    env = cli_env(tmp_path, LOOPWRIGHT_ITERATION_BUDGET="1")
     with FakeModelServer(script) as server:
         proc = run_against(server, "Look it up", cwd=tmp_path, env=env)
     assert proc.returncode == 4, proc.stderr
@@ -196,7 +184,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
     with FakeModelServer([Reply("far too late", delay=10)]) as server:
         args = ["run", "Take your time", "--model", "m", "--base-url", server.base_url]
         proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], cwd=tmp_path,
-                                env=clean_env(tmp_path), stdin=subprocess.DEVNULL,
+                                env=cli_env(tmp_path), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_until(lambda: server.model_requests, "the model request")
@@ -215,7 +203,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
 
 def test_provider_is_detected_from_loopwright_base_url(tmp_path: Path) -> None:
     with FakeModelServer([Reply("detected")], model="served-model") as server:
-        env = clean_env(tmp_path, LOOPWRIGHT_BASE_URL=server.base_url)
+        env = cli_env(tmp_path, LOOPWRIGHT_BASE_URL=server.base_url)
         proc = loopwright("run", "Hi", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "detected\n"
@@ -224,10 +212,19 @@ def test_provider_is_detected_from_loopwright_base_url(tmp_path: Path) -> None:
 
 def test_base_url_without_model_uses_the_servers_model(tmp_path: Path) -> None:
     with FakeModelServer([Reply("local")], model="served-model") as server:
-        env = clean_env(tmp_path, OPENAI_API_KEY="sk-not-for-this-server")
+        env = cli_env(tmp_path, OPENAI_API_KEY="sk-not-for-this-server")
         proc = loopwright("run", "Hi", "--base-url", server.base_url, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert server.model_requests[0].body["model"] == "served-model"
+
+
+def test_a_local_server_is_detected_where_loopwright_ollama_url_points(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("from the moved server")], model="qwen-local") as server:
+        env = cli_env(tmp_path, LOOPWRIGHT_OLLAMA_URL=server.base_url)
+        proc = loopwright("run", "Hi", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "from the moved server\n"
+    assert server.model_requests[0].body["model"] == "qwen-local"
 
 
 def test_no_provider_found_says_where_it_looked(tmp_path: Path) -> None:
@@ -237,7 +234,7 @@ def test_no_provider_found_says_where_it_looked(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     message = proc.stderr.strip()
     assert len(message.splitlines()) == 1
-    for looked_for in ("LOOPWRIGHT_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "11434",
+    for looked_for in ("LOOPWRIGHT_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ollama",
                        "--base-url"):
         assert looked_for in message
 
@@ -290,3 +287,11 @@ def test_the_terminal_agent_can_delegate_to_a_sub_agent(tmp_path: Path) -> None:
     child_calls = [e for e in events if e.type == "tool_call" and e.agent]
     assert [e.name for e in child_calls] == ["read_file"]
     assert events[-1].type == "done" and "42" in events[-1].result.output
+
+
+def test_a_base_url_without_a_scheme_exits_6_at_once_with_the_fix(tmp_path: Path) -> None:
+    proc = loopwright("run", "Hi", "--model", "m", "--base-url", "localhost:8000", cwd=tmp_path)
+    assert proc.returncode == 6, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == ("loopwright: the base URL 'localhost:8000' has no scheme: write "
+                    "http://localhost:8000 (or https://localhost:8000)")

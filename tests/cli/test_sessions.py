@@ -24,16 +24,12 @@ from loopwright.messages import Message, ToolCall, assistant, tool_result, user
 from loopwright.store import RunRecord
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
-
-PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY")
+from shared_helpers import LOCAL_SERVER_URLS, PROVIDER_VARIABLES, cli_env
 
 
 def clean_env(tmp_path: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in PROVIDER_VARIABLES and not key.startswith(("LOOPWRIGHT_", "XDG_"))}
-    env.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"),
-               LOOPWRIGHT_API_KEY="k")
-    return env
+    return cli_env(tmp_path / "home", LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"),
+                   LOOPWRIGHT_API_KEY="k")
 
 
 def cli_run(server: FakeModelServer, *args: str, cwd: Path, env: dict[str, str]
@@ -51,7 +47,8 @@ def invoke(tmp_path: Path, *args: str, stdin: str | None = None) -> Result:
     env: dict[str, str | None] = {key: None for key in os.environ
                                   if key in PROVIDER_VARIABLES
                                   or key.startswith(("LOOPWRIGHT_", "XDG_"))}
-    env.update(LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"), LOOPWRIGHT_API_KEY="k")
+    env.update(LOOPWRIGHT_DATA_DIR=str(tmp_path / "data"), LOOPWRIGHT_API_KEY="k",
+               **LOCAL_SERVER_URLS)
     return CliRunner().invoke(app, list(args), env=env, input=stdin)
 
 
@@ -275,3 +272,32 @@ def test_commands_on_a_missing_database_fail_clearly(tmp_path: Path, command: st
     result = sessions(tmp_path, command, "abc")
     assert result.exit_code == 1
     assert "no session database at" in result.output
+
+
+def test_sessions_resume_takes_the_provider_flags(tmp_path: Path) -> None:
+    from loopwright.cli.main import app
+
+    with FakeModelServer([Reply("Hi Ada."), Reply("You are Ada.")]) as server:
+        Agent("fake-model", base_url=server.base_url, api_key="k", store=db_path(tmp_path),
+              session_id="ada-0002").chat("I am Ada.")
+        chatted = CliRunner().invoke(
+            app, ["sessions", "resume", "ada", "--model", "fake-model", "--base-url",
+                  server.base_url, "--api-key", "k"], input="Who am I?\n/exit\n",
+            env={"LOOPWRIGHT_DATA_DIR": str(tmp_path / "data"), **LOCAL_SERVER_URLS})
+    assert chatted.exit_code == 0, chatted.output
+    assert "You are Ada." in chatted.stdout
+
+
+def test_run_chat_and_sessions_resume_share_one_declaration_of_the_agent_flags() -> None:
+    import dataclasses
+
+    from loopwright.cli.main import app
+    from loopwright.cli.options import AgentFlags
+
+    runner = CliRunner()
+    flags = {f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(AgentFlags)} - {
+        "--continue-last"} | {"--continue"}
+    for command in (["run"], ["chat"], ["sessions", "resume"]):
+        shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
+        expected = flags - ({"--resume", "--continue"} if command[0] == "sessions" else set())
+        assert {flag for flag in expected if flag not in shown} == set(), command

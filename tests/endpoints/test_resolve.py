@@ -125,3 +125,15 @@ async def test_aliases_from_the_file_named_by_loopwright_config(
     (request,) = server.model_requests
     assert request.path == "/v1/responses"
     assert request.body["model"] == "gpt-smart"
+
+
+def test_loopwright_provider_url_moves_a_local_provider() -> None:
+    env = {"LOOPWRIGHT_OLLAMA_URL": "http://gpu-box:11434/v1"}
+    resolved = resolve_model("ollama:qwen2.5", environ=env)
+    assert resolved.endpoint.base_url == "http://gpu-box:11434/v1"
+    assert resolved.provider == "ollama"
+
+
+def test_a_base_url_without_a_scheme_is_a_configuration_error_naming_the_fix() -> None:
+    with pytest.raises(ConfigError, match=r"has no scheme: write http://localhost:8000/v1"):
+        resolve_model("m", base_url="localhost:8000/v1", environ=NO_ENV)

@@ -14,8 +14,10 @@ from typing import Any
 
 from loopwright.agent import Agent
 from loopwright.cli.interrupt import interruptible_run
+from loopwright.cli.options import AgentFlags
 from loopwright.cli.render import TerminalRenderer, describe_stop
 from loopwright.cli.sandbox import agent_sandbox_notice
+from loopwright.cli.setup import banner, check_provider, make_agent
 from loopwright.endpoints.base import close_shared_client
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.messages import Message
@@ -42,11 +44,17 @@ class ChatRepl:
         if self._interactive:
             with contextlib.suppress(ImportError):
                 import readline  # noqa: F401  (line editing and history for input())
-        self._renderer.note(f"loopwright chat · {HELP}")
         with asyncio.Runner() as runner:
+            try:
+                primary = runner.run(check_provider(self._agent))
+            except LoopwrightError as exc:  # before the first prompt, not after it
+                runner.run(close_shared_client())
+                print(f"loopwright: {exc}", file=sys.stderr, flush=True)
+                return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
+            self._renderer.note(f"loopwright chat · {banner(self._agent, primary)} · /help")
             notice = runner.run(agent_sandbox_notice(self._agent))
-            if notice:  # whole, not cut to a note's width
-                print(f"loopwright: {notice}", file=sys.stderr, flush=True)
+            if notice:
+                self._renderer.note(notice, style="yellow")
             try:
                 return self._read_eval_print(runner)
             finally:
@@ -104,4 +112,18 @@ class ChatRepl:
 
     def _new_agent(self, session_id: str | None) -> Agent:
         options = {**self._options, "session_id": session_id or uuid.uuid4().hex}
-        return Agent(callbacks=[self._renderer], **options)
+        agent = make_agent(options, [self._renderer])
+        if agent.state_services.store is None:
+            self._options["store"] = False  # warned once: /new does not warn again
+        return agent
+
+
+def run_chat(flags: AgentFlags) -> int:
+    """`loopwright chat` (and `sessions resume`): the exit code of the whole conversation."""
+    options = flags.agent_options()
+    try:
+        repl = ChatRepl(options, show_reasoning=flags.show_reasoning)
+    except LoopwrightError as exc:
+        print(f"loopwright: {exc}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
+    return repl.loop()

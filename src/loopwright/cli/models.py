@@ -82,13 +82,13 @@ async def _local_servers(explicit: int | None) -> list[dict[str, Any]]:
     from loopwright.endpoints.probe import detect_window
     from loopwright.endpoints.resolve import (
         LOCAL_PROBE_ORDER,
-        PROVIDERS,
         first_served_model,
+        provider,
         resolve_model,
     )
 
     names = list(LOCAL_PROBE_ORDER)
-    served = await asyncio.gather(*(first_served_model(PROVIDERS[n].base_url, 0.4)
+    served = await asyncio.gather(*(first_served_model(provider(n).base_url, 0.4)
                                     for n in names))
     found = [(n, m) for n, m in zip(names, served, strict=True) if m]
     infos = await asyncio.gather(*(detect_window(resolve_model(f"{n}:{m}"), explicit=explicit)

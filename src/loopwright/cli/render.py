@@ -18,9 +18,9 @@ from rich.text import Text
 from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 from loopwright.result import RunResult
 
-NOTE_WIDTH = 120
-"""Longest note line (characters) before it is cut with an ellipsis."""
-
+RESULT_PREVIEW = 100
+"""Characters of a tool's output shown after its name (the model reads all of it; `sessions show`
+prints it whole)."""
 
 
 class Renderer(Protocol):
@@ -48,7 +48,7 @@ def describe_stop(result: RunResult) -> str | None:
     if result.stop_reason == "cancelled":
         return "cancelled"
     detail = result.error or _STOP_DESCRIPTIONS.get(result.stop_reason, "")
-    return f"{result.stop_reason}: {_one_line(detail, 400)}"
+    return f"{result.stop_reason}: {' '.join(detail.split())}"
 
 
 class JsonLinesRenderer:
@@ -95,10 +95,12 @@ class TerminalRenderer:
             self.finish()
 
     def note(self, text: str, *, agent: str = "", style: str = "dim") -> None:
-        """One line on stderr, cut to `NOTE_WIDTH`."""
+        """A note on stderr, never cut: on a terminal it wraps at word boundaries to the width,
+        to a pipe it stays one whole line."""
         self._close_lines()
         prefix = f"[{agent}] " if agent else ""
-        self._err.print(Text(_one_line(prefix + text, NOTE_WIDTH), style=style))
+        self._err.print(Text(prefix + " ".join(text.split()), style=style),
+                        soft_wrap=not self._err.is_terminal)
 
     def finish(self) -> None:
         """End the answer with a newline so the shell prompt starts on its own line."""
@@ -130,7 +132,8 @@ class TerminalRenderer:
     def _tool_result(self, name: str, content: str, is_error: bool, duration: float,
                      agent: str) -> None:
         mark, style = ("✗", "red") if is_error else ("✓", "green")
-        self.note(f"{mark} {name} ({duration:.2f}s) {content}", agent=agent, style=style)
+        self.note(f"{mark} {name} ({duration:.2f}s) {_one_line(content, RESULT_PREVIEW)}",
+                  agent=agent, style=style)
 
     def _close_lines(self) -> None:
         self._close_reasoning()

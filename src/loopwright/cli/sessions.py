@@ -11,9 +11,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+
+from loopwright.cli.options import AgentFlags, with_agent_flags
+from loopwright.cli.store import fail as _fail
+from loopwright.cli.store import open_browser, store_path
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,67 +38,10 @@ DbOpt = Annotated[str | None, typer.Option(
     "to, see LOOPWRIGHT_STORE and LOOPWRIGHT_DATA_DIR).")]
 IdArg = Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.",
                                       show_default=False)]
-EXIT_NOT_FOUND = 1
 RESULT_LINES = 12  # lines of a tool result `show` prints unless --full
 PAGE_SIZE = 50  # messages `show` prints per page
 ALL_CHUNK = 500  # messages `show --all` reads at a time (a huge session never sits in memory)
 PIPE_WIDTH = 160  # columns of tables written to a pipe or file
-
-
-# --- opening the database -------------------------------------------------------------------------
-
-
-def store_path(db: str | Path | None = None) -> Path | str:
-    """The database the CLI reads and runs write to: a file, or a postgresql:// URL."""
-    from loopwright.config import load_settings
-    from loopwright.errors import ConfigError
-    from loopwright.store import DB_FILENAME, default_store_path
-
-    if isinstance(db, str) and _is_url(db):
-        return db.strip()
-    if db is not None:
-        db = Path(db).expanduser()
-        return db / DB_FILENAME if db.is_dir() else db
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        _fail(str(exc))
-    spec = settings.store
-    if isinstance(spec, str) and _is_url(spec):
-        return spec.strip()
-    if isinstance(spec, str) and spec.strip().lower() not in (
-            "", "none", "false", "0", "off", "no", "default", "true", "1", "on", "yes"):
-        path = Path(spec).expanduser()
-        return path / DB_FILENAME if path.is_dir() else path
-    return default_store_path(settings.data_dir)
-
-
-def _fail(message: str) -> NoReturn:
-    print(f"loopwright: {message}", file=sys.stderr)
-    raise typer.Exit(EXIT_NOT_FOUND)
-
-
-def _is_url(spec: str) -> bool:
-    return spec.strip().lower().startswith(("postgresql://", "postgres://"))
-
-
-def open_browser(location: Path | str) -> SQLiteStore:
-    """A blocking store on `location`: the SQLite file itself, or a PostgreSQL database through
-    `BlockingStore` (the same methods, forwarded; typed as the SQLite store they mirror)."""
-    from loopwright.store.sqlite import SQLiteStore
-
-    if isinstance(location, Path):
-        return SQLiteStore(location)
-    from loopwright.store.blocking import BlockingStore
-    from loopwright.store.postgres import PostgresStore
-
-    browser = BlockingStore(PostgresStore(location))
-    try:
-        browser.get("")  # connect now: a wrong URL fails here, with its reason
-    except BaseException:
-        browser.close()
-        raise
-    return cast("SQLiteStore", browser)
 
 
 def _open(db: str | None, *, must_exist: bool = True) -> SQLiteStore | None:
@@ -124,42 +71,6 @@ def _resolve(store: SQLiteStore, prefix: str) -> str:
         return store.resolve(prefix)
     except SessionError as exc:
         _fail(str(exc))
-
-
-# --- helpers for `loopwright run/chat --resume/--continue` ---------------------------------------
-
-
-def find_session(prefix: str | None, *, workdir: Path | None = None) -> str:
-    """The full id for `--resume PREFIX`, or with no prefix the latest session in `workdir`
-    (`--continue`). Raises `typer.BadParameter` with the reason when there is none."""
-    from loopwright.errors import LoopwrightError
-
-    flag = "--resume" if prefix else "--continue"
-    path = store_path()
-    if isinstance(path, Path) and not path.exists():
-        raise typer.BadParameter(f"no saved sessions yet ({path} does not exist)", param_hint=flag)
-    try:
-        with open_browser(path) as store:
-            if prefix:
-                return store.resolve(prefix)
-            cwd = str((workdir or Path.cwd()).resolve())
-            latest = store.latest(cwd=cwd)
-    except LoopwrightError as exc:
-        raise typer.BadParameter(str(exc), param_hint=flag) from exc
-    if latest is None:
-        raise typer.BadParameter(f"no saved session in {cwd}", param_hint=flag)
-    return latest.id
-
-
-def cli_store_default() -> bool | None:
-    """`True` (persist to the default database) unless the settings say where or whether to."""
-    from loopwright.config import load_settings
-    from loopwright.errors import ConfigError
-
-    try:
-        return True if load_settings().store is None else None
-    except ConfigError:
-        return None  # the run reports a broken configuration itself, with its own exit code
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -319,15 +230,18 @@ def remove(
 
 
 @sessions_app.command("resume")
-def resume(session: IdArg, db: DbOpt = None) -> None:
-    """Continue a session interactively (the same as `loopwright chat --resume ID`)."""
+@with_agent_flags(exclude=("resume", "continue_last"))
+def resume(session: IdArg, db: DbOpt = None, *, flags: AgentFlags) -> None:
+    """Continue a session interactively (the same as `loopwright chat --resume ID`); the
+    provider flags override the one the session used."""
+    from loopwright.cli.chat import run_chat
+
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
     store.close()
-    from loopwright.cli.main import chat
-
-    chat(resume=sid)
+    flags.resume = sid
+    raise typer.Exit(run_chat(flags))
 
 
 # --- rendering -----------------------------------------------------------------------------------

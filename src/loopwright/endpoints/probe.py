@@ -28,6 +28,7 @@ import httpx
 
 from loopwright.endpoints.base import normalize_base_url, request_slot
 from loopwright.endpoints.resolve import PROVIDERS, Resolved
+from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
 
 PROBE_TIMEOUT = 1.0
@@ -232,3 +233,52 @@ async def detect_windows(chain: list[Resolved], *, explicit: int | None = None,
     """`detect_window` for the primary and every fallback, concurrently."""
     return list(await asyncio.gather(*(detect_window(r, explicit=explicit, timeout=timeout)
                                        for r in chain)))
+
+
+PREFLIGHT_TIMEOUT = 5.0
+
+
+async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
+    """Check a provider before the first request: a key where a hosted provider needs one, a
+    server that answers at the base URL and accepts the key, and — where the server lists its
+    models — the model among them. Raises `ConfigError` with the fix in one line."""
+    info = PROVIDERS.get(resolved.provider)
+    key_env = info.key_env if info else None
+    base_url = resolved.endpoint.base_url
+    if key_env and not resolved.endpoint.api_key:
+        raise ConfigError(f"no API key for {resolved.provider}: set {key_env} (or "
+                          "LOOPWRIGHT_API_KEY), or pass --api-key")
+    headers = {k: v for k, v in resolved.endpoint.request_headers().items()
+               if k.lower() != "content-type"}
+    try:
+        async with request_slot() as client:
+            reply = await client.get(normalize_base_url(base_url) + "/models", headers=headers,
+                                     timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise ConfigError(f"nothing answers at {base_url} ({reason}): start the server, or pass "
+                          "--base-url with its address") from None
+    if reply.status_code in (401, 403):
+        where = key_env or "LOOPWRIGHT_API_KEY"
+        raise ConfigError(f"{base_url} refused the API key (HTTP {reply.status_code}): check "
+                          f"{where} or --api-key")
+    if reply.status_code != 200:
+        return  # a server that does not list its models: the first request will tell
+    served = _served_ids(reply)
+    # a server listing a single model answers to any name (llama.cpp): only a list can rule out
+    if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
+        shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
+        raise ConfigError(f"model {resolved.model!r} is not served at {base_url}; it serves "
+                          f"{shown}: pass --model with one of them")
+
+
+def _served_ids(reply: httpx.Response) -> list[str]:
+    try:
+        data = reply.json()
+        entries = data.get("data") or data.get("models") or []
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [str(e.get("id") or e.get("name")) for e in entries
+            if isinstance(e, dict) and isinstance(e.get("id") or e.get("name"), str)]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import httpx
 
@@ -44,8 +45,28 @@ PROVIDERS: dict[str, ProviderInfo] = {
                          mode="chat_completions", key_env=None, local=True),
 }
 LOCAL_PROBE_ORDER = ("ollama", "lmstudio", "llamacpp", "vllm")
+URL_ENV = "LOOPWRIGHT_{name}_URL"
+"""Per-provider base-URL override, e.g. `LOOPWRIGHT_OLLAMA_URL=http://gpu-box:11434/v1`: a server
+on another host or port, and the seam that keeps tests off whatever listens on this machine."""
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "openrouter": "openai/gpt-4o-mini",
                   "anthropic": "claude-sonnet-4-5"}
+
+
+def provider(name: str, environ: Mapping[str, str] | None = None) -> ProviderInfo:
+    """`PROVIDERS[name]` with its base URL taken from `LOOPWRIGHT_<NAME>_URL` when that is set."""
+    env = os.environ if environ is None else environ
+    info = PROVIDERS[name]
+    override = env.get(URL_ENV.format(name=name.upper()), "").strip()
+    return replace(info, base_url=override) if override else info
+
+
+def require_scheme(url: str, where: str) -> str:
+    """`url` if it starts with http:// or https://; else a configuration error saying the fix."""
+    stripped = url.strip()
+    if stripped.lower().startswith(("http://", "https://")):
+        return stripped
+    raise ConfigError(f"{where} {url!r} has no scheme: write http://{stripped} "
+                      f"(or https://{stripped})")
 
 
 @dataclass(kw_only=True)
@@ -81,7 +102,7 @@ def mode_from_url(base_url: str) -> str | None:
     return None
 
 
-def provider_from_url(base_url: str) -> str:
+def provider_from_url(base_url: str, environ: Mapping[str, str] | None = None) -> str:
     url = base_url.lower()
     for name, info in PROVIDERS.items():
         host = httpx.URL(info.base_url).host
@@ -89,7 +110,7 @@ def provider_from_url(base_url: str) -> str:
             return name
     port = httpx.URL(normalize_base_url(base_url)).port
     for name in LOCAL_PROBE_ORDER:
-        if httpx.URL(PROVIDERS[name].base_url).port == port:
+        if httpx.URL(provider(name, environ).base_url).port == port:
             return name
     return "custom"
 
@@ -101,51 +122,53 @@ def resolve_model(
     api_key: str | None = None,
     api_mode: str | None = None,
     aliases: dict[str, str] | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Resolved:
     """Resolve one model string (possibly an alias or prefixed) to an endpoint and mode."""
     env = os.environ if environ is None else environ
     model = (aliases or {}).get(model, model)
     prefix, name = split_model(model)
-    info = PROVIDERS.get(prefix or "")
+    info = provider(prefix, env) if prefix else None
     url = base_url or (info.base_url if info else None) or env.get("LOOPWRIGHT_BASE_URL")
     if url is None:
-        url = PROVIDERS["openai"].base_url
-        info = info or PROVIDERS["openai"]
-    provider = info.name if info else provider_from_url(url)
+        info = info or provider("openai", env)
+        url = info.base_url
+    url = require_scheme(url, "the base URL")
+    provider_name = info.name if info else provider_from_url(url, env)
     mode = api_mode or (info.mode if info else None) or mode_from_url(url) or "chat_completions"
     if mode not in API_MODES:
         raise ConfigError(f"unknown api_mode {mode!r}: use one of {', '.join(API_MODES)}")
-    key_info = info or PROVIDERS.get(provider)
+    key_info = info or PROVIDERS.get(provider_name)
     # the provider's own variable first: a fallback on another provider must not get the
     # primary's generic key
     provider_key = env.get(key_info.key_env) if key_info and key_info.key_env else None
     key = api_key or provider_key or env.get("LOOPWRIGHT_API_KEY")
     auth_header = "x-api-key" if mode == "anthropic_messages" else "authorization"
-    endpoint = Endpoint(base_url=url, api_key=key, name=provider, auth_header=auth_header)
+    endpoint = Endpoint(base_url=url, api_key=key, name=provider_name, auth_header=auth_header)
     if mode == "anthropic_messages":
         endpoint.headers.setdefault("anthropic-version", "2023-06-01")
-    return Resolved(endpoint=endpoint, mode=mode, model=name, provider=provider)
+    return Resolved(endpoint=endpoint, mode=mode, model=name, provider=provider_name)
 
 
-async def detect_provider(environ: dict[str, str] | None = None, *,
+async def detect_provider(environ: Mapping[str, str] | None = None, *,
                           timeout: float = 0.4) -> tuple[str, str]:
-    """(model, base_url-or-prefix) when the user named no model: env first, then local servers."""
+    """(model, base_url-or-prefix) when the user named no model: env first, then local servers
+    (each at its default port unless `LOOPWRIGHT_<NAME>_URL` moves it)."""
     env = os.environ if environ is None else environ
     if env.get("LOOPWRIGHT_BASE_URL"):
-        url = env["LOOPWRIGHT_BASE_URL"]
+        url = require_scheme(env["LOOPWRIGHT_BASE_URL"], "LOOPWRIGHT_BASE_URL")
         model = env.get("LOOPWRIGHT_MODEL") or await first_served_model(url, timeout) or "default"
         return model, url
     for name in ("openai", "openrouter", "anthropic"):
         key_env = PROVIDERS[name].key_env
         if key_env and env.get(key_env):
-            return f"{name}:{DEFAULT_MODELS[name]}", PROVIDERS[name].base_url
-    found = await asyncio.gather(*(first_served_model(PROVIDERS[n].base_url, timeout)
-                                   for n in LOCAL_PROBE_ORDER))
-    for name, served in zip(LOCAL_PROBE_ORDER, found, strict=True):
+            return f"{name}:{DEFAULT_MODELS[name]}", provider(name, env).base_url
+    local = [provider(name, env) for name in LOCAL_PROBE_ORDER]
+    found = await asyncio.gather(*(first_served_model(info.base_url, timeout) for info in local))
+    for info, served in zip(local, found, strict=True):
         if served:
-            return f"{name}:{served}", PROVIDERS[name].base_url
-    ports = ", ".join(f"{n} {httpx.URL(PROVIDERS[n].base_url).port}" for n in LOCAL_PROBE_ORDER)
+            return f"{info.name}:{served}", info.base_url
+    ports = ", ".join(f"{info.name} {httpx.URL(info.base_url).port}" for info in local)
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
         f"OPENROUTER_API_KEY and ANTHROPIC_API_KEY in the environment, and for local servers "
