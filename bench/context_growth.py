@@ -63,7 +63,7 @@ def start_server(turns: int, directory: Path) -> tuple[subprocess.Popen[str], st
 
 def request_kb(agent: Agent, history: list[Message]) -> float:
     from loopwright.wire import get_wire_format
-    from loopwright.wire.base import ModelRequest
+    from loopwright.messages import ModelRequest
 
     wire = get_wire_format("chat_completions")
     messages = [Message(role="system", content=agent._system_prompt()), *history]

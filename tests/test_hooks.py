@@ -15,10 +15,9 @@ from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.hooks import EventHooks, Hooks, ToolHookCall
-from loopwright.messages import ModelResponse
+from loopwright.messages import ModelRequest, ModelResponse
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.execute import GateDecision
-from loopwright.wire.base import ModelRequest
 from shared_helpers import trust_project
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)

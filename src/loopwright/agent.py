@@ -37,7 +37,7 @@ from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
 from loopwright.loop import LoopSettings, RunState, drive
 from loopwright.mcp.client import MCPManager, MCPToolsPlugin
-from loopwright.messages import Message
+from loopwright.messages import Message, ToolSpec
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
@@ -56,7 +56,6 @@ from loopwright.tools.prompt_format import tool_call_plugins
 from loopwright.tools.registry import ToolRegistry
 from loopwright.tools.safety import safety_layers
 from loopwright.wire import get_wire_format
-from loopwright.wire.base import ToolSpec
 
 if TYPE_CHECKING:
     from loopwright.builtin.delegate import DelegationResult

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 from loopwright import messages
 from loopwright.endpoints.client import CallListeners
 from loopwright.errors import ConfigError, RunCancelled
-from loopwright.messages import Message
+from loopwright.messages import Message, ModelRequest
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import ArgumentsError, parse_arguments
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

@@ -38,11 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import ConfigError
 from loopwright.events import Event, event_to_dict
-from loopwright.messages import ModelResponse
+from loopwright.messages import ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall, ToolOutcome
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

@@ -35,14 +35,13 @@ from loopwright.events import (
     TurnEnd,
     TurnStart,
 )
-from loopwright.messages import Message, ModelResponse, ToolCall, Usage
+from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles.prices import CostMeter
 from loopwright.result import RunResult, StopReason
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
 from loopwright.tools.stored_arguments import with_storable_arguments_async
-from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
 
 logger = logging.getLogger("loopwright")

@@ -139,6 +139,30 @@ class ModelResponse:
     raw: Any = None
 
 
+@dataclass(kw_only=True, slots=True)
+class ToolSpec:
+    """A tool as advertised to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = False
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelRequest:
+    """One call to a model, in internal form. `messages` is already sanitised."""
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
 # --- history rules ----------------------------------------------------------------------------
 
 INTERRUPTED_RESULT = "Error: this tool call did not complete (the run was interrupted)."

@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from loopwright.errors import ContextOverflowError
-from loopwright.messages import Message, ModelResponse
-from loopwright.wire.base import ModelRequest
+from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:

@@ -13,9 +13,8 @@ from loopwright import Agent, LoopPlugin, ToolContext, tool
 from loopwright.context.reminders import add_reminder, attach_note, note_file_read
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.loop import RunState
-from loopwright.messages import Message, ToolCall, sanitize, tool_result
+from loopwright.messages import Message, ModelRequest, ToolCall, sanitize, tool_result
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.wire.base import ModelRequest
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 

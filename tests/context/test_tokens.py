@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from loopwright.context.tokens import TokenCounter, estimate_message, estimate_text
-from loopwright.messages import Message, ToolCall
-from loopwright.wire.base import ModelRequest
+from loopwright.messages import Message, ModelRequest, ToolCall
 
 
 def test_ascii_is_about_four_characters_a_token_and_cjk_about_one() -> None:

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from loopwright import messages
-from loopwright.messages import Message, ToolCall
-from loopwright.wire import ModelRequest, get_wire_format
+from loopwright.messages import Message, ModelRequest, ToolCall
+from loopwright.wire import get_wire_format
 
 Recorded = Callable[[str], Any]
 Replay = Callable[[str, str], Awaitable[Any]]  # see conftest.replay

@@ -12,9 +12,8 @@ from loopwright import Agent, messages, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ProviderError, StreamError
 from loopwright.events import Event, ReasoningDelta
-from loopwright.messages import Message, ToolCall
+from loopwright.messages import Message, ModelRequest, ToolCall, ToolSpec
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.wire import ModelRequest, ToolSpec
 from loopwright.wire.base import CACHE_BOUNDARY
 from loopwright.wire.responses import ResponsesFormat
 from loopwright.wire.stream import StreamAccumulator

@@ -55,11 +55,10 @@ from loopwright.context.window import ContextBudget
 from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.probe import window_from_error
 from loopwright.errors import ContextOverflowError, LoopwrightError, RunCancelled
-from loopwright.messages import Message, ModelResponse
+from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.output import SPILL_MARKER, bound_text
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

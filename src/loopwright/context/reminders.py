@@ -29,10 +29,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.messages import Message
+from loopwright.messages import Message, ModelRequest
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from loopwright.messages import Message
-from loopwright.wire.base import ModelRequest, ToolSpec
+from loopwright.messages import Message, ModelRequest, ToolSpec
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  # role markers and separators every chat template adds

@@ -28,9 +28,9 @@ from loopwright.errors import (
     RequestRejectedError,
     StreamError,
 )
-from loopwright.messages import ModelResponse, Usage
+from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles import Profile
-from loopwright.wire.base import ModelRequest, WireFormat
+from loopwright.wire.base import WireFormat
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator
 

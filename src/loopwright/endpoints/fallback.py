@@ -17,8 +17,7 @@ from loopwright.errors import (
     ProviderError,
     RequestRejectedError,
 )
-from loopwright.messages import ModelResponse, Usage
-from loopwright.wire.base import ModelRequest
+from loopwright.messages import ModelRequest, ModelResponse, Usage
 
 # Called with the failing client after a 401/403; returns a new key, or None to give up on it.
 CredentialRefresher = Callable[[ModelClient], Awaitable[str | None]]

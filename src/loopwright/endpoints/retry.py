@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import httpx
 
 from loopwright import messages
-from loopwright.wire.base import ModelRequest
+from loopwright.messages import ModelRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 

@@ -11,9 +11,8 @@ import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from loopwright.errors import LoopwrightError
-from loopwright.messages import Message
+from loopwright.messages import Message, ModelRequest
 from loopwright.plugins import LoopPlugin
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

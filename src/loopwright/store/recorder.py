@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import Event, event_to_dict
-from loopwright.messages import Message, Usage
+from loopwright.messages import Message, ModelRequest, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.lease import RENEW_SECONDS, new_owner
-from loopwright.wire.base import ModelRequest
 
 if TYPE_CHECKING:
     from loopwright.loop import RunState

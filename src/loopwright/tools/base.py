@@ -16,13 +16,13 @@ from typing import Any, overload
 
 import pydantic
 
+from loopwright.messages import ToolSpec
 from loopwright.tools.schema import (
     check_against_schema,
     drop_null_optionals,
     inline_refs,
     strict_schema,
 )
-from loopwright.wire.base import ToolSpec
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
 StatusEmitter = Callable[[str, str, dict[str, Any]], None]

@@ -22,9 +22,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from loopwright.messages import ToolSpec
 from loopwright.tools.base import Tool
 from loopwright.tools.registry import ToolRegistry
-from loopwright.wire.base import ToolSpec
 
 TOOL_SEARCH = "tool_search"
 

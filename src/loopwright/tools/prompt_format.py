@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.messages import Message, ModelResponse, ToolCall, sanitize
+from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import example_arguments, loads_bounded
 from loopwright.tools.text_calls import (
@@ -34,7 +34,6 @@ from loopwright.tools.text_calls import (
     coerce_arguments,
     parse_tool_calls,
 )
-from loopwright.wire.base import ModelRequest, ToolSpec
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:

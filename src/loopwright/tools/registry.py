@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from loopwright.messages import ToolSpec
 from loopwright.tools.base import Tool, tool_from_function
-from loopwright.wire.base import ToolSpec
 
 
 def as_tool(obj: Tool | Callable[..., Any]) -> Tool:

@@ -1,8 +1,8 @@
 """Wire-format adapters: one per API mode. They know JSON shapes and nothing else."""
 
-from loopwright.wire.base import ModelRequest, StreamParser, ToolSpec, WireFormat
+from loopwright.wire.base import StreamParser, WireFormat
 
-__all__ = ["ModelRequest", "StreamParser", "ToolSpec", "WireFormat", "get_wire_format"]
+__all__ = ["StreamParser", "WireFormat", "get_wire_format"]
 
 
 def get_wire_format(mode: str) -> WireFormat:

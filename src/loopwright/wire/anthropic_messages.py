@@ -23,8 +23,16 @@ import re
 from typing import Any
 
 from loopwright.errors import ConfigError, StreamError
-from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
-from loopwright.wire.base import ModelRequest, ToolSpec, split_system
+from loopwright.messages import (
+    FinishReason,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from loopwright.wire.base import split_system
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "anthropic_messages"

@@ -2,39 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from loopwright.messages import Message, ModelResponse
+from loopwright.messages import ModelRequest, ModelResponse
 from loopwright.wire.stream import StreamAccumulator
 
 # Splits the system prompt into a static, cacheable prefix and a per-run part. Adapters that cache
 # (Anthropic) split on it; the others remove it.
 CACHE_BOUNDARY = "\n<!-- loopwright:cache-boundary -->\n"
-
-
-@dataclass(kw_only=True, slots=True)
-class ToolSpec:
-    """A tool as advertised to the model."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    strict: bool = False
-
-
-@dataclass(kw_only=True, slots=True)
-class ModelRequest:
-    """One call to a model, in internal form. `messages` is already sanitised."""
-
-    model: str
-    messages: list[Message]
-    tools: list[ToolSpec] = field(default_factory=list)
-    max_tokens: int | None = None
-    temperature: float | None = None
-    reasoning_effort: str | None = None
-    tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
-    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 class StreamParser(Protocol):

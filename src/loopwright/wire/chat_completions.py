@@ -5,8 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
-from loopwright.wire.base import ModelRequest, ToolSpec, strip_boundary
+from loopwright.messages import (
+    FinishReason,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "chat_completions"

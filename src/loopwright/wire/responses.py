@@ -17,8 +17,16 @@ import json
 from typing import Any
 
 from loopwright.errors import ProviderError, StreamError
-from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
-from loopwright.wire.base import ModelRequest, ToolSpec, strip_boundary
+from loopwright.messages import (
+    FinishReason,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "responses"
