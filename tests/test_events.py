@@ -29,10 +29,11 @@ async def test_stream_yields_typed_events_in_contract_order() -> None:
         events = [e async for e in make_agent(server).stream("shout hi")]
     types = [e.type for e in events]
     collapsed = [t for n, t in enumerate(types) if n == 0 or t != types[n - 1]]
-    assert collapsed == ["turn_start", "reasoning_delta", "tool_call", "tool_result", "turn_end",
-                         "turn_start", "text_delta", "turn_end", "done"]
+    assert collapsed == ["turn_start", "reasoning_delta", "model_call", "tool_call",
+                         "tool_result", "turn_end", "turn_start", "text_delta", "model_call",
+                         "turn_end", "done"]
     assert "".join(e.text for e in events if e.type == "reasoning_delta") == "plan"
-    events = [e for e in events if e.type != "reasoning_delta"]
+    events = [e for e in events if e.type not in ("reasoning_delta", "model_call")]
     tool_call = events[1]
     assert tool_call.type == "tool_call" and tool_call.arguments == {"text": "hi"}
     result_event = events[2]

@@ -52,7 +52,7 @@ async def test_a_tool_round_trip_completes_with_the_result_fed_back(stream: bool
     assert result.turns == 2
     assert tool_messages(server, 1)[0]["content"] == "5"
     types = [e.type for e in events]
-    assert types[:3] == ["turn_start", "tool_call", "tool_result"]
+    assert types[:4] == ["turn_start", "model_call", "tool_call", "tool_result"]
     assert types[-1] == "done" and types.count("turn_end") == 2
     assert result.usage.requests == 2 and result.usage.input_tokens > 0
 

@@ -68,7 +68,7 @@ class Faulty(LoopPlugin):
         self._visit("on_context_overflow")
         return False
 
-    def on_compaction(self, run: Any, parent_session_id: str | None) -> None:
+    def on_compaction(self, run: Any) -> None:
         self._visit("on_compaction")
 
     async def on_run_end(self, run: Any, result: Any) -> None:

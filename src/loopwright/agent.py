@@ -37,7 +37,7 @@ from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
 from loopwright.loop import LoopSettings, RunState, drive
 from loopwright.mcp.client import MCPManager, MCPToolsPlugin
-from loopwright.messages import Message, ToolSpec
+from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
@@ -343,15 +343,11 @@ class Agent:
             max_auto_continues=s.max_auto_continues,
             workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
             approve=safety.approver,
-            tool_specs=self._tool_specs,
-            services={"agent": self, "tool_catalogue": catalogue, **safety.services,
+            tool_specs=catalogue.specs,  # router (turn 1) → hide map → deferred + tool_search
+            services={"agent": self, **safety.services,
                       **context.services, SANDBOX_SERVICE: self.sandbox,
                       WEB_ACCESS_SERVICE: s.web_allow_private},
         )
-
-    def _tool_specs(self, run: RunState) -> list[ToolSpec]:
-        catalogue: RunCatalogue = run.settings.services["tool_catalogue"]
-        return catalogue.specs(run.turn)  # router (turn 1) → hide map → deferred + tool_search
 
     async def _chain(self) -> ProviderChain:
         resolved = await self._resolve()

@@ -1,7 +1,8 @@
 """Typed run events: frozen, keyword-only dataclasses unioned in one place, serialised once.
 
-Per turn they come in this order: `turn_start`, `text_delta` / `reasoning_delta`, `tool_call`,
-`tool_result`, `status` (any time), `turn_end`; then one terminal event: `done`, `error` or
+Per turn they come in this order: `turn_start`, `text_delta` / `reasoning_delta`, `model_call`
+(the call's record, once the reply is in), `tool_call`, `tool_result`, `status` (any time),
+`turn_end`; then one terminal event: `done`, `error` or
 `cancelled`. `agent` is empty for the top-level run and the child's id for forwarded sub-agent
 events.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from loopwright.model_call import ModelCallRecord
     from loopwright.result import RunResult
 
 
@@ -71,6 +73,16 @@ class StatusEvent:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCallEvent:
+    """One model call finished (or failed): its record. Turns, the budget summary, compaction
+    summaries and grading all emit one (`record.purpose` says which)."""
+
+    type: Literal["model_call"] = "model_call"
+    record: ModelCallRecord
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnEnd:
     type: Literal["turn_end"] = "turn_end"
     turn: int
@@ -111,6 +123,7 @@ Event = (
     | ToolCallEvent
     | ToolResultEvent
     | StatusEvent
+    | ModelCallEvent
     | TurnEnd
     | DoneEvent
     | ErrorEvent
@@ -128,6 +141,7 @@ _BY_TYPE: dict[str, type[Any]] = {
         ToolCallEvent,
         ToolResultEvent,
         StatusEvent,
+        ModelCallEvent,
         TurnEnd,
         DoneEvent,
         ErrorEvent,
@@ -141,7 +155,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
-        if f.name == "result" and value is not None:
+        if f.name in ("result", "record") and value is not None:
             value = value.to_dict()
         if (f.name == "agent" and not value) or f.name == "exception":
             continue
@@ -155,32 +169,15 @@ def event_to_json(event: Event) -> str:
 
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event from its JSON form."""
+    from loopwright.model_call import ModelCallRecord
     from loopwright.result import RunResult
 
     cls = _BY_TYPE[data["type"]]
     kwargs = {k: v for k, v in data.items() if k != "type"}
     if kwargs.get("result") is not None:
         kwargs["result"] = RunResult.from_dict(kwargs["result"])
+    if kwargs.get("record") is not None:
+        kwargs["record"] = ModelCallRecord.from_dict(kwargs["record"])
     event: Event = cls(**kwargs)
     return event
 
-
-class EventSink:
-    """Where a run's events go: any number of synchronous callbacks, called in order."""
-
-    __slots__ = ("_callbacks", "agent")
-
-    def __init__(self, callbacks: list[Any] | None = None, agent: str = "") -> None:
-        self._callbacks = list(callbacks or [])
-        self.agent = agent
-
-    def add(self, callback: Any) -> None:
-        self._callbacks.append(callback)
-
-    def emit(self, event: Event) -> None:
-        for cb in self._callbacks:
-            cb(event)
-
-    @property
-    def active(self) -> bool:
-        return bool(self._callbacks)

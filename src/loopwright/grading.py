@@ -18,20 +18,18 @@ kind `grading`; the grader's own text never reaches the user's stream.
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
-from loopwright.endpoints.client import CallListeners
 from loopwright.errors import ConfigError, RunCancelled
 from loopwright.messages import Message, ModelRequest
-from loopwright.plugins import LoopPlugin
+from loopwright.plugins import LoopPlugin, RunView
 from loopwright.tools.arguments import ArgumentsError, parse_arguments
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
     from loopwright.result import RunResult
 
 VERDICTS = ("satisfied", "needs_revision", "failed")
@@ -104,18 +102,27 @@ class GraderError(Exception):
 
 
 class RubricGrader(LoopPlugin):
-    """Grades each would-be final answer against `rubric`; see the module docstring."""
+    """Grades each would-be final answer against `rubric`; see the module docstring. One
+    object per agent; each run is graded by its own `_GradedRun`."""
 
     def __init__(self, rubric: str, *, max_rounds: int = 2) -> None:
         self.rubric = rubric
         self.max_rounds = max(0, max_rounds)
-        self._grades: dict[str, Grade] = {}  # by run id: one plugin serves every run of an agent
 
-    async def on_run_start(self, run: RunState) -> None:
-        self._grades[run.run_id] = Grade()
+    def for_run(self, run: RunView) -> LoopPlugin:
+        return _GradedRun(self.rubric, self.max_rounds)
 
-    async def on_answer(self, run: RunState, answer: str) -> str | None:
-        grade = self._grades.setdefault(run.run_id, Grade())
+
+class _GradedRun(LoopPlugin):
+    """The grading of one run."""
+
+    def __init__(self, rubric: str, max_rounds: int) -> None:
+        self.rubric = rubric
+        self.max_rounds = max_rounds
+        self.grade = Grade()
+
+    async def on_answer(self, run: RunView, answer: str) -> str | None:
+        grade = self.grade
         grade.rounds += 1
         run.status("grading", f"grading the answer against the rubric (round {grade.rounds})",
                    {"round": grade.rounds})
@@ -137,32 +144,25 @@ class RubricGrader(LoopPlugin):
         grade.revisions += 1
         return REVISION_NOTE.format(feedback=feedback or "(no details given)")
 
-    async def on_run_end(self, run: RunState, result: RunResult) -> None:
-        grade = self._grades.pop(run.run_id, Grade())
-        if grade.rounds == 0:
-            grade.error = f"the run ended ({result.stop_reason}) before an answer was graded"
-        result.grade = grade.to_dict()
+    async def on_run_end(self, run: RunView, result: RunResult) -> None:
+        if self.grade.rounds == 0:
+            self.grade.error = (f"the run ended ({result.stop_reason}) before an answer was "
+                                "graded")
+        result.grade = self.grade.to_dict()
 
-    async def _judge(self, run: RunState, answer: str) -> tuple[str, str]:
+    async def _judge(self, run: RunView, answer: str) -> tuple[str, str]:
         request = ModelRequest(
-            model=run.settings.chain.model,
+            model=run.model,
             messages=[messages.system(GRADER_PROMPT),
                       messages.user(grading_request(self.rubric, run.history, answer))],
             max_tokens=run.settings.max_tokens,
         )
-        # no text listener: the grader's words must not reach the user's text stream
-        listeners = CallListeners(on_status=run.status)
-        try:
-            response = await run.interruptible(
-                run.settings.chain.complete(request, stream=False, listeners=listeners))
-        except asyncio.CancelledError:
-            if run.cancel_requested:
-                raise RunCancelled from None  # the run ends cancelled, not with the answer
-            raise
+        try:  # a side call: the grader's words never reach the user's text stream
+            response = await run.call_model(request, purpose="grading")
+        except RunCancelled:
+            raise  # the run ends cancelled, not with the answer
         except Exception as exc:  # fail open: any grader failure leaves the answer ungraded
             raise GraderError(f"{type(exc).__name__}: {exc}") from exc
-        run.usage.add(response.usage)
-        run.cost.add(run.settings.chain.model, response.usage)
         return parse_verdict(response.message.content)
 
 
@@ -181,7 +181,7 @@ def parse_verdict(text: str) -> tuple[str, str]:
     return verdict, feedback if isinstance(feedback, str) else str(feedback)
 
 
-def grading_request(rubric: str, history: list[Message], answer: str) -> str:
+def grading_request(rubric: str, history: Sequence[Message], answer: str) -> str:
     """The grader's user message: rubric, condensed transcript, final answer."""
     steps = history
     if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
@@ -192,7 +192,7 @@ def grading_request(rubric: str, history: list[Message], answer: str) -> str:
             "Grade the final answer against the rubric. Reply with the JSON object only.")
 
 
-def condense_transcript(history: list[Message], *, limit: int = _TRANSCRIPT_LIMIT) -> str:
+def condense_transcript(history: Sequence[Message], *, limit: int = _TRANSCRIPT_LIMIT) -> str:
     """The run as short lines (long contents clipped); the first request and the most recent steps
     are kept when it is still too long."""
     lines: list[str] = []

@@ -44,7 +44,7 @@ from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall, ToolOutcome
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
 
 logger = logging.getLogger("loopwright.hooks")
 
@@ -221,13 +221,13 @@ class HookPlugin(LoopPlugin):
     def __init__(self, hooks: Hooks) -> None:
         self.hooks = hooks
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         payload = {"hook": "before_model", "model": request.model, "turn": run.turn,
                    "session_id": run.session_id, "messages": len(request.messages),
                    "tools": [spec.name for spec in request.tools]}
         await self._run_all(run, self.hooks.before_model, request, payload)
 
-    async def after_model(self, run: RunState, response: ModelResponse) -> None:
+    async def after_model(self, run: RunView, response: ModelResponse) -> None:
         message = response.message
         payload = {"hook": "after_model", "turn": run.turn, "session_id": run.session_id,
                    "text": message.content, "finish_reason": response.finish_reason,
@@ -235,7 +235,7 @@ class HookPlugin(LoopPlugin):
                                   for c in message.tool_calls]}
         await self._run_all(run, self.hooks.after_model, response, payload)
 
-    async def _run_all(self, run: RunState, hooks: list[Hook], subject: Any,
+    async def _run_all(self, run: RunView, hooks: list[Hook], subject: Any,
                        payload: dict[str, Any]) -> None:
         for hook in hooks:
             try:

@@ -1,5 +1,37 @@
-"""The agent loop. `drive()` reads top to bottom like the lifecycle in DESIGN §1; each step is a
-call into the module that owns it."""
+"""The agent loop. `drive()` reads top to bottom like the lifecycle below; each step is a call
+into the module that owns it. docs/architecture.md §1 draws the same list.
+
+The lifecycle of one run, with the plugin hooks in the order they are called. "List order" is the
+order of `LoopSettings.plugins` (outermost first); "reverse" is inside-out, like middleware. The
+numbers are written beside the code.
+
+  run start
+     1  for_run              list order: each plugin's object for this run (RunState())
+     2  on_message           the opening user message; later every message as it is appended
+     3  on_run_start         list order
+  each turn (`turn()`)
+     4  limits               cancelled? max_turns reached?
+     5  budget               none left: one tool-less summary call (through 8-10), then stop
+     6  steering             pending steering messages appended
+     7  request              the tools offered this turn; the history sanitised; last-round note
+     8  before_model         list order: hooks, MCP, recall, compaction, reminders, tool format
+     9  the model call       text_filter (list order) wraps the text stream; the call itself is
+                             `model_call.ModelCalls` (retries, fallback, usage, cost, record); too
+                             long: on_context_overflow (list order) until one shrinks it, sent once
+                             more; rejected as malformed: the history rebuilt once
+    10  after_model          reverse order
+    11  store the reply      its call arguments as valid JSON
+    12  no calls             refusal, auto-continue after a cut, or an answer (16)
+    13  screen               copies in one reply, the per-reply limit, the doom loop
+    14  execute              tools/execute.py: gates, approval, sandbox, output bounds
+    15  append results       the budget warning on the last one
+  after an answer
+    16  on_answer            reverse order, until one gives feedback (then another turn); steering
+                             pending also means another turn
+  run end
+    17  on_run_end           list order, once the result is known; then one terminal event
+  on_compaction (list order) is called from 8 or 9 whenever compaction replaced the history.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +42,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loopwright import guards, messages
-from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import (
     ContextOverflowError,
@@ -36,8 +68,8 @@ from loopwright.events import (
     TurnStart,
 )
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
-from loopwright.profiles.prices import CostMeter
 from loopwright.result import RunResult, StopReason
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
@@ -49,22 +81,23 @@ logger = logging.getLogger("loopwright")
 
 @dataclass(kw_only=True)
 class LoopSettings:
-    """What one run needs from its agent; fixed for the run."""
+    """What one run needs from its agent; fixed for the run. The defaults of the numbers are
+    `config.Settings`'s: `Agent` always passes them."""
 
     chain: ProviderChain
     executor: ToolExecutor
     plugins: list[LoopPlugin] = field(default_factory=list)
-    max_turns: int = 90
+    max_turns: int
     stream: bool = True
     max_tokens: int | None = None
     temperature: float | None = None
     reasoning_effort: str | None = None
-    doom_loop_threshold: int = 3
-    max_tool_calls_per_reply: int = 64
-    max_auto_continues: int = 2
-    workdir: Any = None
+    doom_loop_threshold: int
+    max_tool_calls_per_reply: int
+    max_auto_continues: int
+    workdir: Path
     approve: ApprovalGate = _deny_all
-    tool_specs: Callable[[RunState], list[ToolSpec]] | None = None
+    tool_specs: Callable[[int], list[ToolSpec]] | None = None  # by turn number
     services: dict[str, Any] = field(default_factory=dict)
 
 
@@ -92,29 +125,26 @@ Next = RunAgain | Answer | Stop
 
 
 class RunState:
-    """One run's mutable state. Thread-safe entry points: `steer()` and `cancel()`."""
+    """One run's mutable state; plugins see it as a `plugins.RunView`. Thread-safe entry
+    points: `steer()` and `cancel()`."""
 
     def __init__(self, *, settings: LoopSettings, history: list[Message],
                  emit: Callable[[Event], None], budget: guards.IterationBudget,
                  session_id: str | None = None, agent_tag: str = "") -> None:
         self.settings = settings
         self.history = history
-        self.emit = emit
+        self._emit = emit
         self.budget = budget
         self.session_id = session_id
-        self.parent_session_id: str | None = None  # set when compaction starts a new lineage
         self.agent_tag = agent_tag
         self.run_id = uuid.uuid4().hex[:12]
         self.turn = 0
-        self.usage = Usage()
-        self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
+        self.calls = ModelCalls(self, settings.chain, stream=settings.stream)
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
-        self.extra_status: list[tuple[str, str, dict[str, Any]]] = []
-        self.final_note: str | None = None  # a one-shot user note for the next request
         self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
@@ -122,6 +152,12 @@ class RunState:
         self._inflight: asyncio.Future[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self.plugins: list[LoopPlugin] = []
+        for plugin in settings.plugins:  # 1
+            try:
+                self.plugins.append(plugin.for_run(self))
+            except Exception as exc:  # fails the run when it starts, with an error event
+                self._start_failure = self._start_failure or exc
 
     # -- thread-safe controls --
 
@@ -162,12 +198,41 @@ class RunState:
             self._steering.clear()
         return items
 
-    # -- helpers used by the loop and plugins --
+    # -- the plugin view (`plugins.RunView`) --
+
+    @property
+    def usage(self) -> Usage:
+        return self.calls.usage
+
+    @property
+    def cost(self) -> float | None:
+        return self.calls.cost.total
+
+    @property
+    def model(self) -> str:
+        return self.calls.model
+
+    def emit(self, event: Event) -> None:
+        self._emit(event)
 
     def append(self, message: Message) -> None:
         self.history.append(message)
-        for plugin in self.settings.plugins:
+        for plugin in self.plugins:  # 2
             plugin.on_message(self, message)
+
+    def replace_history(self, history: list[Message], *, compacted: bool = False) -> None:
+        self.history[:] = history
+        if compacted:
+            for plugin in self.plugins:
+                plugin.on_compaction(self)
+
+    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+        self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
+
+    async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
+        return await self.calls.call(request, purpose=purpose, stream=False)
+
+    # -- helpers used by the loop and the tools --
 
     def begin(self, first: Message | None) -> None:
         """Add the opening user message at once (it is stored before the run goes on); a plugin
@@ -176,10 +241,14 @@ class RunState:
             try:
                 self.append(first)
             except Exception as exc:
-                self._start_failure = exc
+                self._start_failure = self._start_failure or exc
 
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
-        self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
+    def charge(self, usage: Usage, cost: float | None) -> None:
+        """Add what a sub-agent spent to this run's usage and cost."""
+        self.calls.usage.add(usage)
+        meter = self.calls.cost
+        if meter.total is not None:
+            meter.total = None if cost is None else meter.total + cost
 
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Await `coro` so that `cancel()` aborts it at once (or, cancelled already, never
@@ -203,9 +272,6 @@ class RunState:
         )
 
 
-_Cancelled = RunCancelled  # the in-flight step was aborted by `cancel()`
-
-
 # --- the driver ---------------------------------------------------------------------------------
 
 
@@ -215,7 +281,7 @@ async def drive(run: RunState) -> RunResult:
     failure: Exception | None = None
     try:
         end = await _run_turns(run)
-    except _Cancelled:
+    except RunCancelled:
         end = Stop("cancelled")
     except LoopwrightError as exc:
         end = Stop("error", str(exc))
@@ -232,7 +298,7 @@ async def drive(run: RunState) -> RunResult:
 async def _run_turns(run: RunState) -> Answer | Stop:
     if run._start_failure is not None:
         raise run._start_failure
-    for plugin in run.settings.plugins:
+    for plugin in run.plugins:  # 3
         await plugin.on_run_start(run)
     while True:
         step = await _turn_with_events(run)
@@ -241,9 +307,9 @@ async def _run_turns(run: RunState) -> Answer | Stop:
         if isinstance(step, Answer):
             if run.steering_pending:
                 continue
-            feedback = await _answer_feedback(run, step.text)
+            feedback = await _answer_feedback(run, step.text)  # 16
             if run.cancel_requested:  # cancelled while the answer was checked (e.g. graded)
-                raise _Cancelled
+                raise RunCancelled
             if feedback is not None:
                 run.append(messages.user(feedback))
                 continue
@@ -251,7 +317,7 @@ async def _run_turns(run: RunState) -> Answer | Stop:
 
 
 async def _answer_feedback(run: RunState, answer: str) -> str | None:
-    for plugin in reversed(run.settings.plugins):  # "after" hooks run inside-out
+    for plugin in reversed(run.plugins):  # 16: inside-out
         feedback = await plugin.on_answer(run, answer)
         if feedback is not None:
             return feedback
@@ -259,7 +325,7 @@ async def _answer_feedback(run: RunState, answer: str) -> str | None:
 
 
 async def _turn_with_events(run: RunState) -> Next:
-    stop = _check_limits(run)
+    stop = _check_limits(run)  # 4
     if stop is not None:
         return stop
     run.turn += 1
@@ -276,7 +342,7 @@ async def _turn_with_events(run: RunState) -> Next:
 
 def _check_limits(run: RunState) -> Stop | None:
     if run.cancel_requested:
-        raise _Cancelled
+        raise RunCancelled
     if run.turn >= run.settings.max_turns:
         return Stop("max_turns", f"reached max_turns ({run.settings.max_turns})")
     return None
@@ -285,58 +351,66 @@ def _check_limits(run: RunState) -> Stop | None:
 async def turn(run: RunState) -> Next:
     """One model call and the tools it asks for."""
     s = run.settings
-    if not run.budget.consume():  # 1 budget; the last call is a tool-less summary
+    if not run.budget.consume():  # 5: the last call is a tool-less summary
         return await _budget_summary(run)
-    _drain_steering(run)  # 2
+    _drain_steering(run)  # 6
     last_round = run.turn >= s.max_turns
-    request = ModelRequest(  # 3, 4
+    request = ModelRequest(  # 7
         model=s.chain.model,
         messages=run.sanitizer(run.history),
-        tools=s.tool_specs(run) if s.tool_specs else [],
+        tools=s.tool_specs(run.turn) if s.tool_specs else [],
         max_tokens=s.max_tokens,
         temperature=s.temperature,
         reasoning_effort=s.reasoning_effort,
     )
     if last_round:
         request.messages.append(messages.user(guards.LAST_ROUND_NOTE))
-    for plugin in s.plugins:  # 5, 6: reminders, pruning, compaction, catalogue, prompt format
-        await plugin.before_model(run, request)
-    response = await _call_model_fitting(run, request)  # 7
-    for plugin in reversed(s.plugins):  # 8: tool calls written as text, … (inside-out)
-        await plugin.after_model(run, response)
+    response = await _ask(run, request, purpose="turn")  # 8, 9, 10
     truncated = response.finish_reason == "length"
     calls = response.message.tool_calls  # as written: the executor explains what is wrong
-    run.append(await with_storable_arguments_async(response.message, cut=truncated))  # valid JSON
+    run.append(await with_storable_arguments_async(response.message, cut=truncated))  # 11
     if not calls:  # 12
         return _answer_or_continue(run, response)
     if last_round:
         _close_calls(run, calls, "Not run: the turn limit was reached.")
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    intercepted, stop = _screen_calls(run, calls)  # 9
-    outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 10
-    _append_results(run, outcomes)  # 11
+    intercepted, stop = _screen_calls(run, calls)  # 13
+    outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
+    _append_results(run, outcomes)  # 15
     if stop:
         return Stop("loop_detected", "the same tool call was repeated after a warning")
     return RunAgain()
 
 
-async def _call_model_fitting(run: RunState, request: ModelRequest) -> ModelResponse:
+async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelResponse:
+    """Steps 8-10: the plugins edit the request, the model answers (its text streamed through
+    the plugins' filters), the plugins edit the reply."""
+    for plugin in run.plugins:  # 8
+        await plugin.before_model(run, request)
+    response = await _call_model_fitting(run, request, purpose)  # 9
+    for plugin in reversed(run.plugins):  # 10: inside-out
+        await plugin.after_model(run, response)
+    return response
+
+
+async def _call_model_fitting(run: RunState, request: ModelRequest, purpose: str
+                              ) -> ModelResponse:
     """Call the model; if the provider says the request is over its window, let the plugins
     shrink it (compaction learns the real window) and try once more; if it says the request is
     malformed, repair the history once, or stop — never resend the same bytes."""
     try:
-        return await _call_model(run, request)
+        return await _call_model(run, request, purpose)
     except ContextOverflowError as exc:
-        for plugin in run.settings.plugins:
+        for plugin in run.plugins:  # 9: on_context_overflow, until one shrinks it
             if await plugin.on_context_overflow(run, request, exc):
-                return await _call_model(run, request)
+                return await _call_model(run, request, purpose)
         raise
     except RequestRejectedError as exc:
         if not _repair_rejected(run, request, exc):
             raise RequestRejectedError(f"the provider rejected the request itself as malformed "
                                        f"and there is nothing to repair: {exc}") from exc
     try:
-        return await _call_model(run, request)
+        return await _call_model(run, request, purpose)
     except RequestRejectedError as exc:
         raise RequestRejectedError(f"the provider rejected the request itself as malformed, "
                                    f"again after repairing the history once: {exc}") from exc
@@ -348,7 +422,7 @@ def _repair_rejected(run: RunState, request: ModelRequest, exc: RequestRejectedE
     if all(a is b for a, b in zip(repaired, request.messages, strict=True)):
         return False
     request.messages = repaired
-    run.history[:] = messages.plain_history(run.history)
+    run.replace_history(messages.plain_history(run.history))
     run.status("history_repaired", f"the provider rejected the request ({exc}); resending it "
                "once without provider blocks and with re-serialised call arguments",
                {"status": exc.status})
@@ -361,7 +435,7 @@ def _drain_steering(run: RunState) -> None:
         run.append(messages.user(text))
 
 
-async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
+async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> ModelResponse:
     def on_text(delta: str) -> None:
         run.emit(TextDelta(text=delta, agent=run.agent_tag))
 
@@ -369,26 +443,10 @@ async def _call_model(run: RunState, request: ModelRequest) -> ModelResponse:
         run.emit(ReasoningDelta(text=delta, agent=run.agent_tag))
 
     text_listener: DeltaListener = on_text
-    for plugin in run.settings.plugins:
+    for plugin in run.plugins:  # 9: text_filter wraps in list order
         text_listener = plugin.text_filter(run, text_listener)
-    listeners = CallListeners(on_text=text_listener, on_reasoning=on_reasoning,
-                              on_status=run.status)
-    try:
-        response: ModelResponse = await run.interruptible(
-            run.settings.chain.complete(request, stream=run.settings.stream, listeners=listeners)
-        )
-    except asyncio.CancelledError:
-        if run.cancel_requested:
-            raise _Cancelled from None
-        raise
-    except ProviderError as exc:  # replies thrown away before the failure were still paid for
-        if exc.discarded_usage is not None:
-            run.usage.add(exc.discarded_usage)
-            run.cost.add(run.settings.chain.model, exc.discarded_usage)
-        raise
-    run.usage.add(response.usage)
-    run.cost.add(run.settings.chain.model, response.usage)
-    return response
+    return await run.calls.call(request, purpose=purpose, on_text=text_listener,
+                                on_reasoning=on_reasoning)
 
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
@@ -459,7 +517,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     except asyncio.CancelledError:
         if run.cancel_requested:
             _close_calls(run, calls, "Error: cancelled by the user before this call finished.")
-            raise _Cancelled from None
+            raise RunCancelled from None
         raise
     return outcomes
 
@@ -483,12 +541,13 @@ def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:
 
 
 async def _budget_summary(run: RunState) -> Stop:
+    """Step 5: a tool-less call for a final summary. Tools are switched off with tool_choice
+    "none" (their definitions stay, as Anthropic rejects tool blocks in history without them);
+    it goes through steps 8-10 like a turn, so prompt-mode conversion and markup filtering
+    apply."""
     run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
     s = run.settings
-    # a tool-less call: tools switched off with tool_choice "none" (their definitions stay, as
-    # Anthropic rejects tool blocks in history without them); it goes through the same plugins
-    # as a turn, so prompt-mode conversion and markup filtering apply
-    tools = s.tool_specs(run) if s.tool_specs else []
+    tools = s.tool_specs(run.turn) if s.tool_specs else []
     request = ModelRequest(
         model=s.chain.model,
         messages=[*run.sanitizer(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
@@ -498,11 +557,7 @@ async def _budget_summary(run: RunState) -> Stop:
         temperature=s.temperature,
     )
     try:
-        for plugin in s.plugins:
-            await plugin.before_model(run, request)
-        response = await _call_model(run, request)
-        for plugin in reversed(s.plugins):
-            await plugin.after_model(run, response)
+        response = await _ask(run, request, purpose="summary")
     except ProviderError as exc:
         return Stop("budget_exhausted", f"iteration budget exhausted; summary failed: {exc}")
     reply = messages.assistant(response.message.content)  # any tool calls are ignored
@@ -516,9 +571,9 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
-                       usage=run.usage, cost=run.cost.total, session_id=run.session_id,
+                       usage=run.usage, cost=run.cost, session_id=run.session_id,
                        error=error)
-    for plugin in run.settings.plugins:
+    for plugin in run.plugins:  # 17
         try:
             await plugin.on_run_end(run, result)
         except Exception as exc:  # a plugin must not turn a finished run into a crash

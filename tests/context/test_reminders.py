@@ -12,8 +12,8 @@ import pytest
 from loopwright import Agent, LoopPlugin, ToolContext, tool
 from loopwright.context.reminders import add_reminder, attach_note, note_file_read
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.loop import RunState
 from loopwright.messages import Message, ModelRequest, ToolCall, sanitize, tool_result
+from loopwright.plugins import RunView
 from loopwright.testing import FakeModelServer, Reply, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -91,7 +91,7 @@ async def test_a_note_added_by_a_tool_goes_out_once(tmp_path: Path) -> None:
 
 async def test_a_plugin_can_add_a_reminder_before_the_first_call(tmp_path: Path) -> None:
     class Greeter(LoopPlugin):
-        async def on_run_start(self, run: RunState) -> None:
+        async def on_run_start(self, run: RunView) -> None:
             add_reminder(run, "FIRST-NOTE")
 
     with FakeModelServer(replies=[Reply(text="ok")]) as server:

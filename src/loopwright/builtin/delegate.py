@@ -174,6 +174,7 @@ async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = No
         subset.append(child_tool())
     prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
     child = child_agent(parent, tools=subset, model=model, system_prompt=prompt)
+    sink: Callable[[Event], None]
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
     else:
@@ -327,10 +328,7 @@ def partial_work(history: list[Message], *, results: int = 5, clip: int = 500) -
 
 def _charge(parent_run: RunState, child: RunResult) -> None:
     """A parent run's usage and cost include its children's."""
-    parent_run.usage.add(child.usage)
-    meter = parent_run.cost
-    if meter.total is not None:
-        meter.total = None if child.cost is None else meter.total + child.cost
+    parent_run.charge(child.usage, child.cost)
 
 
 def _clip(text: str, limit: int) -> str:

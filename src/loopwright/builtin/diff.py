@@ -18,8 +18,8 @@ from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
     from loopwright.messages import Message
+    from loopwright.plugins import RunView
     from loopwright.result import RunResult
 
 STATE_KEY = "file_snapshots"
@@ -84,29 +84,28 @@ class TurnDiffPlugin(LoopPlugin):
     history, which `on_message` sees as it happens (before the turn's `turn_end`)."""
 
     def __init__(self) -> None:
-        self._pending: dict[str, set[str]] = {}  # run id → call ids still without a result
+        self._pending: set[str] | None = None  # this run's calls still without a result
 
-    def on_message(self, run: RunState, message: Message) -> None:
+    def for_run(self, run: RunView) -> LoopPlugin:
+        return TurnDiffPlugin()
+
+    def on_message(self, run: RunView, message: Message) -> None:
         if message.role == "assistant" and message.tool_calls:
-            self._pending[run.run_id] = {call.id for call in message.tool_calls}
+            self._pending = {call.id for call in message.tool_calls}
             return
-        if message.role != "tool":
+        if message.role != "tool" or self._pending is None:
             return
-        pending = self._pending.get(run.run_id)
-        if pending is None:
-            return
-        pending.discard(message.tool_call_id or "")
-        if not pending:
-            del self._pending[run.run_id]
+        self._pending.discard(message.tool_call_id or "")
+        if not self._pending:
+            self._pending = None
             self._report_turn(run)
 
-    async def on_run_end(self, run: RunState, result: RunResult) -> None:
-        self._pending.pop(run.run_id, None)
+    async def on_run_end(self, run: RunView, result: RunResult) -> None:
         snapshots = run.tool_state.get(STATE_KEY)
         if isinstance(snapshots, Snapshots) and snapshots.run:
             result.diff = diff_against(snapshots.run, snapshots.workdir).diff
 
-    def _report_turn(self, run: RunState) -> None:
+    def _report_turn(self, run: RunView) -> None:
         snapshots = run.tool_state.get(STATE_KEY)
         if not isinstance(snapshots, Snapshots) or not snapshots.turn:
             return

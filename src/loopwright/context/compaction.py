@@ -14,7 +14,7 @@ preflight threshold (50 % of the window):
    the latest user message (verbatim, if it was not in the tail), the tail. The tail never begins
    on a tool result, so calls and results stay together. The run
    keeps its `session_id` (the id a user holds always means the newest state); every plugin's
-   `on_compaction(run, None)` is told, and persistence starts the session's next epoch there.
+   `on_compaction(run)` is told, and persistence starts the session's next epoch there.
    Compaction does not run again until the request has grown past the threshold again (by at
    least a tenth of the window when compaction could not get under it), and never on the next
    turn unless the hard limit is at stake.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,16 +53,15 @@ from loopwright.context.tokens import (
     estimate_request,
 )
 from loopwright.context.window import ContextBudget
-from loopwright.endpoints.client import CallListeners
 from loopwright.endpoints.probe import window_from_error
-from loopwright.errors import ContextOverflowError, LoopwrightError, RunCancelled
+from loopwright.errors import ContextOverflowError, LoopwrightError
 from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.output import SPILL_MARKER, bound_text
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
 
 PRUNE_MIN_CHARS = 400  # shorter results cost about as much as their stub
 ARGUMENT_VALUE_CHARS = 300
@@ -74,7 +74,7 @@ STUB_PREFIX = "[Output of "
 # --- the protected tail and pruning -------------------------------------------------------------
 
 
-def tail_start(history: list[Message], tail_tokens: int) -> int:
+def tail_start(history: Sequence[Message], tail_tokens: int) -> int:
     """Where the verbatim tail begins: the newest messages within `tail_tokens` (at least the
     newest one), moved back so that it never begins on a tool result."""
     start, total = len(history), 0
@@ -138,7 +138,7 @@ def _pruned(message: Message) -> Message | None:
                    reasoning=message.reasoning, provider_data=message.provider_data)
 
 
-def prune(history: list[Message], end: int) -> dict[int, Message]:
+def prune(history: Sequence[Message], end: int) -> dict[int, Message]:
     """Replacements (by `id()` of the old message) for prunable messages before `end`."""
     out: dict[int, Message] = {}
     for message in history[1:end]:
@@ -148,10 +148,10 @@ def prune(history: list[Message], end: int) -> dict[int, Message]:
     return out
 
 
-def apply(run: RunState, request: ModelRequest, replacements: dict[int, Message]) -> None:
+def apply(run: RunView, request: ModelRequest, replacements: dict[int, Message]) -> None:
     """Swap messages in both the history and the outgoing request (same objects in both)."""
     if replacements:
-        run.history[:] = [replacements.get(id(m), m) for m in run.history]
+        run.replace_history([replacements.get(id(m), m) for m in run.history])
         request.messages[:] = [replacements.get(id(m), m) for m in request.messages]
 
 
@@ -171,7 +171,7 @@ class CompactionPlugin(LoopPlugin):
         self.rearm_at = 0
         self.last_estimate = 0
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         raw: int | None = estimate_request(request)
         tokens = self.counter.correct(raw or 0)
         if tokens > self.budget.threshold:
@@ -180,10 +180,10 @@ class CompactionPlugin(LoopPlugin):
         self.last_estimate = tokens
         self.counter.sent(request, raw)
 
-    async def after_model(self, run: RunState, response: ModelResponse) -> None:
+    async def after_model(self, run: RunView, response: ModelResponse) -> None:
         self.counter.reported(response.usage.input_tokens)
 
-    async def on_context_overflow(self, run: RunState, request: ModelRequest,
+    async def on_context_overflow(self, run: RunView, request: ModelRequest,
                                   error: ContextOverflowError) -> bool:
         """The provider said the request is too long: learn its window (from the error, else
         below this request's size), then prune and compact as if over the hard limit."""
@@ -200,7 +200,7 @@ class CompactionPlugin(LoopPlugin):
         self.counter.sent(request)
         return after < tokens
 
-    async def _relieve(self, run: RunState, request: ModelRequest, tokens: int) -> int:
+    async def _relieve(self, run: RunView, request: ModelRequest, tokens: int) -> int:
         budget = self.budget
         before = tokens
         replacements = prune(run.history, tail_start(run.history, budget.tail_tokens))
@@ -217,7 +217,7 @@ class CompactionPlugin(LoopPlugin):
             tokens = await self._trim_newest(run, request, tokens)
         return tokens
 
-    def _may_compact(self, run: RunState, tokens: int) -> bool:
+    def _may_compact(self, run: RunView, tokens: int) -> bool:
         """Not again until the request has grown past the threshold again, and not on the very
         next turn unless the hard limit is at stake (a summary per turn would be all cost)."""
         if self.last_compacted_turn is None:
@@ -226,7 +226,7 @@ class CompactionPlugin(LoopPlugin):
             return False
         return run.turn - self.last_compacted_turn > 1 or tokens > self.budget.hard_limit
 
-    async def compact(self, run: RunState, request: ModelRequest, tokens: int) -> int:
+    async def compact(self, run: RunView, request: ModelRequest, tokens: int) -> int:
         """Summarise the turns between the task and the tail; returns the new estimate."""
         history = run.history
         head = 1 if history and history[0].role == "system" else 0
@@ -242,11 +242,12 @@ class CompactionPlugin(LoopPlugin):
                    f"window {self.budget.window:,})", {"messages": len(middle),
                                                        "before_tokens": tokens})
         report, error = await self._summarize(run, history[task_at].content, middle)
-        extras = request.messages[len(run.sanitizer(history)):]  # e.g. the last-round note
-        summary = summary_message(report, parent_session_id=None, session_id=run.session_id)
+        extras = request.messages[len(messages.sanitize(list(history))):]  # the last-round note
+        summary = summary_message(report)
         latest = [history[latest_at]] if latest_at != task_at and latest_at < start else []
-        history[:] = [*history[:head], history[task_at], summary, *latest, *history[start:]]
-        request.messages[:] = [*messages.sanitize(history), *extras]
+        run.replace_history([*history[:head], history[task_at], summary, *latest,
+                             *history[start:]], compacted=True)
+        request.messages[:] = [*messages.sanitize(list(run.history)), *extras]
         after = self.counter.count(request)
         self.last_compacted_turn = run.turn
         self.rearm_at = max(self.budget.threshold, after + int(self.budget.window * REARM_SHARE))
@@ -255,11 +256,9 @@ class CompactionPlugin(LoopPlugin):
                    {"session_id": run.session_id, "messages": len(middle),
                     "before_tokens": tokens, "after_tokens": after, "fallback": error is not None,
                     "error": error})
-        for plugin in run.settings.plugins:
-            plugin.on_compaction(run, None)
         return after
 
-    async def _summarize(self, run: RunState, task: str, middle: list[Message]
+    async def _summarize(self, run: RunView, task: str, middle: list[Message]
                          ) -> tuple[str, str | None]:
         """(report, None) from the model, or (fallback report, why) when that failed."""
         previous = [m.content for m in middle if is_summary(m)]
@@ -272,25 +271,18 @@ class CompactionPlugin(LoopPlugin):
         previous = [p[: chars // 3] for p in previous[-1:]]
         fixed = len(SUMMARY_SYSTEM) + len(summary_prompt(task, previous, ""))
         prompt = summary_prompt(task, previous, render_transcript(rest, max(500, chars - fixed)))
-        request = ModelRequest(model=run.settings.chain.model, max_tokens=budget.summary_tokens,
+        request = ModelRequest(model=run.model, max_tokens=budget.summary_tokens,
                                messages=[messages.system(SUMMARY_SYSTEM), messages.user(prompt)])
         read = summary_state(run.tool_state.get("read_files"))
         cooling = self.cooldown.cooling()
         if cooling is not None:
             return fallback_summary(task, middle, read_files=read, error=cooling), cooling
         try:
-            response = await run.interruptible(run.settings.chain.complete(
-                request, stream=False, listeners=CallListeners(on_status=run.status)))
-        except asyncio.CancelledError:
-            if run.cancel_requested:
-                raise RunCancelled from None
-            raise
+            response = await run.call_model(request, purpose="compaction")
         except LoopwrightError as exc:
             self.cooldown.failed(str(exc))
             return fallback_summary(task, middle, read_files=read, error=str(exc)), str(exc)
         self.cooldown.succeeded()
-        run.usage.add(response.usage)
-        run.cost.add(run.settings.chain.model, response.usage)
         text = response.message.content.strip()
         if not text:
             why = "the summary reply was empty"
@@ -299,7 +291,7 @@ class CompactionPlugin(LoopPlugin):
             text += "\n(The summary was cut short by its length limit.)"
         return text, None
 
-    async def _trim_newest(self, run: RunState, request: ModelRequest, tokens: int) -> int:
+    async def _trim_newest(self, run: RunView, request: ModelRequest, tokens: int) -> int:
         """Last resort over the hard limit: prune all but the newest exchange, then cut the
         newest tool results to fit (full text spilled to files first)."""
         history = run.history

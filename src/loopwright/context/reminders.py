@@ -11,7 +11,7 @@ The notes go out as one `<system-reminder>` user note at the end of the request 
 trailing user message, so roles still alternate; after tool results every adapter sends it in the
 same user turn). They are not stored, so the history and the prompt cache stay clean.
 
-State contract, in the per-run tool state (`ToolContext.state` is `RunState.tool_state`):
+State contract, in the per-run tool state (`ToolContext.state` is `RunView.tool_state`):
 
 - `state["read_files"]`: `dict[str, int]`, absolute path → `st_mtime_ns` when the agent
   last read it. File tools fill it with `note_file_read(ctx, path)` after reading a file, and after
@@ -34,18 +34,17 @@ from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
 
 READ_FILES_KEY = "read_files"
 TODOS_KEY = "todos"
 PENDING_KEY = "reminders"
-_PLUGIN_KEY = "loopwright.reminders"  # the plugin's own per-run bookkeeping
 TODO_INTERVAL = 8
 DONE_STATUSES = frozenset({"completed", "done", "cancelled", "canceled"})
 MAX_CHANGED_LISTED = 20
 
 
-def _state_of(target: ToolContext | RunState | dict[str, Any]) -> dict[str, Any]:
+def _state_of(target: ToolContext | RunView | dict[str, Any]) -> dict[str, Any]:
     if isinstance(target, dict):
         return target
     if isinstance(target, ToolContext):
@@ -53,7 +52,7 @@ def _state_of(target: ToolContext | RunState | dict[str, Any]) -> dict[str, Any]
     return target.tool_state
 
 
-def note_file_read(target: ToolContext | RunState | dict[str, Any],
+def note_file_read(target: ToolContext | RunView | dict[str, Any],
                    path: str | os.PathLike[str]) -> None:
     """Record that the agent has seen `path` as it is now (call after reading or writing it)."""
     state = _state_of(target)
@@ -69,7 +68,7 @@ def note_file_read(target: ToolContext | RunState | dict[str, Any],
     state.setdefault(READ_FILES_KEY, {})[key] = stamp
 
 
-def add_reminder(target: ToolContext | RunState | dict[str, Any], text: str) -> None:
+def add_reminder(target: ToolContext | RunView | dict[str, Any], text: str) -> None:
     """Queue a one-shot note for the next model request of this run."""
     if text.strip():
         _state_of(target).setdefault(PENDING_KEY, []).append(text.strip())
@@ -130,39 +129,38 @@ class ReminderPlugin(LoopPlugin):
 
     def __init__(self, *, todo_interval: int = TODO_INTERVAL) -> None:
         self.todo_interval = todo_interval
+        # this run's bookkeeping (each run gets its own object from `for_run`)
+        self.todo_signature: str | None = None
+        self.todos_changed = 0  # the turn the todo list last changed
+        self.reminded = 0  # the turn of the last todo reminder
+        self.announced: dict[str, int] = {}  # path → mtime announced as changed (-1: deleted)
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    def for_run(self, run: RunView) -> LoopPlugin:
+        return ReminderPlugin(todo_interval=self.todo_interval)
+
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = run.tool_state
-        own = self._own(run)
         notes = [*state.pop(PENDING_KEY, [])]
-        notes.extend(changed_files(state, own["announced"]))
+        notes.extend(changed_files(state, self.announced))
         todo_note = self._quiet_todos(run)
         if todo_note:
             notes.append(todo_note)
         if notes:
             attach_note(request, "\n".join(notes))
 
-    @staticmethod
-    def _own(run: RunState) -> dict[str, Any]:
-        # kept in the run's state, not on the plugin, so one plugin object may serve many runs
-        own: dict[str, Any] = run.tool_state.setdefault(
-            _PLUGIN_KEY, {"signature": None, "changed": 0, "reminded": 0, "announced": {}})
-        return own
-
-    def _quiet_todos(self, run: RunState) -> str | None:
-        own = self._own(run)
+    def _quiet_todos(self, run: RunView) -> str | None:
         todos = run.tool_state.get(TODOS_KEY) or []
         signature = json.dumps(todos, sort_keys=True, default=str)
-        if signature != own["signature"]:
-            own["signature"], own["changed"] = signature, run.turn
+        if signature != self.todo_signature:
+            self.todo_signature, self.todos_changed = signature, run.turn
             return None
         pending = open_todos(run.tool_state)
-        quiet = run.turn - own["changed"]
+        quiet = run.turn - self.todos_changed
         if not pending or quiet < self.todo_interval:
             return None
-        if run.turn - own["reminded"] < self.todo_interval:
+        if run.turn - self.reminded < self.todo_interval:
             return None
-        own["reminded"] = run.turn
+        self.reminded = run.turn
         listed = "\n".join(f"- [{t.get('status', 'pending')}] {_todo_text(t)}" for t in pending)
         return (f"Your todo list has open items and has not changed for {quiet} turns:\n{listed}\n"
                 "Carry on with them, or update the list (mark finished items completed, drop "

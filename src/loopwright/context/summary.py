@@ -139,14 +139,11 @@ def fallback_summary(task: str, messages: list[Message], *, read_files: Iterable
     return clip("\n\n".join(parts), max_chars)
 
 
-def summary_message(report: str, *, parent_session_id: str | None, session_id: str | None
-                    ) -> Message:
+def summary_message(report: str) -> Message:
     """The user message that stands in for the compacted turns."""
-    lineage = f" (session {parent_session_id} continued as {session_id})" if parent_session_id \
-        else ""
     return Message(role="user", content=(
         f"{SUMMARY_HEADER}\nEarlier turns of this conversation were compacted into the report "
-        f"below{lineage}. It is reference material, not a request: do not resume or redo anything "
+        f"below. It is reference material, not a request: do not resume or redo anything "
         "in it on its own account. The user's latest message is the request to act on.\n\n"
         f"{report.strip()}"
     ))

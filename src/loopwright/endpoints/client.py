@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +40,20 @@ _OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too m
                    "prompt is too long", "context window")
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClientReport:
+    """What one client did for a call (its part of the call's `ModelCallRecord`)."""
+
+    label: str
+    endpoint: str  # the base URL
+    model: str
+    mode: str
+    attempts: int  # HTTP requests made, retries included
+    streamed: bool  # how the last attempt was made
+    status: int | None = None
+    error: str | None = None
+
+
 @dataclass(kw_only=True)
 class CallListeners:
     """Who hears about a call while it runs."""
@@ -48,20 +61,7 @@ class CallListeners:
     on_text: DeltaListener | None = None
     on_reasoning: DeltaListener | None = None
     on_status: StatusListener | None = None
-
-
-@dataclass(kw_only=True)
-class ModelCallRecord:
-    """One model call as it happened: for audit, replay and cost."""
-
-    endpoint: str
-    model: str
-    mode: str
-    attempts: int
-    latency: float
-    streamed: bool
-    status: int | None = None
-    error: str | None = None
+    on_report: Callable[[ClientReport], None] | None = None  # once per client, when it is done
 
 
 @dataclass(kw_only=True)
@@ -75,7 +75,6 @@ class ModelClient:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     stream_idle_timeout: float = 120.0
     request_timeout: float = 600.0
-    on_call: Callable[[ModelCallRecord], None] | None = None
 
     @property
     def mode(self) -> str:
@@ -95,7 +94,6 @@ class ModelClient:
         """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
         shown = _Shown(listeners or CallListeners())
         listeners = shown.listeners
-        started = time.perf_counter()
         streaming = stream
         fell_back = False
         empty_retried = False
@@ -126,7 +124,7 @@ class ModelClient:
             except ProviderError as exc:
                 last = exc
                 if not exc.retryable:
-                    self._record(started, attempt, streaming, exc)
+                    self._report(listeners, attempt, streaming, exc)
                     raise
                 await self._pause_or_raise(exc, attempt, listeners)
                 continue
@@ -141,11 +139,11 @@ class ModelClient:
                 attempt -= 1  # the empty-reply retry is its own allowance
                 request = with_empty_reply_nudge(request)
                 continue
-            self._record(started, attempt, streaming, None)
+            self._report(listeners, attempt, streaming, None)
             response.usage.add(discarded)
             return response
         assert last is not None
-        self._record(started, attempt, streaming, last)
+        self._report(listeners, attempt, streaming, last)
         if not isinstance(last, EmptyReplyError):
             last = ProviderError(f"{self.label}: gave up after {attempt} attempts: {last}",
                                  status=last.status, body=last.body)
@@ -170,14 +168,14 @@ class ModelClient:
                 {"attempt": attempt, "delay": pause, "status": exc.status})
         await asyncio.sleep(pause)
 
-    def _record(self, started: float, attempts: int, streamed: bool, exc: Exception | None) -> None:
-        if self.on_call is None:
-            return
-        self.on_call(ModelCallRecord(
-            endpoint=self.endpoint.base_url, model=self.model, mode=self.mode, attempts=attempts,
-            latency=time.perf_counter() - started, streamed=streamed,
-            status=getattr(exc, "status", None), error=str(exc) if exc else None,
-        ))
+    def _report(self, listeners: CallListeners, attempts: int, streamed: bool,
+                exc: Exception | None) -> None:
+        if listeners.on_report is not None:
+            listeners.on_report(ClientReport(
+                label=self.label, endpoint=self.endpoint.base_url, model=self.model,
+                mode=self.mode, attempts=attempts, streamed=streamed,
+                status=getattr(exc, "status", None),
+                error=str(exc) if exc else None))
 
     def _headers(self) -> dict[str, str]:
         return self.endpoint.request_headers()
@@ -276,6 +274,7 @@ class _Shown:
             on_text=self._tee(outer.on_text, self._text),
             on_reasoning=self._tee(outer.on_reasoning, self._reasoning),
             on_status=outer.on_status,
+            on_report=outer.on_report,
         )
 
     @staticmethod

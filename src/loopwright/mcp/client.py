@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
     from mcp_types import Tool as RemoteTool
 
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
     from loopwright.tools.registry import ToolRegistry
 
 logger = logging.getLogger("loopwright.mcp")
 
-StatusCallback = Callable[[str, str, dict[str, Any]], None]  # (kind, message, data), as RunState
+StatusCallback = Callable[[str, str, dict[str, Any]], None]  # (kind, message, data), as RunView
 _SHUTDOWN_GRACE = 10.0
 _LOG_TAIL = 600
 
@@ -439,7 +439,7 @@ class MCPToolsPlugin(LoopPlugin):
         self.manager = manager
         self.registry = registry
 
-    async def on_run_start(self, run: RunState) -> None:
+    async def on_run_start(self, run: RunView) -> None:
         await self.manager.register(self.registry, run.status)
 
 

@@ -15,7 +15,7 @@ from loopwright.messages import Message, ModelRequest
 from loopwright.plugins import LoopPlugin
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
     from loopwright.store.sqlite import SearchHit
 
 RECALL_HEADER = ("<recall>\nFrom earlier sessions (search hits for this request; they may be "
@@ -41,7 +41,7 @@ class RecallPlugin(LoopPlugin):
         self.store = store
         self.limit = limit
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         if run.turn != 1:
             return
         prompt = next((m.content for m in reversed(run.history) if m.role == "user"), "")

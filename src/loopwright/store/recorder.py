@@ -23,7 +23,7 @@ from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.lease import RENEW_SECONDS, new_owner
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
     from loopwright.result import RunResult
     from loopwright.tools.base import ToolContext
     from loopwright.tools.execute import GateDecision, PreparedCall
@@ -47,7 +47,7 @@ class SessionRecorder(LoopPlugin):
         self.parent_id = parent_id  # the delegating session, for a sub-agent's run
         self.owner = new_owner()
         self.resumed = False
-        self._run: RunState | None = None
+        self._run: RunView | None = None
         self._failure: str | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
@@ -121,17 +121,17 @@ class SessionRecorder(LoopPlugin):
 
     # -- during the run: every write goes through the queue, in order --
 
-    async def on_run_start(self, run: RunState) -> None:
+    async def on_run_start(self, run: RunView) -> None:
         self._run = run
         self._writes.start(run)
         self._queue(lambda: self.store.record_run(
             self.session_id, RunRecord(run_id=run.run_id), model=self.model))
         self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
 
-    def on_message(self, run: RunState, message: Message) -> None:
+    def on_message(self, run: RunView, message: Message) -> None:
         self._queue(lambda: self.store.append(self.session_id, message))
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         """Every message so far is durable before the next request goes out (a locked store
         is waited out here); a store that failed for good stops the run."""
         await self._writes.drain()
@@ -165,7 +165,7 @@ class SessionRecorder(LoopPlugin):
             self._queue(lambda: self.store.record_turn(self.session_id, run.run_id, turn,
                                                        usage, cost))
 
-    def on_compaction(self, run: RunState, parent_session_id: str | None) -> None:
+    def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
         it, atomically; the messages it summarised stay stored as the session's lineage."""
         history = [m for m in run.history if m.role != "system"]
@@ -174,7 +174,7 @@ class SessionRecorder(LoopPlugin):
     async def _compact(self, history: list[Message]) -> None:
         await self.store.compact(self.session_id, history)
 
-    async def on_run_end(self, run: RunState, result: RunResult) -> None:
+    async def on_run_end(self, run: RunView, result: RunResult) -> None:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         record = self._record(run, result)
@@ -197,22 +197,22 @@ class SessionRecorder(LoopPlugin):
     def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
         self._writes.put(write)
 
-    def _report_wait(self, run: RunState, kind: str, text: str) -> None:
+    def _report_wait(self, run: RunView, kind: str, text: str) -> None:
         run.status(kind, text, {"session_id": self.session_id})
 
-    def _record(self, run: RunState, result: RunResult | None) -> RunRecord:
+    def _record(self, run: RunView, result: RunResult | None) -> RunRecord:
         return RunRecord(
             run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
-            cost=result.cost if result is not None else run.cost.total,
+            cost=result.cost if result is not None else run.cost,
             stop_reason=result.stop_reason if result is not None else None,
             error=result.error if result is not None else None)
 
-    def _cost_of_turn(self, run: RunState) -> float | None:
-        total, before = run.cost.total, self._turn_cost
+    def _cost_of_turn(self, run: RunView) -> float | None:
+        total, before = run.cost, self._turn_cost
         self._turn_cost = total
         return None if total is None or before is None else total - before
 
-    async def _renew_forever(self, run: RunState, driver: asyncio.Task[Any] | None) -> None:
+    async def _renew_forever(self, run: RunView, driver: asyncio.Task[Any] | None) -> None:
         """Keep the lease while the run's task lives (a task killed without reaching
         `on_run_end` still lets go of its session within one renewal period)."""
         while True:
@@ -238,14 +238,14 @@ class WriteQueue:
     later writes are dropped, so what is stored stays a clean prefix of the run, and
     `failure` says why (the recorder then stops the run)."""
 
-    def __init__(self, report: Callable[[RunState, str, str], None]) -> None:
+    def __init__(self, report: Callable[[RunView, str, str], None]) -> None:
         self._report = report
         self._pending: collections.deque[Callable[[], Awaitable[Any]]] = collections.deque()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
-        self._run: RunState | None = None
+        self._run: RunView | None = None
         self._closed = False
         self.failure: str | None = None
 
@@ -253,7 +253,7 @@ class WriteQueue:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self, run: RunState) -> None:
+    def start(self, run: RunView) -> None:
         self._run = run
         self._task = asyncio.ensure_future(self._work())
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from loopwright.plugins import LoopPlugin
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
 
 _ACTION = (
     r"(?:use|call|run|execute|invoke|read|open|check|look|search|grep|list|inspect|examine|view"
@@ -47,14 +47,17 @@ class NarrationNudge(LoopPlugin):
     def __init__(self, *, prompt_mode: bool, has_tools: Callable[[], bool]) -> None:
         self.prompt_mode = prompt_mode
         self.has_tools = has_tools
-        self._key = f"_narration_nudged_{id(self)}"
+        self.nudged = False  # this run's one nudge was given (a run gets its own object)
 
-    async def on_answer(self, run: RunState, answer: str) -> str | None:
-        if run.tool_state.get(self._key) or not self.has_tools():
+    def for_run(self, run: RunView) -> LoopPlugin:
+        return NarrationNudge(prompt_mode=self.prompt_mode, has_tools=self.has_tools)
+
+    async def on_answer(self, run: RunView, answer: str) -> str | None:
+        if self.nudged or not self.has_tools():
             return None
         if not narrates_tool_use(answer):
             return None
-        run.tool_state[self._key] = True
+        self.nudged = True
         run.status("narration_nudge", "the reply announced a tool call but made none; asking "
                    "the model to make it", {})
         how = ("write the <tool_call> block now" if self.prompt_mode

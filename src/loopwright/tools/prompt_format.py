@@ -38,7 +38,7 @@ from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
     from loopwright.config import Settings
-    from loopwright.loop import RunState
+    from loopwright.plugins import RunView
     from loopwright.tools.catalogue import RunCatalogue
 
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
@@ -184,15 +184,16 @@ class ToolTextPlugin(LoopPlugin):
         self.mode = mode
         self.known_names = known_names
         self.schema_of = schema_of
-        self._key = f"_tool_text_{id(self)}"
+        self.run_state = _RunTextState()  # this run's (a run gets its own object)
 
-    def _state(self, run: RunState) -> _RunTextState:
-        state = run.tool_state.get(self._key)
-        if not isinstance(state, _RunTextState):
-            state = run.tool_state[self._key] = _RunTextState()
-        return state
+    def for_run(self, run: RunView) -> LoopPlugin:
+        return ToolTextPlugin(mode=self.mode, known_names=self.known_names,
+                              schema_of=self.schema_of)
 
-    async def before_model(self, run: RunState, request: ModelRequest) -> None:
+    def _state(self, run: RunView) -> _RunTextState:
+        return self.run_state
+
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
         if self.mode == "prompt":
             specs, request.tools, request.tool_choice = request.tools, [], None
@@ -203,7 +204,7 @@ class ToolTextPlugin(LoopPlugin):
             request.messages = sanitize(request.messages)
             state.pending_note = None
 
-    def text_filter(self, run: RunState, listener: DeltaListener) -> DeltaListener:
+    def text_filter(self, run: RunView, listener: DeltaListener) -> DeltaListener:
         state = self._state(run)
         state.filter = MarkupFilter(listener, is_call=self._is_call, known=self.known_names)
         return state.filter
@@ -212,7 +213,7 @@ class ToolTextPlugin(LoopPlugin):
         found = parse_tool_calls(region, self.known_names(), trust_markup=self.mode == "prompt")
         return bool(found.calls or (found.malformed and self.mode == "prompt"))
 
-    async def after_model(self, run: RunState, response: ModelResponse) -> None:
+    async def after_model(self, run: RunView, response: ModelResponse) -> None:
         state = self._state(run)
         state.malformed = []
         state.visible = None
@@ -224,7 +225,7 @@ class ToolTextPlugin(LoopPlugin):
             state.filter.finish(shown)
             state.filter = None
 
-    async def _read_calls(self, run: RunState, state: _RunTextState, response: ModelResponse
+    async def _read_calls(self, run: RunView, state: _RunTextState, response: ModelResponse
                           ) -> None:
         message = response.message
         parse = functools.partial(parse_tool_calls, message.content, self.known_names(),
@@ -271,7 +272,7 @@ class ToolTextPlugin(LoopPlugin):
             return arguments
         return json.dumps(coerce_arguments(values, self.schema_of(name)), ensure_ascii=False)
 
-    async def on_answer(self, run: RunState, answer: str) -> str | None:
+    async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
             return None

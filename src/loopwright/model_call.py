@@ -1,0 +1,211 @@
+"""The one home for a model call: cancel, retries and fallback (through the provider chain),
+usage, cost, and the call's record.
+
+Every call a run makes — a turn, the tool-less summary when the budget runs out, a compaction
+summary, a rubric grade, a side call of a plugin — goes through `ModelCalls.call()`. It adds the
+call's usage and cost to the run (also of replies that were thrown away before a failure), turns
+a `cancel()` into `RunCancelled`, and emits one `model_call` event carrying a `ModelCallRecord`;
+the session recorder stores that record (`SessionStore` table `model_calls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loopwright.endpoints.client import CallListeners, ClientReport
+from loopwright.endpoints.fallback import ProviderChain
+from loopwright.errors import ProviderError, RunCancelled
+from loopwright.events import Event, ModelCallEvent
+from loopwright.messages import ModelRequest, ModelResponse, Usage
+from loopwright.profiles.prices import CostMeter, cost_of
+from loopwright.wire.stream import DeltaListener
+
+# what a call was for; plugins may use their own names for side calls
+PURPOSES = ("turn", "summary", "compaction", "grading")
+LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCallRecord:
+    """One model call as it happened, for audit, cost and tracing.
+
+    `attempts` counts the HTTP requests made for the call across retries, the stream → plain
+    fallback and provider fallbacks; `latency` is wall time from the call to its reply (or its
+    failure). `request` describes what was sent (parameters, tool names, message count and the
+    newest message; the whole conversation is in the session's messages), `response` what came
+    back (finish reason, text, tool calls, reasoning size) — None when the call failed."""
+
+    id: str
+    purpose: str
+    run_id: str
+    session_id: str | None
+    agent: str
+    turn: int
+    model: str  # the model that answered (or was tried last)
+    provider: str  # who answered, as "provider-name model (mode)"
+    endpoint: str  # its base URL
+    mode: str
+    started: float  # Unix time
+    latency: float
+    attempts: int
+    streamed: bool
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    error: str | None = None
+    status: int | None = None  # the HTTP status of a failed call, when there was one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "purpose": self.purpose, "run_id": self.run_id,
+            "session_id": self.session_id, "agent": self.agent, "turn": self.turn,
+            "model": self.model, "provider": self.provider, "endpoint": self.endpoint,
+            "mode": self.mode,
+            "started": self.started, "latency": self.latency, "attempts": self.attempts,
+            "streamed": self.streamed, "request": self.request, "response": self.response,
+            "usage": self.usage.to_dict(), "cost": self.cost, "error": self.error,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelCallRecord:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["usage"] = Usage(**(data.get("usage") or {}))
+        return cls(**fields)
+
+
+class CallOwner(Protocol):
+    """What `ModelCalls` needs of the run it calls for (`loop.RunState` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def agent_tag(self) -> str: ...
+    @property
+    def turn(self) -> int: ...
+    @property
+    def cancel_requested(self) -> bool: ...
+    def emit(self, event: Event) -> None: ...
+    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None: ...
+    async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any: ...
+
+
+class ModelCalls:
+    """A run's model calls, with the usage and cost they added up to."""
+
+    def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool = True) -> None:
+        self.owner = owner
+        self.chain = chain
+        self.stream = stream
+        self.usage = Usage()
+        self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
+
+    @property
+    def model(self) -> str:
+        """The model the run's calls go to now (a fallback once the chain moved on)."""
+        return self.chain.model
+
+    async def call(self, request: ModelRequest, *, purpose: str,
+                   on_text: DeltaListener | None = None,
+                   on_reasoning: DeltaListener | None = None,
+                   stream: bool | None = None) -> ModelResponse:
+        """Send `request` and return the reply. Raises `RunCancelled` when the run was
+        cancelled meanwhile, and what the chain raises (`ProviderError`…) when it failed; the
+        record is emitted either way. Text and reasoning reach the listeners given (none: the
+        call is silent, as side calls must be)."""
+        streamed = self.stream if stream is None else stream
+        reports: list[ClientReport] = []
+        listeners = CallListeners(on_text=on_text, on_reasoning=on_reasoning,
+                                  on_status=self.owner.status, on_report=reports.append)
+        call = _Call(purpose=purpose, request=request, streamed=streamed, reports=reports)
+        try:
+            response: ModelResponse = await self.owner.interruptible(
+                self.chain.complete(request, stream=streamed, listeners=listeners))
+        except asyncio.CancelledError:
+            if self.owner.cancel_requested:
+                self._record(call, None, Usage(), error="cancelled")
+                raise RunCancelled from None
+            raise
+        except ProviderError as exc:  # replies thrown away before the failure were paid for
+            self._record(call, None, exc.discarded_usage or Usage(), error=str(exc),
+                         status=exc.status)
+            raise
+        except Exception as exc:
+            self._record(call, None, Usage(), error=f"{type(exc).__name__}: {exc}")
+            raise
+        self._record(call, response, response.usage)
+        return response
+
+    def _record(self, call: _Call, response: ModelResponse | None, usage: Usage, *,
+                error: str | None = None, status: int | None = None) -> None:
+        model = self.chain.model
+        self.usage.add(usage)
+        self.cost.add(model, usage)
+        owner = self.owner
+        last = call.reports[-1] if call.reports else None
+        record = ModelCallRecord(
+            id=uuid.uuid4().hex[:16], purpose=call.purpose, run_id=owner.run_id,
+            session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
+            model=last.model if last else model,
+            provider=last.label if last else self.chain.current.label,
+            endpoint=last.endpoint if last else self.chain.current.endpoint.base_url,
+            mode=last.mode if last else self.chain.current.mode,
+            started=call.started, latency=round(time.perf_counter() - call.clock, 6),
+            attempts=sum(r.attempts for r in call.reports),
+            streamed=last.streamed if last else call.streamed,
+            request=describe_request(call.request, stream=call.streamed),
+            response=describe_response(response) if response is not None else None,
+            usage=dataclasses.replace(usage),
+            cost=cost_of(model, usage) if usage.requests else None, error=error,
+            status=status if status is not None else (last.status if last else None),
+        )
+        owner.emit(ModelCallEvent(record=record, agent=owner.agent_tag))
+
+
+@dataclass(kw_only=True)
+class _Call:
+    purpose: str
+    request: ModelRequest
+    streamed: bool
+    reports: list[ClientReport]
+    started: float = field(default_factory=time.time)
+    clock: float = field(default_factory=time.perf_counter)
+
+
+def describe_request(request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+    """The record's view of a request: its parameters, the tools offered by name, how many
+    messages, and the newest one (clipped)."""
+    last = request.messages[-1] if request.messages else None
+    out: dict[str, Any] = {
+        "model": request.model, "stream": stream, "messages": len(request.messages),
+        "tools": [t.name for t in request.tools],
+    }
+    for key in ("max_tokens", "temperature", "reasoning_effort", "tool_choice"):
+        value = getattr(request, key)
+        if value is not None:
+            out[key] = value
+    if last is not None:
+        out["last_message"] = {"role": last.role, "content": last.content[:LAST_MESSAGE_CHARS],
+                               "chars": len(last.content)}
+    return out
+
+
+def describe_response(response: ModelResponse) -> dict[str, Any]:
+    """The record's view of a reply: finish reason, text, tool calls, reasoning size."""
+    message = response.message
+    return {
+        "finish_reason": response.finish_reason,
+        "content": message.content,
+        "tool_calls": [c.to_dict() for c in message.tool_calls],
+        "reasoning_chars": len(message.reasoning or ""),
+        "model": response.model,
+    }
