@@ -1,0 +1,247 @@
+"""Running one task: its workspace, its agent, its run, its verdict — the same code in the local
+batch and inside each Ray worker.
+
+One `TaskRunner` lives on one event loop and serves many tasks at once. What its tasks share is
+built once: the checkers, the session store (one connection, not one per task), the HTTP client
+and each model's context window (probed once per model, not once per task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopwright.batch.checkers import CheckFunction, check, checker_of, resolve_checkers
+from loopwright.batch.results import ResultRow, failed_row
+from loopwright.batch.tasks import TaskSpec
+from loopwright.batch.trajectories import trajectory
+from loopwright.batch.workspace import prepare_workspace, remove_workspace
+from loopwright.errors import ConfigError
+
+if TYPE_CHECKING:
+    from loopwright.agent import Agent
+    from loopwright.result import RunResult
+    from loopwright.store import SessionStore
+    from loopwright.tools.base import Tool
+
+
+@dataclass(kw_only=True)
+class BatchConfig:
+    """What every task of a batch shares. Plain data, so it can travel to Ray workers."""
+
+    agent_options: dict[str, Any] = field(default_factory=dict)  # `Agent` keyword arguments
+    tools: list[Any] | None = None  # default toolset: Tool objects or built-in names
+    default_checker: str | None = None
+    trajectories: str | None = None  # a `TRAJECTORY_FORMATS` name
+    workspace_root: Path = Path("workspaces")
+    keep_workspaces: bool = False
+
+
+@dataclass(kw_only=True)
+class TaskOutcome:
+    row: ResultRow
+    trajectory: dict[str, Any] | None = None
+
+
+class TaskRunner:
+    """Runs tasks of one batch on the current event loop (see the module docstring)."""
+
+    def __init__(self, config: BatchConfig, tasks: Iterable[TaskSpec] = ()) -> None:
+        self.config = config
+        tasks = list(tasks)
+        self.checkers: dict[str, CheckFunction] = resolve_checkers(tasks, config.default_checker)
+        self.default_tools = _default_toolset(config.tools)
+        self._windows: dict[str | None, asyncio.Future[int | None]] = {}
+        self._store: SessionStore | None = None
+        self._store_opened = False
+
+    async def prepare(self, models: Iterable[str | None]) -> None:
+        """Open the store and resolve each model (a broken configuration fails here, before any
+        model call)."""
+        from loopwright.endpoints.base import hold_shared_client
+
+        hold_shared_client(self)  # one HTTP client for the whole batch, not one per task
+        if not self._store_opened:
+            from loopwright.store import open_store
+
+            spec = self.config.agent_options.get("store")
+            data_dir = self.config.agent_options.get("data_dir")
+            self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
+            self._store_opened = True
+        await asyncio.gather(*(self._window(model) for model in set(models)))
+
+    async def aclose(self) -> None:
+        from loopwright.endpoints.base import release_shared_client
+
+        if self._store is not None:
+            await self._store.aclose()
+            self._store = None
+        await release_shared_client(self)
+
+    async def run(self, task: TaskSpec) -> TaskOutcome:
+        """One task to the end. Never raises for the task's own failures (a workspace or an
+        agent that cannot be made, a checker or tool that breaks): they become a `failed` row."""
+        started = time.monotonic()
+        try:
+            window = await self._window(task.model)
+            workdir, agent = await asyncio.to_thread(self._setup, task, window)
+        except Exception as exc:
+            return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
+        try:
+            result = await agent.run(task.prompt)
+            verdict = await check(task, result, workdir, default=self.config.default_checker,
+                                  functions=self.checkers)
+            row = _row(task, result, verdict.to_dict(), time.monotonic() - started)
+            return TaskOutcome(row=row, trajectory=self._trajectory(task, agent, result, row))
+        except Exception as exc:  # this task fails, the batch goes on
+            return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
+        finally:
+            await agent.aclose()
+            if not self.config.keep_workspaces:
+                await asyncio.to_thread(remove_workspace, workdir)
+
+    # -- building blocks --
+
+    def _setup(self, task: TaskSpec, window: int | None) -> tuple[Path, Agent]:
+        """Blocking (disk): the task's workspace and agent."""
+        from loopwright.agent import Agent
+
+        workdir = prepare_workspace(task, self.config.workspace_root)
+        options = self._agent_options(task, workdir, window)
+        try:
+            return workdir, Agent(tools=self._tools(task), **options)
+        except BaseException:
+            if not self.config.keep_workspaces:
+                remove_workspace(workdir)
+            raise
+
+    def _agent_options(self, task: TaskSpec, workdir: Path | None,
+                       window: int | None) -> dict[str, Any]:
+        options = dict(self.config.agent_options)
+        options["store"] = self._store
+        if workdir is not None:
+            options["workdir"] = str(workdir)
+        if window is not None and not options.get("context_window"):
+            options["context_window"] = window
+        for key in ("model", "system_prompt", "max_turns"):
+            if getattr(task, key) is not None:
+                options[key] = getattr(task, key)
+        if checker_of(task, self.config.default_checker) == "rubric":
+            # the grader judges once; a revision round would make it part of the run
+            options["rubric"] = task.rubric or task.expected
+            options["max_rubric_rounds"] = 0
+        return options
+
+    def _tools(self, task: TaskSpec) -> list[Tool]:
+        if task.tools is None:
+            return list(self.default_tools.values())
+        return [self.default_tools.get(name) or _named_tool(name) for name in task.tools]
+
+    async def _window(self, model: str | None) -> int | None:
+        """The context window of `model` (None: the batch's), found once per model. The first
+        task of a model waits for the probe; the others reuse its answer."""
+        pending = self._windows.get(model)
+        if pending is None:
+            pending = asyncio.ensure_future(self._probe_window(model))
+            self._windows[model] = pending
+        return await asyncio.shield(pending)
+
+    async def _probe_window(self, model: str | None) -> int | None:
+        if self.config.agent_options.get("context_window"):
+            return None  # given: nothing to probe
+        from loopwright.agent import Agent
+
+        options = {key: value for key, value in self.config.agent_options.items()
+                   if key not in ("store", "rubric", "mcp_servers")}
+        if model is not None:
+            options["model"] = model
+        agent = Agent(**options)
+        try:
+            windows = await agent.context_windows()
+        finally:
+            await agent.aclose()
+        return windows[0].tokens if windows else None
+
+    def _trajectory(self, task: TaskSpec, agent: Agent, result: RunResult,
+                    row: ResultRow) -> dict[str, Any] | None:
+        if self.config.trajectories is None:
+            return None
+        tools = [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                 for t in agent.registry]
+        meta = {"stop_reason": row.stop_reason, "solved": row.solved, "verdict": row.verdict,
+                "session_id": row.session_id, "metadata": dict(task.metadata)}
+        return trajectory(self.config.trajectories, task_id=task.id, history=result.messages,
+                          tools=tools, meta=meta)
+
+
+def check_tools(tasks: Iterable[TaskSpec], config: BatchConfig) -> None:
+    """Every tool a task names exists (built in, in the batch's toolset, or `module:attribute`);
+    raises `ConfigError` naming the first line that names one that does not."""
+    known = _default_toolset(config.tools)
+    seen: set[str] = set(known)
+    for task in tasks:
+        for name in task.tools or ():
+            if name in seen:
+                continue
+            try:
+                _named_tool(name)
+            except ConfigError as exc:
+                raise ConfigError(f"line {task.line}: {exc}") from None
+            seen.add(name)
+
+
+def _default_toolset(tools: list[Any] | None) -> dict[str, Tool]:
+    """The batch's toolset by name: built-in or `module:attribute` names, Tool objects, or plain
+    functions (made tools)."""
+    out: dict[str, Tool] = {}
+    for item in tools or ():
+        found = _named_tool(item) if isinstance(item, str) else _as_tool(item)
+        out[found.name] = found
+    return out
+
+
+def _as_tool(value: Any) -> Tool:
+    from loopwright.tools.base import Tool, tool
+
+    return value if isinstance(value, Tool) else tool(value)
+
+
+def _named_tool(name: str) -> Tool:
+    """A built-in tool by name, or a `module:attribute` Tool (or plain function)."""
+    from loopwright.builtin import TOOL_NAMES, default_tools
+
+    if name in TOOL_NAMES:
+        return default_tools(names=[name])[0]
+    module_name, sep, attribute = name.partition(":")
+    if not sep:
+        raise ConfigError(f"unknown tool {name!r}; use a built-in ({', '.join(TOOL_NAMES)}) "
+                          "or a Python tool as 'module:attribute'")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"tool {name!r} cannot be imported ({exc})") from exc
+    return _as_tool(found)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, OSError | ConfigError):
+        return str(exc)  # already says what and where
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _row(task: TaskSpec, result: RunResult, verdict: Mapping[str, Any], wall: float
+         ) -> ResultRow:
+    failed = result.stop_reason == "error"
+    passed = verdict.get("passed")
+    return ResultRow(
+        id=task.id, line=task.line, status="failed" if failed else "done",
+        solved=bool(passed) if passed is not None else result.stop_reason == "completed",
+        stop_reason=result.stop_reason, verdict=dict(verdict), turns=result.turns,
+        usage=result.usage.to_dict(), tokens=result.usage.total_tokens, cost=result.cost,
+        wall=wall, session_id=result.session_id, error=result.error, output=result.output,
+    )

@@ -1,0 +1,148 @@
+"""`loopwright batch TASKS.jsonl --out DIR`: run many tasks at once (see `loopwright.batch`).
+
+Exit codes: 0 the batch ran (whatever the tasks' verdicts: read the summary), 2 usage error,
+6 configuration error (an unknown checker or tool, no model provider), 130 interrupted (finished
+tasks are kept; `--resume` continues).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from loopwright.cli.main import (
+    EXIT_CONFIG,
+    ApiKeyOpt,
+    ApiModeOpt,
+    BaseUrlOpt,
+    EffortOpt,
+    FormatOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    NoStreamOpt,
+    SandboxOpt,
+    SystemOpt,
+    TemperatureOpt,
+    WindowOpt,
+    YesOpt,
+)
+
+EXIT_INTERRUPTED = 130
+
+
+class TrajectoryChoice(StrEnum):
+    """The format of `trajectories.jsonl`."""
+
+    openai = "openai"
+    sharegpt = "sharegpt"
+    messages = "messages"
+
+
+def batch_command(
+    tasks: Annotated[Path, typer.Argument(
+        exists=True, dir_okay=False, help="JSONL file: one task per line (id, prompt, …).",
+        show_default=False)],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", file_okay=False, help="Directory for results.jsonl, trajectories.jsonl, "
+        "summary.json and the task workspaces.", show_default=False)],
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", "-c", min=1, help="Tasks running at once.")] = 16,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the batch in --out: skip tasks already in results.jsonl.")]
+    = False,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed", help="With --resume: run failed tasks again too.")] = False,
+    trajectories: Annotated[TrajectoryChoice | None, typer.Option(
+        "--trajectories", help="Also write each run's conversation to trajectories.jsonl in "
+        "this format.")] = None,
+    checker: Annotated[str | None, typer.Option(
+        "--checker", help="Default checker for tasks with 'expected' and no 'checker': exact, "
+        "contains, regex, rubric or module:function.")] = None,
+    tools: Annotated[str | None, typer.Option(
+        "--tools", help="Comma-separated default tools (built-in names or module:attribute); "
+        "default: every built-in tool.")] = None,
+    keep_workspaces: Annotated[bool, typer.Option(
+        "--keep-workspaces", help="Keep each task's workspace copy under OUT/workspaces.")]
+    = False,
+    no_progress: Annotated[bool, typer.Option(
+        "--no-progress", help="No progress bar (it is drawn only on a terminal anyway).")]
+    = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    api_mode: ApiModeOpt = None,
+    system: SystemOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    no_stream: NoStreamOpt = False,
+    yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    reasoning_effort: EffortOpt = None,
+    temperature: TemperatureOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    context_window: WindowOpt = None,
+    tool_call_format: FormatOpt = None,
+) -> None:
+    """Run every task of a JSONL file, many at once, each in its own workspace copy.
+
+    Writes OUT/results.jsonl as tasks finish (stop reason, verdict, turns, tokens, cost, wall
+    time, session id), then prints a summary. Interrupted or killed, it continues with --resume.
+    """
+    from rich.console import Console
+
+    from loopwright.batch import run_batch, summary_table
+    from loopwright.cli.main import _cli_store, _text_or_file
+    from loopwright.errors import ConfigError, LoopwrightError
+
+    if retry_failed and not resume:
+        raise typer.BadParameter("--retry-failed continues a batch: add --resume",
+                                 param_hint="--retry-failed")
+    options: dict[str, Any] = {
+        "model": model, "base_url": base_url, "api_key": api_key,
+        "api_mode": api_mode.value if api_mode else None,
+        "system_prompt": _text_or_file(system, "--system"),
+        "max_turns": max_turns, "stream": False if no_stream else None,
+        "approve_all": True if yes else None,
+        "sandbox_mode": sandbox.value if sandbox else None,
+        "reasoning_effort": reasoning_effort, "temperature": temperature,
+        "max_tokens": max_tokens, "context_window": context_window,
+        "tool_call_format": tool_call_format.value if tool_call_format else None,
+        "store": _cli_store(),
+    }
+    console = Console(stderr=True)
+    try:
+        report = asyncio.run(run_batch(
+            tasks, out, concurrency=concurrency, resume=resume, retry_failed=retry_failed,
+            trajectories=trajectories.value if trajectories else None, checker=checker,
+            tools=_toolset(tools), keep_workspaces=keep_workspaces,
+            progress=not no_progress and console.is_terminal, console=console,
+            **{key: value for key, value in options.items() if value is not None}))
+    except ConfigError as exc:
+        _say(str(exc))
+        raise typer.Exit(EXIT_CONFIG) from None
+    except LoopwrightError as exc:
+        _say(str(exc))
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        _say(f"interrupted; finished tasks are in {out / 'results.jsonl'} — continue with "
+             "--resume")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    Console().print(summary_table(report.summary))
+    print(f"results: {out / 'results.jsonl'}", file=sys.stderr)
+
+
+def _toolset(tools: str | None) -> list[str]:
+    from loopwright.builtin import TOOL_NAMES
+
+    if tools is None:
+        return list(TOOL_NAMES)
+    return [name.strip() for name in tools.split(",") if name.strip()]
+
+
+def _say(text: str) -> None:
+    print(f"loopwright: {text}", file=sys.stderr, flush=True)
