@@ -6,9 +6,9 @@ import io
 from pathlib import Path
 
 import pytest
+from batch_support import TaskScript, read_jsonl
 from rich.console import Console
 
-from conftest import TaskScript, read_jsonl
 from loopwright import tool
 from loopwright.batch import run_batch
 from loopwright.batch.summary import percentile

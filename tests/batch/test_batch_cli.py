@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from batch_support import read_jsonl, write_tasks
 from typer.testing import CliRunner, Result
 
-from conftest import read_jsonl, write_tasks
 from loopwright.cli.main import app
 from loopwright.testing import FakeModelServer
 

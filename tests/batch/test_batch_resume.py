@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import TaskScript, read_jsonl, write_tasks
+from batch_support import TaskScript, read_jsonl, write_tasks
+
 from loopwright.batch.results import read_rows
 from loopwright.testing import FakeModelServer
 

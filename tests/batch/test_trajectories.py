@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batch_support import read_jsonl, write_tasks
 from typer.testing import CliRunner
 
-from conftest import read_jsonl, write_tasks
 from loopwright.batch import run_batch
 from loopwright.cli.main import app
 from loopwright.testing import FakeModelServer
