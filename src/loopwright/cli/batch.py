@@ -15,25 +15,16 @@ from typing import Annotated, Any
 
 import typer
 
-from loopwright.cli.main import (
-    EXIT_CONFIG,
-    ApiKeyOpt,
-    ApiModeOpt,
-    BaseUrlOpt,
-    EffortOpt,
-    FormatOpt,
-    MaxTokensOpt,
-    MaxTurnsOpt,
-    ModelOpt,
-    NoStreamOpt,
-    SandboxOpt,
-    SystemOpt,
-    TemperatureOpt,
-    WindowOpt,
-    YesOpt,
-)
-
+EXIT_CONFIG = 6  # as `loopwright run`
 EXIT_INTERRUPTED = 130
+
+
+class ApiMode(StrEnum):
+    """The wire protocol to speak (default: resolved from the model and base URL)."""
+
+    chat_completions = "chat_completions"
+    responses = "responses"
+    anthropic_messages = "anthropic_messages"
 
 
 class TrajectoryChoice(StrEnum):
@@ -73,20 +64,20 @@ def batch_command(
     no_progress: Annotated[bool, typer.Option(
         "--no-progress", help="No progress bar (it is drawn only on a terminal anyway).")]
     = False,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    api_mode: ApiModeOpt = None,
-    system: SystemOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    no_stream: NoStreamOpt = False,
-    yes: YesOpt = False,
-    sandbox: SandboxOpt = None,
-    reasoning_effort: EffortOpt = None,
-    temperature: TemperatureOpt = None,
-    max_tokens: MaxTokensOpt = None,
-    context_window: WindowOpt = None,
-    tool_call_format: FormatOpt = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Model for tasks that name none (default: the configured or "
+        "detected one).")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="API base URL, with or without /v1.")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
+    api_mode: Annotated[ApiMode | None, typer.Option("--api-mode", help="Wire protocol.")]
+    = None,
+    system: Annotated[str | None, typer.Option(
+        "--system", help="System instructions for tasks that give none, or @FILE.")] = None,
+    max_turns: Annotated[int | None, typer.Option(
+        "--max-turns", min=1, help="Turn limit for tasks that give none.")] = None,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Approve every tool call that would ask for approval.")] = False,
 ) -> None:
     """Run every task of a JSONL file, many at once, each in its own workspace copy.
 
@@ -96,7 +87,7 @@ def batch_command(
     from rich.console import Console
 
     from loopwright.batch import run_batch, summary_table
-    from loopwright.cli.main import _cli_store, _text_or_file
+    from loopwright.cli.sessions import cli_store_default
     from loopwright.errors import ConfigError, LoopwrightError
 
     if retry_failed and not resume:
@@ -105,14 +96,8 @@ def batch_command(
     options: dict[str, Any] = {
         "model": model, "base_url": base_url, "api_key": api_key,
         "api_mode": api_mode.value if api_mode else None,
-        "system_prompt": _text_or_file(system, "--system"),
-        "max_turns": max_turns, "stream": False if no_stream else None,
-        "approve_all": True if yes else None,
-        "sandbox_mode": sandbox.value if sandbox else None,
-        "reasoning_effort": reasoning_effort, "temperature": temperature,
-        "max_tokens": max_tokens, "context_window": context_window,
-        "tool_call_format": tool_call_format.value if tool_call_format else None,
-        "store": _cli_store(),
+        "system_prompt": _text_or_file(system, "--system"), "max_turns": max_turns,
+        "approve_all": True if yes else None, "store": cli_store_default(),
     }
     console = Console(stderr=True)
     try:
@@ -142,6 +127,16 @@ def _toolset(tools: str | None) -> list[str]:
     if tools is None:
         return list(TOOL_NAMES)
     return [name.strip() for name in tools.split(",") if name.strip()]
+
+
+def _text_or_file(value: str | None, flag: str) -> str | None:
+    if value is None or not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read {value[1:]}: {exc.strerror}",
+                                 param_hint=flag) from exc
 
 
 def _say(text: str) -> None:
