@@ -11,20 +11,17 @@ import asyncio
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from loopwright.cli.options import AgentFlags, with_agent_flags
+
 EXIT_CONFIG = 6  # as `loopwright run`
 EXIT_INTERRUPTED = 130
-
-
-class ApiMode(StrEnum):
-    """The wire protocol to speak (default: resolved from the model and base URL)."""
-
-    chat_completions = "chat_completions"
-    responses = "responses"
-    anthropic_messages = "anthropic_messages"
+# `run`'s flags that mean nothing for many independent tasks (each has its own workspace and
+# session; the batch has its own --tools)
+NOT_FOR_BATCH = ("show_reasoning", "workdir", "resume", "continue_last", "tools", "read_only")
 
 
 class TrajectoryChoice(StrEnum):
@@ -35,6 +32,7 @@ class TrajectoryChoice(StrEnum):
     messages = "messages"
 
 
+@with_agent_flags(exclude=NOT_FOR_BATCH)
 def batch_command(
     tasks: Annotated[Path, typer.Argument(
         exists=True, dir_okay=False, help="JSONL file: one task per line (id, prompt, …).",
@@ -64,20 +62,8 @@ def batch_command(
     no_progress: Annotated[bool, typer.Option(
         "--no-progress", help="No progress bar (it is drawn only on a terminal anyway).")]
     = False,
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", help="Model for tasks that name none (default: the configured or "
-        "detected one).")] = None,
-    base_url: Annotated[str | None, typer.Option(
-        "--base-url", help="API base URL, with or without /v1.")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="API key.")] = None,
-    api_mode: Annotated[ApiMode | None, typer.Option("--api-mode", help="Wire protocol.")]
-    = None,
-    system: Annotated[str | None, typer.Option(
-        "--system", help="System instructions for tasks that give none, or @FILE.")] = None,
-    max_turns: Annotated[int | None, typer.Option(
-        "--max-turns", min=1, help="Turn limit for tasks that give none.")] = None,
-    yes: Annotated[bool, typer.Option(
-        "--yes", "-y", help="Approve every tool call that would ask for approval.")] = False,
+    *,
+    flags: AgentFlags,
 ) -> None:
     """Run every task of a JSONL file, many at once, each in its own workspace copy.
 
@@ -87,18 +73,14 @@ def batch_command(
     from rich.console import Console
 
     from loopwright.batch import run_batch, summary_table
-    from loopwright.cli.sessions import cli_store_default
     from loopwright.errors import ConfigError, LoopwrightError
 
     if retry_failed and not resume:
         raise typer.BadParameter("--retry-failed continues a batch: add --resume",
                                  param_hint="--retry-failed")
-    options: dict[str, Any] = {
-        "model": model, "base_url": base_url, "api_key": api_key,
-        "api_mode": api_mode.value if api_mode else None,
-        "system_prompt": _text_or_file(system, "--system"), "max_turns": max_turns,
-        "approve_all": True if yes else None, "store": cli_store_default(),
-    }
+    # nobody answers approval or clarify prompts for thousands of runs at once
+    options = {key: value for key, value in flags.agent_options().items()
+               if key not in ("tools", "approval", "clarify")}
     console = Console(stderr=True)
     try:
         report = asyncio.run(run_batch(
@@ -106,7 +88,7 @@ def batch_command(
             trajectories=trajectories.value if trajectories else None, checker=checker,
             tools=_toolset(tools), keep_workspaces=keep_workspaces,
             progress=not no_progress and console.is_terminal, console=console,
-            **{key: value for key, value in options.items() if value is not None}))
+            **options))
     except ConfigError as exc:
         _say(str(exc))
         raise typer.Exit(EXIT_CONFIG) from None
@@ -127,16 +109,6 @@ def _toolset(tools: str | None) -> list[str]:
     if tools is None:
         return list(TOOL_NAMES)
     return [name.strip() for name in tools.split(",") if name.strip()]
-
-
-def _text_or_file(value: str | None, flag: str) -> str | None:
-    if value is None or not value.startswith("@"):
-        return value
-    try:
-        return Path(value[1:]).expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise typer.BadParameter(f"cannot read {value[1:]}: {exc.strerror}",
-                                 param_hint=flag) from exc
 
 
 def _say(text: str) -> None:
