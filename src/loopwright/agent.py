@@ -7,11 +7,11 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from loopwright import messages
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
-from loopwright.config import FIELD_NAMES, Settings, default_cache_dir, load_settings
+from loopwright.config import AgentOptions, Settings, default_cache_dir, load_settings
 from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
 from loopwright.context.summary import SummaryCooldown
@@ -96,35 +96,25 @@ class RunHandle:
 
 
 class Agent:
-    """An agent: model, tools and guards. See DESIGN §2 for the full keyword list."""
+    """An agent: model, tools and guards; the settings are keyword arguments (docs/settings.md)."""
 
     def __init__(
         self,
         model: str | None = None,
+        /,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_mode: str | None = None,
         tools: Iterable[Tool | Callable[..., Any]] = (),
-        system_prompt: str | None = None,
-        max_turns: int | None = None,
-        stream: bool | None = None,
         callbacks: Iterable[EventCallback] = (),
         plugins: Iterable[LoopPlugin] = (),
         approval: ApprovalCallback | None = None,
         clarify: ClarifyCallback | None = None,
         retry: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
-        **options: Any,
+        **options: Unpack[AgentOptions],
     ) -> None:
-        unknown = sorted(set(options) - FIELD_NAMES)
-        if unknown:
-            raise ConfigError(f"Agent() got unknown option(s) {', '.join(unknown)}; see DESIGN §2 "
-                              "for the keyword arguments")
-        self.settings: Settings = load_settings({
-            "model": model, "base_url": base_url, "api_key": api_key, "api_mode": api_mode,
-            "system_prompt": system_prompt, "max_turns": max_turns, "stream": stream, **options,
-        })
+        """`options`: every setting in docs/settings.md, typed by `AgentOptions` and validated
+        here (a bad name or value raises `ConfigError`)."""
+        self.settings: Settings = load_settings({"model": model, **options})
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
         for extra in self.state_services.tools():
@@ -239,7 +229,7 @@ class Agent:
             settings=settings,
             history=run_history,
             emit=emit,
-            budget=budget or IterationBudget(total=self.settings.iteration_budget or 90),
+            budget=budget or IterationBudget(total=self.settings.iteration_budget),
             session_id=session_id,
             agent_tag=agent_tag,
         )

@@ -8,86 +8,174 @@ not loosen safety unless the user trusted it (`loopwright.trust`, `loopwright tr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
 import json
 import os
 import tomllib
 import types
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass
 
 from loopwright.errors import ConfigError
 
 ENV_PREFIX = "LOOPWRIGHT_"
 
 
-@dataclass(kw_only=True)
+def _as_text(value: Any) -> Any:
+    """Paths may be given as `Path` objects; settings keep them as text."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+PathText = Annotated[str, BeforeValidator(_as_text)]
+Positive = Annotated[int, Field(ge=1)]
+Count = Annotated[int, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0)]
+ApiMode = Literal["chat_completions", "responses", "anthropic_messages"]
+ToolCallFormat = Literal["native", "prompt"]
+
+
+_STRICT = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+
+
+# The one definition of every setting: its type and its default. Adding a setting is one line
+# here, the same name in `AgentOptions` below (tests/test_settings.py checks), and a row in
+# docs/settings.md (tests/test_docs.py checks).
+@dataclass(kw_only=True, config=_STRICT)
 class Settings:
-    """All configuration of an agent, after merging every source."""
+    """All configuration of an agent, after merging every source (validated by pydantic)."""
 
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    api_mode: str | None = None
-    fallbacks: list[Any] = field(default_factory=list)
-    aliases: dict[str, str] = field(default_factory=dict)
+    api_mode: ApiMode | None = None
+    fallbacks: list[Any] = dataclasses.field(default_factory=list)
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)
     system_prompt: str | None = None
-    max_turns: int = 90
+    max_turns: Positive = 90
     stream: bool = True
     reasoning_effort: str | None = None
     temperature: float | None = None
-    max_tokens: int | None = None
-    context_window: int | None = None
-    tool_call_format: str = "native"
+    max_tokens: Positive | None = None
+    context_window: Positive | None = None
+    tool_call_format: ToolCallFormat = "native"
     text_tool_calls: bool = True
     narration_nudge: bool = True
     allowed_tool_tags: list[str] | None = None
-    hidden_tools: list[str] = field(default_factory=list)
-    deferred_tools: Any = None  # None | "auto" | "all" | list of names
+    hidden_tools: list[str] = dataclasses.field(default_factory=list)
+    deferred_tools: Literal["auto", "all"] | list[str] | None = None
     strict_tools: bool = False  # OpenAI strict-mode tool schemas
-    doom_loop_threshold: int = 3  # replies in a row making one identical call: warn, then stop
-    max_tool_calls_per_reply: int = 64  # distinct calls run per reply; the rest: error (0: off)
-    max_auto_continues: int = 2
+    doom_loop_threshold: Positive = 3  # replies in a row making one identical call: warn, stop
+    max_tool_calls_per_reply: Count = 64  # distinct calls run per reply; the rest: error (0: off)
+    max_auto_continues: Count = 2
     rubric: str | None = None
-    max_rubric_rounds: int = 2
-    iteration_budget: int | None = None
+    max_rubric_rounds: Count = 2
+    iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents
     session_id: str | None = None
     store: Any = None
-    workdir: str | None = None
+    workdir: PathText | None = None
     approve_all: bool = False
-    approval_ttl: float = 3600.0  # seconds an "always" / "never" approval answer is kept
-    allowed_roots: list[str] = field(default_factory=list)  # extra roots for the file tools
+    approval_ttl: Seconds = 3600.0  # seconds an "always" / "never" approval answer is kept
+    allowed_roots: list[PathText] = dataclasses.field(default_factory=list)  # file-tool roots
     sandbox_mode: str = "workspace-write"  # read-only | workspace-write | full-access
     sandbox_network: bool = False  # commands may use the network
-    env_passthrough: list[str] = field(default_factory=list)  # secret-looking vars to keep
+    env_passthrough: list[str] = dataclasses.field(default_factory=list)  # secret vars to keep
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
-    web_allow_private: bool = False  # web_fetch may reach loopback / private / link-local hosts
-    policy: dict[str, Any] = field(default_factory=dict)
+    web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts
+    policy: dict[str, Any] = dataclasses.field(default_factory=dict)
     hooks: Any = None
-    mcp_servers: dict[str, Any] = field(default_factory=dict)
-    stream_idle_timeout: float = 120.0
-    request_timeout: float = 600.0
-    retry_attempts: int = 6
-    retry_base_delay: float = 0.5
-    retry_max_delay: float = 32.0
-    retry_max_pause: float = 60.0
-    tool_timeout: float | None = None
+    mcp_servers: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stream_idle_timeout: Seconds = 120.0
+    request_timeout: Seconds = 600.0
+    retry_attempts: Positive = 6
+    retry_base_delay: Seconds = 0.5
+    retry_max_delay: Seconds = 32.0
+    retry_max_pause: Seconds = 60.0
+    tool_timeout: Seconds | None = None
     reminders: bool = True
     compaction: bool = True
-    summary_cooldown: float = 300.0  # seconds a failed summary model is not asked again
+    summary_cooldown: Seconds = 300.0  # seconds a failed summary model is not asked again
     memory: bool = False
-    memory_dir: str | None = None  # default <data_dir>/memory; relative = inside the workdir
-    memory_limit: int = 2200  # characters of MEMORY.md
-    user_limit: int = 1375  # characters of USER.md
+    memory_dir: PathText | None = None  # default <data_dir>/memory; relative = in the workdir
+    memory_limit: Positive = 2200  # characters of MEMORY.md
+    user_limit: Positive = 1375  # characters of USER.md
     recall: bool = False
-    recall_limit: int = 3  # past sessions recalled into the first request
-    cache_dir: str | None = None
-    data_dir: str | None = None
+    recall_limit: Count = 3  # past sessions recalled into the first request
+    cache_dir: PathText | None = None
+    data_dir: PathText | None = None
+
+
+class AgentOptions(TypedDict, total=False):
+    """The settings as `Agent(...)` keyword arguments (typed for IDEs and mypy); the same names
+    as `Settings`, whose defaults apply to what is left out."""
+
+    model: str | None
+    base_url: str | None
+    api_key: str | None
+    api_mode: ApiMode | None
+    fallbacks: list[Any]
+    aliases: dict[str, str]
+    system_prompt: str | None
+    max_turns: int
+    stream: bool
+    reasoning_effort: str | None
+    temperature: float | None
+    max_tokens: int | None
+    context_window: int | None
+    tool_call_format: ToolCallFormat
+    text_tool_calls: bool
+    narration_nudge: bool
+    allowed_tool_tags: list[str] | None
+    hidden_tools: list[str]
+    deferred_tools: Literal["auto", "all"] | list[str] | None
+    strict_tools: bool
+    doom_loop_threshold: int
+    max_tool_calls_per_reply: int
+    max_auto_continues: int
+    rubric: str | None
+    max_rubric_rounds: int
+    iteration_budget: int
+    session_id: str | None
+    store: Any
+    workdir: str | os.PathLike[str] | None
+    approve_all: bool
+    approval_ttl: float
+    allowed_roots: list[str | os.PathLike[str]]
+    sandbox_mode: str
+    sandbox_network: bool
+    env_passthrough: list[str]
+    sandbox_bwrap: str
+    web_allow_private: bool | list[str]
+    policy: dict[str, Any]
+    hooks: Any
+    mcp_servers: dict[str, Any]
+    stream_idle_timeout: float
+    request_timeout: float
+    retry_attempts: int
+    retry_base_delay: float
+    retry_max_delay: float
+    retry_max_pause: float
+    tool_timeout: float | None
+    reminders: bool
+    compaction: bool
+    summary_cooldown: float
+    memory: bool
+    memory_dir: str | os.PathLike[str] | None
+    memory_limit: int
+    user_limit: int
+    recall: bool
+    recall_limit: int
+    cache_dir: str | os.PathLike[str] | None
+    data_dir: str | os.PathLike[str] | None
 
 
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
+DEFAULTS = Settings()  # read-only: the one place code outside this module takes a default from
 
 
 def user_config_dir() -> Path:
@@ -110,20 +198,81 @@ def project_config_path(cwd: Path | None = None) -> Path:
 
 
 def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
-    """Merge every source into one `Settings`; a bad key or value raises `ConfigError`."""
+                  environ: typing.Mapping[str, str] | None = None,
+                  source: str = "Agent()") -> Settings:
+    """Merge every source into one validated `Settings`; a bad key or value raises a one-line
+    `ConfigError` naming where it came from (the file, variable or `source` of `overrides`)."""
     merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     project = project_config_path(cwd)
     for path in config_paths(cwd):
         if path.is_file():
-            merged.update(_read_project(path, merged) if path == project else _read_toml(path))
-    merged.update(_read_env(os.environ if environ is None else environ))
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            if key not in FIELD_NAMES:
-                raise ConfigError(f"unknown setting {key!r}")
-            merged[key] = value
-    return Settings(**merged)
+            table = _read_project(path, merged) if path == project else _read_toml(path)
+            merged.update(table)
+            origin.update(dict.fromkeys(table, str(path)))
+    env = _read_env(os.environ if environ is None else environ)
+    merged.update(env)
+    origin.update({name: ENV_PREFIX + name.upper() for name in env})
+    given = {key: value for key, value in (overrides or {}).items() if value is not None}
+    check_names(given, source)
+    merged.update(given)
+    origin.update(dict.fromkeys(given, source))
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc, merged, origin)) from None
+
+
+def check_names(names: typing.Iterable[str], source: str) -> None:
+    """Unknown setting names are an error that suggests the closest known one."""
+    unknown = sorted(set(names) - FIELD_NAMES)
+    if unknown:
+        raise ConfigError(f"{source}: " + "; ".join(_unknown(name) for name in unknown))
+
+
+def _unknown(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
+    hint = (f"did you mean {close[0]!r}?" if close
+            else "the settings are the fields of loopwright.config.Settings")
+    return f"unknown setting {name!r} ({hint})"
+
+
+def _one_line(exc: ValidationError, values: dict[str, Any], origin: dict[str, str]) -> str:
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    where = origin.get(name, "default")
+    shown = json.dumps(values.get(name), default=repr)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return (f"{where}: {name} = {shown} is not valid: expected {_expected(name)} "
+            f"({error['msg']}){more}")
+
+
+def _expected(name: str) -> str:
+    hints = typing.get_type_hints(Settings, include_extras=True)
+    return _describe(hints[name]) if name in hints else "?"
+
+
+def _describe(hint: Any) -> str:
+    """A type as a reader of the error wants it: `int >= 1 | None`, `'native' | 'prompt'`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        bounds = [f" >= {item.ge}" for meta in hint.__metadata__
+                  for item in getattr(meta, "metadata", [meta]) if getattr(item, "ge", None)
+                  is not None]
+        return _describe(args[0]) + "".join(bounds)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_describe(arg) for arg in args)
+    if origin is Literal:
+        return " | ".join(repr(arg) for arg in args)
+    if hint is type(None):
+        return "None"
+    if hint is Any:
+        return "any value"
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_describe(arg) for arg in args)}]"
+    return getattr(hint, "__name__", str(hint))
 
 
 def _read_project(path: Path, below: dict[str, Any]) -> dict[str, Any]:
@@ -136,12 +285,8 @@ def _read_project(path: Path, below: dict[str, Any]) -> dict[str, Any]:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
-    base = {**_defaults(), **below}
+    base = {**dataclasses.asdict(Settings()), **below}
     return apply_project_config(path, data, _read_toml(path, data), base)
-
-
-def _defaults() -> dict[str, Any]:
-    return {f.name: getattr(Settings(), f.name) for f in dataclasses.fields(Settings)}
 
 
 def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
@@ -152,15 +297,16 @@ def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
     table = data.get("loopwright", data)
-    unknown = sorted(set(table) - FIELD_NAMES)
-    if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; "
-                          f"known settings are the Agent keyword arguments")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [loopwright] must be a table of settings")
+    check_names(table, str(path))
     return dict(table)
 
 
 def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
-    hints = typing.get_type_hints(Settings)
+    """`LOOPWRIGHT_*` variables: booleans and numbers converted when they parse, lists and tables
+    JSON or (lists) comma-separated; the settings model rejects what is left wrong."""
+    hints = typing.get_type_hints(Settings, include_extras=False)
     out: dict[str, Any] = {}
     for name in FIELD_NAMES:
         raw = environ.get(ENV_PREFIX + name.upper())
@@ -172,26 +318,21 @@ def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
 
 def _coerce(name: str, raw: str, hint: Any) -> Any:
     kinds = _base_types(hint)
-    try:
-        if bool in kinds:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        if int in kinds:
-            return int(raw)
-        if float in kinds:
-            return float(raw)
-        if list in kinds or dict in kinds:
-            if raw.lstrip().startswith(("[", "{")):
+    if bool in kinds and raw.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return raw.lower() in ("1", "true", "yes", "on")
+    for kind in (int, float):
+        if kind in kinds:
+            with contextlib.suppress(ValueError):
+                return kind(raw)
+    if list in kinds or dict in kinds:
+        if raw.lstrip().startswith(("[", "{")):
+            try:
                 return json.loads(raw)
-            if list in kinds:
-                return [part.strip() for part in raw.split(",") if part.strip()]
-            raise ValueError(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid value for "
-                          f"{name} ({hint})") from exc
+            except ValueError as exc:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not valid JSON: "
+                                  f"{exc}") from exc
+        if list in kinds:
+            return [part.strip() for part in raw.split(",") if part.strip()]
     return raw
 
 

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from loopwright.config import DEFAULTS
 from loopwright.messages import ToolCall
 from loopwright.tools.arguments import loads_bounded
 
@@ -95,7 +96,7 @@ def screen_reply(calls: Sequence[ToolCall], *, limit: int) -> ReplyScreen:
 class IterationBudget:
     """Model calls a run may make, shared by the run and every sub-agent it starts."""
 
-    total: int = 90
+    total: int = DEFAULTS.iteration_budget
     used: int = 0
     warn_at: float = 0.7
     _warned: set[str] = field(default_factory=set, repr=False)  # runs already warned

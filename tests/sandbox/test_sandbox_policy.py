@@ -29,8 +29,9 @@ def test_settings_come_from_the_environment_too() -> None:
 
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("sandbox_mode", "off", "not a sandbox mode; use one of read-only, workspace-write"),
-    ("sandbox_network", "yes", "sandbox_network = 'yes' must be true or false"),
-    ("env_passthrough", "GITHUB_TOKEN", "env_passthrough must be a list of strings"),
+    ("sandbox_network", "yes", 'sandbox_network = "yes" is not valid: expected bool'),
+    ("env_passthrough", "GITHUB_TOKEN", 'env_passthrough = "GITHUB_TOKEN" is not valid: expected '
+     r"list\[str\]"),
 ])
 def test_bad_values_are_one_clear_error(key: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

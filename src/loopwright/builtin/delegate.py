@@ -178,7 +178,7 @@ async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = No
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
     else:
-        budget = IterationBudget(total=parent.settings.iteration_budget or 90)
+        budget = IterationBudget(total=parent.settings.iteration_budget)
         sink = _callbacks_sink(parent)
 
     def forward(event: Event) -> None:

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from loopwright.config import DEFAULTS
 from loopwright.errors import ToolError
 from loopwright.tools.base import Tool, tool_from_function
 
 Target = Literal["memory", "user"]
 Action = Literal["add", "replace", "remove", "view"]
 ENTRY_SEPARATOR = "\n§\n"
-MEMORY_LIMIT = 2200
-USER_LIMIT = 1375
+MEMORY_LIMIT = DEFAULTS.memory_limit
+USER_LIMIT = DEFAULTS.user_limit
 
 
 @dataclass(frozen=True, kw_only=True)

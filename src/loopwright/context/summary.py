@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from loopwright.config import DEFAULTS
 from loopwright.messages import Message
 from loopwright.tools.arguments import loads_bounded
 
@@ -159,7 +160,7 @@ class SummaryCooldown:
     failure use the report built from the record at once: a dead side model costs its retry
     policy once per cool-down, not at every compaction. One per agent, shared by its runs."""
 
-    def __init__(self, seconds: float = 300.0, *,
+    def __init__(self, seconds: float = DEFAULTS.summary_cooldown, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = max(0.0, seconds)
         self._clock = clock

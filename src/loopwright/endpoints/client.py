@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from loopwright.config import DEFAULTS
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.retry import (
     RetryPolicy,
@@ -73,8 +74,8 @@ class ModelClient:
     model: str
     profile: Profile = field(default_factory=Profile)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    stream_idle_timeout: float = 120.0
-    request_timeout: float = 600.0
+    stream_idle_timeout: float = DEFAULTS.stream_idle_timeout
+    request_timeout: float = DEFAULTS.request_timeout
 
     @property
     def mode(self) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import httpx
 
 from loopwright import messages
+from loopwright.config import DEFAULTS
 from loopwright.messages import ModelRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -25,10 +26,10 @@ class RetryPolicy:
     `max_pause` is not waited for but surfaces as an error.
     """
 
-    attempts: int = 6
-    base_delay: float = 0.5
-    max_delay: float = 32.0
-    max_pause: float = 60.0
+    attempts: int = DEFAULTS.retry_attempts
+    base_delay: float = DEFAULTS.retry_base_delay
+    max_delay: float = DEFAULTS.retry_max_delay
+    max_pause: float = DEFAULTS.retry_max_pause
     jitter: float = 0.1
 
     def backoff(self, retry_number: int) -> float:

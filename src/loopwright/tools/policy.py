@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from loopwright.config import DEFAULTS
 from loopwright.errors import ConfigError
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
@@ -51,7 +52,7 @@ ApprovalCallback = Callable[[str, str], Awaitable[ApprovalAnswer] | ApprovalAnsw
 """`(action, detail) -> bool | "always" | "never"`; may be sync or async."""
 
 RuleKind = Literal["allow", "deny", "ask"]
-DEFAULT_APPROVAL_TTL = 3600.0
+DEFAULT_APPROVAL_TTL = DEFAULTS.approval_ttl
 
 # --- shell commands ----------------------------------------------------------------------------
 

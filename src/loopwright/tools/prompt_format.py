@@ -317,12 +317,9 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
     """The plugins one run needs for `tool_call_format`, `text_tool_calls` and
     `narration_nudge`. The prompt-mode plugin must stay last among request editors: it converts
     whatever the others added."""
-    from loopwright.errors import ConfigError
     from loopwright.tools.nudge import NarrationNudge
 
-    fmt = settings.tool_call_format
-    if fmt not in ("native", "prompt"):
-        raise ConfigError(f"tool_call_format must be 'native' or 'prompt', not {fmt!r}")
+    fmt = settings.tool_call_format  # validated by `Settings`
     plugins: list[LoopPlugin] = []
     if len(catalogue.registry) == 0 and not settings.mcp_servers:  # MCP tools come at run start
         return plugins

@@ -1,0 +1,113 @@
+"""Typed, validated settings: checked when the `Agent` is built, one line per mistake naming
+where the value came from; one definition (and default) per setting."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+from loopwright import Agent
+from loopwright.config import DEFAULTS, AgentOptions, Settings, load_settings
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.errors import ConfigError
+from loopwright.guards import IterationBudget
+
+
+def test_a_wrong_type_fails_at_construction_naming_key_value_and_type() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Agent("m", max_turns="ten")  # type: ignore[typeddict-item]
+    assert str(caught.value) == ('Agent(): max_turns = "ten" is not valid: expected int >= 1 '
+                                 "(Input should be a valid integer)")
+
+
+def test_a_number_given_as_text_is_refused_in_python() -> None:
+    with pytest.raises(ConfigError, match=r'max_turns = "10" .* expected int >= 1'):
+        Agent("m", max_turns="10")  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"max_turn": 3}, "unknown setting 'max_turn' (did you mean 'max_turns'?)"),
+    ({"temprature": 0.2}, "unknown setting 'temprature' (did you mean 'temperature'?)"),
+    ({"zzz": 1}, "unknown setting 'zzz' (the settings are the fields of loopwright.config"),
+])
+def test_a_typo_suggests_the_closest_setting(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Agent("m", **options)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({"api_mode": "chat"}, "'chat_completions' | 'responses' | 'anthropic_messages' | None"),
+    ({"tool_timeout": -1.0}, "float >= 0 | None"),
+    ({"tool_call_format": "xml"}, "'native' | 'prompt'"),
+    ({"hidden_tools": "bash"}, "list[str]"),
+])
+def test_each_bad_value_names_its_expected_type(options: dict[str, object],
+                                                expected: str) -> None:
+    with pytest.raises(ConfigError, match="is not valid: expected ") as caught:
+        Agent("m", **options)  # type: ignore[arg-type]
+    assert expected in str(caught.value)
+
+
+def test_paths_may_be_path_objects(tmp_path: Path) -> None:
+    agent = Agent("m", workdir=tmp_path, allowed_roots=[tmp_path / "x"], data_dir=tmp_path)
+    assert agent.settings.workdir == str(tmp_path)
+    assert agent.settings.allowed_roots == [str(tmp_path / "x")]
+
+
+def test_a_bad_config_file_value_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text('max_turns = "ten"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cwd=tmp_path, environ={})
+    assert str(caught.value).startswith(
+        f'{tmp_path / "loopwright.toml"}: max_turns = "ten" is not valid: expected int >= 1')
+
+
+def test_a_typo_in_the_config_file_suggests_the_setting(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text("[loopwright]\nmax_turn = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"loopwright.toml: unknown setting 'max_turn' "
+                                          r"\(did you mean 'max_turns'\?\)"):
+        load_settings(cwd=tmp_path, environ={})
+
+
+def test_environment_values_are_converted_and_a_bad_one_names_the_variable(
+        tmp_path: Path) -> None:
+    settings = load_settings(cwd=tmp_path, environ={"LOOPWRIGHT_MAX_TURNS": "12",
+                                                    "LOOPWRIGHT_TEMPERATURE": "0.5",
+                                                    "LOOPWRIGHT_STREAM": "off"})
+    assert (settings.max_turns, settings.temperature, settings.stream) == (12, 0.5, False)
+    with pytest.raises(ConfigError, match=r'^LOOPWRIGHT_MAX_TURNS: max_turns = "ten" is not '):
+        load_settings(cwd=tmp_path, environ={"LOOPWRIGHT_MAX_TURNS": "ten"})
+
+
+def test_the_cli_prints_one_line_and_exits_6_for_a_bad_config_value(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text('max_turns = "ten"\n', encoding="utf-8")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "loopwright", "run", "--model", "m",
+                           "--base-url", "http://127.0.0.1:9/v1", "hi"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 6, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [f'loopwright: {tmp_path / "loopwright.toml"}: max_turns = "ten" is not '
+                     "valid: expected int >= 1 (Input should be a valid integer)"]
+
+
+def test_agent_options_types_exactly_the_settings() -> None:
+    options = set(typing.get_type_hints(AgentOptions))
+    fields = {f.name for f in dataclasses.fields(Settings)}
+    assert fields - options == set(), "add each new setting to AgentOptions in config.py too"
+    assert options - fields == set(), "AgentOptions names settings that do not exist"
+
+
+def test_defaults_live_in_settings_only() -> None:
+    agent = Agent("m")
+    assert agent.settings.max_turns == DEFAULTS.max_turns == 90
+    assert IterationBudget().total == DEFAULTS.iteration_budget
+    assert RetryPolicy().attempts == DEFAULTS.retry_attempts
+    assert agent.retry == RetryPolicy()
