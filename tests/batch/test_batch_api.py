@@ -67,7 +67,7 @@ async def test_python_tools_by_object_and_name(tmp_path: Path) -> None:
 async def test_a_broken_configuration_fails_at_start(model_server: FakeModelServer,
                                                      tmp_path: Path) -> None:
     options = {**server_options(model_server), "api_mode": "bogus"}
-    with pytest.raises(ConfigError, match="unknown api_mode 'bogus'"):
+    with pytest.raises(ConfigError, match='api_mode = "bogus" is not valid'):
         await run_batch([{"id": "a", "prompt": "say x"}], tmp_path / "out", **options)
     assert not (tmp_path / "out" / "results.jsonl").exists()
     assert model_server.requests == []
