@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.batch.checkers import CheckFunction, check, checker_of, resolve_checkers
+from loopwright.batch.checkers import (
+    BUILTIN_CHECKERS,
+    CheckFunction,
+    check,
+    checker_of,
+    resolve_checkers,
+)
 from loopwright.batch.results import ResultRow, failed_row
 from loopwright.batch.tasks import TaskSpec
 from loopwright.batch.trajectories import trajectory
@@ -52,28 +58,31 @@ class TaskRunner:
     """Runs tasks of one batch on the current event loop (see the module docstring)."""
 
     def __init__(self, config: BatchConfig, tasks: Iterable[TaskSpec] = ()) -> None:
+        """`tasks`: the batch's tasks, whose checkers are imported now (an unknown one raises
+        `CheckerError`); a checker first named later (a Ray worker's tasks) is imported then."""
         self.config = config
-        tasks = list(tasks)
         self.checkers: dict[str, CheckFunction] = resolve_checkers(tasks, config.default_checker)
         self.default_tools = _default_toolset(config.tools)
         self._windows: dict[str | None, asyncio.Future[int | None]] = {}
         self._store: SessionStore | None = None
-        self._store_opened = False
+        self._opened: asyncio.Future[None] | None = None
 
     async def prepare(self, models: Iterable[str | None]) -> None:
         """Open the store and resolve each model (a broken configuration fails here, before any
-        model call)."""
+        model call). Runs by itself before the first task when not called."""
+        if self._opened is None:
+            self._opened = asyncio.ensure_future(self._open())
+        await asyncio.shield(self._opened)
+        await asyncio.gather(*(self._window(model) for model in set(models)))
+
+    async def _open(self) -> None:
         from loopwright.endpoints.base import hold_shared_client
+        from loopwright.store import open_store
 
         hold_shared_client(self)  # one HTTP client for the whole batch, not one per task
-        if not self._store_opened:
-            from loopwright.store import open_store
-
-            spec = self.config.agent_options.get("store")
-            data_dir = self.config.agent_options.get("data_dir")
-            self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
-            self._store_opened = True
-        await asyncio.gather(*(self._window(model) for model in set(models)))
+        spec = self.config.agent_options.get("store")
+        data_dir = self.config.agent_options.get("data_dir")
+        self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
 
     async def aclose(self) -> None:
         from loopwright.endpoints.base import release_shared_client
@@ -88,6 +97,8 @@ class TaskRunner:
         agent that cannot be made, a checker or tool that breaks): they become a `failed` row."""
         started = time.monotonic()
         try:
+            await self.prepare([])
+            self._import_checker(task)
             window = await self._window(task.model)
             workdir, agent = await asyncio.to_thread(self._setup, task, window)
         except Exception as exc:
@@ -106,6 +117,11 @@ class TaskRunner:
                 await asyncio.to_thread(remove_workspace, workdir)
 
     # -- building blocks --
+
+    def _import_checker(self, task: TaskSpec) -> None:
+        name = checker_of(task, self.config.default_checker)
+        if name is not None and name not in BUILTIN_CHECKERS and name not in self.checkers:
+            self.checkers.update(resolve_checkers([task], self.config.default_checker))
 
     def _setup(self, task: TaskSpec, window: int | None) -> tuple[Path, Agent]:
         """Blocking (disk): the task's workspace and agent."""

@@ -43,6 +43,10 @@ class BatchProgress:
         self.running += 1
         self._redraw()
 
+    def requeued(self) -> None:
+        self.running -= 1
+        self._redraw()
+
     def finished(self, row: ResultRow, *, was_running: bool = True) -> None:
         if was_running:
             self.running -= 1

@@ -59,6 +59,10 @@ class BatchSink:
     def started(self, task: TaskSpec) -> None:
         self.progress.started()
 
+    def requeued(self) -> None:
+        """A started task goes back to the queue (its Ray worker died)."""
+        self.progress.requeued()
+
     async def finished(self, outcome: TaskOutcome, *, was_running: bool = True) -> None:
         # the trajectory first: a task whose result line is written is complete on disk
         if self.trajectories is not None and outcome.trajectory is not None:
@@ -86,16 +90,21 @@ async def run_batch(
     keep_workspaces: bool = False,
     progress: bool = False,
     console: Console | None = None,
+    ray: str | None = None,
+    ray_workers: int | None = None,
     **agent_options: Any,
 ) -> BatchReport:
     """Run every task of `tasks` (a JSONL file, or task dicts) and write `out/results.jsonl`.
 
-    `concurrency` runs at once; `resume` skips tasks already in
+    `concurrency` runs at once (on each worker, with `ray`); `resume` skips tasks already in
     `results.jsonl` (`retry_failed`: except failed ones); `trajectories` writes
     `out/trajectories.jsonl` in that format; `checker` is the default checker; `tools` the
-    default toolset (Tool objects, functions or built-in names; default: none). Other keyword
-    arguments go to every task's `Agent`. Raises `ConfigError` before any model call for an
-    unknown checker, tool or trajectory format, or a configuration that cannot resolve a model.
+    default toolset (Tool objects, functions or built-in names; default: none); `ray` runs
+    the tasks on a Ray cluster ("auto", an address, or "local" for a new one in this process;
+    see `loopwright.batch.ray_driver`) with `ray_workers` workers (default: one per node).
+    Other keyword arguments go to every task's `Agent`. Raises `ConfigError` before any model
+    call for an unknown checker, tool or trajectory format, or a configuration that cannot
+    resolve a model.
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
@@ -129,7 +138,13 @@ async def run_batch(
                     id=line.id, line=line.line, error=line.error, invalid=True)),
                     was_running=False)
             try:
-                await run_local(pending, runner.run, sink, concurrency=concurrency)
+                if ray is None:
+                    await run_local(pending, runner.run, sink, concurrency=concurrency)
+                else:
+                    from loopwright.batch.ray_driver import run_on_ray
+
+                    await run_on_ray(pending, config, sink, address=ray,
+                                     concurrency=concurrency, workers=ray_workers)
             finally:
                 sink.close()
     finally:

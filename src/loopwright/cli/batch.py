@@ -41,7 +41,8 @@ def batch_command(
         "--out", "-o", file_okay=False, help="Directory for results.jsonl, trajectories.jsonl, "
         "summary.json and the task workspaces.", show_default=False)],
     concurrency: Annotated[int, typer.Option(
-        "--concurrency", "-c", min=1, help="Tasks running at once.")] = 16,
+        "--concurrency", "-c", min=1, help="Tasks running at once (per worker with --ray).")]
+    = 16,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the batch in --out: skip tasks already in results.jsonl.")]
     = False,
@@ -59,6 +60,12 @@ def batch_command(
     keep_workspaces: Annotated[bool, typer.Option(
         "--keep-workspaces", help="Keep each task's workspace copy under OUT/workspaces.")]
     = False,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", help="Run on a Ray cluster: auto (the one this machine belongs to), its "
+        "address, or local (a new one here). Needs pip install 'loopwright[ray]'.")] = None,
+    ray_workers: Annotated[int | None, typer.Option(
+        "--ray-workers", min=1, help="Ray workers (actors), each running --concurrency tasks "
+        "(default: one per node).")] = None,
     no_progress: Annotated[bool, typer.Option(
         "--no-progress", help="No progress bar (it is drawn only on a terminal anyway).")]
     = False,
@@ -88,7 +95,7 @@ def batch_command(
             trajectories=trajectories.value if trajectories else None, checker=checker,
             tools=_toolset(tools), keep_workspaces=keep_workspaces,
             progress=not no_progress and console.is_terminal, console=console,
-            **options))
+            ray=ray, ray_workers=ray_workers, **options))
     except ConfigError as exc:
         _say(str(exc))
         raise typer.Exit(EXIT_CONFIG) from None
