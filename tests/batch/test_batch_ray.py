@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from batch_support import TaskScript, read_jsonl, write_tasks
-from shared_helpers import live_processes, require_component, wait_until
 from typer.testing import CliRunner
 
 from loopwright.batch import run_batch
 from loopwright.cli.main import app
 from loopwright.testing import FakeModelServer
+from shared_helpers import live_processes, require_component, wait_until
 
 WORKER_TITLE = "ray::BatchWorker"
 
@@ -83,7 +83,8 @@ async def test_same_output_as_a_local_run_spread_over_workers(
             assert trajectory.keys() == mine.keys()
             assert [m["role"] for m in trajectory["messages"]] == \
                 [m["role"] for m in mine["messages"]]
-    assert live_processes(WORKER_TITLE) == []  # the batch's workers are gone
+    await wait_until(lambda: live_processes(WORKER_TITLE) == [], "the batch's workers are gone",
+                     60)
 
 
 async def test_a_worker_killed_mid_batch(ray_cluster: Any, model_server: FakeModelServer,
