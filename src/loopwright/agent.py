@@ -191,9 +191,11 @@ class Agent:
     async def start(self, prompt: str, *, history: list[Message] | None = None,
                     extra_callback: EventCallback | None = None,
                     budget: IterationBudget | None = None, agent_tag: str = "",
-                    parent_session_id: str | None = None) -> RunHandle:
+                    parent_session_id: str | None = None,
+                    session_id: str | None = None) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
-        session of the run that delegated this one, linked in the store)."""
+        session of the run that delegated this one, linked in the store; `session_id`: the
+        session to continue or create, instead of the agent's `session_id` setting)."""
         chain = await self._chain()
         hold_shared_client(self)  # until aclose(), or until this event loop ends
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
@@ -208,7 +210,7 @@ class Agent:
             if failure is not None:
                 raise failure
 
-        session_id = self.settings.session_id or uuid.uuid4().hex
+        session_id = session_id or self.settings.session_id or uuid.uuid4().hex
         await self._prepare_sandbox_note()
         settings = self._loop_settings(chain, session_id)
         recorder = self.state_services.recorder(session_id, model=chain.model,

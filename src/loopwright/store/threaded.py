@@ -58,6 +58,9 @@ class ThreadedStore:
     async def compact(self, session_id: str, history: list[Message]) -> int:
         return await self._call(self.sync.compact, session_id, history)
 
+    async def resolve(self, prefix: str) -> str:
+        return await self._call(self.sync.resolve, prefix)
+
     async def lineage(self, session_id: str) -> list[Epoch]:
         return await self._call(self.sync.lineage, session_id)
 

@@ -36,6 +36,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -195,6 +196,26 @@ def path_subjects(workdir: Path, arguments: Mapping[str, Any]) -> list[str]:
 
 # --- approvals -----------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """The tool call an approval callback is being asked about, for callbacks that need more
+    than `(action, detail)` — a server routes the question to the run and call it belongs to."""
+
+    call_id: str
+    tool: str
+    context: ToolContext
+
+
+_PENDING_APPROVAL: ContextVar[ApprovalRequest | None] = ContextVar("loopwright_pending_approval",
+                                                                    default=None)
+
+
+def current_approval() -> ApprovalRequest | None:
+    """The call whose approval is being decided, while an approval callback runs (else None)."""
+    return _PENDING_APPROVAL.get()
+
+
 ALLOW_ANSWERS = frozenset({"yes", "y", "allow", "allowed", "approve", "approved", "always"})
 
 
@@ -314,9 +335,14 @@ class PolicyGate:
             danger = verdict.dangers[0]
         if danger is None:
             return None
-        allowed, why = await self.approver.decide(f"{name}: {danger}", subject)
+        pending = _PENDING_APPROVAL.set(ApprovalRequest(call_id=ctx.call_id, tool=name,
+                                                         context=ctx))
+        try:
+            allowed, why = await self.approver.decide(f"{name}: {danger}", subject)
+        finally:
+            _PENDING_APPROVAL.reset(pending)
         ctx.status("approval", f"{name} ({danger}): {'allowed' if allowed else 'denied'}: {why}",
-                   tool=name, allowed=allowed, reason=why)
+                   tool=name, allowed=allowed, reason=why, call_id=ctx.call_id)
         if allowed:
             return None
         return GateDecision(allow=False, reason=f"the call is potentially dangerous ({danger}) "

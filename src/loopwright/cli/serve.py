@@ -1,0 +1,150 @@
+"""`loopwright serve`: the HTTP/SSE server and web page (`loopwright.serve`), with the same
+config, sandbox, policy and session store as `loopwright run`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from loopwright.cli.main import (
+    EXIT_CONFIG,
+    AgentFlags,
+    ApiKeyOpt,
+    ApiModeOpt,
+    BaseUrlOpt,
+    EffortOpt,
+    FormatOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    NoStreamOpt,
+    ReadOnlyOpt,
+    SandboxOpt,
+    SystemOpt,
+    TemperatureOpt,
+    ToolsOpt,
+    WindowOpt,
+    WorkdirOpt,
+    YesOpt,
+)
+
+DEFAULT_PORT = 8765
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on. Anything but loopback needs a token you chose "
+        "(--token or LOOPWRIGHT_SERVE_TOKEN).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free).")]
+    = DEFAULT_PORT,
+    token: Annotated[str | None, typer.Option(
+        "--token", help="Bearer token to require (default: LOOPWRIGHT_SERVE_TOKEN, else "
+        "~/.config/loopwright/serve_token, created on first start).")] = None,
+    approval_timeout: Annotated[float, typer.Option(
+        "--approval-timeout", min=1.0, help="Seconds an approval waits for an answer before "
+        "the call is denied.")] = 60.0,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    api_mode: ApiModeOpt = None,
+    system: SystemOpt = None,
+    workdir: WorkdirOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    no_stream: NoStreamOpt = False,
+    tools: ToolsOpt = None,
+    read_only: ReadOnlyOpt = False,
+    yes: YesOpt = False,
+    sandbox: SandboxOpt = None,
+    reasoning_effort: EffortOpt = None,
+    temperature: TemperatureOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    context_window: WindowOpt = None,
+    tool_call_format: FormatOpt = None,
+) -> None:
+    """Serve the HTTP API and web page: start, watch, steer and approve runs; browse sessions."""
+    from loopwright.errors import ConfigError
+    from loopwright.serve.auth import is_loopback, server_token, token_path
+
+    flags = AgentFlags(
+        model=model, base_url=base_url, api_key=api_key, api_mode=api_mode, system=system,
+        workdir=workdir, max_turns=max_turns, no_stream=no_stream, tools=tools,
+        read_only=read_only, yes=yes, sandbox=sandbox, reasoning_effort=reasoning_effort,
+        temperature=temperature, max_tokens=max_tokens, context_window=context_window,
+        tool_call_format=tool_call_format)
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        _say("loopwright serve needs Starlette and uvicorn: pip install 'loopwright[serve]'")
+        raise typer.Exit(EXIT_CONFIG) from None
+    try:
+        secret, created = server_token(host, token)
+        options = flags.agent_options()
+        store = _server_store()
+    except ConfigError as exc:
+        _say(str(exc))
+        raise typer.Exit(EXIT_CONFIG) from None
+    if created:
+        _say(f"new server token written to {token_path()}")
+    _serve(host, port, secret, options, store, approval_timeout, show_token=is_loopback(host))
+
+
+def _server_store() -> Any:
+    """The session store runs write to (the CLI's default: saved unless the settings say no)."""
+    from loopwright.config import load_settings
+    from loopwright.store import open_store
+
+    settings = load_settings()
+    spec = settings.store if settings.store is not None else True
+    return open_store(spec, data_dir=settings.data_dir)
+
+
+def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], store: Any,
+           approval_timeout: float, *, show_token: bool) -> None:
+    import uvicorn
+
+    from loopwright.serve.app import ServeOptions, create_app
+
+    app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
+                                  approval_timeout=approval_timeout))
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            timeout_graceful_shutdown=3, lifespan="on")
+    server = uvicorn.Server(config)
+
+    def started() -> None:
+        bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
+        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+        link = f"http://{shown}:{bound[1]}/"
+        _say(f"serving on {link}" + (f"?token={token}" if show_token else
+                                     " (send the token as 'Authorization: Bearer …')"))
+        _say(f"API: {link}docs — Ctrl-C stops")
+
+    _run_with_notice(server, started)
+
+
+def _run_with_notice(server: Any, started: Any) -> None:
+    """Run uvicorn and call `started()` once it listens (uvicorn has no hook for that)."""
+    import asyncio
+    import contextlib
+
+    async def main() -> None:
+        task = asyncio.ensure_future(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.02)
+        if server.started:
+            started()
+        await task
+
+    # uvicorn re-raises the Ctrl-C it handled, once it has shut down: a clean stop here
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    if not server.started:
+        raise typer.Exit(1)
+
+
+def _say(text: str) -> None:
+    print(f"loopwright: {text}", file=sys.stderr, flush=True)
+
+

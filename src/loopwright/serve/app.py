@@ -1,0 +1,119 @@
+"""`create_app()`: the Starlette application behind `loopwright serve`.
+
+Starlette on uvicorn: small, asyncio-native, streaming responses for SSE, and already installed
+with the MCP SDK loopwright depends on; the OpenAPI description is written by hand
+(`serve/openapi.py`), so FastAPI's generator would buy nothing but another dependency.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from loopwright.serve.agents import AgentPool
+from loopwright.serve.api import ServeApi
+from loopwright.serve.approvals import DEFAULT_TIMEOUT, WireApprovals
+from loopwright.serve.auth import TokenAuth
+from loopwright.serve.openapi import openapi_document
+from loopwright.serve.runs import RunRegistry
+from loopwright.serve.sse import KEEPALIVE
+
+if TYPE_CHECKING:
+    from loopwright.serve.sessions import BrowsableStore
+    from loopwright.store import SessionStore
+
+
+@dataclass(kw_only=True)
+class ServeOptions:
+    """What one server runs with."""
+
+    token: str
+    agent_options: dict[str, Any]  # `Agent` keyword arguments, as the CLI flags give them
+    store: SessionStore | None = None  # shared by every agent and the sessions API
+    approval_timeout: float = DEFAULT_TIMEOUT
+    leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
+    keepalive: float = KEEPALIVE
+
+
+def create_app(options: ServeOptions) -> ASGIApp:
+    """The ASGI app: API, page and docs, all behind the token."""
+    from loopwright import __version__
+
+    approvals = WireApprovals(timeout=options.approval_timeout, grace=options.leave_grace)
+    registry = RunRegistry(leave_grace=options.leave_grace)
+    pool = AgentPool(options.agent_options, store=options.store, approvals=approvals)
+    store: BrowsableStore | None = options.store  # type: ignore[assignment]
+    api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
+                   keepalive=options.keepalive)
+    document = openapi_document(__version__)
+    static = resources.files("loopwright.serve") / "static"
+    page = (static / "index.html").read_text(encoding="utf-8").replace(
+        "{{TOKEN}}", html.escape(options.token, quote=True))
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page, headers={"cache-control": "no-store"})
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(docs_page(document))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            from loopwright.endpoints.base import close_shared_client
+
+            await registry.aclose()
+            await pool.aclose()
+            if options.store is not None:
+                await options.store.aclose()
+            await close_shared_client()
+
+    routes: list[BaseRoute] = [
+        *api.routes(),
+        Route("/", index, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=str(static)), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.registry = registry
+    return TokenAuth(app, options.token)
+
+
+def docs_page(document: dict[str, Any]) -> str:
+    """The OpenAPI document as one plain HTML page (no script, nothing fetched)."""
+    rows = []
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            params = ", ".join(p["name"] for p in operation.get("parameters", []))
+            body = operation.get("requestBody", {}).get("content", {}).get(
+                "application/json", {}).get("schema", {}).get("properties", {})
+            rows.append(
+                f"<tr><td><code>{method.upper()}</code></td><td><code>{html.escape(path)}"
+                f"</code></td><td>{html.escape(operation.get('summary', ''))}</td>"
+                f"<td>{html.escape(params)}</td><td>{html.escape(', '.join(body))}</td>"
+                f"<td>{html.escape(', '.join(operation.get('responses', {})))}</td></tr>")
+    info = document["info"]
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>loopwright serve API</title>"
+        "<link rel='stylesheet' href='/static/style.css'></head><body class='docs'>"
+        f"<h1>{html.escape(info['title'])} {html.escape(info['version'])}</h1>"
+        f"<p>{html.escape(info['description'])} Machine-readable: "
+        "<a href='/openapi.json'>/openapi.json</a>.</p><table><thead><tr><th>method</th>"
+        "<th>path</th><th>what</th><th>parameters</th><th>body</th><th>statuses</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table></body></html>")

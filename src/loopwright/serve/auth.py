@@ -1,0 +1,145 @@
+"""The server's bearer token: where it comes from, and the check on every request.
+
+The token is `--token`, else `LOOPWRIGHT_SERVE_TOKEN`, else the file `serve_token` in the user's
+config dir (`~/.config/loopwright/`), written (mode 0600) with a new random token the first time
+the server starts on a loopback address. A non-loopback address without a token refuses to start.
+
+Every route needs it: `Authorization: Bearer TOKEN`. A browser cannot send that header when it
+opens a page, so `GET /?token=TOKEN` (the link the server prints) sets an HttpOnly, SameSite=Strict
+cookie and redirects to `/`; the cookie is accepted for GET requests only (the page, its files, the
+read-only API and the event streams). Anything that changes state needs the header, which the page
+sends from JavaScript; another site cannot make a browser send it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from loopwright.config import user_config_dir
+from loopwright.errors import ConfigError
+
+TOKEN_ENV = "LOOPWRIGHT_SERVE_TOKEN"
+TOKEN_FILENAME = "serve_token"
+COOKIE_NAME = "loopwright_token"
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` only accepts connections from this machine."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_path() -> Path:
+    return user_config_dir() / TOKEN_FILENAME
+
+
+def server_token(host: str, explicit: str | None = None) -> tuple[str, bool]:
+    """The token to require and whether it was just created (so the caller prints it)."""
+    given = explicit or os.environ.get(TOKEN_ENV) or _read_token_file()
+    if given:
+        return _checked(given.strip()), False
+    if not is_loopback(host):
+        raise ConfigError(
+            f"refusing to listen on {host} without a token: give --token or set {TOKEN_ENV} "
+            f"(or start once on 127.0.0.1, which writes one to {token_path()})")
+    token = secrets.token_urlsafe(32)
+    path = token_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
+    return token, True
+
+
+def _read_token_file() -> str | None:
+    try:
+        return token_path().read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{token_path()}: cannot read the server token: {exc}") from exc
+
+
+def _checked(token: str) -> str:
+    if len(token) < MIN_TOKEN_CHARS or not token.isascii() or not token.isprintable() or \
+            " " in token:
+        raise ConfigError(f"the server token must be at least {MIN_TOKEN_CHARS} printable ASCII "
+                          "characters without spaces")
+    return token
+
+
+class TokenAuth:
+    """ASGI middleware: refuse (401) every request without the token."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        method = scope["method"]
+        if self._matches(_bearer(headers.get(b"authorization", b""))):
+            await self.app(scope, receive, send)
+            return
+        if method in ("GET", "HEAD"):
+            query_token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+            if scope["path"] == "/" and query_token and self._matches(query_token[0].encode()):
+                await _set_cookie_and_redirect(send, query_token[0])
+                return
+            if self._matches(_cookie(headers.get(b"cookie", b""))):
+                await self.app(scope, receive, send)
+                return
+        await _refuse(send)
+
+    def _matches(self, given: bytes | None) -> bool:
+        return given is not None and hmac.compare_digest(given, self._token)
+
+
+def _bearer(header: bytes) -> bytes | None:
+    scheme, _, value = header.partition(b" ")
+    return value.strip() if scheme.lower() == b"bearer" and value.strip() else None
+
+
+def _cookie(header: bytes) -> bytes | None:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header.decode("latin-1"))
+    except Exception:  # a malformed Cookie header is no token
+        return None
+    morsel = jar.get(COOKIE_NAME)
+    return morsel.value.encode() if morsel is not None and morsel.value else None
+
+
+async def _set_cookie_and_redirect(send: Send, token: str) -> None:
+    cookie = f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/"
+    await send({"type": "http.response.start", "status": 303,
+                "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode()),
+                            (b"cache-control", b"no-store"), (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _refuse(send: Send) -> None:
+    body = json.dumps({"error": "missing or wrong token: send 'Authorization: Bearer TOKEN' "
+                                "(the token is printed when the server starts)"}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="loopwright"'),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

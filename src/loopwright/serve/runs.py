@@ -1,0 +1,169 @@
+"""The runs one server process holds: each run's event log (what SSE clients replay from), the
+clients watching it, and its pending approvals.
+
+Events are serialised once, when they happen (`event_to_json`, the one home `--json` uses too),
+and kept in order; an event's SSE id is its 1-based position in the log, so a client that
+reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs stay for replay
+until `keep_finished` newer runs have finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loopwright.events import TERMINAL_TYPES, Event, event_to_json
+
+if TYPE_CHECKING:
+    from loopwright.agent import RunHandle
+    from loopwright.tools.policy import ApprovalAnswer
+
+KEEP_FINISHED = 200
+"""Finished runs kept in memory for replay (older ones are still in the session store)."""
+
+
+@dataclass(eq=False)
+class PendingApproval:
+    """One question waiting for `POST /runs/{id}/approvals/{call_id}`."""
+
+    call_id: str
+    answer: asyncio.Future[ApprovalAnswer]
+
+
+@dataclass(eq=False, kw_only=True)
+class ServeRun:
+    """One run started over HTTP."""
+
+    model: str | None = None
+    stop_when_last_client_leaves: bool = False
+    id: str = ""
+    session_id: str = ""
+    handle: RunHandle | None = None
+    created: float = field(default_factory=time.time)
+    events: list[str] = field(default_factory=list)  # JSON text; SSE id = index + 1
+    finished: bool = False
+    stop_reason: str | None = None
+    clients: int = 0
+    approvals: dict[str, PendingApproval] = field(default_factory=dict)
+    _wakers: set[asyncio.Event] = field(default_factory=set)
+    _alone_since: float | None = None  # monotonic time the last client left
+    _born: float = field(default_factory=time.monotonic)
+
+    # -- the event callback --
+
+    def __call__(self, event: Event) -> None:
+        """Append one event and wake every client waiting for it."""
+        self.events.append(event_to_json(event))
+        if event.type in TERMINAL_TYPES and not event.agent:
+            result = getattr(event, "result", None)
+            self.stop_reason = getattr(result, "stop_reason", None) or event.type
+            self.finished = True
+        self.wake()
+
+    def mark_finished(self) -> None:
+        """The run's task ended (normally after its terminal event, which already said so)."""
+        if not self.finished:
+            self.finished = True
+            self.stop_reason = self.stop_reason or "error"
+        for pending in self.approvals.values():
+            if not pending.answer.done():
+                pending.answer.cancel()
+        self.wake()
+
+    def wake(self) -> None:
+        for waker in self._wakers:
+            waker.set()
+
+    # -- clients --
+
+    def attach(self) -> asyncio.Event:
+        """A client starts watching: the event it waits on for news."""
+        waker = asyncio.Event()
+        self._wakers.add(waker)
+        self.clients += 1
+        self._alone_since = None
+        return waker
+
+    def detach(self, waker: asyncio.Event) -> None:
+        self._wakers.discard(waker)
+        self.clients -= 1
+        if self.clients == 0:
+            self._alone_since = time.monotonic()
+
+    def unwatched_for(self) -> float:
+        """Seconds since the last client left (0 while one is watching; since the run started
+        when none ever came)."""
+        if self.clients:
+            return 0.0
+        since = self._alone_since
+        return time.monotonic() - (since if since is not None else self._born)
+
+    def summary(self) -> dict[str, Any]:
+        """The run as `GET /runs` and `GET /runs/{id}` show it."""
+        return {"id": self.id, "session_id": self.session_id, "model": self.model,
+                "created": self.created, "finished": self.finished,
+                "stop_reason": self.stop_reason, "events": len(self.events),
+                "clients": self.clients, "pending_approvals": sorted(self.approvals)}
+
+
+class RunRegistry:
+    """Every run of this process by id: live ones and the latest finished ones."""
+
+    def __init__(self, *, keep_finished: int = KEEP_FINISHED, leave_grace: float = 5.0) -> None:
+        self.keep_finished = keep_finished
+        self.leave_grace = leave_grace  # how long a run may stay unwatched before it is stopped
+        self._runs: OrderedDict[str, ServeRun] = OrderedDict()
+        self._finished: list[str] = []
+        self._watchdogs: set[asyncio.Task[None]] = set()
+
+    def get(self, run_id: str) -> ServeRun | None:
+        return self._runs.get(run_id)
+
+    def all(self) -> list[ServeRun]:
+        return list(self._runs.values())
+
+    def live_session(self, session_id: str) -> ServeRun | None:
+        """The live run of this process writing to `session_id`, if any."""
+        return next((run for run in self._runs.values()
+                     if run.session_id == session_id and not run.finished), None)
+
+    def add(self, run: ServeRun, handle: RunHandle) -> None:
+        run.handle = handle
+        run.id = handle.run_id
+        run.session_id = handle.session_id or ""
+        self._runs[run.id] = run
+        handle.task.add_done_callback(lambda _: self._finish(run))
+        if run.stop_when_last_client_leaves:
+            watchdog = asyncio.ensure_future(self._stop_when_unwatched(run))
+            self._watchdogs.add(watchdog)
+            watchdog.add_done_callback(self._watchdogs.discard)
+
+    def _finish(self, run: ServeRun) -> None:
+        run.mark_finished()
+        self._finished.append(run.id)
+        while len(self._finished) > self.keep_finished:
+            self._runs.pop(self._finished.pop(0), None)
+
+    async def _stop_when_unwatched(self, run: ServeRun) -> None:
+        """Cancel `run` once it has had no client for `leave_grace` seconds."""
+        while not run.finished:
+            await asyncio.sleep(min(0.1, self.leave_grace))
+            if run.unwatched_for() >= self.leave_grace and run.handle is not None:
+                run.handle.cancel()
+                return
+
+    async def aclose(self) -> None:
+        """Cancel every live run and wait for them to wind down."""
+        live = [run.handle for run in self._runs.values()
+                if run.handle is not None and not run.finished]
+        for handle in live:
+            handle.cancel()
+        for handle in live:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(handle.task), 10.0)
+        for watchdog in list(self._watchdogs):
+            watchdog.cancel()

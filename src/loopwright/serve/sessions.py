@@ -1,0 +1,63 @@
+"""`GET /sessions` and `GET /sessions/{id}`: the stored sessions, read from the same store the
+runs write to (SQLite on a worker thread, or PostgreSQL shared by several servers)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from loopwright.messages import Message
+from loopwright.store import SessionInfo
+
+_MARKS = str.maketrans("", "", "\x02\x03")  # the store's markers around matched words
+
+
+class BrowsableStore(Protocol):
+    """The reading side of the built-in stores (`ThreadedStore`, `PostgresStore`)."""
+
+    async def get(self, session_id: str) -> SessionInfo | None: ...
+    async def resolve(self, prefix: str) -> str: ...
+    async def load(self, session_id: str) -> list[Message]: ...
+    async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
+                            limit: int = 20) -> list[SessionInfo]: ...
+    async def children(self, session_id: str) -> list[SessionInfo]: ...
+    async def events(self, session_id: str) -> list[dict[str, Any]]: ...
+    async def turns(self, session_id: str) -> list[dict[str, Any]]: ...
+    async def runs(self, session_id: str) -> list[dict[str, Any]]: ...
+    async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
+                     exclude_session: str | None = None, cwd: str | None = None
+                     ) -> list[Any]: ...
+
+
+async def list_sessions(store: BrowsableStore, *, limit: int, query: str | None,
+                        model: str | None = None) -> list[dict[str, Any]]:
+    """Recent sessions first; with `query`, the sessions whose messages match it, best first,
+    each with a `snippet` of its best match."""
+    if not query:
+        return [info.to_dict() for info in await store.list_sessions(model=model, limit=limit)]
+    found: dict[str, dict[str, Any]] = {}
+    for hit in await store.search(query, limit=limit * 4):
+        if hit.session_id in found or len(found) >= limit:
+            continue
+        info = await store.get(hit.session_id)
+        if info is not None and (model is None or info.model == model):
+            found[hit.session_id] = {**info.to_dict(), "snippet": hit.snippet.translate(_MARKS)}
+    return list(found.values())
+
+
+async def session_detail(store: BrowsableStore, prefix: str) -> dict[str, Any]:
+    """One session: its summary, live conversation, events, per-turn usage, runs and the
+    sub-agent sessions it delegated to. Raises `SessionError` for an unknown id."""
+    session_id = await store.resolve(prefix)
+    info = await store.get(session_id)
+    assert info is not None  # resolve() found it
+    messages = [_message(m) for m in await store.load(session_id)]
+    return {"session": info.to_dict(), "messages": messages,
+            "events": await store.events(session_id), "turns": await store.turns(session_id),
+            "runs": await store.runs(session_id),
+            "children": [child.to_dict() for child in await store.children(session_id)]}
+
+
+def _message(message: Message) -> dict[str, Any]:
+    data = message.to_dict()
+    data.pop("provider_data", None)  # opaque wire blocks, only for the provider
+    return data

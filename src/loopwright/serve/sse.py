@@ -1,0 +1,57 @@
+"""`GET /runs/{id}/events`: a run's events as Server-Sent Events.
+
+Each event is one `data:` line holding the same JSON object `loopwright run --json` prints, with
+`id:` its position in the run's log. A client that reconnects with `Last-Event-ID: N` (browsers
+do it by themselves) or `?after=N` gets everything after event N, so it misses nothing. The stream
+ends after the run's terminal event. A comment line goes out every `keepalive` seconds while
+nothing happens, so proxies keep the connection and a vanished client is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from loopwright.serve.runs import ServeRun
+
+KEEPALIVE = 15.0
+RETRY_MS = 1000  # how soon a browser reconnects after the connection drops
+
+
+def resume_position(last_event_id: str | None, after: str | None) -> int:
+    """How many events the client has already seen (0: none). Raises ValueError if unreadable."""
+    raw = last_event_id if last_event_id not in (None, "") else after
+    if raw in (None, ""):
+        return 0
+    position = int(str(raw).strip())
+    if position < 0:
+        raise ValueError(raw)
+    return position
+
+
+async def event_stream(run: ServeRun, seen: int, *, keepalive: float = KEEPALIVE
+                       ) -> AsyncIterator[bytes]:
+    """The SSE bytes for one client, from event `seen + 1` on, until the run has ended."""
+    waker = run.attach()
+    try:
+        yield f"retry: {RETRY_MS}\n\n".encode()
+        position = min(seen, len(run.events))
+        while True:
+            if position < len(run.events):
+                end = len(run.events)
+                # one write for everything new: cheap for many clients and chatty runs
+                yield "".join(f"id: {index + 1}\ndata: {run.events[index]}\n\n"
+                              for index in range(position, end)).encode()
+                position = end
+                continue
+            if run.finished:
+                return
+            waker.clear()
+            if position < len(run.events) or run.finished:
+                continue
+            try:
+                await asyncio.wait_for(waker.wait(), keepalive)
+            except TimeoutError:
+                yield b": keep-alive\n\n"
+    finally:
+        run.detach(waker)

@@ -1,0 +1,165 @@
+"""Helpers for the serve tests: a real `loopwright serve` app on 127.0.0.1 (uvicorn on a thread of
+its own) in front of a FakeModelServer, and small clients for its JSON API and event streams.
+(Imported as `serve_helpers`: `from conftest import` breaks when pytest swaps conftest modules.)"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from loopwright.builtin import default_tools
+from loopwright.serve.app import ServeOptions, create_app
+from loopwright.testing import FakeModelServer
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+@dataclass
+class Served:
+    """A running server: its URL and token, and a JSON client with the token set."""
+
+    url: str
+    token: str
+    app: Any
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+        headers = {"authorization": f"Bearer {token or self.token}"}
+        client = httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
+        self.clients.append(client)
+        return client
+
+    @property
+    def api(self) -> httpx.Client:
+        if not self.clients:
+            self.client()
+        return self.clients[0]
+
+    def start(self, prompt: str = "hi", **body: Any) -> dict[str, Any]:
+        response = self.api.post("/runs", json={"prompt": prompt, **body})
+        assert response.status_code == 201, response.text
+        started: dict[str, Any] = response.json()
+        return started
+
+    def events(self, run_id: str, *, after: int | None = None, last_event_id: int | None = None,
+               stop: Callable[[dict[str, Any]], bool] | None = None
+               ) -> list[tuple[int, dict[str, Any]]]:
+        """Read the run's SSE stream until it ends (or `stop(event)` says so): (id, event)."""
+        headers = {"last-event-id": str(last_event_id)} if last_event_id is not None else {}
+        params = {"after": str(after)} if after is not None else {}
+        found: list[tuple[int, dict[str, Any]]] = []
+        with self.api.stream("GET", f"/runs/{run_id}/events", headers=headers,
+                             params=params) as response:
+            assert response.status_code == 200, response.read()
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for event_id, data in sse_messages(response.iter_lines()):
+                found.append((event_id, data))
+                if stop is not None and stop(data):
+                    break
+        return found
+
+    def wait_finished(self, run_id: str, limit: float = 30.0) -> dict[str, Any]:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            run: dict[str, Any] = self.api.get(f"/runs/{run_id}").json()
+            if run["finished"]:
+                return run
+            time.sleep(0.02)
+        pytest.fail(f"run {run_id} did not finish within {limit}s")
+
+
+def sse_messages(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(id, parsed data) per SSE message; comments and `retry:` skipped."""
+    event_id, data = 0, []
+    for line in lines:
+        if line == "":
+            if data:
+                yield event_id, json.loads("\n".join(data))
+            data = []
+        elif line.startswith("id: "):
+            event_id = int(line[4:])
+        elif line.startswith("data: "):
+            data.append(line[6:])
+
+
+@contextlib.contextmanager
+def serve_in_thread(options: ServeOptions) -> Iterator[Served]:
+    """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop."""
+    app = create_app(options)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="on", timeout_graceful_shutdown=2))
+    thread = threading.Thread(target=server.run, name="loopwright-serve-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    served = Served(url=f"http://127.0.0.1:{port}", token=options.token, app=app)
+    try:
+        yield served
+    finally:
+        for client in served.clients:
+            client.close()
+        server.should_exit = True
+        thread.join(20)
+
+
+def agent_options(fake: FakeModelServer, workdir: Path, **extra: Any) -> dict[str, Any]:
+    """What `loopwright serve` flags would give, pointed at the fake model server."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return {"model": "gpt-4o-mini", "base_url": fake.base_url, "api_key": "test",
+            "workdir": str(workdir), "tools": default_tools(), **extra}
+
+
+MakeServer = Callable[..., Served]
+
+
+@contextlib.contextmanager
+def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """`loopwright serve --port 0 ARGS` as a real process; stopped with Ctrl-C afterwards."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loopwright", "serve", "--port", "0", *args],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        env={**os.environ, "LOOPWRIGHT_SERVE_TOKEN": TOKEN, **(env or {})})
+    assert process.stderr is not None
+    served: Served | None = None
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 60
+        while served is None and time.monotonic() < deadline and process.poll() is None:
+            lines.append(process.stderr.readline())
+            found = re.search(r"serving on (http://127\.0\.0\.1:\d+)/", lines[-1])
+            if found:
+                served = Served(url=found.group(1), token=TOKEN, app=None)
+        if served is None:
+            raise RuntimeError("loopwright serve did not start: " + "".join(lines))
+        yield served
+    finally:
+        if served is not None:
+            for client in served.clients:
+                client.close()
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stderr.close()

@@ -1,0 +1,138 @@
+"""The token on every route, the cookie the page link sets, the token file, the refusal to listen
+beyond loopback without a token, and the OpenAPI description matching the routes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from serve_helpers import TOKEN, MakeServer
+from starlette.routing import Route
+
+from loopwright.errors import ConfigError
+from loopwright.serve.auth import server_token, token_path
+from loopwright.serve.openapi import PATHS
+from loopwright.testing import FakeModelServer, Reply
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "abc", path)
+
+
+def test_every_route_refuses_a_request_without_the_right_token(make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("ok")]) as fake:
+        served = make_server(fake)
+        routes = [(method.upper(), _concrete(path)) for path, methods in PATHS.items()
+                  for method in methods] + [("GET", "/static/app.js")]
+        right = served.api
+        anonymous = httpx.Client(base_url=served.url, timeout=10)
+        wrong = served.client(token="wrong-token-0123456789")
+        for method, path in routes:
+            for client in (anonymous, wrong):
+                response = client.request(method, path, json={})
+                assert response.status_code == 401, (method, path, response.text)
+                assert "token" in response.json()["error"]
+                assert response.headers["www-authenticate"].startswith("Bearer")
+        for method, path in routes:  # the right token gets past the check
+            status = right.request(method, path, json={}).status_code
+            assert status != 401, (method, path)
+        anonymous.close()
+
+
+def test_the_page_link_sets_a_cookie_that_only_opens_get_requests(
+        make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("ok")]) as fake:
+        served = make_server(fake)
+        browser = httpx.Client(base_url=served.url, timeout=10)
+        assert browser.get("/?token=wrong-token-0123456789").status_code == 401
+        link = browser.get(f"/?token={TOKEN}")
+        assert link.status_code == 303 and link.headers["location"] == "/"
+        cookie = link.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        page = browser.get("/")
+        assert page.status_code == 200 and f'content="{TOKEN}"' in page.text
+        assert browser.get("/sessions").status_code == 200
+        assert browser.get("/docs").status_code == 200
+        refused = browser.post("/runs", json={"prompt": "hi"})  # state changes need the header
+        assert refused.status_code == 401
+        browser.close()
+
+
+def test_the_openapi_description_lists_exactly_the_routes(make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("ok")]) as fake:
+        served = make_server(fake)
+        routes = {(method, route.path) for route in served.app.app.routes
+                  if isinstance(route, Route) for method in route.methods or ()
+                  if method != "HEAD"}
+        document = served.api.get("/openapi.json").json()
+        docs = served.api.get("/docs").text
+    described = {(method.upper(), path) for path, methods in document["paths"].items()
+                 for method in methods}
+    assert described == routes
+    assert document["openapi"].startswith("3.")
+    assert all(path in docs for _, path in routes)
+
+
+def test_the_token_is_generated_once_kept_private_and_required_beyond_loopback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOOPWRIGHT_SERVE_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match=r"refusing to listen on 0\.0\.0\.0 without a token"):
+        server_token("0.0.0.0")
+    assert not token_path().exists()
+    token, created = server_token("127.0.0.1")
+    assert created and len(token) >= 32
+    assert stat.S_IMODE(token_path().stat().st_mode) == 0o600
+    assert server_token("127.0.0.1") == (token, False)
+    assert server_token("0.0.0.0") == (token, False)  # the kept token counts as configured
+    assert server_token("::", explicit="given-token-0123456789") == ("given-token-0123456789",
+                                                                      False)
+    monkeypatch.setenv("LOOPWRIGHT_SERVE_TOKEN", "from-env-0123456789ab")
+    assert server_token("10.0.0.1")[0] == "from-env-0123456789ab"
+    with pytest.raises(ConfigError, match="at least 16"):
+        server_token("127.0.0.1", explicit="short")
+
+
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "loopwright", "serve", *args],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_token(
+        tmp_path: Path) -> None:
+    refused = _serve("--host", "0.0.0.0", "--port", "0")
+    _, err = refused.communicate(timeout=60)
+    assert refused.returncode == 6
+    assert "refusing to listen on 0.0.0.0 without a token" in err
+
+    with FakeModelServer([Reply("ok")]) as fake:
+        server = _serve("--port", "0", "--model", "gpt-4o-mini", "--base-url", fake.base_url,
+                        "--api-key", "test", "--workdir", str(tmp_path))
+        try:
+            assert server.stderr is not None
+            lines = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                lines.append(server.stderr.readline())
+                if "serving on" in lines[-1]:
+                    break
+            assert any("new server token written to" in line for line in lines), lines
+            match = re.search(r"serving on (http://127\.0\.0\.1:\d+/)\?token=(\S+)", lines[-1])
+            assert match, lines
+            url, token = match.groups()
+            assert token == token_path().read_text().strip()
+            assert httpx.get(url + "health").status_code == 401
+            health = httpx.get(url + "health", headers={"authorization": f"Bearer {token}"})
+            assert health.status_code == 200 and health.json()["status"] == "ok"
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(30)
+    assert server.returncode == 0
