@@ -8,28 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from loopwright.cli.main import (
-    EXIT_CONFIG,
-    AgentFlags,
-    ApiKeyOpt,
-    ApiModeOpt,
-    BaseUrlOpt,
-    EffortOpt,
-    FormatOpt,
-    MaxTokensOpt,
-    MaxTurnsOpt,
-    ModelOpt,
-    NoStreamOpt,
-    ReadOnlyOpt,
-    SandboxOpt,
-    SystemOpt,
-    TemperatureOpt,
-    ToolsOpt,
-    WindowOpt,
-    WorkdirOpt,
-    YesOpt,
-)
-
 DEFAULT_PORT = 8765
 
 
@@ -148,3 +126,27 @@ def _say(text: str) -> None:
     print(f"loopwright: {text}", file=sys.stderr, flush=True)
 
 
+# Last, and only for the annotations above (strings, resolved when typer builds the command):
+# `python -m loopwright.cli.main` imports main twice, and the second copy registers this module
+# while it is being imported, so `serve_command` must exist before main is imported.
+from loopwright.cli.main import (  # noqa: E402
+    EXIT_CONFIG,
+    AgentFlags,
+    ApiKeyOpt,
+    ApiModeOpt,
+    BaseUrlOpt,
+    EffortOpt,
+    FormatOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    NoStreamOpt,
+    ReadOnlyOpt,
+    SandboxOpt,
+    SystemOpt,
+    TemperatureOpt,
+    ToolsOpt,
+    WindowOpt,
+    WorkdirOpt,
+    YesOpt,
+)
