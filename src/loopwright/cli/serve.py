@@ -8,9 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
+from loopwright.cli.options import AgentFlags, with_agent_flags
+
 DEFAULT_PORT = 8765
+_EXIT_CONFIG = 6  # as `loopwright run`: a configuration error
 
 
+@with_agent_flags(exclude=("show_reasoning", "resume", "continue_last"))
 def serve_command(
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on. Anything but loopback needs a token you chose "
@@ -23,47 +27,26 @@ def serve_command(
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", min=1.0, help="Seconds an approval waits for an answer before "
         "the call is denied.")] = 60.0,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    api_mode: ApiModeOpt = None,
-    system: SystemOpt = None,
-    workdir: WorkdirOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    no_stream: NoStreamOpt = False,
-    tools: ToolsOpt = None,
-    read_only: ReadOnlyOpt = False,
-    yes: YesOpt = False,
-    sandbox: SandboxOpt = None,
-    reasoning_effort: EffortOpt = None,
-    temperature: TemperatureOpt = None,
-    max_tokens: MaxTokensOpt = None,
-    context_window: WindowOpt = None,
-    tool_call_format: FormatOpt = None,
+    *,
+    flags: AgentFlags,
 ) -> None:
     """Serve the HTTP API and web page: start, watch, steer and approve runs; browse sessions."""
     from loopwright.errors import ConfigError
     from loopwright.serve.auth import is_loopback, server_token, token_path
 
-    flags = AgentFlags(
-        model=model, base_url=base_url, api_key=api_key, api_mode=api_mode, system=system,
-        workdir=workdir, max_turns=max_turns, no_stream=no_stream, tools=tools,
-        read_only=read_only, yes=yes, sandbox=sandbox, reasoning_effort=reasoning_effort,
-        temperature=temperature, max_tokens=max_tokens, context_window=context_window,
-        tool_call_format=tool_call_format)
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
         _say("loopwright serve needs Starlette and uvicorn: pip install 'loopwright[serve]'")
-        raise typer.Exit(EXIT_CONFIG) from None
+        raise typer.Exit(_EXIT_CONFIG) from None
     try:
         secret, created = server_token(host, token)
         options = flags.agent_options()
         store = _server_store()
     except ConfigError as exc:
         _say(str(exc))
-        raise typer.Exit(EXIT_CONFIG) from None
+        raise typer.Exit(_EXIT_CONFIG) from None
     if created:
         _say(f"new server token written to {token_path()}")
     _serve(host, port, secret, options, store, approval_timeout, show_token=is_loopback(host))
@@ -124,29 +107,3 @@ def _run_with_notice(server: Any, started: Any) -> None:
 
 def _say(text: str) -> None:
     print(f"loopwright: {text}", file=sys.stderr, flush=True)
-
-
-# Last, and only for the annotations above (strings, resolved when typer builds the command):
-# `python -m loopwright.cli.main` imports main twice, and the second copy registers this module
-# while it is being imported, so `serve_command` must exist before main is imported.
-from loopwright.cli.main import (  # noqa: E402
-    EXIT_CONFIG,
-    AgentFlags,
-    ApiKeyOpt,
-    ApiModeOpt,
-    BaseUrlOpt,
-    EffortOpt,
-    FormatOpt,
-    MaxTokensOpt,
-    MaxTurnsOpt,
-    ModelOpt,
-    NoStreamOpt,
-    ReadOnlyOpt,
-    SandboxOpt,
-    SystemOpt,
-    TemperatureOpt,
-    ToolsOpt,
-    WindowOpt,
-    WorkdirOpt,
-    YesOpt,
-)
