@@ -18,7 +18,7 @@ from loopwright.testing import FakeModelServer, Reply, call
 
 def test_a_run_streams_its_events_and_they_are_the_json_of_run_json(
         make_server: MakeServer, tmp_path: Path) -> None:
-    script = [Reply(tool_calls=[call("list_files", {"path": "."})]),
+    script = [Reply(tool_calls=[call("list_dir", {"path": "."})]),
               Reply("the listing is short", reasoning="look first")]
     with FakeModelServer(script) as fake:
         served = make_server(fake)
@@ -129,7 +129,7 @@ def test_many_runs_at_once_in_one_process(make_server: MakeServer) -> None:
 
 
 def test_sessions_are_listed_searched_shown_and_continued(make_server: MakeServer) -> None:
-    script = [Reply(tool_calls=[call("list_files", {"path": "."})]),
+    script = [Reply(tool_calls=[call("list_dir", {"path": "."})]),
               Reply("the aardvark answer"), Reply("second answer")]
     with FakeModelServer(script) as fake:
         served = make_server(fake)
@@ -149,8 +149,9 @@ def test_sessions_are_listed_searched_shown_and_continued(make_server: MakeServe
         assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "tool",
                                                            "assistant"]
         assert [t["turn"] for t in detail["turns"]] == [1, 2]
-        assert any(e["type"] == "tool_call" and e["name"] == "list_files"
+        assert any(e["type"] == "tool_call" and e["name"] == "list_dir"
                    for e in detail["events"])
+        assert [e["is_error"] for e in detail["events"] if e["type"] == "tool_result"] == [False]
         assert detail["live_run"] is None
         assert served.api.get("/sessions/ffffffff").status_code == 404
 

@@ -140,3 +140,17 @@ def test_a_bad_decision_is_refused_and_the_question_stays_open(make_server: Make
         assert served.wait_finished(run_id)["stop_reason"] == "completed"
     assert answers == [400, 404, 200]
     assert not (workdir / "scratch").exists()
+
+
+def test_the_config_policy_applies_to_served_runs(make_server: MakeServer, tmp_path: Path,
+                                                  isolated_home: Path) -> None:
+    config = isolated_home / ".config" / "loopwright"
+    config.mkdir(parents=True)
+    (config / "loopwright.toml").write_text('[policy.bash]\ndeny = ["\\\\brm\\\\b"]\n')
+    workdir = _workdir(tmp_path)
+    with FakeModelServer(_script()) as fake:
+        served = make_server(fake, workdir=workdir)
+        events = _answer_when_asked(served, served.start("clean up")["run_id"], "allow")
+    assert not any(e.get("kind") == "approval_required" for e in events)  # refused outright
+    assert "deny rule" in _result(events)["content"]
+    assert (workdir / "scratch").exists()
