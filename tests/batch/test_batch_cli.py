@@ -47,7 +47,8 @@ def test_every_checker_and_own_workspace_copies(model_server: FakeModelServer,
         {"id": "no-checker", "prompt": "say anything"},
     )
     out = tmp_path / "out"
-    result = batch(model_server, str(tasks), "--out", str(out), "--keep-workspaces")
+    result = batch(model_server, str(tasks), "--out", str(out), "--workspaces",
+                   str(tmp_path / "ws"))
     assert result.exit_code == 0, result.output
     rows = by_id(read_jsonl(out / "results.jsonl"))
     solved = {task_id for task_id, row in rows.items() if row["solved"]}
@@ -65,7 +66,7 @@ def test_every_checker_and_own_workspace_copies(model_server: FakeModelServer,
         assert row["cost"] > 0 and row["wall"] > 0 and len(row["session_id"]) == 32
     # each task wrote into its own copy: the source and the other copies are untouched
     assert (source / "notes.txt").read_text() == "port 8417\n"
-    copies = {p.name.rsplit("-", 1)[0]: p for p in (out / "workspaces").iterdir()}
+    copies = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "ws").iterdir()}
     assert (copies["write-a"] / "notes.txt").read_text() == "from a"
     assert (copies["contains"] / "notes.txt").read_text() == "port 8417\n"
     assert (copies["write-b"] / "sub" / "x.txt").read_text() == "x"
@@ -73,13 +74,16 @@ def test_every_checker_and_own_workspace_copies(model_server: FakeModelServer,
     assert "stop reasons" in result.stdout and "completed 11" in result.stdout
 
 
-def test_workspaces_are_removed_unless_kept(model_server: FakeModelServer,
-                                            tmp_path: Path) -> None:
+def test_temporary_workspaces_are_removed(model_server: FakeModelServer,
+                                          tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl",
                         {"id": 1, "prompt": "write a.txt hi", "tools": ["write_file"]})
     result = batch(model_server, str(tasks), "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
-    assert list((tmp_path / "out" / "workspaces").iterdir()) == []
+    system = model_server.model_requests[0].body["messages"][0]["content"]
+    workdir = Path(system.split("Working directory: ", 1)[1].split("\n", 1)[0])
+    assert workdir.parent.name.startswith("loopwright-batch-")
+    assert not workdir.parent.exists()  # the task's workspace and the batch's root
 
 
 def test_malformed_lines_are_recorded_and_the_batch_goes_on(model_server: FakeModelServer,
@@ -169,3 +173,32 @@ def test_summary_file(model_server: FakeModelServer, tmp_path: Path) -> None:
     assert summary["by_stop_reason"] == {"completed": 5}
     assert summary["tokens"]["p50"] > 0 and summary["wall"]["max"] >= summary["wall"]["p50"]
     assert summary["ran"] == 5 and summary["cost"] > 0
+
+
+def test_instruction_files_around_the_output_directory_stay_out_of_the_tasks(
+        model_server: FakeModelServer, tmp_path: Path) -> None:
+    # a batch run from inside a project must not hand that project's instructions to every task
+    (tmp_path / "AGENTS.md").write_text("PROJECT RULE: always answer in French.\n")
+    own = tmp_path / "task-repo"
+    own.mkdir()
+    (own / "AGENTS.md").write_text("TASK RULE: keep answers short.\n")
+    tasks = write_tasks(tmp_path / "tasks.jsonl", {"id": "bare", "prompt": "say hi"},
+                        {"id": "repo", "prompt": "say yo", "workspace": "task-repo"})
+    result = batch(model_server, str(tasks), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    systems = {r.body["messages"][1]["content"]: r.body["messages"][0]["content"]
+               for r in model_server.model_requests}
+    assert "PROJECT RULE" not in systems["say hi"] and "PROJECT RULE" not in systems["say yo"]
+    assert "TASK RULE" in systems["say yo"]  # the task's own project files still count
+    workdir = Path(systems["say hi"].split("Working directory: ", 1)[1].split("\n", 1)[0])
+    assert not workdir.is_relative_to(tmp_path) and not workdir.exists()  # removed after
+
+
+def test_workspaces_dir_keeps_them(model_server: FakeModelServer, tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl",
+                        {"id": "a/b", "prompt": "write x.txt kept", "tools": ["write_file"]})
+    result = batch(model_server, str(tasks), "--out", str(tmp_path / "out"),
+                   "--workspaces", str(tmp_path / "ws"))
+    assert result.exit_code == 0, result.output
+    [kept] = (tmp_path / "ws").iterdir()
+    assert kept.name.startswith("a_b-") and (kept / "x.txt").read_text() == "kept"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,8 +45,11 @@ class BatchConfig:
     tools: list[Any] | None = None  # default toolset: Tool objects or built-in names
     default_checker: str | None = None
     trajectories: str | None = None  # a `TRAJECTORY_FORMATS` name
-    workspace_root: Path = Path("workspaces")
-    keep_workspaces: bool = False
+    # where task workspaces are made and kept; None: a temporary directory per runner, each
+    # workspace removed when its task ends. Never under the output directory by default: the
+    # agent reads instruction files (AGENTS.md, …) from its working directory's parents, and a
+    # batch started inside a project must not hand that project's to every task.
+    workspace_root: Path | None = None
 
 
 @dataclass(kw_only=True)
@@ -66,6 +70,8 @@ class TaskRunner:
         self._windows: dict[str | None, asyncio.Future[int | None]] = {}
         self._store: SessionStore | None = None
         self._opened: asyncio.Future[None] | None = None
+        self._root: Path | None = config.workspace_root
+        self._keep = config.workspace_root is not None
 
     async def prepare(self, models: Iterable[str | None]) -> None:
         """Open the store and resolve each model (a broken configuration fails here, before any
@@ -83,6 +89,8 @@ class TaskRunner:
         spec = self.config.agent_options.get("store")
         data_dir = self.config.agent_options.get("data_dir")
         self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
+        if self._root is None:
+            self._root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="loopwright-batch-"))
 
     async def aclose(self) -> None:
         from loopwright.endpoints.base import release_shared_client
@@ -90,6 +98,9 @@ class TaskRunner:
         if self._store is not None:
             await self._store.aclose()
             self._store = None
+        if self._root is not None and not self._keep:
+            await asyncio.to_thread(remove_workspace, self._root)
+            self._root = None
         await release_shared_client(self)
 
     async def run(self, task: TaskSpec) -> TaskOutcome:
@@ -113,7 +124,7 @@ class TaskRunner:
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         finally:
             await agent.aclose()
-            if not self.config.keep_workspaces:
+            if not self._keep:
                 await asyncio.to_thread(remove_workspace, workdir)
 
     # -- building blocks --
@@ -127,12 +138,13 @@ class TaskRunner:
         """Blocking (disk): the task's workspace and agent."""
         from loopwright.agent import Agent
 
-        workdir = prepare_workspace(task, self.config.workspace_root)
+        assert self._root is not None  # made by prepare()
+        workdir = prepare_workspace(task, self._root)
         options = self._agent_options(task, workdir, window)
         try:
             return workdir, Agent(tools=self._tools(task), **options)
         except BaseException:
-            if not self.config.keep_workspaces:
+            if not self._keep:
                 remove_workspace(workdir)
             raise
 
@@ -176,7 +188,7 @@ class TaskRunner:
                    if key not in ("store", "rubric", "mcp_servers")}
         if model is not None:
             options["model"] = model
-        agent = Agent(**options)
+        agent = await asyncio.to_thread(Agent, **options)  # reads config files
         try:
             windows = await agent.context_windows()
         finally:

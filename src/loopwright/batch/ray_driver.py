@@ -13,7 +13,8 @@ re-run; a task in flight on a dead worker runs again from the start.
 
 Workers need loopwright (and any `module:function` checker or tool) importable, and a task's
 `workspace` directory at the same path on their node (a shared filesystem); `files` travel with
-the task. Workspaces are made under the output directory's path on each worker's node.
+the task. Each worker makes its workspaces in a temporary directory of its node (or in
+`--workspaces`, at that path on its node).
 """
 
 from __future__ import annotations

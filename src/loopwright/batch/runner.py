@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 SUMMARY_FILE = "summary.json"
-WORKSPACES_DIR = "workspaces"
 DEFAULT_CONCURRENCY = 16
 
 RunTask = Callable[[TaskSpec], Awaitable[TaskOutcome]]
@@ -87,7 +86,7 @@ async def run_batch(
     trajectories: str | None = None,
     checker: str | None = None,
     tools: Iterable[Any] | None = None,
-    keep_workspaces: bool = False,
+    workspaces: str | Path | None = None,
     progress: bool = False,
     console: Console | None = None,
     ray: str | None = None,
@@ -99,7 +98,9 @@ async def run_batch(
     `concurrency` runs at once (on each worker, with `ray`); `resume` skips tasks already in
     `results.jsonl` (`retry_failed`: except failed ones); `trajectories` writes
     `out/trajectories.jsonl` in that format; `checker` is the default checker; `tools` the
-    default toolset (Tool objects, functions or built-in names; default: none); `ray` runs
+    default toolset (Tool objects, functions or built-in names; default: none); `workspaces`
+    a directory in which to make and keep the task workspaces (default: a temporary one, each
+    workspace removed when its task ends); `ray` runs
     the tasks on a Ray cluster ("auto", an address, or "local" for a new one in this process;
     see `loopwright.batch.ray_driver`) with `ray_workers` workers (default: one per node).
     Other keyword arguments go to every task's `Agent`. Raises `ConfigError` before any model
@@ -117,8 +118,7 @@ async def run_batch(
     config = BatchConfig(agent_options=agent_options,
                          tools=None if tools is None else list(tools),
                          default_checker=checker, trajectories=trajectories,
-                         workspace_root=(out / WORKSPACES_DIR).resolve(),
-                         keep_workspaces=keep_workspaces)
+                         workspace_root=Path(workspaces).resolve() if workspaces else None)
     check_tools(specs, config)
     runner = TaskRunner(config, specs)  # unknown checkers fail here, before anything runs
     previous = await asyncio.to_thread(open_results, out / RESULTS_FILE, resume=resume)

@@ -57,9 +57,10 @@ def batch_command(
     tools: Annotated[str | None, typer.Option(
         "--tools", help="Comma-separated default tools (built-in names or module:attribute); "
         "default: every built-in tool.")] = None,
-    keep_workspaces: Annotated[bool, typer.Option(
-        "--keep-workspaces", help="Keep each task's workspace copy under OUT/workspaces.")]
-    = False,
+    workspaces: Annotated[Path | None, typer.Option(
+        "--workspaces", file_okay=False, help="Make the task workspaces in this directory and "
+        "keep them (default: a temporary directory; each is removed when its task ends).")]
+    = None,
     ray: Annotated[str | None, typer.Option(
         "--ray", help="Run on a Ray cluster: auto (the one this machine belongs to), its "
         "address, or local (a new one here). Needs pip install 'loopwright[ray]'.")] = None,
@@ -93,7 +94,7 @@ def batch_command(
         report = asyncio.run(run_batch(
             tasks, out, concurrency=concurrency, resume=resume, retry_failed=retry_failed,
             trajectories=trajectories.value if trajectories else None, checker=checker,
-            tools=_toolset(tools), keep_workspaces=keep_workspaces,
+            tools=_toolset(tools), workspaces=workspaces,
             progress=not no_progress and console.is_terminal, console=console,
             ray=ray, ray_workers=ray_workers, **options))
     except ConfigError as exc:
