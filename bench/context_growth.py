@@ -1,6 +1,13 @@
 """How loopwright's per-turn cost grows with the history (compaction off).
 
     python bench/context_growth.py [--sizes 10,1000,10000] [--turns 3] [--repeats 5]
+    python bench/context_growth.py --rounds 300 [--mode chat_completions] [--no-stream]
+
+`--rounds N` instead runs one N-round tool loop per API mode (loopwright, then the bare httpx
+loop of bench/hand_loops.py, same server) and prints the client CPU and wall time per turn over
+rounds 1-20 and over the last 20: flat means no per-message work is repeated each turn (target:
+loopwright's CPU per turn within 1.2x). CPU is this process's user + system time, so it does not
+count the server and is robust to other load on the machine; wall time is not.
 
 For each history size it starts runs whose history already holds that many messages (tool-call
 / tool-result pairs with ~200-character results), against the fake model server in its own
@@ -28,6 +35,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hand_loops import HAND_LOOPS
+from overhead import lookup
 from server_process import start_ready
 
 from loopwright import Agent, tool
@@ -110,12 +123,78 @@ async def measure(base_url: str, sizes: list[int], turns: int, repeats: int,
     return rows
 
 
+async def one_long_run(side: str, mode: str, base_url: str, rounds: int, stream: bool,
+                       workdir: Path) -> list[tuple[float, float]]:
+    """(process CPU, wall) at the start of every turn of one `rounds`-round run."""
+    stamps: list[tuple[float, float]] = []
+
+    def stamp() -> None:
+        stamps.append((time.process_time(), time.perf_counter()))
+
+    if side == "hand":
+        async with httpx.AsyncClient(timeout=60) as client:
+            await HAND_LOOPS[mode](client, base_url, "long task", stream=stream, rounds=rounds,
+                                   on_turn=stamp)
+        return stamps
+    agent = Agent("bench-model", base_url=base_url, api_key="k", api_mode=mode, tools=[lookup],
+                  stream=stream, max_turns=rounds + 5, iteration_budget=rounds + 5,
+                  context_window=10_000_000,
+                  workdir=str(workdir), cache_dir=str(workdir),
+                  callbacks=[lambda e: stamp() if e.type == "turn_start" else None])
+    result = await agent.run("long task")
+    await close_shared_client()
+    assert result.stop_reason == "completed" and result.turns == rounds + 1, result.error
+    return stamps
+
+
+def per_turn_ms(stamps: list[tuple[float, float]], first: int, last: int) -> tuple[float, float]:
+    """(CPU, wall) ms per turn from the start of turn `first` to the start of turn `last`."""
+    (cpu0, wall0), (cpu1, wall1) = stamps[first], stamps[last]
+    return 1000 * (cpu1 - cpu0) / (last - first), 1000 * (wall1 - wall0) / (last - first)
+
+
+def long_runs(modes: list[str], rounds: int, stream: bool, repeats: int) -> None:
+    print(f"one {rounds}-round run per side and mode, stream={stream}; ms per turn over rounds "
+          f"1-20 -> {rounds - 19}-{rounds}, client CPU (wall); best of {repeats}")
+    with tempfile.TemporaryDirectory() as tmp:
+        process, base_url = start_ready(
+            [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(rounds)])
+        try:
+            for mode in modes:
+                cells = []
+                for side in ("loopwright", "hand"):
+                    early: list[tuple[float, float]] = []
+                    late: list[tuple[float, float]] = []
+                    for n in range(repeats + 1):  # the first run warms up
+                        stamps = asyncio.run(one_long_run(side, mode, base_url, rounds, stream,
+                                                          Path(tmp)))
+                        if n == 0:
+                            continue
+                        early.append(per_turn_ms(stamps, 0, 20))
+                        late.append(per_turn_ms(stamps, rounds - 20, rounds))
+                    (c0, w0), (c1, w1) = min(early), min(late)
+                    cells.append(f"{side} {c0:.2f} ({w0:.2f}) -> {c1:.2f} ({w1:.2f}) "
+                                 f"= {c1 / c0:.2f}x CPU")
+                print(f"{mode:19} " + "   ".join(cells), flush=True)
+        finally:
+            process.kill()
+            process.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, help="one long run of this many tool rounds")
+    parser.add_argument("--mode", action="append",
+                        choices=["chat_completions", "responses", "anthropic_messages"])
+    parser.add_argument("--no-stream", action="store_true")
     args = parser.parse_args()
+    if args.rounds:
+        long_runs(args.mode or ["chat_completions", "responses", "anthropic_messages"],
+                  args.rounds, not args.no_stream, min(args.repeats, 3))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         process, base_url = start_server(args.turns, Path(tmp))

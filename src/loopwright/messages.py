@@ -13,9 +13,13 @@ Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["tool_calls", "end_turn", "length", "content_filter"]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, frozen=True)
 class ToolCall:
-    """A call the model asked for. `arguments` is the raw JSON text as the model produced it."""
+    """A call the model asked for. `arguments` is the raw JSON text as the model produced it.
+
+    Frozen: the wire forms cached on its message (see `Message.wire_cache`) must not go stale;
+    a changed call is a new `ToolCall`.
+    """
 
     id: str
     name: str
@@ -33,6 +37,12 @@ class Message:
     (Anthropic thinking signatures, Responses reasoning items), keyed by API mode.
     """
 
+    # wire forms, their JSON and token estimates already computed for this message, by key.
+    # Declared first so __init__ sets it before the fields below; assigning any
+    # field later empties it (see __setattr__). `tool_calls` and `provider_data` are replaced,
+    # never edited in place, for the same reason.
+    wire_cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
+                                       compare=False)
     role: Role
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -41,9 +51,14 @@ class Message:
     reasoning: str | None = None
     is_error: bool = False
     provider_data: dict[str, Any] = field(default_factory=dict)
-    # wire-format dicts already built for this message, by API mode; messages in a history are
-    # never mutated (changes make new messages), so this is safe and keeps turns flat-cost.
-    wire_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "wire_cache":
+            cache = self.wire_cache
+            if cache:  # a message something already derived forms from was edited in place
+                cache.clear()
+                _EDITS[0] += 1
 
     def to_dict(self) -> dict[str, Any]:
         """The internal JSON form (used by export, storage and events)."""
@@ -74,6 +89,16 @@ class Message:
             is_error=bool(data.get("is_error", False)),
             provider_data=dict(data.get("provider_data") or {}),
         )
+
+
+# how many messages with cached forms were edited in place, ever: a cache derived from many
+# messages (an incremental token sum) is valid only while this has not moved
+_EDITS = [0]
+
+
+def edits_so_far() -> int:
+    """A counter that moves whenever a message with cached forms is edited in place."""
+    return _EDITS[0]
 
 
 def system(text: str) -> Message:

@@ -50,7 +50,6 @@ from loopwright.context.tokens import (
     CHARS_PER_TOKEN,
     TokenCounter,
     estimate_message,
-    estimate_request,
 )
 from loopwright.context.window import ContextBudget
 from loopwright.endpoints.probe import window_from_error
@@ -172,7 +171,7 @@ class CompactionPlugin(LoopPlugin):
         self.last_estimate = 0
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
-        raw: int | None = estimate_request(request)
+        raw: int | None = self.counter.estimate(request)
         tokens = self.counter.correct(raw or 0)
         if tokens > self.budget.threshold:
             tokens = await self._relieve(run, request, tokens)

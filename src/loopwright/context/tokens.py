@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from loopwright.messages import Message, ModelRequest, ToolSpec
+from loopwright.messages import Message, ModelRequest, ToolSpec, edits_so_far
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  # role markers and separators every chat template adds
 TOOL_CALL_OVERHEAD = 8
 REQUEST_OVERHEAD = 8
-# per-message estimates are memoised in Message.wire_cache under this key: messages in a history
-# are never mutated, so a cached estimate stays right and each turn only counts new messages
+# per-message estimates are memoised in Message.wire_cache under this key (the cache empties
+# itself when the message is edited), so each turn only counts new messages
 CACHE_KEY = "loopwright.tokens"
 
 
@@ -76,6 +76,30 @@ def estimate_request(request: ModelRequest) -> int:
     return REQUEST_OVERHEAD + estimate_messages(request.messages) + estimate_tools(request.tools)
 
 
+class RunningEstimate:
+    """`estimate_messages` for a history that grows by appends: the sum over the messages seen
+    last time is kept, so a turn only adds the new ones. The kept sum is used only while the
+    history still starts with messages equal to those (identity first, so a C-speed scan) and no
+    message with cached forms was edited in place since (`edits_so_far`)."""
+
+    __slots__ = ("_edits", "_messages", "_total")
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+        self._total = 0
+        self._edits = -1
+
+    def __call__(self, history: list[Message]) -> int:
+        known = len(self._messages)
+        edits = edits_so_far()
+        if edits == self._edits and known <= len(history) and history[:known] == self._messages:
+            total = self._total + estimate_messages(history[known:])
+        else:
+            total = estimate_messages(history)
+        self._messages, self._total, self._edits = history[:], total, edits
+        return total
+
+
 class TokenCounter:
     """A per-run estimator that learns the provider's real ratio from reported usage."""
 
@@ -86,17 +110,22 @@ class TokenCounter:
         self.ratio = 1.0
         self.samples = 0
         self._pending: int | None = None
+        self._running = RunningEstimate()
+
+    def estimate(self, request: ModelRequest) -> int:
+        """`estimate_request(request)`, summed incrementally over this run's turns."""
+        return REQUEST_OVERHEAD + self._running(request.messages) + estimate_tools(request.tools)
 
     def count(self, request: ModelRequest) -> int:
         """Corrected estimate of `request`'s input tokens."""
-        return self.correct(estimate_request(request))
+        return self.correct(self.estimate(request))
 
     def correct(self, raw_estimate: int) -> int:
         return int(raw_estimate * self.ratio + 0.5)
 
     def sent(self, request: ModelRequest, raw_estimate: int | None = None) -> None:
         """Remember the raw estimate of the request about to go out (pass it if known)."""
-        self._pending = estimate_request(request) if raw_estimate is None else raw_estimate
+        self._pending = self.estimate(request) if raw_estimate is None else raw_estimate
 
     def reported(self, input_tokens: int) -> None:
         """The provider's input-token count for the last request sent; updates the ratio."""

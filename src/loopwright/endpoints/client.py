@@ -183,12 +183,12 @@ class ModelClient:
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
-        body = self.wire.build_body(request, stream=False)
+        body = self.wire.encode_body(request, stream=False)
         try:
             async with request_slot() as client:
                 reply = await client.post(
                     self.endpoint.url(self.wire.path),
-                    content=_dumps(body),
+                    content=body,
                     headers=self._headers(),
                     timeout=httpx.Timeout(15.0, read=self.request_timeout, pool=None),
                 )
@@ -213,14 +213,14 @@ class ModelClient:
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
-        body = self.wire.build_body(request, stream=True)
+        body = self.wire.encode_body(request, stream=True)
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning)
         parser = self.wire.stream_parser()
         try:
             async with request_slot() as client, client.stream(
                 "POST",
                 self.endpoint.url(self.wire.path),
-                content=_dumps(body),
+                content=body,
                 headers=self._headers(),
                 timeout=httpx.Timeout(15.0, read=self.stream_idle_timeout, pool=None),
             ) as reply:
@@ -321,10 +321,6 @@ def _is_empty(response: ModelResponse) -> bool:
     msg = response.message
     return (not msg.content.strip() and not msg.tool_calls
             and response.finish_reason not in ("length", "content_filter"))  # refusals are replies
-
-
-def _dumps(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _describe(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from loopwright.errors import ConfigError, StreamError
@@ -32,10 +33,13 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.wire import splice
 from loopwright.wire.base import split_system
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "anthropic_messages"
+JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's blocks as JSON text
+JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the turns up to it (splice.Joined)
 
 STOP_REASONS: dict[str, FinishReason] = {
     "tool_use": "tool_calls",
@@ -163,28 +167,79 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
 
 
-def conversation_to_wire(messages: list[Message]) -> tuple[list[dict[str, Any]],
-                                                           list[dict[str, Any]]]:
-    """(system blocks, messages) with roles alternating and the first turn a user turn."""
+@dataclass(slots=True)
+class Turn:
+    """One turn of the wire conversation: its role, the messages whose blocks it carries (none:
+    the opening placeholder) and the index in the request just after its last message."""
+
+    role: str
+    held: list[Message]
+    end: int
+
+
+def conversation_to_wire(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Turn]]:
+    """(system blocks, turns) with roles alternating and the first turn a user turn."""
+    system, start = _system_part(messages)
+    turns = _group(messages, start)
+    if not turns or turns[0].role != "user":
+        turns.insert(0, Turn("user", [], start))
+    return system, turns
+
+
+def _system_part(messages: list[Message]) -> tuple[list[dict[str, Any]], int]:
     system: list[dict[str, Any]] = []
     start = 0
     while start < len(messages) and messages[start].role == "system":
         system.extend(system_blocks(messages[start]))
         start += 1
-    turns: list[dict[str, Any]] = []
-    for msg in messages[start:]:
-        blocks = message_to_blocks(msg)
-        if not blocks:
+    return system, start
+
+
+def _group(messages: list[Message], start: int) -> list[Turn]:
+    turns: list[Turn] = []
+    for i in range(start, len(messages)):
+        msg = messages[i]
+        if not message_to_blocks(msg):
             continue  # an empty message would be rejected; its neighbours merge instead
         role = "assistant" if msg.role == "assistant" else "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
+        if turns and turns[-1].role == role:
+            turns[-1].held.append(msg)
+            turns[-1].end = i + 1
         else:
-            turns.append({"role": role, "content": list(blocks)})
-    if not turns or turns[0]["role"] != "user":
-        opening = [{"type": "text", "text": OPENING_PLACEHOLDER}]
-        turns.insert(0, {"role": "user", "content": opening})
-    return system, turns
+            turns.append(Turn(role, [msg], i + 1))
+    return turns
+
+
+def turn_object(turn: Turn) -> dict[str, Any]:
+    if not turn.held:
+        return {"role": "user", "content": [{"type": "text", "text": OPENING_PLACEHOLDER}]}
+    return {"role": turn.role, "content": [b for m in turn.held for b in message_to_blocks(m)]}
+
+
+def _turn_json(turn: Turn) -> str:
+    if not turn.held:
+        return splice.dumps(turn_object(turn))
+    blocks = ",".join([splice.cached_piece(m, JSON_KEY, message_to_blocks) for m in turn.held])
+    return f'{{"role":"{turn.role}","content":[{blocks}]}}'
+
+
+def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], str, list[Turn]]:
+    """(system blocks, the JSON of every turn but the last two, the last two turns).
+
+    The JSON of the earlier turns is joined onto the text kept from the previous turn of the run
+    (`splice.Joined`, ending on a turn boundary) when that is still true, and kept again."""
+    system = _system_part(messages)[0]
+    entry = splice.find_joined(messages, JOINED_KEY)
+    turns = _group(messages, entry.count) if entry is not None else []
+    if entry is None or len(turns) < 2 or turns[0].role == entry.extra:
+        entry = None  # none kept, or the new turns would merge into the kept ones: start over
+        system, turns = conversation_to_wire(messages)
+    head, tail = turns[:-2], turns[-2:]
+    text = entry.text if entry is not None else ""
+    if head:
+        text = ",".join([p for p in (text, *map(_turn_json, head)) if p])
+        splice.remember_joined(messages, head[-1].end, text, JOINED_KEY, entry, head[-1].role)
+    return system, text, tail
 
 
 def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]],
@@ -298,10 +353,22 @@ class AnthropicMessagesFormat:
     path = "/messages"
 
     def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        system, turns = conversation_to_wire(request.messages)
+        return splice.materialize(self._body(request, stream))
+
+    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        return splice.encode_body(self._body(request, stream))
+
+    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        history = request.messages
+        system, head_json, last_two = _split_turns(history)
         tools = [tool_to_wire(t) for t in request.tools]
-        add_cache_breakpoints(system, turns, tools)
-        body: dict[str, Any] = {"model": request.model, "messages": turns}
+        # only the last two turns can carry breakpoints or decide thinking: they are built as
+        # objects; the turns before them are joined from each message's cached JSON
+        tail = [turn_object(t) for t in last_two]
+        add_cache_breakpoints(system, tail, tools)
+        body: dict[str, Any] = {"model": request.model, "messages": splice.Spliced(
+            lambda: ",".join([p for p in (head_json, *map(splice.dumps, tail)) if p]),
+            lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]), *tail])}
         if system:
             body["system"] = system
         if tools:
@@ -309,7 +376,7 @@ class AnthropicMessagesFormat:
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
         budget = thinking_budget(request.reasoning_effort)
-        if budget is not None and not thinking_fits(turns):
+        if budget is not None and not thinking_fits(tail):
             budget = None
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         if budget is not None:

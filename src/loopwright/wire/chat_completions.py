@@ -14,10 +14,13 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "chat_completions"
+JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's JSON text
+JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the messages up to it (splice.Joined)
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -57,6 +60,14 @@ def message_to_wire(msg: Message) -> dict[str, Any]:
         out = {"role": msg.role, "content": msg.content}
     msg.wire_cache[MODE] = out
     return out
+
+
+def _one_element(msg: Message) -> list[dict[str, Any]]:
+    return [message_to_wire(msg)]
+
+
+def _piece(msg: Message) -> str:
+    return splice.cached_piece(msg, JSON_KEY, _one_element)
 
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
@@ -126,9 +137,19 @@ class ChatCompletionsFormat:
     path = "/chat/completions"
 
     def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return splice.materialize(self._body(request, stream))
+
+    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        return splice.encode_body(self._body(request, stream))
+
+    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        history = request.messages
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [message_to_wire(m) for m in request.messages],
+            "messages": splice.Spliced(
+                lambda: splice.join_pieces(history, JOINED_KEY, _piece),
+                lambda: [message_to_wire(m) for m in history],
+            ),
         }
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]

@@ -26,10 +26,13 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "responses"
+JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's items as JSON text
+JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the items up to it (splice.Joined)
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -107,17 +110,24 @@ def _tool_choice(choice: str) -> Any:
     return {"type": "function", "name": choice}
 
 
-def conversation_to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
-    """(instructions, input items)."""
+def conversation_to_wire(messages: list[Message]) -> tuple[str, splice.Spliced]:
+    """(instructions, the input items as an array spliced from per-message JSON)."""
     system: list[str] = []
     start = 0
     while start < len(messages) and messages[start].role == "system":
         system.append(strip_boundary(messages[start].content))
         start += 1
-    items: list[dict[str, Any]] = []
-    for msg in messages[start:]:
-        items.extend(message_to_items(msg))
-    return "\n\n".join(s for s in system if s), items
+    rest = messages[start:]
+
+    def objects() -> list[dict[str, Any]]:
+        return [item for msg in rest for item in message_to_items(msg)]
+
+    return "\n\n".join(s for s in system if s), splice.Spliced(
+        lambda: splice.join_pieces(rest, JOINED_KEY, _piece), objects)
+
+
+def _piece(msg: Message) -> str:
+    return splice.cached_piece(msg, JSON_KEY, message_to_items)
 
 
 # --- wire → internal --------------------------------------------------------------------------
@@ -206,6 +216,12 @@ class ResponsesFormat:
     path = "/responses"
 
     def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return splice.materialize(self._body(request, stream))
+
+    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
+        return splice.encode_body(self._body(request, stream))
+
+    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         instructions, items = conversation_to_wire(request.messages)
         body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
         if instructions:

@@ -175,7 +175,8 @@ def _ensure_unique_ids(calls: list[ToolCall]) -> None:
     seen: set[str] = set()
     for n, call in enumerate(calls):
         if not call.id or call.id in seen:
-            call.id = f"call_{n}_{len(seen)}"
+            call = calls[n] = ToolCall(id=f"call_{n}_{len(seen)}", name=call.name,
+                                       arguments=call.arguments)
         seen.add(call.id)
 
 

@@ -1,0 +1,115 @@
+"""Request bodies assembled from JSON text cached per message.
+
+A turn re-sends the whole history. Each message's JSON is written once (kept in
+`Message.wire_cache`, which empties itself when the message is edited) and a body is the join of
+those pieces around a small freshly serialised head, so a turn serialises only what is new.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from loopwright.messages import Message, edits_so_far
+
+
+def dumps(value: Any) -> str:
+    """The one JSON spelling of request bodies (compact, UTF-8 kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def cached_piece(msg: Message, key: str, items: Callable[[Message], list[Any]]) -> str:
+    """The JSON of `items(msg)` as comma-joined array elements (no brackets; "" for none),
+    written once per message under `key`."""
+    piece: str | None = msg.wire_cache.get(key)
+    if piece is None:
+        piece = msg.wire_cache[key] = dumps(items(msg))[1:-1]
+    return piece
+
+
+class Spliced:
+    """A JSON array in a body given two ways: `json()` the text of its elements (no brackets),
+    joined from cached pieces; `objects()` the array as Python objects, for `build_body`."""
+
+    __slots__ = ("json", "objects")
+
+    def __init__(self, json_text: Callable[[], str], objects: Callable[[], list[Any]]) -> None:
+        self.json = json_text
+        self.objects = objects
+
+
+class Joined:
+    """The joined JSON text of a request's first `count` messages, kept on the last of them
+    (`wire_cache[key]`) so the next turn of the same run starts from it."""
+
+    __slots__ = ("count", "edits", "extra", "messages", "text")
+
+    def __init__(self, messages: list[Message], text: str, extra: Any = None) -> None:
+        self.messages = messages
+        self.count = len(messages)
+        self.text = text
+        self.extra = extra  # what the adapter needs to continue (Anthropic: the last role)
+        self.edits = edits_so_far()
+
+
+def find_joined(messages: list[Message], key: str) -> Joined | None:
+    """The `Joined` text of a prefix of `messages`, if one is kept and still true: the request
+    starts with the very messages it covers and no message was edited in place since. Found by
+    looking back from the end (a few steps: a turn adds a reply, its results, a note); one that
+    is no longer true is dropped."""
+    for i in range(len(messages) - 1, -1, -1):
+        entry = messages[i].wire_cache.get(key)
+        if isinstance(entry, Joined):
+            if (entry.count == i + 1 and entry.edits == edits_so_far()
+                    and messages[: i + 1] == entry.messages):
+                return entry
+            messages[i].wire_cache.pop(key, None)
+            return None
+    return None
+
+
+def remember_joined(messages: list[Message], count: int, text: str, key: str,
+                    previous: Joined | None, extra: Any = None) -> None:
+    """Keep the joined `text` of `messages[:count]` for the next turn (and drop the previous
+    one, so a run holds one)."""
+    if previous is not None and previous.count:
+        previous.messages[-1].wire_cache.pop(key, None)
+    if count:
+        messages[count - 1].wire_cache[key] = Joined(messages[:count], text, extra)
+
+
+def join_pieces(messages: list[Message], key: str, piece: Callable[[Message], str]) -> str:
+    """The comma-joined pieces of `messages` (empty ones skipped), reusing the text joined for
+    the previous turn. All but the last message is remembered: the last one is often a copy
+    made for one request (a reminder note added to it)."""
+    entry = find_joined(messages, key)
+    start, text = (entry.count, entry.text) if entry is not None else (0, "")
+    if start == len(messages):
+        return text
+    fresh = [piece(m) for m in messages[start:]]
+    kept = ",".join([p for p in (text, *fresh[:-1]) if p])
+    if len(messages) - 1 > start:
+        remember_joined(messages, len(messages) - 1, kept, key, entry)
+    return f"{kept},{fresh[-1]}" if kept and fresh[-1] else kept or fresh[-1]
+
+
+def materialize(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with every spliced array turned into ordinary objects."""
+    return {k: v.objects() if isinstance(v, Spliced) else v for k, v in body.items()}
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """The bytes of `body`: plain values serialised now, spliced arrays joined from their cached
+    pieces (placed after the plain keys; key order means nothing in JSON)."""
+    spliced = [(k, v) for k, v in body.items() if isinstance(v, Spliced)]
+    if not spliced:
+        return dumps(body).encode()
+    head = dumps({k: v for k, v in body.items() if not isinstance(v, Spliced)})
+    parts = [head[:-1]]
+    separator = "," if len(head) > 2 else ""
+    for key, value in spliced:
+        parts.append(f"{separator}{dumps(key)}:[{value.json()}]")
+        separator = ","
+    parts.append("}")
+    return "".join(parts).encode()
