@@ -10,11 +10,14 @@ import sys
 import loopwright
 
 HEAVY = ("mcp", "rich", "typer", "click", "pygments", "httpx", "loopwright.agent")
+# what the agent uses only once it runs (or only when configured)
+RUN_TIME = ("loopwright.mcp", "loopwright.context.compaction", "loopwright.tools.shell.parse",
+            "loopwright.tools.policy", "loopwright.grading", "loopwright.tools.text_calls")
 
 
-def modules_loaded_by(code: str) -> list[str]:
+def modules_loaded_by(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
     probe = (f"import sys\n{code}\nimport json\n"
-             f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))")
+             f"print(json.dumps([m for m in {list(watched)!r} if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     return list(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -28,6 +31,14 @@ def test_using_the_agent_loads_httpx_but_not_its_command_line() -> None:
     loaded = modules_loaded_by("from loopwright import Agent")
     assert "loopwright.agent" in loaded and "httpx" in loaded
     assert not {"rich", "pygments", "typer", "mcp"} & set(loaded)
+
+
+def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:
+    assert modules_loaded_by("from loopwright import Agent", RUN_TIME) == []
+    loaded = modules_loaded_by("from loopwright import Agent\n"
+                               "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k')",
+                               RUN_TIME)
+    assert "loopwright.tools.policy" in loaded  # the probe can see a part being loaded
 
 
 def test_every_public_name_resolves_to_its_home() -> None:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Unpack
 from loopwright import messages
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.config import AgentOptions, Settings, default_cache_dir, load_settings
-from loopwright.context.economy import context_layers, instruction_chars
 from loopwright.context.prompt import build_system_prompt
 from loopwright.context.summary import SummaryCooldown
 from loopwright.endpoints.base import (
@@ -32,11 +31,9 @@ from loopwright.endpoints.resolve import (
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
-from loopwright.grading import RubricGrader, load_rubric
 from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
 from loopwright.loop import LoopSettings, RunState, drive
-from loopwright.mcp.client import MCPManager, MCPToolsPlugin
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
@@ -51,15 +48,18 @@ from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import Tool
 from loopwright.tools.catalogue import RunCatalogue
 from loopwright.tools.execute import ToolExecutor
-from loopwright.tools.policy import ApprovalCache, ApprovalCallback, Policy
-from loopwright.tools.prompt_format import tool_call_plugins
 from loopwright.tools.registry import ToolRegistry
-from loopwright.tools.safety import safety_layers
 from loopwright.wire import get_wire_format
 
 if TYPE_CHECKING:
     from loopwright.builtin.delegate import DelegationResult
     from loopwright.builtin.questions import ClarifyCallback
+    from loopwright.mcp.client import MCPManager
+    from loopwright.tools.policy import ApprovalCallback
+
+# Imported where first used, not here, so that `from loopwright import Agent` stays cheap: MCP,
+# compaction and the context layers, grading, the tool policy (with its shell parser), safety
+# layers and the text tool-call formats.
 
 EventCallback = Callable[[Event], None]
 
@@ -123,13 +123,19 @@ class Agent:
         self.plugins = list(plugins)
         self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
         if self.mcp is not None:  # connects when the first run starts; tools join the registry
+            from loopwright.mcp.client import MCPToolsPlugin
+
             self.plugins.insert(0, MCPToolsPlugin(self.mcp, self.registry))
         if self.settings.rubric:
+            from loopwright.grading import RubricGrader, load_rubric
+
             self.plugins.append(RubricGrader(load_rubric(self.settings.rubric),
                                              max_rounds=self.settings.max_rubric_rounds))
         self.approval = approval
         self.clarify = clarify
         self.hooks = Hooks.from_config(self.settings.hooks)  # bad hooks / policy fail here
+        from loopwright.tools.policy import ApprovalCache, Policy
+
         self.policy = Policy.from_config(self.settings.policy)
         self.sandbox = policy_from_settings(self.settings)  # a bad mode fails here
         self._sandbox_note: str | None = None  # told to the model when a tool runs commands
@@ -295,6 +301,8 @@ class Agent:
             self._sandbox_note = note
 
     def _system_prompt(self) -> str:
+        from loopwright.context.economy import instruction_chars
+
         s = self.settings
         return build_system_prompt(user_prompt=s.system_prompt,
                                    has_tools=len(self.registry) > 0,
@@ -304,6 +312,10 @@ class Agent:
                                    per_run_sections=self.state_services.prompt_sections())
 
     def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
+        from loopwright.context.economy import context_layers
+        from loopwright.tools.prompt_format import tool_call_plugins
+        from loopwright.tools.safety import safety_layers
+
         s = self.settings
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
@@ -410,5 +422,7 @@ def _resolve_fallback(item: Any, aliases: dict[str, str]) -> Resolved:
 def _mcp_manager(settings: Settings) -> MCPManager | None:
     if not settings.mcp_servers:
         return None
+    from loopwright.mcp.client import MCPManager
+
     cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
     return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")
