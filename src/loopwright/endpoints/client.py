@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -178,8 +179,8 @@ class ModelClient:
                 status=getattr(exc, "status", None),
                 error=str(exc) if exc else None))
 
-    def _headers(self) -> dict[str, str]:
-        return self.endpoint.request_headers()
+    def _headers(self) -> httpx.Headers:
+        return _parsed_headers(tuple(self.endpoint.request_headers().items()))
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
@@ -187,10 +188,10 @@ class ModelClient:
         try:
             async with request_slot() as client:
                 reply = await client.post(
-                    self.endpoint.url(self.wire.path),
+                    _parsed_url(self.endpoint.url(self.wire.path)),
                     content=body,
                     headers=self._headers(),
-                    timeout=httpx.Timeout(15.0, read=self.request_timeout, pool=None),
+                    timeout=_timeout(self.request_timeout),
                 )
         except httpx.PoolTimeout as exc:
             raise _PoolBusy from exc
@@ -219,10 +220,10 @@ class ModelClient:
         try:
             async with request_slot() as client, client.stream(
                 "POST",
-                self.endpoint.url(self.wire.path),
+                _parsed_url(self.endpoint.url(self.wire.path)),
                 content=body,
                 headers=self._headers(),
-                timeout=httpx.Timeout(15.0, read=self.stream_idle_timeout, pool=None),
+                timeout=_timeout(self.stream_idle_timeout),
             ) as reply:
                 if reply.status_code >= 400:
                     text = (await reply.aread()).decode("utf-8", "replace")
@@ -321,6 +322,23 @@ def _is_empty(response: ModelResponse) -> bool:
     msg = response.message
     return (not msg.content.strip() and not msg.tool_calls
             and response.finish_reason not in ("length", "content_filter"))  # refusals are replies
+
+
+# Parsed once, not on every request: httpx would parse the URL string (and build the timeout)
+# again per call, a noticeable part of a turn's client CPU against a fast server.
+@functools.lru_cache(maxsize=256)
+def _parsed_url(url: str) -> httpx.URL:
+    return httpx.URL(url)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_headers(items: tuple[tuple[str, str], ...]) -> httpx.Headers:
+    return httpx.Headers(items)  # httpx copies it into each request, never changes it
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(read: float) -> httpx.Timeout:
+    return httpx.Timeout(15.0, read=read, pool=None)
 
 
 def _describe(exc: BaseException) -> str:

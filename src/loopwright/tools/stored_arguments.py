@@ -9,6 +9,7 @@ on every later turn, when one call's arguments do not parse.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
 from loopwright.messages import Message, ToolCall
@@ -17,8 +18,19 @@ from loopwright.tools.arguments import OFF_LOOP_CHARS, loads_bounded
 EMPTY = "{}"
 
 
+# the same arguments are checked several times a turn (stored, sanitised, screened): short ones
+# are remembered (a string's hash is computed once and kept by the string)
+_MEMO_CHARS = 2048
+
+
 def is_json_object(raw: str) -> bool:
     """True when `raw` is the text of one JSON object (the fast, common case)."""
+    if len(raw) <= _MEMO_CHARS:
+        return _short_is_json_object(raw)
+    return _is_json_object(raw)
+
+
+def _is_json_object(raw: str) -> bool:
     text = raw.strip()
     if not text.startswith("{"):
         return False
@@ -26,6 +38,11 @@ def is_json_object(raw: str) -> bool:
         return isinstance(loads_bounded(text), dict)
     except ValueError:
         return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_is_json_object(raw: str) -> bool:
+    return _is_json_object(raw)
 
 
 def storable_arguments(raw: str, *, cut: bool = False) -> str:
