@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from loopwright import messages
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
+from loopwright.builtin.workspace import READ_ONLY_ROOTS_SERVICE
 from loopwright.config import AgentOptions, Settings, default_cache_dir, load_settings
 from loopwright.context.prompt import build_system_prompt
 from loopwright.context.summary import SummaryCooldown
@@ -44,6 +45,7 @@ from loopwright.sandbox import (
     sandbox_availability,
     sandbox_note,
 )
+from loopwright.skills import AgentSkills
 from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import Tool
 from loopwright.tools.catalogue import RunCatalogue
@@ -117,10 +119,11 @@ class Agent:
         self.settings: Settings = load_settings({"model": model, **options})
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
-        for extra in self.state_services.tools():
+        self.skills = AgentSkills.from_settings(self.settings, self.state_services.workdir)
+        for extra in [*self.state_services.tools(), *self.skills.tools()]:
             self.registry.add(extra)
         self.callbacks = list(callbacks)
-        self.plugins = list(plugins)
+        self.plugins = [*plugins, *self.skills.plugins()]
         self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
         if self.mcp is not None:  # connects when the first run starts; tools join the registry
             from loopwright.mcp.client import MCPToolsPlugin
@@ -306,7 +309,8 @@ class Agent:
         s = self.settings
         return build_system_prompt(user_prompt=s.system_prompt,
                                    has_tools=len(self.registry) > 0,
-                                   static_notes=[self._sandbox_note or ""],
+                                   static_notes=[self._sandbox_note or "",
+                                                 self.skills.prompt_section()],
                                    workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
@@ -350,7 +354,8 @@ class Agent:
             tool_specs=catalogue.specs,  # router (turn 1) → hide map → deferred + tool_search
             services={"agent": self, **safety.services,
                       **context.services, SANDBOX_SERVICE: self.sandbox,
-                      WEB_ACCESS_SERVICE: s.web_allow_private},
+                      WEB_ACCESS_SERVICE: s.web_allow_private,
+                      READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots()},
         )
 
     async def _chain(self) -> ProviderChain:

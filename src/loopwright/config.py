@@ -106,6 +106,8 @@ class Settings:
     user_limit: Positive = 1375  # characters of USER.md
     recall: bool = False
     recall_limit: Count = 3  # past sessions recalled into the first request
+    skills: bool = True  # SKILL.md folders: listed in the prompt, loaded by `skill`
+    skill_paths: list[PathText] = dataclasses.field(default_factory=list)  # more dirs
     cache_dir: PathText | None = None
     data_dir: PathText | None = None
 
@@ -170,6 +172,8 @@ class AgentOptions(TypedDict, total=False):
     user_limit: int
     recall: bool
     recall_limit: int
+    skills: bool
+    skill_paths: list[str | os.PathLike[str]]
     cache_dir: str | os.PathLike[str] | None
     data_dir: str | os.PathLike[str] | None
 

@@ -100,6 +100,7 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "approve_all": _set,
     "hooks": _always,  # runs your shell with the project's commands
     "allowed_roots": _set,
+    "skill_paths": _set,  # the file tools may read there
     "sandbox_mode": _more_sandbox,
     "sandbox_network": _set,
     "sandbox_bwrap": _changed,  # another binary would run every command

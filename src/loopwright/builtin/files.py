@@ -91,14 +91,14 @@ async def read_file(
         offset: Line number to start from (1 = the first line).
         limit: Maximum number of lines to return (at most 2000).
     """
-    target = resolve_path(ctx, path)
+    target = resolve_path(ctx, path, reading=True)
     if not target.exists():
         raise ToolError(_missing_message(ctx, target))
     if target.is_dir():
         raise ToolError(f"{display_path(ctx, target)} is a directory; use list_dir to see it.")
     await require_secret_approval(ctx, target)
     text = await asyncio.to_thread(_read_numbered, target, display_path(ctx, target), offset,
-                                   limit, workspace_roots(ctx))
+                                   limit, workspace_roots(ctx, reading=True))
     note_file_read(ctx, target)
     return text
 

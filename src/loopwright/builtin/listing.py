@@ -33,7 +33,7 @@ def list_dir(
         path: Directory, relative to the working directory.
         depth: How many levels to descend (1 = just this directory).
     """
-    target = resolve_path(ctx, path)
+    target = resolve_path(ctx, path, reading=True)
     if not target.exists():
         raise ToolError(f"{display_path(ctx, target)} does not exist.")
     if not target.is_dir():
@@ -107,10 +107,10 @@ def glob(
     if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
         raise ToolError("the pattern must be relative and may not contain '..'; "
                         "set `path` to choose where to search.")
-    base = resolve_path(ctx, path)
+    base = resolve_path(ctx, path, reading=True)
     if not base.is_dir():
         raise ToolError(f"{display_path(ctx, base)} is not a directory.")
-    roots = workspace_roots(ctx)
+    roots = workspace_roots(ctx, reading=True)
     found: list[tuple[float, Path]] = []
     for match in base.glob(pattern):
         if SKIPPED_DIRS.intersection(match.relative_to(base).parts) or not match.is_file():

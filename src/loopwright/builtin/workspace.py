@@ -16,30 +16,36 @@ from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext
 from loopwright.tools.sensitive import is_secret_path, require_secret_approval
 
-__all__ = ["ALLOWED_ROOTS_SERVICE", "display_path", "is_secret_path", "open_checked",
-           "read_checked", "require_secret_approval", "resolve_path", "verify_descriptor",
-           "workspace_roots"]
+__all__ = ["ALLOWED_ROOTS_SERVICE", "READ_ONLY_ROOTS_SERVICE", "display_path", "is_secret_path",
+           "open_checked", "read_checked", "require_secret_approval", "resolve_path",
+           "verify_descriptor", "workspace_roots"]
 
 ALLOWED_ROOTS_SERVICE = "allowed_roots"
 """`ToolContext.services` key holding the extra roots (a list of paths) the user allowed."""
+READ_ONLY_ROOTS_SERVICE = "read_only_roots"
+"""`ToolContext.services` key holding roots the file tools may read but never write (the
+folders of skills that live outside the workspace)."""
 
-def workspace_roots(ctx: ToolContext) -> list[Path]:
-    """The working directory first, then every extra root the user allowed."""
-    extra = ctx.services.get(ALLOWED_ROOTS_SERVICE) or ()
+def workspace_roots(ctx: ToolContext, *, reading: bool = False) -> list[Path]:
+    """The working directory first, then every extra root the user allowed (and, `reading`,
+    the read-only roots)."""
+    extra = [*(ctx.services.get(ALLOWED_ROOTS_SERVICE) or ()),
+             *((ctx.services.get(READ_ONLY_ROOTS_SERVICE) or ()) if reading else ())]
     roots = [Path(ctx.workdir).resolve()]
     roots.extend(Path(os.path.expanduser(str(root))).resolve() for root in extra)
     return roots
 
 
-def resolve_path(ctx: ToolContext, raw: str) -> Path:
-    """`raw` as an absolute, symlink-free path inside the workspace; `ToolError` if it escapes."""
+def resolve_path(ctx: ToolContext, raw: str, *, reading: bool = False) -> Path:
+    """`raw` as an absolute, symlink-free path inside the workspace; `ToolError` if it escapes.
+    `reading`: the read-only roots count too (for tools that only read)."""
     if not raw or not raw.strip():
         raise ToolError("the path is empty; give a path relative to the working directory")
     candidate = Path(os.path.expanduser(raw.strip()))
     if not candidate.is_absolute():
         candidate = Path(ctx.workdir) / candidate
     resolved = candidate.resolve()
-    roots = workspace_roots(ctx)
+    roots = workspace_roots(ctx, reading=reading)
     if not _inside_any(resolved, roots):
         shown = ", ".join(str(root) for root in roots)
         hint = " (it is a symlink that points outside)" if _is_link_escape(candidate) else ""

@@ -80,12 +80,12 @@ def environment_section(workdir: Path, *, today: dt.date | None = None) -> Promp
         f"- Shell: {shell}",
         f"- Date: {(today or dt.date.today()).isoformat()}",
     ]
-    if _repository_root(workdir) is not None:
+    if repository_root(workdir) is not None:
         lines.append("- The working directory is inside a git repository.")
     return PromptSection(name="environment", text="\n".join(lines), static=False)
 
 
-def _repository_root(start: Path) -> Path | None:
+def repository_root(start: Path) -> Path | None:
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
             return directory
@@ -94,7 +94,7 @@ def _repository_root(start: Path) -> Path | None:
 
 def find_project_files(workdir: Path) -> list[Path]:
     """Instruction files from the outermost directory searched to the working directory."""
-    root = _repository_root(workdir)
+    root = repository_root(workdir)
     directories: list[Path] = []
     for directory in (workdir, *workdir.parents):
         directories.append(directory)

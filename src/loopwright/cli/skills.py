@@ -1,0 +1,67 @@
+"""`loopwright skills list`: the skills a run in this directory would offer, and where each came
+from (project, `skill_paths` setting, user config dir), plus shadowed and skipped ones.
+
+Exit code 0, or 6 for a configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+EXIT_CONFIG = 6
+
+skills_app = typer.Typer(
+    help="Skills: SKILL.md folders offered to the model, and where they were found.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@skills_app.command("list")
+def list_command(
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object per skill instead of a table.")] = False,
+) -> None:
+    """List the skills found for the current directory and where each one came from."""
+    from loopwright.config import load_settings
+    from loopwright.errors import ConfigError
+    from loopwright.skills import find_skills, skill_roots
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(EXIT_CONFIG) from None
+    workdir = Path(settings.workdir).expanduser().resolve() if settings.workdir else Path.cwd()
+    catalog = find_skills(skill_roots(workdir, extra_paths=settings.skill_paths or ()))
+    for warning in catalog.warnings:
+        typer.echo(f"loopwright: {warning}", err=True)
+    rows = [_row(s, "offered") for s in catalog.skills]
+    rows += [_row(s, "shadowed") for s in catalog.shadowed]
+    if json_output:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not settings.skills:
+        typer.echo("Skills are switched off (the `skills` setting); these would be offered:")
+    if not rows:
+        searched = "\n".join(f"  {root.path}" for root in catalog.roots)
+        typer.echo(f"No skills found. Searched:\n{searched}\nA skill is a folder with a SKILL.md "
+                   "starting with front-matter:\n  ---\n  name: my-skill\n  description: what it "
+                   "is for and when to use it\n  ---")
+        return
+    width = max(len(row["name"]) for row in rows)
+    for row in rows:
+        shadowed = row["status"] == "shadowed"
+        note = "  (shadowed: a skill of this name is found first)" if shadowed else ""
+        typer.echo(f"{row['name']:<{width}}  {row['source']:<8}  {row['path']}{note}")
+        typer.echo(f"{'':<{width}}  {row['description'][:200]}")
+
+
+def _row(skill: Any, status: str) -> dict[str, Any]:
+    return {"name": skill.name, "description": skill.description, "source": skill.root.source,
+            "path": str(skill.path), "status": status}
