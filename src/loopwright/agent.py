@@ -39,6 +39,7 @@ from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
+from loopwright.routing.side import resolve_model_spec, resolve_side_models, side_chains
 from loopwright.sandbox import (
     SANDBOX_SERVICE,
     policy_from_settings,
@@ -154,6 +155,7 @@ class Agent:
         self._resolve_lock: asyncio.Lock | None = None
         self._live: set[RunHandle] = set()
         self._summary_cooldown = SummaryCooldown(self.settings.summary_cooldown)
+        self._side_models = resolve_side_models(self.settings)  # bad side models fail here
 
     # -- public API --
 
@@ -356,23 +358,25 @@ class Agent:
                       **context.services, SANDBOX_SERVICE: self.sandbox,
                       WEB_ACCESS_SERVICE: s.web_allow_private,
                       READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots()},
+            side_chains=side_chains(chain, {task: [self._client(r) for r in found]
+                                            for task, found in self._side_models.items()}),
         )
 
     async def _chain(self) -> ProviderChain:
         resolved = await self._resolve()
-        clients = [
-            ModelClient(
-                endpoint=r.endpoint,
-                wire=get_wire_format(r.mode),
-                model=r.model,
-                profile=profile_for(r.model),
-                retry=self.retry,
-                stream_idle_timeout=self.settings.stream_idle_timeout,
-                request_timeout=self.settings.request_timeout,
-            )
-            for r in resolved
-        ]
-        return ProviderChain(clients=clients, refresh_credentials=self.refresh_credentials)
+        return ProviderChain(clients=[self._client(r) for r in resolved],
+                             refresh_credentials=self.refresh_credentials)
+
+    def _client(self, r: Resolved) -> ModelClient:
+        return ModelClient(
+            endpoint=r.endpoint,
+            wire=get_wire_format(r.mode),
+            model=r.model,
+            profile=profile_for(r.model),
+            retry=self.retry,
+            stream_idle_timeout=self.settings.stream_idle_timeout,
+            request_timeout=self.settings.request_timeout,
+        )
 
     async def context_windows(self) -> list[WindowInfo]:
         """Each provider's context window (primary first, then fallbacks) and where the number
@@ -409,19 +413,8 @@ class Agent:
                                 aliases=s.aliases)
         chain = [primary]
         for item in s.fallbacks:
-            chain.append(_resolve_fallback(item, s.aliases))
+            chain.append(resolve_model_spec(item, s.aliases))
         return chain
-
-
-def _resolve_fallback(item: Any, aliases: dict[str, str]) -> Resolved:
-    if isinstance(item, str):
-        return resolve_model(item, aliases=aliases)
-    if isinstance(item, dict) and item.get("model"):
-        return resolve_model(item["model"], base_url=item.get("base_url"),
-                             api_key=item.get("api_key"), api_mode=item.get("api_mode"),
-                             aliases=aliases)
-    raise ConfigError(f"fallback {item!r}: give a model string or a table with at least 'model' "
-                      "(and optionally base_url, api_key, api_mode)")
 
 
 def _mcp_manager(settings: Settings) -> MCPManager | None:

@@ -73,6 +73,14 @@ class Settings:
     doom_loop_threshold: Positive = 3  # replies in a row making one identical call: warn, stop
     max_tool_calls_per_reply: Count = 64  # distinct calls run per reply; the rest: error (0: off)
     max_auto_continues: Count = 2
+    summary_model: str | dict[str, Any] | None = None  # side models (routing/side.py)
+    summary_fallbacks: list[Any] = dataclasses.field(default_factory=list)
+    grader_model: str | dict[str, Any] | None = None
+    grader_fallbacks: list[Any] = dataclasses.field(default_factory=list)
+    memory_model: str | dict[str, Any] | None = None
+    memory_fallbacks: list[Any] = dataclasses.field(default_factory=list)
+    router_model: str | dict[str, Any] | None = None
+    router_fallbacks: list[Any] = dataclasses.field(default_factory=list)
     rubric: str | None = None
     max_rubric_rounds: Count = 2
     iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents
@@ -139,6 +147,14 @@ class AgentOptions(TypedDict, total=False):
     doom_loop_threshold: int
     max_tool_calls_per_reply: int
     max_auto_continues: int
+    summary_model: str | dict[str, Any] | None
+    summary_fallbacks: list[Any]
+    grader_model: str | dict[str, Any] | None
+    grader_fallbacks: list[Any]
+    memory_model: str | dict[str, Any] | None
+    memory_fallbacks: list[Any]
+    router_model: str | dict[str, Any] | None
+    router_fallbacks: list[Any]
     rubric: str | None
     max_rubric_rounds: int
     iteration_budget: int

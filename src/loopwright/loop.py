@@ -99,6 +99,7 @@ class LoopSettings:
     approve: ApprovalGate = _deny_all
     tool_specs: Callable[[int], list[ToolSpec]] | None = None  # by turn number
     services: dict[str, Any] = field(default_factory=dict)
+    side_chains: dict[str, ProviderChain] = field(default_factory=dict)  # by call purpose
 
 
 # --- the tagged outcome of one turn -------------------------------------------------------------
@@ -139,7 +140,8 @@ class RunState:
         self.agent_tag = agent_tag
         self.run_id = uuid.uuid4().hex[:12]
         self.turn = 0
-        self.calls = ModelCalls(self, settings.chain, stream=settings.stream)
+        self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
+                                side=settings.side_chains)
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
@@ -572,7 +574,8 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=run.usage, cost=run.cost, session_id=run.session_id,
-                       error=error)
+                       error=error, side_usage={purpose: side.to_dict() for purpose, side
+                                                in run.calls.side_usage.items()})
     for plugin in run.plugins:  # 17
         try:
             await plugin.on_run_end(run, result)

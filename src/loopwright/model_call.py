@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -102,12 +102,15 @@ class CallOwner(Protocol):
 class ModelCalls:
     """A run's model calls, with the usage and cost they added up to."""
 
-    def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool = True) -> None:
+    def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool = True,
+                 side: Mapping[str, ProviderChain] | None = None) -> None:
         self.owner = owner
         self.chain = chain
+        self.side = dict(side or {})  # purpose → its own chain (side models, routing/side.py)
         self.stream = stream
         self.usage = Usage()
         self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
+        self.side_usage: dict[str, SideUsage] = {}  # every purpose but "turn", counted apart
 
     @property
     def model(self) -> str:
@@ -126,10 +129,12 @@ class ModelCalls:
         reports: list[ClientReport] = []
         listeners = CallListeners(on_text=on_text, on_reasoning=on_reasoning,
                                   on_status=self.owner.status, on_report=reports.append)
-        call = _Call(purpose=purpose, request=request, streamed=streamed, reports=reports)
+        chain = self.side.get(purpose, self.chain)
+        call = _Call(purpose=purpose, request=request, streamed=streamed, reports=reports,
+                     chain=chain)
         try:
             response: ModelResponse = await self.owner.interruptible(
-                self.chain.complete(request, stream=streamed, listeners=listeners))
+                chain.complete(request, stream=streamed, listeners=listeners))
         except asyncio.CancelledError:
             if self.owner.cancel_requested:
                 self._record(call, None, Usage(), error="cancelled")
@@ -147,18 +152,21 @@ class ModelCalls:
 
     def _record(self, call: _Call, response: ModelResponse | None, usage: Usage, *,
                 error: str | None = None, status: int | None = None) -> None:
-        model = self.chain.model
+        chain = call.chain
+        model = chain.model
         self.usage.add(usage)
         self.cost.add(model, usage)
+        if call.purpose != "turn":
+            self.side_usage.setdefault(call.purpose, SideUsage()).add(model, usage)
         owner = self.owner
         last = call.reports[-1] if call.reports else None
         record = ModelCallRecord(
             id=uuid.uuid4().hex[:16], purpose=call.purpose, run_id=owner.run_id,
             session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
             model=last.model if last else model,
-            provider=last.label if last else self.chain.current.label,
-            endpoint=last.endpoint if last else self.chain.current.endpoint.base_url,
-            mode=last.mode if last else self.chain.current.mode,
+            provider=last.label if last else chain.current.label,
+            endpoint=last.endpoint if last else chain.current.endpoint.base_url,
+            mode=last.mode if last else chain.current.mode,
             started=call.started, latency=round(time.perf_counter() - call.clock, 6),
             attempts=sum(r.attempts for r in call.reports),
             streamed=last.streamed if last else call.streamed,
@@ -171,12 +179,34 @@ class ModelCalls:
         owner.emit(ModelCallEvent(record=record, agent=owner.agent_tag))
 
 
+@dataclass
+class SideUsage:
+    """What the calls of one side purpose (compaction, grading, memory, …) cost."""
+
+    calls: int = 0
+    models: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost: CostMeter = field(default_factory=CostMeter)
+
+    def add(self, model: str, usage: Usage) -> None:
+        self.calls += 1
+        if model not in self.models:
+            self.models.append(model)
+        self.usage.add(usage)
+        self.cost.add(model, usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "models": list(self.models),
+                "usage": self.usage.to_dict(), "cost": self.cost.total}
+
+
 @dataclass(kw_only=True)
 class _Call:
     purpose: str
     request: ModelRequest
     streamed: bool
     reports: list[ClientReport]
+    chain: ProviderChain
     started: float = field(default_factory=time.time)
     clock: float = field(default_factory=time.perf_counter)
 

@@ -27,6 +27,9 @@ class RunResult:
     error: str | None = None
     diff: str = ""
     grade: dict[str, Any] | None = None
+    side_usage: dict[str, Any] = field(default_factory=dict)
+    """Side calls (compaction, grading, memory, …) by purpose: calls, models, usage, cost —
+    included in `usage` and `cost` too, counted apart here."""
 
     @property
     def ok(self) -> bool:
@@ -44,6 +47,7 @@ class RunResult:
             "error": self.error,
             "diff": self.diff,
             "grade": self.grade,
+            "side_usage": self.side_usage,
         }
 
     @classmethod
@@ -59,4 +63,5 @@ class RunResult:
             error=data.get("error"),
             diff=data.get("diff", ""),
             grade=data.get("grade"),
+            side_usage=data.get("side_usage") or {},
         )

@@ -82,6 +82,11 @@ def _other_server(value: Any, base: Any, project: Path) -> bool:
     return any(not isinstance(item, str) for item in value) and value != base
 
 
+def _own_server(value: Any, base: Any, project: Path) -> bool:
+    """A side model given as a table (its own server or key) rather than a model string."""
+    return value is not None and not isinstance(value, str) and value != base
+
+
 def _store(value: Any, base: Any, project: Path) -> bool:
     if value is None or isinstance(value, bool) or value == base:
         return False
@@ -110,6 +115,8 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "base_url": _changed,  # your API key and conversation would go there
     "api_key": _changed,
     "fallbacks": _other_server,
+    **{f"{task}_model": _own_server for task in ("summary", "grader", "memory", "router")},
+    **{f"{task}_fallbacks": _other_server for task in ("summary", "grader", "memory", "router")},
     "workdir": _outside,
     "memory_dir": _outside,
     "data_dir": _outside,

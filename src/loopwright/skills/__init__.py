@@ -8,12 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.plugins import LoopPlugin
+from loopwright.plugins import LoopPlugin, RunView
 from loopwright.skills.discovery import Skill, SkillCatalog, SkillRoot, find_skills, skill_roots
 from loopwright.skills.tool import loaded_skills, skill_tool, skills_prompt_section
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
     from loopwright.tools.base import Tool
 
 __all__ = ["AgentSkills", "Skill", "SkillCatalog", "SkillRoot", "find_skills", "loaded_skills",
@@ -56,7 +55,7 @@ class _SkippedSkills(LoopPlugin):
     def __init__(self, warnings: list[str]) -> None:
         self.warnings = list(warnings)
 
-    async def on_run_start(self, run: RunState) -> None:
+    async def on_run_start(self, run: RunView) -> None:
         warnings, self.warnings = self.warnings, []
         for warning in warnings:
             run.status("skill_skipped", warning)
