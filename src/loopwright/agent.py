@@ -272,10 +272,12 @@ class Agent:
                               timeout=timeout)
 
     async def aclose(self) -> None:
-        """Release what the agent holds open: MCP server connections and this event loop's HTTP
-        client (unless another agent still uses it); both reopen on the next run.
-        `async with Agent(...) as agent:` calls it on exit."""
+        """Let work after the answer finish (memory learning), then release what the agent
+        holds open: MCP server connections and this event loop's HTTP client (unless another
+        agent still uses it); both reopen on the next run. `async with Agent(...) as agent:`
+        calls it on exit."""
         try:
+            await self.state_services.background.wait()  # memory learning after the answer
             if self.mcp is not None:
                 await self.mcp.aclose()
         finally:

@@ -112,6 +112,7 @@ class Settings:
     memory_dir: PathText | None = None  # default <data_dir>/memory; relative = in the workdir
     memory_limit: Positive = 2200  # characters of MEMORY.md
     user_limit: Positive = 1375  # characters of USER.md
+    memory_learning: bool = False  # at run end a side call saves durable facts
     recall: bool = False
     recall_limit: Count = 3  # past sessions recalled into the first request
     skills: bool = True  # SKILL.md folders: listed in the prompt, loaded by `skill`
@@ -186,6 +187,7 @@ class AgentOptions(TypedDict, total=False):
     memory_dir: str | os.PathLike[str] | None
     memory_limit: int
     user_limit: int
+    memory_learning: bool
     recall: bool
     recall_limit: int
     skills: bool

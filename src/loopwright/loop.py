@@ -36,6 +36,7 @@ numbers are written beside the code.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import uuid
@@ -573,7 +574,8 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
-                       usage=run.usage, cost=run.cost, session_id=run.session_id,
+                       usage=dataclasses.replace(run.usage), cost=run.cost,
+                       session_id=run.session_id,
                        error=error, side_usage={purpose: side.to_dict() for purpose, side
                                                 in run.calls.side_usage.items()})
     for plugin in run.plugins:  # 17

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopwright import messages
+from loopwright.memory.background import BackgroundWork
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.store import SessionStore, open_store
@@ -29,7 +30,8 @@ class StateServices:
         self.workdir = Path(settings.workdir).resolve() if settings.workdir else Path.cwd()
         self.store: SessionStore | None = open_store(settings.store, data_dir=settings.data_dir)
         self.memory: MemoryFiles | None = None
-        if settings.memory:
+        self.background = BackgroundWork()  # work after the answer, awaited by Agent.aclose()
+        if settings.memory or settings.memory_learning:
             from loopwright.builtin.memory import memory_files_for
 
             self.memory = memory_files_for(
@@ -38,7 +40,7 @@ class StateServices:
 
     def tools(self) -> list[Tool]:
         """Tools to add to the agent's registry (the `memory` tool when memory is on)."""
-        if self.memory is None:
+        if self.memory is None or not self.settings.memory:
             return []
         from loopwright.builtin.memory import memory_tool
 
@@ -52,7 +54,15 @@ class StateServices:
         return [section] if section else []
 
     def plugins(self) -> list[LoopPlugin]:
-        """Loop plugins for every run (recall, when on and the store can search)."""
+        """Loop plugins for every run: memory learning and recall, when on."""
+        learning: list[LoopPlugin] = []
+        if self.settings.memory_learning and self.memory is not None:
+            from loopwright.memory.learning import MemoryLearning
+
+            learning.append(MemoryLearning(self.memory, self.background))
+        return learning + self._recall()
+
+    def _recall(self) -> list[LoopPlugin]:
         if not self.settings.recall or self.store is None:
             return []
         from loopwright.store.recall import RecallPlugin, SearchableStore
