@@ -138,6 +138,14 @@ class MemoryFiles:
             del entries[self._find(target, entries, old_text)]
         return f"Removed from {self.files[target].name}.\n\n{self._render(target)}"
 
+    def remove_entry(self, target: Target, entry: str) -> bool:
+        """Remove the entry that is exactly `entry`; False when there is none."""
+        with self._editing(target) as entries:
+            if entry not in entries:
+                return False
+            entries.remove(entry)
+        return True
+
     @contextlib.contextmanager
     def _editing(self, target: Target) -> Iterator[list[str]]:
         """Read, let the caller change the entries, check the limit, write atomically."""
@@ -241,6 +249,12 @@ def _normal(entry: str) -> str:
 
 def is_learned(entry: str) -> bool:
     return _LEARNED.search(entry) is not None
+
+
+def learned_session(entry: str) -> str | None:
+    """The session an entry was learned in (its tag), or None for an entry saved by hand."""
+    found = _LEARNED.search(entry)
+    return found.group(0).strip()[len("(learned in session "):-1] if found else None
 
 
 def _join(entries: list[str]) -> str:

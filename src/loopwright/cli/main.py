@@ -243,6 +243,7 @@ _register("loopwright.cli.trust", "trust_command", name="trust")
 _register("loopwright.cli.batch", "batch_command", name="batch")
 _register("loopwright.cli.serve", "serve_command", name="serve")
 _register("loopwright.cli.skills", "skills_app", name="skills")
+_register("loopwright.cli.memory", "memory_app", name="memory")
 
 
 def main() -> None:
