@@ -39,6 +39,8 @@ from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import RunResult
+from loopwright.routing.choose import ModelRouter, chooser_from_setting
+from loopwright.routing.router import IntentRouter
 from loopwright.routing.side import resolve_model_spec, resolve_side_models, side_chains
 from loopwright.sandbox import (
     SANDBOX_SERVICE,
@@ -124,7 +126,8 @@ class Agent:
         for extra in [*self.state_services.tools(), *self.skills.tools()]:
             self.registry.add(extra)
         self.callbacks = list(callbacks)
-        self.plugins = [*plugins, *self.skills.plugins()]
+        self.plugins = [*([IntentRouter()] if self.settings.router else []), *plugins,
+                        *self.skills.plugins()]
         self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
         if self.mcp is not None:  # connects when the first run starts; tools join the registry
             from loopwright.mcp.client import MCPToolsPlugin
@@ -156,6 +159,7 @@ class Agent:
         self._live: set[RunHandle] = set()
         self._summary_cooldown = SummaryCooldown(self.settings.summary_cooldown)
         self._side_models = resolve_side_models(self.settings)  # bad side models fail here
+        self._chooser = chooser_from_setting(self.settings.choose_model)  # and bad rules
 
     # -- public API --
 
@@ -362,11 +366,20 @@ class Agent:
                       READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots()},
             side_chains=side_chains(chain, {task: [self._client(r) for r in found]
                                             for task, found in self._side_models.items()}),
+            route=ModelRouter(self._chooser, self._switched_chain).route if self._chooser
+            else None,
         )
 
     async def _chain(self) -> ProviderChain:
         resolved = await self._resolve()
         return ProviderChain(clients=[self._client(r) for r in resolved],
+                             refresh_credentials=self.refresh_credentials)
+
+    def _switched_chain(self, model: Any, chain: ProviderChain) -> ProviderChain:
+        """`model` (chosen by choose_model) first, then the call's own chain as its fallback."""
+        chosen = self._client(resolve_model_spec(model, self.settings.aliases,
+                                                 setting="choose_model"))
+        return ProviderChain(clients=[chosen, *chain.clients],
                              refresh_credentials=self.refresh_credentials)
 
     def _client(self, r: Resolved) -> ModelClient:

@@ -81,6 +81,8 @@ class Settings:
     memory_fallbacks: list[Any] = dataclasses.field(default_factory=list)
     router_model: str | dict[str, Any] | None = None
     router_fallbacks: list[Any] = dataclasses.field(default_factory=list)
+    choose_model: Any = None  # per-call routing: a function or a list of rules
+    router: bool = False  # the intent router: trivial prompts without tools
     rubric: str | None = None
     max_rubric_rounds: Count = 2
     iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents
@@ -156,6 +158,8 @@ class AgentOptions(TypedDict, total=False):
     memory_fallbacks: list[Any]
     router_model: str | dict[str, Any] | None
     router_fallbacks: list[Any]
+    choose_model: Any
+    router: bool
     rubric: str | None
     max_rubric_rounds: int
     iteration_budget: int

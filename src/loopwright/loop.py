@@ -72,6 +72,7 @@ from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, 
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import RunResult, StopReason
+from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor, ToolOutcome
 from loopwright.tools.stored_arguments import with_storable_arguments_async
@@ -101,6 +102,7 @@ class LoopSettings:
     tool_specs: Callable[[int], list[ToolSpec]] | None = None  # by turn number
     services: dict[str, Any] = field(default_factory=dict)
     side_chains: dict[str, ProviderChain] = field(default_factory=dict)  # by call purpose
+    route: RouteFunction | None = None  # the choose_model hook
 
 
 # --- the tagged outcome of one turn -------------------------------------------------------------
@@ -142,7 +144,7 @@ class RunState:
         self.run_id = uuid.uuid4().hex[:12]
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
-                                side=settings.side_chains)
+                                side=settings.side_chains, route=settings.route)
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []

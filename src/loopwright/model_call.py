@@ -24,6 +24,7 @@ from loopwright.errors import ProviderError, RunCancelled
 from loopwright.events import Event, ModelCallEvent
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
+from loopwright.routing.choose import RouteFunction
 from loopwright.wire.stream import DeltaListener
 
 # what a call was for; plugins may use their own names for side calls
@@ -103,10 +104,12 @@ class ModelCalls:
     """A run's model calls, with the usage and cost they added up to."""
 
     def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool = True,
-                 side: Mapping[str, ProviderChain] | None = None) -> None:
+                 side: Mapping[str, ProviderChain] | None = None,
+                 route: RouteFunction | None = None) -> None:
         self.owner = owner
         self.chain = chain
         self.side = dict(side or {})  # purpose → its own chain (side models, routing/side.py)
+        self.route = route  # the choose_model hook (routing/choose.py)
         self.stream = stream
         self.usage = Usage()
         self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
@@ -130,6 +133,8 @@ class ModelCalls:
         listeners = CallListeners(on_text=on_text, on_reasoning=on_reasoning,
                                   on_status=self.owner.status, on_report=reports.append)
         chain = self.side.get(purpose, self.chain)
+        if self.route is not None:
+            chain = await self.route(self.owner, request, purpose, chain) or chain
         call = _Call(purpose=purpose, request=request, streamed=streamed, reports=reports,
                      chain=chain)
         try:

@@ -87,6 +87,13 @@ def _own_server(value: Any, base: Any, project: Path) -> bool:
     return value is not None and not isinstance(value, str) and value != base
 
 
+def _rule_with_server(value: Any, base: Any, project: Path) -> bool:
+    """choose_model rules naming a model by table (its own server or key)."""
+    rules = value if isinstance(value, list) else [value]
+    return value != base and any(isinstance(r, dict) and not isinstance(r.get("model"), str)
+                                 for r in rules)
+
+
 def _store(value: Any, base: Any, project: Path) -> bool:
     if value is None or isinstance(value, bool) or value == base:
         return False
@@ -122,6 +129,7 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "data_dir": _outside,
     "cache_dir": _outside,
     "store": _store,
+    "choose_model": _rule_with_server,
     "rubric": _rubric_file,  # `@path` reads a file into the prompt
     "max_tool_calls_per_reply": _higher_limit,
 }
