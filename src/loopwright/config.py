@@ -117,6 +117,9 @@ class Settings:
     memory_learning: bool = False  # at run end a side call saves durable facts
     recall: bool = False
     recall_limit: Count = 3  # past sessions recalled into the first request
+    embeddings_url: str | None = None  # OpenAI-compatible /v1/embeddings, recall
+    embeddings_model: str | None = None
+    embeddings_api_key: str | None = None
     skills: bool = True  # SKILL.md folders: listed in the prompt, loaded by `skill`
     skill_paths: list[PathText] = dataclasses.field(default_factory=list)  # more dirs
     cache_dir: PathText | None = None
@@ -194,6 +197,9 @@ class AgentOptions(TypedDict, total=False):
     memory_learning: bool
     recall: bool
     recall_limit: int
+    embeddings_url: str | None
+    embeddings_model: str | None
+    embeddings_api_key: str | None
     skills: bool
     skill_paths: list[str | os.PathLike[str]]
     cache_dir: str | os.PathLike[str] | None

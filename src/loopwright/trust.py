@@ -130,6 +130,8 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "cache_dir": _outside,
     "store": _store,
     "choose_model": _rule_with_server,
+    "embeddings_url": _changed,  # past conversations would be sent there
+    "embeddings_api_key": _changed,
     "rubric": _rubric_file,  # `@path` reads a file into the prompt
     "max_tool_calls_per_reply": _higher_limit,
 }

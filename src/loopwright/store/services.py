@@ -15,6 +15,7 @@ from loopwright.store import SessionStore, open_store
 if TYPE_CHECKING:
     from loopwright.builtin.memory import MemoryFiles
     from loopwright.config import Settings
+    from loopwright.memory.embeddings import Embedder
     from loopwright.store.recorder import SessionRecorder
     from loopwright.tools.base import Tool
 
@@ -31,6 +32,7 @@ class StateServices:
         self.store: SessionStore | None = open_store(settings.store, data_dir=settings.data_dir)
         self.memory: MemoryFiles | None = None
         self.background = BackgroundWork()  # work after the answer, awaited by Agent.aclose()
+        self._embedder: Embedder | None = None
         if settings.memory or settings.memory_learning:
             from loopwright.builtin.memory import memory_files_for
 
@@ -69,7 +71,14 @@ class StateServices:
 
         if not isinstance(self.store, SearchableStore):
             return []
-        return [RecallPlugin(self.store, limit=self.settings.recall_limit)]
+        if self.settings.embeddings_url and self._embedder is None:  # one per agent: its cache
+            from loopwright.memory.embeddings import Embedder
+
+            self._embedder = Embedder(self.settings.embeddings_url,
+                                      model=self.settings.embeddings_model,
+                                      api_key=self.settings.embeddings_api_key)
+        return [RecallPlugin(self.store, limit=self.settings.recall_limit,
+                             embedder=self._embedder)]
 
     def recorder(self, session_id: str, *, model: str, parent_id: str | None = None
                  ) -> SessionRecorder | None:

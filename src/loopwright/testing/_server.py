@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
+from loopwright.testing._embeddings import EmbedFunction, bag_of_words, embeddings_payload
 from loopwright.testing._http import App, HttpConnection, HttpRequest, Send, response_bytes
 from loopwright.testing._render import Target, error_response, render_item
 from loopwright.testing._strict import llamacpp_rejection
@@ -89,6 +90,7 @@ class FakeModelServer:
         model: str = "fake-model",
         port: int = 0,
         record_requests: bool = True,
+        embed: EmbedFunction | None = None,
     ) -> None:
         """Create a stopped server; `start()` it or use it as a (async) context manager.
 
@@ -102,6 +104,8 @@ class FakeModelServer:
             model: the model id listed by `/v1/models` and used when a request names none.
             port: the port to listen on; 0 picks a free one.
             record_requests: keep every request in `requests`; turn off for long benchmarks.
+            embed: the vector `POST /v1/embeddings` returns for a text (default: a normalised
+                bag of words, so texts sharing words are close).
         """
         script = list(replies)
         if handler is not None and script:
@@ -115,6 +119,7 @@ class FakeModelServer:
         self._max_context_window = max_context_window or context_window
         self._flavor: Flavor = flavor
         self._model = model
+        self._embed: EmbedFunction = embed or bag_of_words
         self._requested_port = port
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
@@ -266,6 +271,11 @@ class FakeModelServer:
         if fmt is not None:
             return self._answer_model_call(request, fmt)
         self._record(_recorded(request, None, _parse_json(request.body)))
+        if api_path == "/embeddings" and request.method == "POST":
+            status, payload = embeddings_payload(_parse_json(request.body), self._embed,
+                                                 self._model)
+            return Send(response_bytes(status, dumps(payload).encode(),
+                                       keep_alive=request.keep_alive))
         if request.method != "GET":
             return _not_found(request)
         if api_path == "/models":
