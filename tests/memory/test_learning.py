@@ -154,6 +154,23 @@ def test_the_cli_waits_for_learning_before_it_exits(tmp_path: Path) -> None:
     assert "Uses uv." in (tmp_path / "mem" / "MEMORY.md").read_text()
 
 
+def test_chat_waits_for_learning_at_new_and_at_exit(tmp_path: Path) -> None:
+    from shared_helpers import cli_env
+
+    split = Split(Reply(json.dumps({"memories": [{"target": "memory", "text": "Uses uv."}]}),
+                        delay=0.3))
+    env = {**cli_env(tmp_path), "LOOPWRIGHT_MEMORY_LEARNING": "1",
+           "LOOPWRIGHT_MEMORY_DIR": str(tmp_path / "mem")}
+    with FakeModelServer(handler=split) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "chat", "--model", "m", "--base-url",
+             server.base_url], cwd=tmp_path, env=env, input="hello\n/new\nagain\n/exit\n",
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(split.extraction_requests) == 2
+    assert "Uses uv." in (tmp_path / "mem" / "MEMORY.md").read_text()
+
+
 async def test_background_work_is_cut_off_after_its_timeout() -> None:
     from loopwright.memory.background import BackgroundWork
 

@@ -58,6 +58,7 @@ class ChatRepl:
             try:
                 return self._read_eval_print(runner)
             finally:
+                runner.run(self._agent.aclose())  # lets memory learning finish, closes MCP
                 runner.run(close_shared_client())
 
     def _read_eval_print(self, runner: asyncio.Runner) -> int:
@@ -71,6 +72,7 @@ class ChatRepl:
             if text in ("/exit", "/quit"):
                 return 0
             if text == "/new":
+                runner.run(self._agent.aclose())
                 self._agent = self._new_agent(None)
                 self._history = None
                 self._renderer.note("new conversation")
