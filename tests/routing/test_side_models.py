@@ -104,3 +104,21 @@ def test_fallbacks_without_a_side_model_or_a_bad_one_fail_when_the_agent_is_buil
         Agent("m", base_url="http://127.0.0.1:9", grader_fallbacks=["x"])
     with pytest.raises(ConfigError, match="summary_model 42"):
         Agent("m", base_url="http://127.0.0.1:9", summary_model=42)
+
+
+def test_the_cli_shows_side_calls_apart(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from shared_helpers import cli_env
+
+    with FakeModelServer(handler=ByModel()) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "run", "q", "--model", "main-m", "--base-url",
+             server.base_url, "--rubric", "be right"], cwd=tmp_path,
+            env=cli_env(tmp_path, LOOPWRIGHT_API_KEY="k"), capture_output=True, text=True,
+            timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "final answer"
+    line = next(x for x in done.stderr.splitlines() if x.startswith("side calls:"))
+    assert line.startswith("side calls: grading 1× main-m ") and " in " in line

@@ -51,6 +51,18 @@ def describe_stop(result: RunResult) -> str | None:
     return f"{result.stop_reason}: {' '.join(detail.split())}"
 
 
+def describe_side_usage(result: RunResult) -> str | None:
+    """One line on the side calls of a run (compaction, grading, …), or None without any."""
+    parts = []
+    for purpose, side in result.side_usage.items():
+        usage = side.get("usage") or {}
+        cost = side.get("cost")
+        parts.append(f"{purpose} {side.get('calls', 0)}× {'/'.join(side.get('models') or [])} "
+                     f"{usage.get('input_tokens', 0):,} in {usage.get('output_tokens', 0):,} out"
+                     + (f" ${cost:.4f}" if isinstance(cost, float) else ""))
+    return "side calls: " + "; ".join(parts) if parts else None
+
+
 class JsonLinesRenderer:
     """Writes each event as one JSON line on `out`, flushed at once (for pipes and tools)."""
 
@@ -93,6 +105,10 @@ class TerminalRenderer:
             self.note(f"{event.kind}: {event.message}", agent=event.agent)
         elif event.type in TERMINAL_TYPES and not event.agent:
             self.finish()
+            result = getattr(event, "result", None)
+            side = describe_side_usage(result) if isinstance(result, RunResult) else None
+            if side:
+                self.note(side)
 
     def note(self, text: str, *, agent: str = "", style: str = "dim") -> None:
         """A note on stderr, never cut: on a terminal it wraps at word boundaries to the width,
