@@ -130,12 +130,11 @@ async def test_a_failing_extraction_never_changes_the_result(tmp_path: Path,
 
 
 async def test_runs_that_did_not_complete_learn_nothing(tmp_path: Path) -> None:
-    split = Split(memories(("memory", "never")))
-    with FakeModelServer(handler=split) as server:
-        agent = make_agent(server, tmp_path, [], max_turns=0)
+    with FakeModelServer([Fault.status(400, {"error": {"message": "bad"}})]) as server:
+        agent = make_agent(server, tmp_path, [])
         result = await agent.run("q")
         await agent.aclose()
-    assert result.stop_reason == "max_turns" and split.extraction_requests == []
+        assert result.stop_reason == "error" and len(server.model_requests) == 1
 
 
 def test_the_cli_waits_for_learning_before_it_exits(tmp_path: Path) -> None:

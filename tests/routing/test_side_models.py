@@ -102,8 +102,10 @@ async def test_without_side_models_every_call_goes_to_the_main_model() -> None:
 def test_fallbacks_without_a_side_model_or_a_bad_one_fail_when_the_agent_is_built() -> None:
     with pytest.raises(ConfigError, match="grader_fallbacks is set but grader_model is not"):
         Agent("m", base_url="http://127.0.0.1:9", grader_fallbacks=["x"])
-    with pytest.raises(ConfigError, match="summary_model 42"):
-        Agent("m", base_url="http://127.0.0.1:9", summary_model=42)
+    with pytest.raises(ConfigError, match="summary_model = 42 is not valid"):
+        Agent("m", base_url="http://127.0.0.1:9", summary_model=42)  # type: ignore[typeddict-item]
+    with pytest.raises(ConfigError, match=r"summary_model .* at least 'model'"):
+        Agent("m", base_url="http://127.0.0.1:9", summary_model={"base_url": "http://x"})
 
 
 def test_the_cli_shows_side_calls_apart(tmp_path: Path) -> None:
