@@ -76,7 +76,10 @@ def test_a_run_started_from_the_page_streams_its_text_in(make_server: MakeServer
         assert page.text_content(".prompt") == "say a lot"
         assert page.text_content(".turn .text") == text
         assert page.evaluate("window.textUpdates") > 10  # it arrived in pieces, as they came
-        assert "in ·" in page.text_content(".turn .head .meta")  # per-turn tokens shown
+        meta = page.text_content(".turn .head .meta")  # per-turn tokens and model latency
+        assert " in · " in meta and " out · " in meta and "model " in meta
+        assert page.text_content(".turn .head .cost").startswith("$")  # and cost
+        assert "2 attempts" in page.text_content(".note.retry:last-of-type")
         page.wait_for_selector("#usage svg rect")  # the usage chart
         assert "429" in page.text_content(".note.retry")  # the retry is marked
         page.wait_for_selector("#sessions li.session.open")  # the new session is listed
@@ -136,4 +139,5 @@ def test_an_old_session_opens_from_the_searchable_list(make_server: MakeServer,
         assert "done in" in turns[0].query_selector(".tool .state").text_content()
         assert turns[0].query_selector(".reasoning").text_content() == "look around"
         assert turns[1].query_selector(".text").text_content() == "the narwhal report"
+        assert "model " in turns[1].query_selector(".meta").text_content()
         page.wait_for_selector("#usage svg rect")

@@ -2,9 +2,9 @@
 clients watching it, and its pending approvals.
 
 Events are serialised once, when they happen (`event_to_json`, the one home `--json` uses too),
-and kept in order; an event's SSE id is its 1-based position in the log, so a client that
-reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs stay for replay
-until `keep_finished` newer runs have finished.
+and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log, so a
+client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs stay
+for replay until `keep_finished` newer runs have finished.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class ServeRun:
     session_id: str = ""
     handle: RunHandle | None = None
     created: float = field(default_factory=time.time)
-    events: list[str] = field(default_factory=list)  # JSON text; SSE id = index + 1
+    events: list[bytes] = field(default_factory=list)  # SSE frames; id = index + 1
     finished: bool = False
     stop_reason: str | None = None
     clients: int = 0
@@ -56,8 +56,10 @@ class ServeRun:
     # -- the event callback --
 
     def __call__(self, event: Event) -> None:
-        """Append one event and wake every client waiting for it."""
-        self.events.append(event_to_json(event))
+        """Append one event (as its SSE frame: formatted once, whatever the number of clients)
+        and wake every client waiting for it."""
+        number = len(self.events) + 1
+        self.events.append(f"id: {number}\ndata: {event_to_json(event)}\n\n".encode())
         if event.type in TERMINAL_TYPES and not event.agent:
             result = getattr(event, "result", None)
             self.stop_reason = getattr(result, "stop_reason", None) or event.type

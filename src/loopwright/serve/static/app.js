@@ -141,6 +141,7 @@ class AgentView {
       case "tool_call": this.markFirstToken(event); this.toolCall(event); break;
       case "tool_result": this.toolResult(event); break;
       case "status": this.status(event); break;
+      case "model_call": this.modelCall(event.record || {}); break;
       case "turn_end": this.endTurn(event); break;
       default: this.timeline.ended(event, this);
     }
@@ -187,6 +188,22 @@ class AgentView {
     this.part(".notes").appendChild(el("div", cls, `${kind}: ${event.message}`));
   }
 
+  modelCall(record) {  // latency, cost and attempts of each model call
+    const turn = this.turnBody();
+    turn.calls = [...(turn.calls || []), record];
+    const seconds = `${(record.latency || 0).toFixed(2)} s`;
+    if (record.purpose && record.purpose !== "turn") {
+      const cls = record.purpose === "compaction" ? "note compaction" : "note";
+      this.part(".notes").appendChild(el("div", cls,
+        `${record.purpose} call to ${record.model}: ${seconds} ${money(record.cost)}`));
+    }
+    if ((record.attempts || 1) > 1) {
+      this.part(".notes").appendChild(el("div", "note retry",
+        `model call needed ${record.attempts} attempts (${seconds})`));
+    }
+    if (record.error) this.part(".notes").appendChild(el("div", "note", `model call failed: ${record.error}`));
+  }
+
   endTurn(event) {
     const turn = this.turnBody();
     const usage = event.usage || {};
@@ -194,11 +211,18 @@ class AgentView {
     const latency = turn.firstToken !== null ? turn.firstToken - turn.started : null;
     const parts = [`${tokens(usage.input_tokens)} in`, `${tokens(usage.output_tokens)} out`];
     if (usage.reasoning_tokens) parts.push(`${tokens(usage.reasoning_tokens)} reasoning`);
+    const calls = (turn.calls || []).filter((c) => !c.purpose || c.purpose === "turn");
+    if (calls.length) {
+      parts.push(`model ${calls.reduce((sum, c) => sum + (c.latency || 0), 0).toFixed(2)} s`);
+    }
     if (latency !== null) parts.push(`first token ${latency.toFixed(2)} s`);
     parts.push(`turn ${(now - turn.started).toFixed(2)} s`);
     turn.head.querySelector(".meta").textContent = parts.join(" · ");
+    const costs = calls.map((c) => c.cost).filter((c) => c !== null && c !== undefined);
+    const cost = costs.length ? costs.reduce((a, b) => a + b, 0) : undefined;
+    if (cost !== undefined) turn.head.appendChild(el("span", "cost dim", money(cost)));
     turn.box.dataset.turn = event.turn;
-    if (!this.tag) this.timeline.turnUsage(event.turn, usage, turn);
+    if (!this.tag) this.timeline.turnUsage(event.turn, usage, turn, cost);
     this.turn = null;
   }
 }
@@ -239,9 +263,9 @@ class Timeline {
 
   add(event) { this.view(event.agent || "").add(event); }
 
-  turnUsage(turn, usage, view) {
+  turnUsage(turn, usage, view, cost) {
     this.turnHeads.push(view.head);
-    this.chart.set(this.turnHeads.length - 1, usage);
+    this.chart.set(this.turnHeads.length - 1, usage, cost);
   }
 
   costs(turnRecords) {  // per-turn cost from the store, in order
