@@ -154,3 +154,18 @@ def test_the_config_policy_applies_to_served_runs(make_server: MakeServer, tmp_p
     assert not any(e.get("kind") == "approval_required" for e in events)  # refused outright
     assert "deny rule" in _result(events)["content"]
     assert (workdir / "scratch").exists()
+
+
+def test_a_sub_agents_call_is_approved_through_its_parents_run(make_server: MakeServer,
+                                                               tmp_path: Path) -> None:
+    workdir = _workdir(tmp_path)
+    script = [Reply(tool_calls=[call("delegate", {"task": "remove the scratch directory"})]),
+              Reply(tool_calls=[call("bash", {"command": DANGEROUS}, id="child_rm")]),
+              Reply("child: removed"), Reply("parent: done")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=workdir)
+        events = _answer_when_asked(served, served.start("delegate it")["run_id"], "allow")
+    asked = next(e for e in events if e.get("kind") == "approval_required")
+    assert asked["agent"].startswith("sub-") and asked["data"]["call_id"] == "child_rm"
+    assert not (workdir / "scratch").exists()
+    assert events[-1]["result"]["output"] == "parent: done"
