@@ -64,17 +64,21 @@ def _start(page: Any, prompt: str) -> None:
 
 def test_a_run_started_from_the_page_streams_its_text_in(make_server: MakeServer,
                                                           open_page: Any) -> None:
-    text = "Streaming " + " ".join(f"piece{n}" for n in range(60))
+    # markup from the model or the user is shown as text, never run or rendered
+    text = "Streaming <img src=x onerror='window.pwned=1'> " + " ".join(
+        f"piece{n}" for n in range(60))
     with FakeModelServer([Fault.rate_limit(retry_after_ms=10), Reply(text, chunk_size=6)]) as fake:
         page = open_page(make_server(fake))
         page.evaluate("""() => { window.textUpdates = 0;
             new MutationObserver(() => { window.textUpdates += 1; })
               .observe(document.getElementById('timeline'),
                        {childList: true, subtree: true, characterData: true}); }""")
-        _start(page, "say a lot")
+        _start(page, "say <b>a lot</b>")
         page.wait_for_selector(".run-state.completed")
-        assert page.text_content(".prompt") == "say a lot"
+        assert page.text_content(".prompt") == "say <b>a lot</b>"
         assert page.text_content(".turn .text") == text
+        assert page.query_selector("#timeline img, #timeline b, #sessions b") is None
+        assert page.evaluate("window.pwned") is None
         assert page.evaluate("window.textUpdates") > 10  # it arrived in pieces, as they came
         meta = page.text_content(".turn .head .meta")  # per-turn tokens and model latency
         assert " in · " in meta and " out · " in meta and "model " in meta
