@@ -176,8 +176,10 @@ class LlamaCppServer:
     made 2 threads 5-10x slower than 1 (measured on the 2-core CI machine under load)."""
 
     def __init__(self, model_path: Path, *, ctx_size: int = 4096, threads: int = 1,
-                 startup_timeout: float = 300.0, log_path: Path | None = None) -> None:
+                 startup_timeout: float = 300.0, log_path: Path | None = None,
+                 embeddings: bool = False) -> None:
         self.model_path = model_path
+        self.embeddings = embeddings  # serve /v1/embeddings (mean-pooled) instead of chat
         self.ctx_size = ctx_size
         self.threads = threads
         self.startup_timeout = startup_timeout
@@ -202,7 +204,7 @@ class LlamaCppServer:
         log = self._log = self.log_path.open("wb")
         command = [sys.executable, "-m", "loopwright.testing.llamacpp", "serve",
                    str(self.model_path), "--ctx-size", str(self.ctx_size),
-                   "--threads", str(self.threads)]
+                   "--threads", str(self.threads), *(["--embeddings"] if self.embeddings else [])]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, text=True)
         try:
@@ -274,7 +276,7 @@ class LlamaCppServer:
         self.stop()
 
 
-def _serve(model_path: str, ctx_size: int, threads: int) -> int:
+def _serve(model_path: str, ctx_size: int, threads: int, embeddings: bool = False) -> int:
     """The child: start llama.cpp's server in this process, report, live until stdin closes."""
     import xllamacpp
 
@@ -285,6 +287,9 @@ def _serve(model_path: str, ctx_size: int, threads: int) -> int:
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.use_jinja = True  # the chat template stored in the GGUF file
+    if embeddings:  # a chat GGUF pools no embedding by itself; OpenAI's API wants one vector
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # a free port, reported back by listening_address
     server = xllamacpp.Server(params)
@@ -305,10 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("model_path")
     serve.add_argument("--ctx-size", type=int, default=4096)
     serve.add_argument("--threads", type=int, default=1)
+    serve.add_argument("--embeddings", action="store_true",
+                       help="serve /v1/embeddings instead of chat")
     args = parser.parse_args(argv)
     try:
         if args.command == "serve":
-            return _serve(args.model_path, args.ctx_size, args.threads)
+            return _serve(args.model_path, args.ctx_size, args.threads, args.embeddings)
         if args.command == "path":
             print(weights_path(model_spec(args.model)))
             return 0
