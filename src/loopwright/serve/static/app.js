@@ -268,14 +268,13 @@ class Timeline {
     this.chart.set(this.turnHeads.length - 1, usage, cost);
   }
 
-  costs(turnRecords) {  // per-turn cost from the store, in order
+  costs(turnRecords) {  // per-turn cost from the store (sub-agents' calls included), in order
     turnRecords.forEach((record, i) => {
       this.chart.set(i, {}, record.cost);
       const head = this.turnHeads[i];
-      if (head && record.cost !== null && record.cost !== undefined
-          && !head.querySelector(".cost")) {
-        head.appendChild(el("span", "cost dim", money(record.cost)));
-      }
+      if (!head || record.cost === null || record.cost === undefined) return;
+      const shown = head.querySelector(".cost") || head.appendChild(el("span", "cost dim"));
+      shown.textContent = money(record.cost);
     });
   }
 
