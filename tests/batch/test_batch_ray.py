@@ -25,7 +25,7 @@ WORKER_TITLE = "ray::BatchWorker"
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[Any]:
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     require_component(importlib.util.find_spec("ray") is not None,
                       "Ray is not installed: pip install -e '.[dev,ray]'")
     import ray
@@ -33,6 +33,13 @@ def ray_cluster() -> Iterator[Any]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_AUTH_MODE", "disabled")  # no token written to the real home
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        # the workers start with this environment, not the per-test one: without a home of their
+        # own, their runs would write into the real user's session store
+        home = tmp_path_factory.mktemp("ray-home", numbered=False)
+        patch.setenv("HOME", str(home))
+        for name, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache"),
+                          ("XDG_CONFIG_HOME", ".config")):
+            patch.setenv(name, str(home / sub))
         ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024**2,
                  log_to_driver=False)
         try:
@@ -117,4 +124,6 @@ def test_cli_ray_flag(ray_cluster: Any, model_server: FakeModelServer, tmp_path:
         "--api-key", "test"])
     assert result.exit_code == 0, result.output
     assert "3/4" in result.stdout
+    worker_store = tmp_path.parent / "ray-home" / ".local/share/loopwright/sessions.db"
+    assert worker_store.exists()  # the workers' sessions went to the test's home, not the real one
     assert len(read_jsonl(tmp_path / "out" / "results.jsonl")) == 4
