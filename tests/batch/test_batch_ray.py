@@ -8,6 +8,9 @@ import asyncio
 import importlib.util
 import os
 import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -127,3 +130,25 @@ def test_cli_ray_flag(ray_cluster: Any, model_server: FakeModelServer, tmp_path:
     worker_store = tmp_path.parent / "ray-home" / ".local/share/loopwright/sessions.db"
     assert worker_store.exists()  # the workers' sessions went to the test's home, not the real one
     assert len(read_jsonl(tmp_path / "out" / "results.jsonl")) == 4
+
+
+def test_an_unreachable_cluster_fails_at_the_start(model_server: FakeModelServer,
+                                                   tmp_path: Path) -> None:
+    require_component(importlib.util.find_spec("ray") is not None,
+                      "Ray is not installed: pip install -e '.[dev,ray]'")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    tasks = write_tasks(tmp_path / "tasks.jsonl", *TASKS)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "loopwright", "batch", str(tasks), "--out", str(tmp_path / "out"),
+         "--ray", f"127.0.0.1:{port}", "--model", "fake-model", "--base-url",
+         model_server.base_url, "--api-key", "test"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 6, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"loopwright: cannot reach the Ray cluster at '127.0.0.1:{port}': Connection refused; "
+        "start it with `ray start --head` or give its address"]
+    assert model_server.model_requests == []
+    assert not (tmp_path / "out" / "results.jsonl").exists()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 RAY_MISSING = "--ray needs Ray: pip install 'loopwright[ray]'"
 ACTOR_RESTARTS = 3
+CONNECT_TIMEOUT = 5.0
 
 
 class BatchWorker:
@@ -65,16 +67,29 @@ class _Worker:
         return self.ready.done() and self.ready.exception() is None
 
 
-async def run_on_ray(tasks: list[TaskSpec], config: BatchConfig, sink: BatchSink, *,
-                     address: str, concurrency: int, workers: int | None) -> None:
-    """Run `tasks` on the Ray cluster at `address` (`auto`: the one this machine belongs to,
-    `local`: a new one in this process; a process that already called `ray.init` uses its own)
-    and record each result through `sink`."""
-    ray = _import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
+class RayCluster:
+    """The Ray cluster a batch runs on; `connect()` it before anything is written, so that a
+    cluster that cannot be reached fails the batch at the start."""
+
+    def __init__(self, ray: Any, *, started_here: bool) -> None:
+        self.ray = ray
+        self.started_here = started_here
+
+    @classmethod
+    async def connect(cls, address: str) -> RayCluster:
+        """`auto`: the cluster this machine belongs to; `local`: a new one in this process;
+        else a cluster address. A process that already called `ray.init` uses its own."""
+        ray = _import_ray()
+        if ray.is_initialized():
+            return cls(ray, started_here=False)
         await asyncio.to_thread(_connect, ray, address)
-    try:
+        return cls(ray, started_here=True)
+
+    async def run(self, tasks: list[TaskSpec], config: BatchConfig, sink: BatchSink, *,
+                  concurrency: int, workers: int | None) -> None:
+        """Run `tasks` on `workers` actors (default: one per live node), `concurrency` at once
+        on each, recording each result through `sink`."""
+        ray = self.ray
         count = workers or len([n for n in ray.nodes() if n.get("Alive")]) or 1
         actor = ray.remote(max_restarts=ACTOR_RESTARTS, max_task_retries=0)(BatchWorker)
         pool = [_start(actor.options(max_concurrency=concurrency, num_cpus=1,
@@ -84,9 +99,10 @@ async def run_on_ray(tasks: list[TaskSpec], config: BatchConfig, sink: BatchSink
             await _Dispatcher(pool, sink, concurrency, ray).run(tasks)
         finally:
             await _stop(pool, ray)
-    finally:
-        if started_here:
-            await asyncio.to_thread(ray.shutdown)
+
+    async def close(self) -> None:
+        if self.started_here:
+            await asyncio.to_thread(self.ray.shutdown)
 
 
 def _import_ray() -> Any:
@@ -98,14 +114,28 @@ def _import_ray() -> Any:
 
 
 def _connect(ray: Any, address: str) -> None:
-    """Blocking: join (or, for `local`, start) the cluster."""
+    """Blocking: join (or, for `local`, start) the cluster. An address that does not answer
+    fails in seconds (Ray itself would retry for minutes)."""
+    if address == "local":
+        ray.init(include_dashboard=False, log_to_driver=False)
+        return
+    _check_reachable(address)
     try:
-        if address == "local":
-            ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {exc}") from exc
+
+
+def _check_reachable(address: str) -> None:
+    """For a `host:port` (or `ray://host:port`) address: something listens there."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or address == "auto":
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address!r}: {exc.strerror or exc}; "
+                          "start it with `ray start --head` or give its address") from exc
 
 
 def _start(actor: Any, config: BatchConfig) -> _Worker:

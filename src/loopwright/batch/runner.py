@@ -30,6 +30,8 @@ from loopwright.errors import ConfigError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from loopwright.batch.ray_driver import RayCluster
+
 SUMMARY_FILE = "summary.json"
 DEFAULT_CONCURRENCY = 16
 
@@ -128,6 +130,7 @@ async def run_batch(
     bad = [task for task in loaded if isinstance(task, BadLine)
            and _bad_key(task) not in {(r.line, r.error) for r in previous}]
     started = time.monotonic()
+    cluster = None if ray is None else await _connect_ray(ray)
     try:
         await runner.prepare({task.model for task in pending})
         sink = await _open_sink(out, trajectories, skip, len(pending) + len(bad),
@@ -138,17 +141,17 @@ async def run_batch(
                     id=line.id, line=line.line, error=line.error, invalid=True)),
                     was_running=False)
             try:
-                if ray is None:
+                if cluster is None:
                     await run_local(pending, runner.run, sink, concurrency=concurrency)
                 else:
-                    from loopwright.batch.ray_driver import run_on_ray
-
-                    await run_on_ray(pending, config, sink, address=ray,
-                                     concurrency=concurrency, workers=ray_workers)
+                    await cluster.run(pending, config, sink, concurrency=concurrency,
+                                      workers=ray_workers)
             finally:
                 sink.close()
     finally:
         await runner.aclose()
+        if cluster is not None:
+            await cluster.close()
     rows = latest_rows([*previous, *sink.rows])
     summary = summarize(rows, elapsed=time.monotonic() - started, ran=len(sink.rows) - len(bad))
     await asyncio.to_thread(_write_json, out / SUMMARY_FILE, summary.to_dict())
@@ -169,6 +172,12 @@ async def run_local(tasks: list[TaskSpec], run_task: RunTask, sink: BatchSink, *
     async with asyncio.TaskGroup() as group:
         for _ in range(min(concurrency, len(tasks))):
             group.create_task(worker())
+
+
+async def _connect_ray(address: str) -> RayCluster:
+    from loopwright.batch.ray_driver import RayCluster
+
+    return await RayCluster.connect(address)
 
 
 async def _load(tasks: str | Path | Iterable[Mapping[str, Any]]) -> list[TaskSpec | BadLine]:
