@@ -33,15 +33,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                       "Ray is not installed: pip install -e '.[dev,ray]'")
     import ray
 
-    home = tmp_path_factory.mktemp("ray-home")
     with pytest.MonkeyPatch.context() as patch:
-        # the workers inherit this environment: their default session store, config and
-        # caches must not be the real home's (the per-test home comes too late for them)
-        for name, path in (("HOME", home), ("XDG_DATA_HOME", home / "data"),
-                           ("XDG_CACHE_HOME", home / "cache"),
-                           ("XDG_CONFIG_HOME", home / "config")):
-            patch.setenv(name, str(path))
-        patch.setenv("RAY_AUTH_MODE", "disabled")  # no token written to a home
+        patch.setenv("RAY_AUTH_MODE", "disabled")  # no token written to the real home
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
         # the workers start with this environment, not the per-test one: without a home of their
         # own, their runs would write into the real user's session store
