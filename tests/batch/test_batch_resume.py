@@ -20,6 +20,9 @@ def start_batch(server: FakeModelServer, tasks: Path, out: Path, *extra: str
                 ) -> subprocess.Popen[str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("LOOPWRIGHT_") and not key.endswith("_API_KEY")}
+    scratch = out.parent / "tmp"  # the workspaces a killed batch leaves behind stay in here
+    scratch.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(scratch)
     return subprocess.Popen(
         [sys.executable, "-m", "loopwright", "batch", str(tasks), "--out", str(out),
          "--model", "fake-model", "--base-url", server.base_url, "--api-key", "test",
