@@ -196,3 +196,14 @@ async def test_a_cancelled_call_is_recorded_as_cancelled() -> None:
     assert result.stop_reason == "cancelled"
     (record,) = records(events)
     assert record.error == "cancelled" and record.response is None
+
+
+async def test_a_pause_too_long_to_wait_still_reports_its_attempt() -> None:
+    events: list[Event] = []
+    script: list[ScriptItem] = [Fault.rate_limit(retry_after=3600)]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server, events, stream=False).run("go")
+    assert result.stop_reason == "error"
+    (record,) = records(events)
+    assert record.attempts == 1 and record.status == 429
+    assert record.error and "wait" in record.error

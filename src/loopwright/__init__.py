@@ -26,8 +26,9 @@ if TYPE_CHECKING:
         ToolError,
     )
     from loopwright.events import Event, event_from_dict, event_to_dict, event_to_json
-    from loopwright.messages import Message, ToolCall, Usage
-    from loopwright.plugins import LoopPlugin
+    from loopwright.messages import Message, ModelRequest, ToolCall, Usage
+    from loopwright.model_call import ModelCallRecord
+    from loopwright.plugins import LoopPlugin, RunView
     from loopwright.result import RunResult
     from loopwright.tools.base import Tool, ToolContext, tool
 
@@ -44,9 +45,12 @@ _HOMES = {
     "event_to_dict": "loopwright.events",
     "event_to_json": "loopwright.events",
     "Message": "loopwright.messages",
+    "ModelRequest": "loopwright.messages",
+    "ModelCallRecord": "loopwright.model_call",
     "ToolCall": "loopwright.messages",
     "Usage": "loopwright.messages",
     "LoopPlugin": "loopwright.plugins",
+    "RunView": "loopwright.plugins",
     "RunResult": "loopwright.result",
     "Tool": "loopwright.tools.base",
     "ToolContext": "loopwright.tools.base",
@@ -61,9 +65,12 @@ __all__ = [
     "LoopPlugin",
     "LoopwrightError",
     "Message",
+    "ModelCallRecord",
+    "ModelRequest",
     "ProviderError",
     "RunHandle",
     "RunResult",
+    "RunView",
     "Tool",
     "ToolCall",
     "ToolContext",

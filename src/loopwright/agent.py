@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 from loopwright import messages
+from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.builtin.workspace import READ_ONLY_ROOTS_SERVICE
 from loopwright.config import AgentOptions, Settings, default_cache_dir, load_settings
@@ -28,6 +31,7 @@ from loopwright.endpoints.resolve import (
     detect_provider,
     first_served_model,
     resolve_model,
+    split_model,
 )
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import LoopwrightError
@@ -267,13 +271,42 @@ class Agent:
 
     async def delegate(self, task: str, *, tools: list[str] | None = None,
                        model: str | None = None, instructions: str | None = None,
-                       timeout: float | None = 600.0) -> DelegationResult:
+                       timeout: float | None = DELEGATION_TIMEOUT) -> DelegationResult:
         """Run `task` in a sub-agent with a subset of this agent's tools (by name; default all)
         and optionally another model; see `loopwright.builtin.delegate`."""
         from loopwright.builtin.delegate import delegate
 
         return await delegate(self, task, tools=tools, model=model, instructions=instructions,
                               timeout=timeout)
+
+    def make_child(self, *, tools: Iterable[Tool], system_prompt: str,
+                   model: str | None = None) -> Agent:
+        """A sub-agent of this agent (what `delegate` runs): this agent's settings, approval,
+        retry policy and credential refresher, except its own system prompt, exactly `tools`
+        (its other tools hidden) and optionally another model; a fresh session in this
+        agent's store; no rubric and no MCP servers of its own (it may be given this agent's
+        MCP tools). On the same model it reuses this agent's resolved endpoints and windows."""
+        s = self.settings
+        options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
+        # the store object itself (False without one), so the child's session is saved beside
+        # this one; "" / {} because None would fall back to loopwright.toml
+        options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
+                       mcp_servers={}, hidden_tools=[], store=self.state_services.store or False)
+        if model:
+            options["model"] = model
+            if model in s.aliases or split_model(s.aliases.get(model, model))[0] is not None:
+                options.update(base_url=None, api_key=None, api_mode=None)  # not our server
+        child = Agent(approval=self.approval, retry=self.retry,
+                      refresh_credentials=self.refresh_credentials, **options)
+        wanted = list(tools)
+        for item in wanted:  # the child may have built some of these itself (memory tools…)
+            if item.name not in child.registry:
+                child.registry.add(item)
+        names = {t.name for t in wanted}
+        child.registry.hidden.update(n for n in child.registry.names if n not in names)
+        if not model:  # same model: no second resolution or window probe
+            child._resolved, child.windows = self._resolved, list(self.windows)
+        return child
 
     async def aclose(self) -> None:
         """Let work after the answer finish (memory learning), then release what the agent

@@ -114,10 +114,6 @@ class IterationBudget:
     def remaining(self) -> int:
         return max(0, self.total - self.used)
 
-    @property
-    def exhausted(self) -> bool:
-        return self.used >= self.total
-
     def take_warning(self, run_id: str = "") -> str | None:
         """A note, once per run sharing the budget (a parent and each sub-agent), once `warn_at`
         of the budget is spent."""

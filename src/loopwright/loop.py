@@ -90,10 +90,10 @@ class LoopSettings:
     executor: ToolExecutor
     plugins: list[LoopPlugin] = field(default_factory=list)
     max_turns: int
-    stream: bool = True
-    max_tokens: int | None = None
-    temperature: float | None = None
-    reasoning_effort: str | None = None
+    stream: bool
+    max_tokens: int | None
+    temperature: float | None
+    reasoning_effort: str | None
     doom_loop_threshold: int
     max_tool_calls_per_reply: int
     max_auto_continues: int

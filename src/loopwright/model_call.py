@@ -27,8 +27,6 @@ from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.routing.choose import RouteFunction
 from loopwright.wire.stream import DeltaListener
 
-# what a call was for; plugins may use their own names for side calls
-PURPOSES = ("turn", "summary", "compaction", "grading")
 LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
 
 
@@ -103,7 +101,7 @@ class CallOwner(Protocol):
 class ModelCalls:
     """A run's model calls, with the usage and cost they added up to."""
 
-    def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool = True,
+    def __init__(self, owner: CallOwner, chain: ProviderChain, *, stream: bool,
                  side: Mapping[str, ProviderChain] | None = None,
                  route: RouteFunction | None = None) -> None:
         self.owner = owner

@@ -309,3 +309,22 @@ async def test_unknown_tool_names_are_reported_with_the_available_ones() -> None
     assert error.is_error
     assert "unknown tool(s) for the sub-agent: nope" in error.content
     assert "add" in error.content
+
+
+async def test_make_child_is_the_public_way_to_a_sub_agent() -> None:
+    with FakeModelServer(replies=[Reply("parent"), Reply("child")]) as server:
+        parent = make_agent(server, [add, note], max_turns=7)
+        await parent.run("warm up")  # resolves the endpoint and probes the window once
+        probed = [r.path for r in server.requests if r.format is None]
+        seen = len(server.requests)
+        child = parent.make_child(tools=[add], system_prompt="You are the child.")
+        result = await child.run("go")
+        later = [r.path for r in server.requests[seen:] if r.format is None]
+    assert probed and later == []  # the parent's resolution and window are reused
+    assert result.output == "child"
+    assert child.settings.system_prompt == "You are the child."
+    assert child.settings.max_turns == 7 and child.settings.rubric == ""
+    assert [t.name for t in child.registry.visible()] == ["add"]
+    assert await child.context_windows() == await parent.context_windows()
+    other = parent.make_child(tools=[], system_prompt="x", model="anthropic:claude-x")
+    assert other.settings.base_url is None and other.settings.model == "anthropic:claude-x"

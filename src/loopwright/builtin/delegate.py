@@ -20,15 +20,13 @@ the parent's `stream()`. Cancelling the parent cancels its children.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from loopwright.endpoints.resolve import split_model
 from loopwright.errors import ToolError
 from loopwright.events import Event
 from loopwright.guards import IterationBudget
@@ -37,7 +35,7 @@ from loopwright.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
-    from loopwright.loop import RunState
+    from loopwright.messages import Usage
     from loopwright.result import RunResult
 
 DELEGATE_TAG = "delegate"
@@ -57,6 +55,19 @@ and returns a report. Use it for independent pieces of work (research, a separat
 check) so your own context stays small; several delegate calls in one turn run in parallel, so \
 give them disjoint work. Describe the task completely: the sub-agent sees nothing of this \
 conversation."""
+
+
+class ParentRun(Protocol):
+    """What a delegation needs of the run it is made from (`ToolContext.services["run"]`)."""
+
+    @property
+    def agent_tag(self) -> str: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def budget(self) -> IterationBudget: ...
+    def emit(self, event: Event) -> None: ...
+    def charge(self, usage: Usage, cost: float | None) -> None: ...
 
 
 @dataclass(kw_only=True)
@@ -159,7 +170,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
 
 async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
-                   timeout: float | None = DEFAULT_TIMEOUT, parent_run: RunState | None = None,
+                   timeout: float | None = DEFAULT_TIMEOUT, parent_run: ParentRun | None = None,
                    child_tool: Callable[[], Tool] | None = None
                    ) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
@@ -173,7 +184,7 @@ async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = No
     if child_tool is not None:
         subset.append(child_tool())
     prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
-    child = child_agent(parent, tools=subset, model=model, system_prompt=prompt)
+    child = parent.make_child(tools=subset, model=model, system_prompt=prompt)
     sink: Callable[[Event], None]
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
@@ -208,41 +219,6 @@ def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
         raise ToolError(f"unknown tool(s) for the sub-agent: {', '.join(unknown)}. Tools you can "
                         f"give it: {', '.join(by_name) or '(none)'}")
     return [by_name[n] for n in dict.fromkeys(names)]
-
-
-def child_agent(parent: Agent, *, tools: list[Tool], model: str | None,
-                system_prompt: str) -> Agent:
-    """A child with the parent's settings, except: its own prompt, tools and (optionally) model;
-    a fresh session in the parent's store (linked to the parent's session when started from a
-    run); no rubric and no MCP servers of its own (it may use the parent's MCP tools)."""
-    from loopwright.agent import Agent
-
-    s = parent.settings
-    options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
-    # the parent's store object itself (False without one), so the child's session is saved
-    # beside the parent's; "" / {} because None would fall back to loopwright.toml
-    options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
-                   mcp_servers={}, hidden_tools=[], store=parent.state_services.store or False)
-    own_endpoint = bool(model) and _resolves_on_its_own(model or "", s.aliases)
-    if model:
-        options["model"] = model
-    if own_endpoint:  # "anthropic:…" or an alias: not the parent's server
-        options.update(base_url=None, api_key=None, api_mode=None)
-    child = Agent(approval=parent.approval, retry=parent.retry,
-                  refresh_credentials=parent.refresh_credentials, **options)
-    for item in tools:  # the child may have built some of these itself (memory tools…)
-        if item.name not in child.registry:
-            child.registry.add(item)
-    wanted = {t.name for t in tools}
-    child.registry.hidden.update(n for n in child.registry.names if n not in wanted)
-    if not model:
-        child._resolved = parent._resolved  # same model: skip a second resolution / probe
-    return child
-
-
-def _resolves_on_its_own(model: str, aliases: dict[str, str]) -> bool:
-    prefix, _ = split_model(aliases.get(model, model))
-    return model in aliases or prefix is not None
 
 
 def _callbacks_sink(parent: Agent) -> Callable[[Event], None]:
@@ -326,7 +302,7 @@ def partial_work(history: list[Message], *, results: int = 5, clip: int = 500) -
     return "\n".join(parts) or "(nothing yet)"
 
 
-def _charge(parent_run: RunState, child: RunResult) -> None:
+def _charge(parent_run: ParentRun, child: RunResult) -> None:
     """A parent run's usage and cost include its children's."""
     parent_run.charge(child.usage, child.cost)
 

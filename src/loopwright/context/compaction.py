@@ -168,7 +168,6 @@ class CompactionPlugin(LoopPlugin):
         self.spill_dir = spill_dir
         self.last_compacted_turn: int | None = None
         self.rearm_at = 0
-        self.last_estimate = 0
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         raw: int | None = self.counter.estimate(request)
@@ -176,7 +175,6 @@ class CompactionPlugin(LoopPlugin):
         if tokens > self.budget.threshold:
             tokens = await self._relieve(run, request, tokens)
             raw = None  # the request changed: estimate it again
-        self.last_estimate = tokens
         self.counter.sent(request, raw)
 
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
@@ -195,7 +193,6 @@ class CompactionPlugin(LoopPlugin):
                        f"is now taken as {learned:,}", {"window": learned, "tokens": tokens})
         self.last_compacted_turn = None  # compaction must be allowed now
         after = await self._relieve(run, request, tokens)
-        self.last_estimate = after
         self.counter.sent(request)
         return after < tokens
 

@@ -121,14 +121,14 @@ class ModelClient:
                     _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
                             "streaming", {"attempt": attempt, "fallback": "non_streaming"})
                     continue
-                await self._pause_or_raise(exc, attempt, listeners)
+                await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
                 continue
             except ProviderError as exc:
                 last = exc
                 if not exc.retryable:
                     self._report(listeners, attempt, streaming, exc)
                     raise
-                await self._pause_or_raise(exc, attempt, listeners)
+                await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
                 continue
             if _is_empty(response):
                 discarded.add(response.usage)
@@ -137,7 +137,8 @@ class ModelClient:
                     break
                 empty_retried = True
                 last = EmptyReplyError("the model returned an empty reply")
-                await self._pause_or_raise(last, attempt, listeners, count=False)
+                await self._pause_or_raise(last, attempt, listeners, count=False,
+                                           streamed=streaming)
                 attempt -= 1  # the empty-reply retry is its own allowance
                 request = with_empty_reply_nudge(request)
                 continue
@@ -153,12 +154,14 @@ class ModelClient:
         raise last
 
     async def _pause_or_raise(
-        self, exc: ProviderError, attempt: int, listeners: CallListeners, *, count: bool = True
+        self, exc: ProviderError, attempt: int, listeners: CallListeners, *, streamed: bool,
+        count: bool = True,
     ) -> None:
         if count and attempt >= self.retry.attempts:
             return
         pause = exc.retry_after
         if pause is not None and pause > self.retry.max_pause:
+            self._report(listeners, attempt, streamed, exc)
             raise RateLimitPauseTooLong(
                 f"{self.label}: the server asked to wait {pause:.0f}s (over the "
                 f"{self.retry.max_pause:.0f}s limit); try again later or use a fallback provider",

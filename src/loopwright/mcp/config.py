@@ -96,11 +96,13 @@ def parse_server(name: str, entry: Any) -> MCPServerConfig:
         url=_expand(_text(url, where, "url")) if url else None,
         headers={k: _expand(v)
                  for k, v in _string_map(entry.get("headers", {}), where, "headers").items()},
-        connect_timeout=_positive(entry.get("connect_timeout", 30.0), where, "connect_timeout"),
-        call_timeout=_positive(entry.get("call_timeout", 120.0), where, "call_timeout"),
-        enabled=bool(entry.get("enabled", True)),
+        connect_timeout=_positive(entry.get("connect_timeout", MCPServerConfig.connect_timeout),
+                                  where, "connect_timeout"),
+        call_timeout=_positive(entry.get("call_timeout", MCPServerConfig.call_timeout), where,
+                               "call_timeout"),
+        enabled=bool(entry.get("enabled", MCPServerConfig.enabled)),
         tools=_string_list(entry["tools"], where, "tools") if "tools" in entry else None,
-        max_restarts=int(entry.get("max_restarts", 1)),
+        max_restarts=int(entry.get("max_restarts", MCPServerConfig.max_restarts)),
     )
 
 

@@ -48,8 +48,3 @@ def scrubbed_environment(environ: Mapping[str, str], passthrough: Iterable[str] 
     out.update(COMMAND_DEFAULTS)
     return out
 
-
-def removed_names(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -> list[str]:
-    """The names `scrubbed_environment` removes, sorted (for diagnostics; never the values)."""
-    kept = scrubbed_environment(environ, passthrough)
-    return sorted(name for name in environ if name not in kept)

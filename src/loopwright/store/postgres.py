@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
+from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.sqlite import (
@@ -39,6 +40,8 @@ from loopwright.store.sqlite import (
 if TYPE_CHECKING:
     import psycopg
 
+    from loopwright.model_call import ModelCallRecord
+
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
           "reasoning_tokens", "requests")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
@@ -49,6 +52,8 @@ _INSERT_MESSAGE = (
     "(%(sid)s, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = %(sid)s), "
     "(SELECT epoch FROM sessions WHERE id = %(sid)s), %(role)s, %(content)s, %(data)s, "
     "%(now)s)")
+_INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
+                f"({', '.join(['%s'] * (len(CALL_COLUMNS) + 1))})")
 _WORD = re.compile(r"\w+", re.UNICODE)
 LOCK_TIMEOUT_MS = 2000  # a row lock held longer surfaces as StoreBusy (the recorder waits on)
 
@@ -376,7 +381,10 @@ class PostgresStore:
             return
         now = time.time()
         async with self._db("recording events", transaction=True) as conn:
-            for event in events:
+            for original in events:
+                event, call = split_model_call(run_id, original)
+                if call is not None:
+                    await conn.execute(_INSERT_CALL, (session_id, *call))
                 await conn.execute(
                     "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
                     "(%s, %s, %s, %s, %s)",
@@ -394,6 +402,12 @@ class PostgresStore:
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
         return audit_entries(await self.events(session_id))
+
+    async def model_calls(self, session_id: str) -> list[ModelCallRecord]:
+        """Every model call of the session's runs, in order, as recorded."""
+        rows = await self._rows("reading model calls", "SELECT data FROM model_calls "
+                                "WHERE session_id = %s ORDER BY id", (session_id,))
+        return [record_from_data(data) for (data,) in rows]
 
     async def _dicts(self, action: str, sql: str, session_id: str) -> list[dict[str, Any]]:
         async with self._db(action) as conn:

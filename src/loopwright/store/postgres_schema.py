@@ -89,7 +89,31 @@ CREATE TABLE events (
 CREATE INDEX events_by_session ON events(session_id, id);
 """
 
-MIGRATIONS: list[str] = [_V1]
+# v2: every model call of a run (`loopwright.model_call.ModelCallRecord`): what is queried in
+# columns, the whole record (request, response, usage…) as JSON in `data`
+_V2 = """
+CREATE TABLE model_calls (
+    id              BIGSERIAL PRIMARY KEY,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id          TEXT NOT NULL,
+    call_id         TEXT NOT NULL,
+    turn            INTEGER NOT NULL DEFAULT 0,
+    purpose         TEXT NOT NULL,
+    model           TEXT NOT NULL DEFAULT '',
+    provider        TEXT NOT NULL DEFAULT '',
+    started         DOUBLE PRECISION NOT NULL,
+    latency         DOUBLE PRECISION NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    input_tokens    BIGINT NOT NULL DEFAULT 0,
+    output_tokens   BIGINT NOT NULL DEFAULT 0,
+    cost            DOUBLE PRECISION,
+    error           TEXT,
+    data            TEXT NOT NULL
+);
+CREATE INDEX model_calls_by_session ON model_calls(session_id, id);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_LOCK = 0x6C6F6F70  # pg_advisory_xact_lock key: one process migrates at a time

@@ -46,9 +46,7 @@ class SessionRecorder(LoopPlugin):
         self.cwd = cwd
         self.parent_id = parent_id  # the delegating session, for a sub-agent's run
         self.owner = new_owner()
-        self.resumed = False
         self._run: RunView | None = None
-        self._failure: str | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
         self._writes = WriteQueue(self._report_wait)
@@ -99,7 +97,6 @@ class SessionRecorder(LoopPlugin):
         head = [given.pop(0)] if given and given[0].role == "system" else []
         stored = await store.load(sid) if exists else []
         if exists and history is None:
-            self.resumed = True
             conversation = messages.close_interrupted_calls(stored)
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:

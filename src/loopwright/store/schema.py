@@ -116,6 +116,30 @@ CREATE TABLE turns (
 );
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# v3: every model call of a run (`loopwright.model_call.ModelCallRecord`): what is queried in
+# columns, the whole record (request, response, usage…) as JSON in `data`
+_V3 = """
+CREATE TABLE model_calls (
+    id              INTEGER PRIMARY KEY,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id          TEXT NOT NULL,
+    call_id         TEXT NOT NULL,
+    turn            INTEGER NOT NULL DEFAULT 0,
+    purpose         TEXT NOT NULL,
+    model           TEXT NOT NULL DEFAULT '',
+    provider        TEXT NOT NULL DEFAULT '',
+    started         REAL NOT NULL,
+    latency         REAL NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    input_tokens    INTEGER NOT NULL DEFAULT 0,
+    output_tokens   INTEGER NOT NULL DEFAULT 0,
+    cost            REAL,
+    error           TEXT,
+    data            TEXT NOT NULL
+);
+CREATE INDEX model_calls_by_session ON model_calls(session_id, id);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 SCHEMA_VERSION = len(MIGRATIONS)

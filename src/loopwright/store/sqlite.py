@@ -17,13 +17,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
+from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from loopwright.model_call import ModelCallRecord
 
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                   "reasoning_tokens", "requests")
@@ -416,14 +420,17 @@ class SQLiteStore:
         if not events:
             return
         now = time.time()
-        rows = [_event_row(session_id, run_id, now, event) for event in events]
+        split = [split_model_call(run_id, event) for event in events]
+        rows = [_event_row(session_id, run_id, now, event) for event, _ in split]
+        calls = [(session_id, *call) for _, call in split if call is not None]
         with self._lock, self._translate("recording events"):
-            if len(rows) == 1:
+            if len(rows) == 1 and not calls:
                 self._db.execute(_INSERT_EVENT, rows[0])
                 return
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(_INSERT_EVENT, rows)
+                self._db.executemany(_INSERT_CALL, calls)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -440,6 +447,13 @@ class SQLiteStore:
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
         return audit_entries(self.events(session_id))
+
+    def model_calls(self, session_id: str) -> list[ModelCallRecord]:
+        """Every model call of the session's runs, in order, as recorded."""
+        with self._read("reading model calls") as db:
+            rows = db.execute("SELECT data FROM model_calls WHERE session_id = ? ORDER BY id",
+                              (session_id,)).fetchall()
+        return [record_from_data(data) for (data,) in rows]
 
     def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
         """The most recently updated session (in `cwd`, if given)."""
@@ -473,6 +487,8 @@ class SQLiteStore:
                           title=r[5], updated=r[6]) for r in rows]
 
 
+_INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
+                f"({', '.join('?' * (len(CALL_COLUMNS) + 1))})")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 

@@ -18,6 +18,7 @@ from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
 
 if TYPE_CHECKING:
+    from loopwright.model_call import ModelCallRecord
     from loopwright.store.sqlite import SearchHit, SQLiteStore
 
 T = TypeVar("T")
@@ -100,6 +101,9 @@ class ThreadedStore:
 
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         return await self._call(self.sync.events, session_id)
+
+    async def model_calls(self, session_id: str) -> list[ModelCallRecord]:
+        return await self._call(self.sync.model_calls, session_id)
 
     async def delete(self, session_id: str) -> None:
         await self._call(self.sync.delete, session_id)
