@@ -261,6 +261,11 @@ class Agent:
         task.add_done_callback(lambda _: self._live.discard(handle))
         return handle
 
+    @property
+    def live_runs(self) -> int:
+        """How many runs started with `start()` are still going."""
+        return len(self._live)
+
     def steer(self, text: str) -> bool:
         """Add a user message to every live run at its next turn. True if a run was live."""
         return any([handle.steer(text) for handle in list(self._live)])

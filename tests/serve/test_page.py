@@ -124,24 +124,33 @@ def test_a_run_is_steered_and_cancelled_from_the_page(make_server: MakeServer,
 
 def test_an_old_session_opens_from_the_searchable_list(make_server: MakeServer,
                                                        open_page: Any) -> None:
-    script = [Reply(tool_calls=[call("list_dir", {"path": "."})], reasoning="look around"),
-              Reply("the narwhal report"), Reply("other answer")]
+    script = [Reply(tool_calls=[call("list_dir", {"path": "."})], reasoning="look around",
+                    delay=1.0),
+              Reply("the narwhal report"), Reply("walrus answer"), Reply("other answer")]
     with FakeModelServer(script) as fake:
         served = make_server(fake)
-        for prompt in ("find the narwhal", "something else"):
-            served.wait_finished(served.start(prompt)["run_id"])
+        first = served.start("find the narwhal")
+        # steered mid-run, then continued: the stored user messages no longer match runs 1:1
+        assert served.api.post(f"/runs/{first['run_id']}/steer",
+                               json={"text": "mind the walrus"}).status_code == 202
+        served.wait_finished(first["run_id"])
+        served.wait_finished(served.start("and the walrus?",
+                                          session_id=first["session_id"])["run_id"])
+        served.wait_finished(served.start("something else")["run_id"])
         page = open_page(served)
         assert len(page.query_selector_all("#sessions li.session")) == 2
         page.fill("#search", "narwhal")
         page.wait_for_function("document.querySelectorAll('#sessions li.session').length === 1")
         page.click("#sessions li.session")
-        page.wait_for_selector(".run-state.completed")
-        assert page.text_content(".prompt") == "find the narwhal"
+        page.wait_for_function("document.querySelectorAll('.turn').length === 3")
+        prompts = [p.text_content() for p in page.query_selector_all(".prompt")]
+        assert prompts == ["find the narwhal", "and the walrus?"]
+        assert "steered: mind the walrus" in page.text_content("#timeline")
         turns = page.query_selector_all(".turn")
-        assert len(turns) == 2
         assert "list_dir" in turns[0].text_content()
         assert "done in" in turns[0].query_selector(".tool .state").text_content()
         assert turns[0].query_selector(".reasoning").text_content() == "look around"
         assert turns[1].query_selector(".text").text_content() == "the narwhal report"
+        assert turns[2].query_selector(".text").text_content() == "walrus answer"
         assert "model " in turns[1].query_selector(".meta").text_content()
         page.wait_for_selector("#usage svg rect")

@@ -83,7 +83,7 @@ class AgentPool:
         if len(self._agents) < self.max_agents:
             return
         for key, agent in self._agents.items():
-            if not agent._live:
+            if not agent.live_runs:
                 del self._agents[key]
                 await agent.aclose()
                 return

@@ -22,7 +22,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.config import user_config_dir
 from loopwright.errors import ConfigError
@@ -96,6 +96,7 @@ class TokenAuth:
         if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
+        send = _without_referer(send)
         headers = dict(scope["headers"])
         method = scope["method"]
         if self._matches(_bearer(headers.get(b"authorization", b""))):
@@ -113,6 +114,18 @@ class TokenAuth:
 
     def _matches(self, given: bytes | None) -> bool:
         return given is not None and hmac.compare_digest(given, self._token)
+
+
+def _without_referer(send: Send) -> Send:
+    """`send` that adds `Referrer-Policy: no-referrer` to every response: the page's links and
+    requests then never carry its address (the token link's, in a browser's first request) on."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []),
+                                              (b"referrer-policy", b"no-referrer")]}
+        await send(message)
+
+    return sending
 
 
 def _bearer(header: bytes) -> bytes | None:

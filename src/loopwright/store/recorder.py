@@ -51,6 +51,7 @@ class SessionRecorder(LoopPlugin):
         self._leased = False
         self._writes = WriteQueue(self._report_wait)
         self._turn_cost: float | None = 0.0  # the run's cost at the end of the previous turn
+        self._turn_messages: list[Message] = []  # user/assistant messages since the last turn_end
 
     # -- before the run: create or resume the session, take its lease --
 
@@ -126,6 +127,8 @@ class SessionRecorder(LoopPlugin):
         self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
 
     def on_message(self, run: RunView, message: Message) -> None:
+        if message.role in ("user", "assistant"):
+            self._turn_messages.append(message)
         self._queue(lambda: self.store.append(self.session_id, message))
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
@@ -150,6 +153,15 @@ class SessionRecorder(LoopPlugin):
         if run is None or event.type in _UNRECORDED:
             return
         row = _slim(event_to_dict(event))
+        if event.type == "turn_end" and not event.agent:
+            # the deltas are not kept: the turn's own words go with it (the prompt or steering
+            # it started from, its text and reasoning), so a viewer shows them under the right
+            # turn whatever steering or compaction did to the message list
+            said, self._turn_messages = self._turn_messages, []
+            replies = [m for m in said if m.role == "assistant"]
+            row["user"] = [m.content for m in said if m.role == "user"]
+            row["text"] = "".join(m.content for m in replies)
+            row["reasoning"] = "".join(m.reasoning or "" for m in replies)
         if not self._writes.running:  # the terminal event comes after `on_run_end`
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return

@@ -465,22 +465,34 @@ const page = {
 };
 
 // A stored session as the events it produced: the store keeps every event but the text and
-// reasoning deltas, whose text is in the messages — each top-level turn wrote one assistant
-// message, and each run started from one user message.
+// reasoning deltas. Each top-level turn_end row carries its turn's own words (the prompt or
+// steering it began with, its text and reasoning), so they land under the right turn even when
+// the session was steered or compacted. Sessions recorded before that have only the messages:
+// each top-level turn wrote one assistant message, and each run started from one user message.
 function replayStored(timeline, detail) {
+  const ends = new Map(detail.events.filter((e) => e.type === "turn_end" && !e.agent
+    && typeof e.text === "string").map((e) => [`${e.run_id}/${e.turn}`, e]));
   const assistants = detail.messages.filter((m) => m.role === "assistant");
   const users = detail.messages.filter((m) => m.role === "user");
   const results = new Map(detail.messages.filter((m) => m.role === "tool")
     .map((m) => [m.tool_call_id, m.content]));
   let run = null;
   for (const event of detail.events) {
+    const end = ends.get(`${event.run_id}/${event.turn}`);
     if (event.run_id !== run) {
       run = event.run_id;
-      const user = users.shift();
+      const first = ends.get(`${run}/1`);
+      const user = first ? { content: (first.user || [])[0] || "" } : users.shift();
       timeline.prompt(user ? user.content : "");
     }
+    if (event.type === "turn_start" && !event.agent && end && event.turn > 1) {
+      for (const said of end.user || []) {
+        timeline.box.appendChild(el("div", "note", `steered: ${said}`));
+      }
+    }
     if (event.type === "turn_end" && !event.agent) {
-      const message = assistants.shift();
+      const message = end ? { content: end.text, reasoning: end.reasoning }
+        : assistants.shift();
       if (message && message.reasoning) {
         timeline.add({ type: "reasoning_delta", text: message.reasoning });
       }

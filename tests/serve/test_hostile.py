@@ -1,0 +1,131 @@
+"""The server against hostile or careless clients: odd resume ids, path tricks on the static
+route, clients that hang up mid-stream, approvals answered twice or too late, and the page's
+token never travelling onwards in a Referer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+from serve_helpers import MakeServer
+
+from loopwright.testing import FakeModelServer, Reply, call
+
+
+def test_hostile_resume_ids_are_refused_or_harmless(make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("short answer")]) as fake:
+        served = make_server(fake)
+        run_id = served.start()["run_id"]
+        served.wait_finished(run_id)
+        for bad in ["-1", "abc", "1e3", "0x10", "9" * 5000, "1; 2"]:
+            response = served.api.get(f"/runs/{run_id}/events", headers={"last-event-id": bad})
+            assert response.status_code == 400, bad
+            assert "non-negative event number" in response.json()["error"]
+        # a number past the end is a client that has seen everything: nothing more, no error
+        assert served.events(run_id, last_event_id=10**30) == []
+        assert served.events(run_id, after=10**30) == []
+
+
+def test_the_static_route_serves_nothing_outside_its_folder(make_server: MakeServer) -> None:
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        for path in ["/static/../app.py", "/static/%2e%2e/app.py", "/static/..%2fapp.py",
+                     "/static/%2e%2e%2f%2e%2e%2fconfig.py", "/static//etc/passwd",
+                     "/static/..\\app.py"]:
+            response = served.api.get(path)
+            assert response.status_code == 404, (path, response.status_code)
+            assert "import" not in response.text and "root:" not in response.text
+
+
+def _server_loop_tasks(served_app: object, run_id: str) -> tuple[int, int]:
+    """(tasks on the server's event loop, SSE clients the run counts), asked on that loop."""
+    registry = served_app.app.state.registry  # type: ignore[attr-defined]
+    run = registry.get(run_id)
+    loop = run.handle.task.get_loop()
+
+    async def count() -> tuple[int, int]:
+        await asyncio.sleep(0)
+        return len(asyncio.all_tasks()), len(run._wakers)
+
+    return asyncio.run_coroutine_threadsafe(count(), loop).result(10)
+
+
+def test_many_clients_leaving_mid_stream_leave_no_task_or_waiter(
+        make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("slow " * 50, chunk_size=5, delay=0.0), Reply("x", delay=30)]
+                         ) as fake:
+        served = make_server(fake, keepalive=0.2)
+        run_id = served.start(stop_when_last_client_leaves=False)["run_id"]
+        served.events(run_id, stop=lambda e: e["type"] == "turn_start")
+        before, _ = _server_loop_tasks(served.app, run_id)
+        for _ in range(3):
+            clients = [httpx.Client(base_url=served.url, timeout=10,
+                                    headers={"authorization": f"Bearer {served.token}"})
+                       for _ in range(20)]
+            streams = [client.stream("GET", f"/runs/{run_id}/events") for client in clients]
+            for stream in streams:
+                response = stream.__enter__()
+                next(response.iter_lines())  # the first line arrived: then hang up mid-stream
+            for stream, client in zip(streams, clients, strict=True):
+                stream.__exit__(None, None, None)
+                client.close()
+        limit = time.monotonic() + 10
+        while True:
+            tasks, waiters = _server_loop_tasks(served.app, run_id)
+            if (tasks <= before and waiters == 0) or time.monotonic() > limit:
+                break
+            time.sleep(0.1)
+        assert waiters == 0, "a client that hung up is still counted as watching"
+        assert tasks <= before, f"{tasks - before} tasks left behind by 60 departed clients"
+        assert served.api.get(f"/runs/{run_id}").json()["clients"] == 0
+        served.api.post(f"/runs/{run_id}/cancel")
+        served.wait_finished(run_id)
+
+
+def test_an_approval_is_answered_once_only_and_never_after_its_timeout(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    (workdir).mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"}, id="c1")]),
+              Reply("done"),
+              Reply(tool_calls=[call("bash", {"command": "rm -rf dist"}, id="c2")]),
+              Reply("done again")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=workdir, approval_timeout=2.0,
+                             leave_grace=30.0)  # only the timeout may deny
+        run_id = served.start("clean")["run_id"]
+        asked = served.events(run_id, stop=lambda e: e.get("kind") == "approval_required")
+        call_id = asked[-1][1]["data"]["call_id"]
+        wrong = served.api.post(f"/runs/{run_id}/approvals/not-{call_id}",
+                                json={"decision": "allow"})
+        assert wrong.status_code == 404
+        first = served.api.post(f"/runs/{run_id}/approvals/{call_id}", json={"decision": "deny"})
+        assert first.status_code == 200
+        second = served.api.post(f"/runs/{run_id}/approvals/{call_id}",
+                                 json={"decision": "allow"})
+        assert second.status_code == 404  # the first answer stands
+        served.wait_finished(run_id)
+
+        late = served.start("clean again")["run_id"]
+        asked = served.events(late, stop=lambda e: e.get("kind") == "approval_required")
+        late_id = asked[-1][1]["data"]["call_id"]
+        served.wait_finished(late)  # the timeout denied it
+        answer = served.api.post(f"/runs/{late}/approvals/{late_id}", json={"decision": "allow"})
+        assert answer.status_code == 404
+    results = [e for _, e in served.events(run_id) + served.events(late)
+               if e["type"] == "tool_result"]
+    assert len(results) == 2 and all(r["is_error"] for r in results), results
+
+
+def test_the_page_and_its_link_send_no_referer(make_server: MakeServer) -> None:
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        browser = httpx.Client(base_url=served.url, timeout=10)
+        link = browser.get("/", params={"token": served.token})
+        assert link.status_code == 303 and link.headers["location"] == "/"
+        page = browser.get("/")
+        browser.close()
+    for response in (link, page):
+        assert response.headers.get("referrer-policy") == "no-referrer", response.headers
