@@ -151,7 +151,7 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
                    detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300],
-                   messages=[] if solved else s.messages)
+                   messages=s.messages)
 
 
 def runners(args: argparse.Namespace) -> list[str]:
@@ -185,7 +185,9 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
     spec = model_spec(model_key)
     path = fetch_weights(spec, quiet=True)
     outcomes: list[Outcome] = []
-    with LlamaCppServer(path, ctx_size=args.ctx_size, threads=args.threads) as server:
+    server = (ExternalServer(args.base_url) if args.base_url else
+              LlamaCppServer(path, ctx_size=args.ctx_size, threads=args.threads))
+    with server:
         print(f"# {spec.title}: llama.cpp at {server.base_url}", file=sys.stderr)
         model_id = str(path)
         workspace = Path(tempfile.mkdtemp(prefix="lw-real-model-")) / "project"
@@ -200,6 +202,19 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
         finally:
             shutil.rmtree(workspace.parent, ignore_errors=True)
     return outcomes
+
+
+class ExternalServer:
+    """A llama.cpp server started elsewhere (--base-url), e.g. kept running between slices."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url.rstrip("/")
+
+    def __enter__(self) -> ExternalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def report(outcome: Outcome, rep: int, sink: Any) -> None:
@@ -230,6 +245,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ctx-size", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=1,
                         help="llama.cpp threads (2 was 5-10x slower than 1 on a loaded 2-core CPU)")
+    parser.add_argument("--base-url", default="",
+                        help="use this running llama.cpp server (ending in /v1) instead of "
+                             "starting one; it must serve the one model named by --models")
     parser.add_argument("--task-timeout", type=float, default=80.0)
     parser.add_argument("--json", type=Path, help="also write one JSON line per run here")
     parser.add_argument("--table-from", type=Path, nargs="+", metavar="JSONL",
@@ -258,7 +276,7 @@ async def main(argv: list[str] | None = None) -> None:
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
     tasks = select(args.task_list)
-    if args.peer == "pydantic-ai":
+    if "pydantic-ai" in runners(args):
         try:
             import pydantic_ai  # noqa: F401
         except ImportError:

@@ -14,6 +14,7 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
+from loopwright.guards import ANSWER_NOW_NOTE
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -231,14 +232,29 @@ async def test_the_same_call_written_many_times_in_one_reply_does_not_stop_the_r
 
 
 async def test_the_loop_guard_stops_only_after_the_model_saw_its_warning() -> None:
+    # a runaway reply repeating a call with its result known is answered with that result and
+    # the next request asks for an answer without tools; still calling there stops the run
     runaway = Reply(tool_calls=[call("add", {"a": 2, "b": 3})] * 7)
     with FakeModelServer([runaway] * 4 + [Reply("never")]) as server:
         result = await make_agent(server).run("What is 2+3?")
     assert result.stop_reason == "loop_detected"
-    assert len(server.model_requests) == 4
-    assert ran == [(2, 3), (2, 3)]  # replies 1 and 2; reply 3 is warned, reply 4 stops
+    assert len(server.model_requests) == 3
+    assert ran == [(2, 3)]  # reply 1; reply 2 is given its known result; reply 3 stops
+    assert any("you already have the result" in m.content for m in result.messages)
+    assert ANSWER_NOW_NOTE in last_user_text(server.model_requests[2])  # what the model saw
+    assert server.model_requests[2].body["tool_choice"] == "none"
+    assert "2+3" not in result.output and "5" in result.output  # its real result, labelled
+
+
+async def test_a_call_repeated_without_copies_is_warned_on_the_third_reply() -> None:
+    one = Reply(tool_calls=[call("add", {"a": 2, "b": 3})])
+    with FakeModelServer([one] * 3 + [Reply("5")]) as server:
+        result = await make_agent(server).run("What is 2+3?")
+    assert result.output == "5"
+    assert ran == [(2, 3), (2, 3)]  # a poll may change: a plain repeat runs once more
     warned = tool_results_sent(server.model_requests[3])
-    assert any("will stop the run" in text for text in warned)  # the model read the warning
+    assert any("will stop the run" in text and "last result was: 5" in text for text in warned)
+    assert "tool_choice" not in server.model_requests[3].body  # it may still change course
 
 
 # --- (e) a per-reply call limit ------------------------------------------------------------------

@@ -1,16 +1,30 @@
 """Guards that keep a run healthy: the doom-loop detector, the per-reply call screen (copies,
-limit) and the shared iteration budget."""
+limit), the shared iteration budget, and the texts the runtime writes to the model.
+
+Every note the runtime writes where a tool result belongs starts with `RUNTIME_MARK`, so a small
+model that echoes one back as its answer is caught (`echoes_runtime_note`) and re-prompted
+instead of handing the user our own text; when a run still ends without an answer, the user gets
+`fallback_answer` — the real tool results, labelled as such — never an empty string."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from loopwright.config import DEFAULTS
-from loopwright.messages import ToolCall
+from loopwright.messages import Message, ToolCall
 from loopwright.tools.arguments import loads_bounded
+
+RUNTIME_MARK = "[runtime note]"
+_RESULT_PREVIEW = 300  # characters of an earlier result quoted back to the model
+
+
+def _preview(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _RESULT_PREVIEW else text[:_RESULT_PREVIEW] + " …"
 
 
 def call_signature(call: ToolCall) -> str:
@@ -24,35 +38,56 @@ def call_signature(call: ToolCall) -> str:
 
 @dataclass
 class DoomLoopGuard:
-    """Counts, for each distinct call, the consecutive replies that make it again. In the reply
-    where the count reaches `threshold` the call is intercepted with guidance; if the very next
-    reply makes it once more, the run stops. Copies within one reply count once (see
-    `screen_reply`), so the run never stops before the model has read the warning."""
+    """Counts, for each distinct call, the consecutive replies that make it again, and keeps the
+    result it last returned. A call repeated in the next reply runs again (a poll may change);
+    one repeated with copies inside the same reply is the runaway of a small model, so it is not
+    run: the model is given the result it already has (`known`). In the reply where the count
+    reaches `threshold` the call is intercepted with guidance; if the very next reply makes it
+    once more, the run stops. Copies within one reply count once (see `screen_reply`), so the
+    run never stops before the model has read the warning."""
 
     threshold: int = 3
     _streaks: dict[str, int] = field(default_factory=dict)
+    _results: dict[str, str] = field(default_factory=dict)
 
-    def check_reply(self, calls: Sequence[ToolCall]) -> dict[str, str]:
-        """'ok', 'intercept' or 'stop' for each call id of one reply (its distinct calls)."""
+    def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = ()
+                    ) -> dict[str, str]:
+        """'ok', 'known', 'intercept' or 'stop' for each call id of one reply (its distinct
+        calls); `copied` holds the signatures written more than once in this reply."""
         streaks: dict[str, int] = {}
         verdicts: dict[str, str] = {}
         for call in calls:
             signature = call_signature(call)
             count = streaks[signature] = self._streaks.get(signature, 0) + 1
-            if self.threshold <= 0 or count < self.threshold:
-                verdicts[call.id] = "ok"
-            else:
+            if self.threshold > 0 and count >= self.threshold:
                 verdicts[call.id] = "intercept" if count == self.threshold else "stop"
+            elif count >= 2 and signature in copied and signature in self._results:
+                verdicts[call.id] = "known"
+            else:
+                verdicts[call.id] = "ok"
         self._streaks = streaks
+        self._results = {k: v for k, v in self._results.items() if k in streaks}
         return verdicts
+
+    def remember(self, call: ToolCall, content: str) -> None:
+        """The result a call that really ran returned."""
+        self._results[call_signature(call)] = content
+
+    def known_result(self, call: ToolCall) -> str:
+        result = self._results.get(call_signature(call))
+        return (f"{RUNTIME_MARK} Not run: you already have the result of this exact call from "
+                f"your previous reply: {_preview(result or '')}\nDo not call it again: answer "
+                "the user with this result.")
 
     def guidance(self, call: ToolCall) -> str:
         count = self._streaks.get(call_signature(call), self.threshold)
+        result = self._results.get(call_signature(call))
+        last = f" Its last result was: {_preview(result)}" if result is not None else ""
         return (
-            f"Error: you have called {call.name!r} with the same arguments {count} times in "
-            "a row; the result will not change, so it was not run again. Use what you already "
-            "have, try a different approach, or give your answer. Repeating this call once more "
-            "will stop the run."
+            f"{RUNTIME_MARK} Error: you have called {call.name!r} with the same arguments "
+            f"{count} times in a row; the result will not change, so it was not run again.{last}"
+            "\nUse what you already have, try a different approach, or give your answer. "
+            "Repeating this call once more will stop the run."
         )
 
 
@@ -62,6 +97,7 @@ class ReplyScreen:
 
     duplicates: dict[str, str] = field(default_factory=dict)
     over_limit: dict[str, str] = field(default_factory=dict)
+    copied: set[str] = field(default_factory=set)  # signatures written more than once
 
     @property
     def blocked(self) -> dict[str, str]:
@@ -78,17 +114,18 @@ def screen_reply(calls: Sequence[ToolCall], *, limit: int) -> ReplyScreen:
         signature = call_signature(call)
         first = first_of.get(signature)
         if first is not None:
+            screen.copied.add(signature)
             screen.duplicates[call.id] = (
-                f"Not run: duplicate of call {first} in this reply (same tool, same arguments); "
-                "its result is the one above.")
+                f"{RUNTIME_MARK} Not run: duplicate of call {first} in this reply (same tool, "
+                "same arguments); its result is the one above.")
             continue
         first_of[signature] = n
         distinct += 1
         if 0 < limit < distinct:
             screen.over_limit[call.id] = (
-                f"Error: not run: this reply asked for {len(calls)} tool calls and at most "
-                f"{limit} calls run per reply. Ask again in your next reply for what you still "
-                "need.")
+                f"{RUNTIME_MARK} Error: not run: this reply asked for {len(calls)} tool calls "
+                f"and at most {limit} calls run per reply. Ask again in your next reply for what "
+                "you still need.")
     return screen
 
 
@@ -139,3 +176,76 @@ CONTINUE_NOTE = (
     "Your reply was cut off by the output-token limit. Continue exactly where you stopped, "
     "without repeating anything."
 )
+ANSWER_NOW_NOTE = (
+    "Do not call any tool now. Using the tool results above, answer the user's request directly."
+)
+NOT_RUN_TURN_LIMIT = f"{RUNTIME_MARK} Not run: the turn limit was reached."
+NOT_RUN_ANSWER_ONLY = f"{RUNTIME_MARK} Not run: this reply was asked to answer without tools."
+ECHO_FEEDBACK = (
+    "Your reply repeated a runtime note instead of answering. Answer the user's request in your "
+    "own words, using the tool results above."
+)
+FALLBACK_HEAD = "[no answer from the model]"
+_FALLBACK_RESULTS = 4
+_ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
+                      "times in a row; the result will not change", FALLBACK_HEAD.lower(),
+                      ANSWER_NOW_NOTE[:40].lower(), LAST_ROUND_NOTE[:40].lower(),
+                      "<tool_response", "<system-reminder")
+
+
+def echoes_runtime_note(text: str) -> bool:
+    """Whether `text` repeats one of the notes the runtime wrote to the model."""
+    lowered = text.lower()
+    return any(f in lowered for f in _ECHO_FINGERPRINTS)
+
+
+def fallback_answer(history: Sequence[Message], reason: str) -> str:
+    """What the user gets when a run ends without an answer from the model: the last results
+    the tools really returned (never our own notes), labelled as such — not an invented answer.
+    "" when no tool returned anything."""
+    calls = {c.id: c for m in history if m.role == "assistant" for c in m.tool_calls}
+    lines: list[str] = []
+    for msg in reversed(history):
+        if msg.role != "tool" or _not_run(msg):
+            continue
+        call = calls.get(msg.tool_call_id or "")
+        name = call.name if call is not None else msg.name or "tool"
+        arguments = _preview(call.arguments) if call is not None and call.arguments else "{}"
+        line = f"- {name} {arguments} → {'error: ' if msg.is_error else ''}{_preview(msg.content)}"
+        if line not in lines:
+            lines.append(line)
+        if len(lines) == _FALLBACK_RESULTS:
+            break
+    if not lines:
+        return ""
+    return (f"{FALLBACK_HEAD} The run ended ({reason}) before the model wrote an answer. The "
+            "last tool results it received:\n" + "\n".join(reversed(lines)))
+
+
+_NOT_RUN_FRAGMENTS = ("was cut off by the output-token limit before its arguments",)
+
+
+def _not_run(result: Message) -> bool:
+    return result.content.startswith(RUNTIME_MARK) or any(
+        f in result.content for f in _NOT_RUN_FRAGMENTS)
+
+
+def without_unrun_calls(history: Sequence[Message]) -> list[Message]:
+    """The history as an answer-only request shows it: calls the runtime did not run (copies,
+    repeats, cut fragments) and their notes left out, so a small model looking at its own runaway
+    replies is not primed to write them once more. Only for that request; never stored."""
+    unrun = {m.tool_call_id for m in history if m.role == "tool" and _not_run(m)}
+    if not unrun:
+        return list(history)
+    out: list[Message] = []
+    for msg in history:
+        if msg.role == "tool" and msg.tool_call_id in unrun:
+            continue
+        if msg.role == "assistant" and msg.tool_calls:
+            kept = [c for c in msg.tool_calls if c.id not in unrun]
+            if not kept and not msg.content.strip():
+                continue
+            if len(kept) != len(msg.tool_calls):
+                msg = dataclasses.replace(msg, tool_calls=kept)
+        out.append(msg)
+    return out

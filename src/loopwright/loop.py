@@ -150,6 +150,7 @@ class RunState:
         self.output_parts: list[str] = []
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
+        self.answer_now = False  # the next request goes without tools: the model has its results
         self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
@@ -360,6 +361,7 @@ async def turn(run: RunState) -> Next:
         return await _budget_summary(run)
     _drain_steering(run)  # 6
     last_round = run.turn >= s.max_turns
+    answer_only, run.answer_now = last_round or run.answer_now, False
     request = ModelRequest(  # 7
         model=s.chain.model,
         messages=run.sanitizer(run.history),
@@ -368,8 +370,11 @@ async def turn(run: RunState) -> Next:
         temperature=s.temperature,
         reasoning_effort=s.reasoning_effort,
     )
-    if last_round:
-        request.messages.append(messages.user(guards.LAST_ROUND_NOTE))
+    if answer_only:  # tools switched off, not removed (Anthropic needs them for history)
+        request.messages = guards.without_unrun_calls(request.messages)
+        note = guards.LAST_ROUND_NOTE if last_round else guards.ANSWER_NOW_NOTE
+        request.messages.append(messages.user(note))
+        request.tool_choice = "none" if request.tools else None
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
     truncated = response.finish_reason == "length"
     calls = response.message.tool_calls  # as written: the executor explains what is wrong
@@ -377,9 +382,12 @@ async def turn(run: RunState) -> Next:
     if not calls:  # 12
         return _answer_or_continue(run, response)
     if last_round:
-        _close_calls(run, calls, "Not run: the turn limit was reached.")
+        _close_calls(run, calls, guards.NOT_RUN_TURN_LIMIT)
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    intercepted, stop = _screen_calls(run, calls)  # 13
+    if answer_only:
+        _close_calls(run, calls, guards.NOT_RUN_ANSWER_ONLY)
+        return Stop("loop_detected", "the model kept calling tools when asked to answer")
+    intercepted, stop = _screen_calls(run, calls, truncated=truncated)  # 13
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
     if stop:
@@ -474,7 +482,8 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     return Answer(answer)
 
 
-def _screen_calls(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str], bool]:
+def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = False
+                  ) -> tuple[dict[str, str], bool]:
     """Which calls of this reply will not run (copies, over the limit, loops), and whether the
     run must stop because a warned loop went on."""
     screen = guards.screen_reply(calls, limit=run.settings.max_tool_calls_per_reply)
@@ -487,10 +496,15 @@ def _screen_calls(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str],
                    {"count": len(screen.over_limit)})
     intercepted = screen.blocked
     stop = False
-    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted])
+    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied)
     for call in calls:
         verdict = verdicts.get(call.id, "ok")
         if verdict == "ok":
+            continue
+        if verdict == "known":
+            intercepted[call.id] = run.doom.known_result(call)
+            run.status("repeated_call", f"{call.name} repeated with copies; its earlier result "
+                       "given back, not run", {"tool": call.name})
             continue
         intercepted[call.id] = run.doom.guidance(call)
         if verdict == "stop":
@@ -498,6 +512,12 @@ def _screen_calls(run: RunState, calls: list[ToolCall]) -> tuple[dict[str, str],
         else:
             run.status("loop_detected", f"identical call to {call.name} repeated; intercepted",
                        {"tool": call.name})
+    # a runaway of copies and nothing new ran: the model has what it asked for, so its next
+    # reply answers without tools (a plain repeat keeps them, to change course after a warning)
+    # (the last call of a cut reply is a fragment, not progress)
+    fresh = [c for c in calls if verdicts.get(c.id) == "ok"
+             and not (truncated and c is calls[-1])]
+    run.answer_now = not fresh and "known" in verdicts.values()
     return intercepted, stop
 
 
@@ -509,6 +529,8 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
         run.emit(ToolCallEvent(id=call.id, name=call.name, arguments=arguments, agent=tag))
 
     def on_outcome(outcome: ToolOutcome) -> None:
+        if outcome.call.id not in intercepted:
+            run.doom.remember(outcome.call, outcome.content)
         run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                  content=outcome.content, is_error=outcome.is_error,
                                  duration=round(outcome.duration, 6), data=outcome.data,
@@ -575,6 +597,9 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
                   error: str | None = None, exception: Exception | None = None) -> RunResult:
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
+    if reason in _ANSWERED_OR_ENDED and (not output.strip()
+                                         or guards.echoes_runtime_note(output)):
+        output = guards.fallback_answer(run.history, reason)  # never empty, never our own note
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=dataclasses.replace(run.usage), cost=run.cost,
                        session_id=run.session_id,
@@ -601,6 +626,9 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         logger.warning("run %s: an event callback failed on the terminal event: %s",
                        run.run_id, exc)
     return result
+
+
+_ANSWERED_OR_ENDED = ("completed", "max_turns", "budget_exhausted", "loop_detected")
 
 
 def _last_assistant_text(history: list[Message]) -> str:

@@ -17,6 +17,7 @@ well-formed calls to known tools is executed as if the calls were native.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import uuid
@@ -24,6 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopwright.guards import ECHO_FEEDBACK, echoes_runtime_note
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import example_arguments, loads_bounded
@@ -34,6 +36,11 @@ from loopwright.tools.text_calls import (
     coerce_arguments,
     parse_tool_calls,
 )
+from loopwright.tools.text_calls.runtime_markup import (
+    IMITATION_FEEDBACK,
+    is_runtime_block,
+    strip_runtime_markup,
+)
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
@@ -43,6 +50,7 @@ if TYPE_CHECKING:
 
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
 MAX_FORMAT_CORRECTIONS = 2  # consecutive replies with only unreadable calls that get a correction
+MAX_ANSWER_PROMPTS = 2  # answers that imitated or echoed the runtime, sent back per run
 
 _INSTRUCTIONS = """\
 # Tools
@@ -169,6 +177,8 @@ class _RunTextState:
     malformed: list[MalformedCall] = field(default_factory=list)
     pending_note: str | None = None
     corrections: int = 0
+    imitated: bool = False  # the last reply was nothing but the runtime's own markup
+    answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
 
@@ -196,9 +206,11 @@ class ToolTextPlugin(LoopPlugin):
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
         if self.mode == "prompt":
+            answer_only = request.tool_choice == "none"
             specs, request.tools, request.tool_choice = request.tools, [], None
             request.messages = to_prompt_messages(request.messages, state.cache)
-            _add_tool_section(request, specs, state.cache)
+            if not answer_only:  # a small model offered the format keeps writing calls
+                _add_tool_section(request, specs, state.cache)
         if state.pending_note:
             request.messages.append(Message(role="user", content=state.pending_note))
             request.messages = sanitize(request.messages)
@@ -210,6 +222,8 @@ class ToolTextPlugin(LoopPlugin):
         return state.filter
 
     def _is_call(self, region: str) -> bool:
+        if is_runtime_block(region):  # imitated runtime markup is held back like a call
+            return True
         found = parse_tool_calls(region, self.known_names(), trust_markup=self.mode == "prompt")
         return bool(found.calls or (found.malformed and self.mode == "prompt"))
 
@@ -220,10 +234,25 @@ class ToolTextPlugin(LoopPlugin):
         message = response.message
         if not message.tool_calls and message.content:
             await self._read_calls(run, state, response)
+        self._drop_runtime_markup(run, state, response)
         if state.filter is not None:
             shown = response.message.content if state.visible is None else state.visible
             state.filter.finish(shown)
             state.filter = None
+
+    def _drop_runtime_markup(self, run: RunView, state: _RunTextState,
+                             response: ModelResponse) -> None:
+        message = response.message
+        state.imitated = False
+        clean = strip_runtime_markup(message.content)
+        if clean == message.content:
+            return
+        run.status("runtime_markup", "removed the runtime's own markup (<tool_response>, "
+                   "<system-reminder>) that the model imitated in its reply", {})
+        state.visible = clean
+        state.imitated = not clean and not message.tool_calls
+        if clean or message.tool_calls:  # a reply of nothing else keeps its text for the retry
+            response.message = dataclasses.replace(message, content=clean)
 
     async def _read_calls(self, run: RunView, state: _RunTextState, response: ModelResponse
                           ) -> None:
@@ -274,6 +303,12 @@ class ToolTextPlugin(LoopPlugin):
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
+        copied = state.imitated or echoes_runtime_note(answer)
+        if copied and state.answer_prompts < MAX_ANSWER_PROMPTS:
+            state.answer_prompts += 1
+            run.status("answer_retry", "the answer imitated or echoed the runtime's own text; "
+                       "asking the model for its own answer", {"imitated": state.imitated})
+            return IMITATION_FEEDBACK if state.imitated else ECHO_FEEDBACK
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
             return None
         state.corrections += 1

@@ -62,6 +62,7 @@ MARKERS: dict[str, str | None] = {
     "<tool_call>": "</tool_call>",
     "<|tool_call|>": None,
     "<tool_response>": "</tool_response>",
+    "<system-reminder>": "</system-reminder>",  # the runtime's own markup, imitated
     "<function=": "</function>",
     MISTRAL_MARKER: None,
     "<|python_tag|>": None,

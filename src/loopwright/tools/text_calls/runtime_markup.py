@@ -1,0 +1,38 @@
+"""The runtime's own markup in a model's reply: a small model that imitates it must not hand it
+to the user.
+
+Tool results reach the model inside `<tool_response>` blocks (prompt mode, and llama.cpp's Qwen
+template in native mode) and runtime notes inside `<system-reminder>` tags. Small models copy both:
+Qwen2.5-Coder-1.5B answered with a made-up `<tool_response>{"output": …}` block and with
+`<system-reminder>Weather service is currently unavailable…`. Such blocks are never the model's
+answer: they are removed from what the user sees (streamed or final), and a reply that was
+nothing else is sent back to the model with `IMITATION_FEEDBACK`.
+"""
+
+from __future__ import annotations
+
+import re
+
+RUNTIME_TAGS = ("system-reminder", "tool_response")
+# a block with its closing tag, or an unclosed one running to the end of the reply
+_BLOCK = re.compile(r"<(system-reminder|tool_response)(?:\s[^>]*)?>.*?(?:</\1>|\Z)", re.S)
+_STRAY = re.compile(r"</?(?:system-reminder|tool_response)(?:\s[^>]*)?>")
+
+IMITATION_FEEDBACK = (
+    "Your reply imitated the runtime's markup (<tool_response> or <system-reminder>) instead of "
+    "answering. Only the runtime writes tool results: call a tool if you still need one, or "
+    "answer the user in plain words from the results you were given."
+)
+
+
+def is_runtime_block(region: str) -> bool:
+    """Whether a held region of a streamed reply is one of the runtime's own blocks."""
+    return region.lstrip().startswith(tuple(f"<{t}" for t in RUNTIME_TAGS))
+
+
+def strip_runtime_markup(text: str) -> str:
+    """`text` without runtime blocks or stray runtime tags (unchanged when there are none)."""
+    if "<" not in text or not _STRAY.search(text):
+        return text
+    stripped = _STRAY.sub("", _BLOCK.sub("", text))
+    return re.sub(r"\n{3,}", "\n\n", stripped).strip()

@@ -1,0 +1,173 @@
+"""Runs that end without the answer the model already had (issue 12, the target), replayed
+through the fake model server with the replies Qwen2.5-Coder served by llama.cpp really wrote.
+
+The 0.5B model repeats a call it already has the result of, ten times a reply, for as long as it
+is offered tools (measured: the same request with `tool_choice: "none"` and a one-line note gets
+"The sum of 1234 and 5678 is 6912."); it echoes the runtime's guard text as its answer; the 1.5B
+model imitates `<system-reminder>` and `<tool_response>` markup in its answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event, TextDelta
+from loopwright.guards import ANSWER_NOW_NOTE, ECHO_FEEDBACK, FALLBACK_HEAD, RUNTIME_MARK
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+from loopwright.tools.text_calls.runtime_markup import IMITATION_FEEDBACK
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+MODES = ["chat_completions", "anthropic_messages", "responses"]
+
+# what Qwen2.5-Coder-0.5B wrote (native mode: llama.cpp returned its calls as text)
+CALL = '{"name": "add", "arguments": {"a": 1234, "b": 5678}}'
+RUNAWAY = "\n".join([CALL] * 3) + '\n{"name": "add", "arguments": {"a": 1234, "'  # cut
+ANSWER = "The sum of 1234 and 5678 is 6912."
+# what its runaway looked like when echoed: the doom-loop guard's text before this change
+ECHOED_GUARD = ("Error: you have called 'get_weather' with the same arguments 3 times in a row; "
+                "the result will not change, so it was not run again. Use what you already have,"
+                " try a different approach, or give your answer.")
+
+ran: list[tuple[int, int]] = []
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    ran.append((a, b))
+    return a + b
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the current weather for a city."""
+    raise ConnectionError("weather service unavailable (HTTP 503)")
+
+
+@pytest.fixture(autouse=True)
+def fresh_ran() -> None:
+    ran.clear()
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def make_agent(server: FakeModelServer, mode: str = "chat_completions", *, stream: bool = False,
+               events: list[Event] | None = None, **kw: Any) -> Agent:
+    kw.setdefault("tools", [add])
+    return Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k", api_mode=mode,
+                 stream=stream, retry=FAST, max_tokens=160, max_turns=6,
+                 callbacks=[events.append] if events is not None else [], **kw)
+
+
+def tools_off(request: RecordedRequest) -> bool:
+    choice = request.body.get("tool_choice")
+    return choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none")
+
+
+def has_result(request: RecordedRequest) -> bool:
+    return "6912" in request.raw_body.decode()
+
+
+def like_the_0_5b(request: RecordedRequest) -> Reply:
+    """Calls once; with the result in hand, runs away with copies of the same call while it is
+    offered tools; answers once tools are off."""
+    if tools_off(request):
+        return Reply(ANSWER)
+    if not has_result(request):
+        return Reply(CALL)
+    return Reply(RUNAWAY, finish_reason="length")
+
+
+async def test_a_call_repeated_after_its_result_ends_in_the_models_answer(
+        mode: str) -> None:
+    with FakeModelServer(handler=like_the_0_5b, flavor="llamacpp") as server:
+        result = await make_agent(server, mode).run("What is 1234 + 5678? Use the add tool.")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == ANSWER
+    assert ran == [(1234, 5678)]
+    requests = server.model_requests
+    assert len(requests) == 3 and tools_off(requests[2]) and not tools_off(requests[1])
+    # the answer-only request shows the call that ran and its result, not the runaway
+    answer_request = requests[2].raw_body.decode()
+    assert ANSWER_NOW_NOTE in answer_request
+    assert answer_request.count("5678") == 2  # the question and the one call that ran
+    assert RUNTIME_MARK not in answer_request
+
+
+async def test_a_model_that_never_stops_calling_ends_with_its_real_results_not_nothing(
+        mode: str) -> None:
+    def runaway(request: RecordedRequest) -> Reply:
+        return Reply(RUNAWAY if has_result(request) else CALL,
+                     finish_reason="length" if has_result(request) else None)
+
+    with FakeModelServer(handler=runaway, flavor="llamacpp") as server:
+        result = await make_agent(server, mode).run("What is 1234 + 5678? Use the add tool.")
+    assert result.stop_reason == "loop_detected"
+    assert result.output.startswith(FALLBACK_HEAD)
+    assert 'add {"a": 1234, "b": 5678} → 6912' in result.output
+    assert RUNTIME_MARK not in result.output and "cut off" not in result.output
+    assert ran == [(1234, 5678)]
+
+
+async def test_the_guard_text_echoed_as_the_answer_is_sent_back_not_returned(
+        mode: str) -> None:
+    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    script = [Reply(call), Reply(call), Reply(ECHOED_GUARD), Reply("The weather service is "
+                                                                   "unavailable (HTTP 503).")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, tools=[get_weather]).run(
+            "What is the weather in Oslo right now? Use the tool.")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "The weather service is unavailable (HTTP 503)."
+    assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
+
+
+async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> None:
+    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    script = [Reply(call)] + [Reply(ECHOED_GUARD)] * 3
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[get_weather]).run("Weather in Oslo?")
+    assert result.stop_reason == "completed"
+    assert "times in a row" not in result.output
+    assert result.output.startswith(FALLBACK_HEAD) and "HTTP 503" in result.output
+
+
+# what Qwen2.5-Coder-1.5B answered after the weather tool failed (native, streamed) and after a
+# call (prompt mode): the runtime's own markup, imitated
+REMINDER = ("<system-reminder>\nWeather service is currently unavailable. Please try again later."
+            "\n</system-reminder>")
+FAKE_RESULT = '<tool_response>\n{"output": "Sunny, 18 degrees"}\n</tool_response>'
+
+
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+@pytest.mark.parametrize("imitation", [REMINDER, FAKE_RESULT], ids=["reminder", "tool_response"])
+async def test_imitated_runtime_markup_never_reaches_the_user(
+        fmt: str, imitation: str) -> None:
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    script = [Reply(call, chunk_size=7), Reply(imitation, chunk_size=5),
+              Reply("The weather service is unavailable right now.", chunk_size=5)]
+    events: list[Event] = []
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, stream=True, events=events, tools=[get_weather],
+                                  tool_call_format=fmt).run("Weather in Oslo?")
+    assert result.output == "The weather service is unavailable right now."
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert "<system-reminder" not in shown and "<tool_response" not in shown
+    assert "Sunny" not in shown and "try again later" not in shown
+    assert IMITATION_FEEDBACK in server.model_requests[2].raw_body.decode()
+
+
+async def test_markup_after_a_real_answer_is_cut_from_it() -> None:
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 1234, "b": 5678}}\n</tool_call>'
+    script = [Reply(call), Reply(f"{ANSWER}\n{FAKE_RESULT}")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tool_call_format="prompt").run("1234 + 5678?")
+    assert result.output == ANSWER
+    assert len(server.model_requests) == 2
