@@ -171,3 +171,12 @@ async def test_markup_after_a_real_answer_is_cut_from_it() -> None:
         result = await make_agent(server, tool_call_format="prompt").run("1234 + 5678?")
     assert result.output == ANSWER
     assert len(server.model_requests) == 2
+
+
+async def test_a_bare_call_fragment_is_never_the_answer() -> None:
+    # prompt mode, Qwen2.5-Coder-0.5B after a failed lookup: its last reply was `{"` and a
+    # blank line, which was shown as the answer
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 1234, "b": 5678}}\n</tool_call>'
+    with FakeModelServer([Reply(call), Reply('{"\n\n')]) as server:
+        result = await make_agent(server, tool_call_format="prompt").run("1234 + 5678?")
+    assert result.output.startswith(FALLBACK_HEAD) and "→ 6912" in result.output

@@ -199,6 +199,12 @@ def echoes_runtime_note(text: str) -> bool:
     return any(f in lowered for f in _ECHO_FINGERPRINTS)
 
 
+def is_answer(text: str) -> bool:
+    """Whether a final text can be shown as the model's answer: not empty, not a bare fragment
+    of punctuation (a cut call's `{"`), not an echo of the runtime's own notes."""
+    return any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
+
+
 def fallback_answer(history: Sequence[Message], reason: str) -> str:
     """What the user gets when a run ends without an answer from the model: the last results
     the tools really returned (never our own notes), labelled as such — not an invented answer.

@@ -597,8 +597,7 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
                   error: str | None = None, exception: Exception | None = None) -> RunResult:
     if output is None:
         output = "".join(run.output_parts) or _last_assistant_text(run.history)
-    if reason in _ANSWERED_OR_ENDED and (not output.strip()
-                                         or guards.echoes_runtime_note(output)):
+    if reason in _ANSWERED_OR_ENDED and not guards.is_answer(output):
         output = guards.fallback_answer(run.history, reason)  # never empty, never our own note
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=dataclasses.replace(run.usage), cost=run.cost,
