@@ -30,6 +30,7 @@ from typing import Any
 from real_model_tasks import Task, select
 
 from loopwright import Agent
+from loopwright.guards import FALLBACK_HEAD
 from loopwright.testing.llamacpp import (
     LlamaCppServer,
     fetch_weights,
@@ -112,11 +113,13 @@ def classify(stats: RunStats | None, error: BaseException | None, solved: bool) 
     if error is not None:
         return "timeout" if isinstance(error, TimeoutError) else f"raised {type(error).__name__}"
     assert stats is not None
-    if stats.stop != "completed":
+    if stats.stop != "completed" and not stats.output.startswith(FALLBACK_HEAD):
         return f"stopped: {stats.stop}"
     text = stats.output.strip()
     if not text:
         return "empty answer"
+    if text.startswith(FALLBACK_HEAD):
+        return "no answer (tool results shown)"
     if any(marker in text for marker in CALL_MARKUP):
         return "call markup as answer"
     return "wrong answer"
@@ -164,16 +167,18 @@ def runners(args: argparse.Namespace) -> list[str]:
 
 
 def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
-    print("\n| model | runner | solved | turns | requests | tokens in/out | wall s | "
-          "client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|")
+    print("\n| model | runner | solved | of them by fallback | turns | requests | tokens in/out "
+          "| wall s | client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|---|")
     groups: dict[tuple[str, str], list[Outcome]] = {}
     for outcome in outcomes:
         groups.setdefault((outcome.model, outcome.runner), []).append(outcome)
     for (model, runner), group in groups.items():
         solved = sum(o.solved for o in group)
         failures = Counter(o.failure for o in group if o.failure)
+        # solved only because the run returned the tool results when the model wrote no answer
+        fallback = sum(o.solved and o.output.startswith(FALLBACK_HEAD) for o in group)
         print(f"| {model} | {runner} | {solved}/{len(group)} ({100 * solved / len(group):.0f} %) "
-              f"| {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
+              f"| {fallback} | {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
               f"| {sum(o.input_tokens for o in group)}/{sum(o.output_tokens for o in group)} "
               f"| {sum(o.wall for o in group):.0f} | {sum(o.cpu for o in group):.2f} "
               f"| {', '.join(f'{k} {v}' for k, v in failures.most_common()) or '-'} |")
@@ -272,6 +277,9 @@ async def main(argv: list[str] | None = None) -> None:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
         outcomes = [Outcome(**row) for row in rows
                     if not args.task_list or row["task"] in args.task_list]
+        for o in outcomes:  # runs recorded before the fallback had its own class
+            if not o.solved and o.output.startswith(FALLBACK_HEAD):
+                o.failure = "no answer (tool results shown)"
         reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
