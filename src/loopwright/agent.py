@@ -231,12 +231,14 @@ class Agent:
 
         session_id = session_id or self.settings.session_id or uuid.uuid4().hex
         await self._prepare_sandbox_note()
+        # instruction files, memory and skills are read from disk: not on the event loop
+        system_prompt = await asyncio.to_thread(self._system_prompt)
         settings = self._loop_settings(chain, session_id)
         recorder = self.state_services.recorder(session_id, model=chain.model,
                                                 parent_id=parent_session_id)
         if recorder is not None:  # persist, and resume a stored session given no history
             run_history = await recorder.open(
-                history, system_prompt=self._system_prompt(), prompt=prompt,
+                history, system_prompt=system_prompt, prompt=prompt,
                 on_busy=lambda text: emit(StatusEvent(kind="store_busy", message=text,
                                                       agent=agent_tag)))
             settings.plugins.append(recorder)
@@ -245,7 +247,7 @@ class Agent:
         else:
             run_history = list(history or [])
             if not run_history or run_history[0].role != "system":
-                run_history.insert(0, messages.system(self._system_prompt()))
+                run_history.insert(0, messages.system(system_prompt))
         state = RunState(
             settings=settings,
             history=run_history,

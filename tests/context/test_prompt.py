@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, tool
+from loopwright.context import prompt as prompt_module
 from loopwright.context.prompt import NO_TOOLS, TOOL_GUIDANCE, build_system_prompt
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply
@@ -98,6 +103,39 @@ def test_instruction_files_are_bounded(tmp_path: Path) -> None:
                                  max_instruction_chars=2_000)
     assert len(prompt) < 5_000
     assert "more characters; read" in prompt
+
+
+def test_a_huge_instruction_file_is_not_read_whole(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    with (tmp_path / "AGENTS.md").open("wb") as handle:  # 64 MB, sparse: no disk used
+        handle.write(b"RULE ")
+        handle.truncate(64 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        prompt = build_system_prompt(user_prompt=None, has_tools=True, workdir=tmp_path,
+                                     max_instruction_chars=2_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "RULE" in prompt and "more characters; read" in prompt
+    assert peak < 4 * 1024 * 1024, f"{peak} bytes allocated to read 2,000 characters"
+
+
+async def test_the_prompt_is_read_from_disk_off_the_event_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("RULE")
+    readers: list[int] = []
+    original = prompt_module.find_project_files
+
+    def spy(workdir: Path) -> list[Path]:
+        readers.append(threading.get_ident())
+        return original(workdir)
+
+    monkeypatch.setattr(prompt_module, "find_project_files", spy)
+    blocks = await system_blocks(tmp_path)
+    assert "RULE" in blocks[1]["text"]
+    assert readers and threading.get_ident() not in readers
 
 
 async def test_a_small_window_shrinks_the_instruction_budget(tmp_path: Path) -> None:

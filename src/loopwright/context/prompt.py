@@ -117,12 +117,17 @@ def find_project_files(workdir: Path) -> list[Path]:
     return found
 
 
+INSTRUCTION_TAIL_PROBE = 100_000  # how far past the budget we look to say how much was left out
+
+
 def _bounded_files(title: str, intro: str, paths: list[Path], max_chars: int) -> str:
     parts: list[str] = []
     left = max_chars
     for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        try:  # never more than the budget (+1 to see there is more): a huge file costs nothing
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                text = handle.read(max(left, 0) + 1).strip()
+                more = len(handle.read(INSTRUCTION_TAIL_PROBE)) if len(text) > left else 0
         except OSError:
             continue
         if not text:
@@ -132,7 +137,9 @@ def _bounded_files(title: str, intro: str, paths: list[Path], max_chars: int) ->
                          "file if it matters]")
             continue
         if len(text) > left:
-            text = (text[:left].rstrip() + f"\n[… {len(text) - left} more characters; read "
+            unread = len(text) - left + more
+            count = f"{unread}" if more < INSTRUCTION_TAIL_PROBE else f"over {unread}"
+            text = (text[:left].rstrip() + f"\n[… {count} more characters; read "
                     f"{path} for the rest]")
         left -= len(text)
         parts.append(f"## {path}\n{text}")
