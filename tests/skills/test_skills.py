@@ -163,3 +163,30 @@ async def test_skills_off_means_no_tool_and_no_listing(tmp_path: Path) -> None:
         body = server.model_requests[0].body
     assert "# Skills" not in system_text(body)
     assert "skill" not in [t["function"]["name"] for t in body["tools"]]
+
+
+@pytest.mark.parametrize("engine", ["python", "ripgrep"])
+async def test_grep_searches_a_user_skill_folder_like_read_file_does(
+        tmp_path: Path, isolated_home: Path, engine: str) -> None:
+    import shutil
+
+    from loopwright.builtin.search import make_grep
+    from shared_helpers import require_component
+
+    if engine == "ripgrep":
+        require_component(shutil.which("rg") is not None, "ripgrep: apt-get install -y ripgrep")
+    folder = write_skill(user_skills(isolated_home), "s", "name: s\ndescription: d",
+                         files={"notes.md": "NEEDLE-IN-USER-SKILL"})
+    secret_dir = isolated_home / ".config" / "loopwright"
+    (secret_dir / "loopwright.toml").write_text("# NEEDLE\n", encoding="utf-8")
+    tools = [t for t in default_tools() if t.name != "grep"] + [make_grep(engine)]  # type: ignore[arg-type]
+    script = [Reply(tool_calls=[call("grep", {"pattern": "NEEDLE", "path": str(folder)})]),
+              Reply(tool_calls=[call("grep", {"pattern": "NEEDLE", "path": str(secret_dir)})]),
+              Reply("ok")]
+    with FakeModelServer(script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      workdir=str(tmp_path), tools=tools)
+        await agent.run("go")
+        results = [r.body["messages"][-1]["content"] for r in server.model_requests[1:]]
+    assert "notes.md:1:NEEDLE-IN-USER-SKILL" in results[0], results[0]
+    assert "outside the workspace" in results[1]  # only the skills root, not the config dir

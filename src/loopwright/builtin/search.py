@@ -65,7 +65,7 @@ def make_grep(engine: Engine = "auto") -> Tool:
             files_only: Print only the paths of matching files.
             max_results: Stop after this many matches (or files with files_only).
         """
-        target = resolve_path(ctx, path)
+        target = resolve_path(ctx, path, reading=True)  # like read_file: skill folders too
         if not target.exists():
             raise ToolError(f"{display_path(ctx, target)} does not exist.")
         if target.is_file():
@@ -75,6 +75,10 @@ def make_grep(engine: Engine = "auto") -> Tool:
         use_rg = engine == "ripgrep" or (engine == "auto" and shutil.which("rg") is not None)
         if engine == "ripgrep" and shutil.which("rg") is None:
             raise ToolError("ripgrep (rg) is not installed.")
+        if not any(target == root or target.is_relative_to(root) for root in workspace_roots(ctx)):
+            # A read-only root (a user's skill folder) lies in ~/.config/loopwright, which the
+            # sandbox hides from commands: search it in-process, as read_file reads it.
+            use_rg = False
         workdir = Path(ctx.workdir).resolve()
         if use_rg:
             lines, matches = await _ripgrep(query, target, workdir, ctx)
