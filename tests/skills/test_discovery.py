@@ -112,3 +112,29 @@ def test_skills_list_shows_each_skill_and_where_it_came_from(
     assert [(r["name"], r["source"], r["status"]) for r in parsed] == [
         ("alpha", "project", "offered"), ("beta", "user", "offered"),
         ("alpha", "user", "shadowed")]
+
+
+def test_control_characters_never_reach_the_prompt_or_the_terminal(
+        tmp_path: Path, isolated_home: Path) -> None:
+    """A description with a terminal escape (YAML allows `\\e` in double quotes) or a bidi
+    override is skipped with a one-line warning; a folder name with one is shown escaped."""
+    from loopwright.cli.main import app
+
+    root = skills_dir(tmp_path)
+    write(root / "esc" / "SKILL.md", '---\nname: esc\ndescription: "ok\\e]0;pwned\\a\\e[2J"\n---\n')
+    write(root / "bidi" / "SKILL.md", '---\nname: bidi\ndescription: "a\\u202eb"\n---\n')
+    write(root / "evil\x1b[2Jdir" / "SKILL.md", "---\nname: fine\ndescription: fine\n---\n")
+    write(root / "evil\x1b[2Jbad" / "SKILL.md", "no front-matter")
+    catalog = find_skills(skill_roots(tmp_path, user_dir=tmp_path / "no-user"))
+    assert [s.name for s in catalog.skills] == ["fine"]
+    assert any("esc" in w and "control" in w for w in catalog.warnings), catalog.warnings
+    assert any("bidi" in w and "control" in w for w in catalog.warnings), catalog.warnings
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        table = CliRunner().invoke(app, ["skills", "list"])
+    finally:
+        os.chdir(cwd)
+    assert table.exit_code == 0, table.output
+    assert "fine" in table.stdout and "\\x1b[2Jdir" in table.stdout
+    assert "\x1b" not in table.stdout + table.stderr and "\x07" not in table.stderr

@@ -27,6 +27,7 @@ def list_command(
         "--json", help="Print one JSON object per skill instead of a table.")] = False,
 ) -> None:
     """List the skills found for the current directory and where each one came from."""
+    from loopwright.cli.approval import escape_controls
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
     from loopwright.skills import find_skills, skill_roots
@@ -39,7 +40,7 @@ def list_command(
     workdir = Path(settings.workdir).expanduser().resolve() if settings.workdir else Path.cwd()
     catalog = find_skills(skill_roots(workdir, extra_paths=settings.skill_paths or ()))
     for warning in catalog.warnings:
-        typer.echo(f"loopwright: {warning}", err=True)
+        typer.echo(f"loopwright: {escape_controls(warning)}", err=True)  # folder names
     rows = [_row(s, "offered") for s in catalog.skills]
     rows += [_row(s, "shadowed") for s in catalog.shadowed]
     if json_output:
@@ -58,7 +59,8 @@ def list_command(
     for row in rows:
         shadowed = row["status"] == "shadowed"
         note = "  (shadowed: a skill of this name is found first)" if shadowed else ""
-        typer.echo(f"{row['name']:<{width}}  {row['source']:<8}  {row['path']}{note}")
+        path = escape_controls(row["path"])  # a folder name may hold a terminal escape
+        typer.echo(f"{row['name']:<{width}}  {row['source']:<8}  {path}{note}")
         typer.echo(f"{'':<{width}}  {row['description'][:200]}")
 
 

@@ -10,6 +10,7 @@ with one line saying what and how to fix it; the caller skips that skill.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,11 @@ def _field(data: dict[str, Any], key: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise SkillFormatError(f"front-matter has no {key!r} text")
     value = value.strip()
+    hidden = next((c for c in value if c not in "\t\n\r"
+                   and unicodedata.category(c) in ("Cc", "Cf")), None)
+    if hidden is not None:  # a terminal escape or bidi override would reach the prompt and CLI
+        raise SkillFormatError(f"{key} holds a control or invisible character "
+                               f"(U+{ord(hidden):04X}); remove it")
     if len(value) > limit:
         raise SkillFormatError(f"{key} is {len(value):,} characters, over the {limit:,} limit")
     return value
