@@ -91,3 +91,28 @@ def test_the_fake_embeddings_route_answers_like_openai() -> None:
     assert reply.status_code == 200 and [d["index"] for d in data["data"]] == [0, 1]
     assert len(data["data"][0]["embedding"]) == 256 and data["usage"]["prompt_tokens"] > 0
     assert bad.status_code == 400
+
+
+async def _recall_with(tmp_path: Path, embed: Any) -> tuple[str, list[dict[str, Any]], Any]:
+    store = str(tmp_path / "s.db")
+    with FakeModelServer([Reply("ok")] * 2, embed=embed) as server:
+        await seed(server, store, ["How do I stop the car engine noise"])
+        events: list[Event] = []
+        async with Agent("m", base_url=server.base_url, api_key="k", store=store, recall=True,
+                         embeddings_url=server.base_url, callbacks=[events.append]) as agent:
+            result = await agent.run("engine trouble")
+        return first_request_text(server), recall_status(events), result
+
+
+async def test_nan_vectors_fall_back_to_full_text(tmp_path: Path) -> None:
+    sent, statuses, result = await _recall_with(tmp_path, lambda text: [float("nan")] * 8)
+    assert result.stop_reason == "completed" and "car engine noise" in sent
+    failed, used = statuses
+    assert "not a finite number" in failed["error"] and used["ranking"] == "full_text"
+
+
+async def test_huge_vectors_fall_back_to_full_text(tmp_path: Path) -> None:
+    sent, statuses, result = await _recall_with(tmp_path, lambda text: [0.5] * 100_000)
+    assert result.stop_reason == "completed" and "car engine noise" in sent
+    failed, used = statuses
+    assert "dimensions" in failed["error"] and used["ranking"] == "full_text"

@@ -4,6 +4,7 @@ embedding GGUF, vLLM, Ollama, OpenAI), set with `embeddings_url` (and `embedding
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import OrderedDict
 from typing import Any
@@ -15,6 +16,8 @@ from loopwright.errors import ProviderError
 
 MAX_CACHED = 4_096
 MAX_TEXT_CHARS = 2_000  # each input, cut: recall compares short snippets
+MAX_DIMENSIONS = 16_384  # the widest embedding models use 4,096-8,192
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 TIMEOUT = 30.0
 
 
@@ -52,7 +55,10 @@ class Embedder:
         if reply.status_code != 200:
             raise ProviderError(f"embeddings endpoint {url}: HTTP {reply.status_code}: "
                                 f"{reply.text[:200]}", status=reply.status_code)
-        return _vectors(reply, len(texts), url)
+        if len(reply.content) > MAX_REPLY_BYTES:
+            raise ProviderError(f"embeddings endpoint {url}: a reply of {len(reply.content):,} "
+                                f"bytes, over the {MAX_REPLY_BYTES:,} limit")
+        return await asyncio.to_thread(_vectors, reply, len(texts), url)  # big JSON: off the loop
 
 
 def _vectors(reply: httpx.Response, count: int, url: str) -> list[list[float]]:
@@ -66,6 +72,12 @@ def _vectors(reply: httpx.Response, count: int, url: str) -> list[list[float]]:
     if len(vectors) != count or len({len(v) for v in vectors}) > 1 or not vectors[0]:
         raise ProviderError(f"embeddings endpoint {url}: {len(vectors)} vectors for {count} "
                             "inputs, or vectors of different lengths")
+    if len(vectors[0]) > MAX_DIMENSIONS:
+        raise ProviderError(f"embeddings endpoint {url}: vectors of {len(vectors[0]):,} "
+                            f"dimensions, over the {MAX_DIMENSIONS:,} limit; check the model")
+    if not all(math.isfinite(x) for vector in vectors for x in vector):
+        raise ProviderError(f"embeddings endpoint {url}: a vector holds a value that is not a "
+                            "finite number (NaN or infinity); check the model")
     return vectors
 
 
