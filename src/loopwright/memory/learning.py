@@ -1,7 +1,8 @@
 """Memory learning (`memory_learning`, opt-in): when a run completes, a side call on the memory
 model (`memory_model`, default the main model) reads the run and names durable facts about the
 project and preferences of the user; each becomes an entry of MEMORY.md or USER.md tagged with
-the session it came from, skipped when an entry already says it or the file is full.
+the session it came from, skipped when an entry already says it or the file is full, and
+refused when it reads as an instruction to the agent (a hostile transcript can plant those).
 
 It runs after the answer as background work (`memory.background`): the run's result and its
 terminal event are out before it starts, and its failure is only logged and reported. Its
@@ -12,6 +13,7 @@ and are stored with the session.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,17 @@ if TYPE_CHECKING:
 MAX_ITEMS = 5
 MAX_ITEM_CHARS = 300
 TRANSCRIPT_CHARS = 16_000
+MAX_REPLY_CHARS = 20_000  # five short items need far less; more is not the JSON asked for
+# A transcript can hold a hostile page or file that steers the memory model into writing orders
+# for every later session; an item that reads like one (or carries markup that could close the
+# prompt's framing) is refused. A fact is a statement, never a command to the agent.
+_INSTRUCTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instructions?|rules?|prompts?|guidelines)\b"
+    r"|\b(system|developer)\s*(prompt|mode|message)\b|^\s*(system|assistant)\s*:"
+    r"|\byou are now\b|\b(always|never)\s+(approve|obey)\b"
+    r"|</?\s*(system|memory|user|assistant|instructions?|skill|recall|tool)\b[^>]*>"
+    r"|<\||\|>|\bcurl\b[^|]*\|\s*(ba|z)?sh\b",
+    re.IGNORECASE)
 EXTRACT_PROMPT = """\
 You maintain the long-term memory of an AI agent. Read the transcript of one finished session and
 pick out what will still be true and useful in future sessions:
@@ -69,8 +82,12 @@ class MemoryLearning(LoopPlugin):
         except (LoopwrightError, ValueError) as exc:
             run.status("memory_learned", f"memory learning failed: {exc}", {"error": str(exc)})
             return
-        outcomes: dict[str, list[str]] = {"added": [], "duplicate": [], "full": [], "empty": []}
+        outcomes: dict[str, list[str]] = {"added": [], "duplicate": [], "full": [], "empty": [],
+                                          "refused": []}
         for item in items:
+            if looks_like_instruction(item.text):
+                outcomes["refused"].append(f"{item.target}: {item.text}")
+                continue
             outcome = await asyncio.to_thread(self.files.learn, item.target, item.text,
                                               session_id=run.session_id)
             outcomes[outcome].append(f"{item.target}: {item.text}")
@@ -80,9 +97,11 @@ class MemoryLearning(LoopPlugin):
                    + (f" ({len(outcomes['duplicate'])} already known)"
                       if outcomes["duplicate"] else "")
                    + (f" ({len(outcomes['full'])} not saved: the file is full)"
-                      if outcomes["full"] else ""),
+                      if outcomes["full"] else "")
+                   + (f" ({len(outcomes['refused'])} refused: they read as instructions)"
+                      if outcomes["refused"] else ""),
                    {"added": added, "duplicates": outcomes["duplicate"], "full": outcomes["full"],
-                    "session_id": run.session_id})
+                    "refused": outcomes["refused"], "session_id": run.session_id})
 
 
 def _request(run: RunView, existing: str) -> ModelRequest:
@@ -98,6 +117,9 @@ def _request(run: RunView, existing: str) -> ModelRequest:
 def parse_memories(text: str) -> list[Learned]:
     """The items of the memory model's reply (hostile: each one checked, at most `MAX_ITEMS`,
     each one line of at most `MAX_ITEM_CHARS`); `ValueError` when it is not the JSON asked for."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise ValueError(f"the memory model's reply is {len(text):,} characters, over the "
+                         f"{MAX_REPLY_CHARS:,} limit; nothing saved")
     try:
         data: Any = parse_arguments(text).value
     except ArgumentsError as exc:
@@ -116,3 +138,8 @@ def parse_memories(text: str) -> list[Learned]:
         if line and len(line) <= MAX_ITEM_CHARS:
             found.append(Learned(target=target, text=line))
     return found
+
+
+def looks_like_instruction(text: str) -> bool:
+    """Whether a learned item reads as an order to the agent rather than a fact."""
+    return _INSTRUCTION.search(text) is not None
