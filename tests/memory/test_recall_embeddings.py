@@ -116,3 +116,16 @@ async def test_huge_vectors_fall_back_to_full_text(tmp_path: Path) -> None:
     assert result.stop_reason == "completed" and "car engine noise" in sent
     failed, used = statuses
     assert "dimensions" in failed["error"] and used["ranking"] == "full_text"
+
+
+async def test_an_embeddings_url_without_a_scheme_is_a_one_line_config_error(
+        tmp_path: Path) -> None:
+    import pytest
+
+    from loopwright.errors import ConfigError
+
+    with FakeModelServer([Reply("ok")]) as server, \
+            pytest.raises(ConfigError, match="embeddings_url 'not a url' has no scheme"):
+        async with Agent("m", base_url=server.base_url, api_key="k", store=str(tmp_path / "s.db"),
+                         recall=True, embeddings_url="not a url") as agent:
+            await agent.run("engine trouble")

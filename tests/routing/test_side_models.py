@@ -124,3 +124,17 @@ def test_the_cli_shows_side_calls_apart(tmp_path: Path) -> None:
     assert done.stdout.strip() == "final answer"
     line = next(x for x in done.stderr.splitlines() if x.startswith("side calls:"))
     assert line.startswith("side calls: grading 1× main-m ") and " in " in line
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"provider": "nosuch", "model": "x"}, r"memory_model: unknown key 'provider'"),
+    ({"model": "x", "fallbacks": ["y"]},
+     r"memory_model: unknown key .fallbacks.*memory_fallbacks"),
+    ({"model": "x", "base_url": 5}, r"memory_model: 'base_url' must be text"),
+    ({"model": "x", "api_mode": "grpc"}, r"unknown api_mode 'grpc'"),
+])
+def test_a_side_model_table_with_an_unknown_key_or_bad_value_fails_in_one_line(
+        spec: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        Agent("m", base_url="http://127.0.0.1:9", memory_model=spec)
+    assert "\n" not in str(caught.value)

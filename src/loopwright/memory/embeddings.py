@@ -26,7 +26,10 @@ class Embedder:
 
     def __init__(self, base_url: str, *, model: str | None = None,
                  api_key: str | None = None) -> None:
-        self.endpoint = Endpoint(base_url=base_url, api_key=api_key, name="embeddings")
+        from loopwright.endpoints.resolve import require_scheme
+
+        self.endpoint = Endpoint(base_url=require_scheme(base_url, "embeddings_url"),
+                                 api_key=api_key, name="embeddings")
         self.model = model or "default"
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
 

@@ -20,6 +20,7 @@ from loopwright.endpoints.resolve import Resolved, resolve_model
 from loopwright.errors import ConfigError
 
 SIDE_TASKS = ("summary", "grader", "memory", "router")
+_TABLE_KEYS = ("model", "base_url", "api_key", "api_mode")
 PURPOSES = {"summary": "compaction", "grader": "grading", "memory": "memory",
             "router": "router"}
 """The `model_call` purpose each side task's calls carry."""
@@ -31,11 +32,24 @@ def resolve_model_spec(item: Any, aliases: dict[str, str], *, setting: str = "fa
     if isinstance(item, str) and item.strip():
         return resolve_model(item, aliases=aliases)
     if isinstance(item, dict) and item.get("model"):
+        _check_table(item, setting)
         return resolve_model(item["model"], base_url=item.get("base_url"),
                              api_key=item.get("api_key"), api_mode=item.get("api_mode"),
                              aliases=aliases)
     raise ConfigError(f"{setting} {item!r}: give a model string or a table with at least 'model' "
                       "(and optionally base_url, api_key, api_mode)")
+
+
+def _check_table(item: dict[str, Any], setting: str) -> None:
+    """A misspelt or unsupported key would otherwise be dropped without a word."""
+    for key, value in item.items():
+        if key not in _TABLE_KEYS:
+            hint = f" (use {setting.split('_')[0]}_fallbacks)" if key == "fallbacks" \
+                and setting.endswith("_model") else ""
+            raise ConfigError(f"{setting}: unknown key {key!r}{hint}; a model table holds "
+                              f"{', '.join(_TABLE_KEYS)}")
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{setting}: {key!r} must be text, got {value!r}"[:300])
 
 
 def resolve_side_models(settings: Any) -> dict[str, list[Resolved]]:
