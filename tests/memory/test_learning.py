@@ -209,3 +209,13 @@ async def test_a_huge_reply_is_refused_without_parsing_it(tmp_path: Path) -> Non
     assert result.stop_reason == "completed"
     assert not (tmp_path / "mem" / "MEMORY.md").exists()
     assert "characters" in learned(events)[0].data["error"]
+
+
+async def test_an_extracted_item_with_a_control_character_is_refused(tmp_path: Path) -> None:
+    split = Split(memories(("memory", "Looks fine \x1b]0;pwned\x07"), ("memory", "Uses uv.")))
+    events: list[Event] = []
+    with FakeModelServer(handler=split) as server:
+        async with make_agent(server, tmp_path, events) as agent:
+            await agent.run("q")
+    saved = (tmp_path / "mem" / "MEMORY.md").read_text()
+    assert "Uses uv." in saved and "\x1b" not in saved and "pwned" not in saved

@@ -46,3 +46,14 @@ def test_list_show_and_rm(tmp_path: Path) -> None:
 def test_an_empty_memory_says_where_it_looked(tmp_path: Path) -> None:
     code, out, _ = invoke(tmp_path, "list")
     assert code == 0 and f"No memory entries in {tmp_path / 'mem'}" in out
+
+
+def test_list_and_show_never_send_a_terminal_escape(tmp_path: Path) -> None:
+    (tmp_path / "mem").mkdir()
+    (tmp_path / "mem" / "MEMORY.md").write_text("Hello \x1b]0;pwned\x07 there\u202e.\n")
+    code, listed, _ = invoke(tmp_path, "list")
+    assert code == 0 and "M1   Hello \\x1b]0;pwned\\x07 there\\u202e." in listed
+    code, shown, _ = invoke(tmp_path, "show", "M1")
+    assert code == 0 and "\x1b" not in shown and "\u202e" not in shown
+    code, _, err = invoke(tmp_path, "show", "\x1b[2J")
+    assert code == 1 and "\x1b" not in err

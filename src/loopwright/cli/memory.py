@@ -32,6 +32,8 @@ def list_command(
         "--json", help="Print one JSON object per entry.")] = False,
 ) -> None:
     """List every memory entry with its id (M… for MEMORY.md, U… for USER.md)."""
+    from loopwright.cli.approval import escape_controls  # an entry may hold a terminal escape
+
     files = _files()
     rows = [(entry_id, target, text) for entry_id, target, text in _entries(files)]
     if json_output:
@@ -42,7 +44,7 @@ def list_command(
         typer.echo(f"No memory entries in {files.directory}.")
         return
     for entry_id, _target, text in rows:
-        first = text.splitlines()[0] if text else ""
+        first = escape_controls(text.splitlines()[0] if text else "")
         typer.echo(f"{entry_id:<4} {first[:110]}{'…' if len(first) > 110 else ''}")
 
 
@@ -50,12 +52,14 @@ def list_command(
 def show_command(entry_id: Annotated[str, typer.Argument(help="An id from `memory list`.")]
                  ) -> None:
     """Show one entry in full, with its file and the session it was learned in."""
+    from loopwright.cli.approval import escape_controls
+
     files = _files()
     target, text = _find(files, entry_id)
     row = _row(entry_id.upper(), target, text)
     typer.echo(f"{row['id']} in {files.files[target].path}"
                + (f", learned in session {row['session']}" if row["session"] else ""))
-    typer.echo(text)
+    typer.echo(escape_controls(text, keep_newlines=True))  # an entry may hold a terminal escape
 
 
 @memory_app.command("rm")
@@ -95,7 +99,10 @@ def _find(files: MemoryFiles, entry_id: str) -> tuple[Target, str]:
     for found_id, target, text in _entries(files):
         if found_id == wanted:
             return target, text
-    typer.echo(f"no memory entry {entry_id!r}; `loopwright memory list` shows the ids", err=True)
+    from loopwright.cli.approval import escape_controls
+
+    typer.echo(f"no memory entry {escape_controls(entry_id)!r}; `loopwright memory list` "
+               "shows the ids", err=True)
     raise typer.Exit(EXIT_MISSING)
 
 

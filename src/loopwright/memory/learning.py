@@ -141,5 +141,9 @@ def parse_memories(text: str) -> list[Learned]:
 
 
 def looks_like_instruction(text: str) -> bool:
-    """Whether a learned item reads as an order to the agent rather than a fact."""
-    return _INSTRUCTION.search(text) is not None
+    """Whether a learned item reads as an order to the agent rather than a fact (or hides
+    something: a control or invisible character, such as a terminal escape or bidi override)."""
+    import unicodedata
+
+    return _INSTRUCTION.search(text) is not None or any(
+        unicodedata.category(c) in ("Cc", "Cf") for c in text)
