@@ -405,3 +405,28 @@ async def test_a_request_every_provider_rejects_as_malformed_is_still_repaired_o
     assert result.stop_reason == "completed", result.error
     assert len(statuses(events, "history_repaired")) == 1
     assert sent_arguments(backup.model_requests[1]) == ['{"a":2,"b":3}']
+
+
+@tool(read_only=True)
+def read_file(path: str) -> str:
+    """Read a text file."""
+    return "port = 8417\n" if path == "config.ini" else "no such file"
+
+
+async def test_a_call_to_a_tool_that_does_not_exist_is_answered_with_an_example_call(
+        mode: str) -> None:
+    # Qwen2.5-Coder-1.5B asked for `grep` when it had only read_file; told only the names, it
+    # apologised ("I can't find a tool named 'grep'…") and never read the file
+    wrong = call("grep", '{"pattern": "port", "file": "config.ini"}')
+    script = [Reply(text="To find the port number set in `config.ini`, you can use the `grep` "
+                         "command to search for the line containing the port number.",
+                    tool_calls=[wrong]),
+              Reply(tool_calls=[call("read_file", {"path": "config.ini"})]),
+              Reply("The port is 8417.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, tools=[read_file]).run(
+            "What port number is set in config.ini?")
+    assert result.output == "The port is 8417."
+    [told] = tool_results_sent(server.model_requests[1])
+    assert "there is no tool named 'grep'. Tools you can call: read_file." in told
+    assert 'for example: {"name": "read_file", "arguments": {"path": "..."}}' in told

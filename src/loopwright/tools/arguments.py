@@ -396,6 +396,20 @@ def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any]
     )
 
 
+def unknown_tool_message(name: str, suggested: list[str], closest: Any | None) -> str:
+    """What the model reads after calling a tool that does not exist: the tools it has, and a
+    filled-in call of the closest one — small models that only get the names apologise instead
+    of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had `read_file`)."""
+    names = ", ".join(suggested) or "(none)"
+    message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
+    if closest is not None:
+        example = json.dumps({"name": closest.name,
+                              "arguments": example_arguments(closest.parameters)},
+                             ensure_ascii=False)
+        message += f" Call one of them instead, for example: {example}"
+    return message
+
+
 def truncated_call_message(tool_name: str) -> str:
     return (
         f"Error: your call to {tool_name!r} was cut off by the output-token limit before its "

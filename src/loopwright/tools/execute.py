@@ -26,6 +26,7 @@ from loopwright.tools.arguments import (
     loads_bounded,
     parse_arguments_async,
     truncated_call_message,
+    unknown_tool_message,
 )
 from loopwright.tools.base import Tool, ToolContext, render_result
 from loopwright.tools.registry import ToolRegistry
@@ -143,9 +144,10 @@ class ToolExecutor:
                                data={"intercepted": True})
         found = self._lookup(call.name)
         if found is None:
-            names = ", ".join(self.registry.suggest(call.name)) or "(none)"
-            return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True}, content=(
-                f"Error: there is no tool named {call.name!r}. Tools you can call: {names}."))
+            suggested = self.registry.suggest(call.name)
+            closest = self._lookup(suggested[0]) if suggested else None
+            return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
+                               content=unknown_tool_message(call.name, suggested, closest))
         try:
             raw = (await parse_arguments_async(call.arguments)).value
             echo = schema_echo_message(call.name, raw, found.parameters)
