@@ -5,12 +5,15 @@ token never travelling onwards in a Referer."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
 import httpx
-from serve_helpers import MakeServer
+from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread
 
+from loopwright.serve.app import ServeOptions
+from loopwright.store import open_store
 from loopwright.testing import FakeModelServer, Reply, call
 
 
@@ -129,3 +132,39 @@ def test_the_page_and_its_link_send_no_referer(make_server: MakeServer) -> None:
         browser.close()
     for response in (link, page):
         assert response.headers.get("referrer-policy") == "no-referrer", response.headers
+
+
+def test_shutdown_cancels_live_runs_and_leaves_their_sessions_resumable(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    script = [Reply("never finished", delay=30.0), Reply("resumed fine")]
+    with FakeModelServer(script) as fake:
+        options = ServeOptions(token=TOKEN, store=open_store(tmp_path / "sessions.db"),
+                               agent_options=agent_options(fake, tmp_path / "work"))
+        with serve_in_thread(options) as first:
+            started = first.start("a long job")
+            first.events(started["run_id"], stop=lambda e: e["type"] == "turn_start")
+            stopping = time.monotonic()
+        assert time.monotonic() - stopping < 15  # the live run did not hold the server up
+        served = make_server(fake)  # the same store file, a new process's worth of state
+        session = served.api.get(f"/sessions/{started['session_id']}").json()
+        assert session["session"]["stop_reason"] == "cancelled"
+        assert session["live_run"] is None  # its lease was given back
+        again = served.start("", session_id=started["session_id"])
+        assert served.wait_finished(again["run_id"])["stop_reason"] == "completed"
+    resumed = json.dumps(fake.model_requests[-1].body["messages"])
+    assert "a long job" in resumed
+
+
+def test_search_and_session_ids_with_query_syntax_are_plain_text(make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("the otter answer")]) as fake:
+        served = make_server(fake)
+        started = served.start("tell me about otters")
+        served.wait_finished(started["run_id"])
+        for query in ['"', "otter*", "NEAR(otter", "otter OR 1=1", "-otter", "'; DROP TABLE x;--",
+                      "{otter}", "otter:", "%", "\x00", "(" * 200]:
+            response = served.api.get("/sessions", params={"q": query})
+            assert response.status_code == 200, (query, response.text)
+        for prefix in ["%", "_", "*", "' OR '1'='1", started["session_id"][:1] + "%"]:
+            response = served.api.get(f"/sessions/{prefix}")
+            assert response.status_code == 404, (prefix, response.text)
+        assert served.api.get("/sessions").json()["sessions"][0]["id"] == started["session_id"]
