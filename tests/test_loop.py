@@ -181,7 +181,7 @@ async def test_the_third_identical_call_is_intercepted_and_a_fourth_stops_the_ru
         return n
 
     same = Reply(tool_calls=[call("probe", {"n": 1})])
-    with FakeModelServer(replies=[same, same, same, same, Reply(text="never")]) as server:
+    with FakeModelServer(replies=[same, same, same, same]) as server:
         result = await make_agent(server, tools=[probe]).run("go")
     assert ran == [1, 1]
     assert "same arguments 3 times" in tool_messages(server, 3)[-1]["content"]

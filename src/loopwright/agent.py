@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import copy
 import dataclasses
+import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
+
+import httpx
 
 from loopwright import messages
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
@@ -38,11 +42,13 @@ from loopwright.errors import LoopwrightError
 from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
+from loopwright.limits import UsageLimiter
 from loopwright.loop import LoopSettings, RunState, drive
 from loopwright.messages import Message
+from loopwright.output import OutputSpec, StructuredOutput
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
-from loopwright.result import RunResult
+from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.routing.choose import ModelRouter, chooser_from_setting
 from loopwright.routing.router import IntentRouter
 from loopwright.routing.side import resolve_model_spec, resolve_side_models, side_chains
@@ -54,7 +60,7 @@ from loopwright.sandbox import (
 )
 from loopwright.skills import AgentSkills
 from loopwright.store.services import StateServices, first_user_turn
-from loopwright.tools.base import Tool
+from loopwright.tools.base import DepsT, Tool
 from loopwright.tools.catalogue import RunCatalogue
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.registry import ToolRegistry
@@ -104,8 +110,11 @@ class RunHandle:
         return self.task.__await__()
 
 
-class Agent:
-    """An agent: model, tools and guards; the settings are keyword arguments (docs/settings.md)."""
+class Agent(Generic[DepsT, OutputT]):
+    """An agent: model, tools and guards; the settings are keyword arguments (docs/settings.md).
+
+    `Agent[Deps, Output]`: `output_type=` makes `run()`'s `result.output` an `Output` (validated;
+    see `loopwright.output`), and `run(..., deps=)` hands a `Deps` to tools as `ctx.deps`."""
 
     def __init__(
         self,
@@ -119,11 +128,20 @@ class Agent:
         clarify: ClarifyCallback | None = None,
         retry: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
+        output_type: type[OutputT] | None = None,
+        deps_type: type[DepsT] | None = None,
+        http_client: httpx.AsyncClient | None = None,
         **options: Unpack[AgentOptions],
     ) -> None:
         """`options`: every setting in docs/settings.md, typed by `AgentOptions` and validated
-        here (a bad name or value raises `ConfigError`)."""
+        here (a bad name or value raises `ConfigError`). `output_type`: a pydantic model,
+        dataclass, TypedDict, primitive, list or union the answer must validate as; `deps_type`
+        only types `deps=` for mypy. `http_client`: your own client for the model requests
+        (its proxies, certificates, limits); the agent never closes it."""
         self.settings: Settings = load_settings({"model": model, **options})
+        self.output_type = output_type
+        self.http_client = http_client
+        self._output = None if output_type in (None, str) else OutputSpec.of(output_type)
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
         self.skills = AgentSkills.from_settings(self.settings, self.state_services.workdir)
@@ -167,34 +185,42 @@ class Agent:
 
     # -- public API --
 
-    async def run(self, prompt: str, *, history: list[Message] | None = None) -> RunResult:
-        """Run to the end and return the result (never raises for provider failures: see
-        `RunResult.stop_reason` and `.error`)."""
-        handle = await self.start(prompt, history=history)
-        return await handle.task
+    async def run(self, prompt: str, *, history: list[Message] | None = None,
+                  deps: DepsT | None = None,
+                  raise_on_error: bool | None = None) -> RunResult[OutputT]:
+        """Run to the end and return the result. Provider failures and invalid structured output
+        end the run (`RunResult.stop_reason`, `.error`) unless `raise_on_error` (default: the
+        setting) asks to raise them: the typed error itself (`AuthError`,
+        `OutputValidationError`, …) or `RunFailed`."""
+        handle = await self.start(prompt, history=history, deps=deps)
+        result = typing.cast(RunResult[OutputT], await handle.task)
+        if raise_on_error if raise_on_error is not None else self.settings.raise_on_error:
+            raise_for_failure(result)
+        return result
 
-    def chat(self, prompt: str) -> str:
-        """Synchronous convenience: run and return the final text. Raises on `error` runs."""
+    def chat(self, prompt: str, *, deps: DepsT | None = None) -> OutputT:
+        """Synchronous convenience: run and return the output; raises when the run failed.
+        Inside a running event loop (Jupyter, an async framework) the run gets an event loop
+        of its own on a private thread, and this call blocks until it ends."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            pass
+            result = asyncio.run(self._run_and_close(prompt, deps))
         else:
-            raise LoopwrightError("Agent.chat() cannot run inside an event loop; "
-                                  "use `await agent.run(...)` there")
-        result = asyncio.run(self._run_and_close(prompt))
-        if result.stop_reason == "error":
-            raise LoopwrightError(result.error or "the run failed")
+            with concurrent.futures.ThreadPoolExecutor(1, "loopwright-chat") as private:
+                result = private.submit(asyncio.run, self._run_and_close(prompt, deps)).result()
+        raise_for_failure(result)
         return result.output
 
-    async def stream(self, prompt: str, *, history: list[Message] | None = None
-                     ) -> AsyncIterator[Event]:
+    async def stream(self, prompt: str, *, history: list[Message] | None = None,
+                     deps: DepsT | None = None) -> AsyncIterator[Event]:
         """Run and yield every event as it happens, ending with the terminal one.
 
         Closing the iterator early (`async with contextlib.aclosing(agent.stream(...))`, or
         when it is garbage-collected) cancels the run."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        handle = await self.start(prompt, history=history, extra_callback=queue.put_nowait)
+        handle = await self.start(prompt, history=history, extra_callback=queue.put_nowait,
+                                  deps=deps)
         try:
             while True:
                 event = await queue.get()
@@ -211,7 +237,7 @@ class Agent:
                     extra_callback: EventCallback | None = None,
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
-                    session_id: str | None = None) -> RunHandle:
+                    session_id: str | None = None, deps: Any = None) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
         session to continue or create, instead of the agent's `session_id` setting)."""
@@ -256,6 +282,7 @@ class Agent:
             session_id=session_id,
             agent_tag=agent_tag,
         )
+        state.deps = deps
         state.begin(first_user_turn(run_history, prompt))
         task = asyncio.ensure_future(drive(state))
         handle = RunHandle(state, task)
@@ -327,7 +354,7 @@ class Agent:
         finally:
             await release_shared_client(self)
 
-    async def __aenter__(self) -> Agent:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -335,9 +362,9 @@ class Agent:
 
     # -- building blocks --
 
-    async def _run_and_close(self, prompt: str) -> RunResult:
+    async def _run_and_close(self, prompt: str, deps: DepsT | None) -> RunResult[OutputT]:
         try:
-            return await self.run(prompt)
+            return await self.run(prompt, deps=deps, raise_on_error=False)
         finally:
             await self.aclose()
             await close_shared_client()
@@ -387,8 +414,10 @@ class Agent:
             # outermost first: `before_model` runs in this order and `after_model` /
             # `on_answer` in reverse, so user hooks see the request before and the reply after
             # the tool-call format converts it, and compaction counts every note added earlier
-            plugins=[*safety.plugins, *self.plugins, *self.state_services.plugins(),
-                     *context.plugins, *tool_call_plugins(s, catalogue)],
+            plugins=[*safety.plugins, *self._limit_plugins(), *self.plugins,
+                     *self._output_plugins(chain),
+                     *self.state_services.plugins(),
+                     *context.plugins, *tool_call_plugins(_tool_format(s, chain), catalogue)],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,
@@ -409,6 +438,23 @@ class Agent:
             route=ModelRouter(self._chooser, self._switched_chain).route if self._chooser
             else None,
         )
+
+    def _limit_plugins(self) -> list[LoopPlugin]:
+        limits = self.settings.usage_limits
+        return [UsageLimiter(limits)] if limits else []
+
+    def _output_plugins(self, chain: ProviderChain) -> list[LoopPlugin]:
+        """The structured-output plugin (none without `output_type`): OpenAI's native
+        `json_schema` format where the provider has it, else the `final_result` tool."""
+        if self._output is None:
+            return []
+        mode = self.settings.output_mode
+        if mode == "auto":
+            client = chain.current
+            native = (client.profile.supports_json_schema
+                      and client.wire.mode in ("chat_completions", "responses"))
+            mode = "native" if native else "tool"
+        return [StructuredOutput(self._output, mode=mode, retries=self.settings.output_retries)]
 
     async def _chain(self) -> ProviderChain:
         resolved = await self._resolve()
@@ -431,6 +477,7 @@ class Agent:
             retry=self.retry,
             stream_idle_timeout=self.settings.stream_idle_timeout,
             request_timeout=self.settings.request_timeout,
+            http_client=self.http_client,
         )
 
     async def context_windows(self) -> list[WindowInfo]:
@@ -470,6 +517,13 @@ class Agent:
         for item in s.fallbacks:
             chain.append(resolve_model_spec(item, s.aliases))
         return chain
+
+
+def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:
+    """A model whose profile has no native tool calling gets prompt mode by itself."""
+    if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
+        return dataclasses.replace(settings, tool_call_format="prompt")
+    return settings
 
 
 def _mcp_manager(settings: Settings) -> MCPManager | None:

@@ -17,10 +17,11 @@ import tomllib
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
+from typing_extensions import TypedDict
 
 from loopwright.errors import ConfigError
 
@@ -41,6 +42,17 @@ ToolCallFormat = Literal["native", "prompt"]
 
 
 _STRICT = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+
+
+class UsageLimits(TypedDict, total=False):
+    """`usage_limits`: bounds for one run (sub-agents have their own); leave out what is not
+    limited. `cost` is USD from the price table (a model without a price cannot be held to it)."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cost: float
 
 
 # The one definition of every setting: its type and its default. Adding a setting is one line
@@ -85,6 +97,10 @@ class Settings:
     router: bool = False  # the intent router: trivial prompts without tools
     rubric: str | None = None
     max_rubric_rounds: Count = 2
+    output_retries: Count = 2  # invalid structured output sent back this often, then a stop
+    output_mode: Literal["auto", "tool", "native"] = "auto"  # how output_type is asked for
+    raise_on_error: bool = False  # run() raises the error of a failed run instead of returning
+    usage_limits: UsageLimits | None = None  # tokens / requests / cost bounds of one run
     iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents
     session_id: str | None = None
     store: Any = None
@@ -165,6 +181,10 @@ class AgentOptions(TypedDict, total=False):
     router: bool
     rubric: str | None
     max_rubric_rounds: int
+    output_retries: int
+    output_mode: Literal["auto", "tool", "native"]
+    raise_on_error: bool
+    usage_limits: UsageLimits | None
     iteration_budget: int
     session_id: str | None
     store: Any

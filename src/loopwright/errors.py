@@ -79,3 +79,31 @@ class SessionError(LoopwrightError):
 
 class ToolError(LoopwrightError):
     """Raise inside a tool to return a clean error message to the model (no traceback)."""
+
+
+class RunStopped(LoopwrightError):
+    """Raised by a plugin (or the loop) to end the run with a named stop reason other than
+    `error`: `output_invalid`, `usage_limit`. The message becomes `RunResult.error`."""
+
+    reason = "error"
+
+
+class OutputValidationError(RunStopped):
+    """The model's structured output stayed invalid after `output_retries` corrections."""
+
+    reason = "output_invalid"
+
+
+class UsageLimitExceeded(RunStopped):
+    """The run reached one of its `usage_limits` (tokens, requests or cost)."""
+
+    reason = "usage_limit"
+
+
+class RunFailed(LoopwrightError):
+    """`raise_on_error=True`: the run ended without its answer; `.result` is what it returned.
+    When a provider error caused it, that exception is the `__cause__`."""
+
+    def __init__(self, message: str, result: object) -> None:
+        super().__init__(message)
+        self.result = result

@@ -41,6 +41,16 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PartialOutput:
+    """With `output_type=`, while streaming: the structured output parsed so far (not yet
+    validated; fields appear as their JSON arrives)."""
+
+    type: Literal["partial_output"] = "partial_output"
+    output: Any
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallEvent:
     type: Literal["tool_call"] = "tool_call"
     id: str
@@ -120,6 +130,7 @@ Event = (
     TurnStart
     | TextDelta
     | ReasoningDelta
+    | PartialOutput
     | ToolCallEvent
     | ToolResultEvent
     | StatusEvent
@@ -138,6 +149,7 @@ _BY_TYPE: dict[str, type[Any]] = {
         TurnStart,
         TextDelta,
         ReasoningDelta,
+        PartialOutput,
         ToolCallEvent,
         ToolResultEvent,
         StatusEvent,

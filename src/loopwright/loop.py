@@ -39,6 +39,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import typing
 import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -54,6 +55,7 @@ from loopwright.errors import (
     ProviderError,
     RequestRejectedError,
     RunCancelled,
+    RunStopped,
 )
 from loopwright.events import (
     CancelledEvent,
@@ -141,6 +143,7 @@ class RunState:
         self.budget = budget
         self.session_id = session_id
         self.agent_tag = agent_tag
+        self.deps: Any = None  # `run(..., deps=)`, handed to tools as `ctx.deps`
         self.run_id = uuid.uuid4().hex[:12]
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
@@ -274,7 +277,7 @@ class RunState:
             workdir=self.settings.workdir, session_id=self.session_id, run_id=self.run_id,
             call_id=call.id, approve=self.settings.approve, cancelled=self.cancelled,
             state=self.tool_state, emit_status=self.status,
-            services={**self.settings.services, "run": self},
+            services={**self.settings.services, "run": self}, deps=self.deps,
         )
 
 
@@ -289,7 +292,11 @@ async def drive(run: RunState) -> RunResult:
         end = await _run_turns(run)
     except RunCancelled:
         end = Stop("cancelled")
+    except RunStopped as exc:  # a named stop raised by a plugin (output_invalid, usage_limit)
+        failure = exc
+        end = Stop(typing.cast(StopReason, exc.reason), str(exc))
     except LoopwrightError as exc:
+        failure = exc
         end = Stop("error", str(exc))
     except Exception as exc:  # a bug (an adapter meeting an unknown shape, a plugin) ends the
         failure = exc  # run like any error: never a task that dies with nobody told
@@ -458,8 +465,12 @@ async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> Mod
     text_listener: DeltaListener = on_text
     for plugin in run.plugins:  # 9: text_filter wraps in list order
         text_listener = plugin.text_filter(run, text_listener)
+    def on_tool_args(name: str, delta: str) -> None:
+        for plugin in run.plugins:
+            plugin.on_tool_args(run, name, delta)
+
     return await run.calls.call(request, purpose=purpose, on_text=text_listener,
-                                on_reasoning=on_reasoning)
+                                on_reasoning=on_reasoning, on_tool_args=on_tool_args)
 
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
@@ -601,7 +612,7 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         output = guards.fallback_answer(run.history, reason)  # never empty, never our own note
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=dataclasses.replace(run.usage), cost=run.cost,
-                       session_id=run.session_id,
+                       session_id=run.session_id, text=output, exception=exception,
                        error=error, side_usage={purpose: side.to_dict() for purpose, side
                                                 in run.calls.side_usage.items()})
     for plugin in run.plugins:  # 17
@@ -612,7 +623,7 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
     tag = run.agent_tag
     terminal: Event
     if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected",
-                                           "refused"):
+                                           "refused", "usage_limit"):
         terminal = DoneEvent(result=result, agent=tag)
     elif reason == "cancelled":
         terminal = CancelledEvent(result=result, agent=tag)

@@ -185,6 +185,7 @@ class ModelRequest:
     temperature: float | None = None
     reasoning_effort: str | None = None
     tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
+    response_format: dict[str, Any] | None = None  # OpenAI's {"type": "json_schema", …}
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 

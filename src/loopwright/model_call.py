@@ -25,7 +25,7 @@ from loopwright.events import Event, ModelCallEvent
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.routing.choose import RouteFunction
-from loopwright.wire.stream import DeltaListener
+from loopwright.wire.stream import DeltaListener, ToolArgsListener
 
 LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
 
@@ -121,6 +121,7 @@ class ModelCalls:
     async def call(self, request: ModelRequest, *, purpose: str,
                    on_text: DeltaListener | None = None,
                    on_reasoning: DeltaListener | None = None,
+                   on_tool_args: ToolArgsListener | None = None,
                    stream: bool | None = None) -> ModelResponse:
         """Send `request` and return the reply. Raises `RunCancelled` when the run was
         cancelled meanwhile, and what the chain raises (`ProviderError`…) when it failed; the
@@ -129,7 +130,8 @@ class ModelCalls:
         streamed = self.stream if stream is None else stream
         reports: list[ClientReport] = []
         listeners = CallListeners(on_text=on_text, on_reasoning=on_reasoning,
-                                  on_status=self.owner.status, on_report=reports.append)
+                                  on_status=self.owner.status, on_report=reports.append,
+                                  on_tool_args=on_tool_args)
         chain = self.side.get(purpose, self.chain)
         if self.route is not None:
             chain = await self.route(self.owner, request, purpose, chain) or chain

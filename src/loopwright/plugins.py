@@ -19,6 +19,7 @@ from loopwright.messages import Message, ModelRequest, ModelResponse, Usage
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
+    from loopwright.events import Event
     from loopwright.result import RunResult
 
 
@@ -81,6 +82,9 @@ class RunView(Protocol):
     def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
         """Emit a `status` event."""
 
+    def emit(self, event: Event) -> None:
+        """Emit an event of the run (e.g. `partial_output`); the loop's own are emitted by it."""
+
     async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
         """A silent side call (no text reaches the user) through the run's one home for model
         calls (`model_call.ModelCalls`): cancel, retries, fallback, usage, cost and a
@@ -114,6 +118,9 @@ class LoopPlugin:
     def text_filter(self, run: RunView, listener: DeltaListener) -> DeltaListener:
         """Wrap the text-delta listener (e.g. to keep tool-call markup out of the visible text)."""
         return listener
+
+    def on_tool_args(self, run: RunView, name: str, delta: str) -> None:
+        """A fragment of a tool call's arguments as it streams (`name` may be "" at first)."""
 
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
         """May edit the reply before it is stored (e.g. extract tool calls written as text)."""

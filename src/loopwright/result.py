@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
+
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypeVar
 
 from loopwright.messages import Message, Usage
 
 StopReason = Literal[
     "completed", "max_turns", "budget_exhausted", "loop_detected", "refused", "cancelled",
-    "error",
+    "output_invalid", "usage_limit", "error",
 ]
+
+OutputT = TypeVar("OutputT", default=str)
 
 
 @dataclass(kw_only=True)
-class RunResult:
-    """What `Agent.run()` returns and the `done` event carries."""
+class RunResult(Generic[OutputT]):
+    """What `Agent.run()` returns and the `done` event carries. `output` is the final text, or
+    with `output_type=` the validated object (then `text` keeps the reply it came from)."""
 
-    output: str
+    output: OutputT
     messages: list[Message]
     stop_reason: StopReason
     turns: int
@@ -30,6 +36,9 @@ class RunResult:
     side_usage: dict[str, Any] = field(default_factory=dict)
     """Side calls (compaction, grading, memory, …) by purpose: calls, models, usage, cost —
     included in `usage` and `cost` too, counted apart here."""
+    text: str = ""  # the final reply as written (the same as `output` without `output_type`)
+    # the exception behind an `error` stop, for `raise_on_error`; not part of the JSON form
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -37,7 +46,8 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "output": self.output,
+            "output": self.output if isinstance(self.output, str)
+            else to_jsonable_python(self.output),
             "messages": [m.to_dict() for m in self.messages],
             "stop_reason": self.stop_reason,
             "turns": self.turns,
@@ -48,10 +58,11 @@ class RunResult:
             "diff": self.diff,
             "grade": self.grade,
             "side_usage": self.side_usage,
+            **({"text": self.text} if self.text != self.output else {}),
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+    def from_dict(cls, data: dict[str, Any]) -> RunResult[Any]:
         return cls(
             output=data["output"],
             messages=[Message.from_dict(m) for m in data.get("messages", [])],
@@ -64,4 +75,17 @@ class RunResult:
             diff=data.get("diff", ""),
             grade=data.get("grade"),
             side_usage=data.get("side_usage") or {},
+            text=data.get("text", data["output"] if isinstance(data["output"], str) else ""),
         )
+
+
+def raise_for_failure(result: RunResult[Any]) -> None:
+    """Raise what ended a failed run (`error`, `output_invalid`): the typed error itself when
+    loopwright raised one, else `RunFailed` with the result attached."""
+    from loopwright.errors import LoopwrightError, RunFailed
+
+    if result.stop_reason not in ("error", "output_invalid"):
+        return
+    if isinstance(result.exception, LoopwrightError):
+        raise result.exception
+    raise RunFailed(result.error or "the run failed", result) from result.exception

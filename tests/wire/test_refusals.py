@@ -44,8 +44,7 @@ async def test_anthropic_documented_refusal_body_is_a_refusal_with_its_text(
 @pytest.mark.parametrize("api_mode", ["chat_completions", "anthropic_messages", "responses"])
 @pytest.mark.parametrize("text", ["", "I can't help with that."])
 async def test_a_refusal_is_never_an_empty_reply(api_mode: str, stream: bool, text: str) -> None:
-    with FakeModelServer(replies=[Reply(text, finish_reason="content_filter"),
-                                  Reply("never asked")]) as server:
+    with FakeModelServer(replies=[Reply(text, finish_reason="content_filter")]) as server:
         result = await agent_for(server, api_mode=api_mode, stream=stream).run("x")
     assert result.stop_reason == "refused"
     assert result.output == text

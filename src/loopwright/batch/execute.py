@@ -188,7 +188,10 @@ class TaskRunner:
                    if key not in ("store", "rubric", "mcp_servers")}
         if model is not None:
             options["model"] = model
-        agent = await asyncio.to_thread(Agent, **options)  # reads config files
+        def build() -> Agent[Any, Any]:
+            return Agent(**options)
+
+        agent = await asyncio.to_thread(build)  # reads config files
         try:
             windows = await agent.context_windows()
         finally:

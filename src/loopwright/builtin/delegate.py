@@ -168,7 +168,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
     )
 
 
-async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = None,
+async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
                    timeout: float | None = DEFAULT_TIMEOUT, parent_run: ParentRun | None = None,
                    child_tool: Callable[[], Tool] | None = None
@@ -207,7 +207,7 @@ async def delegate(parent: Agent, task: str, *, tools: Sequence[str] | None = No
     return outcome
 
 
-def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
+def select_tools(parent: Agent[Any, Any], names: Sequence[str] | None) -> list[Tool]:
     """The parent's tools by name (all visible ones when `names` is None), minus delegate tools:
     a child gets its own, depth-bound one."""
     visible = [t for t in parent.registry.visible() if DELEGATE_TAG not in t.tags]
@@ -221,7 +221,7 @@ def select_tools(parent: Agent, names: Sequence[str] | None) -> list[Tool]:
     return [by_name[n] for n in dict.fromkeys(names)]
 
 
-def _callbacks_sink(parent: Agent) -> Callable[[Event], None]:
+def _callbacks_sink(parent: Agent[Any, Any]) -> Callable[[Event], None]:
     def sink(event: Event) -> None:
         for callback in parent.callbacks:
             callback(event)

@@ -141,11 +141,15 @@ def shared_client() -> httpx.AsyncClient:
 
 
 @contextlib.asynccontextmanager
-async def request_slot() -> AsyncIterator[httpx.AsyncClient]:
-    """The shared client, once one of its connections is free for this request.
+async def request_slot(own: httpx.AsyncClient | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    """The shared client, once one of its connections is free for this request (or `own`, the
+    user's client given as `Agent(http_client=)`, as it is: its pool and limits are the user's).
 
     The wait has no timeout and is local: it is no provider's failure and no retry attempt.
     """
+    if own is not None:
+        yield own
+        return
     entry = _loop_client()
     async with entry.gate:
         yield entry.client

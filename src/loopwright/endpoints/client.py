@@ -33,7 +33,7 @@ from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles import Profile
 from loopwright.wire.base import WireFormat
 from loopwright.wire.sse import iter_sse
-from loopwright.wire.stream import DeltaListener, StreamAccumulator
+from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
 
 StatusListener = Callable[[str, str, dict[str, Any]], None]
 
@@ -64,6 +64,7 @@ class CallListeners:
     on_reasoning: DeltaListener | None = None
     on_status: StatusListener | None = None
     on_report: Callable[[ClientReport], None] | None = None  # once per client, when it is done
+    on_tool_args: ToolArgsListener | None = None  # (call name, arguments fragment)
 
 
 @dataclass(kw_only=True)
@@ -77,6 +78,7 @@ class ModelClient:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     stream_idle_timeout: float = DEFAULTS.stream_idle_timeout
     request_timeout: float = DEFAULTS.request_timeout
+    http_client: httpx.AsyncClient | None = None  # the user's own; None: the shared one
 
     @property
     def mode(self) -> str:
@@ -187,9 +189,9 @@ class ModelClient:
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
-        body = self.wire.encode_body(request, stream=False)
+        body = self.wire.encode_body(request, stream=False, profile=self.profile)
         try:
-            async with request_slot() as client:
+            async with request_slot(self.http_client) as client:
                 reply = await client.post(
                     _parsed_url(self.endpoint.url(self.wire.path)),
                     content=body,
@@ -217,11 +219,12 @@ class ModelClient:
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
-        body = self.wire.encode_body(request, stream=True)
-        acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning)
+        body = self.wire.encode_body(request, stream=True, profile=self.profile)
+        acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
+                                on_tool_args=listeners.on_tool_args)
         parser = self.wire.stream_parser()
         try:
-            async with request_slot() as client, client.stream(
+            async with request_slot(self.http_client) as client, client.stream(
                 "POST",
                 _parsed_url(self.endpoint.url(self.wire.path)),
                 content=body,
@@ -280,6 +283,7 @@ class _Shown:
             on_reasoning=self._tee(outer.on_reasoning, self._reasoning),
             on_status=outer.on_status,
             on_report=outer.on_report,
+            on_tool_args=outer.on_tool_args,
         )
 
     @staticmethod

@@ -10,25 +10,38 @@ from dataclasses import dataclass
 
 @dataclass(kw_only=True, frozen=True)
 class Profile:
-    """What is peculiar about a model family."""
+    """What is peculiar about a model family. The wire adapters read it when they build a request
+    (`build_body(..., profile=)`); the agent reads `supports_tools` and `supports_json_schema`."""
 
     family: str = "generic"
-    parallel_tool_calls: bool = True
-    supports_tools: bool = True
-    supports_system_role: bool = True
+    parallel_tool_calls: bool = True  # False: ask for one call per reply
+    supports_tools: bool = True  # False: tool calls go through the prompt (prompt mode)
+    supports_system_role: bool = True  # False: the system prompt opens the first user message
+    supports_images: bool = True  # False: an image in the history is an error before sending
+    supports_temperature: bool = True  # reasoning models take only the default
     supports_reasoning_effort: bool = False
-    max_tokens_field: str = "max_tokens"
+    supports_json_schema: bool = False  # OpenAI's strict `json_schema` response format
+    max_tokens_field: str = "max_tokens"  # Chat Completions' name for the output limit
+    reasoning_field: str = "reasoning_effort"  # Chat Completions: or "reasoning" ({"effort"})
     context_window: int | None = None  # the family's usual window when nothing better is known
     local: bool = False
 
 
+GENERIC = Profile()
+
+# One row per family; the first whose prefix matches wins, so narrower prefixes come first.
 _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
-    (("o1", "o3", "o4", "gpt-5"), Profile(family="openai-reasoning", supports_reasoning_effort=True,
-                                          max_tokens_field="max_completion_tokens")),
-    (("gpt-4.1",), Profile(family="gpt-4.1", context_window=1_047_576)),
-    (("gpt-4o",), Profile(family="gpt-4o", context_window=128_000)),
+    (("o1-mini", "o1-preview"), Profile(
+        family="openai-reasoning-early", supports_tools=False, supports_system_role=False,
+        supports_images=False, supports_temperature=False,
+        max_tokens_field="max_completion_tokens")),
+    (("o1", "o3", "o4", "gpt-5"), Profile(
+        family="openai-reasoning", supports_reasoning_effort=True, supports_temperature=False,
+        max_tokens_field="max_completion_tokens", supports_json_schema=True)),
+    (("gpt-4.1",), Profile(family="gpt-4.1", context_window=1_047_576, supports_json_schema=True)),
+    (("gpt-4o",), Profile(family="gpt-4o", context_window=128_000, supports_json_schema=True)),
     (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000)),
-    (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True)),
+    (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False)),
     (("qwen", "llama", "mistral", "gemma", "phi", "hermes", "deepseek"),
      Profile(family="open-weights")),
 )
@@ -40,4 +53,10 @@ def profile_for(model: str) -> Profile:
     for prefixes, profile in _FAMILIES:
         if name.startswith(prefixes) or any(f"-{p}" in name or f"/{p}" in name for p in prefixes):
             return profile
-    return Profile()
+    return GENERIC
+
+
+def takes_reasoning_effort(profile: Profile) -> bool:
+    """Send `reasoning_effort`? Not to a known family without it (OpenAI rejects it for
+    gpt-4o); an unknown model gets it, as the user asked."""
+    return profile.supports_reasoning_effort or profile.family == GENERIC.family

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeAlias
 from loopwright.testing._embeddings import EmbedFunction, bag_of_words, embeddings_payload
 from loopwright.testing._http import App, HttpConnection, HttpRequest, Send, response_bytes
 from loopwright.testing._render import Target, error_response, render_item
-from loopwright.testing._strict import llamacpp_rejection
+from loopwright.testing._strict import llamacpp_rejection, provider_rejection
 from loopwright.testing._wire_common import RenderContext, dumps
 from loopwright.testing.scripted import (
     Fault,
@@ -78,6 +78,8 @@ class FakeModelServer:
     HTTP 500 `Failed to parse tool call arguments as JSON: …`, before the script is consulted.
     """
 
+    strict_default: bool = True
+
     def __init__(
         self,
         replies: Iterable[ScriptItem] = (),
@@ -91,6 +93,7 @@ class FakeModelServer:
         port: int = 0,
         record_requests: bool = True,
         embed: EmbedFunction | None = None,
+        strict: bool | None = None,
     ) -> None:
         """Create a stopped server; `start()` it or use it as a (async) context manager.
 
@@ -106,6 +109,11 @@ class FakeModelServer:
             record_requests: keep every request in `requests`; turn off for long benchmarks.
             embed: the vector `POST /v1/embeddings` returns for a text (default: a normalised
                 bag of words, so texts sharing words are close).
+            strict: reject what the hosted provider rejects (HTTP 400 with its message:
+                `max_tokens` or a temperature for OpenAI's o-series / GPT-5, Anthropic without
+                `max_tokens`, a strict `json_schema` that is not closed) and fail the `with`
+                block when scripted replies were never asked for. Default:
+                `FakeModelServer.strict_default` (on).
         """
         script = list(replies)
         if handler is not None and script:
@@ -124,6 +132,7 @@ class FakeModelServer:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._record_requests = record_requests
+        self.strict = self.strict_default if strict is None else strict
         self._served = 0
         self._model_calls = 0
         self._thread: threading.Thread | None = None
@@ -225,6 +234,17 @@ class FakeModelServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if exc_type is None:
+            self.check_consumed()
+
+    def check_consumed(self) -> None:
+        """Strict mode: every scripted reply was asked for (a test whose run ended earlier
+        than its script says would otherwise pass while testing less than it claims)."""
+        if self.strict and self._handler is None and not self._repeat and self.remaining:
+            raise AssertionError(
+                f"FakeModelServer: {self.remaining} scripted item(s) never requested (served "
+                f"{self._served} of {len(self._script)}); the run ended earlier than the script "
+                "says, or pass strict=False")
 
     async def __aenter__(self) -> FakeModelServer:
         # Starting and stopping take about a millisecond; not worth a worker thread.
@@ -237,6 +257,8 @@ class FakeModelServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if exc_type is None:
+            self.check_consumed()
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "stopped"
@@ -295,6 +317,8 @@ class FakeModelServer:
         if not isinstance(body, dict):
             message = "FakeModelServer: the request body is not a JSON object"
             return error_response(fmt, 400, message, keep_alive=request.keep_alive)
+        if self.strict and (refusal := provider_rejection(fmt, body)):
+            return error_response(fmt, 400, refusal, keep_alive=request.keep_alive)
         if self._flavor == "llamacpp" and (rejection := llamacpp_rejection(fmt, body)):
             payload = dumps(rejection).encode()
             return Send(response_bytes(500, payload, keep_alive=request.keep_alive))

@@ -8,6 +8,7 @@ HTTP 500 and `Failed to parse tool call arguments as JSON: …`, every time it i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,3 +53,73 @@ def _history_arguments(fmt: WireFormat, body: dict[str, Any]) -> Iterator[Any]:
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, list):
         yield from (item for item in value if isinstance(item, dict))
+
+
+# --- what the hosted providers reject (strict mode) ---------------------------------------------
+
+# OpenAI's reasoning models (o1, o3, o4-mini, GPT-5…): written out here rather than taken from
+# loopwright's profiles, so that the fake checks the client instead of agreeing with it
+_OPENAI_REASONING = re.compile(r"^(?:openai/)?(?:o\d|gpt-5)")
+
+
+def provider_rejection(fmt: WireFormat, body: dict[str, Any]) -> str | None:
+    """Why the hosted provider would answer this request with HTTP 400 (None: it accepts it)."""
+    model = body.get("model") if isinstance(body.get("model"), str) else ""
+    if fmt == "chat_completions" and _OPENAI_REASONING.match(str(model)):
+        if "max_tokens" in body:
+            return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead.")
+        if body.get("temperature", 1) != 1:
+            return (f"Unsupported value: 'temperature' does not support {body['temperature']} "
+                    "with this model. Only the default (1) value is supported.")
+    if fmt == "responses" and _OPENAI_REASONING.match(str(model)) \
+            and body.get("temperature", 1) != 1:
+        return "Unsupported parameter: 'temperature' is not supported with this model."
+    if fmt == "anthropic_messages" and not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    schema_format = _json_schema_format(fmt, body)
+    if schema_format is not None and schema_format.get("strict") is True:
+        problem = _strict_schema_problem(schema_format.get("schema"), "()")
+        if problem:
+            return (f"Invalid schema for response_format '{schema_format.get('name')}': "
+                    f"{problem}")
+    return None
+
+
+def _json_schema_format(fmt: WireFormat, body: dict[str, Any]) -> dict[str, Any] | None:
+    if fmt == "chat_completions":
+        response_format = body.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            inner = response_format.get("json_schema")
+            return inner if isinstance(inner, dict) else {}
+    if fmt == "responses":
+        text = body.get("text")
+        fmt_obj = text.get("format") if isinstance(text, dict) else None
+        if isinstance(fmt_obj, dict) and fmt_obj.get("type") == "json_schema":
+            return fmt_obj
+    return None
+
+
+def _strict_schema_problem(node: Any, where: str) -> str | None:
+    """OpenAI strict mode: every object closed and every property required."""
+    if isinstance(node, list):
+        for item in node:
+            if problem := _strict_schema_problem(item, where):
+                return problem
+        return None
+    if not isinstance(node, dict):
+        return None
+    properties = node.get("properties")
+    if node.get("type") == "object" or isinstance(properties, dict):
+        if node.get("additionalProperties") is not False:
+            return (f"In context={where}, 'additionalProperties' is required to be supplied "
+                    "and to be false.")
+        missing = [key for key in (properties or {}) if key not in (node.get("required") or [])]
+        if missing:
+            return (f"In context={where}, 'required' is required to be supplied and to be an "
+                    f"array including every key in properties. Missing '{missing[0]}'.")
+    for key, value in node.items():
+        if isinstance(value, (dict, list)) and (problem := _strict_schema_problem(
+                value, f"{where}, '{key}'" if where != "()" else f"('{key}')")):
+            return problem
+    return None

@@ -12,9 +12,10 @@ import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Generic, ParamSpec, overload
 
 import pydantic
+from typing_extensions import TypeVar
 
 from loopwright.messages import ToolSpec
 from loopwright.tools.schema import (
@@ -32,9 +33,16 @@ async def _deny_all(action: str, detail: str) -> bool:
     return False
 
 
+DepsT = TypeVar("DepsT", default=Any)
+
+
 @dataclass(kw_only=True)
-class ToolContext:
-    """What a tool may ask of the run that called it; injected into a `ctx: ToolContext` param."""
+class ToolContext(Generic[DepsT]):
+    """What a tool may ask of the run that called it; injected into a `ctx: ToolContext` param.
+    `deps` is what `Agent.run(..., deps=)` was given: annotate `ctx: ToolContext[MyDeps]` and
+    `ctx.deps` is typed."""
+
+    deps: DepsT = field(default=typing.cast(Any, None))
 
     workdir: Path = field(default_factory=Path.cwd)
     session_id: str | None = None
@@ -125,8 +133,27 @@ class Tool:
         return result
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(kw_only=True, eq=False)
+class FunctionTool(Tool, Generic[P, R]):
+    """What `@tool` returns: a `Tool` that is still the function it was made from, so
+    `add(1, 2)` (or `await fetch(url)`) calls it directly, typed as before — for tests of your
+    own tools and for code that used the function."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = self.function(*args, **kwargs)
+        return result
+
+    def __post_init__(self) -> None:
+        self.__wrapped__ = self.function
+        self.__doc__ = self.function.__doc__
+
+
 @overload
-def tool(function: ToolFunction, /) -> Tool: ...
+def tool(function: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 
 @overload
@@ -140,7 +167,7 @@ def tool(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
-) -> Callable[[ToolFunction], Tool]: ...
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
@@ -155,14 +182,14 @@ def tool(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
-) -> Tool | Callable[[ToolFunction], Tool]:
+) -> FunctionTool[Any, Any] | Callable[[ToolFunction], FunctionTool[Any, Any]]:
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
     `Annotated[int, "the count"]` or from the docstring's `Args:` section.
     """
 
-    def build(fn: ToolFunction) -> Tool:
+    def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
         return tool_from_function(
             fn, name=name, description=description, read_only=read_only,
             interactive=interactive, tags=tags, deferred=deferred, core=core, timeout=timeout,
@@ -184,10 +211,10 @@ def tool_from_function(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
-) -> Tool:
+) -> FunctionTool[Any, Any]:
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     model, takes_context = arguments_model_for(fn, param_docs)
-    return Tool(
+    return FunctionTool(
         name=name or fn.__name__,
         description=description or summary or fn.__name__.replace("_", " "),
         parameters=clean_schema(model.model_json_schema()),
@@ -233,8 +260,10 @@ def arguments_model_for(
 
 
 def _is_context(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is ToolContext:  # ToolContext[Deps]
+        return True
     return annotation is ToolContext or (
-        isinstance(annotation, str) and annotation.endswith("ToolContext")
+        isinstance(annotation, str) and annotation.split("[", 1)[0].endswith("ToolContext")
     )
 
 

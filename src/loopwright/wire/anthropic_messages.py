@@ -33,6 +33,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.profiles import GENERIC, Profile
 from loopwright.wire import splice
 from loopwright.wire.base import split_system
 from loopwright.wire.stream import StreamAccumulator
@@ -352,13 +353,15 @@ class AnthropicMessagesFormat:
     mode = MODE
     path = "/messages"
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream))
+    def build_body(self, request: ModelRequest, *, stream: bool,
+                   profile: Profile = GENERIC) -> dict[str, Any]:
+        return splice.materialize(self._body(request, stream, profile))
 
-    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
-        return splice.encode_body(self._body(request, stream))
+    def encode_body(self, request: ModelRequest, *, stream: bool,
+                    profile: Profile = GENERIC) -> bytes:
+        return splice.encode_body(self._body(request, stream, profile))
 
-    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+    def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages
         system, head_json, last_two = _split_turns(history)
         tools = [tool_to_wire(t) for t in request.tools]
@@ -375,6 +378,9 @@ class AnthropicMessagesFormat:
             body["tools"] = tools
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
+            if not profile.parallel_tool_calls and request.tool_choice != "none":
+                choice = body.setdefault("tool_choice", {"type": "auto"})
+                choice["disable_parallel_tool_use"] = True
         budget = thinking_budget(request.reasoning_effort)
         if budget is not None and not thinking_fits(tail):
             budget = None
@@ -383,7 +389,7 @@ class AnthropicMessagesFormat:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             if max_tokens <= budget:  # the budget is part of max_tokens; leave room to answer
                 max_tokens = budget + (request.max_tokens or ANSWER_ALLOWANCE)
-        elif request.temperature is not None:
+        elif request.temperature is not None and profile.supports_temperature:
             body["temperature"] = request.temperature  # not allowed together with thinking
         body["max_tokens"] = max_tokens
         if stream:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from loopwright.messages import ModelRequest, ModelResponse
+from loopwright.profiles import Profile
 from loopwright.wire.stream import StreamAccumulator
 
 # Splits the system prompt into a static, cacheable prefix and a per-run part. Adapters that cache
@@ -29,9 +30,11 @@ class WireFormat(Protocol):
     mode: str
     path: str  # relative to the base URL that ends in /v1, e.g. "/chat/completions"
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]: ...
+    def build_body(self, request: ModelRequest, *, stream: bool,
+                   profile: Profile = ...) -> dict[str, Any]: ...
 
-    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
+    def encode_body(self, request: ModelRequest, *, stream: bool,
+                    profile: Profile = ...) -> bytes:
         """`build_body` as the bytes sent, joined from per-message JSON cached on the messages."""
         ...
 

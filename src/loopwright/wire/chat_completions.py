@@ -14,6 +14,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.profiles import GENERIC, Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
@@ -136,34 +137,43 @@ class ChatCompletionsFormat:
     mode = MODE
     path = "/chat/completions"
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream))
+    def build_body(self, request: ModelRequest, *, stream: bool,
+                   profile: Profile = GENERIC) -> dict[str, Any]:
+        return splice.materialize(self._body(request, stream, profile))
 
-    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
-        return splice.encode_body(self._body(request, stream))
+    def encode_body(self, request: ModelRequest, *, stream: bool,
+                    profile: Profile = GENERIC) -> bytes:
+        return splice.encode_body(self._body(request, stream, profile))
 
-    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+    def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": splice.Spliced(
-                lambda: splice.join_pieces(history, JOINED_KEY, _piece),
-                lambda: [message_to_wire(m) for m in history],
-            ),
-        }
+        messages_value: Any = splice.Spliced(
+            lambda: splice.join_pieces(history, JOINED_KEY, _piece),
+            lambda: [message_to_wire(m) for m in history],
+        )
+        if not profile.supports_system_role:  # rare (o1-mini): a plain list, not spliced
+            messages_value = _system_into_first_user([message_to_wire(m) for m in history])
+        body: dict[str, Any] = {"model": request.model, "messages": messages_value}
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
             if request.tool_choice:
                 body["tool_choice"] = request.tool_choice
+            if not profile.parallel_tool_calls:
+                body["parallel_tool_calls"] = False
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.temperature is not None:
+        if request.max_tokens is not None:  # o-series / GPT-5: max_completion_tokens
+            body[profile.max_tokens_field] = request.max_tokens
+        if request.temperature is not None and profile.supports_temperature:
             body["temperature"] = request.temperature
-        if request.reasoning_effort:
-            body["reasoning_effort"] = request.reasoning_effort
+        if request.reasoning_effort and takes_reasoning_effort(profile):
+            if profile.reasoning_field == "reasoning":
+                body["reasoning"] = {"effort": request.reasoning_effort}
+            else:
+                body[profile.reasoning_field] = request.reasoning_effort
+        if request.response_format:
+            body["response_format"] = request.response_format
         if request.extra_body:
             body.update(request.extra_body)
         return body
@@ -266,3 +276,23 @@ class ChatCompletionsStreamParser:
             name=function.get("name") or None,
             arguments=function.get("arguments") or None,
         )
+
+
+def _system_into_first_user(wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For models without a system role: the system text opens the first user message."""
+    system = [m["content"] for m in wire_messages
+              if m.get("role") == "system" and isinstance(m.get("content"), str)]
+    rest = [m for m in wire_messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    preface = "\n\n".join(system)
+    for n, message in enumerate(rest):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                rest[n] = {**message, "content": f"{preface}\n\n{content}"}
+            else:
+                rest[n] = {**message, "content": [{"type": "text", "text": preface},
+                                                  *(content or [])]}
+            return rest
+    return [{"role": "user", "content": preface}, *rest]

@@ -26,6 +26,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
+from loopwright.profiles import GENERIC, Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
@@ -215,13 +216,15 @@ class ResponsesFormat:
     mode = MODE
     path = "/responses"
 
-    def build_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream))
+    def build_body(self, request: ModelRequest, *, stream: bool,
+                   profile: Profile = GENERIC) -> dict[str, Any]:
+        return splice.materialize(self._body(request, stream, profile))
 
-    def encode_body(self, request: ModelRequest, *, stream: bool) -> bytes:
-        return splice.encode_body(self._body(request, stream))
+    def encode_body(self, request: ModelRequest, *, stream: bool,
+                    profile: Profile = GENERIC) -> bytes:
+        return splice.encode_body(self._body(request, stream, profile))
 
-    def _body(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+    def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         instructions, items = conversation_to_wire(request.messages)
         body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
         if instructions:
@@ -230,15 +233,20 @@ class ResponsesFormat:
             body["tools"] = [tool_to_wire(t) for t in request.tools]
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
+            if not profile.parallel_tool_calls:
+                body["parallel_tool_calls"] = False
         if stream:
             body["stream"] = True
         if request.max_tokens is not None:
             body["max_output_tokens"] = request.max_tokens
-        if request.temperature is not None:
+        if request.temperature is not None and profile.supports_temperature:
             body["temperature"] = request.temperature
-        if request.reasoning_effort:
+        if request.reasoning_effort and takes_reasoning_effort(profile):
             body["reasoning"] = {"effort": request.reasoning_effort, "summary": "auto"}
             body["include"] = [ENCRYPTED_REASONING]
+        if request.response_format:  # Responses flattens chat's json_schema wrapper
+            body["text"] = {"format": {"type": "json_schema",
+                                       **request.response_format["json_schema"]}}
         if request.extra_body:
             body.update(request.extra_body)
         return body

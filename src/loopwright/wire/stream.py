@@ -17,6 +17,7 @@ from typing import Any
 from loopwright.messages import FinishReason, Message, ModelResponse, ToolCall, Usage
 
 DeltaListener = Callable[[str], None]
+ToolArgsListener = Callable[[str, str], None]  # (call name, arguments fragment)
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -37,9 +38,11 @@ class StreamAccumulator:
         self,
         on_text: DeltaListener | None = None,
         on_reasoning: DeltaListener | None = None,
+        on_tool_args: ToolArgsListener | None = None,
     ) -> None:
         self._on_text = on_text
         self._on_reasoning = on_reasoning
+        self._on_tool_args = on_tool_args
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int | str, _PendingCall] = {}
@@ -125,6 +128,8 @@ class StreamAccumulator:
             call.name = name
         if arguments:
             call.args.append(arguments)
+            if self._on_tool_args is not None:
+                self._on_tool_args(call.name, arguments)
 
     def set_tool_call_arguments(self, index: int | str, arguments: str) -> None:
         """Replace a call's arguments with their full text (some formats resend it at the end)."""

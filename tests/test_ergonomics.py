@@ -1,0 +1,103 @@
+"""Small ergonomics: `@tool` stays callable, `chat()` inside a running loop, the user's own
+`http_client`, `usage_limits`, refusals as their own stop reason."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from loopwright import Agent
+from loopwright.config import load_settings
+from loopwright.errors import ConfigError
+from loopwright.testing import FakeModelServer, Reply, ScriptedUsage, call
+from loopwright.tools.base import tool
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(read_only=True)
+async def shout(text: str) -> str:
+    """Shout."""
+    return text.upper()
+
+
+async def test_a_tool_is_still_the_function_it_was_made_from() -> None:
+    assert add(2, 3) == 5
+    assert await shout("hi") == "HI"
+    assert add.name == "add" and add.__doc__ == "Add two numbers."
+    assert shout.read_only and add.parameters["required"] == ["a", "b"]
+
+
+async def test_chat_works_inside_a_running_event_loop() -> None:
+    with FakeModelServer([Reply("hello from a private loop")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k")
+        assert agent.chat("hi") == "hello from a private loop"
+    assert asyncio.get_running_loop().is_running()
+
+
+async def test_the_users_own_http_client_carries_the_requests() -> None:
+    seen: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(request.url.path)
+
+    client = httpx.AsyncClient(event_hooks={"request": [record]})
+    with FakeModelServer([Reply("ok")]) as server:
+        async with Agent("fake-model", base_url=server.base_url, api_key="k",
+                         http_client=client) as agent:
+            assert (await agent.run("hi")).output == "ok"
+    assert seen == ["/v1/chat/completions"]
+    assert not client.is_closed  # the user's: never closed by the agent
+    await client.aclose()
+
+
+async def test_a_token_limit_stops_the_run_and_its_calls_are_not_run() -> None:
+    script = [Reply(tool_calls=[call("add", {"a": 1, "b": 2})],
+                    usage=ScriptedUsage(input_tokens=900, output_tokens=200))]
+    with FakeModelServer(script) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", tools=[add],
+                      usage_limits={"total_tokens": 1000})
+        result = await agent.run("x")
+    assert result.stop_reason == "usage_limit"
+    assert result.error == "usage limit reached: 1100 total tokens (limit 1000)"
+    assert not any(m.role == "tool" for m in result.messages)
+    assert len(server.model_requests) == 1
+
+
+async def test_a_request_limit_stops_before_the_next_call() -> None:
+    with FakeModelServer([Reply(tool_calls=[call("add", {"a": 1, "b": 2})])]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", tools=[add],
+                      usage_limits={"requests": 1})
+        result = await agent.run("x")
+    assert result.stop_reason == "usage_limit" and len(server.model_requests) == 1
+    assert [m.content for m in result.messages if m.role == "tool"] == ["3"]
+
+
+def test_usage_limits_from_a_config_file_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text("[usage_limits]\ntotal_tokens = 5000\n"
+                                              "cost = 0.5\n", encoding="utf-8")
+    assert load_settings(cwd=tmp_path, environ={}).usage_limits == {"total_tokens": 5000,
+                                                                     "cost": 0.5}
+    (tmp_path / "loopwright.toml").write_text('[usage_limits]\ntokens = "many"\n',
+                                              encoding="utf-8")
+    with pytest.raises(ConfigError, match="usage_limits"):
+        load_settings(cwd=tmp_path, environ={})
+
+
+@pytest.mark.parametrize("api_mode", ["chat_completions", "responses", "anthropic_messages"])
+@pytest.mark.parametrize("text", ["I can't help with that.", ""])
+async def test_a_content_filter_finish_is_a_refusal_with_the_models_text(api_mode: str,
+                                                                         text: str) -> None:
+    with FakeModelServer([Reply(text, finish_reason="content_filter")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", api_mode=api_mode)
+        result = await agent.run("x")
+    assert result.stop_reason == "refused"
+    assert result.output == text
+    assert len(server.model_requests) == 1
