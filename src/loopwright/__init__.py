@@ -18,12 +18,16 @@ if "httpx" not in sys.modules:
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
+    from loopwright.config import UsageLimits
     from loopwright.errors import (
         AuthError,
         ConfigError,
         LoopwrightError,
+        OutputValidationError,
         ProviderError,
+        RunFailed,
         ToolError,
+        UsageLimitExceeded,
     )
     from loopwright.events import Event, event_from_dict, event_to_dict, event_to_json
     from loopwright.messages import Message, ModelRequest, ToolCall, Usage
@@ -40,6 +44,10 @@ _HOMES = {
     "LoopwrightError": "loopwright.errors",
     "ProviderError": "loopwright.errors",
     "ToolError": "loopwright.errors",
+    "OutputValidationError": "loopwright.errors",
+    "RunFailed": "loopwright.errors",
+    "UsageLimitExceeded": "loopwright.errors",
+    "UsageLimits": "loopwright.config",
     "Event": "loopwright.events",
     "event_from_dict": "loopwright.events",
     "event_to_dict": "loopwright.events",
@@ -67,7 +75,9 @@ __all__ = [
     "Message",
     "ModelCallRecord",
     "ModelRequest",
+    "OutputValidationError",
     "ProviderError",
+    "RunFailed",
     "RunHandle",
     "RunResult",
     "RunView",
@@ -76,6 +86,8 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "Usage",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "event_from_dict",
     "event_to_dict",
     "event_to_json",
