@@ -18,6 +18,7 @@ if "httpx" not in sys.modules:
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
+    from loopwright.attachments import Attachment, document, image
     from loopwright.config import UsageLimits
     from loopwright.errors import (
         AuthError,
@@ -48,6 +49,9 @@ _HOMES = {
     "RunFailed": "loopwright.errors",
     "UsageLimitExceeded": "loopwright.errors",
     "UsageLimits": "loopwright.config",
+    "Attachment": "loopwright.attachments",
+    "image": "loopwright.attachments",
+    "document": "loopwright.attachments",
     "Event": "loopwright.events",
     "event_from_dict": "loopwright.events",
     "event_to_dict": "loopwright.events",
@@ -67,6 +71,7 @@ _HOMES = {
 
 __all__ = [
     "Agent",
+    "Attachment",
     "AuthError",
     "ConfigError",
     "Event",
@@ -88,9 +93,11 @@ __all__ = [
     "Usage",
     "UsageLimitExceeded",
     "UsageLimits",
+    "document",
     "event_from_dict",
     "event_to_dict",
     "event_to_json",
+    "image",
     "tool",
 ]
 

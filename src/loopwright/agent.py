@@ -9,13 +9,14 @@ import copy
 import dataclasses
 import typing
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
 import httpx
 
 from loopwright import messages
+from loopwright.attachments import Attachment, refuse_unsupported, split_prompt
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.builtin.workspace import READ_ONLY_ROOTS_SERVICE
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 # layers and the text tool-call formats.
 
 EventCallback = Callable[[Event], None]
+Prompt = str | Sequence[str | Attachment]  # text, or text parts and images / PDFs
 
 
 class RunHandle:
@@ -185,7 +187,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     # -- public API --
 
-    async def run(self, prompt: str, *, history: list[Message] | None = None,
+    async def run(self, prompt: Prompt, *, history: list[Message] | None = None,
                   deps: DepsT | None = None,
                   raise_on_error: bool | None = None) -> RunResult[OutputT]:
         """Run to the end and return the result. Provider failures and invalid structured output
@@ -198,7 +200,7 @@ class Agent(Generic[DepsT, OutputT]):
             raise_for_failure(result)
         return result
 
-    def chat(self, prompt: str, *, deps: DepsT | None = None) -> OutputT:
+    def chat(self, prompt: Prompt, *, deps: DepsT | None = None) -> OutputT:
         """Synchronous convenience: run and return the output; raises when the run failed.
         Inside a running event loop (Jupyter, an async framework) the run gets an event loop
         of its own on a private thread, and this call blocks until it ends."""
@@ -212,7 +214,7 @@ class Agent(Generic[DepsT, OutputT]):
         raise_for_failure(result)
         return result.output
 
-    async def stream(self, prompt: str, *, history: list[Message] | None = None,
+    async def stream(self, prompt: Prompt, *, history: list[Message] | None = None,
                      deps: DepsT | None = None) -> AsyncIterator[Event]:
         """Run and yield every event as it happens, ending with the terminal one.
 
@@ -233,15 +235,20 @@ class Agent(Generic[DepsT, OutputT]):
                 with contextlib.suppress(asyncio.CancelledError, LoopwrightError):
                     await handle.task
 
-    async def start(self, prompt: str, *, history: list[Message] | None = None,
+    async def start(self, prompt: Prompt, *, history: list[Message] | None = None,
                     extra_callback: EventCallback | None = None,
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
                     session_id: str | None = None, deps: Any = None) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
-        session to continue or create, instead of the agent's `session_id` setting)."""
+        session to continue or create, instead of the agent's `session_id` setting). `prompt` is
+        text, or a list of text and attachments (`loopwright.image(...)`, `document(...)`)."""
+        prompt, attachments = split_prompt(prompt)
         chain = await self._chain()
+        if attachments:  # a clear error now, rather than the provider's after the request
+            refuse_unsupported(chain.current.profile.supports_images, chain.model,
+                               [messages.user("", attachments)])
         hold_shared_client(self)  # until aclose(), or until this event loop ends
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
 
@@ -283,7 +290,8 @@ class Agent(Generic[DepsT, OutputT]):
             agent_tag=agent_tag,
         )
         state.deps = deps
-        state.begin(first_user_turn(run_history, prompt))
+        state.begin(messages.user(prompt, attachments) if attachments
+                    else first_user_turn(run_history, prompt))
         task = asyncio.ensure_future(drive(state))
         handle = RunHandle(state, task)
         self._live.add(handle)
@@ -362,7 +370,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     # -- building blocks --
 
-    async def _run_and_close(self, prompt: str, deps: DepsT | None) -> RunResult[OutputT]:
+    async def _run_and_close(self, prompt: Prompt, deps: DepsT | None) -> RunResult[OutputT]:
         try:
             return await self.run(prompt, deps=deps, raise_on_error=False)
         finally:

@@ -567,7 +567,8 @@ def _append_results(run: RunState, outcomes: list[ToolOutcome]) -> None:
         if warning and n == len(outcomes) - 1:
             content = f"{content}\n\n{warning}"
             run.status("budget_warning", warning)
-        run.append(messages.tool_result(outcome.call, content, is_error=outcome.is_error))
+        run.append(messages.tool_result(outcome.call, content, is_error=outcome.is_error,
+                                        attachments=outcome.attachments))
 
 
 def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:

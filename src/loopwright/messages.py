@@ -6,8 +6,11 @@ Every wire adapter converts to and from these types; nothing else knows a wire f
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from loopwright.attachments import Attachment
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["tool_calls", "end_turn", "length", "content_filter"]
@@ -51,6 +54,7 @@ class Message:
     reasoning: str | None = None
     is_error: bool = False
     provider_data: dict[str, Any] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -75,6 +79,8 @@ class Message:
             out["is_error"] = True
         if self.provider_data:
             out["provider_data"] = self.provider_data
+        if self.attachments:
+            out["attachments"] = [a.to_dict() for a in self.attachments]
         return out
 
     @classmethod
@@ -88,6 +94,7 @@ class Message:
             reasoning=data.get("reasoning"),
             is_error=bool(data.get("is_error", False)),
             provider_data=dict(data.get("provider_data") or {}),
+            attachments=[Attachment.from_dict(a) for a in data.get("attachments") or []],
         )
 
 
@@ -105,17 +112,19 @@ def system(text: str) -> Message:
     return Message(role="system", content=text)
 
 
-def user(text: str) -> Message:
-    return Message(role="user", content=text)
+def user(text: str, attachments: Iterable[Attachment] = ()) -> Message:
+    return Message(role="user", content=text, attachments=list(attachments))
 
 
 def assistant(text: str = "", tool_calls: list[ToolCall] | None = None) -> Message:
     return Message(role="assistant", content=text, tool_calls=list(tool_calls or []))
 
 
-def tool_result(call: ToolCall, content: str, *, is_error: bool = False) -> Message:
+def tool_result(call: ToolCall, content: str, *, is_error: bool = False,
+                attachments: Iterable[Attachment] = ()) -> Message:
     return Message(
-        role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error
+        role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error,
+        attachments=list(attachments),
     )
 
 
@@ -316,7 +325,8 @@ def _append(out: list[Message], msg: Message) -> None:
         # a late system message is kept as a user note, so alternation holds
         msg = Message(role="user", content=msg.content)
     if msg.role == prev.role and msg.role == "user":
-        out[-1] = Message(role="user", content=_join(prev.content, msg.content))
+        out[-1] = Message(role="user", content=_join(prev.content, msg.content),
+                          attachments=[*prev.attachments, *msg.attachments])
         return
     if (
         msg.role == prev.role == "assistant"

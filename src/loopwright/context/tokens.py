@@ -41,6 +41,8 @@ def estimate_message(msg: Message) -> int:
     tokens = MESSAGE_OVERHEAD + estimate_text(msg.content) + estimate_text(msg.reasoning or "")
     for call in msg.tool_calls:
         tokens += TOOL_CALL_OVERHEAD + estimate_text(call.name) + estimate_text(call.arguments)
+    for attachment in msg.attachments:  # by pixels / pages, not by the base64 text
+        tokens += attachment.estimate_tokens()
     msg.wire_cache[CACHE_KEY] = tokens
     return tokens
 

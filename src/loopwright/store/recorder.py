@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
@@ -39,8 +41,10 @@ class SessionRecorder(LoopPlugin):
     """Writes one run's messages, events, usage and cost to `store` under `session_id`."""
 
     def __init__(self, store: SessionStore, session_id: str, *, model: str = "",
-                 cwd: str = "", parent_id: str | None = None) -> None:
+                 cwd: str = "", parent_id: str | None = None,
+                 attachments_dir: Path | None = None) -> None:
         self.store = store
+        self.attachments_dir = attachments_dir  # images / PDFs stored once, by SHA-256
         self.session_id = session_id
         self.model = model
         self.cwd = cwd
@@ -129,7 +133,19 @@ class SessionRecorder(LoopPlugin):
     def on_message(self, run: RunView, message: Message) -> None:
         if message.role in ("user", "assistant"):
             self._turn_messages.append(message)
+        if self.attachments_dir is not None and any(a.data for a in message.attachments):
+            self._queue(lambda: self._append_by_reference(message))
+            return
         self._queue(lambda: self.store.append(self.session_id, message))
+
+    async def _append_by_reference(self, message: Message) -> None:
+        """The message with its attachments' bytes in files (a worker thread writes them) and
+        only their paths in the row."""
+        directory = self.attachments_dir
+        assert directory is not None
+        stored = await asyncio.to_thread(
+            lambda: [a.stored(directory) for a in message.attachments])
+        await self.store.append(self.session_id, dataclasses.replace(message, attachments=stored))
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         """Every message so far is durable before the next request goes out (a locked store

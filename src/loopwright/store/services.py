@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopwright import messages
+from loopwright.config import default_data_dir
 from loopwright.memory.background import BackgroundWork
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
@@ -88,8 +89,9 @@ class StateServices:
             return None
         from loopwright.store.recorder import SessionRecorder
 
+        data_dir = Path(self.settings.data_dir) if self.settings.data_dir else default_data_dir()
         return SessionRecorder(self.store, session_id, model=model, cwd=str(self.workdir),
-                               parent_id=parent_id)
+                               parent_id=parent_id, attachments_dir=data_dir / "attachments")
 
 
 def first_user_turn(history: list[Message], prompt: str) -> Message | None:

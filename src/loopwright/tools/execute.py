@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import pydantic
 
+from loopwright.attachments import Attachment, split_attachments
 from loopwright.errors import ToolError
 from loopwright.messages import ToolCall
 from loopwright.tools.arguments import (
@@ -51,6 +52,7 @@ class ToolOutcome:
     is_error: bool = False
     duration: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)  # extra facts for events and audit
+    attachments: list[Attachment] = field(default_factory=list)  # images / PDFs it returned
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -201,7 +203,9 @@ class ToolExecutor:
             return ToolOutcome(call=prepared.call, is_error=True, data={
                 "exception": type(exc).__name__, "traceback": traceback.format_exc(limit=5)},
                 content=f"Error: {tool.name!r} raised {type(exc).__name__}: {exc}")
-        return ToolOutcome(call=prepared.call, content=render_result(value))
+        files, value = split_attachments(value)
+        text = render_result(value) if value is not None or not files else f"({len(files)} file(s))"
+        return ToolOutcome(call=prepared.call, content=text, attachments=files)
 
     async def _filter(self, prepared: PreparedCall | None, outcome: ToolOutcome,
                       ctx: ToolContext) -> ToolOutcome:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from loopwright.attachments import Attachment, refuse_unsupported
 from loopwright.errors import ConfigError, StreamError
 from loopwright.messages import (
     FinishReason,
@@ -89,7 +90,10 @@ def message_to_blocks(msg: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]]
     if msg.role == "tool":
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": wire_id(msg.tool_call_id)}
-        if msg.content:
+        if msg.attachments:
+            text = [{"type": "text", "text": msg.content}] if msg.content else []
+            result["content"] = [*text, *attachment_blocks(msg.attachments)]
+        elif msg.content:
             result["content"] = msg.content
         if msg.is_error:
             result["is_error"] = True
@@ -98,8 +102,17 @@ def message_to_blocks(msg: Message) -> list[dict[str, Any]]:
         blocks = _assistant_blocks(msg)
     else:  # user, or a late system note (sanitize turns those into user messages anyway)
         blocks = [{"type": "text", "text": msg.content}] if msg.content else []
+        blocks += attachment_blocks(msg.attachments)
     msg.wire_cache[MODE] = blocks
     return blocks
+
+
+def attachment_blocks(attachments: list[Attachment]) -> list[dict[str, Any]]:
+    """Anthropic `image` and `document` blocks (base64, or a URL for remote images)."""
+    return [{"type": a.kind,
+             "source": {"type": "url", "url": a.url} if a.url else
+             {"type": "base64", "media_type": a.media_type, "data": a.base64()}}
+            for a in attachments]
 
 
 def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
@@ -364,6 +377,7 @@ class AnthropicMessagesFormat:
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages
         system, head_json, last_two = _split_turns(history)
+        refuse_unsupported(profile.supports_images, request.model, request.messages)
         tools = [tool_to_wire(t) for t in request.tools]
         # only the last two turns can carry breakpoints or decide thinking: they are built as
         # objects; the turns before them are joined from each message's cached JSON

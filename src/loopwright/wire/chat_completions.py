@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loopwright.attachments import Attachment, refuse_unsupported
 from loopwright.messages import (
     FinishReason,
     Message,
@@ -57,6 +58,9 @@ def message_to_wire(msg: Message) -> dict[str, Any]:
             out["content"] = ""
     elif msg.role == "system":
         out = {"role": "system", "content": strip_boundary(msg.content)}
+    elif msg.attachments:
+        text = [{"type": "text", "text": msg.content}] if msg.content else []
+        out = {"role": msg.role, "content": [*text, *attachment_parts(msg.attachments)]}
     else:
         out = {"role": msg.role, "content": msg.content}
     msg.wire_cache[MODE] = out
@@ -69,6 +73,34 @@ def _one_element(msg: Message) -> list[dict[str, Any]]:
 
 def _piece(msg: Message) -> str:
     return splice.cached_piece(msg, JSON_KEY, _one_element)
+
+
+def attachment_parts(attachments: list[Attachment]) -> list[dict[str, Any]]:
+    """Chat Completions content parts: `image_url` for images, `file` for PDFs."""
+    return [{"type": "image_url", "image_url": {"url": a.data_url()}} if a.kind == "image"
+            else {"type": "file", "file": {"filename": a.filename, "file_data": a.data_url()}}
+            for a in attachments]
+
+
+def _tool_attachments_as_user(history: list[Message],
+                              wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A tool message holds text only: what tools returned as images or PDFs follows the
+    batch's last result as one user message (tool results must stay together)."""
+    if not any(m.attachments for m in history if m.role == "tool"):
+        return wire_messages
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for msg, wire in zip(history, wire_messages, strict=True):
+        if msg.role != "tool" and pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
+        out.append(wire)
+        if msg.role == "tool" and msg.attachments:
+            pending += [{"type": "text", "text": f"(attached by {msg.name or 'the tool'})"},
+                        *attachment_parts(msg.attachments)]
+    if pending:
+        out.append({"role": "user", "content": pending})
+    return out
 
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
@@ -146,13 +178,19 @@ class ChatCompletionsFormat:
         return splice.encode_body(self._body(request, stream, profile))
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
+        refuse_unsupported(profile.supports_images, request.model, request.messages)
         history = request.messages
         messages_value: Any = splice.Spliced(
             lambda: splice.join_pieces(history, JOINED_KEY, _piece),
             lambda: [message_to_wire(m) for m in history],
         )
-        if not profile.supports_system_role:  # rare (o1-mini): a plain list, not spliced
-            messages_value = _system_into_first_user([message_to_wire(m) for m in history])
+        tool_files = any(m.attachments for m in history if m.role == "tool")
+        if tool_files or not profile.supports_system_role:  # rare: a plain list, not spliced
+            wire_messages = _tool_attachments_as_user(history,
+                                                      [message_to_wire(m) for m in history])
+            if not profile.supports_system_role:  # o1-mini
+                wire_messages = _system_into_first_user(wire_messages)
+            messages_value = wire_messages
         body: dict[str, Any] = {"model": request.model, "messages": messages_value}
         if request.tools:
             body["tools"] = [tool_to_wire(t) for t in request.tools]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loopwright.attachments import Attachment, refuse_unsupported
 from loopwright.errors import ProviderError, StreamError
 from loopwright.messages import (
     FinishReason,
@@ -56,12 +57,27 @@ def message_to_items(msg: Message) -> list[dict[str, Any]]:
     if msg.role == "tool":
         items = [{"type": "function_call_output", "call_id": msg.tool_call_id,
                   "output": msg.content}]
+        if msg.attachments:  # the output is text: the files follow as a user message
+            items.append({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": f"(attached by {msg.name or 'the tool'})"},
+                *input_parts(msg.attachments)]})
     elif msg.role == "assistant":
         items = _assistant_items(msg)
+    elif msg.attachments:
+        text = [{"type": "input_text", "text": msg.content}] if msg.content else []
+        items = [{"type": "message", "role": "user",
+                  "content": [*text, *input_parts(msg.attachments)]}]
     else:  # user, or a late system note
         items = [{"type": "message", "role": "user", "content": msg.content}]
     msg.wire_cache[MODE] = items
     return items
+
+
+def input_parts(attachments: list[Attachment]) -> list[dict[str, Any]]:
+    """Responses content parts: `input_image` and `input_file`."""
+    return [{"type": "input_image", "image_url": a.data_url()} if a.kind == "image"
+            else {"type": "input_file", "filename": a.filename, "file_data": a.data_url()}
+            for a in attachments]
 
 
 def _assistant_items(msg: Message) -> list[dict[str, Any]]:
@@ -225,6 +241,7 @@ class ResponsesFormat:
         return splice.encode_body(self._body(request, stream, profile))
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
+        refuse_unsupported(profile.supports_images, request.model, request.messages)
         instructions, items = conversation_to_wire(request.messages)
         body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
         if instructions:

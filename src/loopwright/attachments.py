@@ -1,0 +1,215 @@
+"""Images and PDFs in prompts and tool results.
+
+An `Attachment` is given as a path, bytes or (images) a URL: `image("chart.png")`,
+`image(png_bytes)`, `image("https://…/cat.jpg")`, `document("report.pdf")`. Each wire format
+renders it its own way (chat `image_url` / `file`, Anthropic `image` / `document` blocks,
+Responses `input_image` / `input_file`). Sessions store the bytes once, as a file named by their
+SHA-256 in the data directory, and keep only that reference in every row.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import mimetypes
+import os
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from loopwright.errors import ConfigError
+
+Kind = Literal["image", "document"]
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+DOCUMENT_TYPES = frozenset({"application/pdf"})
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+          (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"))
+IMAGE_TOKENS_UNKNOWN = 1_000  # an image whose size cannot be read
+PDF_TOKENS_PER_PAGE = 1_500  # text plus the page image, as providers bill a PDF page
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attachment:
+    """One image or document. Exactly one of `data`, `path`, `url` says where its bytes are."""
+
+    kind: Kind
+    media_type: str
+    data: bytes | None = None
+    path: str | None = None
+    url: str | None = None
+    name: str | None = None
+
+    def read(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        if self.path is not None:
+            try:
+                return Path(self.path).read_bytes()
+            except OSError as exc:
+                raise ConfigError(f"attachment {self.path}: cannot read it: "
+                                  f"{exc.strerror}") from exc
+        raise ValueError("a URL attachment has no bytes here; send its URL")
+
+    def base64(self) -> str:
+        return base64.b64encode(self.read()).decode("ascii")
+
+    def data_url(self) -> str:
+        """The URL to send: the remote one, or the bytes as a `data:` URL."""
+        return self.url or f"data:{self.media_type};base64,{self.base64()}"
+
+    @property
+    def filename(self) -> str:
+        return self.name or (Path(self.path).name if self.path else f"{self.kind}")
+
+    def estimate_tokens(self) -> int:
+        """Tokens the attachment costs in a request, roughly (images by their pixel count, as
+        Anthropic documents it; PDFs by their page count)."""
+        if self.url is not None:
+            return IMAGE_TOKENS_UNKNOWN
+        raw = self.read()
+        if self.kind == "document":
+            pages = raw.count(b"/Type /Page") - raw.count(b"/Type /Pages") or \
+                raw.count(b"/Type/Page") - raw.count(b"/Type/Pages")
+            return PDF_TOKENS_PER_PAGE * max(1, pages)
+        size = image_size(raw)
+        if size is None:
+            return IMAGE_TOKENS_UNKNOWN
+        width, height = size
+        return max(85, min(1_600, width * height // 750))
+
+    def stored(self, directory: Path) -> Attachment:
+        """This attachment with its bytes in `directory` (named by their SHA-256) and no inline
+        copy; one file however many rows refer to it. Blocking: call it from a worker thread."""
+        if self.data is None:
+            return self
+        digest = hashlib.sha256(self.data).hexdigest()
+        suffix = mimetypes.guess_extension(self.media_type) or ".bin"
+        target = directory / f"{digest}{suffix}"
+        if not target.exists():
+            directory.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(target.suffix + f".{os.getpid()}.part")
+            partial.write_bytes(self.data)
+            os.replace(partial, target)
+        return replace(self, data=None, path=str(target))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "media_type": self.media_type}
+        for key in ("path", "url", "name"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.data is not None:  # not stored by reference (no store): inline
+            out["base64"] = base64.b64encode(self.data).decode("ascii")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Attachment:
+        inline = data.get("base64")
+        return cls(kind=data["kind"], media_type=data["media_type"], path=data.get("path"),
+                   url=data.get("url"), name=data.get("name"),
+                   data=base64.b64decode(inline) if isinstance(inline, str) else None)
+
+
+def image(source: str | os.PathLike[str] | bytes, *, media_type: str | None = None,
+          name: str | None = None) -> Attachment:
+    """An image from a path, bytes or an `http(s)://` URL."""
+    return _attachment("image", source, media_type, name)
+
+
+def document(source: str | os.PathLike[str] | bytes, *, media_type: str | None = None,
+             name: str | None = None) -> Attachment:
+    """A PDF from a path or bytes."""
+    return _attachment("document", source, media_type, name)
+
+
+def _attachment(kind: Kind, source: str | os.PathLike[str] | bytes, media_type: str | None,
+                name: str | None) -> Attachment:
+    allowed = IMAGE_TYPES if kind == "image" else DOCUMENT_TYPES
+    if isinstance(source, str) and source.startswith(("http://", "https://")):
+        if kind != "image":
+            raise ConfigError("a document is given as a path or bytes, not a URL")
+        guessed = media_type or mimetypes.guess_type(source)[0] or "image/png"
+        return Attachment(kind=kind, media_type=guessed, url=source, name=name)
+    if isinstance(source, bytes):
+        found = media_type or _sniff(source)
+        _check(kind, found, allowed, "the bytes")
+        return Attachment(kind=kind, media_type=found or "", data=source, name=name)
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{kind} {path}: no such file")
+    found = media_type or mimetypes.guess_type(path.name)[0]
+    if found not in allowed:
+        with path.open("rb") as handle:
+            found = media_type or _sniff(handle.read(16))
+    _check(kind, found, allowed, str(path))
+    return Attachment(kind=kind, media_type=found or "", path=str(path.resolve()),
+                      name=name or path.name)
+
+
+def _check(kind: Kind, found: str | None, allowed: frozenset[str], what: str) -> None:
+    if found not in allowed:
+        raise ConfigError(f"{what}: not a supported {kind} ({found or 'unknown type'}); use "
+                          f"{', '.join(sorted(allowed))}")
+
+
+def _sniff(head: bytes) -> str | None:
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def image_size(raw: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG, GIF or JPEG header; None when it cannot be read."""
+    if raw.startswith(b"\x89PNG") and len(raw) >= 24:
+        width, height = struct.unpack(">II", raw[16:24])
+        return int(width), int(height)
+    if raw.startswith(b"GIF8") and len(raw) >= 10:
+        width, height = struct.unpack("<HH", raw[6:10])
+        return int(width), int(height)
+    if raw.startswith(b"\xff\xd8"):
+        return _jpeg_size(raw)
+    return None
+
+
+def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 9 < len(raw):
+        if raw[at] != 0xFF:
+            return None
+        marker = raw[at + 1]
+        length = struct.unpack(">H", raw[at + 2:at + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", raw[at + 5:at + 9])
+            return int(width), int(height)
+        at += 2 + length
+    return None
+
+
+def split_attachments(value: Any) -> tuple[list[Attachment], Any]:
+    """A tool's return value as (its attachments, the rest): an `Attachment`, or a list or tuple
+    mixing attachments with other values."""
+    if isinstance(value, Attachment):
+        return [value], None
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Attachment) for v in value):
+        files = [v for v in value if isinstance(v, Attachment)]
+        rest = [v for v in value if not isinstance(v, Attachment)]
+        return files, ("\n".join(map(str, rest)) if rest else None)
+    return [], value
+
+
+def split_prompt(prompt: str | Sequence[str | Attachment]) -> tuple[str, list[Attachment]]:
+    """`run()`'s prompt: text, or a list of text parts and attachments."""
+    if isinstance(prompt, str):
+        return prompt, []
+    text = "\n\n".join(part for part in prompt if isinstance(part, str))
+    return text, [part for part in prompt if isinstance(part, Attachment)]
+
+
+def refuse_unsupported(supports_images: bool, model: str, history: Sequence[Any]) -> None:
+    """Images or PDFs for a model whose profile takes none: say so before the request."""
+    if supports_images:
+        return
+    if any(getattr(message, "attachments", None) for message in history):
+        raise ConfigError(f"{model} does not take images or documents (its model profile); "
+                          "use a model that does, or leave the attachments out")
