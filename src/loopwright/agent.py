@@ -150,6 +150,8 @@ class Agent(Generic[DepsT, OutputT]):
         for extra in [*self.state_services.tools(), *self.skills.tools()]:
             self.registry.add(extra)
         self.callbacks = list(callbacks)
+        if self.settings.otel:
+            self.callbacks.append(_otel_tracer())
         self.plugins = [*([IntentRouter()] if self.settings.router else []), *plugins,
                         *self.skills.plugins()]
         self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
@@ -525,6 +527,16 @@ class Agent(Generic[DepsT, OutputT]):
         for item in s.fallbacks:
             chain.append(resolve_model_spec(item, s.aliases))
         return chain
+
+
+def _otel_tracer() -> EventCallback:
+    """Imported only when asked for: without `otel`, OpenTelemetry is never loaded."""
+    try:
+        from loopwright.tracing import OtelTracer
+    except ImportError as exc:
+        raise ConfigError("otel = true needs OpenTelemetry: pip install 'loopwright[otel]' "
+                          f"({exc})") from None
+    return OtelTracer()
 
 
 def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:

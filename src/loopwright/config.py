@@ -101,6 +101,7 @@ class Settings:
     output_mode: Literal["auto", "tool", "native"] = "auto"  # how output_type is asked for
     raise_on_error: bool = False  # run() raises the error of a failed run instead of returning
     usage_limits: UsageLimits | None = None  # tokens / requests / cost bounds of one run
+    otel: bool = False  # OpenTelemetry spans (GenAI conventions); needs loopwright[otel]
     iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents
     session_id: str | None = None
     store: Any = None
@@ -185,6 +186,7 @@ class AgentOptions(TypedDict, total=False):
     output_mode: Literal["auto", "tool", "native"]
     raise_on_error: bool
     usage_limits: UsageLimits | None
+    otel: bool
     iteration_budget: int
     session_id: str | None
     store: Any
