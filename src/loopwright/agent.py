@@ -335,7 +335,8 @@ class Agent(Generic[DepsT, OutputT]):
         # the store object itself (False without one), so the child's session is saved beside
         # this one; "" / {} because None would fall back to loopwright.toml
         options.update(system_prompt=system_prompt, session_id=uuid.uuid4().hex, rubric="",
-                       mcp_servers={}, hidden_tools=[], store=self.state_services.store or False)
+                       mcp_servers={}, hidden_tools=[], store=self.state_services.store or False,
+                       otel=False)  # its events reach this agent's tracer, nested there
         if model:
             options["model"] = model
             if model in s.aliases or split_model(s.aliases.get(model, model))[0] is not None:
