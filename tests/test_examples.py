@@ -28,6 +28,7 @@ SCRIPTS: dict[str, tuple[list[ScriptItem], list[str]]] = {
          Reply('{"city": "Lyon", "population": 522250, "summary": "third city of France"}')],
         ["Lyon 522250 third city of France"]),
     "testing_your_agent.py": ([], ["ok"]),  # runs a fake server of its own
+    "images.py": ([Reply("sales rising")], ["sales rising"]),
 }
 
 
