@@ -128,8 +128,9 @@ async def test_repaired_arguments_are_stored_as_the_json_that_ran(mode: str) -> 
 
 async def test_a_malformed_request_error_is_not_retried_unchanged(mode: str, stream: bool) -> None:
     events: list[Event] = []
-    script = [Fault.status(500, body=LLAMACPP_500)] * 6 + [Reply("never")]
-    with FakeModelServer(script) as server:
+    # what a regression (resending the same bytes) would be served; strict=False: unserved
+    script = [Fault.status(500, body=LLAMACPP_500)] * 6
+    with FakeModelServer(script, strict=False) as server:
         result = await make_agent(server, mode, stream, events).run("What is 2+3?")
     assert result.stop_reason == "error"
     assert len(server.model_requests) == 1  # nothing to repair in a fresh history: stop at once
@@ -161,8 +162,7 @@ async def test_a_rejected_history_is_repaired_once_then_sent() -> None:
 
 async def test_a_rejection_that_survives_the_repair_stops_with_the_cause() -> None:
     script = [Reply(tool_calls=[call("add", '{"a": 2,  "b": 3}')]),
-              Fault.status(500, body=LLAMACPP_500), Fault.status(500, body=LLAMACPP_500),
-              Reply("never")]
+              Fault.status(500, body=LLAMACPP_500), Fault.status(500, body=LLAMACPP_500)]
     with FakeModelServer(script) as server:
         result = await make_agent(server).run("2+3?")
     assert result.stop_reason == "error"
@@ -235,7 +235,7 @@ async def test_the_loop_guard_stops_only_after_the_model_saw_its_warning() -> No
     # a runaway reply repeating a call with its result known is answered with that result and
     # the next request asks for an answer without tools; still calling there stops the run
     runaway = Reply(tool_calls=[call("add", {"a": 2, "b": 3})] * 7)
-    with FakeModelServer([runaway] * 4 + [Reply("never")]) as server:
+    with FakeModelServer([runaway] * 4) as server:
         result = await make_agent(server).run("What is 2+3?")
     assert result.stop_reason == "loop_detected"
     assert len(server.model_requests) == 3

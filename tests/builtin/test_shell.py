@@ -112,8 +112,7 @@ async def test_unsandboxed_background_children_holding_the_output_do_not_block(
 
 async def test_agent_cancel_mid_command_kills_it_and_ends_the_run(tmp_path: Path) -> None:
     events: list[Event] = []
-    script = [Reply(tool_calls=[call("bash", {"command": f"sleep {TAG}1501"})]),
-              Reply(text="unreachable")]
+    script = [Reply(tool_calls=[call("bash", {"command": f"sleep {TAG}1501"})])]
     with FakeModelServer(replies=script) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
                       tools=default_tools(), workdir=str(tmp_path), callbacks=[events.append])

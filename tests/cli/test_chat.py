@@ -48,7 +48,7 @@ def test_turns_share_one_conversation(tmp_path: Path) -> None:
 
 
 def test_new_starts_over_and_exit_quits(tmp_path: Path) -> None:
-    with FakeModelServer([Reply("one"), Reply("two"), Reply("never")]) as server:
+    with FakeModelServer([Reply("one"), Reply("two")]) as server:
         proc = chat(server, "first\n/new\nsecond\n/exit\nnot read\n", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "one\ntwo\n"

@@ -75,7 +75,7 @@ async def test_attempts_are_capped_with_one_retry_layer_only() -> None:
 
 @pytest.mark.parametrize("code", [400, 404, 422])
 async def test_client_errors_are_not_retried(code: int) -> None:
-    with FakeModelServer(replies=[Fault.status(code), Reply(text="never")]) as server:
+    with FakeModelServer(replies=[Fault.status(code)]) as server:
         result = await agent_for(server).run("go")
     assert result.stop_reason == "error" and f"HTTP {code}" in (result.error or "")
     assert len(server.model_requests) == 1

@@ -65,8 +65,7 @@ async def test_a_narrated_call_gets_one_corrective_retry() -> None:
 
 
 async def test_the_nudge_happens_at_most_once_per_run() -> None:
-    script = [Reply("Let me read the file."), Reply("Let me read the file first."),
-              Reply("never requested")]
+    script = [Reply("Let me read the file."), Reply("Let me read the file first.")]
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server).run("what is in a.txt?")
     assert result.stop_reason == "completed"

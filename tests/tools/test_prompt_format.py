@@ -146,7 +146,7 @@ async def test_an_unreadable_block_gets_the_exact_format_and_a_second_chance() -
 
 async def test_format_corrections_are_bounded() -> None:
     bad = "<tool_call>nope</tool_call>"
-    script = [Reply(bad), Reply(bad), Reply(f"I give up. {bad}"), Reply("never asked")]
+    script = [Reply(bad), Reply(bad), Reply(f"I give up. {bad}")]
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server, narration_nudge=False).run("x")
     assert result.stop_reason == "completed"
