@@ -179,7 +179,7 @@ def test_the_llamacpp_fake_rejects_what_llamacpp_rejects() -> None:
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "cut"}]}
-    with FakeModelServer([Reply("ok")], flavor="llamacpp") as strict, \
+    with FakeModelServer([], flavor="llamacpp") as strict, \
             FakeModelServer([Reply("ok")]) as lenient:
         rejected = httpx.post(strict.base_url + "/chat/completions", json=body)
         accepted = httpx.post(lenient.base_url + "/chat/completions", json=body)

@@ -219,6 +219,6 @@ def test_markup_filter_releases_json_data_once_its_first_key_shows_it_is_no_call
 
 
 async def test_an_unknown_tool_call_format_is_a_config_error() -> None:
-    with FakeModelServer(replies=[Reply("x")]) as server, \
+    with FakeModelServer(replies=[]) as server, \
             pytest.raises(ConfigError, match="tool_call_format"):
         make_agent(server, tool_call_format="xml")  # at construction, not at the first run
