@@ -191,3 +191,15 @@ def test_a_typeddict_from_typing_is_a_clear_error_on_old_pythons() -> None:
         return
     with pytest.raises(ConfigError, match=r"typing_extensions\.TypedDict"):
         Agent("m", output_type=Old)
+
+
+async def test_native_mode_streams_partial_output_from_the_reply_text() -> None:
+    text = '{"name": "Montevideo", "population": 1300000}'
+    with FakeModelServer([Reply(text, chunk_size=6)]) as server:
+        agent = agent_for(server, City, output_mode="native")
+        events = [e async for e in agent.stream("x")]
+    partial = [e.output for e in events if isinstance(e, PartialOutput)]
+    assert partial[0] == {"name": "Mon"} or "population" not in partial[0]
+    assert partial[-1] == {"name": "Montevideo", "population": 1300000}
+    assert events[-1].type == "done"
+    assert events[-1].result.output == City(name="Montevideo", population=1300000)
