@@ -118,7 +118,7 @@ def test_tool_flags_choose_the_builtin_tools(tmp_path: Path, flags: tuple[str, .
 
 
 def test_an_unknown_tool_name_is_a_usage_error(tmp_path: Path) -> None:
-    with FakeModelServer(replies=[Reply(text="ok")]) as server:
+    with FakeModelServer(replies=[]) as server:  # refused before any request
         completed = run_cli(server, tmp_path, "--tools", "read_file,nope")
     assert completed.returncode == 2 and "nope" in completed.stderr
 

@@ -94,7 +94,7 @@ async def test_a_401_refreshes_the_credentials_once_and_retries_the_primary() ->
         return "fresh-key"
 
     with FakeModelServer([Fault.status(401), Reply("ok")]) as primary, \
-            FakeModelServer([Reply("backup")]) as backup:
+            FakeModelServer([]) as backup:
         agent = Agent("m", base_url=primary.base_url, api_key="stale", retry=TWO_TRIES,
                       refresh_credentials=refresh,
                       fallbacks=[{"model": "b", "base_url": backup.base_url}])
@@ -129,7 +129,7 @@ async def test_a_403_after_the_refresh_moves_to_the_fallback() -> None:
 
 async def test_a_context_overflow_is_not_handed_to_a_fallback() -> None:
     overflow = Fault.status(400, body={"error": {"message": "maximum context length exceeded"}})
-    with FakeModelServer([overflow]) as primary, FakeModelServer([Reply("x")]) as backup:
+    with FakeModelServer([overflow]) as primary, FakeModelServer([]) as backup:
         agent = Agent("m", base_url=primary.base_url, retry=TWO_TRIES,
                       fallbacks=[{"model": "b", "base_url": backup.base_url}])
         result = await agent.run("hi")

@@ -41,7 +41,7 @@ def live_loops() -> int:
 
 
 def test_twenty_asyncio_runs_leak_no_fd_client_or_loop() -> None:
-    with FakeModelServer([Reply("hi")] * 21) as server:
+    with FakeModelServer([Reply("hi")] * 20) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k")
         fds, clients, loops = open_fds(), live_clients(), live_loops()
         for _ in range(20):

@@ -23,7 +23,7 @@ async def test_cancel_during_an_mcp_call_ends_the_run_cancelled(
             started.set()
 
     script = [Reply(tool_calls=[call("mcp__ev__trigger-long-running-operation",
-                                     {"duration": HANG, "steps": 2})]), Reply("done")]
+                                     {"duration": HANG, "steps": 2})])]
     config = {"ev": {"command": "node", "args": [everything]}}
     with FakeModelServer(script) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
