@@ -39,7 +39,7 @@ from loopwright.endpoints.resolve import (
     split_model,
 )
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.errors import LoopwrightError
+from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
