@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[list[ScriptItem], list[str]]] = {
         ["Lyon 522250 third city of France"]),
     "testing_your_agent.py": ([], ["ok"]),  # runs a fake server of its own
     "images.py": ([Reply("sales rising")], ["sales rising"]),
+    "batch.py": ([Reply("5")], ["100% solved"]),
 }
 
 

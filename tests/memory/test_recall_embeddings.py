@@ -55,7 +55,7 @@ async def test_embeddings_find_a_session_phrased_in_other_words(tmp_path: Path) 
 async def test_without_embeddings_recall_is_full_text_and_misses_other_words(
         tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
-    with FakeModelServer([Reply("ok")] * 4) as server:
+    with FakeModelServer([Reply("ok")] * 3) as server:
         await seed(server, store, ["How do I stop the car engine noise"])
         async with Agent("m", base_url=server.base_url, api_key="k", store=store,
                          recall=True) as agent:

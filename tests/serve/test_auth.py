@@ -20,7 +20,7 @@ from starlette.routing import Route
 from loopwright.errors import ConfigError
 from loopwright.serve.auth import server_token, token_path
 from loopwright.serve.openapi import PATHS
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer
 
 
 def _concrete(path: str) -> str:
@@ -28,7 +28,7 @@ def _concrete(path: str) -> str:
 
 
 def test_every_route_refuses_a_request_without_the_right_token(make_server: MakeServer) -> None:
-    with FakeModelServer([Reply("ok")]) as fake:
+    with FakeModelServer([]) as fake:
         served = make_server(fake)
         routes = [(method.upper(), _concrete(path)) for path, methods in PATHS.items()
                   for method in methods] + [("GET", "/static/app.js")]
@@ -49,7 +49,7 @@ def test_every_route_refuses_a_request_without_the_right_token(make_server: Make
 
 def test_the_page_link_sets_a_cookie_that_only_opens_get_requests(
         make_server: MakeServer) -> None:
-    with FakeModelServer([Reply("ok")]) as fake:
+    with FakeModelServer([]) as fake:
         served = make_server(fake)
         browser = httpx.Client(base_url=served.url, timeout=10)
         assert browser.get("/?token=wrong-token-0123456789").status_code == 401
@@ -67,7 +67,7 @@ def test_the_page_link_sets_a_cookie_that_only_opens_get_requests(
 
 
 def test_the_openapi_description_lists_exactly_the_routes(make_server: MakeServer) -> None:
-    with FakeModelServer([Reply("ok")]) as fake:
+    with FakeModelServer([]) as fake:
         served = make_server(fake)
         routes = {(method, route.path) for route in served.app.app.routes
                   if isinstance(route, Route) for method in route.methods or ()
@@ -113,7 +113,7 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
     assert refused.returncode == 6
     assert "refusing to listen on 0.0.0.0 without a token" in err
 
-    with FakeModelServer([Reply("ok")]) as fake:
+    with FakeModelServer([]) as fake:
         server = _serve("--port", "0", "--model", "gpt-4o-mini", "--base-url", fake.base_url,
                         "--api-key", "test", "--workdir", str(tmp_path))
         try:
