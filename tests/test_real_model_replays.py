@@ -235,7 +235,7 @@ async def test_the_loop_guard_stops_only_after_the_model_saw_its_warning() -> No
     # a runaway reply repeating a call with its result known is answered with that result and
     # the next request asks for an answer without tools; still calling there stops the run
     runaway = Reply(tool_calls=[call("add", {"a": 2, "b": 3})] * 7)
-    with FakeModelServer([runaway] * 4) as server:
+    with FakeModelServer([runaway] * 3) as server:
         result = await make_agent(server).run("What is 2+3?")
     assert result.stop_reason == "loop_detected"
     assert len(server.model_requests) == 3
