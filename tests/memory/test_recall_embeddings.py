@@ -124,7 +124,7 @@ async def test_an_embeddings_url_without_a_scheme_is_a_one_line_config_error(
 
     from loopwright.errors import ConfigError
 
-    with FakeModelServer([Reply("ok")]) as server, \
+    with FakeModelServer([]) as server, \
             pytest.raises(ConfigError, match="embeddings_url 'not a url' has no scheme"):
         async with Agent("m", base_url=server.base_url, api_key="k", store=str(tmp_path / "s.db"),
                          recall=True, embeddings_url="not a url") as agent:
