@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 from rich.console import Console
 
+from loopwright import Agent, ToolContext, tool
 from loopwright.cli.render import TerminalRenderer
+from loopwright.events import ToolResultEvent
+from loopwright.testing import FakeModelServer, Reply, call
 
 FIX = "pass --model and --base-url (e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5)"
 LONG_NOTE = "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, " \
@@ -34,3 +38,84 @@ def test_a_long_note_to_a_pipe_is_one_whole_line() -> None:
     shown, err = renderer(terminal=False, width=80)
     shown.note(LONG_NOTE)
     assert err.getvalue() == LONG_NOTE + "\n"
+
+
+def test_tool_time_leaves_out_the_wait_for_the_users_approval() -> None:
+    @tool
+    async def deploy(target: str, ctx: ToolContext) -> str:
+        """Deploy to a target (asks first)."""
+        allowed = await ctx.approve("deploy", target)
+        return "deployed" if allowed else "not deployed"
+
+    async def slow_human(action: str, detail: str) -> bool:
+        await asyncio.sleep(0.6)  # the person reads the prompt and thinks
+        return True
+
+    results: list[ToolResultEvent] = []
+    script = [Reply(tool_calls=[call("deploy", {"target": "prod"})]), Reply("Done.")]
+    with FakeModelServer(script) as server:
+        agent = Agent("m", base_url=server.base_url, tools=[deploy], approval=slow_human,
+                      callbacks=[lambda e: results.append(e) if e.type == "tool_result" else None])
+        assert agent.chat("Deploy") == "Done."
+    (result,) = results
+    assert result.content == "deployed"
+    assert result.duration < 0.6  # was 0.6 s and more: the approval wait counted as tool time
+
+
+def terminal_renderer(width: int = 60) -> tuple[TerminalRenderer, io.StringIO]:
+    err = io.StringIO()
+    console = Console(file=err, force_terminal=True, width=width, color_system=None,
+                      highlight=False)
+    shown = TerminalRenderer(out=io.StringIO(), err=console, markdown=False)
+    shown.activity.live_enabled = False  # finished lines only: what stays on the screen
+    return shown, err
+
+
+def test_a_terminal_shows_one_line_per_tool_call_a_usage_line_per_turn_and_a_summary() -> None:
+    from loopwright.events import DoneEvent, ToolCallEvent, ToolResultEvent, TurnEnd, TurnStart
+    from loopwright.messages import Usage
+    from loopwright.result import RunResult
+
+    shown, err = terminal_renderer()
+    shown(TurnStart(turn=1))
+    shown(ToolCallEvent(id="c1", name="bash", arguments='{"command": "ls -la\\u001b[2J"}'))
+    shown(ToolResultEvent(id="c1", name="bash", content="a\nb\nc", duration=0.02))
+    shown(TurnEnd(turn=1, usage={"input_tokens": 1234, "cache_read_tokens": 1000,
+                                 "output_tokens": 56, "requests": 1}))
+    usage = Usage(input_tokens=1234, cache_read_tokens=1000, output_tokens=56, requests=1)
+    shown(DoneEvent(result=RunResult(output="", messages=[], stop_reason="completed", turns=1,
+                                     usage=usage, cost=0.0123)))
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "→ bash ls -la\\x1b[2J"  # the command, escaped: it cannot clear the screen
+    assert lines[1] == "✓ bash ls -la\\x1b[2J · 0.02s · 3 lines"
+    assert lines[2] == "turn 1 · 1,234 in (1,000 cached) · 56 out"
+    assert lines[3].startswith("completed · 1 turn · ")
+    assert lines[3].endswith("s · 1,234 in (1,000 cached) · 56 out · $0.0123")
+
+
+def test_a_turn_diff_is_shown_whole() -> None:
+    from loopwright.events import StatusEvent
+
+    shown, err = terminal_renderer()
+    diff = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-alpha\n+omega\n"
+    shown(StatusEvent(kind="turn_diff", message="turn changed 1 file (+1/−1)",
+                      data={"diff": diff, "files": ["notes.txt"]}))
+    assert err.getvalue() == "turn changed 1 file (+1/−1)\n" + diff
+
+
+def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:
+    from loopwright.cli.answer import AnswerStream, split_finished
+
+    assert split_finished("a\n\n```\nx\n\ny\n") == ("a\n\n", "```\nx\n\ny\n")
+    out = io.StringIO()
+    console = Console(file=out, width=40, color_system=None, force_terminal=False)
+    stream = AnswerStream(out, console=console, markdown=True)
+    text = "# Title\n\nSome **bold** words.\n\n```python\nx = 1\n\ny = 2\n```\n\n- one\n- two\n"
+    for start in range(0, len(text), 3):
+        stream.write(text[start:start + 3])
+    stream.end()
+    shown = out.getvalue()
+    for raw in ("#", "**", "```"):
+        assert raw not in shown
+    for seen in ("Title", "Some bold words.", "x = 1", "y = 2", "• one", "• two"):
+        assert seen in shown

@@ -89,8 +89,10 @@ def test_tool_activity_goes_to_stderr_as_notes(in_tmp: Path) -> None:
     assert proc.exit_code == 0, proc.stderr
     assert proc.stdout == "It is cold.\n"
     call_note, result_note = proc.stderr.splitlines()
-    assert call_note.startswith("→ lookup {") and "Oslo" in call_note
-    assert result_note.startswith("✗ lookup")  # no such tool: the model gets an error result
+    assert call_note == "→ lookup city=Oslo"  # the argument that matters, not raw JSON
+    # no such tool: the model gets an error result, the person its first line
+    assert result_note.startswith("✗ lookup city=Oslo · ")
+    assert "s · Error: there is no tool named 'lookup'" in result_note
 
 
 def test_json_prints_every_event_as_a_line_ending_with_done(tmp_path: Path) -> None:

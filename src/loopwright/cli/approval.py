@@ -13,11 +13,23 @@ batch never ask at the same time. Off a terminal the CLI installs neither, so ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
 from loopwright.tools.policy import ApprovalAnswer
+
+_screen: list[Callable[[], AbstractContextManager[None]]] = [contextlib.nullcontext]
+
+
+def set_prompt_screen(pause: Callable[[], AbstractContextManager[None]]) -> None:
+    """What a prompt enters while it asks: the terminal renderer's `paused()`, which takes its
+    live region (spinners) down so the question and the typed answer are not painted over."""
+    _screen[0] = pause
+
 
 # One prompt at a time per event loop (the CLI may run several loops one after another).
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
@@ -74,26 +86,32 @@ async def ask_line(prompt: str, *, stdin: TextIO, out: TextIO) -> str | None:
     loop = asyncio.get_running_loop()
     lock = _locks.setdefault(loop, asyncio.Lock())
     async with lock:
-        out.write(prompt)
-        out.flush()
-        future: asyncio.Future[str] = loop.create_future()
+        with _screen[0]():
+            return await _ask(prompt, stdin=stdin, out=out, loop=loop)
 
-        def ready() -> None:
-            line = stdin.readline()
-            if not future.done():
-                future.set_result(line)
 
-        try:
-            fd = stdin.fileno()
-            loop.add_reader(fd, ready)
-        except (NotImplementedError, OSError, ValueError):  # no selectable stdin: read in a thread
-            line = await asyncio.to_thread(stdin.readline)
-            return line or None
-        try:
-            line = await future
-        finally:
-            loop.remove_reader(fd)
+async def _ask(prompt: str, *, stdin: TextIO, out: TextIO, loop: asyncio.AbstractEventLoop
+               ) -> str | None:
+    out.write(prompt)
+    out.flush()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def ready() -> None:
+        line = stdin.readline()
+        if not future.done():
+            future.set_result(line)
+
+    try:
+        fd = stdin.fileno()
+        loop.add_reader(fd, ready)
+    except (NotImplementedError, OSError, ValueError):  # no selectable stdin: read in a thread
+        line = await asyncio.to_thread(stdin.readline)
         return line or None
+    try:
+        line = await future
+    finally:
+        loop.remove_reader(fd)
+    return line or None
 
 
 _INVISIBLE = frozenset({0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF,

@@ -8,19 +8,18 @@ short one-line notes, so `loopwright run "…" > answer.txt` captures just the a
 
 from __future__ import annotations
 
-import json
 import sys
+import time
 from typing import Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.text import Text
 
+from loopwright.cli.activity import Activity
+from loopwright.cli.answer import AnswerStream
+from loopwright.cli.approval import set_prompt_screen
 from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 from loopwright.result import RunResult
-
-RESULT_PREVIEW = 100
-"""Characters of a tool's output shown after its name (the model reads all of it; `sessions show`
-prints it whole)."""
 
 
 class Renderer(Protocol):
@@ -79,90 +78,121 @@ class JsonLinesRenderer:
 
 
 class TerminalRenderer:
-    """Streams the answer to stdout and summarises everything else on stderr."""
+    """The answer on stdout (Markdown on a terminal, raw on a pipe); on stderr a spinner while
+    the model thinks, one line per tool call, coloured diffs of file changes, notes, and on a
+    terminal a usage line per turn and a summary at the end."""
 
     def __init__(self, *, out: TextIO | None = None, err: Console | None = None,
-                 show_reasoning: bool = False) -> None:
+                 show_reasoning: bool = False, markdown: bool | None = None) -> None:
         self._out = out or sys.stdout
-        self._err = err or Console(stderr=True, highlight=False, soft_wrap=True)
+        self._err = err or Console(stderr=True, highlight=False)
         self._show_reasoning = show_reasoning
-        self._line_open = False  # stdout holds text not yet ended by a newline
+        self.answer = AnswerStream(self._out, markdown=markdown)
+        self.activity = Activity(self._err)
+        self._terminal = self._err.is_terminal
         self._reasoning_open = False  # stderr holds a reasoning stream not yet ended
+        self._started: float | None = None
+        if self.activity.live_enabled:
+            set_prompt_screen(self.activity.paused)  # approval prompts take the live region down
 
     def __call__(self, event: Event) -> None:
-        if event.type == "text_delta":
-            if not event.agent:  # a sub-agent's prose is not our answer
-                self._write_text(event.text)
+        if event.agent:  # a sub-agent: its tool calls and notes, never its prose
+            self._sub_agent_event(event)
+        elif event.type == "turn_start":
+            self._started = self._started or time.monotonic()
+            self.activity.thinking()
+        elif event.type == "text_delta":
+            self.activity.stop()
+            self._close_reasoning()
+            self.answer.write(event.text)
         elif event.type == "reasoning_delta":
-            if self._show_reasoning and not event.agent:
+            if self._show_reasoning:
                 self._write_reasoning(event.text)
-        elif event.type == "tool_call":
-            self._tool_call(event.name, event.arguments, event.agent)
-        elif event.type == "tool_result":
-            self._tool_result(event.name, event.content, event.is_error, event.duration,
-                              event.agent)
-        elif event.type == "status":
-            self.note(f"{event.kind}: {event.message}", agent=event.agent)
-        elif event.type in TERMINAL_TYPES and not event.agent:
+        elif event.type in ("tool_call", "tool_result", "status"):
+            self._sub_agent_event(event)
+        elif event.type == "turn_end":
+            self.activity.stop_thinking()
+            if self._terminal and event.usage.get("requests"):
+                self.note(f"turn {event.turn} · {usage_line(event.usage)}")
+        elif event.type in TERMINAL_TYPES:
             self.finish()
             result = getattr(event, "result", None)
             side = describe_side_usage(result) if isinstance(result, RunResult) else None
             if side:
                 self.note(side)
+            if event.type == "done" and self._terminal:
+                self._summary(event.result)
+
+    def _sub_agent_event(self, event: Event) -> None:
+        if event.type == "tool_call":
+            self._close_answer()
+            self.activity.tool_started(event.id, event.name, event.arguments, event.agent)
+        elif event.type == "tool_result":
+            self.activity.tool_finished(event.id, event.name, event.content, event.is_error,
+                                        event.duration, event.agent)
+        elif event.type == "status":
+            if event.kind == "turn_diff" and isinstance(event.data.get("diff"), str):
+                self._diff(event.message, event.data["diff"], event.agent)
+            else:
+                self.note(f"{event.kind}: {event.message}", agent=event.agent)
 
     def note(self, text: str, *, agent: str = "", style: str = "dim") -> None:
         """A note on stderr, never cut: on a terminal it wraps at word boundaries to the width,
         to a pipe it stays one whole line."""
-        self._close_lines()
+        self._close_answer()
         prefix = f"[{agent}] " if agent else ""
-        self._err.print(Text(prefix + " ".join(text.split()), style=style),
-                        soft_wrap=not self._err.is_terminal)
+        self.activity.print(Text(prefix + " ".join(text.split()), style=style))
 
     def finish(self) -> None:
-        """End the answer with a newline so the shell prompt starts on its own line."""
+        """End the answer so the shell prompt starts on its own line."""
+        self.activity.stop()
         self._close_reasoning()
-        if self._line_open:
-            self._out.write("\n")
-            self._out.flush()
-            self._line_open = False
+        self.answer.end()
 
     # -- pieces --
 
-    def _write_text(self, text: str) -> None:
-        if not text:
-            return
-        self._close_reasoning()
-        self._out.write(text)
-        self._out.flush()
-        self._line_open = not text.endswith("\n")
+    def _diff(self, title: str, diff: str, agent: str) -> None:
+        self.note(title, agent=agent, style="bold")
+        if self._terminal:
+            from rich.syntax import Syntax
+
+            self.activity.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
+                                       background_color="default", word_wrap=True))
+        else:
+            self.activity.print(Text(diff.rstrip("\n")))
+
+    def _summary(self, result: RunResult) -> None:
+        elapsed = time.monotonic() - self._started if self._started else 0.0
+        turns = f"{result.turns} turn{'s' if result.turns != 1 else ''}"
+        usage = usage_line(result.usage.to_dict(), cost=result.cost)
+        self.note(f"{result.stop_reason} · {turns} · {elapsed:.1f}s · {usage}")
 
     def _write_reasoning(self, text: str) -> None:
+        self.activity.stop()
         self._reasoning_open = True
-        self._err.print(Text(text, style="dim italic"), end="")
+        self._err.print(Text(text, style="dim italic"), end="", soft_wrap=True)
 
-    def _tool_call(self, name: str, arguments: dict[str, Any] | str, agent: str) -> None:
-        shown = arguments if isinstance(arguments, str) else json.dumps(arguments,
-                                                                        ensure_ascii=False)
-        self.note(f"→ {name} {shown}", agent=agent, style="cyan")
-
-    def _tool_result(self, name: str, content: str, is_error: bool, duration: float,
-                     agent: str) -> None:
-        mark, style = ("✗", "red") if is_error else ("✓", "green")
-        self.note(f"{mark} {name} ({duration:.2f}s) {_one_line(content, RESULT_PREVIEW)}",
-                  agent=agent, style=style)
-
-    def _close_lines(self) -> None:
+    def _close_answer(self) -> None:
         self._close_reasoning()
-        # Only a terminal shows stdout and stderr interleaved; a piped answer stays untouched.
-        if self._line_open and _isatty(self._out):
-            self._out.write("\n")
-            self._out.flush()
-            self._line_open = False
+        if self.answer.markdown or (self.answer.line_open and _isatty(self._out)):
+            self.answer.end()
 
     def _close_reasoning(self) -> None:
         if self._reasoning_open:
             self._err.print()
             self._reasoning_open = False
+
+
+def usage_line(usage: dict[str, Any], *, cost: float | None = None) -> str:
+    """`1,234 in (1,000 cached) · 56 out · $0.0012` from a usage dict (cost when known)."""
+    text = f"{usage.get('input_tokens', 0):,} in"
+    cached = usage.get("cache_read_tokens", 0)
+    if cached:
+        text += f" ({cached:,} cached)"
+    text += f" · {usage.get('output_tokens', 0):,} out"
+    if cost is not None:
+        text += f" · ${cost:.4f}" if cost < 1 else f" · ${cost:.2f}"
+    return text
 
 
 def _one_line(text: str, width: int) -> str:

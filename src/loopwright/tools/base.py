@@ -8,6 +8,7 @@ import functools
 import inspect
 import json
 import re
+import time
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,19 @@ class ToolContext(Generic[DepsT]):
     state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
     emit_status: StatusEmitter | None = None
     services: dict[str, Any] = field(default_factory=dict)  # agent, store, memory… by name
+    approval_wait: float = 0.0  # seconds this call spent waiting for the user's approval
+
+    def __post_init__(self) -> None:
+        gate = self.approve
+
+        async def timed(action: str, detail: str) -> bool:
+            started = time.perf_counter()
+            try:
+                return await gate(action, detail)
+            finally:  # the human's time is no tool time
+                self.approval_wait += time.perf_counter() - started
+
+        self.approve = timed
 
     def status(self, kind: str, message: str, **data: Any) -> None:
         if self.emit_status is not None:

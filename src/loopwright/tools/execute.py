@@ -168,8 +168,7 @@ class ToolExecutor:
         return PreparedCall(call=call, tool=found, arguments=arguments)
 
     async def _run_one(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
-        started = time.perf_counter()
-        for gate in self.gates:
+        for gate in self.gates:  # approvals happen here: the tool's time starts after them
             decision = await gate(prepared, ctx)
             if decision is None:
                 continue
@@ -183,8 +182,9 @@ class ToolExecutor:
             if decision.arguments is not None:
                 prepared = PreparedCall(call=prepared.call, tool=prepared.tool,
                                         arguments=decision.arguments)
+        started = time.perf_counter()
         outcome = await self._invoke(prepared, ctx)
-        outcome.duration = time.perf_counter() - started
+        outcome.duration = max(0.0, time.perf_counter() - started - ctx.approval_wait)
         return await self._filter(prepared, outcome, ctx)
 
     async def _invoke(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:

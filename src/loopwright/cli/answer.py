@@ -1,0 +1,109 @@
+"""The answer on stdout: Markdown rendered as it streams on a terminal, the raw text on a pipe.
+
+On a terminal, finished blocks (up to a blank line outside a code fence) are printed rendered —
+headings, lists, code blocks highlighted — and the block still being written is shown, rendered,
+in a transient live region below them until it is finished too. Anywhere else the text is written
+exactly as it arrives, so `loopwright run "…" > answer.md` keeps the model's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TextIO
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment
+
+_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
+
+
+def split_finished(text: str) -> tuple[str, str]:
+    """(finished blocks, the block still being written): the cut is the last blank line that is
+    not inside a code fence."""
+    cut = 0
+    inside = False
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        if _FENCE.match(line):
+            inside = not inside
+        elif not inside and not line.strip() and line.endswith("\n"):
+            cut = position
+    return text[:cut], text[cut:]
+
+
+class _Tail:
+    """The last lines of a renderable that fit the screen: a block taller than the terminal
+    shows its newest part while it is written (and is printed whole once finished)."""
+
+    def __init__(self, renderable: Markdown) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options, pad=False)
+        keep = max(1, console.size.height - 2)
+        for line in lines[-keep:]:
+            yield from line
+            yield Segment.line()
+
+
+class AnswerStream:
+    """Takes text deltas; `end()` closes the answer (a newline, or the last rendered block)."""
+
+    def __init__(self, out: TextIO, *, console: Console | None = None,
+                 markdown: bool | None = None) -> None:
+        self._out = out
+        self.console = console or Console(file=out, highlight=False)
+        self.markdown = self.console.is_terminal if markdown is None else markdown
+        self._pending = ""  # markdown: text of the block being written
+        self._live: Live | None = None
+        self.line_open = False  # raw: stdout holds text not yet ended by a newline
+
+    @property
+    def active(self) -> bool:
+        """Something of the answer is on screen and not yet closed."""
+        return self.line_open or bool(self._pending)
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        if not self.markdown:
+            self._out.write(text)
+            self._out.flush()
+            self.line_open = not text.endswith("\n")
+            return
+        finished, self._pending = split_finished(self._pending + text)
+        if finished.strip():
+            self._stop_live()
+            self.console.print(Markdown(finished.strip("\n")))
+            self.console.print()
+        if self._pending.strip():
+            self._show_pending()
+
+    def end(self) -> None:
+        """Close the answer: the last block rendered for good, or the raw text's newline."""
+        if not self.markdown:
+            if self.line_open:
+                self._out.write("\n")
+                self._out.flush()
+                self.line_open = False
+            return
+        self._stop_live()
+        if self._pending.strip():
+            self.console.print(Markdown(self._pending.strip("\n")))
+        self._pending = ""
+
+    def _show_pending(self) -> None:
+        block = _Tail(Markdown(self._pending.strip("\n")))
+        if self._live is None:
+            self._live = Live(block, console=self.console, transient=True, auto_refresh=False,
+                              vertical_overflow="crop")
+            self._live.start()
+        self._live.update(block, refresh=True)
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
