@@ -85,3 +85,32 @@ def test_missing_provider_ends_the_chat_with_the_config_exit_code(tmp_path: Path
     assert proc.returncode == 6
     assert "no model provider found" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_an_unknown_slash_command_is_an_error_never_a_prompt(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("only this one")]) as server:
+        proc = chat(server, "/modle gpt-5\n/etc/hosts lists what?\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown command /modle: /help lists the commands" in proc.stderr
+    (request,) = server.model_requests  # the path-like prompt went to the model, the typo did not
+    assert conversation(request.body) == [("user", "/etc/hosts lists what?")]
+
+
+def test_slash_commands_answer_without_asking_the_model(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("Hi.")], model="fake-model") as server:
+        url = server.base_url
+        proc = chat(server, "/help\nHello\n/usage\n/tools\n/model\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert len(server.model_requests) == 1
+    for shown in ("/compact", "/resume", "Alt-Enter", "this conversation: ",
+                  "tools: ", "read_file", f"m at {url}"):
+        assert shown in proc.stderr
+
+
+def test_model_switches_the_model_and_keeps_the_conversation(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("one"), Reply("two")]) as server:
+        proc = chat(server, "first\n/model other-model\nsecond\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first, second = server.model_requests
+    assert first.body["model"] == "m" and second.body["model"] == "other-model"
+    assert conversation(second.body)[:2] == [("user", "first"), ("assistant", "one")]

@@ -1,30 +1,55 @@
 """`loopwright chat`: a read-eval-print loop holding one conversation across turns.
 
 Each turn is one `agent.run()` given the previous turn's messages as `history`, so the model sees
-the whole conversation. All turns run on one event loop, so HTTP connections are reused.
+the whole conversation. All turns run on one event loop, so HTTP connections are reused. A line
+starting with `/word` is a command (`COMMANDS`), never a prompt: an unknown one is an error.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
+import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 from loopwright.agent import Agent
 from loopwright.cli.interrupt import interruptible_run
 from loopwright.cli.options import AgentFlags
-from loopwright.cli.render import TerminalRenderer, describe_stop
+from loopwright.cli.prompt import Interrupted, LineInput, TerminalInput, make_input
+from loopwright.cli.render import TerminalRenderer, describe_stop, say, usage_line
 from loopwright.cli.sandbox import agent_sandbox_notice
 from loopwright.cli.setup import banner, check_provider, make_agent
 from loopwright.endpoints.base import close_shared_client
 from loopwright.errors import ConfigError, LoopwrightError
-from loopwright.messages import Message
+from loopwright.messages import Message, Usage, assistant, user
 
-PROMPT = "› "
 EXIT_CONFIG = 6
-HELP = "/new starts over · /exit or Ctrl-D quits · Ctrl-C cancels a reply"
+COMMANDS = {
+    "/help": "the commands and keys",
+    "/model": "show the model, or switch to another: /model NAME",
+    "/tools": "the tools the model may call",
+    "/usage": "tokens and cost of this conversation so far",
+    "/compact": "summarise the conversation and go on from the summary",
+    "/resume": "recent sessions here, or continue one: /resume ID",
+    "/new": "start a new conversation",
+    "/exit": "quit (so do /quit and Ctrl-D)",
+}
+KEYS = ("Enter sends · Alt-Enter (or Esc, Enter) adds a line · a paste is one message · "
+        "Ctrl-C cancels a reply, twice quits · Ctrl-D quits")
+COMPACT_PROMPT = ("Summarise our conversation so far for your own later use: the task, what was "
+                  "decided and done, files and facts that matter, and what is still open. "
+                  "Reply with the summary only.")
+_COMMAND = re.compile(r"^(/[A-Za-z][\w-]*)(?:\s+(.*))?$", re.DOTALL)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """`("/model", "qwen")` for `/model qwen`; None for a prompt (a path like `/etc/x is …` is
+    one: a command is `/` and a word)."""
+    match = _COMMAND.match(text)
+    if match is None:
+        return None
+    return match.group(1).lower(), (match.group(2) or "").strip()
 
 
 class ChatRepl:
@@ -33,25 +58,26 @@ class ChatRepl:
     def __init__(self, options: dict[str, Any], *, show_reasoning: bool = False) -> None:
         self._options = options
         self._renderer = TerminalRenderer(show_reasoning=show_reasoning)
-        self._interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self._history: list[Message] | None = None
+        self._usage = Usage()
+        self._cost: float | None = None
         # Every turn of one conversation shares a session id, so a store keeps them together;
         # `--resume ID` supplies it, `/new` makes a fresh one.
         self._agent = self._new_agent(options.get("session_id"))
+        self._input: LineInput | TerminalInput = make_input(COMMANDS, _history_dir(self._agent))
 
     def loop(self) -> int:
         """Read prompts until /exit or end of input."""
-        if self._interactive:
-            with contextlib.suppress(ImportError):
-                import readline  # noqa: F401  (line editing and history for input())
         with asyncio.Runner() as runner:
             try:
                 primary = runner.run(check_provider(self._agent))
             except LoopwrightError as exc:  # before the first prompt, not after it
                 runner.run(close_shared_client())
-                print(f"loopwright: {exc}", file=sys.stderr, flush=True)
+                say(str(exc))
                 return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
             self._renderer.note(f"loopwright chat · {banner(self._agent, primary)} · /help")
+            if self._input.warning:
+                self._renderer.note(self._input.warning, style="yellow")
             notice = runner.run(agent_sandbox_notice(self._agent))
             if notice:
                 self._renderer.note(notice, style="yellow")
@@ -63,22 +89,20 @@ class ChatRepl:
 
     def _read_eval_print(self, runner: asyncio.Runner) -> int:
         while True:
-            line = self._read()
+            try:
+                line = runner.run(self._input.read())
+            except (Interrupted, KeyboardInterrupt):  # Ctrl-C at the prompt drops the line
+                self._renderer.note("(/exit or Ctrl-D quits)")
+                continue
             if line is None:
                 return 0
             text = line.strip()
             if not text:
                 continue
-            if text in ("/exit", "/quit"):
-                return 0
-            if text == "/new":
-                runner.run(self._agent.aclose())
-                self._agent = self._new_agent(None)
-                self._history = None
-                self._renderer.note("new conversation")
-                continue
-            if text == "/help":
-                self._renderer.note(HELP)
+            command = parse_command(text)
+            if command is not None:
+                if self._command(runner, *command):
+                    return 0
                 continue
             try:
                 self._turn(runner, text)
@@ -95,22 +119,110 @@ class ChatRepl:
             self._renderer.note("cancelled")
             return
         self._history = result.messages
+        self._usage.add(result.usage)
+        if result.cost is not None:
+            self._cost = (self._cost or 0.0) + result.cost
         line = describe_stop(result)
         if line:
             self._renderer.note(line, style="dim" if result.stop_reason == "cancelled" else "red")
 
-    def _read(self) -> str | None:
-        """The next line typed, or None at end of input. Ctrl-C at the prompt clears the line."""
-        while True:
-            try:
-                return input(PROMPT if self._interactive else "")
-            except EOFError:
-                if self._interactive:
-                    print(file=sys.stderr)
-                return None
-            except KeyboardInterrupt:
-                print(file=sys.stderr)
-                self._renderer.note("(/exit or Ctrl-D quits)")
+    # -- slash commands --
+
+    def _command(self, runner: asyncio.Runner, name: str, argument: str) -> bool:
+        """Run one slash command; True when the chat should end."""
+        say = self._renderer.note
+        if name in ("/exit", "/quit"):
+            return True
+        if name == "/help":
+            for command, meaning in COMMANDS.items():
+                say(f"{command:<9} {meaning}", style="default")
+            say(KEYS)
+        elif name == "/new":
+            self._start_over(runner, None)
+            say("new conversation")
+        elif name == "/model":
+            self._model(runner, argument)
+        elif name == "/tools":
+            say("tools: " + ", ".join(sorted(tool.name for tool in self._agent.registry)))
+        elif name == "/usage":
+            say(f"this conversation: {usage_line(self._usage.to_dict(), cost=self._cost)} · "
+                f"{self._usage.requests} requests")
+        elif name == "/compact":
+            self._compact(runner)
+        elif name == "/resume":
+            self._resume(runner, argument)
+        else:
+            say(f"unknown command {name}: /help lists the commands (nothing was sent to the "
+                "model)", style="red")
+        return False
+
+    def _model(self, runner: asyncio.Runner, name: str) -> None:
+        if not name:
+            primary = runner.run(self._agent.providers())[0]
+            self._renderer.note(banner(self._agent, primary))
+            return
+        options = {**self._options, "model": name}
+        if ":" in name.split("/", 1)[0]:  # a provider prefix names its own server
+            options.pop("base_url", None)
+        candidate = make_agent({**options, "session_id": self._agent.settings.session_id},
+                               [self._renderer])
+        try:
+            primary = runner.run(check_provider(candidate))
+        except LoopwrightError as exc:
+            current = self._agent.settings.model or "the previous model"
+            self._renderer.note(f"{exc} (still using {current})", style="red")
+            return
+        runner.run(self._agent.aclose())
+        self._options, self._agent = options, candidate
+        self._renderer.note(f"now: {banner(candidate, primary)}")
+
+    def _compact(self, runner: asyncio.Runner) -> None:
+        if not self._history:
+            self._renderer.note("nothing to compact yet")
+            return
+        result = runner.run(interruptible_run(self._agent, COMPACT_PROMPT, self._history,
+                                              self._renderer))
+        if result is None or result.stop_reason != "completed" or not result.output.strip():
+            self._renderer.note("compaction did not finish; the conversation is unchanged")
+            return
+        before = len(self._history)
+        self._start_over(runner, None)
+        self._history = [user("Summary of our conversation so far:\n\n" + result.output),
+                         assistant("Understood — I will go on from this summary.")]
+        self._renderer.note(f"compacted {before} messages into a summary (new session "
+                            f"{(self._agent.settings.session_id or '')[:8]})")
+
+    def _resume(self, runner: asyncio.Runner, argument: str) -> None:
+        import typer
+
+        from loopwright.cli.store import find_session, open_browser, store_path
+
+        try:
+            if argument:
+                self._start_over(runner, find_session(argument))
+                self._renderer.note(f"resumed session {argument}")
+                return
+            location = store_path()
+            if isinstance(location, Path) and not location.exists():
+                self._renderer.note("no saved sessions yet")
+                return
+            with open_browser(location) as store:
+                found = store.list_sessions(cwd=str(Path.cwd().resolve()), limit=5)
+        except (LoopwrightError, typer.BadParameter) as exc:
+            self._renderer.note(str(getattr(exc, "message", exc)), style="red")
+            return
+        if not found:
+            self._renderer.note("no saved sessions in this directory")
+        for info in found:
+            self._renderer.note(f"{info.id[:8]}  {info.model}  {info.message_count} msgs  "
+                                f"{info.title}", style="default")
+
+    def _start_over(self, runner: asyncio.Runner, session_id: str | None) -> None:
+        runner.run(self._agent.aclose())  # lets memory learning finish, closes MCP servers
+        self._agent = self._new_agent(session_id)
+        self._history = None
+        self._usage = Usage()
+        self._cost = None
 
     def _new_agent(self, session_id: str | None) -> Agent:
         options = {**self._options, "session_id": session_id or uuid.uuid4().hex}
@@ -120,12 +232,19 @@ class ChatRepl:
         return agent
 
 
+def _history_dir(agent: Agent) -> Path:
+    from loopwright.config import default_data_dir
+
+    data_dir = agent.settings.data_dir
+    return Path(data_dir).expanduser() if data_dir else default_data_dir()
+
+
 def run_chat(flags: AgentFlags) -> int:
     """`loopwright chat` (and `sessions resume`): the exit code of the whole conversation."""
     options = flags.agent_options()
     try:
         repl = ChatRepl(options, show_reasoning=flags.show_reasoning)
     except LoopwrightError as exc:
-        print(f"loopwright: {exc}", file=sys.stderr, flush=True)
+        say(str(exc))
         return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
     return repl.loop()

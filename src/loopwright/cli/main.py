@@ -81,7 +81,9 @@ async def _run_and_close(agent: "Agent", prompt: str,
 
 
 def _say(text: str) -> None:
-    print(f"loopwright: {text}", file=sys.stderr, flush=True)
+    from loopwright.cli.render import say
+
+    say(text)
 
 
 def _setup_failed(exc: Exception, renderer: "Renderer") -> NoReturn:

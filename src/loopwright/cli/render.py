@@ -40,6 +40,13 @@ _STOP_DESCRIPTIONS = {
 }
 
 
+def say(text: str, *, file: TextIO | None = None) -> None:
+    """One `loopwright: …` message on stderr, never cut: a terminal gets it wrapped at word
+    boundaries to its width, a pipe one whole line."""
+    console = Console(file=file or sys.stderr, highlight=False)
+    console.print(Text(f"loopwright: {text}"), soft_wrap=not console.is_terminal)
+
+
 def describe_stop(result: RunResult) -> str | None:
     """One line saying why a run did not complete, or None when it did."""
     if result.stop_reason == "completed":

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +48,8 @@ def make_agent(options: dict[str, Any], callbacks: list[Any]) -> Agent:
     try:
         return Agent(callbacks=callbacks, **options)
     except SessionError as exc:
-        print(f"loopwright: warning: {exc}; sessions are off for this run (set "
-              "LOOPWRIGHT_DATA_DIR to a writable directory)", file=sys.stderr, flush=True)
+        from loopwright.cli.render import say
+
+        say(f"warning: {exc}; sessions are off for this run (set LOOPWRIGHT_DATA_DIR to a "
+            "writable directory)")
         return Agent(callbacks=callbacks, **{**options, "store": False})

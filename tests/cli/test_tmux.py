@@ -1,0 +1,146 @@
+"""What a person sees: `chat` and `run` in a real terminal (tmux), keys sent as typed or pasted,
+the pane captured and read back.
+
+Each test runs its own tmux server (`-S` socket in the test's temp dir), so nothing is shared with
+the machine's tmux or with another test. `LOOPWRIGHT_SCREENSHOT=path.ansi` keeps the chat test's
+final screen, colours included, for docs/screenshot.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import cli_env, require_component
+
+TMUX = shutil.which("tmux")
+
+
+class Pane:
+    """One tmux pane running one command; the command's exit status is printed when it ends."""
+
+    def __init__(self, socket: Path) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        return subprocess.run([TMUX, "-S", str(self.socket), *args], check=True,
+                              capture_output=True, text=True, timeout=30).stdout
+
+    def start(self, args: list[str], *, cwd: Path, width: int = 80, height: int = 30) -> None:
+        env = cli_env(cwd, TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
+        env.pop("NO_COLOR", None)
+        exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()
+                           if key.isidentifier())
+        command = (f"env -i {exports} {shlex.quote(sys.executable)} -m loopwright "
+                   f"{shlex.join(args)}; echo \"[exit $?]\"; sleep 120")
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "-c",
+                  str(cwd), command)
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-t", "t", "-l", text)
+
+    def paste(self, text: str) -> None:
+        """A bracketed paste, as a terminal sends one when text is pasted into it."""
+        self.tmux("set-buffer", "-b", "p", text)
+        self.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")
+
+    def screen(self, *, ansi: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if ansi else []), "-t", "t")
+
+    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
+        deadline = time.monotonic() + 45
+        while True:
+            shown = self.screen()
+            if check(shown):
+                return shown
+            if time.monotonic() > deadline:
+                raise AssertionError(f"gave up waiting for {what}; the screen was:\n{shown}")
+            time.sleep(0.1)
+
+    def wait_text(self, text: str) -> str:
+        return self.wait_for(lambda shown: text in shown, repr(text))
+
+
+@pytest.fixture
+def pane(tmp_path: Path) -> Iterator[Pane]:
+    require_component(TMUX is not None, "tmux drives the terminal tests: apt-get install tmux")
+    shown = Pane(tmp_path / "tmux.sock")
+    try:
+        yield shown
+    finally:
+        subprocess.run([TMUX or "tmux", "-S", str(shown.socket), "kill-server"],
+                       capture_output=True, timeout=30)
+
+
+def test_chat_in_a_terminal_paste_slash_commands_and_ctrl_c(pane: Pane, tmp_path: Path) -> None:
+    answer = "Here is **the plan**:\n\n1. read `notes.txt`\n2. fix it\n\n```python\nx = 1\n```\n"
+    script = [Reply(answer, chunk_size=4), Reply("never shown", delay=20), Reply("Back again.")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_text("loopwright chat · fake-model at")
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.paste("Please fix notes.txt:\nline one\nline two")
+        pane.keys("Enter")
+        shown = pane.wait_text("x = 1")
+        assert "the plan" in shown and "**" not in shown and "```" not in shown  # rendered
+        (request,) = server.model_requests  # three pasted lines: one message
+        assert request.body["messages"][-1]["content"] == (
+            "Please fix notes.txt:\nline one\nline two")
+        pane.type("/nope")
+        pane.keys("Enter")
+        pane.wait_text("unknown command /nope")
+        assert len(server.model_requests) == 1
+        pane.type("take your time")
+        pane.keys("Enter")
+        pane.wait_for(lambda _: len(server.model_requests) == 2, "the slow request")
+        pane.wait_text("thinking")  # the spinner while the model works
+        pane.keys("C-c")
+        pane.wait_text("cancelled")
+        pane.type("again")
+        pane.keys("Enter")
+        shown = pane.wait_text("Back again.")
+        keep = os.environ.get("LOOPWRIGHT_SCREENSHOT")
+        if keep:
+            Path(keep).write_text(pane.screen(ansi=True), encoding="utf-8")
+        pane.keys("C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert "never shown" not in shown
+
+
+def test_run_in_a_terminal_shows_tool_lines_diffs_and_usage(pane: Pane, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    script = [Reply(tool_calls=[call("edit_file", {"path": "notes.txt", "old_string": "alpha",
+                                                   "new_string": "omega"})]),
+              Reply("Done: *alpha* is now **omega**.")]
+    with FakeModelServer(script) as server:
+        pane.start(["run", "Fix the notes", "--model", "fake-model", "--base-url",
+                    server.base_url, "--yes"], cwd=tmp_path)
+        shown = pane.wait_text("[exit 0]")
+    assert "✓ edit_file notes.txt · " in shown
+    assert "-alpha" in shown and "+omega" in shown
+    assert "turn 1 · " in shown and " in · " in shown
+    assert "Done: alpha is now omega." in shown
+    assert "completed · 2 turns · " in shown
+
+
+def test_a_40_column_terminal_wraps_the_fix_instead_of_cutting_it(pane: Pane,
+                                                                   tmp_path: Path) -> None:
+    pane.start(["run", "Hi"], cwd=tmp_path, width=40)
+    shown = pane.wait_text("[exit 6]")
+    flat = " ".join(shown.split())
+    assert "pass --model and --base-url" in flat
+    assert all(len(line) <= 40 for line in shown.splitlines())
