@@ -90,7 +90,7 @@ def test_chat_in_a_terminal_paste_slash_commands_and_ctrl_c(pane: Pane, tmp_path
     script = [Reply(answer, chunk_size=4), Reply("never shown", delay=20), Reply("Back again.")]
     with FakeModelServer(script) as server:
         pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
-                   cwd=tmp_path)
+                   cwd=tmp_path, height=36)
         pane.wait_text("loopwright chat · fake-model at")
         pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
         pane.paste("Please fix notes.txt:\nline one\nline two")
