@@ -269,8 +269,10 @@ class Agent(Generic[DepsT, OutputT]):
         # instruction files, memory and skills are read from disk: not on the event loop
         system_prompt = await asyncio.to_thread(self._system_prompt)
         settings = self._loop_settings(chain, session_id)
-        recorder = self.state_services.recorder(session_id, model=chain.model,
-                                                parent_id=parent_session_id)
+        primary = (await self._resolve())[0]
+        recorder = self.state_services.recorder(
+            session_id, model=chain.model, base_url=primary.endpoint.base_url,
+            api_mode=primary.mode, parent_id=parent_session_id)
         if recorder is not None:  # persist, and resume a stored session given no history
             run_history = await recorder.open(
                 history, system_prompt=system_prompt, prompt=prompt,

@@ -301,3 +301,39 @@ def test_run_chat_and_sessions_resume_share_one_declaration_of_the_agent_flags()
         shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
         expected = flags - ({"--resume", "--continue"} if command[0] == "sessions" else set())
         assert {flag for flag in expected if flag not in shown} == set(), command
+
+
+def test_the_resume_hint_works_when_the_provider_came_from_flags(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("First answer."), Reply("Second answer.")],
+                         model="served") as server:
+        first = invoke(tmp_path, "run", "Start", "--model", "fake-model", "--base-url",
+                       server.base_url, "--api-mode", "chat_completions")
+        assert first.exit_code == 0, first.output
+        with SQLiteStore(db_path(tmp_path)) as store:
+            (info,) = store.list_sessions()
+        assert (info.model, info.base_url, info.api_mode) == (
+            "fake-model", server.base_url, "chat_completions")
+        again = invoke(tmp_path, "run", "--resume", info.id[:8], "Go on")  # no provider flags
+        assert again.exit_code == 0, again.output
+        second = server.model_requests[1].body or {}
+    assert again.stdout.strip() == "Second answer."
+    assert second["model"] == "fake-model"
+    assert [m["content"] for m in second["messages"][1:]] == ["Start", "First answer.", "Go on"]
+
+
+def test_provider_flags_override_the_stored_provider_on_resume(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("From the first.")]) as first:
+        started = invoke(tmp_path, "run", "Start", "--model", "fake-model", "--base-url",
+                         first.base_url)
+        assert started.exit_code == 0, started.output
+    with SQLiteStore(db_path(tmp_path)) as store:
+        (info,) = store.list_sessions()
+    with FakeModelServer([Reply("From the second.")]) as second:
+        second_url = second.base_url
+        moved = invoke(tmp_path, "run", "--continue", "Go on", "--model", "other",
+                       "--base-url", second.base_url)
+        body = second.model_requests[0].body or {}
+    assert moved.exit_code == 0, moved.output
+    assert body["model"] == "other"
+    with SQLiteStore(db_path(tmp_path)) as store:
+        assert store.get(info.id).base_url == second_url  # type: ignore[union-attr]

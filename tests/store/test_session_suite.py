@@ -291,3 +291,36 @@ async def test_a_sub_agents_session_is_linked_to_its_parent_and_turn_costs_are_s
     assert [t["input_tokens"] for t in turns] == [2000, 1000]  # turn 1 ran the sub-agent
     await store.aclose()
 
+
+
+async def test_a_session_stores_its_provider_but_never_the_key(store_spec: str) -> None:
+    with FakeModelServer([Reply("hi")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="sk-secret-key",
+                      api_mode="chat_completions", store=store_spec, session_id="p1")
+        assert (await agent.run("hello")).output == "hi"
+        await agent.aclose()
+        url = server.base_url
+    store = opened(store_spec)
+    info = await store.get("p1")
+    assert info is not None
+    assert (info.model, info.base_url, info.api_mode) == ("fake-model", url, "chat_completions")
+    assert "sk-secret-key" not in repr(info.to_dict())
+    await store.aclose()
+
+
+def test_a_version_2_database_migrates_and_keeps_its_sessions(tmp_path: Path) -> None:
+    from loopwright.store.schema import MIGRATIONS
+    from loopwright.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for script in MIGRATIONS[:2]:
+        db.executescript(script)
+    db.execute("PRAGMA user_version = 2")
+    db.execute("INSERT INTO sessions (id, title, model, cwd, created, updated) "
+               "VALUES ('old1', 't', 'm', '/', 0, 0)")
+    db.commit()
+    db.close()
+    with SQLiteStore(path) as store:
+        info = store.get("old1")
+    assert info is not None and (info.model, info.base_url, info.api_mode) == ("m", "", "")

@@ -123,6 +123,12 @@ class AgentFlags:
             "tool_call_format": self.tool_call_format.value if self.tool_call_format else None,
             **_tool_options(self.tools, self.read_only),
         }
+        if options["session_id"] and not (self.model or self.base_url):
+            # a resumed session talks to the provider it ran against; --model/--base-url override
+            from loopwright.cli.store import stored_provider
+
+            stored = stored_provider(options["session_id"])
+            options.update({key: options.get(key) or value for key, value in stored.items()})
         return {key: value for key, value in options.items() if value is not None}
 
 

@@ -103,3 +103,19 @@ def cli_store_default() -> bool | None:
         return True if load_settings().store is None else None
     except ConfigError:
         return None  # the run reports a broken configuration itself, with its own exit code
+
+
+def stored_provider(session_id: str) -> dict[str, str]:
+    """The provider a stored session ran against — `model`, `base_url`, `api_mode` (never a
+    key) — for `--resume`/`--continue`; empty when the session predates that record."""
+    from loopwright.errors import LoopwrightError
+
+    try:
+        with open_browser(store_path()) as store:
+            info = store.get(session_id)
+    except LoopwrightError:
+        return {}
+    if info is None or not info.model or not info.base_url:
+        return {}
+    found = {"model": info.model, "base_url": info.base_url, "api_mode": info.api_mode}
+    return {key: value for key, value in found.items() if value}

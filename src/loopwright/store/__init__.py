@@ -29,6 +29,8 @@ class SessionInfo:
     parent_id: str | None = None  # the session that delegated to this one (a sub-agent's)
     title: str = ""
     model: str = ""
+    base_url: str = ""  # the provider the session ran against (never its key)
+    api_mode: str = ""
     cwd: str = ""
     created: float = 0.0
     updated: float = 0.0
@@ -43,6 +45,7 @@ class SessionInfo:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "parent_id": self.parent_id, "title": self.title, "model": self.model,
+            "base_url": self.base_url, "api_mode": self.api_mode,
             "cwd": self.cwd, "created": self.created, "updated": self.updated,
             "stop_reason": self.stop_reason, "usage": self.usage.to_dict(), "cost": self.cost,
             "message_count": self.message_count, "epoch": self.epoch, "runs": self.runs,

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
           "reasoning_tokens", "requests")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
-                    "lock_host, lock_expires, epoch")
+                    "lock_host, lock_expires, epoch, base_url, api_mode")
 _NOW = "extract(epoch from clock_timestamp())"
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
@@ -162,7 +162,7 @@ class PostgresStore:
                          (session_id, parent_id, title, model, cwd, system_prompt, now, now))
 
     async def update(self, session_id: str, **fields: Any) -> None:
-        unknown = set(fields) - {"title", "model", "cwd", "system_prompt"}
+        unknown = set(fields) - {"title", "model", "base_url", "api_mode", "cwd", "system_prompt"}
         if unknown:
             raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
         if fields:
@@ -193,7 +193,7 @@ class PostgresStore:
 
     async def _info(self, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
-         lock_owner, lock_pid, lock_host, lock_expires, epoch) = row
+         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
         sums = (await self._rows(
             "reading a session", "SELECT count(*), " + ", ".join(
                 f"coalesce(sum({c}), 0)" for c in _USAGE) + ", sum(cost), "
@@ -208,7 +208,8 @@ class PostgresStore:
         if latest:
             stop_reason = latest[0][0] or ("running" if live else "interrupted")
         return SessionInfo(
-            id=sid, parent_id=parent_id, title=title, model=model, cwd=cwd, created=created,
+            id=sid, parent_id=parent_id, title=title, model=model, base_url=base_url,
+            api_mode=api_mode, cwd=cwd, created=created,
             updated=updated, stop_reason=stop_reason, message_count=int(count), epoch=epoch,
             usage=Usage(**{c: int(v) for c, v in zip(_USAGE, sums[1:7], strict=True)}),
             cost=None if sums[8] or sums[7] is None else float(sums[7]), runs=int(sums[0]),

@@ -113,7 +113,13 @@ CREATE TABLE model_calls (
 CREATE INDEX model_calls_by_session ON model_calls(session_id, id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# v3: a session keeps the provider it ran against (never the key), so --resume reuses it
+_V3 = """
+ALTER TABLE sessions ADD COLUMN base_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN api_mode TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 MIGRATION_LOCK = 0x6C6F6F70  # pg_advisory_xact_lock key: one process migrates at a time

@@ -41,12 +41,13 @@ class SessionRecorder(LoopPlugin):
     """Writes one run's messages, events, usage and cost to `store` under `session_id`."""
 
     def __init__(self, store: SessionStore, session_id: str, *, model: str = "",
-                 cwd: str = "", parent_id: str | None = None,
-                 attachments_dir: Path | None = None) -> None:
+                 base_url: str = "", api_mode: str = "", cwd: str = "",
+                 parent_id: str | None = None, attachments_dir: Path | None = None) -> None:
         self.store = store
         self.attachments_dir = attachments_dir  # images / PDFs stored once, by SHA-256
         self.session_id = session_id
         self.model = model
+        self.provider = {"base_url": base_url, "api_mode": api_mode}  # never the key
         self.cwd = cwd
         self.parent_id = parent_id  # the delegating session, for a sub-agent's run
         self.owner = new_owner()
@@ -87,6 +88,7 @@ class SessionRecorder(LoopPlugin):
         if existing is None:
             await store.create(sid, model=self.model, cwd=self.cwd, system_prompt=system_prompt,
                                title=_title(prompt, history), parent_id=self.parent_id)
+            await store.update(sid, **self.provider)
         await store.acquire(sid, self.owner)
         self._leased = True
         try:
@@ -111,7 +113,8 @@ class SessionRecorder(LoopPlugin):
             if stored == given[:len(stored)]:
                 await store.append_many(sid, given[len(stored):])
         if exists:
-            await store.update(sid, system_prompt=system_prompt, model=self.model)
+            await store.update(sid, system_prompt=system_prompt, model=self.model,
+                               **self.provider)
         return [*(head or [messages.system(system_prompt)]), *conversation]
 
     async def release(self) -> None:

@@ -140,6 +140,12 @@ CREATE TABLE model_calls (
 CREATE INDEX model_calls_by_session ON model_calls(session_id, id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# v4: a session keeps the provider it ran against (never the key), so --resume reuses it
+_V4 = """
+ALTER TABLE sessions ADD COLUMN base_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN api_mode TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -81,8 +81,8 @@ class StateServices:
         return [RecallPlugin(self.store, limit=self.settings.recall_limit,
                              embedder=self._embedder)]
 
-    def recorder(self, session_id: str, *, model: str, parent_id: str | None = None
-                 ) -> SessionRecorder | None:
+    def recorder(self, session_id: str, *, model: str, base_url: str = "", api_mode: str = "",
+                 parent_id: str | None = None) -> SessionRecorder | None:
         """A recorder for one run on `session_id` (a sub-agent's links to its parent's
         session, `parent_id`), or None without a store."""
         if self.store is None:
@@ -90,8 +90,9 @@ class StateServices:
         from loopwright.store.recorder import SessionRecorder
 
         data_dir = Path(self.settings.data_dir) if self.settings.data_dir else default_data_dir()
-        return SessionRecorder(self.store, session_id, model=model, cwd=str(self.workdir),
-                               parent_id=parent_id, attachments_dir=data_dir / "attachments")
+        return SessionRecorder(self.store, session_id, model=model, base_url=base_url,
+                               api_mode=api_mode, cwd=str(self.workdir), parent_id=parent_id,
+                               attachments_dir=data_dir / "attachments")
 
 
 def first_user_turn(history: list[Message], prompt: str) -> Message | None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                   "reasoning_tokens", "requests")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
-                    "lock_host, lock_expires, epoch")
+                    "lock_host, lock_expires, epoch, base_url, api_mode")
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
     "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?1), "
@@ -195,8 +195,9 @@ class SQLiteStore:
                 (session_id, parent_id, title, model, cwd, system_prompt, now, now))
 
     def update(self, session_id: str, **fields: Any) -> None:
-        """Change `title`, `model`, `cwd` or `system_prompt` of a session."""
-        allowed = {"title", "model", "cwd", "system_prompt"}
+        """Change `title`, `model`, `base_url`, `api_mode`, `cwd` or `system_prompt` of a
+        session."""
+        allowed = {"title", "model", "base_url", "api_mode", "cwd", "system_prompt"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
@@ -260,7 +261,7 @@ class SQLiteStore:
 
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
-         lock_owner, lock_pid, lock_host, lock_expires, epoch) = row
+         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
         sums = db.execute(
             "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in _USAGE_COLUMNS)
             + ", sum(cost), sum(cost IS NULL AND requests > 0) FROM runs WHERE session_id = ?",
@@ -276,7 +277,8 @@ class SQLiteStore:
         usage = Usage(**dict(zip(_USAGE_COLUMNS, sums[1:7], strict=True)))
         unpriced = sums[8] or 0
         return SessionInfo(
-            id=sid, parent_id=parent_id, title=title, model=model, cwd=cwd, created=created,
+            id=sid, parent_id=parent_id, title=title, model=model, base_url=base_url,
+            api_mode=api_mode, cwd=cwd, created=created,
             updated=updated, stop_reason=stop_reason, usage=usage, message_count=count, epoch=epoch,
             cost=None if unpriced or sums[7] is None else float(sums[7]), runs=sums[0],
             locked_by=lock_pid if live else None)
