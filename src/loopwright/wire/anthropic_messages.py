@@ -34,7 +34,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
-from loopwright.profiles import GENERIC, Profile
+from loopwright.profiles import Profile
 from loopwright.wire import splice
 from loopwright.wire.base import split_system
 from loopwright.wire.stream import StreamAccumulator
@@ -360,19 +360,11 @@ def _stored_block(block: dict[str, Any]) -> dict[str, Any] | None:
     return None  # server-side tool blocks are not sent back
 
 
-class AnthropicMessagesFormat:
+class AnthropicMessagesFormat(splice.SplicedBodyFormat):
     """JSON shapes of `/messages`."""
 
     mode = MODE
     path = "/messages"
-
-    def build_body(self, request: ModelRequest, *, stream: bool,
-                   profile: Profile = GENERIC) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream, profile))
-
-    def encode_body(self, request: ModelRequest, *, stream: bool,
-                    profile: Profile = GENERIC) -> bytes:
-        return splice.encode_body(self._body(request, stream, profile))
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages

@@ -15,7 +15,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
-from loopwright.profiles import GENERIC, Profile, takes_reasoning_effort
+from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
@@ -163,19 +163,11 @@ def _reasoning_of(obj: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class ChatCompletionsFormat:
+class ChatCompletionsFormat(splice.SplicedBodyFormat):
     """JSON shapes of `/chat/completions`."""
 
     mode = MODE
     path = "/chat/completions"
-
-    def build_body(self, request: ModelRequest, *, stream: bool,
-                   profile: Profile = GENERIC) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream, profile))
-
-    def encode_body(self, request: ModelRequest, *, stream: bool,
-                    profile: Profile = GENERIC) -> bytes:
-        return splice.encode_body(self._body(request, stream, profile))
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         refuse_unsupported(profile.supports_images, request.model, request.messages)

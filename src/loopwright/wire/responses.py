@@ -27,7 +27,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
 )
-from loopwright.profiles import GENERIC, Profile, takes_reasoning_effort
+from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
 from loopwright.wire.stream import StreamAccumulator
@@ -226,19 +226,11 @@ def _message_text(item: dict[str, Any]) -> tuple[str, bool]:
     return "".join(texts), refused
 
 
-class ResponsesFormat:
+class ResponsesFormat(splice.SplicedBodyFormat):
     """JSON shapes of `/responses`."""
 
     mode = MODE
     path = "/responses"
-
-    def build_body(self, request: ModelRequest, *, stream: bool,
-                   profile: Profile = GENERIC) -> dict[str, Any]:
-        return splice.materialize(self._body(request, stream, profile))
-
-    def encode_body(self, request: ModelRequest, *, stream: bool,
-                    profile: Profile = GENERIC) -> bytes:
-        return splice.encode_body(self._body(request, stream, profile))
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         refuse_unsupported(profile.supports_images, request.model, request.messages)

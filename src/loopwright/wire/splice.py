@@ -11,7 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from loopwright.messages import Message, edits_so_far
+from loopwright.messages import Message, ModelRequest, edits_so_far
+from loopwright.profiles import GENERIC, Profile
 
 
 def dumps(value: Any) -> str:
@@ -113,3 +114,19 @@ def encode_body(body: dict[str, Any]) -> bytes:
         separator = ","
     parts.append("}")
     return "".join(parts).encode()
+
+
+class SplicedBodyFormat:
+    """A wire format whose body is assembled by `_body` from cached pieces: the dict form for
+    inspection, the encoded bytes (joined, not re-serialised) for sending."""
+
+    def build_body(self, request: ModelRequest, *, stream: bool,
+                   profile: Profile = GENERIC) -> dict[str, Any]:
+        return materialize(self._body(request, stream, profile))
+
+    def encode_body(self, request: ModelRequest, *, stream: bool,
+                    profile: Profile = GENERIC) -> bytes:
+        return encode_body(self._body(request, stream, profile))
+
+    def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
+        raise NotImplementedError
