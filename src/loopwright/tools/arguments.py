@@ -396,17 +396,22 @@ def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any]
     )
 
 
-def unknown_tool_message(name: str, suggested: list[str], closest: Any | None) -> str:
+def example_call(name: str, schema: dict[str, Any]) -> str:
+    """A call of tool `name` with placeholder arguments from its schema, as JSON."""
+    return json.dumps({"name": name, "arguments": example_arguments(schema)}, ensure_ascii=False)
+
+
+def unknown_tool_message(name: str, suggested: list[str],
+                         closest_schema: dict[str, Any] | None) -> str:
     """What the model reads after calling a tool that does not exist: the tools it has, and a
-    filled-in call of the closest one — small models that only get the names apologise instead
-    of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had `read_file`)."""
+    filled-in call of the closest one (`suggested[0]`) — small models that only get the names
+    apologise instead of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had
+    `read_file`)."""
     names = ", ".join(suggested) or "(none)"
     message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
-    if closest is not None:
-        example = json.dumps({"name": closest.name,
-                              "arguments": example_arguments(closest.parameters)},
-                             ensure_ascii=False)
-        message += f" Call one of them instead, for example: {example}"
+    if suggested and closest_schema is not None:
+        message += (" Call one of them instead, for example: "
+                    f"{example_call(suggested[0], closest_schema)}")
     return message
 
 

@@ -148,8 +148,9 @@ class ToolExecutor:
         if found is None:
             suggested = self.registry.suggest(call.name)
             closest = self._lookup(suggested[0]) if suggested else None
+            schema = closest.parameters if closest is not None else None
             return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
-                               content=unknown_tool_message(call.name, suggested, closest))
+                               content=unknown_tool_message(call.name, suggested, schema))
         try:
             raw = (await parse_arguments_async(call.arguments)).value
             echo = schema_echo_message(call.name, raw, found.parameters)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from loopwright.guards import ECHO_FEEDBACK, echoes_runtime_note
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.arguments import example_arguments, loads_bounded
+from loopwright.tools.arguments import example_call, loads_bounded
 from loopwright.tools.text_calls import (
     FORMAT_HINT,
     MalformedCall,
@@ -78,10 +78,8 @@ def render_tool_prompt(specs: list[ToolSpec]) -> str:
     if not specs:
         return ""
     first = specs[0]
-    example_call = json.dumps({"name": first.name,
-                               "arguments": example_arguments(first.parameters)},
-                              ensure_ascii=False)
-    example = f"\nFor example:\n<tool_call>\n{example_call}\n</tool_call>\n"
+    call = example_call(first.name, first.parameters)
+    example = f"\nFor example:\n<tool_call>\n{call}\n</tool_call>\n"
     tools = "\n".join(
         json.dumps({"name": s.name, "description": s.description, "parameters": s.parameters},
                    ensure_ascii=False)
