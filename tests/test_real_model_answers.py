@@ -9,6 +9,7 @@ model imitates `<system-reminder>` and `<tool_response>` markup in its answer.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -180,3 +181,60 @@ async def test_a_bare_call_fragment_is_never_the_answer() -> None:
     with FakeModelServer([Reply(call), Reply('{"\n\n')]) as server:
         result = await make_agent(server, tool_call_format="prompt").run("1234 + 5678?")
     assert result.output.startswith(FALLBACK_HEAD) and "→ 6912" in result.output
+
+
+# native mode, 0.5B, "Use the multiply tool to compute 37 times 43." (bench task `multiply`):
+# after 1591 came back it replayed that call and went on multiplying each result by 43
+def product(a: int, b: int) -> str:
+    return json.dumps({"name": "multiply", "arguments": {"a": a, "b": b}})
+
+
+@tool(read_only=True)
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers and return the product."""
+    ran.append((a, b))
+    return a * b
+
+
+async def test_a_reply_that_replays_the_previous_call_and_chains_on_is_not_run(
+        mode: str) -> None:
+    answer = "The product of 37 and 43 is 1591."  # the model's reply with tools off
+
+    def like_the_0_5b(request: RecordedRequest) -> Reply:
+        if tools_off(request):
+            return Reply(answer)
+        if "1591" not in request.raw_body.decode():
+            return Reply(product(37, 43))
+        return Reply(product(37, 43) + "\n" + product(1591, 43))
+
+    with FakeModelServer(handler=like_the_0_5b, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, tools=[multiply]).run(
+            "Use the multiply tool to compute 37 times 43.")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == answer
+    assert ran == [(37, 43)]
+    requests = server.model_requests
+    assert len(requests) == 3 and tools_off(requests[2])
+    assert "68413" not in requests[2].raw_body.decode()
+
+
+async def test_a_call_repeated_alone_still_runs_again() -> None:
+    # a poll may change: only a replay that goes on with more calls is held back
+    script = [Reply(product(2, 3)), Reply(product(2, 3)), Reply("6")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[multiply]).run("2 * 3?")
+    assert result.output == "6" and ran == [(2, 3), (2, 3)]
+
+
+async def test_a_cut_call_head_is_neither_kept_nor_the_answer(mode: str) -> None:
+    # native mode, 0.5B, bench task `multiply` before the replay guard: six calls and `{"name`,
+    # cut by the output limit; the run then stopped on the loop guard with `{"name` as output
+    script = [Reply(product(1591, 43)), Reply(product(1591, 43)),
+              Reply(product(1591, 43) + '\n{"name', finish_reason="length"),
+              Reply(product(1591, 43))]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, tools=[multiply]).run("1591 * 43?")
+    assert result.stop_reason == "loop_detected"
+    assert result.output.startswith(FALLBACK_HEAD) and "→ 68413" in result.output
+    assert all('{"name' not in m.content for m in result.messages if m.role == "assistant")
+    assert '{\\"name"' not in server.model_requests[-1].raw_body.decode()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from loopwright.config import DEFAULTS
 from loopwright.messages import Message, ToolCall
 from loopwright.tools.arguments import loads_bounded
+from loopwright.tools.text_calls.registry import is_call_fragment
 
 RUNTIME_MARK = "[runtime note]"
 _RESULT_PREVIEW = 300  # characters of an earlier result quoted back to the model
@@ -39,9 +40,12 @@ def call_signature(call: ToolCall) -> str:
 @dataclass
 class DoomLoopGuard:
     """Counts, for each distinct call, the consecutive replies that make it again, and keeps the
-    result it last returned. A call repeated in the next reply runs again (a poll may change);
-    one repeated with copies inside the same reply is the runaway of a small model, so it is not
-    run: the model is given the result it already has (`known`). In the reply where the count
+    result it last returned. A call repeated alone in the next reply runs again (a poll may
+    change); one repeated with copies inside the same reply, or a reply that opens with the
+    previous reply's call and goes on with more, is the runaway of a small model (measured: the
+    0.5B model replays `multiply(37, 43)` and then multiplies each result by 43 again), so it is
+    not run: the model is given the result it already has (`known`), the rest of a replayed
+    reply is not run either (`replayed`). In the reply where the count
     reaches `threshold` the call is intercepted with guidance; if the very next reply makes it
     once more, the run stops. Copies within one reply count once (see `screen_reply`), so the
     run never stops before the model has read the warning."""
@@ -52,17 +56,20 @@ class DoomLoopGuard:
 
     def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = ()
                     ) -> dict[str, str]:
-        """'ok', 'known', 'intercept' or 'stop' for each call id of one reply (its distinct
-        calls); `copied` holds the signatures written more than once in this reply."""
+        """'ok', 'known', 'replayed', 'intercept' or 'stop' for each call id of one reply (its
+        distinct calls); `copied` holds the signatures written more than once in this reply."""
         streaks: dict[str, int] = {}
         verdicts: dict[str, str] = {}
+        replay = len(calls) > 1 and call_signature(calls[0]) in self._results
         for call in calls:
             signature = call_signature(call)
             count = streaks[signature] = self._streaks.get(signature, 0) + 1
             if self.threshold > 0 and count >= self.threshold:
                 verdicts[call.id] = "intercept" if count == self.threshold else "stop"
-            elif count >= 2 and signature in copied and signature in self._results:
+            elif count >= 2 and signature in self._results and (signature in copied or replay):
                 verdicts[call.id] = "known"
+            elif replay:
+                verdicts[call.id] = "replayed"
             else:
                 verdicts[call.id] = "ok"
         self._streaks = streaks
@@ -78,6 +85,12 @@ class DoomLoopGuard:
         return (f"{RUNTIME_MARK} Not run: you already have the result of this exact call from "
                 f"your previous reply: {_preview(result or '')}\nDo not call it again: answer "
                 "the user with this result.")
+
+    @staticmethod
+    def replayed_note() -> str:
+        return (f"{RUNTIME_MARK} Not run: this reply began by repeating your previous call, "
+                "whose result you already have, and went on from there; none of it ran. Answer "
+                "the user with the results you have.")
 
     def guidance(self, call: ToolCall) -> str:
         count = self._streaks.get(call_signature(call), self.threshold)
@@ -201,8 +214,9 @@ def echoes_runtime_note(text: str) -> bool:
 
 def is_answer(text: str) -> bool:
     """Whether a final text can be shown as the model's answer: not empty, not a bare fragment
-    of punctuation (a cut call's `{"`), not an echo of the runtime's own notes."""
-    return any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
+    of punctuation or of a cut call (`{"`, `{"name`), not an echo of the runtime's own notes."""
+    return (any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
+            and not is_call_fragment(text))
 
 
 def fallback_answer(history: Sequence[Message], reason: str) -> str:

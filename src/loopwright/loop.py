@@ -514,8 +514,11 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
             continue
         if verdict == "known":
             intercepted[call.id] = run.doom.known_result(call)
-            run.status("repeated_call", f"{call.name} repeated with copies; its earlier result "
-                       "given back, not run", {"tool": call.name})
+            run.status("repeated_call", f"{call.name} repeated; its earlier result given "
+                       "back, not run", {"tool": call.name})
+            continue
+        if verdict == "replayed":
+            intercepted[call.id] = run.doom.replayed_note()
             continue
         intercepted[call.id] = run.doom.guidance(call)
         if verdict == "stop":
@@ -523,12 +526,14 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
         else:
             run.status("loop_detected", f"identical call to {call.name} repeated; intercepted",
                        {"tool": call.name})
-    # a runaway of copies and nothing new ran: the model has what it asked for, so its next
-    # reply answers without tools (a plain repeat keeps them, to change course after a warning)
+    # a runaway (copies, or a replay of the previous reply) and nothing new ran: the model has
+    # what it asked for, so its next reply answers without tools (a plain repeat keeps them, to
+    # change course after a warning)
     # (the last call of a cut reply is a fragment, not progress)
     fresh = [c for c in calls if verdicts.get(c.id) == "ok"
              and not (truncated and c is calls[-1])]
-    run.answer_now = not fresh and "known" in verdicts.values()
+    run.answer_now = not fresh and ("known" in verdicts.values()
+                                     or "replayed" in verdicts.values())
     return intercepted, stop
 
 

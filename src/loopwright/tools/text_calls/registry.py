@@ -3,6 +3,7 @@ them: where a call may start and whether some text could still become one."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection
 
@@ -50,9 +51,42 @@ def parse_tool_calls(text: str, known_names: Collection[str] | None = None, *,
         rest = extract_pythonic(rest, names, found)
     if "{" in rest:
         rest = extract_json(rest, names, found)
-    changed = found.calls or found.malformed or found.reasoning or "<|message|>" in text
+    rest, cut_tail = _without_cut_call_tail(rest, text)
+    changed = (found.calls or found.malformed or found.reasoning or cut_tail
+               or "<|message|>" in text)
     found.text = tidy(rest) if changed else text
     return found
+
+
+def _without_cut_call_tail(rest: str, reply: str) -> tuple[str, bool]:
+    """A reply that stops inside the head of a call (`{"name`, `<tool_call>\n{"na`) ends in a
+    fragment too short to name its tool: it is no text for the user or for the history. `rest`
+    is what the families left of `reply`; the fragment must end both."""
+    stripped = rest.rstrip()
+    line_start = stripped.rfind("\n") + 1
+    tail = stripped[line_start:].lstrip()
+    if (tail[:1] not in ("{", "[", "<") or not reply.rstrip().endswith(tail)
+            or not is_call_fragment(tail)):
+        return rest, False
+    return stripped[:line_start], True
+
+
+def is_call_fragment(text: str) -> bool:
+    """Whether `text` is the unfinished start of a call (markup or call JSON), not prose and
+    not complete: what a reply cut mid-call leaves behind."""
+    text = text.strip()
+    if not text or not could_be_call_prefix(text):
+        return False
+    for marker, close in MARKERS.items():
+        if text.startswith(marker):  # markup is cut only if its region never closed
+            return close is not None and close not in text
+    if text[0] not in "{[":  # a fence or a word: whether it was cut cannot be told
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return True
+    return False
 
 
 # --- for streaming: where calls start and how they end -----------------------------------------
