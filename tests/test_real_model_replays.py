@@ -430,3 +430,24 @@ async def test_a_call_to_a_tool_that_does_not_exist_is_answered_with_an_example_
     [told] = tool_results_sent(server.model_requests[1])
     assert "there is no tool named 'grep'. Tools you can call: read_file." in told
     assert 'for example: {"name": "read_file", "arguments": {"path": "..."}}' in told
+
+
+@tool(read_only=True)
+def list_files() -> list[str]:
+    """List the names of the files in the workspace."""
+    ran.append((0, 0))
+    return ["four.py", "one.txt", "three.md", "two.txt"]
+
+
+async def test_a_schema_copied_into_a_call_of_a_tool_without_arguments_runs_it(mode: str) -> None:
+    # native mode, 0.5B, bench task `count_files`: it sent this four replies in a row, each time
+    # told to send values "for example: {}", until the loop guard stopped the run
+    copy = ('{"name": "list_files", "arguments": {"additionalProperties": false, '
+            '"properties": {}, "type": "object"}}')
+    with FakeModelServer([Reply(copy), Reply("4")], flavor="llamacpp") as server:
+        result = await make_agent(server, mode, tools=[list_files]).run(
+            "How many files are in the workspace? Answer with a number.")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "4" and ran == [(0, 0)]
+    assert tool_results_sent(server.model_requests[1]) == [
+        '["four.py", "one.txt", "three.md", "two.txt"]']

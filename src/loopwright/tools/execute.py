@@ -31,7 +31,7 @@ from loopwright.tools.arguments import (
 )
 from loopwright.tools.base import Tool, ToolContext, render_result
 from loopwright.tools.registry import ToolRegistry
-from loopwright.tools.schema_echo import schema_echo_message
+from loopwright.tools.schema_echo import schema_echo_message, takes_no_arguments
 
 
 @dataclass(kw_only=True)
@@ -154,7 +154,9 @@ class ToolExecutor:
         try:
             raw = (await parse_arguments_async(call.arguments)).value
             echo = schema_echo_message(call.name, raw, found.parameters)
-            if echo is not None:
+            if echo is not None and takes_no_arguments(found.parameters):
+                raw = {}  # a copy of an empty schema can only mean "call it"
+            elif echo is not None:
                 return ToolOutcome(call=call, is_error=True, content=echo,
                                    data={"bad_arguments": True, "schema_echo": True})
             arguments = found.validate(raw)
