@@ -238,3 +238,32 @@ async def test_a_cut_call_head_is_neither_kept_nor_the_answer(mode: str) -> None
     assert result.output.startswith(FALLBACK_HEAD) and "→ 68413" in result.output
     assert all('{"name' not in m.content for m in result.messages if m.role == "assistant")
     assert '{\\"name"' not in server.model_requests[-1].raw_body.decode()
+
+
+@tool(read_only=True)
+def get_stock(item: str) -> int:
+    """How many of an item are in stock."""
+    stock = {"apples": 42, "pears": 17, "plums": 8}
+    if item not in stock:
+        raise KeyError(f"no such item: {item}; known items: apples, pears, plums")
+    return stock[item]
+
+
+async def test_a_replay_of_a_call_that_failed_keeps_the_tools_to_correct_it() -> None:
+    # prompt mode, 0.5B, bench task `stock_single`: `apple` failed, and the next reply replayed
+    # it and went on through a list of fruit
+    def stock(item: str) -> str:
+        body = json.dumps({"name": "get_stock", "arguments": {"item": item}})
+        return f"<tool_call>\n{body}\n</tool_call>"
+
+    fruit = ["apple", "pears", "plums", "banana", "cherry", "date", "elderberry", "fig", "grape"]
+    script = [Reply(stock("apple")), Reply("\n".join(stock(f) for f in fruit)),
+              Reply(stock("apples")), Reply("There are 42 apples in stock.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[get_stock], tool_call_format="prompt").run(
+            "How many apples are in stock?")
+    assert result.output == "There are 42 apples in stock."
+    third = server.model_requests[2].raw_body.decode()
+    assert "this exact call failed in your previous reply" in third
+    assert "Correct the call that failed" in third and "Do not call any tool now" not in third
+    assert "get_stock" in json.dumps(server.model_requests[2].body.get("messages", [])[0])

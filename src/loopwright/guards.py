@@ -53,6 +53,7 @@ class DoomLoopGuard:
     threshold: int = 3
     _streaks: dict[str, int] = field(default_factory=dict)
     _results: dict[str, str] = field(default_factory=dict)
+    _failed: set[str] = field(default_factory=set)  # signatures whose last result was an error
 
     def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = ()
                     ) -> dict[str, str]:
@@ -74,23 +75,39 @@ class DoomLoopGuard:
                 verdicts[call.id] = "ok"
         self._streaks = streaks
         self._results = {k: v for k, v in self._results.items() if k in streaks}
+        self._failed &= self._results.keys()
         return verdicts
 
-    def remember(self, call: ToolCall, content: str) -> None:
+    def remember(self, call: ToolCall, content: str, *, is_error: bool = False) -> None:
         """The result a call that really ran returned."""
-        self._results[call_signature(call)] = content
+        signature = call_signature(call)
+        self._results[signature] = content
+        if is_error:
+            self._failed.add(signature)
+        else:
+            self._failed.discard(signature)
+
+    def answered(self, call: ToolCall) -> bool:
+        """Whether the call's last run returned a result rather than an error."""
+        signature = call_signature(call)
+        return signature in self._results and signature not in self._failed
 
     def known_result(self, call: ToolCall) -> str:
-        result = self._results.get(call_signature(call))
+        result = _preview(self._results.get(call_signature(call)) or "")
+        if not self.answered(call):  # the model must change the call, not answer with an error
+            return (f"{RUNTIME_MARK} Not run: this exact call failed in your previous reply: "
+                    f"{result}\nDo not repeat it: change the arguments as the error says, or "
+                    "answer the user.")
         return (f"{RUNTIME_MARK} Not run: you already have the result of this exact call from "
-                f"your previous reply: {_preview(result or '')}\nDo not call it again: answer "
-                "the user with this result.")
+                f"your previous reply: {result}\nDo not call it again: answer the user with "
+                "this result.")
 
     @staticmethod
-    def replayed_note() -> str:
-        return (f"{RUNTIME_MARK} Not run: this reply began by repeating your previous call, "
-                "whose result you already have, and went on from there; none of it ran. Answer "
-                "the user with the results you have.")
+    def replayed_note(answered: bool) -> str:
+        then = ("Answer the user with the results you have." if answered else
+                "Correct the call that failed, as its error says, or answer the user.")
+        return (f"{RUNTIME_MARK} Not run: this reply began by repeating a call from your "
+                f"previous reply and went on from there; none of it ran. {then}")
 
     def guidance(self, call: ToolCall) -> str:
         count = self._streaks.get(call_signature(call), self.threshold)

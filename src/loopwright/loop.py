@@ -518,7 +518,7 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
                        "back, not run", {"tool": call.name})
             continue
         if verdict == "replayed":
-            intercepted[call.id] = run.doom.replayed_note()
+            intercepted[call.id] = run.doom.replayed_note(run.doom.answered(calls[0]))
             continue
         intercepted[call.id] = run.doom.guidance(call)
         if verdict == "stop":
@@ -532,8 +532,9 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     # (the last call of a cut reply is a fragment, not progress)
     fresh = [c for c in calls if verdicts.get(c.id) == "ok"
              and not (truncated and c is calls[-1])]
-    run.answer_now = not fresh and ("known" in verdicts.values()
-                                     or "replayed" in verdicts.values())
+    # ... unless what it repeated had failed: then it must change the call, with tools
+    known = [c for c in calls if verdicts.get(c.id) == "known"]
+    run.answer_now = (not fresh and bool(known) and all(run.doom.answered(c) for c in known))
     return intercepted, stop
 
 
@@ -546,7 +547,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
     def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
-            run.doom.remember(outcome.call, outcome.content)
+            run.doom.remember(outcome.call, outcome.content, is_error=outcome.is_error)
         run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                  content=outcome.content, is_error=outcome.is_error,
                                  duration=round(outcome.duration, 6), data=outcome.data,
