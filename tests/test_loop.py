@@ -171,7 +171,8 @@ async def test_a_call_to_an_unknown_tool_names_the_real_ones() -> None:
     assert "add" in tool_messages(server, 1)[0]["content"]
 
 
-async def test_the_third_identical_call_is_intercepted_and_a_fourth_stops_the_run() -> None:
+async def test_the_third_identical_call_is_intercepted_and_a_fourth_takes_the_tools_away(
+        ) -> None:
     ran: list[int] = []
 
     @tool(read_only=True)
@@ -181,12 +182,17 @@ async def test_the_third_identical_call_is_intercepted_and_a_fourth_stops_the_ru
         return n
 
     same = Reply(tool_calls=[call("probe", {"n": 1})])
-    with FakeModelServer(replies=[same, same, same, same]) as server:
+    with FakeModelServer(replies=[same, same, same, same, Reply("1")]) as server:
         result = await make_agent(server, tools=[probe]).run("go")
     assert ran == [1, 1]
     assert "same arguments 3 times" in tool_messages(server, 3)[-1]["content"]
+    assert "tool_choice" not in server.model_requests[3].body  # warned, it may change course
+    assert server.model_requests[4].body["tool_choice"] == "none"
+    assert result.stop_reason == "completed" and result.output == "1"
+    with FakeModelServer(replies=[same] * 5) as server:  # calling when asked to answer stops
+        result = await make_agent(server, tools=[probe]).run("go")
     assert result.stop_reason == "loop_detected"
-    assert len(server.model_requests) == 4
+    assert len(server.model_requests) == 5
 
 
 async def test_an_intercepted_loop_that_changes_course_goes_on() -> None:

@@ -231,7 +231,7 @@ async def test_a_cut_call_head_is_neither_kept_nor_the_answer(mode: str) -> None
     # cut by the output limit; the run then stopped on the loop guard with `{"name` as output
     script = [Reply(product(1591, 43)), Reply(product(1591, 43)),
               Reply(product(1591, 43) + '\n{"name', finish_reason="length"),
-              Reply(product(1591, 43))]
+              Reply(product(1591, 43)), Reply(product(1591, 43))]
     with FakeModelServer(script, flavor="llamacpp") as server:
         result = await make_agent(server, mode, tools=[multiply]).run("1591 * 43?")
     assert result.stop_reason == "loop_detected"

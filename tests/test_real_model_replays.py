@@ -16,6 +16,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.guards import ANSWER_NOW_NOTE
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
+from loopwright.tools.base import Tool
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
@@ -253,7 +254,8 @@ async def test_a_call_repeated_without_copies_is_warned_on_the_third_reply() -> 
     assert result.output == "5"
     assert ran == [(2, 3), (2, 3)]  # a poll may change: a plain repeat runs once more
     warned = tool_results_sent(server.model_requests[3])
-    assert any("will stop the run" in text and "last result was: 5" in text for text in warned)
+    assert any("takes your tools away" in text and "last result was: 5" in text
+               for text in warned)
     assert "tool_choice" not in server.model_requests[3].body  # it may still change course
 
 
@@ -451,3 +453,29 @@ async def test_a_schema_copied_into_a_call_of_a_tool_without_arguments_runs_it(m
     assert result.output == "4" and ran == [(0, 0)]
     assert tool_results_sent(server.model_requests[1]) == [
         '["four.py", "one.txt", "three.md", "two.txt"]']
+
+
+async def test_a_list_sent_as_the_arguments_of_a_tool_without_arguments_runs_it() -> None:
+    # native mode, 0.5B, bench task `count_files`, another run: the workspace path as a list
+    paths = '{"name": "list_files", "arguments": ["/tmp/lw-real-model-uv7kn3g1/project"]}'
+    with FakeModelServer([Reply(paths), Reply("4")], flavor="llamacpp") as server:
+        result = await make_agent(server, tools=[list_files]).run("How many files?")
+    assert result.output == "4" and ran == [(0, 0)]
+
+
+async def test_a_tool_that_takes_any_keys_is_not_called_with_its_schema() -> None:
+    copy = {"additionalProperties": False, "properties": {}, "type": "object"}
+    seen: list[dict[str, object]] = []
+
+    def record(arguments: dict[str, object], ctx: object) -> str:
+        seen.append(arguments)
+        return "ok"
+
+    anything = Tool(name="anything", description="Takes whatever keys it is given.",
+                    parameters={"type": "object", "properties": {}}, function=record,
+                    raw_arguments=True, read_only=True)
+
+    script = [Reply(tool_calls=[call("anything", copy)]), Reply("done")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, tools=[anything]).run("go")
+    assert seen == [] and "repeat its schema" in tool_results_sent(server.model_requests[1])[0]

@@ -118,10 +118,11 @@ async def test_the_doom_loop_guard_ignores_argument_key_order() -> None:
         ran.append(a + b)
         return a + b
 
-    orders = ['{"a": 1, "b": 2}', '{"b": 2, "a": 1}', '{"a":1,"b":2}', '{"b":2, "a":1}']
+    orders = ['{"a": 1, "b": 2}', '{"b": 2, "a": 1}', '{"a":1,"b":2}', '{"b":2, "a":1}',
+              '{"b": 2,"a": 1}']
     script = [Reply(tool_calls=[call("add", raw)]) for raw in orders]
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server, [add]).run("go")
     assert ran == [3, 3]
     assert result.stop_reason == "loop_detected"
-    assert len(server.model_requests) == 4
+    assert len(server.model_requests) == 5

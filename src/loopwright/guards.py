@@ -45,10 +45,11 @@ class DoomLoopGuard:
     previous reply's call and goes on with more, is the runaway of a small model (measured: the
     0.5B model replays `multiply(37, 43)` and then multiplies each result by 43 again), so it is
     not run: the model is given the result it already has (`known`), the rest of a replayed
-    reply is not run either (`replayed`). In the reply where the count
-    reaches `threshold` the call is intercepted with guidance; if the very next reply makes it
-    once more, the run stops. Copies within one reply count once (see `screen_reply`), so the
-    run never stops before the model has read the warning."""
+    reply is not run either (`replayed`). In the reply where the count reaches `threshold` the
+    call is intercepted with guidance; if the very next reply makes it once more, the next
+    request asks for an answer without tools, and only calling there stops the run. Copies
+    within one reply count once (see `screen_reply`), so the run never stops before the model
+    has read the warning."""
 
     threshold: int = 3
     _streaks: dict[str, int] = field(default_factory=dict)
@@ -117,7 +118,7 @@ class DoomLoopGuard:
             f"{RUNTIME_MARK} Error: you have called {call.name!r} with the same arguments "
             f"{count} times in a row; the result will not change, so it was not run again.{last}"
             "\nUse what you already have, try a different approach, or give your answer. "
-            "Repeating this call once more will stop the run."
+            "Repeating this call once more takes your tools away."
         )
 
 
@@ -218,6 +219,7 @@ ECHO_FEEDBACK = (
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
+                      "do not call any more tools", "do not call any tool now",
                       "times in a row; the result will not change", FALLBACK_HEAD.lower(),
                       ANSWER_NOW_NOTE[:40].lower(), LAST_ROUND_NOTE[:40].lower(),
                       "<tool_response", "<system-reminder")

@@ -397,8 +397,10 @@ async def turn(run: RunState) -> Next:
     intercepted, stop = _screen_calls(run, calls, truncated=truncated)  # 13
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
-    if stop:
-        return Stop("loop_detected", "the same tool call was repeated after a warning")
+    if stop:  # warned, and repeated anyway: one last chance, to answer without tools
+        run.status("loop_detected", "the same tool call was repeated after a warning; asking "
+                   "for an answer without tools")
+        run.answer_now = True
     return RunAgain()
 
 

@@ -152,11 +152,12 @@ class ToolExecutor:
             return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
                                content=unknown_tool_message(call.name, suggested, schema))
         try:
-            raw = (await parse_arguments_async(call.arguments)).value
+            # a tool without parameters has nothing to get wrong: whatever came as its
+            # arguments (a copy of its schema, a list of paths) still asks to call it
+            raw = ({} if takes_no_arguments(found.parameters)
+                   else (await parse_arguments_async(call.arguments)).value)
             echo = schema_echo_message(call.name, raw, found.parameters)
-            if echo is not None and takes_no_arguments(found.parameters):
-                raw = {}  # a copy of an empty schema can only mean "call it"
-            elif echo is not None:
+            if echo is not None:
                 return ToolOutcome(call=call, is_error=True, content=echo,
                                    data={"bad_arguments": True, "schema_echo": True})
             arguments = found.validate(raw)

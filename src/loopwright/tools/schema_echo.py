@@ -4,7 +4,7 @@ Small models copy the schema they were shown into their arguments
 (`{"type": "object", "properties": {...}, "required": [...]}`, or `{"a": {"type": "integer"}}`)
 and, told only that `a` is missing, do it again. They get an error that names the keywords and
 shows one filled-in object built from the schema (or from values they wrote inside the copy) —
-unless the tool takes no arguments, when the copy is read as `{}`.
+unless the tool takes no arguments, when whatever was sent is read as `{}`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,12 @@ def echoed_keywords(arguments: dict[str, Any], schema: dict[str, Any]) -> list[s
 
 
 def takes_no_arguments(schema: dict[str, Any]) -> bool:
-    """A tool with no parameters: arguments that only copy its schema still ask to call it
+    """A tool with no parameters: whatever its arguments, the call still asks to run it
     (measured: the 0.5B model sent `{"additionalProperties": false, "properties": {}, "type":
-    "object"}` to `list_files` four replies in a row, each time told the example `{}`)."""
-    return not schema.get("properties") and not schema.get("required")
+    "object"}` to `list_files` four replies in a row, each time told the example `{}`, and
+    another time `["/tmp/…/project"]`)."""
+    return (not schema.get("properties") and not schema.get("required")
+            and schema.get("additionalProperties") is False)  # else it may take any keys
 
 
 def schema_echo_message(tool_name: str, arguments: dict[str, Any],
