@@ -18,7 +18,7 @@ from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta
 from loopwright.guards import ANSWER_NOW_NOTE, ECHO_FEEDBACK, FALLBACK_HEAD, RUNTIME_MARK
-from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 from loopwright.tools.text_calls.runtime_markup import IMITATION_FEEDBACK
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -267,3 +267,13 @@ async def test_a_replay_of_a_call_that_failed_keeps_the_tools_to_correct_it() ->
     assert "this exact call failed in your previous reply" in third
     assert "Correct the call that failed" in third and "Do not call any tool now" not in third
     assert "get_stock" in json.dumps(server.model_requests[2].body.get("messages", [])[0])
+
+
+async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back() -> None:
+    # prompt mode, 0.5B, bench task `user_orders`: its answer-only reply
+    echo = "The user's last round: do not call any more tools."
+    script = [Reply(tool_calls=[call("add", {"a": 1234, "b": 5678})]), Reply(echo), Reply(ANSWER)]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server).run("What is 1234 + 5678?")
+    assert result.output == ANSWER
+    assert ECHO_FEEDBACK in server.model_requests[2].raw_body.decode()
