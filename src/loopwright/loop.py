@@ -144,7 +144,7 @@ class RunState:
         self.session_id = session_id
         self.agent_tag = agent_tag
         self.deps: Any = None  # `run(..., deps=)`, handed to tools as `ctx.deps`
-        self.run_id = uuid.uuid4().hex[:12]
+        self.run_id = uuid.uuid4().hex  # a URL capability in `serve`: all 128 bits
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
                                 side=settings.side_chains, route=settings.route)

@@ -88,8 +88,11 @@ def test_steer_reaches_the_next_turn_and_cancel_stops_the_run(make_server: MakeS
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "notes.txt").write_text("hello\n")
     script = [Reply(tool_calls=[call("read_file", {"path": "notes.txt"})], delay=1.0),
-              Reply("read it")]
-    with FakeModelServer(script) as fake:
+              Reply("read it"),
+              # the run to cancel: busy, not failing on a used-up script (under load that
+              # raced the cancel); the cancel may come before it is even asked for
+              Reply("still thinking", delay=30.0)]
+    with FakeModelServer(script, strict=False) as fake:
         served = make_server(fake)
         run_id = served.start("read notes")["run_id"]
         steered = served.api.post(f"/runs/{run_id}/steer", json={"text": "also say hi"})
@@ -196,3 +199,16 @@ def test_health_and_bad_requests_answer_one_line_errors(make_server: MakeServer)
 def test_sse_lines_parse_as_the_spec_says() -> None:
     lines = iter(["retry: 1000", "", ": keep-alive", "", "id: 1", 'data: {"a": 1}', ""])
     assert list(sse_messages(lines)) == [(1, {"a": 1})]
+
+
+def test_run_ids_are_full_128_bit_capabilities(make_server: MakeServer) -> None:
+    # a run id is all a client needs to watch, steer, cancel or approve a run: 48 bits were
+    # guessable; a whole uuid4 (122 random bits) is not
+    with FakeModelServer([Reply("done")], repeat=True) as fake:
+        served = make_server(fake)
+        ids = [served.start(f"task {n}")["run_id"] for n in range(2)]
+        listed = {run["id"] for run in served.api.get("/runs").json()["runs"]}
+    assert ids[0] != ids[1]
+    for run_id in ids:
+        assert len(run_id) == 32 and int(run_id, 16) >= 0
+    assert listed == set(ids)
