@@ -3,6 +3,7 @@ beyond loopback without a token, and the OpenAPI description matching the routes
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ from serve_helpers import TOKEN, MakeServer
 from starlette.routing import Route
 
 from loopwright.errors import ConfigError
+from loopwright.serve.api import RUN_FIELDS
 from loopwright.serve.auth import server_token, token_path
 from loopwright.serve.openapi import PATHS
 from loopwright.testing import FakeModelServer
@@ -79,6 +81,9 @@ def test_the_openapi_description_lists_exactly_the_routes(make_server: MakeServe
     assert described == routes
     assert document["openapi"].startswith("3.")
     assert all(path in docs for _, path in routes)
+    start = document["paths"]["/runs"]["post"]["requestBody"]["content"]["application/json"]
+    assert set(start["schema"]["properties"]) == set(RUN_FIELDS)  # what POST /runs accepts
+    assert "not available" not in json.dumps(start)  # output_type is, now
 
 
 def test_the_token_is_generated_once_kept_private_and_required_beyond_loopback(

@@ -15,7 +15,6 @@ batch at once with one line.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import re
 from collections.abc import Callable, Iterable
@@ -25,6 +24,7 @@ from typing import Any
 
 from loopwright.batch.tasks import TaskSpec
 from loopwright.errors import ConfigError
+from loopwright.importing import import_attribute
 from loopwright.result import RunResult
 
 BUILTIN_CHECKERS = ("exact", "contains", "regex", "rubric")
@@ -93,19 +93,15 @@ def _check_name(name: str, where: str) -> None:
 
 
 def _import_checker(name: str, where: str) -> CheckFunction:
-    module_name, sep, attribute = name.partition(":")
-    if not sep or not module_name or not attribute:
+    if ":" not in name:
         raise CheckerError(f"{where}: unknown checker {name!r}; use one of "
                            f"{', '.join(BUILTIN_CHECKERS)} or a Python function 'module:function'")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CheckerError(f"{where}: checker {name!r}: cannot import {module_name!r} ({exc})"
-                           ) from exc
-    function = getattr(module, attribute, None)
+        function = import_attribute(name)
+    except ValueError as exc:
+        raise CheckerError(f"{where}: checker {name!r}: {exc}") from exc
     if not callable(function):
-        raise CheckerError(f"{where}: checker {name!r}: {module_name} has no function "
-                           f"{attribute!r}")
+        raise CheckerError(f"{where}: checker {name!r} is not a function")
     return function  # type: ignore[no-any-return]
 
 

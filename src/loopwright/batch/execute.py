@@ -9,7 +9,6 @@ and each model's context window (probed once per model, not once per task).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from loopwright.batch.tasks import TaskSpec
 from loopwright.batch.trajectories import trajectory
 from loopwright.batch.workspace import prepare_workspace, remove_workspace
 from loopwright.errors import ConfigError
+from loopwright.importing import import_attribute
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent
@@ -248,14 +248,13 @@ def _named_tool(name: str) -> Tool:
 
     if name in TOOL_NAMES:
         return default_tools(names=[name])[0]
-    module_name, sep, attribute = name.partition(":")
-    if not sep:
+    if ":" not in name:
         raise ConfigError(f"unknown tool {name!r}; use a built-in ({', '.join(TOOL_NAMES)}) "
                           "or a Python tool as 'module:attribute'")
     try:
-        found = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"tool {name!r} cannot be imported ({exc})") from exc
+        found = import_attribute(name)
+    except ValueError as exc:
+        raise ConfigError(f"tool {name!r} cannot be imported: {exc}") from exc
     return _as_tool(found)
 
 

@@ -12,6 +12,7 @@ from loopwright.cli.options import AgentFlags, with_agent_flags
 
 DEFAULT_PORT = 8765
 _EXIT_CONFIG = 6  # as `loopwright run`: a configuration error
+_EXIT_USAGE = 2  # a flag that cannot be used, as the flag parser's own errors
 
 
 @with_agent_flags(exclude=("show_reasoning", "resume", "continue_last"))
@@ -27,6 +28,9 @@ def serve_command(
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", min=1.0, help="Seconds an approval waits for an answer before "
         "the call is denied.")] = 60.0,
+    output_type: Annotated[list[str] | None, typer.Option(
+        "--output-type", metavar="NAME=module:Class", help="A typed output clients may ask "
+        "for by NAME (\"output_type\": \"NAME\" on POST /runs); repeatable.")] = None,
     *,
     flags: AgentFlags,
 ) -> None:
@@ -40,6 +44,13 @@ def serve_command(
     except ImportError:
         _say("loopwright serve needs Starlette and uvicorn: pip install 'loopwright[serve]'")
         raise typer.Exit(_EXIT_CONFIG) from None
+    from loopwright.serve.agents import output_types_from_flags
+
+    try:
+        output_types = output_types_from_flags(output_type or [])
+    except ConfigError as exc:
+        _say(str(exc))
+        raise typer.Exit(_EXIT_USAGE) from None
     try:
         secret, created = server_token(host, token)
         options = flags.agent_options()
@@ -49,7 +60,8 @@ def serve_command(
         raise typer.Exit(_EXIT_CONFIG) from None
     if created:
         _say(f"new server token written to {token_path()}")
-    _serve(host, port, secret, options, store, approval_timeout, show_token=is_loopback(host))
+    _serve(host, port, secret, options, store, approval_timeout, output_types,
+           show_token=is_loopback(host))
 
 
 def _server_store() -> Any:
@@ -63,13 +75,14 @@ def _server_store() -> Any:
 
 
 def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], store: Any,
-           approval_timeout: float, *, show_token: bool) -> None:
+           approval_timeout: float, output_types: dict[str, Any], *, show_token: bool) -> None:
     import uvicorn
 
     from loopwright.serve.app import ServeOptions, create_app
 
     app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
-                                  approval_timeout=approval_timeout))
+                                  approval_timeout=approval_timeout,
+                                  output_types=output_types))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             timeout_graceful_shutdown=3, lifespan="on")
     server = uvicorn.Server(config)

@@ -21,7 +21,7 @@ from loopwright.serve.sse import KEEPALIVE, event_stream, resume_position
 
 MAX_BODY = 1_000_000  # bytes of a request body
 MAX_LIST = 200  # sessions one `GET /sessions` returns at most
-_RUN_FIELDS = {"prompt": str, "session_id": str, "model": str, "tools": list,
+RUN_FIELDS = {"prompt": str, "session_id": str, "model": str, "tools": list,
                "output_type": str, "stop_when_last_client_leaves": bool}
 
 
@@ -72,15 +72,14 @@ class ServeApi:
 
         live = sum(1 for run in self.registry.all() if not run.finished)
         return JSONResponse({"status": "ok", "version": __version__, "live_runs": live,
-                             "store": self.store is not None})
+                             "store": self.store is not None,
+                             "output_types": sorted(self.pool.output_types)})
 
     async def list_runs(self, request: Request) -> Response:
         return JSONResponse({"runs": [run.summary() for run in self.registry.all()]})
 
     async def start_run(self, request: Request) -> Response:
-        body = await _json_body(request, _RUN_FIELDS)
-        if "output_type" in body:
-            raise BadRequest("output_type: typed output is not available in this version")
+        body = await _json_body(request, RUN_FIELDS)
         prompt = body.get("prompt", "")
         tools = body.get("tools")
         if tools is not None and not all(isinstance(name, str) for name in tools):
@@ -90,12 +89,13 @@ class ServeApi:
             raise BadRequest("prompt is missing or empty (an empty prompt only continues a "
                              "session: give session_id)")
         try:
-            agent = await self.pool.get(body.get("model"), tools)
+            agent = await self.pool.get(body.get("model"), tools, body.get("output_type"))
         except PoolFull as exc:
             raise BadRequest(str(exc), 503) from exc
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
         run = ServeRun(model=body.get("model") or agent.settings.model,
+                       output_type=body.get("output_type"),
                        stop_when_last_client_leaves=body.get("stop_when_last_client_leaves",
                                                              False))
         try:
@@ -123,7 +123,7 @@ class ServeApi:
         return session_id
 
     async def show_run(self, request: Request) -> Response:
-        return JSONResponse(self._run(request).summary())
+        return JSONResponse(self._run(request).detail())
 
     async def events(self, request: Request) -> Response:
         run = self._run(request)

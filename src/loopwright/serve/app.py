@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import html
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,9 @@ class ServeOptions:
     token: str
     agent_options: dict[str, Any]  # `Agent` keyword arguments, as the CLI flags give them
     store: SessionStore | None = None  # shared by every agent and the sessions API
+    output_types: dict[str, Any] = field(default_factory=dict)
+    """Typed outputs a client may ask for by name (`"output_type": "Name"` on `POST /runs`):
+    name → a pydantic model, dataclass, TypedDict… (anything `Agent(output_type=)` takes)."""
     approval_timeout: float = DEFAULT_TIMEOUT
     leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
     keepalive: float = KEEPALIVE
@@ -52,7 +55,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
 
     approvals = WireApprovals(timeout=options.approval_timeout, grace=options.leave_grace)
     registry = RunRegistry(leave_grace=options.leave_grace)
-    pool = AgentPool(options.agent_options, store=options.store, approvals=approvals)
+    pool = AgentPool(options.agent_options, store=options.store, approvals=approvals,
+                     output_types=options.output_types)
     store: BrowsableStore | None = options.store  # type: ignore[assignment]
     api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
                    keepalive=options.keepalive)

@@ -27,7 +27,8 @@ _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": 
 _STR = {"type": "string"}
 
 PATHS: dict[str, dict[str, Any]] = {
-    "/health": {"get": {"summary": "Liveness, version and the number of live runs",
+    "/health": {"get": {"summary": "Liveness, version, the number of live runs and the "
+                                   "output types clients may ask for",
                         "responses": {"200": _json("ok")}}},
     "/runs": {
         "get": {"summary": "The runs this process holds (live and recently finished)",
@@ -40,13 +41,18 @@ PATHS: dict[str, dict[str, Any]] = {
                 "model": {**_STR, "description": "model, alias or provider:model"},
                 "tools": {"type": "array", "items": _STR,
                           "description": "a subset of the server's tools"},
-                "output_type": {**_STR, "description": "not available yet (400)"},
+                "output_type": {**_STR, "description": (
+                    "a typed output the server was started with (--output-type NAME=…; "
+                    "GET /health lists them): the run's result output is the validated "
+                    "object; an unknown name is a 400 naming the known ones")},
                 "stop_when_last_client_leaves": {"type": "boolean", "default": False},
             }),
             "responses": {"201": _json("started", {"type": "object", "properties": {
                 "run_id": _STR, "session_id": _STR, "events": _STR}}),
                 "400": _ERROR, "404": _ERROR, "409": _ERROR}}},
-    "/runs/{run_id}": {"get": {"summary": "One run's state", "parameters": [_RUN_ID],
+    "/runs/{run_id}": {"get": {"summary": "One run's state; once ended, its output (the "
+                                          "validated object with an output_type) and error",
+                               "parameters": [_RUN_ID],
                                "responses": {"200": _json("run"), "404": _ERROR}}},
     "/runs/{run_id}/events": {"get": {
         "summary": "The run's events as Server-Sent Events (the JSON of `run --json`); "

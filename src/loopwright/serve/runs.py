@@ -16,10 +16,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+
 from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 
 if TYPE_CHECKING:
     from loopwright.agent import RunHandle
+    from loopwright.result import RunResult
     from loopwright.tools.policy import ApprovalAnswer
 
 KEEP_FINISHED = 200
@@ -39,6 +42,7 @@ class ServeRun:
     """One run started over HTTP."""
 
     model: str | None = None
+    output_type: str | None = None  # the server-side name of its typed output, if any
     stop_when_last_client_leaves: bool = False
     id: str = ""
     session_id: str = ""
@@ -47,6 +51,7 @@ class ServeRun:
     events: list[bytes] = field(default_factory=list)  # SSE frames; id = index + 1
     finished: bool = False
     stop_reason: str | None = None
+    result: RunResult | None = None  # from the terminal event
     clients: int = 0
     approvals: dict[str, PendingApproval] = field(default_factory=dict)
     _wakers: set[asyncio.Event] = field(default_factory=set)
@@ -61,8 +66,8 @@ class ServeRun:
         number = len(self.events) + 1
         self.events.append(f"id: {number}\ndata: {event_to_json(event)}\n\n".encode())
         if event.type in TERMINAL_TYPES and not event.agent:
-            result = getattr(event, "result", None)
-            self.stop_reason = getattr(result, "stop_reason", None) or event.type
+            self.result = getattr(event, "result", None)
+            self.stop_reason = getattr(self.result, "stop_reason", None) or event.type
             self.finished = True
         self.wake()
 
@@ -107,9 +112,20 @@ class ServeRun:
     def summary(self) -> dict[str, Any]:
         """The run as `GET /runs` and `GET /runs/{id}` show it."""
         return {"id": self.id, "session_id": self.session_id, "model": self.model,
-                "created": self.created, "finished": self.finished,
+                "output_type": self.output_type, "created": self.created,
+                "finished": self.finished,
                 "stop_reason": self.stop_reason, "events": len(self.events),
                 "clients": self.clients, "pending_approvals": sorted(self.approvals)}
+
+    def detail(self) -> dict[str, Any]:
+        """`GET /runs/{id}`: the summary, and once the run has ended its output (the validated
+        object as JSON with an output type, else the final text) and error, as in `done`."""
+        result = self.result
+        if result is None:
+            return {**self.summary(), "output": None, "error": None}
+        output = result.output if isinstance(result.output, str) \
+            else to_jsonable_python(result.output)
+        return {**self.summary(), "output": output, "error": result.error}
 
 
 class RunRegistry:
