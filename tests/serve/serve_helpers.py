@@ -34,7 +34,7 @@ class Served:
     clients: list[httpx.Client] = field(default_factory=list)
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
-        headers = {"authorization": f"Bearer {token or self.token}"}
+        headers = {"authorization": f"Bearer {token or self.token}", **kwargs.pop("headers", {})}
         client = httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
         self.clients.append(client)
         return client

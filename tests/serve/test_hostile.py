@@ -169,3 +169,45 @@ def test_search_and_session_ids_with_query_syntax_are_plain_text(make_server: Ma
             response = served.api.get(f"/sessions/{prefix}")
             assert response.status_code == 404, (prefix, response.text)
         assert served.api.get("/sessions").json()["sessions"][0]["id"] == started["session_id"]
+
+
+EVIL = "http://evil.example"
+
+
+def _cors_headers(response: httpx.Response) -> dict[str, str]:
+    return {name: value for name, value in response.headers.items()
+            if name.lower().startswith("access-control-")}
+
+
+def test_no_cors_headers_so_no_other_origin_may_read_or_preflight(
+        make_server: MakeServer) -> None:
+    # A browser lets a page on another origin read an answer (or send a non-simple request)
+    # only if the server says so with Access-Control-Allow-*; this server never does.
+    with FakeModelServer([Reply("an answer")]) as fake:
+        served = make_server(fake)
+        run_id = served.start()["run_id"]
+        served.wait_finished(run_id)
+        with_token = served.client(headers={"origin": EVIL})
+        for path in ["/health", "/runs", f"/runs/{run_id}", f"/runs/{run_id}/events",
+                     "/sessions", "/", "/static/app.js", "/openapi.json", "/nope"]:
+            response = with_token.get(path)
+            assert response.status_code in (200, 404), (path, response.status_code)
+            assert _cors_headers(response) == {}, (path, response.headers)
+        posted = with_token.post("/runs", json={"prompt": "from elsewhere"})
+        assert posted.status_code == 201 and _cors_headers(posted) == {}
+
+        anonymous = httpx.Client(base_url=served.url, timeout=10)
+        for path in ["/runs", f"/runs/{run_id}/steer", f"/runs/{run_id}/approvals/c1",
+                     "/sessions", "/"]:
+            preflight = anonymous.options(path, headers={
+                "origin": EVIL, "access-control-request-method": "POST",
+                "access-control-request-headers": "authorization, content-type"})
+            # no grant: not a 2xx, and nothing that names an origin, method or header
+            assert not 200 <= preflight.status_code < 300, (path, preflight.status_code)
+            assert _cors_headers(preflight) == {}, (path, preflight.headers)
+        # even with the token (a browser never sends it on a preflight) OPTIONS grants nothing
+        with_token_preflight = with_token.options("/runs", headers={
+            "access-control-request-method": "POST"})
+        assert not 200 <= with_token_preflight.status_code < 300
+        assert _cors_headers(with_token_preflight) == {}
+        anonymous.close()

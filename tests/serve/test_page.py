@@ -1,10 +1,14 @@
 """The web page in a real browser (Debian's headless Chromium, driven by Playwright) against a
 real server and the fake model server: a run streaming in (with a retry marked), an approval from
-the page, a steer and a cancel, an old session opened from the searchable list."""
+the page, a steer and a cancel, an old session opened from the searchable list, a compaction
+marked in its turn (live and reopened), and a page of another origin kept out."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +16,9 @@ from typing import Any
 import pytest
 from serve_helpers import TOKEN, MakeServer, Served
 
-from loopwright.testing import FakeModelServer, Fault, Reply, call
+from loopwright import tool
+from loopwright.context.summary import SUMMARY_SYSTEM
+from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
 from shared_helpers import require_component
 
 CHROMIUM = "/usr/bin/chromium"
@@ -154,3 +160,105 @@ def test_an_old_session_opens_from_the_searchable_list(make_server: MakeServer,
         assert turns[2].query_selector(".text").text_content() == "walrus answer"
         assert "model " in turns[1].query_selector(".meta").text_content()
         page.wait_for_selector("#usage svg rect")
+
+
+@tool(read_only=True)
+def dump(part: int) -> str:
+    """Return a long chunk of data for one part."""
+    return "".join(f"part {part} row {n}: {'x' * 40}\n" for n in range(60))  # ~900 tokens
+
+
+def test_a_compacted_context_is_marked_in_the_timeline_live_and_reopened(
+        make_server: MakeServer, open_page: Any) -> None:
+    # three ~900-token results a turn in a 4,096-token window: pruning is not enough by turn 3
+    calls = [Reply(tool_calls=[call("dump", {"part": 3 * n + k}) for k in range(3)])
+             for n in range(4)]
+
+    def answer(request: RecordedRequest) -> ScriptItem:
+        first = request.body["messages"][0]
+        if first["role"] == "system" and first["content"] == SUMMARY_SYSTEM:
+            return Reply("## Goal\nCollect the parts.\n## Done\nSome parts.\n## Next steps\nMore.")
+        return calls.pop(0) if calls else Reply("collected them all")
+
+    with FakeModelServer(handler=answer) as fake:
+        served = make_server(fake, agent={"tools": [dump], "context_window": 4_096})
+        page = open_page(served)
+        _start(page, "collect every part")
+        page.wait_for_selector(".run-state.completed", timeout=60_000)
+        live = [n.text_content() for n in page.query_selector_all(".note.compaction")]
+        assert any(text.startswith("compacted: compacted") for text in live), live
+        assert any(text.startswith("compaction call to ") for text in live), live
+        assert _compacted_in_turns(page) == ["3"]  # marked in the turn it happened before
+
+        page.reload()  # the stored session, opened from the list, marks it the same way
+        page.wait_for_selector("#sessions li.session")
+        page.click("#sessions li.session")
+        page.wait_for_function("document.querySelectorAll('.turn').length === 5")
+        assert _compacted_in_turns(page) == ["3"]
+
+
+def _compacted_in_turns(page: Any) -> list[str]:
+    """The turn numbers whose boxes hold a "compacted" note (every such note is in a turn)."""
+    turns: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll('.note.compaction')]
+                   .filter((n) => n.textContent.startsWith('compacted:'))
+                   .map((n) => { const turn = n.closest('.turn');
+                                 return turn ? turn.dataset.turn : 'outside'; })""")
+    return turns
+
+
+@contextlib.contextmanager
+def _other_origin() -> Iterator[str]:
+    """A blank page on another port of 127.0.0.1: another origin, but the same site, so the
+    browser sends the server's SameSite=Strict cookie along with its requests."""
+    class Blank(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!doctype html><title>elsewhere</title>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blank)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(
+        make_server: MakeServer, open_page: Any) -> None:
+    with FakeModelServer([]) as fake, _other_origin() as elsewhere:
+        served = make_server(fake)
+        page = open_page(served)  # the login cookie is set in this browser context
+        page.goto(elsewhere)
+        outcome = page.evaluate("""async (server) => {
+            const tries = {};
+            for (const path of ["/sessions", "/runs", "/health"]) {
+              try { await fetch(server + path, {credentials: "include"}); tries[path] = "read"; }
+              catch (error) { tries[path] = "blocked"; }
+            }
+            try {  // a preflighted request: JSON with the header a token would go in
+              await fetch(server + "/runs", {method: "POST", credentials: "include",
+                headers: {"content-type": "application/json", authorization: "Bearer guess"},
+                body: JSON.stringify({prompt: "from elsewhere"})});
+              tries.preflighted = "sent";
+            } catch (error) { tries.preflighted = "blocked"; }
+            // a simple request goes out without a preflight; the cookie must not open it
+            await fetch(server + "/runs", {method: "POST", mode: "no-cors",
+              credentials: "include", headers: {"content-type": "text/plain"},
+              body: JSON.stringify({prompt: "from elsewhere"})});
+            return tries;
+          }""", served.url)
+        assert outcome == {"/sessions": "blocked", "/runs": "blocked", "/health": "blocked",
+                           "preflighted": "blocked"}
+        assert served.api.get("/runs").json()["runs"] == []  # nothing was started
+        assert fake.model_requests == []
