@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from loopwright.config import DEFAULTS
 from loopwright.messages import Message, ToolCall
 from loopwright.tools.arguments import loads_bounded
-from loopwright.tools.text_calls.registry import is_call_fragment
 
 RUNTIME_MARK = "[runtime note]"
 _RESULT_PREVIEW = 300  # characters of an earlier result quoted back to the model
@@ -234,6 +233,8 @@ def echoes_runtime_note(text: str) -> bool:
 def is_answer(text: str) -> bool:
     """Whether a final text can be shown as the model's answer: not empty, not a bare fragment
     of punctuation or of a cut call (`{"`, `{"name`), not an echo of the runtime's own notes."""
+    from loopwright.tools.text_calls.registry import is_call_fragment  # only once a run ends
+
     return (any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
             and not is_call_fragment(text))
 
