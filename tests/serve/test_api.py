@@ -70,6 +70,53 @@ def test_a_client_that_reconnects_with_last_event_id_misses_nothing(
     assert whole[-1][1]["type"] == "done"
 
 
+def test_reconnecting_again_and_again_while_the_run_is_live_misses_nothing(
+        make_server: MakeServer) -> None:
+    script = [Reply(tool_calls=[call("list_dir", {"path": "."})]),
+              Reply(tool_calls=[call("list_dir", {"path": "."})], delay=0.5),
+              Reply("".join(f"tail{n} " for n in range(80)), chunk_size=5, delay=1.0)]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, leave_grace=30.0)
+        run_id = served.start("look twice")["run_id"]
+        seen: list[tuple[int, dict[str, object]]] = []
+        live_reconnects = 0
+        while not seen or seen[-1][1]["type"] != "done":
+            count = 0
+
+            def three_more(_: dict[str, object]) -> bool:
+                nonlocal count
+                count += 1
+                return count == 3  # then hang up, as a flaky network would
+
+            live_reconnects += not served.api.get(f"/runs/{run_id}").json()["finished"]
+            seen += served.events(run_id, last_event_id=seen[-1][0] if seen else None,
+                                  stop=three_more)
+        whole = served.events(run_id)
+    assert live_reconnects > 5  # most reconnections happened while events were still coming
+    assert seen == whole
+    assert [event_id for event_id, _ in seen] == list(range(1, len(whole) + 1))
+
+
+def test_a_run_stops_only_when_its_last_client_leaves(make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("slow but finished", delay=3.0)]) as fake:
+        served = make_server(fake, leave_grace=1.5)
+        run_id = served.start(stop_when_last_client_leaves=True)["run_id"]
+        stayed: list[tuple[int, dict[str, object]]] = []
+        staying = threading.Thread(target=lambda: stayed.extend(served.events(run_id)))
+        staying.start()
+        deadline = time.monotonic() + 10
+        while served.api.get(f"/runs/{run_id}").json()["clients"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        second = served.client()  # a second client, on its own connection, comes and goes
+        with second.stream("GET", f"/runs/{run_id}/events") as response:
+            next(response.iter_lines())
+        staying.join(30)
+        shown = served.api.get(f"/runs/{run_id}").json()
+    assert stayed[-1][1]["type"] == "done"
+    assert shown["stop_reason"] == "completed"  # one client leaving did not stop it
+
+
 def test_a_disconnected_client_does_not_stop_the_run_unless_asked(
         make_server: MakeServer) -> None:
     with FakeModelServer([Reply("slow", delay=1.0), Reply("slow too", delay=30.0)]) as fake:

@@ -33,7 +33,10 @@ def test_every_route_refuses_a_request_without_the_right_token(make_server: Make
     with FakeModelServer([]) as fake:
         served = make_server(fake)
         routes = [(method.upper(), _concrete(path)) for path, methods in PATHS.items()
-                  for method in methods] + [("GET", "/static/app.js")]
+                  for method in methods] + [
+            ("GET", f"/static/{name}") for name in ("app.js", "style.css", "index.html")] + [
+            ("GET", "/no/such/route"), ("GET", "/static/../serve/app.py"),  # nothing to probe
+            ("OPTIONS", "/runs"), ("DELETE", "/runs/abc")]
         right = served.api
         anonymous = httpx.Client(base_url=served.url, timeout=10)
         wrong = served.client(token="wrong-token-0123456789")
