@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_process import start_ready
 
 from loopwright import Agent, tool
+from loopwright.endpoints.base import max_connections
 
 ROUNDS = 5
 DEFAULT_SETTINGS = [(1000, 0.0), (10000, 0.0), (1000, 20.0)]
@@ -58,7 +59,8 @@ async def measure(base_url: str, runs: int) -> dict[str, float]:
         wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
     done = [r for r in results if not isinstance(r, BaseException)
             and r.stop_reason == "completed" and r.turns == ROUNDS + 1]
-    failures = {str(getattr(r, "error", r))[:120] for r in results if r not in done}
+    done_ids = {id(r) for r in done}  # not `r in done`: n² deep comparisons of results
+    failures = {str(getattr(r, "error", r))[:120] for r in results if id(r) not in done_ids}
     turns = sum(getattr(r, "turns", 0) for r in results if not isinstance(r, BaseException))
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"runs": runs, "completed": len(done), "wall_s": wall,
@@ -66,7 +68,19 @@ async def measure(base_url: str, runs: int) -> dict[str, float]:
             "rss_kb_per_run": (peak_kb - before_rss) / runs, "failures": sorted(failures)[:3]}
 
 
+def enough_open_files() -> None:
+    """Raise the soft open-files limit to the hard one if the shared client's connections (and
+    the fake server's side of them, a child of this process) might not fit under it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * max_connections() + 200
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        print(f"raised the open-files soft limit {soft} -> {hard} (need ~{need})",
+              file=sys.stderr)
+
+
 def one_setting(runs: int, delay: float) -> None:
+    enough_open_files()
     server, base_url = start_ready(
         [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(ROUNDS),
          str(delay)])

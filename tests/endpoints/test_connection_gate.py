@@ -4,6 +4,7 @@ timeout, and that wait is never a provider failure or a retry attempt (issue 14 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 
 import pytest
@@ -47,6 +48,37 @@ async def test_many_runs_share_a_small_pool_and_all_finish(
         async with Agent("m", base_url=server.base_url, api_key="k") as agent:
             results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(50)))
     assert [r.output for r in results] == ["done"] * 50
+
+
+async def test_requests_fill_every_pool_of_the_shared_client_and_never_exceed_its_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 120 connections are two pools of 60 (httpcore walks a whole pool per request, so it is
+    # split): all 120 requests are at the server at once only when both pools serve, and a pool
+    # given more requests than it holds would queue them inside httpcore instead of our gate
+    size = 120
+    monkeypatch.setenv(MAX_CONNECTIONS_ENV, str(size))
+    in_flight = peak = 0
+    all_arrived = asyncio.Event()
+
+    async def handler(request: RecordedRequest) -> Reply:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        if in_flight == size:
+            all_arrived.set()
+        with contextlib.suppress(TimeoutError):  # a deadline, so a failure ends the test
+            await asyncio.wait_for(all_arrived.wait(), 20)
+        in_flight -= 1
+        return Reply("done")
+
+    events: list[Event] = []
+    with FakeModelServer(handler=handler) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", stream=False,
+                         callbacks=[events.append]) as agent:
+            results = await asyncio.gather(*(agent.run(f"run {i}") for i in range(size + 40)))
+    assert [r.output for r in results] == ["done"] * (size + 40)
+    assert peak == size
+    assert [e for e in events if isinstance(e, StatusEvent) and e.kind == "retrying"] == []
 
 
 @pytest.mark.parametrize("raw", ["0", "-3", "many", "2.5"])
