@@ -337,3 +337,41 @@ def test_provider_flags_override_the_stored_provider_on_resume(tmp_path: Path) -
     assert body["model"] == "other"
     with SQLiteStore(db_path(tmp_path)) as store:
         assert store.get(info.id).base_url == second_url  # type: ignore[union-attr]
+
+
+def test_sessions_resume_reads_and_writes_the_database_given_with_db(tmp_path: Path) -> None:
+    """`sessions resume ID --db X` once looked the session up in the default database (and saved
+    to it): X must be where the session, its provider and the new turns come from and go."""
+    other = tmp_path / "elsewhere" / "other.db"
+    other.parent.mkdir()
+    with FakeModelServer([Reply("Hi Ada."), Reply("You are Ada.")]) as server:
+        Agent("fake-model", base_url=server.base_url, api_key="k", store=other,
+              session_id="ada-0003").chat("I am Ada.")
+        chatted = invoke(tmp_path, "sessions", "resume", "ada", "--db", str(other),
+                         stdin="Who am I?\n/exit\n")  # no provider flags: the stored one
+        sent = server.model_requests[1].body or {}
+    assert chatted.exit_code == 0, chatted.output
+    assert "You are Ada." in chatted.stdout
+    assert [m["content"] for m in sent["messages"][1:]] == ["I am Ada.", "Hi Ada.", "Who am I?"]
+    assert not db_path(tmp_path).exists()  # nothing went to the default database
+    with SQLiteStore(other) as store:
+        assert [m.content for m in store.load("ada-0003")][-1] == "You are Ada."
+
+
+def test_sessions_resume_with_db_takes_provider_overrides(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with FakeModelServer([Reply("Hi Ada.")]) as first:
+        Agent("fake-model", base_url=first.base_url, api_key="k", store=other,
+              session_id="ada-0004").chat("I am Ada.")
+    with FakeModelServer([Reply("Still Ada.")]) as second:
+        second_url = second.base_url
+        moved = invoke(tmp_path, "sessions", "resume", "ada-0004", "--db", str(other),
+                       "--model", "other-model", "--base-url", second.base_url,
+                       stdin="Who am I?\n/exit\n")
+        body = second.model_requests[0].body or {}
+    assert moved.exit_code == 0, moved.output
+    assert body["model"] == "other-model"
+    assert [m["content"] for m in body["messages"][1:]] == ["I am Ada.", "Hi Ada.", "Who am I?"]
+    with SQLiteStore(other) as store:
+        info = store.get("ada-0004")
+    assert info is not None and (info.model, info.base_url) == ("other-model", second_url)

@@ -55,8 +55,10 @@ def parse_command(text: str) -> tuple[str, str] | None:
 class ChatRepl:
     """The interactive loop; `loop()` returns the process exit code."""
 
-    def __init__(self, options: dict[str, Any], *, show_reasoning: bool = False) -> None:
+    def __init__(self, options: dict[str, Any], *, show_reasoning: bool = False,
+                 db: str | None = None) -> None:
         self._options = options
+        self._db = db  # `sessions resume --db`: /resume looks there too
         self._renderer = TerminalRenderer(show_reasoning=show_reasoning)
         self._history: list[Message] | None = None
         self._usage = Usage()
@@ -199,10 +201,10 @@ class ChatRepl:
 
         try:
             if argument:
-                self._start_over(runner, find_session(argument))
+                self._start_over(runner, find_session(argument, db=self._db))
                 self._renderer.note(f"resumed session {argument}")
                 return
-            location = store_path()
+            location = store_path(self._db)
             if isinstance(location, Path) and not location.exists():
                 self._renderer.note("no saved sessions yet")
                 return
@@ -239,11 +241,12 @@ def _history_dir(agent: Agent) -> Path:
     return Path(data_dir).expanduser() if data_dir else default_data_dir()
 
 
-def run_chat(flags: AgentFlags) -> int:
-    """`loopwright chat` (and `sessions resume`): the exit code of the whole conversation."""
-    options = flags.agent_options()
+def run_chat(flags: AgentFlags, *, db: str | None = None) -> int:
+    """`loopwright chat` (and `sessions resume`, whose `--db` is `db`): the exit code of the
+    whole conversation."""
+    options = flags.agent_options(db=db)
     try:
-        repl = ChatRepl(options, show_reasoning=flags.show_reasoning)
+        repl = ChatRepl(options, show_reasoning=flags.show_reasoning, db=db)
     except LoopwrightError as exc:
         say(str(exc))
         return EXIT_CONFIG if isinstance(exc, ConfigError) else 1

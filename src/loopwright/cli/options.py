@@ -100,8 +100,9 @@ class AgentFlags:
         "--tool-call-format", help="native, or prompt for models without native tool calls.")
     ] = None
 
-    def agent_options(self) -> dict[str, Any]:
-        """`Agent(**options)`; flags left unset are omitted so env and loopwright.toml apply."""
+    def agent_options(self, *, db: str | None = None) -> dict[str, Any]:
+        """`Agent(**options)`; flags left unset are omitted so env and loopwright.toml apply.
+        `db` (`sessions resume --db`) is the database the session is read from and saved to."""
         options: dict[str, Any] = {
             "model": self.model,
             "base_url": self.base_url,
@@ -113,8 +114,8 @@ class AgentFlags:
             "stream": False if self.no_stream else None,
             "approve_all": True if self.yes else None,
             "sandbox_mode": self.sandbox.value if self.sandbox else None,
-            "session_id": _session_flag(self.resume, self.continue_last, self.workdir),
-            "store": _cli_store(),
+            "session_id": _session_flag(self.resume, self.continue_last, self.workdir, db),
+            "store": _cli_store(db),
             "rubric": text_or_file(self.rubric, "--rubric"),
             "reasoning_effort": self.reasoning_effort,
             "temperature": self.temperature,
@@ -127,7 +128,7 @@ class AgentFlags:
             # a resumed session talks to the provider it ran against; --model/--base-url override
             from loopwright.cli.store import stored_provider
 
-            stored = stored_provider(options["session_id"])
+            stored = stored_provider(options["session_id"], db=db)
             options.update({key: options.get(key) or value for key, value in stored.items()})
         return {key: value for key, value in options.items() if value is not None}
 
@@ -170,21 +171,23 @@ def text_or_file(value: str | None, flag: str) -> str | None:
                                  param_hint=flag) from exc
 
 
-def _session_flag(resume: str | None, continue_last: bool, workdir: Path | None) -> str | None:
+def _session_flag(resume: str | None, continue_last: bool, workdir: Path | None,
+                  db: str | None) -> str | None:
     if resume and continue_last:
         raise typer.BadParameter("give --resume ID or --continue, not both", param_hint="--resume")
     if not (resume or continue_last):
         return None
     from loopwright.cli.store import find_session
 
-    return find_session(resume, workdir=workdir)  # a unique id prefix, or the latest here
+    return find_session(resume, workdir=workdir, db=db)  # a unique prefix, or the latest here
 
 
-def _cli_store() -> bool | None:
-    """The CLI saves sessions by default (the library only when given `store=`)."""
-    from loopwright.cli.store import cli_store_default
+def _cli_store(db: str | None) -> bool | str | None:
+    """The CLI saves sessions by default (the library only when given `store=`); `--db` names
+    the database."""
+    from loopwright.cli.store import cli_store_default, store_path
 
-    return cli_store_default()
+    return cli_store_default() if db is None else str(store_path(db))
 
 
 def _tool_options(tools: str | None, read_only: bool) -> dict[str, Any]:

@@ -241,7 +241,7 @@ def resume(session: IdArg, db: DbOpt = None, *, flags: AgentFlags) -> None:
     sid = _resolve(store, session)
     store.close()
     flags.resume = sid
-    raise typer.Exit(run_chat(flags))
+    raise typer.Exit(run_chat(flags, db=db))
 
 
 # --- rendering -----------------------------------------------------------------------------------

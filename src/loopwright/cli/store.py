@@ -72,13 +72,14 @@ def open_browser(location: Path | str) -> SQLiteStore:
     return cast("SQLiteStore", browser)
 
 
-def find_session(prefix: str | None, *, workdir: Path | None = None) -> str:
+def find_session(prefix: str | None, *, workdir: Path | None = None,
+                 db: str | None = None) -> str:
     """The full id for `--resume PREFIX`, or with no prefix the latest session in `workdir`
     (`--continue`). Raises `typer.BadParameter` with the reason when there is none."""
     from loopwright.errors import LoopwrightError
 
     flag = "--resume" if prefix else "--continue"
-    path = store_path()
+    path = store_path(db)
     if isinstance(path, Path) and not path.exists():
         raise typer.BadParameter(f"no saved sessions yet ({path} does not exist)", param_hint=flag)
     try:
@@ -105,13 +106,13 @@ def cli_store_default() -> bool | None:
         return None  # the run reports a broken configuration itself, with its own exit code
 
 
-def stored_provider(session_id: str) -> dict[str, str]:
+def stored_provider(session_id: str, *, db: str | None = None) -> dict[str, str]:
     """The provider a stored session ran against — `model`, `base_url`, `api_mode` (never a
     key) — for `--resume`/`--continue`; empty when the session predates that record."""
     from loopwright.errors import LoopwrightError
 
     try:
-        with open_browser(store_path()) as store:
+        with open_browser(store_path(db)) as store:
             info = store.get(session_id)
     except LoopwrightError:
         return {}
