@@ -297,3 +297,28 @@ def test_a_base_url_without_a_scheme_exits_6_at_once_with_the_fix(tmp_path: Path
     (line,) = proc.stderr.strip().splitlines()
     assert line == ("loopwright: the base URL 'localhost:8000' has no scheme: write "
                     "http://localhost:8000 (or https://localhost:8000)")
+
+
+def test_files_changed_by_bash_show_as_diffs_in_the_output_and_in_json(tmp_path: Path) -> None:
+    command = "echo x >> a.txt && rm b.txt && printf 'new\\n' > c.txt"
+    outputs = []
+    for extra in ((), ("--json",)):
+        (tmp_path / "a.txt").write_text("a\n")
+        (tmp_path / "b.txt").write_text("bee\n")
+        (tmp_path / "c.txt").unlink(missing_ok=True)
+        script = [Reply(tool_calls=[call("bash", {"command": command})]), Reply("Done.")]
+        with FakeModelServer(script) as server:
+            proc = run_against(server, "Change the files", "--yes", *extra, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc)
+    shown, as_json = outputs
+    assert shown.stdout == "Done.\n"
+    for piece in ("turn changed 3 files (+2/−1)", "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n a\n+x",
+                  "--- a/b.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bee",
+                  "--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n+new"):
+        assert piece in shown.stderr
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    (diff,) = [e for e in events if e["type"] == "status" and e["kind"] == "turn_diff"]
+    assert diff["data"]["files"] == ["a.txt", "b.txt", "c.txt"]
+    assert "+x\n" in diff["data"]["diff"] and "-bee\n" in diff["data"]["diff"]
+    assert events[-1]["result"]["diff"] == diff["data"]["diff"]

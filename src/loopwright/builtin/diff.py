@@ -3,8 +3,10 @@
 File tools call `snapshot_before_write()` before they touch a file; the first snapshot of a file in
 a turn (and in the run) keeps its original content. `TurnDiffPlugin` notices when a turn's tool
 batch is complete, emits a `status` event of kind `turn_diff` with the unified diff, and puts the
-run's accumulated diff on `RunResult.diff`. Changes made by `bash` are not tracked: only the file
-tools know which files they write.
+run's accumulated diff on `RunResult.diff`. Files a `bash` command changed in the workspace come
+in the same way (`loopwright.builtin.workspace_scan` compares the workspace before and after the
+command and hands over the originals with `record_original()`); a file whose original content was
+not kept (big or binary) is reported as changed, without lines.
 """
 
 from __future__ import annotations
@@ -26,13 +28,26 @@ STATE_KEY = "file_snapshots"
 _MAX_DIFF_BYTES = 2_000_000  # files larger than this are reported as changed, not diffed
 
 
+@dataclass(frozen=True, kw_only=True)
+class Unkept:
+    """A file whose content was not kept (too big to diff, or binary): its size and mtime
+    still tell whether it changed."""
+
+    size: int
+    mtime_ns: int
+
+
+Original = bytes | Unkept | None
+"""A file's content before a change: bytes, `Unkept`, or None when it did not exist."""
+
+
 @dataclass(kw_only=True)
 class Snapshots:
     """Original contents (None = did not exist) per absolute path, for the turn and the run."""
 
     workdir: Path
-    turn: dict[str, bytes | None] = field(default_factory=dict)
-    run: dict[str, bytes | None] = field(default_factory=dict)
+    turn: dict[str, Original] = field(default_factory=dict)
+    run: dict[str, Original] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -47,19 +62,28 @@ class DiffSummary:
 
 def snapshot_before_write(ctx: ToolContext, path: Path) -> None:
     """Remember `path`'s content before its first change in this turn (and in this run)."""
+    if str(path) not in _snapshots(ctx).turn:
+        record_original(ctx, path, _read_bytes(path))
+
+
+def record_original(ctx: ToolContext, path: Path, original: Original) -> None:
+    """`original` is what `path` held before a change made in this turn; the first one recorded
+    in a turn (and in the run) is the one kept."""
+    snapshots = _snapshots(ctx)
+    key = str(path)
+    snapshots.turn.setdefault(key, original)
+    snapshots.run.setdefault(key, original)
+
+
+def _snapshots(ctx: ToolContext) -> Snapshots:
     snapshots = ctx.state.get(STATE_KEY)
     if not isinstance(snapshots, Snapshots):
         snapshots = Snapshots(workdir=Path(ctx.workdir).resolve())
         ctx.state[STATE_KEY] = snapshots
-    key = str(path)
-    if key in snapshots.turn:
-        return
-    original = _read_bytes(path)
-    snapshots.turn[key] = original
-    snapshots.run.setdefault(key, original)
+    return snapshots
 
 
-def diff_against(originals: dict[str, bytes | None], workdir: Path) -> DiffSummary:
+def diff_against(originals: dict[str, Original], workdir: Path) -> DiffSummary:
     """The unified diff from `originals` to what is on disk now (unchanged files left out)."""
     chunks: list[str] = []
     files: list[str] = []
@@ -121,9 +145,11 @@ class TurnDiffPlugin(LoopPlugin):
         run.status("turn_diff", f"turn changed {count} {noun} ({sizes})", data)
 
 
-def _file_diff(name: str, before: bytes | None, after: bytes | None) -> tuple[str, int, int]:
+def _file_diff(name: str, before: Original, after: Original) -> tuple[str, int, int]:
     old_label = f"a/{name}" if before is not None else "/dev/null"
     new_label = f"b/{name}" if after is not None else "/dev/null"
+    if isinstance(before, Unkept) or isinstance(after, Unkept):
+        return f"Files {old_label} and {new_label} differ (too large or binary to diff)\n", 0, 0
     old_text, new_text = _as_text(before), _as_text(after)
     if old_text is None or new_text is None:
         return f"Binary files {old_label} and {new_label} differ\n", 0, 0
@@ -148,9 +174,15 @@ def _as_text(data: bytes | None) -> str | None:
         return None
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: Path) -> Original:
+    """The file's content; `Unkept` past `_MAX_DIFF_BYTES` (never read whole), None if absent."""
     try:
-        return path.read_bytes() if path.is_file() else None
+        info = path.stat()
+        if not path.is_file():
+            return None
+        if info.st_size > _MAX_DIFF_BYTES:
+            return Unkept(size=info.st_size, mtime_ns=info.st_mtime_ns)
+        return path.read_bytes()
     except OSError:
         return None
 

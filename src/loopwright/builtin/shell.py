@@ -26,6 +26,7 @@ from typing import Annotated
 from pydantic import Field
 
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
+from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
 from loopwright.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
 from loopwright.tools.base import ToolContext, tool
@@ -93,6 +94,26 @@ async def bash(
     if not directory.is_dir():
         raise ToolError(f"{display_path(ctx, directory)} is not a directory.")
     launch = await _launch(ctx, command, directory)
+    # files the command changes are shown as diffs, like the file tools' changes
+    before = None if is_plainly_read_only(command) else await scan_before_command(ctx)
+    try:
+        process, output, outcome = await _execute(launch, directory, timeout, ctx)
+    except ToolError:  # timed out: what it changed before it was killed is shown too
+        if before is not None and not ctx.cancelled.is_set():
+            await record_command_changes(ctx, before)
+        raise
+    if before is not None:
+        await record_command_changes(ctx, before)
+    text = output.text().rstrip("\n")
+    note = "" if outcome == "exited" else (
+        "\n[background processes still hold the output open; later output is not shown]")
+    return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"
+
+
+async def _execute(launch: Launch, directory: Path, timeout: float, ctx: ToolContext
+                   ) -> tuple[asyncio.subprocess.Process, BoundedOutput, str]:
+    """Run the command to its end (or its timeout or cancel): the process, its output and how
+    it ended ("exited" or "detached"); a timeout or cancel raises `ToolError`."""
     # Our own pipe rather than asyncio's PIPE: `Process.wait()` would otherwise wait for the
     # pipe to close, which a background child (`server &`) may never do.
     read_fd, write_fd = os.pipe()
@@ -121,10 +142,7 @@ async def bash(
     if outcome == "cancelled":
         await _kill_group(process, grace=0.0)
         raise ToolError("the command was cancelled and killed.")
-    text = output.text().rstrip("\n")
-    note = "" if outcome == "exited" else (
-        "\n[background processes still hold the output open; later output is not shown]")
-    return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"
+    return process, output, outcome
 
 
 async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:

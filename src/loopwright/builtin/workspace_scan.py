@@ -1,0 +1,181 @@
+"""Which files a `bash` command changed in the workspace: a cheap scan before and after it.
+
+A scan records each file's size and mtime, and the content of small text files, so a change
+can be shown as a unified diff (`loopwright.builtin.diff` makes the text and reports it with
+the file tools' changes). Scans are bounded (`ScanLimits`): directories that are not the
+project's own files (`.git`, `node_modules`, virtual environments, caches) are skipped, big or
+binary files are tracked by size and mtime alone, and a workspace with too many files, or one
+too slow to walk, is not tracked at all — the run says so once, in one line. Content kept by
+one scan is reused by the next when the file's size and mtime did not change, so a run of many
+commands reads each file about once. Everything here blocks: call it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopwright.builtin.diff import Unkept, record_original
+
+if TYPE_CHECKING:
+    from loopwright.tools.base import ToolContext
+
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".cache",
+})
+"""Directory names never scanned: version control, dependencies and caches, not the project's
+own files (and often most of a workspace's size)."""
+STATE_KEY = "workspace_scan"  # the latest scan of this run, reused by the next
+NOTED_KEY = "workspace_scan_noted"  # the over-the-limit note was given in this run
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanLimits:
+    """How much one scan may cost before it gives up or stops keeping content."""
+
+    max_files: int = 20_000  # more files than this: the workspace is not tracked
+    max_seconds: float = 2.0  # a walk slower than this (a network mount, …): not tracked
+    max_file_bytes: int = 256 * 1024  # bigger files: size and mtime only
+    max_total_bytes: int = 16 * 1024 * 1024  # content kept across all files
+
+
+LIMITS = ScanLimits()
+"""The limits of the scans around `bash` commands."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One file as a scan saw it; `content` is None when it was not kept (big, binary, over
+    the total, or a symlink)."""
+
+    size: int
+    mtime_ns: int
+    content: bytes | None = None
+
+
+@dataclass(kw_only=True)
+class Scan:
+    """The files under `root` (absolute paths), or why they could not all be seen."""
+
+    root: Path
+    entries: dict[str, Entry] = field(default_factory=dict)
+    overflow: str | None = None  # set when the scan gave up: nothing can be compared
+
+
+@dataclass(frozen=True, kw_only=True)
+class Changes:
+    created: list[str]
+    deleted: list[str]
+    modified: list[str]
+
+
+def scan_workspace(root: Path, *, previous: Scan | None = None,
+                   limits: ScanLimits = ScanLimits()) -> Scan:
+    """Walk `root` (symlinks are not followed) within `limits`; content that `previous` kept is
+    reused for files whose size and mtime are unchanged."""
+    scan = Scan(root=root)
+    reusable = previous.entries if previous is not None and previous.root == root else {}
+    deadline = time.monotonic() + limits.max_seconds
+    budget = limits.max_total_bytes
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                found = list(listing)
+        except OSError:
+            continue  # unreadable directories are not the command's doing
+        for item in found:
+            if len(scan.entries) >= limits.max_files:
+                scan.overflow = f"the workspace has more than {limits.max_files:,} files"
+                return scan
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if item.name not in SKIPPED_DIRS:
+                    pending.append(Path(item.path))
+                continue
+            entry = _entry(item.path, info, reusable.get(item.path), limits, budget)
+            budget -= len(entry.content or b"")
+            scan.entries[item.path] = entry
+        if time.monotonic() > deadline:
+            scan.overflow = f"scanning the workspace took over {limits.max_seconds:g}s"
+            return scan
+    return scan
+
+
+def compare(before: Scan, after: Scan) -> Changes:
+    """Paths created, deleted and modified (size or mtime changed) between two scans."""
+    old, new = before.entries, after.entries
+    return Changes(
+        created=sorted(path for path in new if path not in old),
+        deleted=sorted(path for path in old if path not in new),
+        modified=sorted(path for path, entry in new.items()
+                        if path in old and (old[path].size, old[path].mtime_ns)
+                        != (entry.size, entry.mtime_ns)),
+    )
+
+
+def _entry(path: str, info: os.stat_result, earlier: Entry | None, limits: ScanLimits,
+           budget: int) -> Entry:
+    size, mtime = info.st_size, info.st_mtime_ns
+    if (earlier is not None and (earlier.size, earlier.mtime_ns) == (size, mtime)
+            and len(earlier.content or b"") <= budget):
+        return earlier
+    if not stat.S_ISREG(info.st_mode) or size > min(limits.max_file_bytes, budget):
+        return Entry(size=size, mtime_ns=mtime)
+    try:
+        with open(path, "rb") as handle:
+            content = handle.read(limits.max_file_bytes + 1)
+    except OSError:
+        return Entry(size=size, mtime_ns=mtime)
+    if len(content) > limits.max_file_bytes or b"\0" in content[:8192]:
+        return Entry(size=size, mtime_ns=mtime)  # grew while read, or binary
+    return Entry(size=size, mtime_ns=mtime, content=content)
+
+
+# --- around one bash command ---------------------------------------------------------------------
+
+
+async def scan_before_command(ctx: ToolContext) -> Scan | None:
+    """The workspace as it is before a command (in a worker thread), or None when it is not
+    tracked (over the limits: a one-line status note, once per run)."""
+    previous = ctx.state.get(STATE_KEY)
+    root = Path(ctx.workdir).resolve()
+    scan = await asyncio.to_thread(
+        scan_workspace, root, previous=previous if isinstance(previous, Scan) else None,
+        limits=LIMITS)
+    if scan.overflow is None:
+        return scan
+    ctx.state.pop(STATE_KEY, None)
+    if not ctx.state.get(NOTED_KEY):
+        ctx.state[NOTED_KEY] = True
+        ctx.status("workspace_scan", f"{scan.overflow}, so files changed by bash are not "
+                   "shown as diffs", reason=scan.overflow)
+    return None
+
+
+async def record_command_changes(ctx: ToolContext, before: Scan) -> None:
+    """Compare the workspace with `before` (in a worker thread) and hand every created, deleted
+    or modified file's original to the turn diff, as the file tools do before they write."""
+    after = await asyncio.to_thread(scan_workspace, before.root, previous=before, limits=LIMITS)
+    if after.overflow is not None:
+        ctx.state.pop(STATE_KEY, None)
+        return
+    ctx.state[STATE_KEY] = after
+    changes = compare(before, after)
+    for path in changes.created:
+        record_original(ctx, Path(path), None)
+    for path in (*changes.deleted, *changes.modified):
+        entry = before.entries[path]
+        original = entry.content if entry.content is not None else Unkept(
+            size=entry.size, mtime_ns=entry.mtime_ns)
+        record_original(ctx, Path(path), original)
