@@ -134,3 +134,36 @@ def test_dangerous_commands_need_yes_when_nobody_can_be_asked(tmp_path: Path) ->
         approved = run_cli(server, tmp_path, "--yes")
     assert tool_results(approved.stdout) == ["removed\n[exit code 0]"]
     assert not (tmp_path / "build").exists()
+
+
+DIFF_DETAIL = ("write loopwright.toml (it is a loopwright configuration file)\n"
+               "--- a/loopwright.toml\n+++ b/loopwright.toml\n@@ -1 +1 @@\n"
+               "-approve_all = false\n+approve_all = true\x1b[2J")
+
+
+async def test_a_proposed_diff_is_plain_off_a_terminal_and_escaped(
+        terminal: tuple[TextIO, TextIO, Path]) -> None:
+    reader, writer, shown = terminal
+    with shown.open("w") as out:  # a file, as stderr redirected or piped
+        pending = asyncio.ensure_future(
+            TerminalApproval(stdin=reader, out=out)("write_protected", DIFF_DETAIL))
+        writer.write("n\n")
+        writer.flush()
+        assert await asyncio.wait_for(pending, 10) is False
+    text = shown.read_text()
+    assert "\x1b" not in text  # no colour to a file, and the model's escape is shown escaped
+    assert ("    --- a/loopwright.toml\n    +++ b/loopwright.toml\n    @@ -1 +1 @@\n"
+            "    -approve_all = false\n    +approve_all = true\\x1b[2J\n  Allow?") in text
+
+
+def test_diff_lines_are_coloured_only_when_asked_and_a_long_diff_is_counted() -> None:
+    from loopwright.cli.approval import MAX_DIFF_LINES, show_detail
+
+    coloured = show_detail(DIFF_DETAIL, colour=True).splitlines()
+    assert coloured[0] == "write loopwright.toml (it is a loopwright configuration file)"
+    assert coloured[4] == "\x1b[31m-approve_all = false\x1b[0m"
+    assert coloured[5] == "\x1b[32m+approve_all = true\\x1b[2J\x1b[0m"
+    long = "--- a/x\n+++ b/x\n@@ -0,0 +1,300 @@\n" + "".join(f"+{n}\n" for n in range(300))
+    lines = show_detail(long.rstrip("\n"), colour=False).splitlines()
+    assert len(lines) == MAX_DIFF_LINES + 1
+    assert lines[-1] == f"… {303 - MAX_DIFF_LINES} more lines of the change not shown"

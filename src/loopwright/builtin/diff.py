@@ -101,6 +101,16 @@ def diff_against(originals: dict[str, Original], workdir: Path) -> DiffSummary:
     return DiffSummary(diff="".join(chunks), files=files, added=added, removed=removed)
 
 
+def proposed_diff(ctx: ToolContext, path: Path, after: bytes | None) -> str:
+    """The unified diff from `path` as it is now to `after` (None: deleted), for an approval
+    prompt to show before a file tool changes it; "" when nothing would change. Blocks: call it
+    in a worker thread."""
+    before = _read_bytes(path)
+    if before == after:
+        return ""
+    return _file_diff(_relative(path, Path(ctx.workdir).resolve()), before, after)[0]
+
+
 class TurnDiffPlugin(LoopPlugin):
     """Emits a `turn_diff` status after every tool batch that changed files; fills `RunResult.diff`.
 

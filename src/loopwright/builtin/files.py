@@ -14,11 +14,11 @@ import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from loopwright.builtin.diff import snapshot_before_write
+from loopwright.builtin.diff import proposed_diff, snapshot_before_write
 from loopwright.builtin.workspace import (
     display_path,
     open_checked,
@@ -190,8 +190,18 @@ async def write_file(path: str, content: str, ctx: ToolContext) -> str:
         content: The complete new content of the file.
     """
     target = resolve_path(ctx, path)
-    await require_write_approval(ctx, target)
+    await require_write_approval(ctx, target, preview=lambda: _preview_write(
+        {"path": path, "content": content}, ctx))
     return await asyncio.to_thread(_write_file, ctx, target, content)
+
+
+async def _preview_write(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    target = resolve_path(ctx, str(arguments.get("path", "")))
+    content = str(arguments.get("content", "")).encode("utf-8")
+    return await asyncio.to_thread(proposed_diff, ctx, target, content)
+
+
+write_file.preview = _preview_write
 
 
 def _write_file(ctx: ToolContext, target: Path, content: str) -> str:
@@ -254,17 +264,37 @@ async def edit_file(
     if not target.is_file():
         raise ToolError(f"{shown} does not exist; use write_file to create it.")
     await require_secret_approval(ctx, target, verb="edit")
-    await require_write_approval(ctx, target, verb="edit")
+    arguments = {"path": path, "old_string": old_string, "new_string": new_string,
+                 "replace_all": replace_all}
+    await require_write_approval(ctx, target, verb="edit",
+                                 preview=lambda: _preview_edit(arguments, ctx))
+    ensure_not_stale(ctx, target)
+    text = _text_to_edit(ctx, target, shown)
+    updated, old, new, count = edited_text(shown, text, old_string, new_string, replace_all)
+    snapshot_before_write(ctx, target)
+    write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))
+    note_file_read(ctx, target)
+    first_line = text[: text.index(old)].count("\n") + 1
+    done = f"{count} occurrences" if count > 1 else f"1 occurrence at line {first_line}"
+    return f"Edited {shown}: replaced {done}.\n{_excerpt(updated, first_line, new)}"
+
+
+def _text_to_edit(ctx: ToolContext, target: Path, shown: str) -> str:
+    raw = read_checked(target, workspace_roots(ctx))
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{shown} is not UTF-8 text; edit_file only edits text files.") from exc
+
+
+def edited_text(shown: str, text: str, old_string: str, new_string: str, replace_all: bool
+                ) -> tuple[str, str, str, int]:
+    """`(updated text, old, new, count)` for one edit (`old`/`new` with the file's line
+    endings), or `ToolError` saying why the edit does not apply."""
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing would change.")
     if not old_string:
         raise ToolError("old_string is empty; give the exact text to replace.")
-    ensure_not_stale(ctx, target)
-    raw = read_checked(target, workspace_roots(ctx))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(f"{shown} is not UTF-8 text; edit_file only edits text files.") from exc
     old, new = _match_line_endings(text, old_string, new_string)
     count = text.count(old)
     if count == 0:
@@ -272,12 +302,25 @@ async def edit_file(
     if count > 1 and not replace_all:
         raise ToolError(many_matches_message(shown, text, old, count))
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    snapshot_before_write(ctx, target)
-    write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))
-    note_file_read(ctx, target)
-    first_line = text[: text.index(old)].count("\n") + 1
-    done = f"{count} occurrences" if count > 1 else f"1 occurrence at line {first_line}"
-    return f"Edited {shown}: replaced {done}.\n{_excerpt(updated, first_line, new)}"
+    return updated, old, new, count
+
+
+async def _preview_edit(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    def diff() -> str:
+        target = resolve_path(ctx, str(arguments.get("path", "")))
+        try:
+            text = _text_to_edit(ctx, target, str(target))
+            updated = edited_text(str(target), text, str(arguments.get("old_string", "")),
+                                  str(arguments.get("new_string", "")),
+                                  bool(arguments.get("replace_all")))[0]
+        except (OSError, ToolError):
+            return ""  # the edit will fail and say why; there is no change to show
+        return proposed_diff(ctx, target, updated.encode("utf-8"))
+
+    return await asyncio.to_thread(diff)
+
+
+edit_file.preview = _preview_edit
 
 
 def _match_line_endings(text: str, old: str, new: str) -> tuple[str, str]:

@@ -9,11 +9,13 @@ tolerated as a second try.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from loopwright.builtin.diff import snapshot_before_write
+from loopwright.builtin.diff import proposed_diff, snapshot_before_write
 from loopwright.builtin.files import ensure_not_stale, write_atomically
 from loopwright.builtin.workspace import (
     display_path,
@@ -25,7 +27,7 @@ from loopwright.builtin.workspace import (
 from loopwright.context.reminders import note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
-from loopwright.tools.sensitive import require_write_approval
+from loopwright.tools.sensitive import is_secret_path, require_write_approval
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -94,20 +96,27 @@ async def _plan_file(ctx: ToolContext, file_patch: FilePatch) -> tuple[Path, byt
     raw_path = file_patch.new_path or file_patch.old_path
     assert raw_path is not None  # the parser rejects a patch with both sides /dev/null
     target = resolve_path(ctx, raw_path)
+    await require_write_approval(ctx, target, verb="patch",
+                                 preview=lambda: asyncio.to_thread(_file_preview, ctx, file_patch))
+    if file_patch.old_path is not None and target.is_file():
+        await require_secret_approval(ctx, target, verb="patch")
+        ensure_not_stale(ctx, target)
+    return target, _patched_content(ctx, file_patch, target)
+
+
+def _patched_content(ctx: ToolContext, file_patch: FilePatch, target: Path) -> bytes | None:
+    """What `file_patch` makes of `target` (None = delete it), or `ToolError` saying why not."""
     shown = display_path(ctx, target)
-    await require_write_approval(ctx, target, verb="patch")
     if file_patch.old_path is None:
         if target.exists() and target.stat().st_size > 0:
             raise ToolError(f"the patch creates {shown}, but it already exists; nothing changed.")
         lines = [line for hunk in file_patch.hunks for line in hunk.new]
         missing = any(h.new_missing_newline for h in file_patch.hunks)
-        return target, _join(lines, "\n", trailing_newline=not missing and bool(lines))
+        return _join(lines, "\n", trailing_newline=not missing and bool(lines))
     if not target.is_file():
         raise ToolError(f"the patch changes {shown}, which does not exist; nothing changed.")
-    await require_secret_approval(ctx, target, verb="patch")
-    ensure_not_stale(ctx, target)
     if file_patch.new_path is None:
-        return target, None
+        return None
     try:
         text = read_checked(target, workspace_roots(ctx)).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -119,7 +128,32 @@ async def _plan_file(ctx: ToolContext, file_patch: FilePatch) -> tuple[Path, byt
         lines.pop()
     for number, hunk in enumerate(file_patch.hunks, start=1):
         lines, trailing = _apply_hunk(lines, trailing, hunk, f"hunk {number} of {shown}")
-    return target, _join(lines, newline, trailing_newline=trailing and bool(lines))
+    return _join(lines, newline, trailing_newline=trailing and bool(lines))
+
+
+def _file_preview(ctx: ToolContext, file_patch: FilePatch) -> str:
+    """The diff `file_patch` would make, for an approval prompt ("" when it would fail, and for
+    a secrets file, whose content is not shown before reading it is approved)."""
+    raw_path = file_patch.new_path or file_patch.old_path
+    try:
+        target = resolve_path(ctx, raw_path or "")
+        if is_secret_path(target):
+            return ""
+        return proposed_diff(ctx, target, _patched_content(ctx, file_patch, target))
+    except (OSError, ToolError):
+        return ""
+
+
+async def _preview_patch(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    try:
+        file_patches = parse_patch(str(arguments.get("patch", "")))
+    except ToolError:
+        return ""
+    return await asyncio.to_thread(
+        lambda: "".join(_file_preview(ctx, file_patch) for file_patch in file_patches))
+
+
+apply_patch.preview = _preview_patch
 
 
 def _apply_hunk(lines: list[str], trailing: bool, hunk: Hunk, label: str

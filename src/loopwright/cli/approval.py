@@ -3,6 +3,8 @@ model's `clarify` questions.
 
 Whatever the model wrote is shown with control characters escaped (`escape_controls`): a command
 cannot move the cursor or overwrite the line to look like something else while it is approved.
+A file change that needs approval shows the diff it would make (the tool's preview, below the
+reason in the request's detail), coloured on a terminal unless NO_COLOR is set.
 
 Both read a line from the terminal through the event loop (`add_reader`), not a blocking thread,
 so Ctrl-C cancels a run that waits on a prompt at once. Prompts are serialised: two tools of one
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import weakref
 from collections.abc import Callable
@@ -23,6 +26,8 @@ from typing import Any, TextIO
 from loopwright.tools.policy import ApprovalAnswer
 
 _screen: list[Callable[[], AbstractContextManager[None]]] = [contextlib.nullcontext]
+MAX_DIFF_LINES = 200  # lines of a proposed change a prompt shows; the rest is counted
+_DIFF_COLOURS = (("+++ ", "1"), ("--- ", "1"), ("@@", "36"), ("+", "32"), ("-", "31"))
 
 
 def set_prompt_screen(pause: Callable[[], AbstractContextManager[None]]) -> None:
@@ -53,8 +58,9 @@ class TerminalApproval:
         self.out = out or sys.stderr
 
     async def __call__(self, action: str, detail: str) -> ApprovalAnswer:
+        shown = show_detail(detail, colour=_wants_colour(self.out))
         question = (f"\n! approval needed: {escape_controls(action)}\n"
-                    f"    {_indent(escape_controls(detail, keep_newlines=True))}\n"
+                    f"    {_indent(shown)}\n"
                     "  Allow? [y]es / [n]o / [a]lways (this session): ")
         answer = (await ask_line(question, stdin=self.stdin, out=self.out) or "").strip().lower()
         if answer in ("a", "always"):
@@ -134,6 +140,35 @@ def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def show_detail(detail: str, *, colour: bool) -> str:
+    """`detail` escaped; a unified diff in it (from `--- ` and `+++ ` lines on) at most
+    `MAX_DIFF_LINES` long, its lines coloured when `colour`."""
+    lines = escape_controls(detail, keep_newlines=True).split("\n")
+    start = next((i for i in range(len(lines) - 1) if lines[i].startswith("--- ")
+                  and lines[i + 1].startswith("+++ ")), None)
+    if start is None:
+        return "\n".join(lines)
+    diff = lines[start:]
+    if len(diff) > MAX_DIFF_LINES:
+        diff = [*diff[:MAX_DIFF_LINES],
+                f"… {len(diff) - MAX_DIFF_LINES} more lines of the change not shown"]
+    if colour:
+        diff = [_paint(line) for line in diff]
+    return "\n".join(lines[:start] + diff)
+
+
+def _paint(line: str) -> str:
+    for prefix, code in _DIFF_COLOURS:
+        if line.startswith(prefix):
+            return f"\x1b[{code}m{line}\x1b[0m"
+    return line
+
+
+def _wants_colour(stream: TextIO) -> bool:
+    return (_is_terminal(stream) and not os.environ.get("NO_COLOR")
+            and os.environ.get("TERM") != "dumb")
 
 
 def _indent(text: str) -> str:

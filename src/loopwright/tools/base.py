@@ -28,6 +28,9 @@ from loopwright.tools.schema import (
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
 StatusEmitter = Callable[[str, str, dict[str, Any]], None]
+ChangePreview = Callable[[dict[str, Any], "ToolContext[Any]"], Awaitable[str]]
+"""`(arguments, ctx) -> diff`: what a file-changing call would change, as a unified diff ("" if
+unknown), shown when the call waits for the user's approval."""
 
 
 async def _deny_all(action: str, detail: str) -> bool:
@@ -101,6 +104,7 @@ class Tool:
     arguments_model: type[pydantic.BaseModel] | None = None
     takes_context: bool = False
     raw_arguments: bool = False  # function(arguments: dict, ctx) rather than keyword arguments
+    preview: ChangePreview | None = None  # the diff a call would make, for approval prompts
 
     _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
 

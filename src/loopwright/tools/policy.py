@@ -261,6 +261,11 @@ class Approver:
         allowed, _ = await self.decide(action, detail)
         return allowed
 
+    def will_ask(self, action: str) -> bool:
+        """Whether `decide(action, …)` would ask the callback (not answered without it)."""
+        return (not self.approve_all and self.callback is not None
+                and self.cache.get(self.session_id, action) is None)
+
     async def decide(self, action: str, detail: str) -> tuple[bool, str]:
         if self.approve_all:
             return True, "approved by approve_all"
@@ -335,10 +340,14 @@ class PolicyGate:
             danger = verdict.dangers[0]
         if danger is None:
             return None
+        action = f"{name}: {danger}"
+        detail = subject
+        if prepared.tool.preview is not None and self.approver.will_ask(action):
+            detail = await _with_preview(subject, prepared, ctx)
         pending = _PENDING_APPROVAL.set(ApprovalRequest(call_id=ctx.call_id, tool=name,
                                                          context=ctx))
         try:
-            allowed, why = await self.approver.decide(f"{name}: {danger}", subject)
+            allowed, why = await self.approver.decide(action, detail)
         finally:
             _PENDING_APPROVAL.reset(pending)
         ctx.status("approval", f"{name} ({danger}): {'allowed' if allowed else 'denied'}: {why}",
@@ -347,6 +356,16 @@ class PolicyGate:
             return None
         return GateDecision(allow=False, reason=f"the call is potentially dangerous ({danger}) "
                                                 f"and {why}")
+
+
+async def _with_preview(subject: str, prepared: PreparedCall, ctx: ToolContext) -> str:
+    """`subject` and, below it, the diff the call would make (a file tool's `preview`)."""
+    assert prepared.tool.preview is not None
+    try:
+        diff = await prepared.tool.preview(dict(prepared.arguments), ctx)
+    except Exception:  # a preview is a courtesy: the question is asked without it
+        diff = ""
+    return f"{subject}\n{diff.rstrip()}" if diff.strip() else subject
 
 
 async def _classify(command: str, ctx: ToolContext, arguments: Mapping[str, Any]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
@@ -109,13 +109,17 @@ async def require_secret_approval(ctx: ToolContext, path: Path, verb: str = "rea
         "not given. Do not try to read it another way; ask the user if you need a value from it.")
 
 
-async def require_write_approval(ctx: ToolContext, path: Path, verb: str = "write") -> None:
-    """Ask the approval gate before a tool writes protected configuration."""
+async def require_write_approval(ctx: ToolContext, path: Path, verb: str = "write", *,
+                                 preview: Callable[[], Awaitable[str]] | None = None) -> None:
+    """Ask the approval gate before a tool writes protected configuration; `preview` gives the
+    diff the change would make, shown with the question."""
     reason = protected_reason(path, protected_paths_of(ctx))
     if reason is None:
         return
     shown = _shown(ctx, path)
-    if await ctx.approve("write_protected", f"{verb} {shown} ({reason})"):
+    diff = await preview() if preview is not None else ""
+    detail = f"{verb} {shown} ({reason})" + (f"\n{diff.rstrip()}" if diff else "")
+    if await ctx.approve("write_protected", detail):
         return
     raise ToolError(
         f"{shown} is protected ({reason}); {verb.rstrip('e')}ing it needs the user's approval, "
