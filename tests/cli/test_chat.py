@@ -114,3 +114,18 @@ def test_model_switches_the_model_and_keeps_the_conversation(tmp_path: Path) -> 
     first, second = server.model_requests
     assert first.body["model"] == "m" and second.body["model"] == "other-model"
     assert conversation(second.body)[:2] == [("user", "first"), ("assistant", "one")]
+
+
+def test_reasoning_toggles_with_a_slash_command(tmp_path: Path) -> None:
+    script = [Reply("One.", reasoning="first musing"), Reply("Two.", reasoning="second musing"),
+              Reply("Three.", reasoning="third musing")]
+    with FakeModelServer(script) as server:
+        proc = chat(server, "a\n/reasoning\nb\n/reasoning\nc\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "One.\nTwo.\nThree.\n"
+    err = proc.stderr
+    assert "first musing" not in err and "third musing" not in err
+    assert err.count("thought for 12 chars of reasoning (/reasoning shows it)") == 2
+    assert "reasoning shown (dimmed)" in err and "second musing" in err
+    assert err.index("reasoning shown") < err.index("second musing") < err.index(
+        "reasoning hidden")

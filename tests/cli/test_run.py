@@ -109,13 +109,17 @@ def test_json_prints_every_event_as_a_line_ending_with_done(tmp_path: Path) -> N
     assert "".join(e.text for e in events if e.type == "text_delta") == "Hello, JSON."
 
 
-def test_reasoning_is_hidden_unless_asked_for(in_tmp: Path) -> None:
-    script = [Reply("Yes.", reasoning="secret musing"), Reply("Yes.", reasoning="secret musing")]
+def test_reasoning_is_collapsed_to_one_line_unless_asked_for(in_tmp: Path) -> None:
+    script = [Reply("Yes.", reasoning="secret musing", chunk_size=4),
+              Reply("Yes.", reasoning="secret musing", chunk_size=4)]
     with FakeModelServer(script) as server:
         hidden = invoke(server, "Well?")
         shown = invoke(server, "Well?", "--show-reasoning")
     assert "secret musing" not in hidden.output
+    assert hidden.stderr.splitlines() == [
+        "thought for 13 chars of reasoning (--show-reasoning shows it)"]
     assert "secret musing" in shown.stderr
+    assert "thought for" not in shown.stderr
     assert shown.stdout == hidden.stdout == "Yes.\n"
 
 

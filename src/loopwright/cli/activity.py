@@ -67,6 +67,7 @@ class Activity:
         self.live_enabled = console.is_terminal and not console.is_dumb_terminal
         self._live: Live | None = None
         self._thinking: float | None = None  # when the model call started
+        self._reasoning = 0  # characters of hidden reasoning so far in this model call
         self._tools: dict[str, tuple[str, float]] = {}  # call id → (line, started)
         self._spinners: dict[str, Spinner] = {}  # kept, so each one keeps animating
         self._paused = 0
@@ -76,6 +77,12 @@ class Activity:
     def thinking(self) -> None:
         self._thinking = time.monotonic()
         self._refresh()
+
+    def reasoning(self, chars: int) -> None:
+        """The model has reasoned `chars` characters so far (hidden): the spinner says so."""
+        self._reasoning = chars
+        if self._thinking is not None:
+            self._refresh()
 
     def stop_thinking(self) -> None:
         if self._thinking is not None:
@@ -150,7 +157,8 @@ class Activity:
         now = time.monotonic()
         running = dict(self._tools)
         if self._thinking is not None:
-            running[""] = ("thinking", self._thinking)
+            label = f"thinking · {self._reasoning:,} chars" if self._reasoning else "thinking"
+            running[""] = (label, self._thinking)
         for gone in set(self._spinners) - set(running):
             del self._spinners[gone]
         lines: list[Any] = []

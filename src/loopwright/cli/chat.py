@@ -30,6 +30,7 @@ COMMANDS = {
     "/model": "show the model, or switch to another: /model NAME",
     "/tools": "the tools the model may call",
     "/usage": "tokens and cost of this conversation so far",
+    "/reasoning": "show or hide the model's reasoning (dimmed) from now on",
     "/compact": "summarise the conversation and go on from the summary",
     "/resume": "recent sessions here, or continue one: /resume ID",
     "/new": "start a new conversation",
@@ -59,7 +60,8 @@ class ChatRepl:
                  db: str | None = None) -> None:
         self._options = options
         self._db = db  # `sessions resume --db`: /resume looks there too
-        self._renderer = TerminalRenderer(show_reasoning=show_reasoning)
+        self._renderer = TerminalRenderer(show_reasoning=show_reasoning,
+                                          reasoning_hint="/reasoning")
         self._history: list[Message] | None = None
         self._usage = Usage()
         self._cost: float | None = None
@@ -137,7 +139,7 @@ class ChatRepl:
             return True
         if name == "/help":
             for command, meaning in COMMANDS.items():
-                say(f"{command:<9} {meaning}", style="default")
+                say(f"{command:<11} {meaning}", style="default")
             say(KEYS)
         elif name == "/new":
             self._start_over(runner, None)
@@ -149,6 +151,10 @@ class ChatRepl:
         elif name == "/usage":
             say(f"this conversation: {usage_line(self._usage.to_dict(), cost=self._cost)} · "
                 f"{self._usage.requests} requests")
+        elif name == "/reasoning":
+            self._renderer.show_reasoning = not self._renderer.show_reasoning
+            say("reasoning shown (dimmed)" if self._renderer.show_reasoning
+                else "reasoning hidden (one line says how long it was)")
         elif name == "/compact":
             self._compact(runner)
         elif name == "/resume":

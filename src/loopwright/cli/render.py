@@ -87,13 +87,20 @@ class JsonLinesRenderer:
 class TerminalRenderer:
     """The answer on stdout (Markdown on a terminal, raw on a pipe); on stderr a spinner while
     the model thinks, one line per tool call, coloured diffs of file changes, notes, and on a
-    terminal a usage line per turn and a summary at the end."""
+    terminal a usage line per turn and a summary at the end.
+
+    Reasoning is collapsed to one line saying how long it was and how to see it
+    (`reasoning_hint`: a flag for `run`, a slash command in `chat`), or with `show_reasoning`
+    streamed dimmed; `show_reasoning` may change between turns."""
 
     def __init__(self, *, out: TextIO | None = None, err: Console | None = None,
-                 show_reasoning: bool = False, markdown: bool | None = None) -> None:
+                 show_reasoning: bool = False, markdown: bool | None = None,
+                 reasoning_hint: str = "--show-reasoning") -> None:
         self._out = out or sys.stdout
         self._err = err or Console(stderr=True, highlight=False)
-        self._show_reasoning = show_reasoning
+        self.show_reasoning = show_reasoning
+        self._reasoning_hint = reasoning_hint
+        self._hidden_reasoning = 0  # characters of the current reasoning not shown
         self.answer = AnswerStream(self._out, markdown=markdown)
         self.activity = Activity(self._err)
         self._terminal = self._err.is_terminal
@@ -113,8 +120,11 @@ class TerminalRenderer:
             self._close_reasoning()
             self.answer.write(event.text)
         elif event.type == "reasoning_delta":
-            if self._show_reasoning:
+            if self.show_reasoning:
                 self._write_reasoning(event.text)
+            else:
+                self._hidden_reasoning += len(event.text)
+                self.activity.reasoning(self._hidden_reasoning)
         elif event.type in ("tool_call", "tool_result", "status"):
             self._sub_agent_event(event)
         elif event.type == "turn_end":
@@ -188,6 +198,11 @@ class TerminalRenderer:
         if self._reasoning_open:
             self._err.print()
             self._reasoning_open = False
+        if self._hidden_reasoning:
+            chars, self._hidden_reasoning = self._hidden_reasoning, 0
+            self.activity.reasoning(0)
+            self.activity.print(Text(f"thought for {chars:,} chars of reasoning "
+                                     f"({self._reasoning_hint} shows it)", style="dim italic"))
 
 
 def usage_line(usage: dict[str, Any], *, cost: float | None = None) -> str:
