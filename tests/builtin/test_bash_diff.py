@@ -103,3 +103,24 @@ def test_a_scan_reuses_kept_content_for_unchanged_files(tmp_path: Path) -> None:
     assert second.entries[str(tmp_path / "same.txt")] is first.entries[str(tmp_path / "same.txt")]
     assert compare(first, second).modified == [str(tmp_path / "moved.txt")]
     assert second.entries[str(tmp_path / "moved.txt")].content == b"before\n"
+
+
+async def test_loopwrights_own_files_in_the_workspace_are_not_the_commands_changes(
+        tmp_path: Path) -> None:
+    data = tmp_path / ".loopwright"
+    # the session database is written while the command runs (its tool_call event at least)
+    events, total = await run_bash(tmp_path, "sleep 0.3; echo x > a.txt",
+                                   store=str(data / "sessions.db"), data_dir=str(data))
+    (turn,) = statuses(events, "turn_diff")
+    assert turn.data["files"] == ["a.txt"]
+    assert ".loopwright" not in total
+
+
+async def test_a_command_changing_many_files_shows_the_first_ones_and_counts_all(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workspace_scan, "LIMITS", ScanLimits(max_changed_files=3))
+    events, _ = await run_bash(tmp_path, "for n in 1 2 3 4 5; do echo $n > f$n.txt; done")
+    (note,) = statuses(events, "workspace_scan")
+    assert note.message == "the command changed 5 files; diffs are shown for the first 3"
+    (turn,) = statuses(events, "turn_diff")
+    assert turn.data["files"] == ["f1.txt", "f2.txt", "f3.txt"]

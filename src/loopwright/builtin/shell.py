@@ -95,7 +95,7 @@ async def bash(
         raise ToolError(f"{display_path(ctx, directory)} is not a directory.")
     launch = await _launch(ctx, command, directory)
     # files the command changes are shown as diffs, like the file tools' changes
-    before = None if is_plainly_read_only(command) else await scan_before_command(ctx)
+    before = await scan_before_command(ctx) if _may_write(ctx, launch, command) else None
     try:
         process, output, outcome = await _execute(launch, directory, timeout, ctx)
     except ToolError:  # timed out: what it changed before it was killed is shown too
@@ -143,6 +143,13 @@ async def _execute(launch: Launch, directory: Path, timeout: float, ctx: ToolCon
         await _kill_group(process, grace=0.0)
         raise ToolError("the command was cancelled and killed.")
     return process, output, outcome
+
+
+def _may_write(ctx: ToolContext, launch: Launch, command: str) -> bool:
+    """Whether the command could change workspace files (else no scan is needed)."""
+    if is_plainly_read_only(command):
+        return False
+    return not launch.sandboxed or context_policy(ctx.services).writes_workspace
 
 
 async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:

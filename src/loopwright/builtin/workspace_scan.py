@@ -43,6 +43,7 @@ class ScanLimits:
     max_seconds: float = 2.0  # a walk slower than this (a network mount, …): not tracked
     max_file_bytes: int = 256 * 1024  # bigger files: size and mtime only
     max_total_bytes: int = 16 * 1024 * 1024  # content kept across all files
+    max_changed_files: int = 100  # a command changing more: diffs for this many, then a count
 
 
 LIMITS = ScanLimits()
@@ -64,6 +65,7 @@ class Scan:
     """The files under `root` (absolute paths), or why they could not all be seen."""
 
     root: Path
+    ignored: frozenset[str] = frozenset()
     entries: dict[str, Entry] = field(default_factory=dict)
     overflow: str | None = None  # set when the scan gave up: nothing can be compared
 
@@ -76,10 +78,12 @@ class Changes:
 
 
 def scan_workspace(root: Path, *, previous: Scan | None = None,
-                   limits: ScanLimits = ScanLimits()) -> Scan:
-    """Walk `root` (symlinks are not followed) within `limits`; content that `previous` kept is
-    reused for files whose size and mtime are unchanged."""
-    scan = Scan(root=root)
+                   limits: ScanLimits = ScanLimits(), ignored: frozenset[str] = frozenset()
+                   ) -> Scan:
+    """Walk `root` (symlinks are not followed) within `limits`, leaving out the `ignored`
+    absolute paths (files or directories); content that `previous` kept is reused for files
+    whose size and mtime are unchanged."""
+    scan = Scan(root=root, ignored=ignored)
     reusable = previous.entries if previous is not None and previous.root == root else {}
     deadline = time.monotonic() + limits.max_seconds
     budget = limits.max_total_bytes
@@ -92,6 +96,8 @@ def scan_workspace(root: Path, *, previous: Scan | None = None,
         except OSError:
             continue  # unreadable directories are not the command's doing
         for item in found:
+            if item.path in ignored:
+                continue
             if len(scan.entries) >= limits.max_files:
                 scan.overflow = f"the workspace has more than {limits.max_files:,} files"
                 return scan
@@ -149,10 +155,13 @@ async def scan_before_command(ctx: ToolContext) -> Scan | None:
     """The workspace as it is before a command (in a worker thread), or None when it is not
     tracked (over the limits: a one-line status note, once per run)."""
     previous = ctx.state.get(STATE_KEY)
-    root = Path(ctx.workdir).resolve()
-    scan = await asyncio.to_thread(
-        scan_workspace, root, previous=previous if isinstance(previous, Scan) else None,
-        limits=LIMITS)
+
+    def scan_now() -> Scan:  # resolving paths touches the disk too
+        return scan_workspace(Path(ctx.workdir).resolve(), limits=LIMITS,
+                              previous=previous if isinstance(previous, Scan) else None,
+                              ignored=_own_files(ctx))
+
+    scan = await asyncio.to_thread(scan_now)
     if scan.overflow is None:
         return scan
     ctx.state.pop(STATE_KEY, None)
@@ -166,16 +175,39 @@ async def scan_before_command(ctx: ToolContext) -> Scan | None:
 async def record_command_changes(ctx: ToolContext, before: Scan) -> None:
     """Compare the workspace with `before` (in a worker thread) and hand every created, deleted
     or modified file's original to the turn diff, as the file tools do before they write."""
-    after = await asyncio.to_thread(scan_workspace, before.root, previous=before, limits=LIMITS)
+    after = await asyncio.to_thread(scan_workspace, before.root, previous=before, limits=LIMITS,
+                                    ignored=before.ignored)
     if after.overflow is not None:
         ctx.state.pop(STATE_KEY, None)
         return
     ctx.state[STATE_KEY] = after
     changes = compare(before, after)
-    for path in changes.created:
-        record_original(ctx, Path(path), None)
-    for path in (*changes.deleted, *changes.modified):
-        entry = before.entries[path]
-        original = entry.content if entry.content is not None else Unkept(
-            size=entry.size, mtime_ns=entry.mtime_ns)
-        record_original(ctx, Path(path), original)
+    changed = sorted([*changes.created, *changes.deleted, *changes.modified])
+    shown = LIMITS.max_changed_files
+    if len(changed) > shown:
+        ctx.status("workspace_scan", f"the command changed {len(changed):,} files; diffs are "
+                   f"shown for the first {shown}", files=len(changed))
+    for path in changed[:shown]:
+        entry = before.entries.get(path)
+        if entry is None:
+            record_original(ctx, Path(path), None)  # created
+        else:
+            record_original(ctx, Path(path), entry.content if entry.content is not None
+                            else Unkept(size=entry.size, mtime_ns=entry.mtime_ns))
+
+
+def _own_files(ctx: ToolContext) -> frozenset[str]:
+    """What loopwright itself writes while a command runs — its data directory and the session
+    database — which may lie inside the workspace and are not the command's changes."""
+    from loopwright.config import default_data_dir
+
+    agent = ctx.services.get("agent")
+    settings = getattr(agent, "settings", None)
+    data_dir = getattr(settings, "data_dir", None)
+    own = [Path(data_dir).expanduser() if data_dir else default_data_dir()]
+    store = getattr(getattr(agent, "state_services", None), "store", None)
+    database = getattr(getattr(store, "sync", store), "path", None)
+    if isinstance(database, Path):
+        own += [database.with_name(database.name + suffix)
+                for suffix in ("", "-wal", "-shm", "-journal")]
+    return frozenset(str(path.resolve()) for path in own)
