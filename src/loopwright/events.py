@@ -97,6 +97,7 @@ class TurnEnd:
     type: Literal["turn_end"] = "turn_end"
     turn: int
     usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None  # USD of this turn's model calls, when the price is known
     agent: str = ""
 
 

@@ -345,11 +345,15 @@ async def _turn_with_events(run: RunState) -> Next:
     run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
     usage_before = Usage()
     usage_before.add(run.usage)
+    cost_before = run.cost
     try:
         step = await turn(run)
     finally:
         turn_usage = _usage_delta(run.usage, usage_before)
-        run.emit(TurnEnd(turn=run.turn, usage=turn_usage.to_dict(), agent=run.agent_tag))
+        cost_after = run.cost
+        cost = None if cost_after is None or cost_before is None else cost_after - cost_before
+        run.emit(TurnEnd(turn=run.turn, usage=turn_usage.to_dict(), cost=cost,
+                         agent=run.agent_tag))
     return step
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+from pathlib import Path
 
 from rich.console import Console
 
 from loopwright import Agent, ToolContext, tool
+from loopwright.builtin import default_tools
 from loopwright.cli.render import TerminalRenderer
 from loopwright.events import ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply, call
@@ -119,3 +121,39 @@ def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:
         assert raw not in shown
     for seen in ("Title", "Some bold words.", "x = 1", "y = 2", "• one", "• two"):
         assert seen in shown
+
+
+def test_a_policy_approval_wait_is_not_tool_time_either(tmp_path: Path) -> None:
+    async def slow_human(action: str, detail: str) -> bool:
+        await asyncio.sleep(0.6)
+        return True
+
+    results: list[ToolResultEvent] = []
+    script = [Reply(tool_calls=[call("edit_file", {"path": "deploy.yml", "old_string": "1",
+                                                   "new_string": "2"})]), Reply("Done.")]
+    (tmp_path / "deploy.yml").write_text("replicas: 1\n")
+    with FakeModelServer(script) as server:
+        agent = Agent("m", base_url=server.base_url, tools=default_tools(), approval=slow_human,
+                      workdir=str(tmp_path), policy={"edit_file": {"ask": ["deploy"]}},
+                      callbacks=[lambda e: results.append(e) if e.type == "tool_result" else None])
+        assert agent.chat("Edit") == "Done."
+    (result,) = results
+    assert result.content.startswith("Edited deploy.yml")
+    assert result.duration < 0.6
+
+
+def test_a_huge_diff_is_cut_with_a_count_and_where_to_see_it_whole() -> None:
+    from loopwright.cli.render import MAX_DIFF_LINES
+    from loopwright.events import StatusEvent
+
+    shown, err = terminal_renderer(width=40)
+    diff = "--- /dev/null\n+++ b/nums.txt\n@@ -0,0 +1,1000 @@\n" + "".join(
+        f"+{n}\n" for n in range(1000))
+    shown(StatusEvent(kind="turn_diff", message="turn changed 1 file (+1000/−0)",
+                      data={"diff": diff, "files": ["nums.txt"]}))
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "turn changed 1 file (+1000/−0)"
+    assert lines[1:MAX_DIFF_LINES + 1] == diff.splitlines()[:MAX_DIFF_LINES]
+    assert " ".join(lines[MAX_DIFF_LINES + 1:]) == (
+        f"… {1003 - MAX_DIFF_LINES} more lines of this diff not shown (run --json prints it "
+        "whole)")

@@ -326,3 +326,36 @@ def test_files_changed_by_bash_show_as_diffs_in_the_output_and_in_json(tmp_path:
     assert diff["data"]["files"] == ["a.txt", "b.txt", "c.txt"]
     assert "+x\n" in diff["data"]["diff"] and "-bee\n" in diff["data"]["diff"]
     assert events[-1]["result"]["diff"] == diff["data"]["diff"]
+
+
+async def test_each_turn_line_has_its_cost_when_the_price_is_known() -> None:
+    import io
+
+    from rich.console import Console
+
+    from loopwright import Agent
+    from loopwright.cli.render import TerminalRenderer
+    from loopwright.events import TurnEnd
+
+    err = io.StringIO()
+    shown = TerminalRenderer(out=io.StringIO(), markdown=False, err=Console(
+        file=err, force_terminal=True, width=80, color_system=None))
+    shown.activity.live_enabled = False
+    ends: list[TurnEnd] = []
+
+    def both(event: Any) -> None:
+        shown(event)
+        if isinstance(event, TurnEnd):
+            ends.append(event)
+
+    script = [Reply(tool_calls=[call("lookup", {"city": "Oslo"})]), Reply("Cold.")]
+    with FakeModelServer(script, model="gpt-4o-mini") as server:
+        result = await Agent("gpt-4o-mini", base_url=server.base_url, api_key="k",
+                             callbacks=[both]).run("Weather?")
+    assert result.cost is not None and result.cost > 0
+    costs = [e.cost for e in ends]
+    assert all(cost is not None and cost > 0 for cost in costs) and len(costs) == 2
+    assert abs(sum(c or 0 for c in costs) - result.cost) < 1e-12
+    turn_lines = [line for line in err.getvalue().splitlines() if line.startswith("turn ")]
+    assert [line.endswith(f" · ${cost:.4f}") for line, cost in zip(turn_lines, costs,
+                                                                    strict=True)] == [True, True]

@@ -69,6 +69,10 @@ def describe_side_usage(result: RunResult) -> str | None:
     return "side calls: " + "; ".join(parts) if parts else None
 
 
+MAX_DIFF_LINES = 400
+"""Lines of one turn's diff printed; the rest is counted (the JSON events carry all of it)."""
+
+
 class JsonLinesRenderer:
     """Writes each event as one JSON line on `out`, flushed at once (for pipes and tools)."""
 
@@ -130,7 +134,7 @@ class TerminalRenderer:
         elif event.type == "turn_end":
             self.activity.stop_thinking()
             if self._terminal and event.usage.get("requests"):
-                self.note(f"turn {event.turn} · {usage_line(event.usage)}")
+                self.note(f"turn {event.turn} · {usage_line(event.usage, cost=event.cost)}")
         elif event.type in TERMINAL_TYPES:
             self.finish()
             result = getattr(event, "result", None)
@@ -170,6 +174,14 @@ class TerminalRenderer:
 
     def _diff(self, title: str, diff: str, agent: str) -> None:
         self.note(title, agent=agent, style="bold")
+        lines = diff.rstrip("\n").split("\n")
+        self._print_diff("\n".join(lines[:MAX_DIFF_LINES]))
+        more = len(lines) - MAX_DIFF_LINES
+        if more > 0:  # a generated file must not flood the screen
+            self.note(f"… {more:,} more lines of this diff not shown (run --json prints it whole)",
+                      agent=agent)
+
+    def _print_diff(self, diff: str) -> None:
         if self._terminal:
             from rich.syntax import Syntax
 
