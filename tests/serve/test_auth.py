@@ -144,3 +144,25 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
             server.send_signal(signal.SIGINT)
             server.wait(30)
     assert server.returncode == 0
+
+
+def test_two_servers_starting_at_once_share_the_token_one_of_them_wrote(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the interleaving of two first starts: both find no token file, the other one writes it
+    # first; this one must use that token, not crash on the existing file
+    monkeypatch.delenv("LOOPWRIGHT_SERVE_TOKEN", raising=False)
+    import loopwright.serve.auth as auth
+
+    read = auth._read_token_file
+    calls: list[int] = []
+
+    def other_server_writes_between() -> str | None:
+        calls.append(1)
+        if len(calls) == 1:
+            token_path().parent.mkdir(parents=True, exist_ok=True)
+            token_path().write_text("written-by-the-other-0123456789\n")
+            return None  # what this process saw just before
+        return read()
+
+    monkeypatch.setattr(auth, "_read_token_file", other_server_writes_between)
+    assert server_token("127.0.0.1") == ("written-by-the-other-0123456789", False)

@@ -59,7 +59,13 @@ def server_token(host: str, explicit: str | None = None) -> tuple[str, bool]:
     token = secrets.token_urlsafe(32)
     path = token_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another server's first start wrote it since we looked
+        written = _read_token_file()
+        if written is None:
+            raise ConfigError(f"{path} is empty: delete it or give --token") from None
+        return _checked(written), False
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(token + "\n")
     return token, True
