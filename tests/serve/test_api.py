@@ -73,8 +73,8 @@ def test_a_client_that_reconnects_with_last_event_id_misses_nothing(
 def test_reconnecting_again_and_again_while_the_run_is_live_misses_nothing(
         make_server: MakeServer) -> None:
     script = [Reply(tool_calls=[call("list_dir", {"path": "."})]),
-              Reply(tool_calls=[call("list_dir", {"path": "."})], delay=0.5),
-              Reply("".join(f"tail{n} " for n in range(80)), chunk_size=5, delay=1.0)]
+              Reply(tool_calls=[call("list_dir", {"path": "."})], delay=1.0),
+              Reply("".join(f"tail{n} " for n in range(80)), chunk_size=5, delay=2.0)]
     with FakeModelServer(script) as fake:
         served = make_server(fake, leave_grace=30.0)
         run_id = served.start("look twice")["run_id"]
@@ -92,7 +92,9 @@ def test_reconnecting_again_and_again_while_the_run_is_live_misses_nothing(
             seen += served.events(run_id, last_event_id=seen[-1][0] if seen else None,
                                   stop=three_more)
         whole = served.events(run_id)
-    assert live_reconnects > 5  # most reconnections happened while events were still coming
+    # the first ones happen while the replies are still delayed (how many more do depends
+    # on how fast this machine reads the final burst)
+    assert live_reconnects >= 2
     assert seen == whole
     assert [event_id for event_id, _ in seen] == list(range(1, len(whole) + 1))
 
