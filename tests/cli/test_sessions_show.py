@@ -51,3 +51,30 @@ def test_show_displays_the_lineage_sub_agents_and_turn_costs(tmp_path: Path) -> 
     assert "working on it" in before.output and "done after compaction" not in before.output
     child = sessions(tmp_path, "show", "child-1")
     assert "sub-agent of parent" in child.output
+
+
+def test_show_diffs_prints_each_turns_file_changes(tmp_path: Path) -> None:
+    from loopwright import Agent
+    from loopwright.builtin import default_tools
+    from loopwright.testing import FakeModelServer, Reply, call
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    script = [Reply(tool_calls=[call("bash", {"command": "echo x >> a.txt"})]),
+              Reply(tool_calls=[call("write_file", {"path": "b.txt", "content": "bee\n"})]),
+              Reply("Done.")]
+    with FakeModelServer(script) as server:
+        Agent("m", base_url=server.base_url, api_key="k", tools=default_tools(),
+              workdir=str(work), approve_all=True, store=db_of(tmp_path),
+              session_id="changes-1").chat("Change things")
+    shown = sessions(tmp_path, "show", "changes", "--diffs")
+    assert shown.exit_code == 0, shown.output
+    out = shown.output
+    assert "turn changed 1 file (+1/−0)" in out
+    assert "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n a\n+x\n" in out
+    assert "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+bee\n" in out
+    assert out.index("+x") < out.index("+bee")
+    with SQLiteStore(db_of(tmp_path)) as store:
+        store.create("quiet")
+    assert "no file changes recorded" in sessions(tmp_path, "show", "quiet", "--diffs").output

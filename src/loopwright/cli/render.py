@@ -182,13 +182,7 @@ class TerminalRenderer:
                       agent=agent)
 
     def _print_diff(self, diff: str) -> None:
-        if self._terminal:
-            from rich.syntax import Syntax
-
-            self.activity.print(Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark",
-                                       background_color="default", word_wrap=True))
-        else:
-            self.activity.print(Text(diff.rstrip("\n")))
+        self.activity.print(diff_renderable(diff, terminal=self._terminal))
 
     def _summary(self, result: RunResult) -> None:
         elapsed = time.monotonic() - self._started if self._started else 0.0
@@ -215,6 +209,16 @@ class TerminalRenderer:
             self.activity.reasoning(0)
             self.activity.print(Text(f"thought for {chars:,} chars of reasoning "
                                      f"({self._reasoning_hint} shows it)", style="dim italic"))
+
+
+def diff_renderable(diff: str, *, terminal: bool) -> Any:
+    """A unified diff to print: coloured and wrapped on a terminal, plain text elsewhere."""
+    if not terminal:
+        return Text(diff.rstrip("\n"))
+    from rich.syntax import Syntax
+
+    return Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default",
+                  word_wrap=True)
 
 
 def usage_line(usage: dict[str, Any], *, cost: float | None = None) -> str:

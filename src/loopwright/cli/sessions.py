@@ -119,10 +119,12 @@ def show(
     events: Annotated[bool, typer.Option(
         "--events", help="Also print the audit log of tool calls and the event log.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Print tool results in full.")] = False,
+    diffs: Annotated[bool, typer.Option(
+        "--diffs", help="Also print the diff of the files each turn changed.")] = False,
     db: DbOpt = None,
 ) -> None:
-    """The transcript of a session, a page at a time (and its lineage, sub-agents, turn costs
-    and with --events its audit log)."""
+    """The transcript of a session, a page at a time (and its lineage, sub-agents, turn costs,
+    with --diffs its file changes and with --events its audit log)."""
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
@@ -141,6 +143,8 @@ def show(
                       page_size=page_size, full=full)
     if turns:
         _print_turns(console, store, sid)
+    if diffs:
+        _print_diffs(console, store, sid)
     if events:
         _print_audit(console, store, sid)
         _print_events(console, store, sid)
@@ -419,6 +423,28 @@ def _print_audit(console: Console, store: SQLiteStore, sid: str) -> None:
             "-" if entry.duration is None else f"{entry.duration:.3f}",
             {None: "-", True: "yes", False: "no"}[entry.is_error], Text(entry.decision))
     console.print(table)
+    console.print()
+
+
+def _print_diffs(console: Console, store: SQLiteStore, sid: str) -> None:
+    """Each turn's file changes (its `turn_diff` status), coloured on a terminal."""
+    from rich.text import Text
+
+    from loopwright.cli.render import diff_renderable
+
+    shown = False
+    for event in store.events(sid):
+        data = event.get("data")
+        if event.get("type") != "status" or event.get("kind") != "turn_diff" or not (
+                isinstance(data, dict) and isinstance(data.get("diff"), str)):
+            continue
+        stamp = time.strftime("%H:%M:%S", time.localtime(event["created"]))
+        console.print(Text(f"{stamp} {str(event['run_id'])[:8]} {event.get('message', '')}",
+                           style="bold"))
+        console.print(diff_renderable(data["diff"], terminal=console.is_terminal))
+        shown = True
+    if not shown:
+        console.print("[dim]no file changes recorded[/dim]")
     console.print()
 
 
