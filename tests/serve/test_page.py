@@ -1,7 +1,8 @@
 """The web page in a real browser (Debian's headless Chromium, driven by Playwright) against a
 real server and the fake model server: a run streaming in (with a retry marked), an approval from
 the page, a steer and a cancel, an old session opened from the searchable list, a compaction
-marked in its turn (live and reopened), and a page of another origin kept out."""
+marked in its turn (live and reopened), a sub-agent nested under its parent's call (approved
+from the page; live and reopened), and a page of another origin kept out."""
 
 from __future__ import annotations
 
@@ -262,3 +263,49 @@ def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(
                            "preflighted": "blocked"}
         assert served.api.get("/runs").json()["runs"] == []  # nothing was started
         assert fake.model_requests == []
+
+
+def test_a_sub_agent_is_nested_under_its_parents_call_and_approved_from_there(
+        make_server: MakeServer, open_page: Any, tmp_path: Path) -> None:
+    scratch = tmp_path / "work" / "scratch"
+    scratch.mkdir(parents=True)
+    script = [Reply(tool_calls=[call("delegate", {"task": "remove the scratch directory"})]),
+              Reply(tool_calls=[call("bash", {"command": "rm -rf scratch"}, id="child_rm")]),
+              Reply("child: removed"), Reply("parent: done")]
+    with FakeModelServer(script) as fake:
+        page = open_page(make_server(fake, workdir=tmp_path / "work"))
+        _start(page, "delegate it")
+        card = page.wait_for_selector(".subagent .approval")  # the child's question, nested
+        assert "rm -rf scratch" in card.text_content()
+        page.click(".subagent .approval button[data-decision=allow]")
+        page.wait_for_selector(".run-state.completed")
+        live = _nesting(page)
+        assert live["summary"].startswith("sub-agent sub-")
+        assert live["underDelegateTurn"] and live["childTexts"] == ["child: removed"]
+        assert live["parentTexts"] == ["parent: done"]  # the child's words are not the parent's
+        assert not scratch.exists()
+
+        page.reload()  # the stored session nests it the same way
+        page.wait_for_selector("#sessions li.session")
+        page.click("#sessions li.session")
+        page.wait_for_selector(".subagent .tool")
+        stored = _nesting(page)
+        assert stored["summary"] == live["summary"] and stored["underDelegateTurn"]
+        assert "bash" in stored["childTools"]
+
+
+def _nesting(page: Any) -> dict[str, Any]:
+    found: dict[str, Any] = page.evaluate("""() => {
+        const nest = document.querySelector('.subagent');
+        const turn = nest.closest('.turn');
+        return {summary: nest.querySelector('summary').textContent,
+                underDelegateTurn: turn !== null && turn.textContent.includes('delegate'),
+                childTexts: [...nest.querySelectorAll('.turn .text')].map((t) => t.textContent)
+                            .filter((t) => t),
+                childTools: [...nest.querySelectorAll('.tool')].map((t) => t.textContent)
+                            .join(' '),
+                parentTexts: [...document.querySelectorAll('#timeline > .turn .text')]
+                    .filter((t) => !t.closest('.subagent')).map((t) => t.textContent)
+                    .filter((t) => t)};
+      }""")
+    return found
