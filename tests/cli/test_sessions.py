@@ -375,3 +375,21 @@ def test_sessions_resume_with_db_takes_provider_overrides(tmp_path: Path) -> Non
     with SQLiteStore(other) as store:
         info = store.get("ada-0004")
     assert info is not None and (info.model, info.base_url) == ("other-model", second_url)
+
+
+def test_sessions_resume_with_a_postgresql_db(tmp_path: Path, postgres_server: str) -> None:
+    from loopwright.cli.store import open_browser
+    from pg_server import fresh_database
+
+    dsn = fresh_database(postgres_server)
+    with FakeModelServer([Reply("Hi Ada."), Reply("You are Ada.")]) as server:
+        Agent("fake-model", base_url=server.base_url, api_key="k", store=dsn,
+              session_id="ada-0005").chat("I am Ada.")
+        chatted = invoke(tmp_path, "sessions", "resume", "ada", "--db", dsn,
+                         stdin="Who am I?\n/exit\n")
+        sent = server.model_requests[1].body or {}
+    assert chatted.exit_code == 0, chatted.output
+    assert [m["content"] for m in sent["messages"][1:]] == ["I am Ada.", "Hi Ada.", "Who am I?"]
+    assert not db_path(tmp_path).exists()
+    with open_browser(dsn) as store:
+        assert [m.content for m in store.load("ada-0005")][-1] == "You are Ada."
