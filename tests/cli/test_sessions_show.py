@@ -78,3 +78,19 @@ def test_show_diffs_prints_each_turns_file_changes(tmp_path: Path) -> None:
     with SQLiteStore(db_of(tmp_path)) as store:
         store.create("quiet")
     assert "no file changes recorded" in sessions(tmp_path, "show", "quiet", "--diffs").output
+
+
+def test_show_events_says_each_status_note_whole(tmp_path: Path) -> None:
+    note = ("bash (superuser command): denied: it needs the user's approval and no user is "
+            "available to give it (non-interactive run; the user can allow such actions with "
+            "--yes or approve_all=True)")
+    with SQLiteStore(db_of(tmp_path)) as store:
+        store.create("denied")
+        store.record_events("denied", "run-1", [
+            {"type": "status", "kind": "approval", "message": note,
+             "data": {"tool": "bash", "reason": "x" * 400}}])
+    shown = sessions(tmp_path, "show", "denied", "--events")
+    assert shown.exit_code == 0, shown.output
+    flat = " ".join(shown.output.split())
+    assert f"status approval: {note}" in flat  # the fix at its end is not cut
+    assert "x" * 400 not in flat  # raw data still is

@@ -456,10 +456,12 @@ def _print_events(console: Console, store: SQLiteStore, sid: str) -> None:
         stamp = time.strftime("%H:%M:%S", time.localtime(event.pop("created")))
         run_id = event.pop("run_id")
         kind = event.pop("type")
+        # a status note is said whole (it may end with what to do); only raw data is cut
+        said = f"{event.pop('kind', '')}: {event.pop('message', '')} " if kind == "status" else ""
         detail = json.dumps(event, ensure_ascii=False, default=str)
         if len(detail) > 200:
             detail = detail[:199] + "…"
-        console.print(escape(f"{stamp} {run_id[:8]} {kind:<12} {detail}"))
+        console.print(escape(f"{stamp} {run_id[:8]} {kind:<12} {said}{detail}"))
 
 
 def _clip_lines(text: str, lines: int) -> str:
