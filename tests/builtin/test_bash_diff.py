@@ -128,3 +128,11 @@ async def test_a_command_changing_many_files_shows_the_first_ones_and_counts_all
     assert note.message == "the command changed 5 files; diffs are shown for the first 3"
     (turn,) = statuses(events, "turn_diff")
     assert turn.data["files"] == ["f1.txt", "f2.txt", "f3.txt"]
+
+
+def test_a_scan_that_takes_too_long_gives_up_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.txt").write_text("x\n")
+    slow = scan_workspace(tmp_path, limits=ScanLimits(max_seconds=-1))  # every walk is too slow
+    assert slow.overflow == "scanning the workspace took over -1s"
+    assert scan_workspace(tmp_path).overflow is None
