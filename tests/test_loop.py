@@ -57,46 +57,6 @@ async def test_a_tool_round_trip_completes_with_the_result_fed_back(stream: bool
     assert result.usage.requests == 2 and result.usage.input_tokens > 0
 
 
-async def test_read_only_calls_in_one_batch_run_concurrently_results_in_call_order() -> None:
-    barrier = asyncio.Barrier(2)
-
-    @tool(read_only=True)
-    async def wait_for_peer(name: str) -> str:
-        """Wait until the other call is running too."""
-        await asyncio.wait_for(barrier.wait(), timeout=5)
-        await asyncio.sleep(0.05 if name == "first" else 0)
-        return f"done {name}"
-
-    script = [Reply(tool_calls=[call("wait_for_peer", {"name": "first"}),
-                                call("wait_for_peer", {"name": "second"})]),
-              Reply(text="ok")]
-    with FakeModelServer(replies=script) as server:
-        result = await make_agent(server, tools=[wait_for_peer]).run("go")
-    assert result.stop_reason == "completed"
-    assert [m["content"] for m in tool_messages(server, 1)] == ["done first", "done second"]
-
-
-async def test_a_batch_with_a_writing_tool_runs_sequentially() -> None:
-    log: list[str] = []
-
-    @tool
-    async def write(name: str) -> str:
-        """Write something."""
-        log.append(f"start {name}")
-        await asyncio.sleep(0.02)
-        log.append(f"end {name}")
-        return name
-
-    # two writing calls: run together, their starts and ends would interleave
-    script = [Reply(tool_calls=[call("write", {"name": "a"}), call("add", {"a": 1, "b": 1}),
-                                call("write", {"name": "b"})]),
-              Reply(text="ok")]
-    with FakeModelServer(replies=script) as server:
-        await make_agent(server, tools=[write, add]).run("go")
-    assert log == ["start a", "end a", "start b", "end b"]
-    assert [m["content"] for m in tool_messages(server, 1)] == ["a", "2", "b"]
-
-
 @pytest.mark.parametrize("raw", ['{"a": 1, "b": 2,', "{'a': 1, 'b': 2}",
                                  '```json\n{"a":1,"b":2}\n```', '"{\\"a\\": 1, \\"b\\": 2}"'])
 async def test_broken_json_arguments_are_repaired_then_run(raw: str) -> None:

@@ -29,7 +29,7 @@ def sent_messages(server: FakeModelServer, n: int) -> list[dict[str, Any]]:
     return messages
 
 
-async def test_two_writing_calls_in_one_reply_never_overlap() -> None:
+async def test_a_batch_with_writing_calls_runs_one_call_at_a_time_in_call_order() -> None:
     log: list[str] = []
 
     @tool
@@ -46,21 +46,28 @@ async def test_two_writing_calls_in_one_reply_never_overlap() -> None:
         log.append(f"peek {name}")
         return name
 
+    # two writing calls: run together, their starts and ends would interleave
     script = [Reply(tool_calls=[call("write", {"name": "a"}), call("peek", {"name": "p"}),
                                 call("write", {"name": "b"})]),
               Reply(text="ok")]
     with FakeModelServer(replies=script) as server:
         await make_agent(server, [write, peek]).run("go")
     assert log == ["start a", "end a", "peek p", "start b", "end b"]
+    assert [m["content"] for m in sent_messages(server, 1) if m["role"] == "tool"] == [
+        "a", "p", "b"]
 
 
-async def test_concurrent_results_are_fed_back_in_call_order_not_completion_order() -> None:
+async def test_read_only_calls_run_together_and_results_come_back_in_call_order() -> None:
+    barrier = asyncio.Barrier(3)
+
     @tool(read_only=True)
     async def nap(seconds: float) -> str:
         """Sleep, then say how long."""
+        await asyncio.wait_for(barrier.wait(), timeout=5)  # only if all three run at once
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
 
+    # they finish in the reverse order of the calls
     script = [Reply(tool_calls=[call("nap", {"seconds": 0.2}), call("nap", {"seconds": 0.1}),
                                 call("nap", {"seconds": 0.01})]),
               Reply(text="ok")]
