@@ -44,6 +44,18 @@ async def test_the_agent_probes_once_before_its_first_call_and_reports_the_sourc
     assert len(probes) == 5  # one round of probes, cached by the agent
 
 
+async def test_probes_close_their_connections_and_model_calls_keep_theirs() -> None:
+    # the probes run at once, each on its own connection: kept open, every later model request
+    # of the process paid for them (the pool walks and polls each idle connection per request)
+    with FakeModelServer(model="m") as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", cache_dir=None) as agent:
+            await agent.run("go")
+    probes = [r for r in server.requests if r.format is None]
+    assert len(probes) == 5
+    assert {r.headers.get("connection") for r in probes} == {"close"}
+    assert [r.headers.get("connection") for r in server.model_requests] == ["keep-alive"]
+
+
 async def test_an_explicit_window_wins_and_nothing_is_probed() -> None:
     with FakeModelServer(context_window=6_000, model="m") as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", context_window=3_000)

@@ -77,7 +77,8 @@ class ProviderChain:
 
     async def _complete_with_refresh(self, client: ModelClient, request: ModelRequest,
                                      stream: bool, listeners: CallListeners) -> ModelResponse:
-        call = dataclasses.replace(request, model=client.model)
+        call = request if request.model == client.model else dataclasses.replace(
+            request, model=client.model)
         try:
             return await client.complete(call, stream=stream, listeners=listeners)
         except AuthError:

@@ -135,6 +135,9 @@ Extractor = Callable[[Any, str], int | None]
 
 async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout: float,
                headers: dict[str, str]) -> int | None:
+    # one-off requests, several at once: kept open, each idle connection would be walked (and
+    # its socket polled) by the pool on every later model request of the process
+    headers = {**headers, "connection": "close"}
     try:
         async with request_slot() as client:
             if method == "POST":
@@ -250,6 +253,7 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
                           "LOOPWRIGHT_API_KEY), or pass --api-key")
     headers = {k: v for k, v in resolved.endpoint.request_headers().items()
                if k.lower() != "content-type"}
+    headers["connection"] = "close"  # a one-off request (see `_ask`)
     try:
         async with request_slot() as client:
             reply = await client.get(normalize_base_url(base_url) + "/models", headers=headers,

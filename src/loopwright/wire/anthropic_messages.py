@@ -378,8 +378,13 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
         body: dict[str, Any] = {"model": request.model, "messages": splice.Spliced(
             lambda: ",".join([p for p in (head_json, *map(splice.dumps, tail)) if p]),
             lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]), *tail])}
-        if system:
-            body["system"] = system
+        if system:  # the system prompt's JSON too is written once, on its message
+            leading = history[: next((i for i, m in enumerate(history) if m.role != "system"),
+                                     len(history))]
+            body["system"] = splice.Spliced(
+                lambda: ",".join([p for m in leading
+                                  if (p := splice.cached_piece(m, JSON_KEY, system_blocks))]),
+                lambda: system)
         if tools:
             body["tools"] = tools
             if request.tool_choice:
