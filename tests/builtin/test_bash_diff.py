@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +87,16 @@ async def test_a_workspace_over_the_file_cap_gives_one_note_and_no_diffs(
     for index in range(30):
         (tmp_path / f"f{index}.txt").write_text("x\n")
     monkeypatch.setattr(workspace_scan, "LIMITS", ScanLimits(max_files=10))
+    scans: list[Path] = []
+    real_scan = workspace_scan.scan_workspace
+
+    def counted(root: Path, **options: Any) -> workspace_scan.Scan:
+        scans.append(root)
+        return real_scan(root, **options)
+
+    monkeypatch.setattr(workspace_scan, "scan_workspace", counted)
     events, total = await run_bash(tmp_path, "echo y > f1.txt", "echo z > f2.txt")
+    assert len(scans) == 1  # a big workspace is walked once per run, not before every command
     (note,) = statuses(events, "workspace_scan")  # once per run, not per command
     assert note.message == ("the workspace has more than 10 files, so files changed by bash "
                             "are not shown as diffs")

@@ -32,7 +32,7 @@ SKIPPED_DIRS = frozenset({
 """Directory names never scanned: version control, dependencies and caches, not the project's
 own files (and often most of a workspace's size)."""
 STATE_KEY = "workspace_scan"  # the latest scan of this run, reused by the next
-NOTED_KEY = "workspace_scan_noted"  # the over-the-limit note was given in this run
+UNTRACKED_KEY = "workspace_untracked"  # over the limits once: not scanned again in this run
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,7 +153,9 @@ def _entry(path: str, info: os.stat_result, earlier: Entry | None, limits: ScanL
 
 async def scan_before_command(ctx: ToolContext) -> Scan | None:
     """The workspace as it is before a command (in a worker thread), or None when it is not
-    tracked (over the limits: a one-line status note, once per run)."""
+    tracked (over the limits: a one-line status note, and no more scans in this run)."""
+    if ctx.state.get(UNTRACKED_KEY):
+        return None
     previous = ctx.state.get(STATE_KEY)
 
     def scan_now() -> Scan:  # resolving paths touches the disk too
@@ -165,10 +167,9 @@ async def scan_before_command(ctx: ToolContext) -> Scan | None:
     if scan.overflow is None:
         return scan
     ctx.state.pop(STATE_KEY, None)
-    if not ctx.state.get(NOTED_KEY):
-        ctx.state[NOTED_KEY] = True
-        ctx.status("workspace_scan", f"{scan.overflow}, so files changed by bash are not "
-                   "shown as diffs", reason=scan.overflow)
+    ctx.state[UNTRACKED_KEY] = True
+    ctx.status("workspace_scan", f"{scan.overflow}, so files changed by bash are not shown as "
+               "diffs", reason=scan.overflow)
     return None
 
 
