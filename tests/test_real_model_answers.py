@@ -277,3 +277,36 @@ async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back() -> None:
         result = await make_agent(server).run("What is 1234 + 5678?")
     assert result.output == ANSWER
     assert ECHO_FEEDBACK in server.model_requests[2].raw_body.decode()
+
+
+async def test_a_failing_call_repeated_after_the_warning_stops_with_its_error() -> None:
+    # prompt mode, 0.5B, bench task `weather_down`: the weather tool fails (HTTP 503) and the
+    # model repeats the call past the warning; asked then to answer without tools, it invented
+    # "cloudy with a temperature of 22°C" — so a failing call stops the run, its error shown
+    call_text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    invented = ('{"error": "ConnectionError: weather service unavailable (HTTP 503)"}\n'
+                '{"response": "The weather in Oslo is currently cloudy with a temperature of '
+                '22°C."}')
+    script = [Reply(call_text), *[Reply(invented + "\n" + call_text)] * 3,
+              Reply("The weather in Oslo is currently cloudy with a temperature of 22°C.")]
+    with FakeModelServer(script, strict=False) as server:  # the last reply: if asked
+        result = await make_agent(server, tools=[get_weather], tool_call_format="prompt").run(
+            "What is the weather in Oslo right now? Use the tool.")
+    assert result.stop_reason == "loop_detected"
+    assert len(server.model_requests) == 4
+    assert result.output.startswith(FALLBACK_HEAD) and "HTTP 503" in result.output
+    assert "22°C" not in result.output
+    assert "Repeating it once more stops the run." in server.model_requests[3].raw_body.decode()
+
+
+async def test_a_run_that_stops_never_returns_an_earlier_runs_answer() -> None:
+    # the second run of a conversation repeats a failing call past the warning, with no text:
+    # the output fell back to the last assistant text in the history — the first run's answer
+    failing = Reply(tool_calls=[call("get_weather", {"city": "Oslo"})])
+    with FakeModelServer([Reply("Oslo is the capital of Norway."), *[failing] * 4]) as server:
+        agent = make_agent(server, tools=[get_weather])
+        first = await agent.run("What is the capital of Norway?")
+        second = await agent.run("And its weather now?", history=first.messages)
+    assert second.stop_reason == "loop_detected"
+    assert "capital of Norway" not in second.output
+    assert second.output.startswith(FALLBACK_HEAD) and "HTTP 503" in second.output

@@ -45,8 +45,9 @@ class DoomLoopGuard:
     0.5B model replays `multiply(37, 43)` and then multiplies each result by 43 again), so it is
     not run: the model is given the result it already has (`known`), the rest of a replayed
     reply is not run either (`replayed`). In the reply where the count reaches `threshold` the
-    call is intercepted with guidance; if the very next reply makes it once more, the next
-    request asks for an answer without tools, and only calling there stops the run. Copies
+    call is intercepted with guidance; if the very next reply makes it once more, the run
+    stops — unless the call kept returning a result: then the next request asks for an answer
+    without tools, and only calling there stops the run. Copies
     within one reply count once (see `screen_reply`), so the run never stops before the model
     has read the warning."""
 
@@ -116,8 +117,9 @@ class DoomLoopGuard:
         return (
             f"{RUNTIME_MARK} Error: you have called {call.name!r} with the same arguments "
             f"{count} times in a row; the result will not change, so it was not run again.{last}"
-            "\nUse what you already have, try a different approach, or give your answer. "
-            "Repeating this call once more takes your tools away."
+            "\nUse what you already have, try a different approach, or give your answer."
+            + (" Repeating it once more takes your tools away: you will have to answer."
+               if self.answered(call) else " Repeating it once more stops the run.")
         )
 
 

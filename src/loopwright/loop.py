@@ -151,6 +151,7 @@ class RunState:
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
+        self.last_reply: Message | None = None  # this run's, never an earlier run's answer
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
@@ -226,6 +227,8 @@ class RunState:
 
     def append(self, message: Message) -> None:
         self.history.append(message)
+        if message.role == "assistant":
+            self.last_reply = message
         for plugin in self.plugins:  # 2
             plugin.on_message(self, message)
 
@@ -401,10 +404,8 @@ async def turn(run: RunState) -> Next:
     intercepted, stop = _screen_calls(run, calls, truncated=truncated)  # 13
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
-    if stop:  # warned, and repeated anyway: one last chance, to answer without tools
-        run.status("loop_detected", "the same tool call was repeated after a warning; asking "
-                   "for an answer without tools")
-        run.answer_now = True
+    if stop:
+        return Stop("loop_detected", "the same tool call was repeated after a warning")
     return RunAgain()
 
 
@@ -512,7 +513,7 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
                    f"{run.settings.max_tool_calls_per_reply} not run",
                    {"count": len(screen.over_limit)})
     intercepted = screen.blocked
-    stop = False
+    repeated: list[ToolCall] = []  # warned, and made once more
     verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied)
     for call in calls:
         verdict = verdicts.get(call.id, "ok")
@@ -528,7 +529,7 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
             continue
         intercepted[call.id] = run.doom.guidance(call)
         if verdict == "stop":
-            stop = True
+            repeated.append(call)
         else:
             run.status("loop_detected", f"identical call to {call.name} repeated; intercepted",
                        {"tool": call.name})
@@ -541,7 +542,15 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     # ... unless what it repeated had failed: then it must change the call, with tools
     known = [c for c in calls if verdicts.get(c.id) == "known"]
     run.answer_now = (not fresh and bool(known) and all(run.doom.answered(c) for c in known))
-    return intercepted, stop
+    # repeated after the warning: a call that keeps returning its result gets one request to
+    # answer without tools; one that keeps failing stops the run (its error is the answer —
+    # asked to answer, the 0.5B invented the weather the failing tool never gave)
+    if repeated and all(run.doom.answered(c) for c in repeated):
+        run.status("loop_detected", "the same tool call was repeated after a warning; asking "
+                   "for an answer without tools")
+        run.answer_now = True
+        repeated = []
+    return intercepted, bool(repeated)
 
 
 async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
@@ -620,7 +629,7 @@ async def _budget_summary(run: RunState) -> Stop:
 async def _finish(run: RunState, reason: StopReason, *, output: str | None = None,
                   error: str | None = None, exception: Exception | None = None) -> RunResult:
     if output is None:
-        output = "".join(run.output_parts) or _last_assistant_text(run.history)
+        output = "".join(run.output_parts) or _last_answer_text(run)
     if reason in _ANSWERED_OR_ENDED and not guards.is_answer(output):
         output = guards.fallback_answer(run.history, reason)  # never empty, never our own note
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
@@ -654,11 +663,12 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
 _ANSWERED_OR_ENDED = ("completed", "max_turns", "budget_exhausted", "loop_detected")
 
 
-def _last_assistant_text(history: list[Message]) -> str:
-    for msg in reversed(history):
-        if msg.role == "assistant" and msg.content:
-            return msg.content
-    return ""
+def _last_answer_text(run: RunState) -> str:
+    """The text of this run's last reply if it asked for no tools: text written beside calls
+    is no answer (the 0.5B wrote invented weather beside its repeated call), and an earlier
+    run's answer in the same session is not this run's."""
+    reply = run.last_reply
+    return reply.content if reply is not None and not reply.tool_calls else ""
 
 
 def _usage_delta(now: Usage, before: Usage) -> Usage:

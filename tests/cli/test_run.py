@@ -170,7 +170,7 @@ def test_budget_exhausted_exits_4(tmp_path: Path) -> None:
 
 def test_repeating_the_same_call_exits_5(tmp_path: Path) -> None:
     same = Reply(tool_calls=[call("search", {"q": "again"})])
-    with FakeModelServer([same] * 5) as server:  # the fifth, asked to answer, stops the run
+    with FakeModelServer([same] * 4) as server:  # no such tool: the fourth repeat stops
         proc = run_against(server, "Search", cwd=tmp_path)
     assert proc.returncode == 5, proc.stderr
     assert "loop_detected" in proc.stderr.splitlines()[-1]
