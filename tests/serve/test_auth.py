@@ -108,6 +108,16 @@ def test_the_token_is_generated_once_kept_private_and_required_beyond_loopback(
         server_token("127.0.0.1", explicit="short")
 
 
+def test_a_token_file_other_users_can_read_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOOPWRIGHT_SERVE_TOKEN", raising=False)
+    token, _ = server_token("127.0.0.1")
+    token_path().chmod(0o644)
+    with pytest.raises(ConfigError, match=r"can be read by other users \(mode 0644\): run chmod"):
+        server_token("127.0.0.1")
+    token_path().chmod(0o600)
+    assert server_token("127.0.0.1") == (token, False)
+
+
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "loopwright", "serve", *args],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
@@ -161,6 +171,7 @@ def test_two_servers_starting_at_once_share_the_token_one_of_them_wrote(
         if len(calls) == 1:
             token_path().parent.mkdir(parents=True, exist_ok=True)
             token_path().write_text("written-by-the-other-0123456789\n")
+            token_path().chmod(0o600)  # as the other server's first start leaves it
             return None  # what this process saw just before
         return read()
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
+from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 
 DEFAULT_PORT = 8765
 _EXIT_CONFIG = 6  # as `loopwright run`: a configuration error
@@ -27,7 +28,7 @@ def serve_command(
         "~/.config/loopwright/serve_token, created on first start).")] = None,
     approval_timeout: Annotated[float, typer.Option(
         "--approval-timeout", min=1.0, help="Seconds an approval waits for an answer before "
-        "the call is denied.")] = 60.0,
+        "the call is denied.")] = DEFAULT_APPROVAL_TIMEOUT,
     output_type: Annotated[list[str] | None, typer.Option(
         "--output-type", metavar="NAME=module:Class", help="A typed output clients may ask "
         "for by NAME (\"output_type\": \"NAME\" on POST /runs); repeatable.")] = None,

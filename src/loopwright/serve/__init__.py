@@ -3,3 +3,5 @@
 web page to do all of it from a browser. `create_app()` builds the ASGI app (`serve/app.py`);
 `loopwright.cli.serve` runs it on uvicorn.
 """
+
+DEFAULT_APPROVAL_TIMEOUT = 60.0  # seconds an approval waits for an answer, then the call is denied

@@ -18,10 +18,11 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 from loopwright.serve.runs import PendingApproval, ServeRun
 from loopwright.tools.policy import ApprovalAnswer, current_approval
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = DEFAULT_APPROVAL_TIMEOUT
 DECISIONS: dict[str, ApprovalAnswer] = {"allow": True, "deny": False, "always": "always"}
 """What `POST /runs/{id}/approvals/{call_id}` accepts as `decision`."""
 _POLL = 0.1  # seconds between checks that an approver is still attached

@@ -18,6 +18,7 @@ import ipaddress
 import json
 import os
 import secrets
+import stat
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -72,12 +73,17 @@ def server_token(host: str, explicit: str | None = None) -> tuple[str, bool]:
 
 
 def _read_token_file() -> str | None:
+    path = token_path()
     try:
-        return token_path().read_text(encoding="utf-8").strip() or None
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:  # like ssh with a private key: a token others can read is no secret
+            raise ConfigError(f"{path} can be read by other users (mode {mode:04o}): run "
+                              f"chmod 600 {path}, or delete it for a new token")
+        return path.read_text(encoding="utf-8").strip() or None
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{token_path()}: cannot read the server token: {exc}") from exc
+        raise ConfigError(f"{path}: cannot read the server token: {exc}") from exc
 
 
 def _checked(token: str) -> str:
