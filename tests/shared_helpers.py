@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,18 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env.update(LOCAL_SERVER_URLS)
     env.update(extra)
     return env
+
+
+@contextlib.contextmanager
+def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A small HTTP server on a free loopback port, on a thread; yields its root URL
+    (`http://127.0.0.1:PORT`, no trailing slash) and stops it afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)

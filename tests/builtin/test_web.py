@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from loopwright import Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.html_markdown import html_to_markdown
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
+from shared_helpers import http_server
 
 PAGE = """<!doctype html><html><head><title>Widget docs</title>
 <style>body { color: red }</style><script>alert("no")</script></head>
@@ -56,14 +56,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as root:
+        yield root
 
 
 async def fetch(url: str, **arguments: Any) -> str:

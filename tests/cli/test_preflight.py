@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from loopwright.testing import FakeModelServer, Reply
-from shared_helpers import REFUSED_URL, cli_env
+from shared_helpers import REFUSED_URL, cli_env, http_server
 
 
 def loopwright(*args: str, cwd: Path, stdin: str = "", **env: str
@@ -40,14 +39,8 @@ class _TwoModels(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def two_model_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TwoModels)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_TwoModels) as root:
+        yield f"{root}/v1"
 
 
 def only_line(proc: subprocess.CompletedProcess[str]) -> str:

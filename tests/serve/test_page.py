@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import http.server
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from serve_helpers import TOKEN, MakeServer, Served
 from loopwright import tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
-from shared_helpers import require_component
+from shared_helpers import http_server, require_component
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -224,15 +223,8 @@ def _other_origin() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blank)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with http_server(Blank) as root:
+        yield f"{root}/"
 
 
 def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(
