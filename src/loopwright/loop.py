@@ -24,7 +24,8 @@ numbers are written beside the code.
     12  no calls             refusal, auto-continue after a cut, or an answer (16)
     13  screen               copies in one reply, the per-reply limit, the doom loop
     14  execute              tools/execute.py: gates, approval, sandbox, output bounds
-    15  append results       the budget warning on the last one
+    15  append results       the budget warning on the last one; then after_tools (list
+                             order): the batch is complete (the turn's file diff)
   after an answer
     16  on_answer            reverse order, until one gives feedback (then another turn); steering
                              pending also means another turn
@@ -404,6 +405,8 @@ async def turn(run: RunState) -> Next:
     intercepted, stop = _screen_calls(run, calls, truncated=truncated)  # 13
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
+    for plugin in run.plugins:
+        await plugin.after_tools(run)
     if stop:
         return Stop("loop_detected", "the same tool call was repeated after a warning")
     return RunAgain()

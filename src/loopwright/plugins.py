@@ -122,6 +122,9 @@ class LoopPlugin:
     def on_tool_args(self, run: RunView, name: str, delta: str) -> None:
         """A fragment of a tool call's arguments as it streams (`name` may be "" at first)."""
 
+    async def after_tools(self, run: RunView) -> None:
+        """Every result of the reply's calls is in history (step 15): the batch is complete."""
+
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
         """May edit the reply before it is stored (e.g. extract tool calls written as text)."""
 

@@ -11,6 +11,7 @@ not kept (big or binary) is reported as changed, without lines.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,6 @@ from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
 
 if TYPE_CHECKING:
-    from loopwright.messages import Message
     from loopwright.plugins import RunView
     from loopwright.result import RunResult
 
@@ -114,37 +114,16 @@ def proposed_diff(ctx: ToolContext, path: Path, after: bytes | None) -> str:
 class TurnDiffPlugin(LoopPlugin):
     """Emits a `turn_diff` status after every tool batch that changed files; fills `RunResult.diff`.
 
-    A batch is complete when every call of the latest assistant message has its result in
-    history, which `on_message` sees as it happens (before the turn's `turn_end`)."""
+    The files are read and diffed in a worker thread, once the batch is complete (`after_tools`,
+    before the turn's `turn_end`): a diff of many or large files must not hold the event loop."""
 
-    def __init__(self) -> None:
-        self._pending: set[str] | None = None  # this run's calls still without a result
-
-    def for_run(self, run: RunView) -> LoopPlugin:
-        return TurnDiffPlugin()
-
-    def on_message(self, run: RunView, message: Message) -> None:
-        if message.role == "assistant" and message.tool_calls:
-            self._pending = {call.id for call in message.tool_calls}
-            return
-        if message.role != "tool" or self._pending is None:
-            return
-        self._pending.discard(message.tool_call_id or "")
-        if not self._pending:
-            self._pending = None
-            self._report_turn(run)
-
-    async def on_run_end(self, run: RunView, result: RunResult) -> None:
-        snapshots = run.tool_state.get(STATE_KEY)
-        if isinstance(snapshots, Snapshots) and snapshots.run:
-            result.diff = diff_against(snapshots.run, snapshots.workdir).diff
-
-    def _report_turn(self, run: RunView) -> None:
+    async def after_tools(self, run: RunView) -> None:
         snapshots = run.tool_state.get(STATE_KEY)
         if not isinstance(snapshots, Snapshots) or not snapshots.turn:
             return
-        summary = diff_against(snapshots.turn, snapshots.workdir)
+        turn = dict(snapshots.turn)
         snapshots.turn.clear()
+        summary = await asyncio.to_thread(diff_against, turn, snapshots.workdir)
         if not summary.files:
             return
         count = len(summary.files)
@@ -153,6 +132,12 @@ class TurnDiffPlugin(LoopPlugin):
                                 "added": summary.added, "removed": summary.removed}
         sizes = f"+{summary.added}/−{summary.removed}"
         run.status("turn_diff", f"turn changed {count} {noun} ({sizes})", data)
+
+    async def on_run_end(self, run: RunView, result: RunResult) -> None:
+        snapshots = run.tool_state.get(STATE_KEY)
+        if isinstance(snapshots, Snapshots) and snapshots.run:
+            whole = await asyncio.to_thread(diff_against, dict(snapshots.run), snapshots.workdir)
+            result.diff = whole.diff
 
 
 def _file_diff(name: str, before: Original, after: Original) -> tuple[str, int, int]:
