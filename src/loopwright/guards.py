@@ -47,9 +47,8 @@ class DoomLoopGuard:
     reply is not run either (`replayed`). In the reply where the count reaches `threshold` the
     call is intercepted with guidance; if the very next reply makes it once more, the run
     stops — unless the call kept returning a result: then the next request asks for an answer
-    without tools, and only calling there stops the run. Copies
-    within one reply count once (see `screen_reply`), so the run never stops before the model
-    has read the warning."""
+    without tools, and only calling there stops the run. Copies within one reply count once
+    (see `screen_reply`), so the run never stops before the model has read the warning."""
 
     threshold: int = 3
     _streaks: dict[str, int] = field(default_factory=dict)
@@ -62,9 +61,9 @@ class DoomLoopGuard:
         distinct calls); `copied` holds the signatures written more than once in this reply."""
         streaks: dict[str, int] = {}
         verdicts: dict[str, str] = {}
-        replay = len(calls) > 1 and call_signature(calls[0]) in self._results
-        for call in calls:
-            signature = call_signature(call)
+        signatures = [call_signature(call) for call in calls]
+        replay = len(calls) > 1 and signatures[0] in self._results
+        for call, signature in zip(calls, signatures, strict=True):
             count = streaks[signature] = self._streaks.get(signature, 0) + 1
             if self.threshold > 0 and count >= self.threshold:
                 verdicts[call.id] = "intercept" if count == self.threshold else "stop"

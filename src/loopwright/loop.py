@@ -518,6 +518,8 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     intercepted = screen.blocked
     repeated: list[ToolCall] = []  # warned, and made once more
     verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied)
+    replayed_note = (run.doom.replayed_note(run.doom.answered(calls[0]))
+                     if "replayed" in verdicts.values() else "")
     for call in calls:
         verdict = verdicts.get(call.id, "ok")
         if verdict == "ok":
@@ -528,7 +530,7 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
                        "back, not run", {"tool": call.name})
             continue
         if verdict == "replayed":
-            intercepted[call.id] = run.doom.replayed_note(run.doom.answered(calls[0]))
+            intercepted[call.id] = replayed_note
             continue
         intercepted[call.id] = run.doom.guidance(call)
         if verdict == "stop":

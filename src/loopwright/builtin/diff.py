@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,7 +174,7 @@ def _read_bytes(path: Path) -> Original:
     """The file's content; `Unkept` past `_MAX_DIFF_BYTES` (never read whole), None if absent."""
     try:
         info = path.stat()
-        if not path.is_file():
+        if not stat.S_ISREG(info.st_mode):
             return None
         if info.st_size > _MAX_DIFF_BYTES:
             return Unkept(size=info.st_size, mtime_ns=info.st_mtime_ns)

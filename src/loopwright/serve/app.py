@@ -21,9 +21,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 from loopwright.serve.agents import AgentPool
 from loopwright.serve.api import ServeApi
-from loopwright.serve.approvals import DEFAULT_TIMEOUT, WireApprovals
+from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.openapi import openapi_document
 from loopwright.serve.runs import RunRegistry
@@ -44,7 +45,7 @@ class ServeOptions:
     output_types: dict[str, Any] = field(default_factory=dict)
     """Typed outputs a client may ask for by name (`"output_type": "Name"` on `POST /runs`):
     name → a pydantic model, dataclass, TypedDict… (anything `Agent(output_type=)` takes)."""
-    approval_timeout: float = DEFAULT_TIMEOUT
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
     keepalive: float = KEEPALIVE
 

@@ -22,7 +22,6 @@ from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 from loopwright.serve.runs import PendingApproval, ServeRun
 from loopwright.tools.policy import ApprovalAnswer, current_approval
 
-DEFAULT_TIMEOUT = DEFAULT_APPROVAL_TIMEOUT
 DECISIONS: dict[str, ApprovalAnswer] = {"allow": True, "deny": False, "always": "always"}
 """What `POST /runs/{id}/approvals/{call_id}` accepts as `decision`."""
 _POLL = 0.1  # seconds between checks that an approver is still attached
@@ -47,7 +46,7 @@ class ApprovalUnanswered(Exception):
 class WireApprovals:
     """The approval callback: asks the HTTP clients of the run, fails closed."""
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, grace: float = 5.0) -> None:
+    def __init__(self, *, timeout: float = DEFAULT_APPROVAL_TIMEOUT, grace: float = 5.0) -> None:
         self.timeout = timeout
         self.grace = grace  # how long a question waits for a client to be attached at all
 

@@ -3,10 +3,10 @@ them: where a call may start and whether some text could still become one."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection
 
+from loopwright.tools.arguments import is_complete_json
 from loopwright.tools.text_calls import harmony, special_tokens
 from loopwright.tools.text_calls.bare_json import extract_json
 from loopwright.tools.text_calls.mistral import MARKER as MISTRAL_MARKER
@@ -80,13 +80,8 @@ def is_call_fragment(text: str) -> bool:
     for marker, close in MARKERS.items():
         if text.startswith(marker):  # markup is cut only if its region never closed
             return close is not None and close not in text
-    if text[0] not in "{[":  # a fence or a word: whether it was cut cannot be told
-        return False
-    try:
-        json.loads(text)
-    except ValueError:
-        return True
-    return False
+    # a fence or a word: whether it was cut cannot be told
+    return text[0] in "{[" and not is_complete_json(text)
 
 
 # --- for streaming: where calls start and how they end -----------------------------------------
