@@ -109,3 +109,17 @@ def http_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+def small_model_weights() -> tuple[Path, bool]:
+    """Where the 0.5B GGUF weights are cached, and whether they and llama.cpp's server are
+    here. Call it at import: the autouse fixture later points XDG_CACHE_HOME at a temp dir."""
+    from loopwright.testing.llamacpp import (
+        model_spec,
+        weights_path,
+        weights_present,
+        xllamacpp_importable,
+    )
+
+    spec = model_spec("0.5b")
+    return weights_path(spec), weights_present(spec) and xllamacpp_importable()

@@ -12,20 +12,12 @@ import pytest
 from loopwright import Agent
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, Reply
-from loopwright.testing.llamacpp import (
-    LlamaCppServer,
-    model_spec,
-    weights_path,
-    weights_present,
-    xllamacpp_importable,
-)
-from shared_helpers import require_component
+from loopwright.testing.llamacpp import LlamaCppServer
+from shared_helpers import require_component, small_model_weights
 
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(600)]
 
-SPEC = model_spec("0.5b")
-MODEL_PATH = weights_path(SPEC)  # resolved before the autouse fixture moves the cache dir
-AVAILABLE = weights_present(SPEC) and xllamacpp_importable()
+MODEL_PATH, AVAILABLE = small_model_weights()
 HOW = ("recall by real embeddings needs llama.cpp and the 0.5B weights: pip install -e "
        "'.[llamacpp]' && python -m loopwright.testing.llamacpp fetch")
 

