@@ -310,3 +310,23 @@ async def test_a_run_that_stops_never_returns_an_earlier_runs_answer() -> None:
     assert second.stop_reason == "loop_detected"
     assert "capital of Norway" not in second.output
     assert second.output.startswith(FALLBACK_HEAD) and "HTTP 503" in second.output
+
+
+@tool(read_only=True)
+def list_files() -> list[str]:
+    """List the names of the files in the workspace."""
+    return ["main.py", "notes.txt", "settings.toml"]
+
+
+async def test_an_echo_of_the_empty_reply_nudge_is_sent_back_not_returned(mode: str) -> None:
+    # native mode, 0.5B, bench task `find_toml`: given list_files' result it wrote an empty
+    # reply, then, nudged, answered with the nudge's own tail
+    listed = '{"name": "list_files", "arguments": {}}'
+    echo = "call one of the tools, or give your answer as text."
+    script = [Reply(listed), Reply(""), Reply(echo), Reply("settings.toml")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, tools=[list_files]).run(
+            "Which file in the workspace has the .toml extension?")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "settings.toml"
+    assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()

@@ -479,3 +479,33 @@ async def test_a_tool_that_takes_any_keys_is_not_called_with_its_schema() -> Non
     with FakeModelServer(script) as server:
         await make_agent(server, tools=[anything]).run("go")
     assert seen == [] and "repeat its schema" in tool_results_sent(server.model_requests[1])[0]
+
+
+STOCK = {"apples": 42, "pears": 17}
+
+
+@tool(read_only=True)
+def get_stock(item: str) -> int:
+    """Return how many units of an item are in stock."""
+    ran.append((STOCK[item], 0))
+    return STOCK[item]
+
+
+async def test_values_written_beside_a_copy_of_the_schema_run_the_call(mode: str) -> None:
+    # native mode, 0.5B, bench task `stock_total`: the value is there, the schema's keywords beside
+    # it; refused with "repeat its schema", it sent the same bytes until the loop guard stopped it
+    echo = ('{"item": "apples", "additionalProperties": false, '
+            '"properties": {"item": {"type": "string"}}}')
+    with FakeModelServer([Reply(tool_calls=[call("get_stock", echo)]), Reply("42")]) as server:
+        result = await make_agent(server, mode, tools=[get_stock]).run(
+            "How many apples and pears are in stock together?")
+    assert result.output == "42" and ran == [(42, 0)]
+    assert tool_results_sent(server.model_requests[1]) == ["42"]
+
+
+async def test_schema_keywords_beside_no_value_still_get_the_example() -> None:
+    echo = {"item": {"type": "string"}, "type": "object", "properties": {}}
+    with FakeModelServer([Reply(tool_calls=[call("get_stock", echo)]), Reply("ok")]) as server:
+        await make_agent(server, tools=[get_stock]).run("How many apples?")
+    assert ran == []
+    assert "repeat its schema" in tool_results_sent(server.model_requests[1])[0]

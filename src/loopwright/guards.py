@@ -212,6 +212,8 @@ ANSWER_NOW_NOTE = (
 )
 NOT_RUN_TURN_LIMIT = f"{RUNTIME_MARK} Not run: the turn limit was reached."
 NOT_RUN_ANSWER_ONLY = f"{RUNTIME_MARK} Not run: this reply was asked to answer without tools."
+EMPTY_REPLY_NUDGE = ("Your last reply was empty. Reply now: call one of the tools, or give your "
+                     "answer as text.")
 ECHO_FEEDBACK = (
     "Your reply repeated a runtime note instead of answering. Answer the user's request in your "
     "own words, using the tool results above."
@@ -222,6 +224,7 @@ _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate
                       "do not call any more tools", "do not call any tool now",
                       "times in a row; the result will not change", FALLBACK_HEAD.lower(),
                       ANSWER_NOW_NOTE[:40].lower(), LAST_ROUND_NOTE[:40].lower(),
+                      "call one of the tools, or give your answer",  # EMPTY_REPLY_NUDGE's tail
                       "<tool_response", "<system-reminder")
 
 

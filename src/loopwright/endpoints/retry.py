@@ -13,6 +13,7 @@ import httpx
 
 from loopwright import messages
 from loopwright.config import DEFAULTS
+from loopwright.guards import EMPTY_REPLY_NUDGE
 from loopwright.messages import ModelRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -80,10 +81,6 @@ def demanded_pause(headers: httpx.Headers) -> float | None:
         if parsed is None:
             return None
         return max(0.0, parsed.timestamp() - time.time())
-
-
-EMPTY_REPLY_NUDGE = ("Your last reply was empty. Reply now: call one of the tools, or give your "
-                     "answer as text.")
 
 
 def with_empty_reply_nudge(request: ModelRequest) -> ModelRequest:

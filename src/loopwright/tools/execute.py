@@ -31,7 +31,11 @@ from loopwright.tools.arguments import (
 )
 from loopwright.tools.base import Tool, ToolContext, render_result
 from loopwright.tools.registry import ToolRegistry
-from loopwright.tools.schema_echo import schema_echo_message, takes_no_arguments
+from loopwright.tools.schema_echo import (
+    schema_echo_message,
+    takes_no_arguments,
+    without_echoed_keywords,
+)
 
 
 @dataclass(kw_only=True)
@@ -157,6 +161,9 @@ class ToolExecutor:
             raw = ({} if takes_no_arguments(found.parameters)
                    else (await parse_arguments_async(call.arguments)).value)
             echo = schema_echo_message(call.name, raw, found.parameters)
+            stripped = without_echoed_keywords(raw, found.parameters) if echo else None
+            if stripped is not None:
+                raw, echo = stripped, None
             if echo is not None:
                 return ToolOutcome(call=call, is_error=True, content=echo,
                                    data={"bad_arguments": True, "schema_echo": True})

@@ -33,6 +33,24 @@ def echoed_keywords(arguments: dict[str, Any], schema: dict[str, Any]) -> list[s
     return found
 
 
+def without_echoed_keywords(arguments: dict[str, Any], schema: dict[str, Any]
+                            ) -> dict[str, Any] | None:
+    """The arguments minus schema keywords copied beside real values, or None when that leaves
+    no value for a required property (measured: the 0.5B model sent `{"item": "apples",
+    "additionalProperties": false, "properties": {…}}` until the loop guard stopped it).
+    Only top-level keywords go; the rest is validated as usual."""
+    properties: dict[str, Any] = schema.get("properties") or {}
+    if schema.get("additionalProperties") is not False:
+        return None  # such a tool may take a key named like a keyword: it is not ours to drop
+    kept = {k: v for k, v in arguments.items()
+            if not (k in SCHEMA_KEYWORDS and k not in properties)}
+    required = schema.get("required") or list(properties)
+    if len(kept) == len(arguments) or not kept or any(
+            name not in kept or _is_schema_fragment(kept[name]) for name in required):
+        return None
+    return kept
+
+
 def takes_no_arguments(schema: dict[str, Any]) -> bool:
     """A tool with no parameters: whatever its arguments, the call still asks to run it
     (measured: the 0.5B model sent `{"additionalProperties": false, "properties": {}, "type":
