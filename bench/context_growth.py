@@ -75,8 +75,8 @@ def start_server(turns: int, directory: Path) -> tuple[subprocess.Popen[str], st
 
 
 def request_kb(agent: Agent, history: list[Message]) -> float:
-    from loopwright.wire import get_wire_format
     from loopwright.messages import ModelRequest
+    from loopwright.wire import get_wire_format
 
     wire = get_wire_format("chat_completions")
     messages = [Message(role="system", content=agent._system_prompt()), *history]

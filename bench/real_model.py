@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import json
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,18 +198,34 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
     with server:
         print(f"# {spec.title}: llama.cpp at {server.base_url}", file=sys.stderr)
         model_id = str(path)
-        workspace = Path(tempfile.mkdtemp(prefix="lw-real-model-")) / "project"
-        try:
-            for runner in runners(args):
+        for runner in runners(args):
+            with fixed_workspace(model_key, runner) as workspace:
                 for rep in range(args.reps):
                     for task in tasks:
                         outcome = await run_one(runner, task, server.base_url, model_key,
                                                 model_id, args, workspace)
                         outcomes.append(outcome)
                         report(outcome, rep, sink)
-        finally:
-            shutil.rmtree(workspace.parent, ignore_errors=True)
     return outcomes
+
+
+@contextlib.contextmanager
+def fixed_workspace(model_key: str, runner: str) -> Iterator[Path]:
+    """The same path on every run of a row: the system prompt names the working directory, and
+    with a random one each run the small models' greedy replies changed from run to run (a task
+    or two of 30). Locked, so two processes never share a row's workspace."""
+    root = Path(tempfile.gettempdir()) / "lw-real-model" / f"{model_key}-{runner.replace('/', '-')}"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(f"{root} is in use by another bench process running the same model "
+                             "and runner; run each row in one process only") from None
+        try:
+            yield root / "project"
+        finally:
+            shutil.rmtree(root / "project", ignore_errors=True)
 
 
 class ExternalServer:

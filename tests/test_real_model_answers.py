@@ -330,3 +330,72 @@ async def test_an_echo_of_the_empty_reply_nudge_is_sent_back_not_returned(mode: 
     assert result.stop_reason == "completed", result.error
     assert result.output == "settings.toml"
     assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
+
+
+def calls_text(*calls: tuple[str, dict[str, Any]]) -> str:
+    """Calls written the way the 0.5B model writes them in native mode: one JSON per line."""
+    return "\n".join(json.dumps({"name": n, "arguments": a}) for n, a in calls)
+
+
+async def test_the_next_step_after_a_replayed_call_runs(mode: str) -> None:
+    # native mode, 0.5B, bench task `chain_multiply_add`: given multiply(6, 7) → 42 it replayed
+    # that call, then wrote the right next step, add(100, 42), then replayed again; none of it
+    # ran and, asked to answer, it said "The final number is 42."
+    script = [Reply(calls_text(("multiply", {"a": 6, "b": 7}))),
+              Reply(calls_text(("multiply", {"a": 6, "b": 7}), ("add", {"a": 100, "b": 42}),
+                               ("multiply", {"a": 6, "b": 7}))),
+              Reply("The final number is 142.")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, tools=[add, multiply]).run(
+            "First multiply 6 by 7 with the multiply tool, then add 100 to that result with the "
+            "add tool. What is the final number?")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "The final number is 142."
+    assert ran == [(6, 7), (100, 42)]
+    assert not tools_off(server.model_requests[2])  # a further step may still be needed
+
+
+@tool(read_only=True)
+def lookup_user(name: str) -> int:
+    """Return the numeric id of a user, given the user's name."""
+    if name != "alice":
+        raise KeyError(f"no such user: {name}")
+    ran.append((7, 0))
+    return 7
+
+
+@tool(read_only=True)
+def get_orders(user_id: int) -> list[str]:
+    """Return the items ordered by the user with this numeric id."""
+    if user_id != 7:
+        raise KeyError(f"no user with id {user_id}")
+    return ["book", "lamp"]
+
+
+async def test_a_replayed_failed_call_followed_by_the_missing_step_runs_that_step() -> None:
+    # prompt mode, 0.5B, bench task `user_orders`: get_orders(123) failed (an invented id); it
+    # replayed it, then looked alice up, then replayed it again — none of it ran
+    wrong = ("get_orders", {"user_id": 123})
+    script = [Reply(f"<tool_call>\n{calls_text(wrong)}\n</tool_call>"),
+              Reply("\n".join(f"<tool_call>\n{calls_text(c)}\n</tool_call>" for c in
+                              (wrong, ("lookup_user", {"name": "alice"}), wrong))),
+              Reply(f"<tool_call>\n{calls_text(('get_orders', {'user_id': 7}))}\n</tool_call>"),
+              Reply("Alice ordered a book and a lamp.")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, tools=[lookup_user, get_orders],
+                                  tool_call_format="prompt").run(
+            "What items did the user alice order? Look up her id first.")
+    assert result.output == "Alice ordered a book and a lamp." and ran == [(7, 0)]
+    sent = server.model_requests[3].raw_body.decode()
+    assert "book" in sent and "lamp" in sent and "no user with id 123" in sent
+
+
+async def test_a_replayed_call_followed_by_a_call_to_no_tool_runs_nothing() -> None:
+    # native mode, 0.5B, bench task `read_hint`: read_file replayed, then an invented tool
+    script = [Reply(calls_text(("multiply", {"a": 6, "b": 7}))),
+              Reply(calls_text(("multiply", {"a": 6, "b": 7}), ("password_hint", {"w": "x"}))),
+              Reply("42")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, tools=[multiply]).run("6 * 7?")
+    assert result.output == "42" and ran == [(6, 7)]
+    assert tools_off(server.model_requests[2])

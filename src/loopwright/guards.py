@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -55,20 +56,26 @@ class DoomLoopGuard:
     _results: dict[str, str] = field(default_factory=dict)
     _failed: set[str] = field(default_factory=set)  # signatures whose last result was an error
 
-    def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = ()
-                    ) -> dict[str, str]:
+    def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = (),
+                    tools: Collection[str] | None = None) -> dict[str, str]:
         """'ok', 'known', 'replayed', 'intercept' or 'stop' for each call id of one reply (its
-        distinct calls); `copied` holds the signatures written more than once in this reply."""
+        distinct calls); `copied` holds the signatures written more than once in this reply.
+        In a replayed reply, the first new call to one of `tools` that is a next step runs."""
         streaks: dict[str, int] = {}
         verdicts: dict[str, str] = {}
         signatures = [call_signature(call) for call in calls]
         replay = len(calls) > 1 and signatures[0] in self._results
+        stepped = False
         for call, signature in zip(calls, signatures, strict=True):
             count = streaks[signature] = self._streaks.get(signature, 0) + 1
             if self.threshold > 0 and count >= self.threshold:
                 verdicts[call.id] = "intercept" if count == self.threshold else "stop"
             elif count >= 2 and signature in self._results and (signature in copied or replay):
                 verdicts[call.id] = "known"
+            elif replay and not stepped and (tools is None or call.name in tools) and \
+                    not self._feeds_back(call, calls[0]):
+                verdicts[call.id] = "ok"
+                stepped = True
             elif replay:
                 verdicts[call.id] = "replayed"
             else:
@@ -102,8 +109,22 @@ class DoomLoopGuard:
                 f"your previous reply: {result}\nDo not call it again: answer the user with "
                 "this result.")
 
+    def _feeds_back(self, call: ToolCall, replayed: ToolCall) -> bool:
+        """Whether `call` gives the replayed call's tool that call's own result (`multiply(1591,
+        43)` after `multiply(37, 43) → 1591`): the runaway chain, not the request's next step
+        (measured with the 0.5B model: `multiply(6, 7)` replayed, then `add(42, 100)` — the
+        right next step — or `get_stock("pears")` after `get_stock("apples")`)."""
+        result = (self._results.get(call_signature(replayed)) or "").strip()
+        if call.name != replayed.name or not result or len(result) > 40:
+            return call.name == replayed.name and bool(result)
+        return re.search(rf"(?<![\w.-]){re.escape(result)}(?![\w.])", call.arguments) is not None
+
     @staticmethod
-    def replayed_note(answered: bool) -> str:
+    def replayed_note(answered: bool, *, stepped: bool = False) -> str:
+        if stepped:
+            return (f"{RUNTIME_MARK} Not run: this reply began by repeating a call from your "
+                    "previous reply; only its first new call ran. Use that result for the next "
+                    "step, or answer the user.")
         then = ("Answer the user with the results you have." if answered else
                 "Correct the call that failed, as its error says, or answer the user.")
         return (f"{RUNTIME_MARK} Not run: this reply began by repeating a call from your "

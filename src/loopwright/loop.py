@@ -517,8 +517,10 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
                    {"count": len(screen.over_limit)})
     intercepted = screen.blocked
     repeated: list[ToolCall] = []  # warned, and made once more
-    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied)
-    replayed_note = (run.doom.replayed_note(run.doom.answered(calls[0]))
+    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied,
+                                    tools=_offered_names(run))
+    replayed_note = (run.doom.replayed_note(run.doom.answered(calls[0]),
+                                            stepped="ok" in verdicts.values())
                      if "replayed" in verdicts.values() else "")
     for call in calls:
         verdict = verdicts.get(call.id, "ok")
@@ -556,6 +558,11 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
         run.answer_now = True
         repeated = []
     return intercepted, bool(repeated)
+
+
+def _offered_names(run: RunState) -> set[str]:
+    specs = run.settings.tool_specs
+    return {spec.name for spec in specs(run.turn)} if specs else set()
 
 
 async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
