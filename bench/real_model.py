@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import json
 import shutil
 import sys
@@ -213,8 +214,10 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
 def fixed_workspace(model_key: str, runner: str) -> Iterator[Path]:
     """The same path on every run of a row: the system prompt names the working directory, and
     with a random one each run the small models' greedy replies changed from run to run (a task
-    or two of 30). Locked, so two processes never share a row's workspace."""
-    root = Path(tempfile.gettempdir()) / "lw-real-model" / f"{model_key}-{runner.replace('/', '-')}"
+    or two of 30). The name is a hash: the 0.5B read a path naming the row as package.json's
+    version. Locked, so two processes never share a row's workspace."""
+    digest = hashlib.sha256(f"{model_key} {runner}".encode()).hexdigest()[:8]
+    root = Path(tempfile.gettempdir()) / f"lw-real-model-{digest}"
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("w") as lock:
         try:

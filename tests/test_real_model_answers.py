@@ -352,7 +352,21 @@ async def test_the_next_step_after_a_replayed_call_runs(mode: str) -> None:
     assert result.stop_reason == "completed", result.error
     assert result.output == "The final number is 142."
     assert ran == [(6, 7), (100, 42)]
-    assert not tools_off(server.model_requests[2])  # a further step may still be needed
+    # with tools still on it went on to multiply(42, 100) and answered 4200
+    assert tools_off(server.model_requests[2])
+
+
+async def test_after_a_replay_only_the_call_right_after_it_may_run() -> None:
+    # prompt mode, 0.5B, bench task `multiply`: multiply(37, 43) replayed, then 1591 * 43 (its
+    # own result fed back: not run), then 5574 * 43 — which ran, and "68413" became the answer
+    script = [Reply(product(37, 43)),
+              Reply("\n".join([product(37, 43), product(1591, 43), product(5574, 43)])),
+              Reply("The product of 37 and 43 is 1591.")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, tools=[multiply]).run(
+            "Use the multiply tool to compute 37 times 43.")
+    assert result.output == "The product of 37 and 43 is 1591." and ran == [(37, 43)]
+    assert tools_off(server.model_requests[2])
 
 
 @tool(read_only=True)

@@ -65,18 +65,19 @@ class DoomLoopGuard:
         verdicts: dict[str, str] = {}
         signatures = [call_signature(call) for call in calls]
         replay = len(calls) > 1 and signatures[0] in self._results
-        stepped = False
+        candidate = replay  # only the first call after the replayed ones may be the next step
         for call, signature in zip(calls, signatures, strict=True):
             count = streaks[signature] = self._streaks.get(signature, 0) + 1
             if self.threshold > 0 and count >= self.threshold:
                 verdicts[call.id] = "intercept" if count == self.threshold else "stop"
             elif count >= 2 and signature in self._results and (signature in copied or replay):
                 verdicts[call.id] = "known"
-            elif replay and not stepped and (tools is None or call.name in tools) and \
+            elif candidate and (tools is None or call.name in tools) and \
                     not self._feeds_back(call, calls[0]):
                 verdicts[call.id] = "ok"
-                stepped = True
+                candidate = False
             elif replay:
+                candidate = False
                 verdicts[call.id] = "replayed"
             else:
                 verdicts[call.id] = "ok"

@@ -549,6 +549,12 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     # ... unless what it repeated had failed: then it must change the call, with tools
     known = [c for c in calls if verdicts.get(c.id) == "known"]
     run.answer_now = (not fresh and bool(known) and all(run.doom.answered(c) for c in known))
+    # a replay of a call that had answered plus one new step: the step runs, then the answer
+    # (measured: given add(42, 100) → 142 with tools still on, the 0.5B went on to
+    # multiply(42, 100) and answered 4200)
+    first = next((c for c in calls if c.id in verdicts), None)
+    if first is not None and verdicts[first.id] == "known" and fresh and run.doom.answered(first):
+        run.answer_now = True
     # repeated after the warning: a call that keeps returning its result gets one request to
     # answer without tools; one that keeps failing stops the run (its error is the answer —
     # asked to answer, the 0.5B invented the weather the failing tool never gave)
