@@ -17,7 +17,13 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta
-from loopwright.guards import ANSWER_NOW_NOTE, ECHO_FEEDBACK, FALLBACK_HEAD, RUNTIME_MARK
+from loopwright.guards import (
+    ANSWER_NOW_NOTE,
+    DANGLING_FEEDBACK,
+    ECHO_FEEDBACK,
+    FALLBACK_HEAD,
+    RUNTIME_MARK,
+)
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 from loopwright.tools.text_calls.runtime_markup import IMITATION_FEEDBACK
 
@@ -413,3 +419,27 @@ async def test_a_replayed_call_followed_by_a_call_to_no_tool_runs_nothing() -> N
         result = await make_agent(server, tools=[multiply]).run("6 * 7?")
     assert result.output == "42" and ran == [(6, 7)]
     assert tools_off(server.model_requests[2])
+
+
+async def test_an_answer_that_stops_at_a_colon_is_sent_back(mode: str) -> None:
+    # native mode, 0.5B, bench task `add_negative`: add(-45, 120) → 75 came back; asked to answer
+    # without tools it wrote its lead-in and then calls, which are not shown, so the run's output
+    # was "The result of this call would be:"
+    add_call = '{"name": "add", "arguments": {"a": -45, "b": 120}}'
+    lead_in = "The result of this call would be:"
+    script = [Reply(f"To add -45 and 120 using the add tool, you would call the function as "
+                    f"follows:\n\n{add_call}\n\n{lead_in}\n{add_call}"),
+              Reply(lead_in), Reply("The result is 75.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode).run(
+            "Add -45 and 120 with the add tool. What is the result?")
+    assert result.output == "The result is 75." and ran == [(-45, 120)]
+    assert DANGLING_FEEDBACK in server.model_requests[2].raw_body.decode()
+
+
+async def test_a_run_whose_every_answer_stops_at_a_colon_returns_the_results() -> None:
+    add_call = '{"name": "add", "arguments": {"a": -45, "b": 120}}'
+    script = [Reply(add_call)] + [Reply("The result of this call would be:")] * 3
+    with FakeModelServer(script) as server:
+        result = await make_agent(server).run("Add -45 and 120.")
+    assert result.output.startswith(FALLBACK_HEAD) and "→ 75" in result.output

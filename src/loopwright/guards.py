@@ -240,6 +240,10 @@ ECHO_FEEDBACK = (
     "Your reply repeated a runtime note instead of answering. Answer the user's request in your "
     "own words, using the tool results above."
 )
+DANGLING_FEEDBACK = (
+    "Your reply stopped at a colon, before the answer itself. Give the answer now, in words, "
+    "using the tool results above."
+)
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
@@ -262,7 +266,13 @@ def is_answer(text: str) -> bool:
     from loopwright.tools.text_calls.registry import is_call_fragment  # only once a run ends
 
     return (any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
-            and not is_call_fragment(text))
+            and not is_call_fragment(text) and not is_dangling(text))
+
+
+def is_dangling(text: str) -> bool:
+    """A lead-in with nothing after it ("The result of this call would be:"): what followed was
+    call markup, taken out of the visible text (0.5B model, asked to answer without tools)."""
+    return text.rstrip().endswith(":")
 
 
 def fallback_answer(history: Sequence[Message], reason: str) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.guards import ECHO_FEEDBACK, echoes_runtime_note
+from loopwright.guards import DANGLING_FEEDBACK, ECHO_FEEDBACK, echoes_runtime_note, is_dangling
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import example_call, loads_bounded
@@ -302,10 +302,13 @@ class ToolTextPlugin(LoopPlugin):
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
         copied = state.imitated or echoes_runtime_note(answer)
-        if copied and state.answer_prompts < MAX_ANSWER_PROMPTS:
+        if (copied or is_dangling(answer)) and state.answer_prompts < MAX_ANSWER_PROMPTS:
             state.answer_prompts += 1
-            run.status("answer_retry", "the answer imitated or echoed the runtime's own text; "
-                       "asking the model for its own answer", {"imitated": state.imitated})
+            run.status("answer_retry", "the answer imitated or echoed the runtime's own text, or "
+                       "stopped at a colon; asking the model for its own answer",
+                       {"imitated": state.imitated})
+            if not copied:
+                return DANGLING_FEEDBACK
             return IMITATION_FEEDBACK if state.imitated else ECHO_FEEDBACK
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
             return None
