@@ -443,3 +443,61 @@ async def test_a_run_whose_every_answer_stops_at_a_colon_returns_the_results() -
     with FakeModelServer(script) as server:
         result = await make_agent(server).run("Add -45 and 120.")
     assert result.output.startswith(FALLBACK_HEAD) and "→ 75" in result.output
+
+
+async def test_an_answer_that_describes_a_call_instead_of_making_it_is_sent_back(
+        mode: str) -> None:
+    # native mode, streamed, 1.5B, bench task `stock_total`: with the apples' count in hand it
+    # told the user how to get the pears' count, and that was the run's answer
+    described = ("To get the number of pears in stock, you can call the `get_stock` function "
+                 "with the argument `\"pears\"`.")
+    script = [Reply(calls_text(("get_stock", {"item": "apples"}))), Reply(described),
+              Reply(calls_text(("get_stock", {"item": "pears"}))), Reply("59 in all.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode, stream=True, tools=[get_stock]).run(
+            "How many apples and pears are in stock together?")
+    assert result.output == "59 in all."
+    assert "17" in server.model_requests[3].raw_body.decode()
+    assert ("described a call to get_stock instead of making it"
+            in server.model_requests[2].raw_body.decode())
+
+
+async def test_naming_a_tool_in_an_answer_is_not_a_described_call() -> None:
+    script = [Reply(calls_text(("get_stock", {"item": "apples"}))),
+              Reply("I used get_stock: there are 42 apples.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[get_stock]).run("How many apples?")
+    assert result.output == "I used get_stock: there are 42 apples."
+    assert len(server.model_requests) == 2
+
+
+@tool(read_only=True)
+def find_user(name: str) -> int:
+    """Return the numeric id of a user, given the user's name."""
+    return 7
+
+
+@tool(read_only=True)
+def orders_of(user_id: int) -> list[str]:
+    """Return the items ordered by the user with this numeric id."""
+    ran.append((user_id, 0))
+    return ["book", "lamp"]
+
+
+async def test_a_made_up_result_of_a_tool_is_answered_with_the_call_to_make() -> None:
+    # prompt mode, 1.5B, bench task `user_orders` (tools renamed here): given alice's id it wrote
+    # the orders' result itself, twice, each time told only that the runtime writes results
+    invented = ('<tool_response name="orders_of">\n{\n  "items": [\n    {\n      "id": 1,\n'
+                '      "name": "Laptop",\n      "price": 1200\n    }\n  ]\n}\n</tool_response>')
+    call_tag = "<tool_call>\n{}\n</tool_call>"
+    script = [Reply(call_tag.format(calls_text(("find_user", {"name": "alice"})))),
+              Reply(invented),
+              Reply(call_tag.format(calls_text(("orders_of", {"user_id": 7})))),
+              Reply("Alice ordered a book and a lamp.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[find_user, orders_of],
+                                  tool_call_format="prompt").run(
+            "What items did the user alice order? Look up her id first.")
+    assert result.output == "Alice ordered a book and a lamp." and ran == [(7, 0)]
+    assert ("You wrote a result for orders_of yourself: to get its real result, call orders_of"
+            in server.model_requests[2].raw_body.decode())

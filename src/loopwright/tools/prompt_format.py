@@ -25,7 +25,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.guards import DANGLING_FEEDBACK, ECHO_FEEDBACK, echoes_runtime_note, is_dangling
+from loopwright.guards import (
+    DANGLING_FEEDBACK,
+    ECHO_FEEDBACK,
+    described_call,
+    described_call_feedback,
+    echoes_runtime_note,
+    is_dangling,
+)
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import example_call, loads_bounded
@@ -37,7 +44,7 @@ from loopwright.tools.text_calls import (
     parse_tool_calls,
 )
 from loopwright.tools.text_calls.runtime_markup import (
-    IMITATION_FEEDBACK,
+    imitation_feedback,
     is_runtime_block,
     strip_runtime_markup,
 )
@@ -176,6 +183,8 @@ class _RunTextState:
     pending_note: str | None = None
     corrections: int = 0
     imitated: bool = False  # the last reply was nothing but the runtime's own markup
+    imitation: str = ""  # what it was, to name the tool whose result it made up
+    tools_off: bool = False  # the last request asked for an answer without tools
     answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
@@ -203,6 +212,7 @@ class ToolTextPlugin(LoopPlugin):
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
+        state.tools_off = request.tool_choice == "none" or not request.tools
         if self.mode == "prompt":
             answer_only = request.tool_choice == "none"
             specs, request.tools, request.tool_choice = request.tools, [], None
@@ -249,6 +259,7 @@ class ToolTextPlugin(LoopPlugin):
                    "<system-reminder>) that the model imitated in its reply", {})
         state.visible = clean
         state.imitated = not clean and not message.tool_calls
+        state.imitation = message.content if state.imitated else ""
         if clean or message.tool_calls:  # a reply of nothing else keeps its text for the retry
             response.message = dataclasses.replace(message, content=clean)
 
@@ -301,15 +312,13 @@ class ToolTextPlugin(LoopPlugin):
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
-        copied = state.imitated or echoes_runtime_note(answer)
-        if (copied or is_dangling(answer)) and state.answer_prompts < MAX_ANSWER_PROMPTS:
+        feedback = self._answer_feedback(state, answer)
+        if feedback is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
             state.answer_prompts += 1
-            run.status("answer_retry", "the answer imitated or echoed the runtime's own text, or "
-                       "stopped at a colon; asking the model for its own answer",
+            run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
+                       "stopped at a colon or described a call; asking the model again",
                        {"imitated": state.imitated})
-            if not copied:
-                return DANGLING_FEEDBACK
-            return IMITATION_FEEDBACK if state.imitated else ECHO_FEEDBACK
+            return feedback
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
             return None
         state.corrections += 1
@@ -317,6 +326,18 @@ class ToolTextPlugin(LoopPlugin):
         run.status("tool_call_format", "the reply held unreadable tool-call markup; asking the "
                    "model to correct it", {"problems": [m.problem for m in malformed]})
         return format_correction(malformed)
+
+
+    def _answer_feedback(self, state: _RunTextState, answer: str) -> str | None:
+        """What to send back for an answer that is not one, or None."""
+        if state.imitated:
+            return imitation_feedback(state.imitation, self.known_names())
+        if echoes_runtime_note(answer):
+            return ECHO_FEEDBACK
+        if is_dangling(answer):
+            return DANGLING_FEEDBACK
+        tool = None if state.tools_off else described_call(answer, self.known_names())
+        return described_call_feedback(tool) if tool else None
 
 
 def format_correction(malformed: list[MalformedCall]) -> str:

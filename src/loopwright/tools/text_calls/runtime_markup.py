@@ -12,6 +12,7 @@ nothing else is sent back to the model with `IMITATION_FEEDBACK`.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 RUNTIME_TAGS = ("system-reminder", "tool_response")
 # a block with its closing tag, or an unclosed one running to the end of the reply
@@ -23,6 +24,21 @@ IMITATION_FEEDBACK = (
     "answering. Only the runtime writes tool results: call a tool if you still need one, or "
     "answer the user in plain words from the results you were given."
 )
+
+
+_NAMED_RESULT = re.compile(r'<tool_response\s+name="([^"<>]{1,128})"')
+
+
+def imitation_feedback(text: str, tools: Collection[str]) -> str:
+    """`IMITATION_FEEDBACK`, naming the call to make when the imitated result names an offered
+    tool (Qwen2.5-Coder-1.5B, given alice's id, wrote `<tool_response name="get_orders">` with
+    invented orders twice, told only the general rule)."""
+    named = _NAMED_RESULT.search(text)
+    if named is None or named.group(1) not in tools:
+        return IMITATION_FEEDBACK
+    tool = named.group(1)
+    return (f"{IMITATION_FEEDBACK} You wrote a result for {tool} yourself: to get its real "
+            f"result, call {tool} and end your reply there.")
 
 
 def is_runtime_block(region: str) -> bool:
