@@ -244,9 +244,6 @@ DANGLING_FEEDBACK = (
     "Your reply stopped at a colon, before the answer itself. Give the answer now, in words, "
     "using the tool results above."
 )
-_DESCRIBED_CALL = re.compile(
-    r"\b(?:you|we|i)\s+(?:can|could|would|will|need to|should|must)\s+(?:now\s+|then\s+)?"
-    r"(?:call|use|invoke|run)\b", re.I)
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
@@ -270,21 +267,6 @@ def is_answer(text: str) -> bool:
 
     return (any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
             and not is_call_fragment(text) and not is_dangling(text))
-
-
-def described_call(text: str, tools: Collection[str]) -> str | None:
-    """The offered tool an answer tells someone to call instead of calling it ("To get the
-    number of pears in stock, you can call the `get_stock` function with the argument
-    "pears"." — Qwen2.5-Coder-1.5B, with the apples' count in hand), or None."""
-    if not _DESCRIBED_CALL.search(text):
-        return None
-    return next((name for name in tools
-                 if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)), None)
-
-
-def described_call_feedback(tool: str) -> str:
-    return (f"Your reply described a call to {tool} instead of making it, so nothing ran. Make "
-            "the call now, as a tool call, or answer the user if you already have what you need.")
 
 
 def is_dangling(text: str) -> bool:

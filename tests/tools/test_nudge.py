@@ -53,6 +53,15 @@ def test_answers_are_not_narration(text: str) -> None:
     assert not narrates_tool_use(text)
 
 
+def test_telling_the_user_how_to_call_an_offered_tool_is_narration() -> None:
+    # Qwen2.5-Coder-1.5B, bench task `stock_total`, with the apples' count in hand
+    text = ("To get the number of pears in stock, you can call the `get_stock` function with "
+            "the argument `\"pears\"`.")
+    assert narrates_tool_use(text, ["get_stock", "add"])
+    assert not narrates_tool_use(text, ["add"])  # a tool it does not have: not a missed call
+    assert not narrates_tool_use("I used get_stock: there are 42 apples.", ["get_stock"])
+
+
 async def test_a_narrated_call_gets_one_corrective_retry() -> None:
     script = [Reply("I'll read the file now."),
               Reply(tool_calls=[call("read_file", {"path": "a.txt"})]),
@@ -93,3 +102,16 @@ async def test_prompt_mode_nudge_asks_for_the_tool_call_block() -> None:
         result = await make_agent(server, tool_call_format="prompt").run("x")
     assert result.output == "hello"
     assert "<tool_call> block" in last_user_text(server, 1)
+
+
+async def test_no_nudge_to_call_when_the_request_switched_tools_off() -> None:
+    # the reply that replays its call with copies gets an answer-only request; telling the model
+    # there to "make the tool call now" would contradict it
+    read = call("read_file", {"path": "a.txt"})
+    script = [Reply(tool_calls=[read]), Reply(tool_calls=[read, read]),
+              Reply("I'll read the file now."), Reply("It says hello.")]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server).run("What does a.txt say?")
+    assert server.model_requests[2].body["tool_choice"] == "none"
+    assert "asked to answer without tools" in last_user_text(server, 3)
+    assert result.output == "It says hello."

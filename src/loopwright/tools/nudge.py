@@ -1,20 +1,24 @@
 """The narrated-but-not-called nudge.
 
 Local models often end a reply with "I'll read the file now." and emit no call, which would end
-the run with a promise instead of an answer. When a final reply ends by announcing a tool action,
-the model is told once to make the call (or answer). At most one nudge per run: a model that
+the run with a promise instead of an answer; or they tell the user how to make the call ("you can
+call the `get_stock` function with the argument "pears"" — Qwen2.5-Coder-1.5B, with the apples'
+count in hand). When a final reply ends by announcing a tool action, or describes a call of an
+offered tool, the model is told once to make the call (or answer) — or, when the request had
+switched tools off, to answer from what it has. At most one nudge per run: a model that
 narrates again after being nudged is taken at its word, so the run can never loop on this.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from loopwright.plugins import LoopPlugin
 
 if TYPE_CHECKING:
+    from loopwright.messages import ModelRequest
     from loopwright.plugins import RunView
 
 _ACTION = (
@@ -28,38 +32,51 @@ _NARRATION = re.compile(
     r"\s+(?:now\s+|first\s+|quickly\s+|go ahead and\s+|just\s+|then\s+)*" + _ACTION + r"\b",
     re.IGNORECASE,
 )
+_DESCRIBED = re.compile(
+    r"\b(?:you|we)\s+(?:can|could|would|will|need to|should|must)\s+(?:now\s+|then\s+)?"
+    r"(?:call|use|invoke|run)\b", re.IGNORECASE)
 _TAIL_CHARS = 300  # an announcement is the end of a reply, not something said along the way
 
 
-def narrates_tool_use(text: str) -> bool:
-    """True when the reply ends by announcing a tool action ("Let me run the tests.") rather
-    than answering. Only the last paragraph (at most 300 characters) is looked at."""
+def narrates_tool_use(text: str, tools: Collection[str] = ()) -> bool:
+    """True when the reply ends by announcing a tool action ("Let me run the tests.") or by
+    describing a call of one of `tools` ("you can call the `get_stock` function"), rather than
+    answering. Only the last paragraph (at most 300 characters) is looked at."""
     stripped = text.strip()
     if not stripped or stripped.endswith("?"):
         return False
     tail = stripped.rsplit("\n\n", 1)[-1][-_TAIL_CHARS:]
-    return _NARRATION.search(tail) is not None
+    if _NARRATION.search(tail) is not None:
+        return True
+    return _DESCRIBED.search(tail) is not None and any(
+        re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", tail) for name in tools)
 
 
 class NarrationNudge(LoopPlugin):
     """Gives one corrective retry to a final reply that says it will use a tool but calls none."""
 
-    def __init__(self, *, prompt_mode: bool, has_tools: Callable[[], bool]) -> None:
+    def __init__(self, *, prompt_mode: bool, tool_names: Callable[[], Collection[str]]) -> None:
         self.prompt_mode = prompt_mode
-        self.has_tools = has_tools
+        self.tool_names = tool_names
         self.nudged = False  # this run's one nudge was given (a run gets its own object)
+        self.tools_off = False  # the last request asked for an answer without tools
 
     def for_run(self, run: RunView) -> LoopPlugin:
-        return NarrationNudge(prompt_mode=self.prompt_mode, has_tools=self.has_tools)
+        return NarrationNudge(prompt_mode=self.prompt_mode, tool_names=self.tool_names)
+
+    async def before_model(self, run: RunView, request: ModelRequest) -> None:
+        self.tools_off = request.tool_choice == "none"
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
-        if self.nudged or not self.has_tools():
-            return None
-        if not narrates_tool_use(answer):
+        names = self.tool_names()
+        if self.nudged or not names or not narrates_tool_use(answer, names):
             return None
         self.nudged = True
         run.status("narration_nudge", "the reply announced a tool call but made none; asking "
-                   "the model to make it", {})
+                   "the model to make it", {"tools_off": self.tools_off})
+        if self.tools_off:  # "make the call" would contradict the request
+            return ("Your reply announced a tool action, but this reply was asked to answer "
+                    "without tools. Give your final answer now, from the results above.")
         how = ("write the <tool_call> block now" if self.prompt_mode
                else "make the tool call now (a real tool call, not a description of one)")
         return (

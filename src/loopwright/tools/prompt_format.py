@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from loopwright.guards import (
     DANGLING_FEEDBACK,
     ECHO_FEEDBACK,
-    described_call,
-    described_call_feedback,
     echoes_runtime_note,
     is_dangling,
 )
@@ -184,7 +182,6 @@ class _RunTextState:
     corrections: int = 0
     imitated: bool = False  # the last reply was nothing but the runtime's own markup
     imitation: str = ""  # what it was, to name the tool whose result it made up
-    tools_off: bool = False  # the last request asked for an answer without tools
     answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
@@ -212,7 +209,6 @@ class ToolTextPlugin(LoopPlugin):
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
-        state.tools_off = request.tool_choice == "none" or not request.tools
         if self.mode == "prompt":
             answer_only = request.tool_choice == "none"
             specs, request.tools, request.tool_choice = request.tools, [], None
@@ -316,7 +312,7 @@ class ToolTextPlugin(LoopPlugin):
         if feedback is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
             state.answer_prompts += 1
             run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
-                       "stopped at a colon or described a call; asking the model again",
+                       "or stopped at a colon; asking the model again",
                        {"imitated": state.imitated})
             return feedback
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
@@ -334,10 +330,7 @@ class ToolTextPlugin(LoopPlugin):
             return imitation_feedback(state.imitation, self.known_names())
         if echoes_runtime_note(answer):
             return ECHO_FEEDBACK
-        if is_dangling(answer):
-            return DANGLING_FEEDBACK
-        tool = None if state.tools_off else described_call(answer, self.known_names())
-        return described_call_feedback(tool) if tool else None
+        return DANGLING_FEEDBACK if is_dangling(answer) else None
 
 
 def format_correction(malformed: list[MalformedCall]) -> str:
@@ -382,7 +375,7 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
         return plugins
     if settings.narration_nudge:
         plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",
-                                      has_tools=lambda: len(catalogue.registry) > 0))
+                                      tool_names=catalogue.callable_names))
     if fmt == "prompt" or settings.text_tool_calls:
         plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
                                       known_names=catalogue.callable_names,
