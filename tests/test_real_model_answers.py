@@ -55,6 +55,12 @@ def get_weather(city: str) -> str:
     raise ConnectionError("weather service unavailable (HTTP 503)")
 
 
+@tool(read_only=True)
+def list_files() -> list[str]:
+    """List the names of the files in the workspace."""
+    return ["main.py", "notes.txt", "settings.toml"]
+
+
 @pytest.fixture(autouse=True)
 def fresh_ran() -> None:
     ran.clear()
@@ -123,16 +129,30 @@ async def test_a_model_that_never_stops_calling_ends_with_its_real_results_not_n
     assert ran == [(1234, 5678)]
 
 
-async def test_the_guard_text_echoed_as_the_answer_is_sent_back_not_returned(
-        mode: str) -> None:
-    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
-    script = [Reply(call), Reply(call), Reply(ECHOED_GUARD), Reply("The weather service is "
-                                                                   "unavailable (HTTP 503).")]
+# (what the model was told, its echo): the doom-loop guard's text before it was marked, on
+# `weather_down`; the empty-reply nudge's tail, native mode, bench task `find_toml`, where the
+# model's empty reply came after list_files' result
+ECHOES = {
+    "guard": ('{"name": "get_weather", "arguments": {"city": "Oslo"}}', None, ECHOED_GUARD,
+              "What is the weather in Oslo right now? Use the tool.",
+              "The weather service is unavailable (HTTP 503)."),
+    "empty_reply_nudge": ('{"name": "list_files", "arguments": {}}', "",
+                          "call one of the tools, or give your answer as text.",
+                          "Which file in the workspace has the .toml extension?",
+                          "settings.toml"),
+}
+
+
+@pytest.mark.parametrize("case", ECHOES)
+async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
+        mode: str, case: str) -> None:
+    first, second, echo, prompt, answer = ECHOES[case]
+    script = [Reply(first), Reply(first if second is None else second), Reply(echo),
+              Reply(answer)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, mode, tools=[get_weather]).run(
-            "What is the weather in Oslo right now? Use the tool.")
+        result = await make_agent(server, mode, tools=[get_weather, list_files]).run(prompt)
     assert result.stop_reason == "completed", result.error
-    assert result.output == "The weather service is unavailable (HTTP 503)."
+    assert result.output == answer
     assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
 
 
@@ -317,25 +337,6 @@ async def test_a_run_that_stops_never_returns_an_earlier_runs_answer() -> None:
     assert "capital of Norway" not in second.output
     assert second.output.startswith(FALLBACK_HEAD) and "HTTP 503" in second.output
 
-
-@tool(read_only=True)
-def list_files() -> list[str]:
-    """List the names of the files in the workspace."""
-    return ["main.py", "notes.txt", "settings.toml"]
-
-
-async def test_an_echo_of_the_empty_reply_nudge_is_sent_back_not_returned(mode: str) -> None:
-    # native mode, 0.5B, bench task `find_toml`: given list_files' result it wrote an empty
-    # reply, then, nudged, answered with the nudge's own tail
-    listed = '{"name": "list_files", "arguments": {}}'
-    echo = "call one of the tools, or give your answer as text."
-    script = [Reply(listed), Reply(""), Reply(echo), Reply("settings.toml")]
-    with FakeModelServer(script) as server:
-        result = await make_agent(server, mode, tools=[list_files]).run(
-            "Which file in the workspace has the .toml extension?")
-    assert result.stop_reason == "completed", result.error
-    assert result.output == "settings.toml"
-    assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
 
 
 def calls_text(*calls: tuple[str, dict[str, Any]]) -> str:
