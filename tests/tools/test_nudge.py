@@ -115,3 +115,23 @@ async def test_no_nudge_to_call_when_the_request_switched_tools_off() -> None:
     assert server.model_requests[2].body["tool_choice"] == "none"
     assert "asked to answer without tools" in last_user_text(server, 3)
     assert result.output == "It says hello."
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the current weather for a city."""
+    raise ConnectionError("weather service unavailable (HTTP 503)")
+
+
+async def test_saying_a_failed_tool_can_be_called_again_is_an_answer() -> None:
+    # native mode, 0.5B, bench task `weather_down`: nudged after this answer, it invented
+    # "23°C with a humidity of 50%"
+    answer = ("The error message indicates that the weather service is unavailable (HTTP 503). "
+              "This means that the tool is unable to retrieve the weather data for Oslo. To fix "
+              "this issue, you can call the `get_weather` function again.")
+    script = [Reply(tool_calls=[call("get_weather", {"city": "Oslo"})]), Reply(answer)]
+    with FakeModelServer(replies=script) as server:
+        result = await make_agent(server, tools=[get_weather]).run(
+            "What is the weather in Oslo right now? Use the tool.")
+    assert result.stop_reason == "completed", result.error
+    assert result.output == answer and len(server.model_requests) == 2

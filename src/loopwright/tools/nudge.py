@@ -69,7 +69,7 @@ class NarrationNudge(LoopPlugin):
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         names = self.tool_names()
-        if self.nudged or not names or not narrates_tool_use(answer, names):
+        if self.nudged or not names or not narrates_tool_use(answer, _not_failed(run, names)):
             return None
         self.nudged = True
         run.status("narration_nudge", "the reply announced a tool call but made none; asking "
@@ -83,3 +83,14 @@ class NarrationNudge(LoopPlugin):
             "You said you would use a tool, but your reply contained no tool call, so nothing "
             f"ran. If you need the tool, {how}; otherwise give your final answer."
         )
+
+
+def _not_failed(run: RunView, names: Collection[str]) -> list[str]:
+    """The tools whose last call in this run did not fail: telling the user a failed tool can be
+    called again is an answer (0.5B: "the weather service is unavailable (HTTP 503)… you can call
+    the `get_weather` function again"; nudged, it invented the weather)."""
+    failed: dict[str, bool] = {}
+    for message in run.history:
+        if message.role == "tool" and message.name:
+            failed[message.name] = message.is_error
+    return [name for name in names if not failed.get(name, False)]
