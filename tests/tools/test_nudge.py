@@ -9,7 +9,7 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.tools.nudge import narrates_tool_use
+from loopwright.tools.nudge import described_call, narrates_tool_use
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -135,3 +135,22 @@ async def test_saying_a_failed_tool_can_be_called_again_is_an_answer() -> None:
             "What is the weather in Oslo right now? Use the tool.")
     assert result.stop_reason == "completed", result.error
     assert result.output == answer and len(server.model_requests) == 2
+
+
+STOCK_SCHEMA = {"type": "object", "properties": {"item": {"type": "string"}},
+                "required": ["item"]}
+DESCRIBED = ("To get the number of pears in stock, you can call the `get_stock` function with "
+             "the argument `\"pears\"`.")
+
+
+def test_a_described_call_becomes_an_example_only_when_it_is_unambiguous() -> None:
+    schemas = {"get_stock": STOCK_SCHEMA,
+               "add": {"type": "object", "properties": {"a": {"type": "integer"}},
+                       "required": ["a"]}}
+    assert described_call(DESCRIBED, ["get_stock", "add"], schemas.get) == (
+        '{"name": "get_stock", "arguments": {"item": "pears"}}')
+    two_values = DESCRIBED.replace("`\"pears\"`", "\"pears\" or \"plums\"")
+    assert described_call(two_values, ["get_stock"], schemas.get) is None
+    assert described_call("you can call `add` with \"4\"", ["add"], schemas.get) is None
+    both = DESCRIBED + " Then use add."
+    assert described_call(both, ["get_stock", "add"], schemas.get) is None

@@ -11,9 +11,10 @@ narrates again after being nudged is taken at its word, so the run can never loo
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopwright.plugins import LoopPlugin
 
@@ -52,17 +53,44 @@ def narrates_tool_use(text: str, tools: Collection[str] = ()) -> bool:
         re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", tail) for name in tools)
 
 
+_QUOTED = re.compile(r"[`\"'“]+([^`\"'“”\n]{1,80})[`\"'”]+")
+
+
+def described_call(text: str, tools: Collection[str],
+                   schema_of: Callable[[str], dict[str, Any] | None]) -> str | None:
+    """The call a reply describes, as JSON, when it names one offered tool whose one required
+    parameter takes text and quotes one value for it ("call the `get_stock` function with the
+    argument `"pears"`": Qwen2.5-Coder-1.5B wrote that sentence again, word for word, when only
+    told to make the call); else None. Shown to the model as an example, never run."""
+    named = [name for name in tools if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
+    if len(named) != 1:
+        return None
+    schema = schema_of(named[0]) or {}
+    required = schema.get("required") or []
+    prop = (schema.get("properties") or {}).get(required[0]) if len(required) == 1 else None
+    if not isinstance(prop, dict) or prop.get("type") != "string":
+        return None
+    values = {v.strip() for v in _QUOTED.findall(text)} - {named[0], ""}
+    if len(values) != 1:
+        return None
+    return json.dumps({"name": named[0], "arguments": {required[0]: values.pop()}},
+                      ensure_ascii=False)
+
+
 class NarrationNudge(LoopPlugin):
     """Gives one corrective retry to a final reply that says it will use a tool but calls none."""
 
-    def __init__(self, *, prompt_mode: bool, tool_names: Callable[[], Collection[str]]) -> None:
+    def __init__(self, *, prompt_mode: bool, tool_names: Callable[[], Collection[str]],
+                 schema_of: Callable[[str], dict[str, Any] | None] = lambda _: None) -> None:
         self.prompt_mode = prompt_mode
         self.tool_names = tool_names
+        self.schema_of = schema_of
         self.nudged = False  # this run's one nudge was given (a run gets its own object)
         self.tools_off = False  # the last request asked for an answer without tools
 
     def for_run(self, run: RunView) -> LoopPlugin:
-        return NarrationNudge(prompt_mode=self.prompt_mode, tool_names=self.tool_names)
+        return NarrationNudge(prompt_mode=self.prompt_mode, tool_names=self.tool_names,
+                              schema_of=self.schema_of)
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         self.tools_off = request.tool_choice == "none"
@@ -79,6 +107,10 @@ class NarrationNudge(LoopPlugin):
                     "without tools. Give your final answer now, from the results above.")
         how = ("write the <tool_call> block now" if self.prompt_mode
                else "make the tool call now (a real tool call, not a description of one)")
+        example = described_call(answer, names, self.schema_of)
+        if example is not None:
+            how += (f": <tool_call>\n{example}\n</tool_call>" if self.prompt_mode
+                    else f", for example {example}")
         return (
             "You said you would use a tool, but your reply contained no tool call, so nothing "
             f"ran. If you need the tool, {how}; otherwise give your final answer."

@@ -375,7 +375,8 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
         return plugins
     if settings.narration_nudge:
         plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",
-                                      tool_names=catalogue.callable_names))
+                                      tool_names=catalogue.callable_names,
+                                      schema_of=lambda name: _schema(catalogue, name)))
     if fmt == "prompt" or settings.text_tool_calls:
         plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
                                       known_names=catalogue.callable_names,
