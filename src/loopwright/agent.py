@@ -44,7 +44,7 @@ from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.guards import IterationBudget
 from loopwright.hooks import EventHooks, Hooks
 from loopwright.limits import UsageLimiter
-from loopwright.loop import LoopSettings, RunState, drive
+from loopwright.loop import drive
 from loopwright.messages import Message
 from loopwright.output import OutputSpec, StructuredOutput
 from loopwright.plugins import LoopPlugin
@@ -53,6 +53,7 @@ from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.routing.choose import ModelRouter, chooser_from_setting
 from loopwright.routing.router import IntentRouter
 from loopwright.routing.side import resolve_model_spec, resolve_side_models, side_chains
+from loopwright.run_state import LoopSettings, RunState
 from loopwright.sandbox import (
     SANDBOX_SERVICE,
     policy_from_settings,

@@ -39,17 +39,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import threading
 import typing
-import uuid
-from collections import deque
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from loopwright import guards, messages
-from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import (
     ContextOverflowError,
     LoopwrightError,
@@ -64,225 +57,20 @@ from loopwright.events import (
     ErrorEvent,
     Event,
     ReasoningDelta,
-    StatusEvent,
     TextDelta,
     ToolCallEvent,
     ToolResultEvent,
     TurnEnd,
     TurnStart,
 )
-from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from loopwright.model_call import ModelCalls
-from loopwright.plugins import LoopPlugin
+from loopwright.messages import ModelRequest, ModelResponse, ToolCall, Usage
 from loopwright.result import RunResult, StopReason
-from loopwright.routing.choose import RouteFunction
-from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
-from loopwright.tools.execute import ToolExecutor, ToolOutcome
+from loopwright.run_state import Answer, Next, RunAgain, RunState, Stop
+from loopwright.tools.execute import ToolOutcome
 from loopwright.tools.stored_arguments import with_storable_arguments_async
 from loopwright.wire.stream import DeltaListener
 
 logger = logging.getLogger("loopwright")
-
-
-@dataclass(kw_only=True)
-class LoopSettings:
-    """What one run needs from its agent; fixed for the run. The defaults of the numbers are
-    `config.Settings`'s: `Agent` always passes them."""
-
-    chain: ProviderChain
-    executor: ToolExecutor
-    plugins: list[LoopPlugin] = field(default_factory=list)
-    max_turns: int
-    stream: bool
-    max_tokens: int | None
-    temperature: float | None
-    reasoning_effort: str | None
-    doom_loop_threshold: int
-    max_tool_calls_per_reply: int
-    max_auto_continues: int
-    workdir: Path
-    approve: ApprovalGate = _deny_all
-    tool_specs: Callable[[int], list[ToolSpec]] | None = None  # by turn number
-    services: dict[str, Any] = field(default_factory=dict)
-    side_chains: dict[str, ProviderChain] = field(default_factory=dict)  # by call purpose
-    route: RouteFunction | None = None  # the choose_model hook
-
-
-# --- the tagged outcome of one turn -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunAgain:
-    pass
-
-
-@dataclass(frozen=True)
-class Answer:
-    text: str
-
-
-@dataclass(frozen=True)
-class Stop:
-    reason: StopReason
-    error: str | None = None
-    output: str | None = None
-
-
-Next = RunAgain | Answer | Stop
-
-
-class RunState:
-    """One run's mutable state; plugins see it as a `plugins.RunView`. Thread-safe entry
-    points: `steer()` and `cancel()`."""
-
-    def __init__(self, *, settings: LoopSettings, history: list[Message],
-                 emit: Callable[[Event], None], budget: guards.IterationBudget,
-                 session_id: str | None = None, agent_tag: str = "") -> None:
-        self.settings = settings
-        self.history = history
-        self._emit = emit
-        self.budget = budget
-        self.session_id = session_id
-        self.agent_tag = agent_tag
-        self.deps: Any = None  # `run(..., deps=)`, handed to tools as `ctx.deps`
-        self.run_id = uuid.uuid4().hex  # a URL capability in `serve`: all 128 bits
-        self.turn = 0
-        self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
-                                side=settings.side_chains, route=settings.route)
-        self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
-        self.sanitizer = messages.Sanitizer()
-        self.output_parts: list[str] = []
-        self.last_reply: Message | None = None  # this run's, never an earlier run's answer
-        self.auto_continues = 0
-        self.tool_state: dict[str, Any] = {}
-        self.answer_now = False  # the next request goes without tools: the model has its results
-        self._start_failure: Exception | None = None
-        self.cancelled = asyncio.Event()
-        self._steering: deque[str] = deque()
-        self._cancel_requested = False
-        self._inflight: asyncio.Future[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-        self.plugins: list[LoopPlugin] = []
-        for plugin in settings.plugins:  # 1
-            try:
-                self.plugins.append(plugin.for_run(self))
-            except Exception as exc:  # fails the run when it starts, with an error event
-                self._start_failure = self._start_failure or exc
-
-    # -- thread-safe controls --
-
-    def steer(self, text: str) -> None:
-        with self._lock:
-            self._steering.append(text)
-
-    def cancel(self) -> None:
-        self._cancel_requested = True
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._abort_inflight()
-        else:
-            loop.call_soon_threadsafe(self._abort_inflight)
-
-    def _abort_inflight(self) -> None:
-        self.cancelled.set()
-        if self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel_requested
-
-    @property
-    def steering_pending(self) -> bool:
-        return bool(self._steering)
-
-    def drain_steering(self) -> list[str]:
-        with self._lock:
-            items = list(self._steering)
-            self._steering.clear()
-        return items
-
-    # -- the plugin view (`plugins.RunView`) --
-
-    @property
-    def usage(self) -> Usage:
-        return self.calls.usage
-
-    @property
-    def cost(self) -> float | None:
-        return self.calls.cost.total
-
-    @property
-    def model(self) -> str:
-        return self.calls.model
-
-    def emit(self, event: Event) -> None:
-        self._emit(event)
-
-    def append(self, message: Message) -> None:
-        self.history.append(message)
-        if message.role == "assistant":
-            self.last_reply = message
-        for plugin in self.plugins:  # 2
-            plugin.on_message(self, message)
-
-    def replace_history(self, history: list[Message], *, compacted: bool = False) -> None:
-        self.history[:] = history
-        if compacted:
-            for plugin in self.plugins:
-                plugin.on_compaction(self)
-
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
-        self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
-
-    async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
-        return await self.calls.call(request, purpose=purpose, stream=False)
-
-    # -- helpers used by the loop and the tools --
-
-    def begin(self, first: Message | None) -> None:
-        """Add the opening user message at once (it is stored before the run goes on); a plugin
-        failing on it fails the run when it starts, so that it still ends with an error event."""
-        if first is not None:
-            try:
-                self.append(first)
-            except Exception as exc:
-                self._start_failure = self._start_failure or exc
-
-    def charge(self, usage: Usage, cost: float | None) -> None:
-        """Add what a sub-agent spent to this run's usage and cost."""
-        self.calls.usage.add(usage)
-        meter = self.calls.cost
-        if meter.total is not None:
-            meter.total = None if cost is None else meter.total + cost
-
-    async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        """Await `coro` so that `cancel()` aborts it at once (or, cancelled already, never
-        starts it: `asyncio.CancelledError` either way)."""
-        if self._cancel_requested:
-            coro.close()
-            raise asyncio.CancelledError
-        task = asyncio.ensure_future(coro)
-        self._inflight = task
-        try:
-            return await task
-        finally:
-            self._inflight = None
-
-    def tool_context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(
-            workdir=self.settings.workdir, session_id=self.session_id, run_id=self.run_id,
-            call_id=call.id, approve=self.settings.approve, cancelled=self.cancelled,
-            state=self.tool_state, emit_status=self.status,
-            services={**self.settings.services, "run": self}, deps=self.deps,
-        )
 
 
 # --- the driver ---------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ class ModelCallRecord:
 
 
 class CallOwner(Protocol):
-    """What `ModelCalls` needs of the run it calls for (`loop.RunState` is one)."""
+    """What `ModelCalls` needs of the run it calls for (`run_state.RunState` is one)."""
 
     @property
     def run_id(self) -> str: ...

@@ -39,7 +39,7 @@ class RunSettings(Protocol):
 
 
 class RunView(Protocol):
-    """What a plugin sees of one run (`loop.RunState` implements it)."""
+    """What a plugin sees of one run (`run_state.RunState` implements it)."""
 
     @property
     def run_id(self) -> str: ...

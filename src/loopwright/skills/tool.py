@@ -20,7 +20,7 @@ from loopwright.skills.discovery import Skill, SkillCatalog, read_head
 from loopwright.tools.base import Tool, ToolContext, tool_from_function
 
 if TYPE_CHECKING:
-    from loopwright.loop import RunState
+    from loopwright.run_state import RunState
 
 SKILL_TOOL = "skill"
 MAX_BODY_BYTES = 100_000
