@@ -84,6 +84,12 @@ def tools_off(request: RecordedRequest) -> bool:
     return choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none")
 
 
+def assistant_turns(request: RecordedRequest) -> str:
+    """The assistant messages of a request (chat, Anthropic or Responses body), as JSON text."""
+    items = request.body.get("messages") or request.body.get("input") or []
+    return json.dumps([m for m in items if isinstance(m, dict) and m.get("role") == "assistant"])
+
+
 def has_result(request: RecordedRequest) -> bool:
     return "6912" in request.raw_body.decode()
 
@@ -154,6 +160,7 @@ async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
     assert result.stop_reason == "completed", result.error
     assert result.output == answer
     assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
+    assert echo not in assistant_turns(server.model_requests[3])  # set aside: not copied again
 
 
 async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> None:
@@ -488,9 +495,13 @@ def orders_of(user_id: int) -> list[str]:
     return ["book", "lamp"]
 
 
-async def test_a_made_up_result_of_a_tool_is_answered_with_the_call_to_make() -> None:
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+async def test_a_made_up_result_of_a_tool_is_set_aside_and_answered_with_the_call_to_make(
+        fmt: str) -> None:
     # prompt mode, 1.5B, bench task `user_orders` (tools renamed here): given alice's id it wrote
-    # the orders' result itself, twice, each time told only that the runtime writes results
+    # the orders' result itself, three times while its reply stayed in the history (measured on
+    # the real server: kept in view, every wording of the feedback got the same copy; set aside
+    # with only the call to make, it made the call, in both formats)
     invented = ('<tool_response name="orders_of">\n{\n  "items": [\n    {\n      "id": 1,\n'
                 '      "name": "Laptop",\n      "price": 1200\n    }\n  ]\n}\n</tool_response>')
     call_tag = "<tool_call>\n{}\n</tool_call>"
@@ -500,8 +511,10 @@ async def test_a_made_up_result_of_a_tool_is_answered_with_the_call_to_make() ->
               Reply("Alice ordered a book and a lamp.")]
     with FakeModelServer(script) as server:
         result = await make_agent(server, tools=[find_user, orders_of],
-                                  tool_call_format="prompt").run(
+                                  tool_call_format=fmt).run(
             "What items did the user alice order? Look up her id first.")
     assert result.output == "Alice ordered a book and a lamp." and ran == [(7, 0)]
-    assert ("You wrote a result for orders_of yourself: to get its real result, call orders_of"
-            in server.model_requests[2].raw_body.decode())
+    third = server.model_requests[2].raw_body.decode()
+    assert "To get orders_of's real result, call orders_of and end your reply there." in third
+    assert "Laptop" not in third and "Laptop" not in server.model_requests[3].raw_body.decode()
+    assert "alice" in third and "7" in third  # the rest of the history is still there

@@ -236,9 +236,9 @@ NOT_RUN_TURN_LIMIT = f"{RUNTIME_MARK} Not run: the turn limit was reached."
 NOT_RUN_ANSWER_ONLY = f"{RUNTIME_MARK} Not run: this reply was asked to answer without tools."
 EMPTY_REPLY_NUDGE = ("Your last reply was empty. Reply now: call one of the tools, or give your "
                      "answer as text.")
-ECHO_FEEDBACK = (
-    "Your reply repeated a runtime note instead of answering. Answer the user's request in your "
-    "own words, using the tool results above."
+ECHO_FEEDBACK = (  # the echo is set aside (not shown again), so this stands without it
+    "Your last reply was set aside: it repeated a runtime note instead of answering. Answer the "
+    "user's request in your own words, using the tool results above."
 )
 DANGLING_FEEDBACK = (
     "Your reply stopped at a colon, before the answer itself. Give the answer now, in words, "

@@ -183,6 +183,7 @@ class _RunTextState:
     imitated: bool = False  # the last reply was nothing but the runtime's own markup
     imitation: str = ""  # what it was, to name the tool whose result it made up
     answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
+    set_aside: list[Message] = field(default_factory=list)  # such replies: never shown again
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
 
@@ -209,6 +210,9 @@ class ToolTextPlugin(LoopPlugin):
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
+        if state.set_aside:
+            request.messages = sanitize([m for m in request.messages  # two user turns meet
+                                         if not any(m is gone for gone in state.set_aside)])
         if self.mode == "prompt":
             answer_only = request.tool_choice == "none"
             specs, request.tools, request.tool_choice = request.tools, [], None
@@ -308,9 +312,13 @@ class ToolTextPlugin(LoopPlugin):
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
-        feedback = self._answer_feedback(state, answer)
-        if feedback is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
+        found = self._answer_feedback(state, answer)
+        if found is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
+            feedback, set_aside = found
             state.answer_prompts += 1
+            last = run.history[-1] if run.history else None
+            if set_aside and last is not None and last.role == "assistant":
+                state.set_aside.append(last)
             run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
                        "or stopped at a colon; asking the model again",
                        {"imitated": state.imitated})
@@ -324,13 +332,16 @@ class ToolTextPlugin(LoopPlugin):
         return format_correction(malformed)
 
 
-    def _answer_feedback(self, state: _RunTextState, answer: str) -> str | None:
-        """What to send back for an answer that is not one, or None."""
+    def _answer_feedback(self, state: _RunTextState, answer: str) -> tuple[str, bool] | None:
+        """What to send back for an answer that is not one, and whether later requests leave the
+        reply out; or None. Imitations and echoes are left out: shown its own made-up
+        `<tool_response>` again, the 1.5B wrote it once more under every wording of the
+        feedback (greedy decoding copies); left out, it made the call."""
         if state.imitated:
-            return imitation_feedback(state.imitation, self.known_names())
+            return imitation_feedback(state.imitation, self.known_names()), True
         if echoes_runtime_note(answer):
-            return ECHO_FEEDBACK
-        return DANGLING_FEEDBACK if is_dangling(answer) else None
+            return ECHO_FEEDBACK, True
+        return (DANGLING_FEEDBACK, False) if is_dangling(answer) else None
 
 
 def format_correction(malformed: list[MalformedCall]) -> str:
