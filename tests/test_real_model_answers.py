@@ -19,6 +19,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta
 from loopwright.guards import (
     ANSWER_NOW_NOTE,
+    COPY_FEEDBACK,
     DANGLING_FEEDBACK,
     ECHO_FEEDBACK,
     FALLBACK_HEAD,
@@ -160,7 +161,6 @@ async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
     assert result.stop_reason == "completed", result.error
     assert result.output == answer
     assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
-    assert echo not in assistant_turns(server.model_requests[3])  # set aside: not copied again
 
 
 async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> None:
@@ -518,3 +518,65 @@ async def test_a_made_up_result_of_a_tool_is_set_aside_and_answered_with_the_cal
     assert "To get orders_of's real result, call orders_of and end your reply there." in third
     assert "Laptop" not in third and "Laptop" not in server.model_requests[3].raw_body.decode()
     assert "alice" in third and "7" in third  # the rest of the history is still there
+
+
+# prompt mode, 1.5B, bench task `read_json`: `jq` does not exist; its next reply called read_file
+# (and jq again) with the same prose around the calls; given package.json it wrote that prose
+# once more, calls left out, as its answer
+JQ_REPLIES = [
+    "To find the version recorded in `package.json`, you can use the `jq` tool, which is a "
+    "lightweight and flexible command-line JSON processor. Here's how you can do it:\n\n```json\n"
+    '{"name": "jq", "arguments": {"path": "package.json"}}\n```\n\nAfter running this command, '
+    "you will get the version number from `package.json` in the output.",
+    "The `jq` tool is not available in the environment. You can use the `read_file` tool to read "
+    "the content of `package.json` and extract the version number. Here's how you can do it:\n\n"
+    '```json\n{"name": "read_file", "arguments": {"path": "package.json"}}\n```\n\nAfter running '
+    "this command, you will get the content of `package.json` in the output. You can then use "
+    "`jq` to extract the version number. Here's an example:\n\n```json\n"
+    '{"name": "jq", "arguments": {"path": "package.json", "expression": ".version"}}\n```\n\n'
+    "This will return the version number from `package.json`.",
+    "The `jq` tool is not available in the environment. You can use the `read_file` tool to read "
+    "the content of `package.json` and extract the version number. Here's how you can do it:\n\n"
+    "After running this command, you will get the content of `package.json` in the output. You "
+    "can then use `jq` to extract the version number. Here's an example:\n\nThis will return the "
+    "version number from `package.json`.\n\n",
+]
+
+
+@tool(read_only=True)
+def read_file(path: str) -> str:
+    """Read a text file from the workspace."""
+    return '{\n  "name": "widget",\n  "version": "3.14.1"\n}'
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_an_answer_that_copies_the_text_around_earlier_calls_is_set_aside(
+        stream: bool) -> None:
+    answer = "The version recorded in `package.json` is `3.14.1`."
+    script = [Reply(text, chunk_size=9) for text in JQ_REPLIES] + [Reply(answer)]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, stream=stream, tools=[read_file],
+                                  tool_call_format="prompt").run(
+            "What version is recorded in package.json?")
+    assert result.output == answer
+    fourth = server.model_requests[3].raw_body.decode()
+    assert COPY_FEEDBACK in fourth and "3.14.1" in fourth
+    assert fourth.count("You can then use `jq` to extract") == 1  # the copy is left out
+
+
+async def test_an_imitated_note_that_restates_the_error_stays_in_view() -> None:
+    # native mode, 1.5B, bench task `weather_down`: after the 503 it answered with a
+    # <system-reminder> restating it; with that reply set aside it invented "cloudy, 10°C", kept
+    # in view it answered that the service is unavailable
+    reminder = ("<system-reminder>Weather service is currently unavailable. Please try again "
+                "later.</system-reminder>")
+    answer = "The weather in Oslo is currently unavailable. Please try again later."
+    script = [Reply('{"name": "get_weather", "arguments": {"city": "Oslo"}}'), Reply(reminder),
+              Reply(answer)]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tools=[get_weather]).run(
+            "What is the weather in Oslo right now? Use the tool.")
+    assert result.output == answer
+    third = server.model_requests[2]
+    assert IMITATION_FEEDBACK in third.raw_body.decode()
+    assert "Weather service is currently unavailable" in assistant_turns(third)

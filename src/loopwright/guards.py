@@ -236,16 +236,22 @@ NOT_RUN_TURN_LIMIT = f"{RUNTIME_MARK} Not run: the turn limit was reached."
 NOT_RUN_ANSWER_ONLY = f"{RUNTIME_MARK} Not run: this reply was asked to answer without tools."
 EMPTY_REPLY_NUDGE = ("Your last reply was empty. Reply now: call one of the tools, or give your "
                      "answer as text.")
-ECHO_FEEDBACK = (  # the echo is set aside (not shown again), so this stands without it
-    "Your last reply was set aside: it repeated a runtime note instead of answering. Answer the "
-    "user's request in your own words, using the tool results above."
+ECHO_FEEDBACK = (
+    "Your reply repeated a runtime note instead of answering. Answer the user's request in your "
+    "own words, using the tool results above."
 )
 DANGLING_FEEDBACK = (
     "Your reply stopped at a colon, before the answer itself. Give the answer now, in words, "
     "using the tool results above."
 )
+COPY_FEEDBACK = (  # the copy is set aside (left out of later requests): this stands without it
+    "Your last reply was set aside: it repeated, word for word, the text of an earlier reply "
+    "of yours that called tools. Their results are above: answer the user's request from them "
+    "now, or call a tool if you still need one."
+)
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
+_COPY_MIN_CHARS = 40  # a short answer given twice ("42") is an answer, not a copied preamble
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
                       "do not call any more tools", "do not call any tool now",
                       "times in a row; the result will not change", FALLBACK_HEAD.lower(),
@@ -267,6 +273,18 @@ def is_answer(text: str) -> bool:
 
     return (any(ch.isalnum() for ch in text) and not echoes_runtime_note(text)
             and not is_call_fragment(text) and not is_dangling(text))
+
+
+def copies_call_preamble(answer: str, history: Sequence[Message]) -> bool:
+    """Whether `answer` is word for word the text of an earlier reply that called tools — the
+    preamble of those calls, not an answer to their results (Qwen2.5-Coder-1.5B, prompt mode,
+    given package.json by read_file, wrote again the prose of the reply that had asked for it).
+    The answer's own message, last in `history`, is not compared with itself."""
+    wanted = " ".join(answer.split())
+    if len(wanted) < _COPY_MIN_CHARS:
+        return False
+    return any(m.role == "assistant" and m.tool_calls and " ".join(m.content.split()) == wanted
+               for m in history[:-1])
 
 
 def is_dangling(text: str) -> bool:

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright.guards import (
+    COPY_FEEDBACK,
     DANGLING_FEEDBACK,
     ECHO_FEEDBACK,
+    copies_call_preamble,
     echoes_runtime_note,
     is_dangling,
 )
@@ -42,8 +44,10 @@ from loopwright.tools.text_calls import (
     parse_tool_calls,
 )
 from loopwright.tools.text_calls.runtime_markup import (
-    imitation_feedback,
+    IMITATION_FEEDBACK,
     is_runtime_block,
+    made_up_result_feedback,
+    made_up_result_of,
     strip_runtime_markup,
 )
 from loopwright.wire.stream import DeltaListener
@@ -312,7 +316,7 @@ class ToolTextPlugin(LoopPlugin):
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         state = self._state(run)
-        found = self._answer_feedback(state, answer)
+        found = self._answer_feedback(run, state, answer)
         if found is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
             feedback, set_aside = found
             state.answer_prompts += 1
@@ -320,8 +324,8 @@ class ToolTextPlugin(LoopPlugin):
             if set_aside and last is not None and last.role == "assistant":
                 state.set_aside.append(last)
             run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
-                       "or stopped at a colon; asking the model again",
-                       {"imitated": state.imitated})
+                       "copied the text of an earlier call, or stopped at a colon; asking the "
+                       "model again", {"imitated": state.imitated, "set_aside": set_aside})
             return feedback
         if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
             return None
@@ -332,15 +336,22 @@ class ToolTextPlugin(LoopPlugin):
         return format_correction(malformed)
 
 
-    def _answer_feedback(self, state: _RunTextState, answer: str) -> tuple[str, bool] | None:
-        """What to send back for an answer that is not one, and whether later requests leave the
-        reply out; or None. Imitations and echoes are left out: shown its own made-up
-        `<tool_response>` again, the 1.5B wrote it once more under every wording of the
-        feedback (greedy decoding copies); left out, it made the call."""
+    def _answer_feedback(self, run: RunView, state: _RunTextState, answer: str
+                         ) -> tuple[str, bool] | None:
+        """What to send back for an answer that is not one, and whether later requests leave
+        the reply out (a small model shown its own made-up result or copied preamble writes it
+        again: greedy decoding copies); or None. An imitated note is kept in view: a
+        `<system-reminder>` restating the tool's error led the 1.5B to the right answer, and
+        with it set aside the 1.5B invented the weather."""
         if state.imitated:
-            return imitation_feedback(state.imitation, self.known_names()), True
+            tool = made_up_result_of(state.imitation, self.known_names())
+            if tool is not None:
+                return made_up_result_feedback(tool), True
+            return IMITATION_FEEDBACK, False
         if echoes_runtime_note(answer):
-            return ECHO_FEEDBACK, True
+            return ECHO_FEEDBACK, False
+        if copies_call_preamble(answer, run.history):
+            return COPY_FEEDBACK, True
         return (DANGLING_FEEDBACK, False) if is_dangling(answer) else None
 
 

@@ -6,8 +6,8 @@ template in native mode) and runtime notes inside `<system-reminder>` tags. Smal
 Qwen2.5-Coder-1.5B answered with a made-up `<tool_response>{"output": …}` block and with
 `<system-reminder>Weather service is currently unavailable…`. Such blocks are never the model's
 answer: they are removed from what the user sees (streamed or final), and a reply that was
-nothing else is sent back to the model with `IMITATION_FEEDBACK` — and set aside: later requests
-leave it out, since a small model shown its own imitation copies it (greedy decoding).
+nothing else is sent back to the model with `IMITATION_FEEDBACK`; a made-up result of a named
+tool is set aside instead (later requests leave it out) and answered with the call to make.
 """
 
 from __future__ import annotations
@@ -20,27 +20,28 @@ RUNTIME_TAGS = ("system-reminder", "tool_response")
 _BLOCK = re.compile(r"<(system-reminder|tool_response)(?:\s[^>]*)?>.*?(?:</\1>|\Z)", re.S)
 _STRAY = re.compile(r"</?(?:system-reminder|tool_response)(?:\s[^>]*)?>")
 
-# written to stand without the reply it answers (set aside), and without naming the tags: told
-# about `<tool_response>`, the 1.5B wrote one again
 IMITATION_FEEDBACK = (
-    "Your last reply was set aside: only the runtime writes tool results and notes. Call a tool "
-    "if you still need a result, or answer the user in plain words from the results you were "
-    "given."
+    "Your reply imitated the runtime's markup (<tool_response> or <system-reminder>) instead of "
+    "answering. Only the runtime writes tool results: call a tool if you still need one, or "
+    "answer the user in plain words from the results you were given."
 )
 
 
 _NAMED_RESULT = re.compile(r'<tool_response\s+name="([^"<>]{1,128})"')
 
 
-def imitation_feedback(text: str, tools: Collection[str]) -> str:
-    """`IMITATION_FEEDBACK`, or only the call to make when the imitated result names an offered
-    tool (Qwen2.5-Coder-1.5B, given alice's id, wrote `<tool_response name="get_orders">` with
-    invented orders three times while told the general rule; with its reply set aside and told
-    only this, it made the call)."""
+def made_up_result_of(text: str, tools: Collection[str]) -> str | None:
+    """The offered tool that an imitated `<tool_response name="…">` names, or None."""
     named = _NAMED_RESULT.search(text)
-    if named is None or named.group(1) not in tools:
-        return IMITATION_FEEDBACK
-    tool = named.group(1)
+    return named.group(1) if named is not None and named.group(1) in tools else None
+
+
+def made_up_result_feedback(tool: str) -> str:
+    """What a reply that made up `tool`'s result is answered with, once it is set aside (left
+    out of later requests). Qwen2.5-Coder-1.5B, given alice's id, wrote `<tool_response
+    name="get_orders">` with invented orders three times while it stayed in view, under every
+    wording of the feedback; set aside and told only this, it made the call. Written to stand
+    without the reply, and without naming the tags (told about them, it wrote one again)."""
     return ("Your last reply was set aside: only the runtime writes tool results. To get "
             f"{tool}'s real result, call {tool} and end your reply there.")
 
