@@ -580,3 +580,20 @@ async def test_an_imitated_note_that_restates_the_error_stays_in_view() -> None:
     third = server.model_requests[2]
     assert IMITATION_FEEDBACK in third.raw_body.decode()
     assert "Weather service is currently unavailable" in assistant_turns(third)
+
+
+async def test_a_run_with_no_answer_and_no_tool_result_says_so() -> None:
+    # prompt mode, 1.5B, bench task `missing_file`: it never called read_file, only wrote made-up
+    # results, three times; the run's output was ""
+    made_up = ['<tool_response>\n{\n  "output": "The file missing.txt does not exist in the '
+               'workspace."\n}\n</tool_response>',
+               '<tool_response>\n{\n  "content": "The file \'missing.txt\' does not exist in the '
+               'workspace."\n}\n</tool_response>',
+               '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the '
+               'workspace."\n}\n</tool_response>']
+    with FakeModelServer([Reply(text) for text in made_up]) as server:
+        result = await make_agent(server, tools=[read_file], tool_call_format="prompt").run(
+            "What does missing.txt say? Read it.")
+    assert result.stop_reason == "completed"
+    assert result.output == (f"{FALLBACK_HEAD} The run ended (completed) before the model wrote "
+                             "an answer, and no tool returned a result.")

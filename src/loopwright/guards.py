@@ -295,8 +295,9 @@ def is_dangling(text: str) -> bool:
 
 def fallback_answer(history: Sequence[Message], reason: str) -> str:
     """What the user gets when a run ends without an answer from the model: the last results
-    the tools really returned (never our own notes), labelled as such — not an invented answer.
-    "" when no tool returned anything."""
+    the tools really returned (never our own notes), labelled as such — not an invented answer;
+    when no tool returned anything, that said in words (1.5B `missing_file`, prompt mode: three
+    made-up `<tool_response>` blocks and no call left the output "")."""
     calls = {c.id: c for m in history if m.role == "assistant" for c in m.tool_calls}
     lines: list[str] = []
     for msg in reversed(history):
@@ -311,7 +312,8 @@ def fallback_answer(history: Sequence[Message], reason: str) -> str:
         if len(lines) == _FALLBACK_RESULTS:
             break
     if not lines:
-        return ""
+        return (f"{FALLBACK_HEAD} The run ended ({reason}) before the model wrote an answer, "
+                "and no tool returned a result.")
     return (f"{FALLBACK_HEAD} The run ended ({reason}) before the model wrote an answer. The "
             "last tool results it received:\n" + "\n".join(reversed(lines)))
 
