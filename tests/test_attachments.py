@@ -1,11 +1,15 @@
 """Images and PDFs in prompts and tool results: each wire format's own shape, token estimates,
-sessions storing them by reference, and a clear error for a model that takes none."""
+sessions storing them by reference, a clear error for a model that takes none, and files read
+in worker threads, never on the event loop."""
 
 from __future__ import annotations
 
 import base64
 import sqlite3
 import struct
+import sys
+import threading
+import traceback
 import zlib
 from pathlib import Path
 from typing import Any
@@ -13,9 +17,11 @@ from typing import Any
 import pytest
 
 from loopwright import Agent, document, image, messages, tool
+from loopwright.attachments import Attachment
 from loopwright.context.tokens import estimate_message
 from loopwright.errors import ConfigError
 from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.wire.splice import SplicedBodyFormat
 
 MODES = ["chat_completions", "responses", "anthropic_messages"]
 
@@ -151,3 +157,100 @@ def test_a_file_that_is_not_an_image_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a supported image"):
         image(tmp_path / "notes.txt")
+
+
+
+# --- files read off the event loop --------------------------------------------------------------
+
+
+class ReadLog:
+    """Every read of an attachment's bytes: what it was for (`estimate`: a token estimate,
+    `body`: a request body) and whether it ran on the event loop's thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.loop_thread = threading.get_ident()  # called from the async test: the loop's
+        self.reads: list[tuple[str, bool]] = []
+        original = Attachment.read
+
+        def read(attachment: Attachment) -> bytes:
+            # from this frame: walk_stack(None) skips our caller, which may name the purpose
+            names = {frame.f_code.co_name for frame, _ in traceback.walk_stack(sys._getframe())}
+            purpose = ("estimate" if "estimate_tokens" in names
+                       else "body" if "encode_body" in names else "other")
+            self.reads.append((purpose, threading.get_ident() == self.loop_thread))
+            return original(attachment)
+
+        monkeypatch.setattr(Attachment, "read", read)
+
+    def on_loop(self, purpose: str) -> list[bool]:
+        """For each read for `purpose`: was it on the loop's thread?"""
+        return [on_loop for what, on_loop in self.reads if what == purpose]
+
+
+async def run_with_files(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ReadLog:
+    """A run of three requests whose prompt holds an image and a PDF given by path and whose
+    first tool returns another PDF by path; every file must reach the provider."""
+    (tmp_path / "chart.png").write_bytes(png(40, 30))
+    (tmp_path / "report.pdf").write_bytes(PDF)
+    (tmp_path / "scan.pdf").write_bytes(PDF.replace(b"1.4", b"1.7"))
+
+    @tool(read_only=True)
+    def fetch_scan() -> Any:
+        """Fetch the scan."""
+        return ["the scan:", document(tmp_path / "scan.pdf")]
+
+    @tool(read_only=True)
+    def check() -> str:
+        """Check."""
+        return "checked"
+
+    log = ReadLog(monkeypatch)
+    script = [Reply(tool_calls=[call("fetch_scan", {})]), Reply(tool_calls=[call("check", {})]),
+              Reply("all read")]
+    with FakeModelServer(script) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", api_mode=mode,
+                      tools=[fetch_scan, check])
+        result = await agent.run(["What are these?", image(tmp_path / "chart.png"),
+                                  document(tmp_path / "report.pdf")])
+    assert result.output == "all read"
+    sent = str(server.model_requests[2].body)
+    for name in ("chart.png", "report.pdf", "scan.pdf"):
+        assert base64.b64encode((tmp_path / name).read_bytes()).decode() in sent
+    assert log.on_loop("other") == []
+    return log
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_token_estimates_read_files_off_the_event_loop(
+        mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compaction estimates every request synchronously; each file it counts (an image's size,
+    a PDF's pages) was measured before, once, in a worker thread."""
+    log = await run_with_files(mode, tmp_path, monkeypatch)
+    assert log.on_loop("estimate") == [False] * 3
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_request_bodies_read_files_off_the_event_loop(
+        mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file is read and encoded for the body once (later turns reuse the cached wire
+    form), in a worker thread: never on the loop that runs every other run's turns."""
+    log = await run_with_files(mode, tmp_path, monkeypatch)
+    assert log.on_loop("body") == [False] * 3
+
+
+async def test_a_request_without_attachments_is_encoded_on_the_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread hop is kept for requests with files: an ordinary turn pays none."""
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    original = SplicedBodyFormat.encode_body
+
+    def encode_body(self: SplicedBodyFormat, *args: Any, **kwargs: Any) -> bytes:
+        threads.append(threading.get_ident())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SplicedBodyFormat, "encode_body", encode_body)
+    with FakeModelServer([Reply("plain")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k")
+        assert (await agent.run("hello")).output == "plain"
+    assert threads == [loop_thread]

@@ -15,7 +15,7 @@ import mimetypes
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +40,9 @@ class Attachment:
     path: str | None = None
     url: str | None = None
     name: str | None = None
+    # `estimate_tokens()` once measured. Kept here, not only per message: the sanitizer's merged
+    # copies of a message hold the same objects, so the file is read for it once
+    _tokens: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def read(self) -> bytes:
         if self.data is not None:
@@ -63,9 +66,23 @@ class Attachment:
     def filename(self) -> str:
         return self.name or (Path(self.path).name if self.path else f"{self.kind}")
 
+    @property
+    def measured(self) -> bool:
+        """Whether `estimate_tokens()` is known without reading the bytes again."""
+        return self._tokens is not None or self.url is not None
+
     def estimate_tokens(self) -> int:
         """Tokens the attachment costs in a request, roughly (images by their pixel count, as
-        Anthropic documents it; PDFs by their page count)."""
+        Anthropic documents it; PDFs by their page count). Memoised; the first call reads the
+        file, so the loop measures attachments in a worker thread first
+        (`context.tokens.measure_attachments`)."""
+        tokens = self._tokens
+        if tokens is None:
+            tokens = self._measure()
+            object.__setattr__(self, "_tokens", tokens)  # frozen: a memo, not a change
+        return tokens
+
+    def _measure(self) -> int:
         if self.url is not None:
             return IMAGE_TOKENS_UNKNOWN
         raw = self.read()

@@ -15,6 +15,7 @@ numbers are written beside the code.
      6  steering             pending steering messages appended
      7  request              the tools offered this turn; the history sanitised; last-round note
      8  before_model         list order: hooks, MCP, recall, compaction, reminders, tool format
+                             (attachments' token costs measured first, in a worker thread)
      9  the model call       text_filter (list order) wraps the text stream; the call itself is
                              `model_call.ModelCalls` (retries, fallback, usage, cost, record); too
                              long: on_context_overflow (list order) until one shrinks it, sent once
@@ -43,6 +44,7 @@ import typing
 from typing import Any
 
 from loopwright import guards, messages
+from loopwright.context.tokens import measure_attachments
 from loopwright.errors import (
     ContextOverflowError,
     LoopwrightError,
@@ -203,6 +205,9 @@ async def turn(run: RunState) -> Next:
 async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelResponse:
     """Steps 8-10: the plugins edit the request, the model answers (its text streamed through
     the plugins' filters), the plugins edit the reply."""
+    # the plugins estimate the request synchronously: what reads a file for its estimate is
+    # read now, off the loop (the history: the request's attachments are its objects)
+    await measure_attachments(run.history)
     for plugin in run.plugins:  # 8
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request, purpose)  # 9

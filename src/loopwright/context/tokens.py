@@ -8,9 +8,11 @@ budgets track the real tokenizer after the first call.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 
+from loopwright.attachments import Attachment
 from loopwright.messages import Message, ModelRequest, ToolSpec, edits_so_far
 
 CHARS_PER_TOKEN = 4
@@ -45,6 +47,21 @@ def estimate_message(msg: Message) -> int:
         tokens += attachment.estimate_tokens()
     msg.wire_cache[CACHE_KEY] = tokens
     return tokens
+
+
+async def measure_attachments(messages: Iterable[Message]) -> None:
+    """Measure in a worker thread the attachments whose token cost is not known yet (a path's
+    file read whole, a PDF's pages counted), so that the estimates plugins make synchronously
+    during a turn never read a file on the event loop. Without attachments: one truth test per
+    message, no thread."""
+    pending = [a for m in messages if m.attachments for a in m.attachments if not a.measured]
+    if pending:
+        await asyncio.to_thread(_measure, pending)
+
+
+def _measure(attachments: list[Attachment]) -> None:
+    for attachment in attachments:
+        attachment.estimate_tokens()  # memoised on the attachment
 
 
 def estimate_messages(messages: Iterable[Message]) -> int:

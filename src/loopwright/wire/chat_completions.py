@@ -23,6 +23,7 @@ from loopwright.wire.stream import StreamAccumulator
 MODE = "chat_completions"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's JSON text
 JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the messages up to it (splice.Joined)
+TOOL_FILES_KEY = f"{MODE}/tool_files"  # … of a tool result's files as user content parts
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "end_turn",
@@ -96,11 +97,21 @@ def _tool_attachments_as_user(history: list[Message],
             pending = []
         out.append(wire)
         if msg.role == "tool" and msg.attachments:
-            pending += [{"type": "text", "text": f"(attached by {msg.name or 'the tool'})"},
-                        *attachment_parts(msg.attachments)]
+            pending += _tool_file_parts(msg)
     if pending:
         out.append({"role": "user", "content": pending})
     return out
+
+
+def _tool_file_parts(msg: Message) -> list[dict[str, Any]]:
+    """A tool result's files as user content parts, cached on the message like its own wire
+    form: each file is read and encoded once, not on every turn that resends it."""
+    parts: list[dict[str, Any]] | None = msg.wire_cache.get(TOOL_FILES_KEY)
+    if parts is None:
+        parts = msg.wire_cache[TOOL_FILES_KEY] = [
+            {"type": "text", "text": f"(attached by {msg.name or 'the tool'})"},
+            *attachment_parts(msg.attachments)]
+    return parts
 
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
