@@ -434,6 +434,35 @@ async def test_a_call_to_a_tool_that_does_not_exist_is_answered_with_an_example_
     assert 'for example: {"name": "read_file", "arguments": {"path": "..."}}' in told
 
 
+@tool
+def replace_in_file(path: str, old: str, new: str) -> str:
+    """Replace text in a file of the workspace."""
+    ran.append((len(path), len(new)))
+    return f"replaced in {path}"
+
+
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+async def test_a_call_that_copies_the_examples_placeholders_is_not_run(fmt: str) -> None:
+    # prompt mode, 0.5B, bench task `edit_debug`: told the tool `config.ini` does not exist,
+    # "for example: {"name": "replace_in_file", "arguments": {"path": "...", "old": "...", "new":
+    # "..."}}", it sent exactly that, and the tool ran on a file named "..."
+    copied = '{"name": "replace_in_file", "arguments": {"path": "...", "old": "...", "new": "..."}}'
+    fixed = ('{"name": "replace_in_file", "arguments": {"path": "config.ini", '
+             '"old": "debug = false", "new": "debug = true"}}')
+    script = [Reply('<tool_call>\n{"name": "config.ini", "arguments": {"debug": true}}\n'
+                    '</tool_call>'), Reply(f"<tool_call>\n{copied}\n</tool_call>"),
+              Reply(f"<tool_call>\n{fixed}\n</tool_call>"), Reply("Done: debug is now true.")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, tools=[read_file, replace_in_file],
+                                  tool_call_format=fmt).run(
+            "In config.ini, change debug = false to debug = true.")
+    assert result.output == "Done: debug is now true."
+    assert ran == [(len("config.ini"), len("debug = true"))]  # never the placeholder call
+    told = [m.content for m in result.messages if m.role == "tool"]
+    assert "for example: " + copied in told[0]
+    assert told[1].startswith("Error: 'path', 'old', 'new' still hold the example's placeholder")
+
+
 @tool(read_only=True)
 def list_files() -> list[str]:
     """List the names of the files in the workspace."""
@@ -461,6 +490,28 @@ async def test_a_list_sent_as_the_arguments_of_a_tool_without_arguments_runs_it(
     with FakeModelServer([Reply(paths), Reply("4")], flavor="llamacpp") as server:
         result = await make_agent(server, tools=[list_files]).run("How many files?")
     assert result.output == "4" and ran == [(0, 0)]
+
+
+async def test_copies_of_a_call_without_arguments_are_one_call_whatever_their_arguments(
+        mode: str) -> None:
+    # native mode, streamed, 0.5B, bench task `count_files`: given the list, it called list_files
+    # again three times in one reply with the list pasted into a copy of the schema, and a cut
+    # fourth; each reply's copies ran as new calls, and it never answered
+    first = ('{"name": "list_files", "arguments": {"additionalProperties": false, '
+             '"properties": {}, "type": "object"}}')
+    pasted = ('{"name": "list_files", "arguments": {"additionalProperties": false, '
+              '"properties": {"files": ["four.py", "one.txt", "three.md", "two.txt"]}, '
+              '"type": "object"}}')
+    runaway = "\n".join([pasted] * 3) + '\n{"name": "list_files", "arguments": {"add'
+    script = [Reply(first), Reply(runaway, finish_reason="length"), Reply("4")]
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await make_agent(server, mode, stream=True, tools=[list_files]).run(
+            "How many files are in the workspace? Answer with a number.")
+    assert result.output == "4" and ran == [(0, 0)]  # the copies are the call it had made
+    told = [m.content for m in result.messages if m.role == "tool"]
+    assert "you already have the result of this exact call" in told[1]
+    assert ANSWER_NOW_NOTE in server.model_requests[2].raw_body.decode()  # answer, no tools
+    assert {c.arguments for m in result.messages for c in m.tool_calls} == {"{}"}
 
 
 async def test_a_tool_that_takes_any_keys_is_not_called_with_its_schema() -> None:

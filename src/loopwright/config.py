@@ -78,6 +78,7 @@ class Settings:
     tool_call_format: ToolCallFormat = "native"
     text_tool_calls: bool = True
     narration_nudge: bool = True
+    unread_file_nudge: bool = True
     allowed_tool_tags: list[str] | None = None
     hidden_tools: list[str] = dataclasses.field(default_factory=list)
     deferred_tools: Literal["auto", "all"] | list[str] | None = None
@@ -163,6 +164,7 @@ class AgentOptions(TypedDict, total=False):
     tool_call_format: ToolCallFormat
     text_tool_calls: bool
     narration_nudge: bool
+    unread_file_nudge: bool
     allowed_tool_tags: list[str] | None
     hidden_tools: list[str]
     deferred_tools: Literal["auto", "all"] | list[str] | None

@@ -65,11 +65,14 @@ from loopwright.events import (
     TurnEnd,
     TurnStart,
 )
-from loopwright.messages import ModelRequest, ModelResponse, ToolCall, Usage
+from loopwright.messages import ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.result import RunResult, StopReason
 from loopwright.run_state import Answer, Next, RunAgain, RunState, Stop
 from loopwright.tools.execute import ToolOutcome
-from loopwright.tools.stored_arguments import with_storable_arguments_async
+from loopwright.tools.stored_arguments import (
+    with_storable_arguments_async,
+    without_ignored_arguments,
+)
 from loopwright.wire.stream import DeltaListener
 
 logger = logging.getLogger("loopwright")
@@ -169,7 +172,7 @@ async def turn(run: RunState) -> Next:
     answer_only, run.answer_now = last_round or run.answer_now, False
     request = ModelRequest(  # 7
         model=s.chain.model,
-        messages=run.sanitizer(run.history),
+        messages=run.sanitizer(run.request_history()),
         tools=s.tool_specs(run.turn) if s.tool_specs else [],
         max_tokens=s.max_tokens,
         temperature=s.temperature,
@@ -181,6 +184,8 @@ async def turn(run: RunState) -> Next:
         request.messages.append(messages.user(note))
         request.tool_choice = "none" if request.tools else None
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
+    if response.message.tool_calls:
+        response.message = without_ignored_arguments(response.message, _offered(run))
     truncated = response.finish_reason == "length"
     calls = response.message.tool_calls  # as written: the executor explains what is wrong
     run.append(await with_storable_arguments_async(response.message, cut=truncated))  # 11
@@ -359,9 +364,13 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     return intercepted, bool(repeated)
 
 
-def _offered_names(run: RunState) -> set[str]:
+def _offered(run: RunState) -> list[ToolSpec]:
     specs = run.settings.tool_specs
-    return {spec.name for spec in specs(run.turn)} if specs else set()
+    return specs(run.turn) if specs else []
+
+
+def _offered_names(run: RunState) -> set[str]:
+    return {spec.name for spec in _offered(run)}
 
 
 async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
@@ -421,7 +430,7 @@ async def _budget_summary(run: RunState) -> Stop:
     tools = s.tool_specs(run.turn) if s.tool_specs else []
     request = ModelRequest(
         model=s.chain.model,
-        messages=[*run.sanitizer(run.history), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        messages=[*run.sanitizer(run.request_history()), messages.user(guards.BUDGET_SUMMARY_NOTE)],
         tools=tools,
         tool_choice="none" if tools else None,
         max_tokens=s.max_tokens,

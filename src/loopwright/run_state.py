@@ -99,6 +99,7 @@ class RunState:
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
+        self._set_aside: dict[int, Message] = {}  # by identity; kept so the ids stay theirs
         self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
@@ -175,6 +176,15 @@ class RunState:
             self.last_reply = message
         for plugin in self.plugins:  # 2
             plugin.on_message(self, message)
+
+    def set_aside(self, message: Message) -> None:
+        self._set_aside[id(message)] = message
+
+    def request_history(self) -> list[Message]:
+        """The history a request is built from: without the replies set aside."""
+        if not self._set_aside:
+            return self.history
+        return [m for m in self.history if id(m) not in self._set_aside]
 
     def replace_history(self, history: list[Message], *, compacted: bool = False) -> None:
         self.history[:] = history

@@ -350,6 +350,25 @@ def describe_validation_error(exc: pydantic.ValidationError | ValueError) -> str
     return "; ".join(problems)
 
 
+PLACEHOLDER = "..."  # the value of a text argument in the examples the model is shown
+
+
+def placeholder_message(tool_name: str, arguments: dict[str, Any], schema: dict[str, Any]
+                        ) -> str | None:
+    """The error for a call that copied an example's placeholder as a value, or None (the 0.5B,
+    shown `{"path": "...", "old": "...", "new": "..."}`, sent exactly that; shown the prompt's
+    example, it wrote a file named "..."). A real value is never just the placeholder."""
+    properties = schema.get("properties") or {}
+    copied = [name for name, value in arguments.items()
+              if value == PLACEHOLDER and isinstance(properties.get(name), dict)]
+    if not copied:
+        return None
+    names = ", ".join(repr(n) for n in copied)
+    return (f"Error: {names} still hold the example's placeholder {PLACEHOLDER!r}, so "
+            f"{tool_name!r} was not run. The example only shows the shape of a call: call it "
+            "again with the real values, from the user's request or from the results you have.")
+
+
 def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     """A minimal example object for a schema: required properties with placeholder values."""
     properties = schema.get("properties") or {}
@@ -377,7 +396,7 @@ def _example_value(prop: dict[str, Any], root: dict[str, Any]) -> Any:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     return {
-        "string": "...",
+        "string": PLACEHOLDER,
         "integer": 0,
         "number": 0,
         "boolean": False,

@@ -26,6 +26,7 @@ from loopwright.tools.arguments import (
     is_complete_json,
     loads_bounded,
     parse_arguments_async,
+    placeholder_message,
     truncated_call_message,
     unknown_tool_message,
 )
@@ -167,6 +168,10 @@ class ToolExecutor:
             if echo is not None:
                 return ToolOutcome(call=call, is_error=True, content=echo,
                                    data={"bad_arguments": True, "schema_echo": True})
+            copied = placeholder_message(call.name, raw, found.parameters)
+            if copied is not None:
+                return ToolOutcome(call=call, is_error=True, content=copied,
+                                   data={"bad_arguments": True, "placeholder": True})
             arguments = found.validate(raw)
         except ArgumentsError as exc:
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},

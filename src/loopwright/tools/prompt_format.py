@@ -187,7 +187,6 @@ class _RunTextState:
     imitated: bool = False  # the last reply was nothing but the runtime's own markup
     imitation: str = ""  # what it was, to name the tool whose result it made up
     answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
-    set_aside: list[Message] = field(default_factory=list)  # such replies: never shown again
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
 
@@ -214,9 +213,6 @@ class ToolTextPlugin(LoopPlugin):
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = self._state(run)
-        if state.set_aside:
-            request.messages = sanitize([m for m in request.messages  # two user turns meet
-                                         if not any(m is gone for gone in state.set_aside)])
         if self.mode == "prompt":
             answer_only = request.tool_choice == "none"
             specs, request.tools, request.tool_choice = request.tools, [], None
@@ -322,7 +318,7 @@ class ToolTextPlugin(LoopPlugin):
             state.answer_prompts += 1
             last = run.history[-1] if run.history else None
             if set_aside and last is not None and last.role == "assistant":
-                state.set_aside.append(last)
+                run.set_aside(last)
             run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
                        "copied the text of an earlier call, or stopped at a colon; asking the "
                        "model again", {"imitated": state.imitated, "set_aside": set_aside})
@@ -386,10 +382,11 @@ def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
 
 
 def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopPlugin]:
-    """The plugins one run needs for `tool_call_format`, `text_tool_calls` and
-    `narration_nudge`. The prompt-mode plugin must stay last among request editors: it converts
-    whatever the others added."""
+    """The plugins one run needs for `tool_call_format`, `text_tool_calls`, `narration_nudge`
+    and `unread_file_nudge`. The prompt-mode plugin must stay last among request editors: it
+    converts whatever the others added."""
     from loopwright.tools.nudge import NarrationNudge
+    from loopwright.tools.unread_files import UnreadFileNudge
 
     fmt = settings.tool_call_format  # validated by `Settings`
     plugins: list[LoopPlugin] = []
@@ -399,6 +396,9 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
         plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",
                                       tool_names=catalogue.callable_names,
                                       schema_of=lambda name: _schema(catalogue, name)))
+    if settings.unread_file_nudge:  # after the narration nudge: its note names the call
+        plugins.append(UnreadFileNudge(tool_names=catalogue.callable_names,
+                                       schema_of=lambda name: _schema(catalogue, name)))
     if fmt == "prompt" or settings.text_tool_calls:
         plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
                                       known_names=catalogue.callable_names,

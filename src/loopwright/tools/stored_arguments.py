@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections.abc import Iterable
 
-from loopwright.messages import Message, ToolCall
+from loopwright.messages import Message, ToolCall, ToolSpec
 from loopwright.tools.arguments import OFF_LOOP_CHARS, loads_bounded
 
 EMPTY = "{}"
@@ -78,6 +79,25 @@ def with_storable_arguments(msg: Message, *, cut: bool = False) -> Message:
     if all(is_json_object(c.arguments) for c in msg.tool_calls):
         return msg
     calls = [ToolCall(id=c.id, name=c.name, arguments=storable_arguments(c.arguments, cut=cut))
+             for c in msg.tool_calls]
+    return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
+                   reasoning=msg.reasoning, is_error=msg.is_error,
+                   provider_data=msg.provider_data)
+
+
+def without_ignored_arguments(msg: Message, tools: Iterable[ToolSpec]) -> Message:
+    """`msg` with the calls of tools that take no arguments given `{}`: what such a tool runs
+    with whatever was sent, and what makes copies of one call one call (the 0.5B sent
+    `list_files` `{}` and, in the same reply, five copies of its schema as the arguments, then
+    called it with the schema again for as long as it had tools)."""
+    from loopwright.tools.schema_echo import takes_no_arguments
+
+    if not msg.tool_calls:
+        return msg
+    free = {t.name for t in tools if takes_no_arguments(t.parameters)}
+    if not any(c.name in free and c.arguments != EMPTY for c in msg.tool_calls):
+        return msg
+    calls = [ToolCall(id=c.id, name=c.name, arguments=EMPTY) if c.name in free else c
              for c in msg.tool_calls]
     return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
                    reasoning=msg.reasoning, is_error=msg.is_error,

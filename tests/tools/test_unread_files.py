@@ -1,0 +1,158 @@
+"""The unread-file nudge (issue 12), replayed through the fake model server with the replies
+Qwen2.5-Coder-0.5B served by llama.cpp really wrote: asked about a named file, with `read_file`
+offered, it answered from what such files usually hold, without a call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event, StatusEvent
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+from loopwright.tools.unread_files import named_files
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+GUESS = "The port number set in config.ini is 8080."  # bench task `read_port`, native, plain
+READ_PORT = "What port number is set in config.ini?"
+CONFIG = "[server]\nhost = 0.0.0.0\nport = 8417\ndebug = false\n"
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+def make_agent(server: FakeModelServer, workdir: Path, *, tools: list[Any] | None = None,
+               events: list[Event] | None = None, **kw: Any) -> Agent:
+    added: list[tuple[int, int]] = []
+
+    @tool(read_only=True)
+    def read_file(path: str) -> str:
+        """Return the text of a file in the workspace."""
+        return (workdir / path).read_text()
+
+    @tool(read_only=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers and return the sum."""
+        added.append((a, b))
+        return a + b
+
+    agent = Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k", retry=FAST,
+                  tools=tools if tools is not None else [read_file, add], workdir=str(workdir),
+                  callbacks=[events.append] if events is not None else [], **kw)
+    agent.added = added  # type: ignore[attr-defined]
+    return agent
+
+
+def body(request: RecordedRequest) -> str:
+    return request.raw_body.decode()
+
+
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_an_answer_about_a_file_no_tool_read_is_set_aside_with_the_call_to_make(
+        tmp_path: Path, fmt: str, stream: bool) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    script = [Reply(GUESS, chunk_size=7), Reply(call_text("read_file", {"path": "config.ini"})),
+              Reply("The port is 8417.")]
+    events: list[Event] = []
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path, events=events, tool_call_format=fmt,
+                                  stream=stream).run(READ_PORT)
+    assert result.output == "The port is 8417."
+    second, third = body(server.model_requests[1]), body(server.model_requests[2])
+    example = call_text("read_file", {"path": "config.ini"})
+    assert "You have not read config.ini yet" in second
+    assert json.dumps(f"for example {example}")[1:-1] in second
+    assert "8080" not in second and "8080" not in third  # the guess is left out
+    assert "port = 8417" in third
+    assert any(m.content == GUESS for m in result.messages)  # it stays in the session
+    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
+    assert [e.data for e in nudges] == [{"files": ["config.ini"]}]
+
+
+async def test_a_sum_of_made_up_numbers_is_sent_back_to_read_the_file_first(
+        tmp_path: Path) -> None:
+    # bench task `read_then_add`, native, plain: it added 2 and 3 without reading numbers.txt
+    (tmp_path / "numbers.txt").write_text("first = 19\nsecond = 23\n")
+    script = [Reply(call_text("add", {"a": 2, "b": 3})), Reply("The sum of 2 and 3 is 5."),
+              Reply(call_text("read_file", {"path": "numbers.txt"})),
+              Reply(call_text("add", {"a": 19, "b": 23})), Reply("The sum is 42.")]
+    with FakeModelServer(script) as server:
+        agent = make_agent(server, tmp_path)
+        result = await agent.run("numbers.txt holds two numbers. Read it and add them with the "
+                                 "add tool. What is the sum?")
+    assert result.output == "The sum is 42."
+    assert agent.added == [(2, 3), (19, 23)]  # type: ignore[attr-defined]
+    assert "You have not read numbers.txt yet" in body(server.model_requests[2])
+
+
+async def test_a_file_the_request_asks_to_read_counts_even_when_it_does_not_exist(
+        tmp_path: Path) -> None:
+    # bench task `missing_file`, native, plain: 'missing.txt says "Missing file."', no call
+    script = [Reply('missing.txt says "Missing file."'),
+              Reply(call_text("read_file", {"path": "missing.txt"})),
+              Reply("missing.txt does not exist in the workspace.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path).run("What does missing.txt say? Read it.")
+    assert result.output == "missing.txt does not exist in the workspace."
+    assert "No such file" in body(server.model_requests[2])
+
+
+@pytest.mark.parametrize("prompt", [
+    "What is Node.js? Answer in one sentence.",  # no such file, and not asked to read one
+    "What port number is set in config.ini?",  # no tool takes a path (below)
+])
+async def test_no_nudge_without_a_file_to_read_or_a_tool_to_read_it(
+        tmp_path: Path, prompt: str) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+
+    @tool(read_only=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers and return the sum."""
+        return a + b
+
+    tools = [add] if "config.ini" in prompt else None
+    with FakeModelServer([Reply("An answer.")]) as server:
+        result = await make_agent(server, tmp_path, tools=tools).run(prompt)
+    assert result.output == "An answer." and len(server.model_requests) == 1
+
+
+async def test_a_file_read_earlier_in_the_conversation_is_not_unread(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    script = [Reply(call_text("read_file", {"path": "./config.ini"})), Reply("Port 8417."),
+              Reply("The host is 0.0.0.0.")]
+    with FakeModelServer(script) as server:
+        agent = make_agent(server, tmp_path)
+        first = await agent.run(READ_PORT)
+        second = await agent.run("And which host does config.ini set?", history=first.messages)
+    assert second.output == "The host is 0.0.0.0." and len(server.model_requests) == 3
+
+
+async def test_the_nudge_is_given_once_per_run(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    with FakeModelServer([Reply(GUESS), Reply("It is 8080.")]) as server:
+        result = await make_agent(server, tmp_path).run(READ_PORT)
+    assert result.output == "It is 8080." and len(server.model_requests) == 2
+
+
+async def test_no_nudge_for_an_answer_asked_for_without_tools_or_when_switched_off(
+        tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    with FakeModelServer([Reply(GUESS), Reply(GUESS)]) as server:
+        last_round = await make_agent(server, tmp_path, max_turns=1).run(READ_PORT)
+        off = await make_agent(server, tmp_path, unread_file_nudge=False).run(READ_PORT)
+    assert last_round.output == GUESS and off.output == GUESS
+    assert len(server.model_requests) == 2
+
+
+def test_file_names_are_found_and_urls_versions_and_addresses_are_not() -> None:
+    assert named_files("Read a.txt and `b.txt`, then src/app.py.") == ["a.txt", "b.txt",
+                                                                      "src/app.py"]
+    assert named_files("What is in /etc/hosts.conf or ~/notes.md?") == ["/etc/hosts.conf",
+                                                                        "~/notes.md"]
+    assert named_files("See https://example.com/a.html, mail me@example.org, e.g. v3.14.1") == []
