@@ -133,6 +133,21 @@ async def test_a_file_read_earlier_in_the_conversation_is_not_unread(tmp_path: P
     assert second.output == "The host is 0.0.0.0." and len(server.model_requests) == 3
 
 
+async def test_a_call_of_a_tool_that_does_not_exist_read_nothing(tmp_path: Path) -> None:
+    # bench task `read_port`, prompt mode, 1.5B: it asked `grep` for config.ini, and told there
+    # is no such tool, apologised; that was the run's answer
+    (tmp_path / "config.ini").write_text(CONFIG)
+    grep = call_text("grep", {"pattern": "port", "file": "config.ini"})
+    script = [Reply("To find the port number set in `config.ini`, you can use the `grep` "
+                    f"command.\n<tool_call>\n{grep}\n</tool_call>"),
+              Reply("I apologize, but I can't help with that."),
+              Reply(call_text("read_file", {"path": "config.ini"})), Reply("The port is 8417.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path, tool_call_format="prompt").run(READ_PORT)
+    assert result.output == "The port is 8417."
+    assert "You have not read config.ini yet" in body(server.model_requests[2])
+
+
 async def test_the_nudge_is_given_once_per_run(tmp_path: Path) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
     with FakeModelServer([Reply(GUESS), Reply("It is 8080.")]) as server:

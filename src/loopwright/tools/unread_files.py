@@ -51,11 +51,12 @@ def named_files(text: str) -> list[str]:
     return found[:_MAX_NAMED]
 
 
-def touched(name: str, history: Sequence[Message]) -> bool:
-    """Whether any call in the conversation took `name` in its arguments (a read, an edit, a
-    shell command naming it), or the user attached it."""
+def touched(name: str, history: Sequence[Message], tools: Collection[str]) -> bool:
+    """Whether any call of one of `tools` in the conversation took `name` in its arguments (a
+    read, an edit, a shell command naming it), or the user attached it. A call of a tool that
+    does not exist never ran (the 1.5B asked `grep` for config.ini, then apologised)."""
     for message in history:
-        if any(name in call.arguments for call in message.tool_calls):
+        if any(name in call.arguments and call.name in tools for call in message.tool_calls):
             return True
         if any(a.name == name or (a.path or "").endswith(name) for a in message.attachments):
             return True
@@ -108,9 +109,9 @@ class UnreadFileNudge(LoopPlugin):
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         if self.nudged or self.tools_off:
             return None
-        names = named_files(self.request)
-        unread = [n for n in names if not touched(n, run.history)]
-        tool = reading_tool(self.tool_names(), self.schema_of) if unread else None
+        tools = self.tool_names()
+        unread = [n for n in named_files(self.request) if not touched(n, run.history, tools)]
+        tool = reading_tool(tools, self.schema_of) if unread else None
         if tool is None:
             return None
         if not _ASKS_TO_READ.search(self.request):
