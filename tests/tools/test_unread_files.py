@@ -148,6 +148,27 @@ async def test_a_call_of_a_tool_that_does_not_exist_read_nothing(tmp_path: Path)
     assert "You have not read config.ini yet" in body(server.model_requests[2])
 
 
+async def test_made_up_results_for_a_file_end_in_the_call_that_reads_it(tmp_path: Path) -> None:
+    # bench task `missing_file`, prompt mode, 1.5B: three made-up results and no call; the run
+    # ended with no answer. After the two answer retries, the nudge names the call.
+    made_up = ['<tool_response>\n{\n  "output": "The file missing.txt does not exist in the '
+               'workspace."\n}\n</tool_response>',
+               '<tool_response>\n{\n  "content": "The file \'missing.txt\' does not exist in the '
+               'workspace."\n}\n</tool_response>',
+               '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the '
+               'workspace."\n}\n</tool_response>']
+    script = [*(Reply(text) for text in made_up),
+              Reply(call_text("read_file", {"path": "missing.txt"})),
+              Reply("missing.txt does not exist.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path, tool_call_format="prompt").run(
+            "What does missing.txt say? Read it.")
+    assert result.output == "missing.txt does not exist."
+    fourth = body(server.model_requests[3])
+    assert "You have not read missing.txt yet" in fourth
+    assert json.dumps(made_up[2])[1:-1] not in fourth  # the reply nudged is set aside
+
+
 async def test_the_nudge_is_given_once_per_run(tmp_path: Path) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
     with FakeModelServer([Reply(GUESS), Reply("It is 8080.")]) as server:
