@@ -5,6 +5,7 @@ in worker threads, never on the event loop."""
 from __future__ import annotations
 
 import base64
+import json
 import sqlite3
 import struct
 import sys
@@ -18,8 +19,10 @@ import pytest
 
 from loopwright import Agent, document, image, messages, tool
 from loopwright.attachments import Attachment
+from loopwright.context.reminders import add_reminder
 from loopwright.context.tokens import estimate_message
 from loopwright.errors import ConfigError
+from loopwright.plugins import LoopPlugin, RunView
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.wire.splice import SplicedBodyFormat
 
@@ -254,3 +257,22 @@ async def test_a_request_without_attachments_is_encoded_on_the_loop(
         agent = Agent("fake-model", base_url=server.base_url, api_key="k")
         assert (await agent.run("hello")).output == "plain"
     assert threads == [loop_thread]
+
+
+class _RemindAtStart(LoopPlugin):
+    async def on_run_start(self, run: RunView) -> None:
+        add_reminder(run, "REMEMBER-THE-FLAG")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_reminder_on_the_prompt_keeps_its_image(mode: str) -> None:
+    # the note is merged into the last user message; that copy used to be rebuilt from its text
+    # only, so the request lost the prompt's image
+    picture = png(4, 3)
+    with FakeModelServer([Reply("a grey square")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", api_mode=mode,
+                      plugins=[_RemindAtStart()])
+        result = await agent.run(["What is this?", image(picture)])
+    assert result.output == "a grey square"
+    sent = json.dumps(last_user_parts(server.model_requests[0].body, mode))
+    assert base64.b64encode(picture).decode() in sent and "REMEMBER-THE-FLAG" in sent

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from loopwright.attachments import Attachment
@@ -407,3 +407,13 @@ def close_interrupted_calls(history: list[Message]) -> list[Message]:
 
 def messages_to_jsonl(history: list[Message]) -> str:
     return "".join(json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in history)
+
+
+def with_user_note(messages: list[Message], note: str) -> list[Message]:
+    """`messages` with `note` added to the last user message — a new message, never an edit
+    (the history holds the same object), with all it carries (attachments) — or, when the last
+    message is not the user's, as a new user message."""
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return [*messages[:-1], replace(last, content=f"{last.content}\n\n{note}")]
+    return [*messages, Message(role="user", content=note)]

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.messages import Message, ModelRequest
+from loopwright.messages import ModelRequest, with_user_note
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
 
@@ -76,14 +76,8 @@ def add_reminder(target: ToolContext | RunView | dict[str, Any], text: str) -> N
 
 def attach_note(request: ModelRequest, text: str) -> None:
     """Append `text` as a user note to the request, keeping roles valid for every wire format."""
-    note = f"<system-reminder>\n{text}\n</system-reminder>"
-    messages = request.messages
-    if messages and messages[-1].role == "user":
-        last = messages[-1]
-        # a new message, never an edit: the history holds the same object
-        messages[-1] = Message(role="user", content=f"{last.content}\n\n{note}")
-    else:
-        messages.append(Message(role="user", content=note))
+    request.messages = with_user_note(request.messages,
+                                      f"<system-reminder>\n{text}\n</system-reminder>")
 
 
 def changed_files(state: dict[str, Any], announced: dict[str, int]) -> list[str]:

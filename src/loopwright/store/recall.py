@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from loopwright.errors import LoopwrightError
-from loopwright.messages import Message, ModelRequest
+from loopwright.messages import ModelRequest, with_user_note
 from loopwright.plugins import LoopPlugin
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class RecallPlugin(LoopPlugin):
             note = await recall_note(self.store, prompt, exclude_session=run.session_id,
                                      limit=self.limit)
         if note:
-            request.messages = attach_note(request.messages, note)
+            request.messages = with_user_note(request.messages, note)
             run.status("recall", "recalled matching messages from past sessions",
                        {"chars": len(note), "ranking": ranking})
 
@@ -148,11 +148,3 @@ def _opening(info: SessionInfo) -> SearchHit:
 
     return SearchHit(session_id=info.id, seq=0, role="user", snippet=info.title,
                      title=info.title, updated=info.updated, score=0.0)
-
-
-def attach_note(history: list[Message], note: str) -> list[Message]:
-    """`history` with `note` added to its last user message (a new message, never a mutation)."""
-    if history and history[-1].role == "user":
-        last = history[-1]
-        return [*history[:-1], Message(role="user", content=f"{last.content}\n\n{note}")]
-    return [*history, Message(role="user", content=note)]
