@@ -13,7 +13,8 @@ numbers are written beside the code.
      4  limits               cancelled? max_turns reached?
      5  budget               none left: one tool-less summary call (through 8-10), then stop
      6  steering             pending steering messages appended
-     7  request              the tools offered this turn; the history sanitised; last-round note
+     7  request              the tools offered this turn; the history sanitised, without the
+                             replies set aside (`RunView.set_aside`); last-round note
      8  before_model         list order: hooks, MCP, recall, compaction, reminders, tool format
                              (attachments' token costs measured first, in a worker thread)
      9  the model call       text_filter (list order) wraps the text stream; the call itself is
@@ -21,7 +22,7 @@ numbers are written beside the code.
                              long: on_context_overflow (list order) until one shrinks it, sent once
                              more; rejected as malformed: the history rebuilt once
     10  after_model          reverse order
-    11  store the reply      its call arguments as valid JSON
+    11  store the reply      its call arguments as valid JSON (`{}` for a tool without any)
     12  no calls             refusal, auto-continue after a cut, or an answer (16)
     13  screen               copies in one reply, the per-reply limit, the doom loop
     14  execute              tools/execute.py: gates, approval, sandbox, output bounds
