@@ -77,9 +77,13 @@ async def test_an_answer_about_a_file_no_tool_read_is_set_aside_with_the_call_to
 
 async def test_a_sum_of_made_up_numbers_is_sent_back_to_read_the_file_first(
         tmp_path: Path) -> None:
-    # bench task `read_then_add`, native, plain: it added 2 and 3 without reading numbers.txt
+    # bench task `read_then_add`, native, plain: it added 2 and 3 without reading numbers.txt,
+    # replayed that call and chained on, and, asked to answer without tools, gave the guess
     (tmp_path / "numbers.txt").write_text("first = 19\nsecond = 23\n")
-    script = [Reply(call_text("add", {"a": 2, "b": 3})), Reply("The sum of 2 and 3 is 5."),
+    runaway = "\n".join(call_text("add", {"a": a, "b": b})
+                        for a, b in [(2, 3), (5, 8), (10, 12), (15, 17), (20, 22)])
+    script = [Reply(call_text("add", {"a": 2, "b": 3})), Reply(runaway),
+              Reply("The sum of 2 and 3 is 5."),
               Reply(call_text("read_file", {"path": "numbers.txt"})),
               Reply(call_text("add", {"a": 19, "b": 23})), Reply("The sum is 42.")]
     with FakeModelServer(script) as server:
@@ -88,7 +92,9 @@ async def test_a_sum_of_made_up_numbers_is_sent_back_to_read_the_file_first(
                                  "add tool. What is the sum?")
     assert result.output == "The sum is 42."
     assert agent.added == [(2, 3), (19, 23)]  # type: ignore[attr-defined]
-    assert "You have not read numbers.txt yet" in body(server.model_requests[2])
+    assert "Do not call any tool now" in body(server.model_requests[2])  # asked without tools
+    fourth = server.model_requests[3]
+    assert "You have not read numbers.txt yet" in body(fourth) and fourth.body.get("tools")
 
 
 async def test_a_file_the_request_asks_to_read_counts_even_when_it_does_not_exist(

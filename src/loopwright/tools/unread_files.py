@@ -107,7 +107,10 @@ class UnreadFileNudge(LoopPlugin):
         self.tools_off = request.tool_choice == "none"
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
-        if self.nudged or self.tools_off:
+        # an answer asked for without tools is nudged too (the 0.5B, told to answer from
+        # add(2, 3) → 5, said "The sum of 2 and 3 is 5."): the next request has tools again —
+        # unless this was the last round
+        if self.nudged or (self.tools_off and run.turn >= run.settings.max_turns):
             return None
         tools = self.tool_names()
         unread = [n for n in named_files(self.request) if not touched(n, run.history, tools)]
