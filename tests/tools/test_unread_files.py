@@ -109,12 +109,13 @@ async def test_a_file_the_request_asks_to_read_counts_even_when_it_does_not_exis
     assert "No such file" in body(server.model_requests[2])
 
 
-@pytest.mark.parametrize("prompt", [
-    "What is Node.js? Answer in one sentence.",  # no such file, and not asked to read one
-    "What port number is set in config.ini?",  # no tool takes a path (below)
+@pytest.mark.parametrize(("prompt", "reads"), [
+    ("What is Node.js? Answer in one sentence.", True),  # no such file, not asked to read one
+    ("Here is config.ini:\n```\nport = 8417\n```\nWhich port does it set?", True),  # pasted
+    ("What port number is set in config.ini?", False),  # no tool takes a path
 ])
 async def test_no_nudge_without_a_file_to_read_or_a_tool_to_read_it(
-        tmp_path: Path, prompt: str) -> None:
+        tmp_path: Path, prompt: str, reads: bool) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
 
     @tool(read_only=True)
@@ -122,9 +123,8 @@ async def test_no_nudge_without_a_file_to_read_or_a_tool_to_read_it(
         """Add two integers and return the sum."""
         return a + b
 
-    tools = [add] if "config.ini" in prompt else None
     with FakeModelServer([Reply("An answer.")]) as server:
-        result = await make_agent(server, tmp_path, tools=tools).run(prompt)
+        result = await make_agent(server, tmp_path, tools=None if reads else [add]).run(prompt)
     assert result.output == "An answer." and len(server.model_requests) == 1
 
 

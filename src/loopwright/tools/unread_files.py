@@ -12,7 +12,8 @@ tasks, in native and prompt mode; a note without the example call, or with the g
 view, mostly got the note or the guess back.
 
 A named file counts when it exists in the workspace, or when the request asks to read it ("What
-does missing.txt say? Read it."), so that "What is Node.js?" costs nothing.
+does missing.txt say? Read it."), so that "What is Node.js?" costs nothing; a request with a
+fenced block carries what its answer needs.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class UnreadFileNudge(LoopPlugin):
         # add(2, 3) → 5, said "The sum of 2 and 3 is 5."): the next request has tools again —
         # unless this was the last round
         if self.nudged or (self.tools_off and run.turn >= run.settings.max_turns):
+            return None
+        if "```" in self.request:  # the user pasted what the answer needs
             return None
         tools = self.tool_names()
         unread = [n for n in named_files(self.request) if not touched(n, run.history, tools)]
