@@ -123,3 +123,15 @@ def small_model_weights() -> tuple[Path, bool]:
 
     spec = model_spec("0.5b")
     return weights_path(spec), weights_present(spec) and xllamacpp_importable()
+
+
+# Qwen2.5-Coder-1.5B, prompt mode, bench task `missing_file` ("What does missing.txt say? Read
+# it."): three made-up results, never a call
+MISSING_FILE_MADE_UP = (
+    '<tool_response>\n{\n  "output": "The file missing.txt does not exist in the workspace."\n}'
+    '\n</tool_response>',
+    '<tool_response>\n{\n  "content": "The file \'missing.txt\' does not exist in the workspace."'
+    '\n}\n</tool_response>',
+    '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the workspace."\n}'
+    '\n</tool_response>',
+)

@@ -27,6 +27,7 @@ from loopwright.guards import (
 )
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 from loopwright.tools.text_calls.runtime_markup import IMITATION_FEEDBACK
+from shared_helpers import MISSING_FILE_MADE_UP
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
@@ -585,12 +586,7 @@ async def test_an_imitated_note_that_restates_the_error_stays_in_view() -> None:
 async def test_a_run_with_no_answer_and_no_tool_result_says_so() -> None:
     # prompt mode, 1.5B, bench task `missing_file`: it never called read_file, only wrote made-up
     # results, three times; the run's output was ""
-    made_up = ['<tool_response>\n{\n  "output": "The file missing.txt does not exist in the '
-               'workspace."\n}\n</tool_response>',
-               '<tool_response>\n{\n  "content": "The file \'missing.txt\' does not exist in the '
-               'workspace."\n}\n</tool_response>',
-               '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the '
-               'workspace."\n}\n</tool_response>']
+    made_up = MISSING_FILE_MADE_UP
     # (the unread-file nudge would now give it a fourth request, naming the call to make:
     # tests/tools/test_unread_files.py; switched off here to reach the end without an answer)
     with FakeModelServer([Reply(text) for text in made_up]) as server:

@@ -15,6 +15,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply
 from loopwright.tools.unread_files import named_files
+from shared_helpers import MISSING_FILE_MADE_UP
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 GUESS = "The port number set in config.ini is 8080."  # bench task `read_port`, native, plain
@@ -157,12 +158,7 @@ async def test_a_call_of_a_tool_that_does_not_exist_read_nothing(tmp_path: Path)
 async def test_made_up_results_for_a_file_end_in_the_call_that_reads_it(tmp_path: Path) -> None:
     # bench task `missing_file`, prompt mode, 1.5B: three made-up results and no call; the run
     # ended with no answer. After the two answer retries, the nudge names the call.
-    made_up = ['<tool_response>\n{\n  "output": "The file missing.txt does not exist in the '
-               'workspace."\n}\n</tool_response>',
-               '<tool_response>\n{\n  "content": "The file \'missing.txt\' does not exist in the '
-               'workspace."\n}\n</tool_response>',
-               '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the '
-               'workspace."\n}\n</tool_response>']
+    made_up = MISSING_FILE_MADE_UP
     script = [*(Reply(text) for text in made_up),
               Reply(call_text("read_file", {"path": "missing.txt"})),
               Reply("missing.txt does not exist.")]
