@@ -5,7 +5,9 @@ the run with a promise instead of an answer; or they tell the user how to make t
 call the `get_stock` function with the argument "pears"" — Qwen2.5-Coder-1.5B, with the apples'
 count in hand). When a final reply ends by announcing a tool action, or describes a call of an
 offered tool, the model is told once to make the call (or answer) — or, when the request had
-switched tools off, to answer from what it has. At most one nudge per run: a model that
+switched tools off, to answer from what it has. A reply that describes a call it quotes the
+argument of is set aside (left out of later requests), and the model is shown only that call:
+shown its own sentence, the 1.5B wrote it again. At most one nudge per run: a model that
 narrates again after being nudged is taken at its word, so the run can never loop on this.
 """
 
@@ -105,12 +107,18 @@ class NarrationNudge(LoopPlugin):
         if self.tools_off:  # "make the call" would contradict the request
             return ("Your reply announced a tool action, but this reply was asked to answer "
                     "without tools. Give your final answer now, from the results above.")
-        how = ("write the <tool_call> block now" if self.prompt_mode
-               else "make the tool call now (a real tool call, not a description of one)")
         example = described_call(answer, names, self.schema_of)
         if example is not None:
-            how += (f": <tool_call>\n{example}\n</tool_call>" if self.prompt_mode
-                    else f", for example {example}")
+            # the call is known: the description is set aside, and only the call is named
+            # (shown its own sentence, the 1.5B wrote it again word for word under the longer
+            # note; set aside and told "Make the call now: {…}", it made the call)
+            last = run.history[-1] if run.history else None
+            if last is not None and last.role == "assistant":
+                run.set_aside(last)
+            return "Make the call now: " + (f"<tool_call>\n{example}\n</tool_call>"
+                                             if self.prompt_mode else example)
+        how = ("write the <tool_call> block now" if self.prompt_mode
+               else "make the tool call now (a real tool call, not a description of one)")
         return (
             "You said you would use a tool, but your reply contained no tool call, so nothing "
             f"ran. If you need the tool, {how}; otherwise give your final answer."
