@@ -303,9 +303,13 @@ async def test_a_replay_of_a_call_that_failed_keeps_the_tools_to_correct_it() ->
     assert "get_stock" in json.dumps(server.model_requests[2].body.get("messages", [])[0])
 
 
-async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back() -> None:
-    # prompt mode, 0.5B, bench task `user_orders`: its answer-only reply
-    echo = "The user's last round: do not call any more tools."
+@pytest.mark.parametrize("echo", [
+    "The user's last round: do not call any more tools.",  # prompt mode, 0.5B, `user_orders`
+    'The user\'s latest message is "get_stock".',  # prompt mode, 0.5B, `stock_total`
+    'The user\'s latest message is "Do not call any tool now."',  # `count_files`
+])
+async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back(echo: str) -> None:
+    # the answer-only reply after a replayed call
     script = [Reply(tool_calls=[call("add", {"a": 1234, "b": 5678})]), Reply(echo), Reply(ANSWER)]
     with FakeModelServer(script) as server:
         result = await make_agent(server).run("What is 1234 + 5678?")

@@ -254,6 +254,7 @@ _FALLBACK_RESULTS = 4
 _COPY_MIN_CHARS = 40  # a short answer given twice ("42") is an answer, not a copied preamble
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
                       "do not call any more tools", "do not call any tool now",
+                      "the user's latest message is",  # the 0.5B, asked to answer: no answer
                       "times in a row; the result will not change", FALLBACK_HEAD.lower(),
                       ANSWER_NOW_NOTE[:40].lower(), LAST_ROUND_NOTE[:40].lower(),
                       "call one of the tools, or give your answer",  # EMPTY_REPLY_NUDGE's tail
