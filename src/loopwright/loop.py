@@ -173,7 +173,7 @@ async def turn(run: RunState) -> Next:
     answer_only, run.answer_now = last_round or run.answer_now, False
     request = ModelRequest(  # 7
         model=s.chain.model,
-        messages=run.sanitizer(run.request_history()),
+        messages=run.request_history(),
         tools=s.tool_specs(run.turn) if s.tool_specs else [],
         max_tokens=s.max_tokens,
         temperature=s.temperature,
@@ -247,9 +247,11 @@ async def _call_model_fitting(run: RunState, request: ModelRequest, purpose: str
 
 def _repair_rejected(run: RunState, request: ModelRequest, exc: RequestRejectedError) -> bool:
     """Rebuild the request and the history from plain parts; False when that changes nothing."""
-    repaired = messages.plain_history(request.messages)
-    if all(a is b for a, b in zip(repaired, request.messages, strict=True)):
+    repaired = messages.sanitize(messages.plain_history(request.messages))  # user turns merge
+    if len(repaired) == len(request.messages) and all(
+            a is b for a, b in zip(repaired, request.messages, strict=True)):
         return False
+    run.merge_turns()
     request.messages = repaired
     run.replace_history(messages.plain_history(run.history))
     run.status("history_repaired", f"the provider rejected the request ({exc}); resending it "
@@ -431,7 +433,7 @@ async def _budget_summary(run: RunState) -> Stop:
     tools = s.tool_specs(run.turn) if s.tool_specs else []
     request = ModelRequest(
         model=s.chain.model,
-        messages=[*run.sanitizer(run.request_history()), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        messages=[*run.request_history(), messages.user(guards.BUDGET_SUMMARY_NOTE)],
         tools=tools,
         tool_choice="none" if tools else None,
         max_tokens=s.max_tokens,

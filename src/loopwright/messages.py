@@ -6,7 +6,7 @@ Every wire adapter converts to and from these types; nothing else knows a wire f
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -203,7 +203,7 @@ class ModelRequest:
 INTERRUPTED_RESULT = "Error: this tool call did not complete (the run was interrupted)."
 
 
-def sanitize(history: list[Message], *, _start: int = 0,
+def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int = 0,
              _seed: list[Message] | None = None) -> list[Message]:
     """Return a history that every provider accepts.
 
@@ -215,7 +215,9 @@ def sanitize(history: list[Message], *, _start: int = 0,
       valid, or built by hand) are sent repaired, or as `{}`: some servers reject the whole
       request otherwise;
     - after the system message, user and assistant alternate: consecutive user messages are merged,
-      consecutive assistant messages (without tool calls) are merged.
+      consecutive assistant messages (without tool calls) are merged — except a user message
+      whose `id()` is in `apart`, which stays a turn of its own (a note that follows a reply set
+      aside: merged into the request before it, the 0.5B answered the request and ignored it).
 
     The input list is not modified; unchanged messages are reused, not copied.
     """
@@ -241,7 +243,7 @@ def sanitize(history: list[Message], *, _start: int = 0,
                 msg = _replace_calls(msg, kept_calls)
             msg = _with_valid_arguments(msg)
             if msg.tool_calls or msg.content or msg.reasoning:
-                _append(out, msg)
+                _append(out, msg, apart)
             # results keep the order of the calls so every wire format pairs them correctly
             order = {c.id: k for k, c in enumerate(kept_calls)}
             kept_results.sort(key=lambda r: order[r.tool_call_id or ""])
@@ -251,7 +253,7 @@ def sanitize(history: list[Message], *, _start: int = 0,
         if msg.role == "tool":
             i += 1  # orphan result: its call is not right before it
             continue
-        _append(out, msg)
+        _append(out, msg, apart)
         i += 1
     return out
 
@@ -273,11 +275,11 @@ class Sanitizer:
         self._source_prefix: list[Message] = []
         self._prefix: list[Message] = []
 
-    def __call__(self, history: list[Message]) -> list[Message]:
+    def __call__(self, history: list[Message], apart: Collection[int] = ()) -> list[Message]:
         # list equality tries identity first, element by element, so this is a memcmp-like scan
         if self._boundary and history[: self._boundary] != self._source_prefix:
             self._boundary, self._source_prefix, self._prefix = 0, [], []
-        out = sanitize(history, _start=self._boundary, _seed=list(self._prefix))
+        out = sanitize(history, apart=apart, _start=self._boundary, _seed=list(self._prefix))
         self._remember(history, out)
         return out
 
@@ -316,7 +318,7 @@ def _with_valid_arguments(msg: Message) -> Message:
     return with_storable_arguments(msg)
 
 
-def _append(out: list[Message], msg: Message) -> None:
+def _append(out: list[Message], msg: Message, apart: Collection[int] = ()) -> None:
     if not out:
         out.append(msg)
         return
@@ -324,7 +326,7 @@ def _append(out: list[Message], msg: Message) -> None:
     if msg.role == "system" and prev.role != "system":
         # a late system message is kept as a user note, so alternation holds
         msg = Message(role="user", content=msg.content)
-    if msg.role == prev.role and msg.role == "user":
+    if msg.role == prev.role and msg.role == "user" and id(msg) not in apart:
         out[-1] = Message(role="user", content=_join(prev.content, msg.content),
                           attachments=[*prev.attachments, *msg.attachments])
         return

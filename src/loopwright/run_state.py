@@ -100,6 +100,7 @@ class RunState:
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
         self._set_aside: dict[int, Message] = {}  # by identity; kept so the ids stay theirs
+        self.turns_apart = True  # see `request_history`
         self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
@@ -181,10 +182,29 @@ class RunState:
         self._set_aside[id(message)] = message
 
     def request_history(self) -> list[Message]:
-        """The history a request is built from: without the replies set aside."""
+        """The history a request is built from, sanitised: without the replies set aside, and
+        the user message that follows one kept as a turn of its own (merged into the request
+        before it, the feedback was ignored: the 0.5B answered the request again) — unless the
+        provider rejected that shape (some chat templates require strict alternation)."""
         if not self._set_aside:
-            return self.history
-        return [m for m in self.history if id(m) not in self._set_aside]
+            return self.sanitizer(self.history)
+        kept: list[Message] = []
+        apart: set[int] = set()
+        after_gap = False
+        for message in self.history:
+            if id(message) in self._set_aside:
+                after_gap = True
+                continue
+            if after_gap and message.role == "user" and self.turns_apart:
+                apart.add(id(message))
+            after_gap = False
+            kept.append(message)
+        return self.sanitizer(kept, apart)
+
+    def merge_turns(self) -> None:
+        """The provider rejected a request with two user turns in a row: from now on they merge."""
+        self.turns_apart = False
+        self.sanitizer = messages.Sanitizer()
 
     def replace_history(self, history: list[Message], *, compacted: bool = False) -> None:
         self.history[:] = history

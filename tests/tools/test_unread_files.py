@@ -13,7 +13,7 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply
 from loopwright.tools.unread_files import named_files
 from shared_helpers import MISSING_FILE_MADE_UP
 
@@ -72,8 +72,30 @@ async def test_an_answer_about_a_file_no_tool_read_is_set_aside_with_the_call_to
     assert "8080" not in second and "8080" not in third  # the guess is left out
     assert "port = 8417" in third
     assert any(m.content == GUESS for m in result.messages)  # it stays in the session
+    # the note is a turn of its own: merged into the request, the 0.5B answered the request
+    # again (missing_file, read_then_add) where as its own turn it made the call
+    users = [m["content"] for m in server.model_requests[1].body["messages"]
+             if m["role"] == "user"]
+    assert users[0] == READ_PORT and users[1].startswith("You have not read config.ini yet")
     nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
     assert [e.data for e in nudges] == [{"files": ["config.ini"]}]
+
+
+async def test_a_server_that_wants_alternating_roles_gets_the_note_merged(
+        tmp_path: Path) -> None:
+    # strict chat templates (Mistral, Gemma) raise on two user turns in a row
+    (tmp_path / "config.ini").write_text(CONFIG)
+    strict = {"error": {"code": 500, "type": "server_error", "message":
+                        "Conversation roles must alternate user/assistant/user/assistant/..."}}
+    script = [Reply(GUESS), Fault.status(500, strict),
+              Reply(call_text("read_file", {"path": "config.ini"})), Reply("The port is 8417.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path).run(READ_PORT)
+    assert result.output == "The port is 8417."
+    for request in server.model_requests[2:]:  # the retry and every later request
+        users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+        assert len(users) == 1 and users[0].startswith(READ_PORT)
+        assert "You have not read config.ini yet" in users[0]
 
 
 async def test_a_sum_of_made_up_numbers_is_sent_back_to_read_the_file_first(

@@ -44,7 +44,8 @@ class RetryPolicy:
 # what servers write when the request itself is wrong, whatever status they send it with
 # (llama.cpp answers 500 for a history it cannot parse)
 _MALFORMED_REQUEST_HINTS = ("failed to parse tool call arguments", "failed to parse messages",
-                            "invalid_request_error")
+                            "invalid_request_error",
+                            "roles must alternate")  # strict chat templates (Mistral, Gemma)
 _MALFORMED_FIELD = re.compile(r"""\bmessages(?:\.\d+)?(?:\.[\w\[\]]+)*: """)
 
 

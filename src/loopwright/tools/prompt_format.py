@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import itertools
 import json
 import uuid
 from collections.abc import Callable, Collection
@@ -160,7 +161,11 @@ def to_prompt_messages(messages: list[Message], cache: _ConversionCache | None =
             out.append(msg)
             i += 1
     cache.rotate()
-    return sanitize(out)  # merges a results message with a following user note
+    # merges a results message with a following user note; two user turns already in a row
+    # were kept apart on purpose (see `RunState.request_history`) and stay so
+    apart = {id(m) for prev, m in itertools.pairwise(messages)
+             if prev.role == m.role == "user"}
+    return sanitize(out, apart=apart)
 
 
 def _results_as_user(results: tuple[Message, ...]) -> Message:
