@@ -14,7 +14,7 @@ numbers are written beside the code.
      5  budget               none left: one tool-less summary call (through 8-10), then stop
      6  steering             pending steering messages appended
      7  request              the tools offered this turn; the history sanitised, without the
-                             replies set aside (`RunView.set_aside`); last-round note
+                             replies set aside (`RunView.set_aside_answer`); last-round note
      8  before_model         list order: hooks, MCP, recall, compaction, reminders, tool format
                              (attachments' token costs measured first, in a worker thread)
      9  the model call       text_filter (list order) wraps the text stream; the call itself is
@@ -185,8 +185,9 @@ async def turn(run: RunState) -> Next:
         request.messages.append(messages.user(note))
         request.tool_choice = "none" if request.tools else None
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
-    if response.message.tool_calls:
-        response.message = without_ignored_arguments(response.message, _offered(run))
+    offered = _offered(run) if response.message.tool_calls else []
+    if offered:
+        response.message = without_ignored_arguments(response.message, offered)
     truncated = response.finish_reason == "length"
     calls = response.message.tool_calls  # as written: the executor explains what is wrong
     run.append(await with_storable_arguments_async(response.message, cut=truncated))  # 11
@@ -198,7 +199,8 @@ async def turn(run: RunState) -> Next:
     if answer_only:
         _close_calls(run, calls, guards.NOT_RUN_ANSWER_ONLY)
         return Stop("loop_detected", "the model kept calling tools when asked to answer")
-    intercepted, stop = _screen_calls(run, calls, truncated=truncated)  # 13
+    intercepted, stop = _screen_calls(run, calls, {spec.name for spec in offered},  # 13
+                                      truncated=truncated)
     outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
     for plugin in run.plugins:
@@ -304,8 +306,8 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     return Answer(answer)
 
 
-def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = False
-                  ) -> tuple[dict[str, str], bool]:
+def _screen_calls(run: RunState, calls: list[ToolCall], offered: set[str], *,
+                  truncated: bool = False) -> tuple[dict[str, str], bool]:
     """Which calls of this reply will not run (copies, over the limit, loops), and whether the
     run must stop because a warned loop went on."""
     screen = guards.screen_reply(calls, limit=run.settings.max_tool_calls_per_reply)
@@ -319,7 +321,7 @@ def _screen_calls(run: RunState, calls: list[ToolCall], *, truncated: bool = Fal
     intercepted = screen.blocked
     repeated: list[ToolCall] = []  # warned, and made once more
     verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied,
-                                    tools=_offered_names(run))
+                                    tools=offered)
     replayed_note = (run.doom.replayed_note(run.doom.answered(calls[0]),
                                             stepped="ok" in verdicts.values())
                      if "replayed" in verdicts.values() else "")
@@ -371,9 +373,6 @@ def _offered(run: RunState) -> list[ToolSpec]:
     specs = run.settings.tool_specs
     return specs(run.turn) if specs else []
 
-
-def _offered_names(run: RunState) -> set[str]:
-    return {spec.name for spec in _offered(run)}
 
 
 async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,

@@ -79,9 +79,10 @@ class RunView(Protocol):
         """Replace the whole history (pruning, repair); `compacted=True` says compaction did,
         and every plugin's `on_compaction` is told."""
 
-    def set_aside(self, message: Message) -> None:
-        """Leave `message`, one in the history, out of every later request; it stays in the
-        history and the session. For a reply a small model would copy if it saw it again."""
+    def set_aside_answer(self) -> None:
+        """Leave the answer just given (from `on_answer`) out of every later request; it stays
+        in the history and the session. For a reply a small model would copy if it saw it
+        again; the feedback then goes as a user turn of its own."""
 
     def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
         """Emit a `status` event."""

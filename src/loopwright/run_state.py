@@ -178,8 +178,10 @@ class RunState:
         for plugin in self.plugins:  # 2
             plugin.on_message(self, message)
 
-    def set_aside(self, message: Message) -> None:
-        self._set_aside[id(message)] = message
+    def set_aside_answer(self) -> None:
+        reply = self.last_reply
+        if reply is not None:
+            self._set_aside[id(reply)] = reply
 
     def request_history(self) -> list[Message]:
         """The history a request is built from, sanitised: without the replies set aside, and

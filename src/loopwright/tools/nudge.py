@@ -112,9 +112,7 @@ class NarrationNudge(LoopPlugin):
             # the call is known: the description is set aside, and only the call is named
             # (shown its own sentence, the 1.5B wrote it again word for word under the longer
             # note; set aside and told "Make the call now: {…}", it made the call)
-            last = run.history[-1] if run.history else None
-            if last is not None and last.role == "assistant":
-                run.set_aside(last)
+            run.set_aside_answer()
             return "Make the call now: " + (f"<tool_call>\n{example}\n</tool_call>"
                                              if self.prompt_mode else example)
         how = ("write the <tool_call> block now" if self.prompt_mode

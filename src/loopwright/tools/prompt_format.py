@@ -321,9 +321,8 @@ class ToolTextPlugin(LoopPlugin):
         if found is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
             feedback, set_aside = found
             state.answer_prompts += 1
-            last = run.history[-1] if run.history else None
-            if set_aside and last is not None and last.role == "assistant":
-                run.set_aside(last)
+            if set_aside:
+                run.set_aside_answer()
             run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
                        "copied the text of an earlier call, or stopped at a colon; asking the "
                        "model again", {"imitated": state.imitated, "set_aside": set_aside})

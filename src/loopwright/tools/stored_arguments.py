@@ -78,11 +78,9 @@ def with_storable_arguments(msg: Message, *, cut: bool = False) -> Message:
     (`cut`: the reply was stopped by the output limit, so arguments that do not parse are cut)."""
     if all(is_json_object(c.arguments) for c in msg.tool_calls):
         return msg
-    calls = [ToolCall(id=c.id, name=c.name, arguments=storable_arguments(c.arguments, cut=cut))
-             for c in msg.tool_calls]
-    return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
-                   reasoning=msg.reasoning, is_error=msg.is_error,
-                   provider_data=msg.provider_data)
+    return _with_calls(msg, [
+        ToolCall(id=c.id, name=c.name, arguments=storable_arguments(c.arguments, cut=cut))
+        for c in msg.tool_calls])
 
 
 def without_ignored_arguments(msg: Message, tools: Iterable[ToolSpec]) -> Message:
@@ -92,13 +90,15 @@ def without_ignored_arguments(msg: Message, tools: Iterable[ToolSpec]) -> Messag
     called it with the schema again for as long as it had tools)."""
     from loopwright.tools.schema_echo import takes_no_arguments
 
-    if not msg.tool_calls:
-        return msg
     free = {t.name for t in tools if takes_no_arguments(t.parameters)}
     if not any(c.name in free and c.arguments != EMPTY for c in msg.tool_calls):
         return msg
-    calls = [ToolCall(id=c.id, name=c.name, arguments=EMPTY) if c.name in free else c
-             for c in msg.tool_calls]
+    return _with_calls(msg, [ToolCall(id=c.id, name=c.name, arguments=EMPTY)
+                             if c.name in free else c for c in msg.tool_calls])
+
+
+def _with_calls(msg: Message, calls: list[ToolCall]) -> Message:
+    """A copy of `msg` with `calls` (a new message, so no wire form cached on it goes stale)."""
     return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
                    reasoning=msg.reasoning, is_error=msg.is_error,
                    provider_data=msg.provider_data)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright.plugins import LoopPlugin
 
 if TYPE_CHECKING:
-    from loopwright.messages import Message, ModelRequest
+    from loopwright.messages import Message
     from loopwright.plugins import RunView
 
 # a file name with an extension, optionally under folders; not part of a URL or an address
@@ -96,7 +96,6 @@ class UnreadFileNudge(LoopPlugin):
         self.schema_of = schema_of
         self.request = ""  # this run's request: the last user message when it started
         self.nudged = False
-        self.tools_off = False  # the last request asked for an answer without tools
 
     def for_run(self, run: RunView) -> LoopPlugin:
         return UnreadFileNudge(tool_names=self.tool_names, schema_of=self.schema_of)
@@ -104,14 +103,11 @@ class UnreadFileNudge(LoopPlugin):
     async def on_run_start(self, run: RunView) -> None:
         self.request = next((m.content for m in reversed(run.history) if m.role == "user"), "")
 
-    async def before_model(self, run: RunView, request: ModelRequest) -> None:
-        self.tools_off = request.tool_choice == "none"
-
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         # an answer asked for without tools is nudged too (the 0.5B, told to answer from
         # add(2, 3) → 5, said "The sum of 2 and 3 is 5."): the next request has tools again —
-        # unless this was the last round
-        if self.nudged or (self.tools_off and run.turn >= run.settings.max_turns):
+        # unless this was the last round (its request goes without tools)
+        if self.nudged or run.turn >= run.settings.max_turns:
             return None
         if "```" in self.request:  # the user pasted what the answer needs
             return None
@@ -126,9 +122,7 @@ class UnreadFileNudge(LoopPlugin):
         if not unread:
             return None
         self.nudged = True
-        last = run.history[-1] if run.history else None
-        if last is not None and last.role == "assistant":
-            run.set_aside(last)
+        run.set_aside_answer()
         run.status("unread_file_nudge", f"the request named {', '.join(unread)}, which no tool "
                    "had read, and the model answered; asking it to read first", {"files": unread})
         return unread_feedback(unread, *tool)
