@@ -431,7 +431,8 @@ async def test_a_call_to_a_tool_that_does_not_exist_is_answered_with_an_example_
     assert result.output == "The port is 8417."
     [told] = tool_results_sent(server.model_requests[1])
     assert "there is no tool named 'grep'. Tools you can call: read_file." in told
-    assert 'for example: {"name": "read_file", "arguments": {"path": "..."}}' in told
+    # the example names the file the request names: small models copy examples value for value
+    assert 'for example: {"name": "read_file", "arguments": {"path": "config.ini"}}' in told
 
 
 @tool
@@ -459,7 +460,9 @@ async def test_a_call_that_copies_the_examples_placeholders_is_not_run(fmt: str)
     assert result.output == "Done: debug is now true."
     assert ran == [(len("config.ini"), len("debug = true"))]  # never the placeholder call
     told = [m.content for m in result.messages if m.role == "tool"]
-    assert "for example: " + copied in told[0]
+    # the example now names the request's file; the copy replayed here is of the older example
+    assert ('for example: {"name": "replace_in_file", "arguments": {"path": "config.ini", '
+            '"old": "...", "new": "..."}}') in told[0]
     assert told[1].startswith("Error: 'path', 'old', 'new' still hold the example's placeholder")
 
 

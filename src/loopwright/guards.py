@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from loopwright.config import DEFAULTS
 from loopwright.messages import Message, ToolCall
@@ -249,15 +250,18 @@ COPY_FEEDBACK = (  # the copy is set aside (left out of later requests): this st
     "of yours that called tools. Their results are above: answer the user's request from them "
     "now, or call a tool if you still need one."
 )
+UNREAD_NOTE_MARK = "no tool has opened it in this conversation"  # the unread-file note's words
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
 _COPY_MIN_CHARS = 40  # a short answer given twice ("42") is an answer, not a copied preamble
+_COPY_MAX_JSON = 4_000  # an answer compared with the calls' arguments as JSON: the short ones
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
                       "do not call any more tools", "do not call any tool now",
                       "the user's latest message is",  # the 0.5B, asked to answer: no answer
                       "times in a row; the result will not change", FALLBACK_HEAD.lower(),
                       ANSWER_NOW_NOTE[:40].lower(), LAST_ROUND_NOTE[:40].lower(),
                       "call one of the tools, or give your answer",  # EMPTY_REPLY_NUDGE's tail
+                      UNREAD_NOTE_MARK,
                       "<tool_response", "<system-reminder")
 
 
@@ -280,12 +284,32 @@ def copies_call_preamble(answer: str, history: Sequence[Message]) -> bool:
     """Whether `answer` is word for word the text of an earlier reply that called tools — the
     preamble of those calls, not an answer to their results (Qwen2.5-Coder-1.5B, prompt mode,
     given package.json by read_file, wrote again the prose of the reply that had asked for it).
-    The answer's own message, last in `history`, is not compared with itself."""
+    The answer's own message, last in `history`, is not compared with itself. An answer that
+    is one of those calls' arguments is a copy too, however short (the 0.5B, given notes.txt by
+    `{"path": "notes.txt"}`, answered `{"path": "notes.txt"}`)."""
     wanted = " ".join(answer.split())
-    if len(wanted) < _COPY_MIN_CHARS:
+    copied = _json_object(wanted)
+    if len(wanted) < _COPY_MIN_CHARS and copied is None:
         return False
-    return any(m.role == "assistant" and m.tool_calls and " ".join(m.content.split()) == wanted
-               for m in history[:-1])
+    calls = [m for m in history[:-1] if m.role == "assistant" and m.tool_calls]
+    if any(" ".join(m.content.split()) == wanted for m in calls):
+        return True
+    if copied is None or any(m.role == "tool" and _json_object(m.content) == copied
+                             for m in history):
+        return False  # a tool returned that object: it may well be the answer
+    return any(_json_object(c.arguments) == copied for m in calls for c in m.tool_calls)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object when it is one (and small), else None."""
+    text = text.strip()
+    if not text.startswith("{") or len(text) > _COPY_MAX_JSON:
+        return None
+    try:
+        value = loads_bounded(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value else None
 
 
 def is_dangling(text: str) -> bool:

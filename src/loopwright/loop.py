@@ -288,7 +288,11 @@ async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> Mod
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     text = response.message.content
+    if not run.output_parts:  # a new answer begins
+        run.answer_messages = []
     run.output_parts.append(text)
+    if run.last_reply is not None:
+        run.answer_messages.append(run.last_reply)
     if response.finish_reason == "content_filter":  # a refusal is an answer of its own kind
         answer = "".join(run.output_parts)
         run.output_parts.clear()
@@ -298,7 +302,9 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
         run.auto_continues += 1
         run.status("auto_continue", "reply cut by the output-token limit; asking to continue",
                    {"continuation": run.auto_continues})
-        run.append(messages.user(guards.CONTINUE_NOTE))
+        note = messages.user(guards.CONTINUE_NOTE)
+        run.append(note)
+        run.answer_messages.append(note)
         return RunAgain()
     answer = "".join(run.output_parts)
     run.output_parts.clear()
@@ -392,7 +398,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
     batch = run.settings.executor.run_batch(
         calls, run.tool_context, truncated=truncated, intercepted=intercepted,
-        on_call=on_call, on_outcome=on_outcome)
+        on_call=on_call, on_outcome=on_outcome, request=run.request)
     try:
         outcomes: list[ToolOutcome] = await run.interruptible(batch)
     except asyncio.CancelledError:

@@ -55,6 +55,9 @@ class RunView(Protocol):
     def history(self) -> Sequence[Message]:
         """The conversation so far, read-only; change it with `append` / `replace_history`."""
     @property
+    def request(self) -> str:
+        """The user's request this run answers: the last user message when it began."""
+    @property
     def usage(self) -> Usage:
         """Tokens spent by every model call of the run so far (read it, do not change it)."""
     @property

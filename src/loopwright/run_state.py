@@ -95,12 +95,14 @@ class RunState:
         self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
+        self.answer_messages: list[Message] = []  # the replies (and continue notes) of the answer
         self.last_reply: Message | None = None  # this run's, never an earlier run's answer
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
         self._set_aside: dict[int, Message] = {}  # by identity; kept so the ids stay theirs
         self.turns_apart = True  # see `request_history`
+        self.request = ""  # the user's request: the last user message when the run began
         self._start_failure: Exception | None = None
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
@@ -179,9 +181,12 @@ class RunState:
             plugin.on_message(self, message)
 
     def set_aside_answer(self) -> None:
-        reply = self.last_reply
-        if reply is not None:
-            self._set_aside[id(reply)] = reply
+        """Leave the last answer out of later requests: every part of it, when it was cut by
+        the output limit and continued, with the notes that asked to continue (its cut first
+        part left in view, the 0.5B wrote the same description again)."""
+        parts = self.answer_messages or ([self.last_reply] if self.last_reply else [])
+        for message in parts:
+            self._set_aside[id(message)] = message
 
     def request_history(self) -> list[Message]:
         """The history a request is built from, sanitised: without the replies set aside, and
@@ -230,6 +235,7 @@ class RunState:
                 self.append(first)
             except Exception as exc:
                 self._start_failure = self._start_failure or exc
+        self.request = next((m.content for m in reversed(self.history) if m.role == "user"), "")
 
     def charge(self, usage: Usage, cost: float | None) -> None:
         """Add what a sub-agent spent to this run's usage and cost."""

@@ -14,7 +14,7 @@ from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply
-from loopwright.tools.unread_files import named_files
+from loopwright.tools.examples import named_files
 from shared_helpers import MISSING_FILE_MADE_UP
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -120,6 +120,55 @@ async def test_a_sum_of_made_up_numbers_is_sent_back_to_read_the_file_first(
     assert "You have not read numbers.txt yet" in body(fourth) and fourth.body.get("tools")
 
 
+# bench task `read_two_files`, prompt mode, streamed: it read a.txt, then described reading
+# b.txt; told to read b.txt, it described the call again and wrote the note's first sentence
+DESCRIBES = ("To read the text of `b.txt`, you can use the `read_file` tool. The `read_file` tool "
+             "takes a `path` as an argument and returns the text of the file in the workspace."
+             "\n\nHere's the JSON response for the `read_file` tool:\n\nThis response "
+             "indicates that the `read_file` tool has been called with the argument `\"b.txt\"`. "
+             "The tool returns the text of `b.txt` in the workspace.\n\nThe `read_file` tool "
+             "takes a `path` as an argument and returns the text of the file in the workspace. "
+             "The `read_file` tool takes a\n\nYou have not read a.txt yet: no tool has opened "
+             "it in this conversation,")
+
+
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+async def test_a_reply_that_repeats_the_note_gets_the_note_again(tmp_path: Path,
+                                                                 fmt: str) -> None:
+    (tmp_path / "a.txt").write_text("The colour is red.\n")
+    (tmp_path / "b.txt").write_text("The colour is blue.\n")
+    said = ("The response indicates that the `read_file` tool has been called with the "
+            "argument `\"a.txt\"`. The tool returns the text of `a.txt` in the workspace.\n\n")
+    script = [Reply(call_text("read_file", {"path": "a.txt"})), Reply(said),
+              Reply(DESCRIBES, finish_reason="length"), Reply(DESCRIBES),
+              Reply(call_text("read_file", {"path": "b.txt"})),
+              Reply("a.txt names red, b.txt names blue.")]
+    events: list[Event] = []
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, tmp_path, events=events, tool_call_format=fmt,
+                                  stream=True).run(
+            "Read a.txt and b.txt. Which colour does each file name?")
+    assert result.output == "a.txt names red, b.txt names blue."
+    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
+    assert len(nudges) == 2
+    assert body(server.model_requests[4]).count("You have not read b.txt yet") == 2
+    assert DESCRIBES[:40] in body(server.model_requests[3])  # cut: kept for the continuation
+    assert json.dumps(DESCRIBES)[1:-1] not in body(server.model_requests[4])  # set aside
+
+
+async def test_the_note_is_given_at_most_twice(tmp_path: Path) -> None:
+    (tmp_path / "b.txt").write_text("The colour is blue.\n")
+    script = [Reply("b.txt names green."), *[Reply(DESCRIBES)] * 6]
+    events: list[Event] = []
+    with FakeModelServer(script, strict=False) as server:
+        result = await make_agent(server, tmp_path, events=events).run(
+            "Which colour does b.txt name?")
+    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
+    assert len(nudges) == 2
+    assert DESCRIBES not in result.output  # an echo of the note is never the answer
+    assert len(server.model_requests) < 6  # the other answer checks are bounded too
+
+
 async def test_a_file_the_request_asks_to_read_counts_even_when_it_does_not_exist(
         tmp_path: Path) -> None:
     # bench task `missing_file`, native, plain: 'missing.txt says "Missing file."', no call
@@ -177,20 +226,21 @@ async def test_a_call_of_a_tool_that_does_not_exist_read_nothing(tmp_path: Path)
     assert "You have not read config.ini yet" in body(server.model_requests[2])
 
 
-async def test_made_up_results_for_a_file_end_in_the_call_that_reads_it(tmp_path: Path) -> None:
+async def test_a_made_up_result_for_a_file_gets_the_call_to_make_first(tmp_path: Path) -> None:
     # bench task `missing_file`, prompt mode, 1.5B: three made-up results and no call; the run
-    # ended with no answer. After the two answer retries, the nudge names the call.
+    # ended with no answer. Told twice that only the runtime writes results, it made up two
+    # more; the nudge naming the call now answers the first.
     made_up = MISSING_FILE_MADE_UP
-    script = [*(Reply(text) for text in made_up),
-              Reply(call_text("read_file", {"path": "missing.txt"})),
+    script = [Reply(made_up[0]), Reply(call_text("read_file", {"path": "missing.txt"})),
               Reply("missing.txt does not exist.")]
     with FakeModelServer(script) as server:
         result = await make_agent(server, tmp_path, tool_call_format="prompt").run(
             "What does missing.txt say? Read it.")
     assert result.output == "missing.txt does not exist."
-    fourth = body(server.model_requests[3])
-    assert "You have not read missing.txt yet" in fourth
-    assert json.dumps(made_up[2])[1:-1] not in fourth  # the reply nudged is set aside
+    second = body(server.model_requests[1])
+    assert "You have not read missing.txt yet" in second
+    assert "imitated the runtime's markup" not in second
+    assert json.dumps(made_up[0])[1:-1] not in second  # the reply nudged is set aside
 
 
 async def test_the_nudge_is_given_once_per_run(tmp_path: Path) -> None:

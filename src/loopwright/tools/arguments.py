@@ -16,6 +16,8 @@ from typing import Any
 
 import pydantic
 
+from loopwright.tools.examples import PLACEHOLDER, example_arguments, example_call
+
 MAX_NESTING = 100
 """Deepest bracket nesting accepted in arguments; deeper input would exhaust the recursion limit
 of every JSON parser (and of pydantic) on the way."""
@@ -350,9 +352,6 @@ def describe_validation_error(exc: pydantic.ValidationError | ValueError) -> str
     return "; ".join(problems)
 
 
-PLACEHOLDER = "..."  # the value of a text argument in the examples the model is shown
-
-
 def placeholder_message(tool_name: str, arguments: dict[str, Any], schema: dict[str, Any]
                         ) -> str | None:
     """The error for a call that copied an example's placeholder as a value, or None (the 0.5B,
@@ -369,45 +368,10 @@ def placeholder_message(tool_name: str, arguments: dict[str, Any], schema: dict[
             "again with the real values, from the user's request or from the results you have.")
 
 
-def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
-    """A minimal example object for a schema: required properties with placeholder values."""
-    properties = schema.get("properties") or {}
-    required = schema.get("required") or list(properties)
-    return {name: _example_value(properties.get(name) or {}, schema) for name in required}
-
-
-def _example_value(prop: dict[str, Any], root: dict[str, Any]) -> Any:
-    if "$ref" in prop:
-        ref = prop["$ref"].rsplit("/", 1)[-1]
-        target = (root.get("$defs") or {}).get(ref, {})
-        return example_arguments(target) if target.get("properties") else _example_value(target,
-                                                                                          root)
-    if prop.get("enum"):
-        return prop["enum"][0]
-    if "const" in prop:
-        return prop["const"]
-    if "default" in prop:
-        return prop["default"]
-    for key in ("anyOf", "oneOf"):
-        options = [o for o in prop.get(key, []) if o.get("type") != "null"]
-        if options:
-            return _example_value(options[0], root)
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    return {
-        "string": PLACEHOLDER,
-        "integer": 0,
-        "number": 0,
-        "boolean": False,
-        "array": [],
-        "object": example_arguments(prop) if prop.get("properties") else {},
-    }.get(kind or "string", "...")
-
-
-def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any]) -> str:
+def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any], *,
+                            request: str = "") -> str:
     """What the model reads when its arguments cannot be used."""
-    example = json.dumps(example_arguments(schema), ensure_ascii=False)
+    example = json.dumps(example_arguments(schema, request=request), ensure_ascii=False)
     return (
         f"Error: the arguments for tool {tool_name!r} could not be used: {problem}. "
         f"The tool was not run. Call it again with arguments that are one JSON object matching "
@@ -415,13 +379,8 @@ def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any]
     )
 
 
-def example_call(name: str, schema: dict[str, Any]) -> str:
-    """A call of tool `name` with placeholder arguments from its schema, as JSON."""
-    return json.dumps({"name": name, "arguments": example_arguments(schema)}, ensure_ascii=False)
-
-
 def unknown_tool_message(name: str, suggested: list[str],
-                         closest_schema: dict[str, Any] | None) -> str:
+                         closest_schema: dict[str, Any] | None, *, request: str = "") -> str:
     """What the model reads after calling a tool that does not exist: the tools it has, and a
     filled-in call of the closest one (`suggested[0]`) — small models that only get the names
     apologise instead of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had
@@ -430,7 +389,7 @@ def unknown_tool_message(name: str, suggested: list[str],
     message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
     if suggested and closest_schema is not None:
         message += (" Call one of them instead, for example: "
-                    f"{example_call(suggested[0], closest_schema)}")
+                    f"{example_call(suggested[0], closest_schema, request=request)}")
     return message
 
 

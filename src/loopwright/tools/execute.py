@@ -105,12 +105,15 @@ class ToolExecutor:
         intercepted: dict[str, str] | None = None,
         on_call: CallObserver | None = None,
         on_outcome: OutcomeObserver | None = None,
+        request: str = "",
     ) -> list[ToolOutcome]:
-        """Run `calls`; `intercepted` maps call ids to an error the guard already decided on."""
+        """Run `calls`; `intercepted` maps call ids to an error the guard already decided on.
+        `request` is the user's request: the examples in argument errors take values from it."""
         intercepted = intercepted or {}
         prepared: list[PreparedCall | ToolOutcome] = []
         for call in calls:
-            item = await self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id))
+            item = await self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id),
+                                       request=request)
             if on_call is not None:
                 on_call(call, item.arguments if isinstance(item, PreparedCall) else call.arguments)
             prepared.append(item)
@@ -141,8 +144,8 @@ class ToolExecutor:
             return self.resolver(name)
         return self.registry.get(name)
 
-    async def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None
-                 ) -> PreparedCall | ToolOutcome:
+    async def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None,
+                       request: str) -> PreparedCall | ToolOutcome:
         if truncated and not is_complete_json(call.arguments):  # first: it says what to do
             return ToolOutcome(call=call, content=truncated_call_message(call.name),
                                is_error=True, data={"truncated": True})
@@ -155,13 +158,14 @@ class ToolExecutor:
             closest = self._lookup(suggested[0]) if suggested else None
             schema = closest.parameters if closest is not None else None
             return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
-                               content=unknown_tool_message(call.name, suggested, schema))
+                               content=unknown_tool_message(call.name, suggested, schema,
+                                                            request=request))
         try:
             # a tool without parameters has nothing to get wrong: whatever came as its
             # arguments (a copy of its schema, a list of paths) still asks to call it
             raw = ({} if takes_no_arguments(found.parameters)
                    else (await parse_arguments_async(call.arguments)).value)
-            echo = schema_echo_message(call.name, raw, found.parameters)
+            echo = schema_echo_message(call.name, raw, found.parameters, request=request)
             stripped = without_echoed_keywords(raw, found.parameters) if echo else None
             if stripped is not None:
                 raw, echo = stripped, None
@@ -176,11 +180,12 @@ class ToolExecutor:
         except ArgumentsError as exc:
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
                                content=arguments_error_message(call.name, str(exc),
-                                                               found.parameters))
+                                                               found.parameters, request=request))
         except (pydantic.ValidationError, ValueError) as exc:
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
                                content=arguments_error_message(
-                                   call.name, describe_validation_error(exc), found.parameters))
+                                   call.name, describe_validation_error(exc), found.parameters,
+                                   request=request))
         return PreparedCall(call=call, tool=found, arguments=arguments)
 
     async def _run_one(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:

@@ -36,7 +36,8 @@ from loopwright.guards import (
 )
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.arguments import example_call, loads_bounded
+from loopwright.tools.arguments import loads_bounded
+from loopwright.tools.examples import example_call
 from loopwright.tools.text_calls import (
     FORMAT_HINT,
     MalformedCall,
@@ -388,7 +389,7 @@ def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
 def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopPlugin]:
     """The plugins one run needs for `tool_call_format`, `text_tool_calls`, `narration_nudge`
     and `unread_file_nudge`. The prompt-mode plugin must stay last among request editors: it
-    converts whatever the others added."""
+    converts whatever the others added (the unread-file nudge edits no request)."""
     from loopwright.tools.nudge import NarrationNudge
     from loopwright.tools.unread_files import UnreadFileNudge
 
@@ -400,13 +401,15 @@ def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopP
         plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",
                                       tool_names=catalogue.callable_names,
                                       schema_of=lambda name: _schema(catalogue, name)))
-    if settings.unread_file_nudge:  # after the narration nudge: its note names the call
-        plugins.append(UnreadFileNudge(tool_names=catalogue.callable_names,
-                                       schema_of=lambda name: _schema(catalogue, name)))
     if fmt == "prompt" or settings.text_tool_calls:
         plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
                                       known_names=catalogue.callable_names,
                                       schema_of=lambda name: _schema(catalogue, name)))
+    if settings.unread_file_nudge:  # answers are checked inside-out: its note, naming the
+        # call to make, comes before the others' (told only "you repeated a runtime note" for
+        # an echo of this note, the 0.5B would answer without the file)
+        plugins.append(UnreadFileNudge(tool_names=catalogue.callable_names,
+                                       schema_of=lambda name: _schema(catalogue, name)))
     return plugins
 
 

@@ -3,14 +3,17 @@
 Small models copy the schema they were shown into their arguments
 (`{"type": "object", "properties": {...}, "required": [...]}`, or `{"a": {"type": "integer"}}`)
 and, told only that `a` is missing, do it again. They get an error that names the keywords and
-shows one filled-in object built from the schema (or from values they wrote inside the copy) —
-unless the tool takes no arguments, when whatever was sent is read as `{}`.
+shows one filled-in object (`examples.example_arguments`: values they wrote inside the copy, a
+file the request names, or the schema's own) — unless the tool takes no arguments, when
+whatever was sent is read as `{}`.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from loopwright.tools.examples import example_arguments
 
 SCHEMA_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "$schema", "$defs", "$ref",
@@ -60,13 +63,17 @@ def takes_no_arguments(schema: dict[str, Any]) -> bool:
             and schema.get("additionalProperties") is False)  # else it may take any keys
 
 
-def schema_echo_message(tool_name: str, arguments: dict[str, Any],
-                        schema: dict[str, Any]) -> str | None:
+def schema_echo_message(tool_name: str, arguments: dict[str, Any], schema: dict[str, Any],
+                        *, request: str = "") -> str | None:
     """The error for arguments that echo the schema, or None when they do not."""
     keywords = echoed_keywords(arguments, schema)
     if not keywords:
         return None
-    example = json.dumps(filled_example(schema, arguments), ensure_ascii=False)
+    written = arguments.get("properties")
+    values = ({k: v for k, v in written.items() if not _is_schema_fragment(v)}
+              if isinstance(written, dict) else {})
+    example = json.dumps(example_arguments(schema, written=values, request=request),
+                         ensure_ascii=False)
     names = ", ".join(json.dumps(k) for k in keywords)
     return (
         f"Error: the arguments for tool {tool_name!r} repeat its schema ({names}) instead of "
@@ -75,49 +82,5 @@ def schema_echo_message(tool_name: str, arguments: dict[str, Any],
     )
 
 
-def filled_example(schema: dict[str, Any], echoed: dict[str, Any] | None = None
-                   ) -> dict[str, Any]:
-    """One object with a value for every required property (all, when none are marked):
-    the value the model wrote inside its copy of the schema if there is one, else a sample."""
-    properties: dict[str, Any] = schema.get("properties") or {}
-    required = schema.get("required") or list(properties)
-    written = (echoed or {}).get("properties")
-    written = written if isinstance(written, dict) else {}
-    out: dict[str, Any] = {}
-    for name in required:
-        value = written.get(name)
-        if value is not None and not _is_schema_fragment(value):
-            out[name] = value
-        else:
-            out[name] = _sample(name, properties.get(name) or {}, schema)
-    return out
-
-
 def _is_schema_fragment(value: Any) -> bool:
     return isinstance(value, dict) and "type" in value and set(value) <= SCHEMA_KEYWORDS
-
-
-def _sample(name: str, prop: dict[str, Any], root: dict[str, Any]) -> Any:
-    if "$ref" in prop:
-        target = (root.get("$defs") or {}).get(str(prop["$ref"]).rsplit("/", 1)[-1]) or {}
-        return filled_example(target) if target.get("properties") else _sample(name, target, root)
-    for key in ("examples", "enum"):
-        if isinstance(prop.get(key), list) and prop[key]:
-            return prop[key][0]
-    for key in ("const", "default"):
-        if key in prop:
-            return prop[key]
-    for key in ("anyOf", "oneOf"):
-        options = [o for o in prop.get(key) or []
-                   if isinstance(o, dict) and o.get("type") != "null"]
-        if options:
-            return _sample(name, options[0], root)
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if kind == "object":
-        return filled_example(prop) if prop.get("properties") else {}
-    if kind == "array":
-        items = prop.get("items")
-        return [_sample(name, items, root)] if isinstance(items, dict) and items else []
-    return {"integer": 1, "number": 1.5, "boolean": True}.get(str(kind), f"your {name} here")

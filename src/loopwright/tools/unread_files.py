@@ -6,7 +6,8 @@ config.ini saying 8417), "The version recorded in package.json is 1.0.0.", or `a
 "numbers.txt holds two numbers". When a run's final answer comes while the request names a file
 that no call in the conversation has taken as an argument, and a tool that takes a path is
 offered, the answer is set aside (later requests leave it out: shown its own guess, the 0.5B
-writes it again) and the model is told, once per run, which call to make. Measured on the 0.5B
+writes it again) and the model is told, once per run, which call to make (twice, when the reply
+to the note repeats the note). Measured on the 0.5B
 with the guess set aside: the note naming the call got the `read_file` call for each of six such
 tasks, in native and prompt mode; a note without the example call, or with the guess left in
 view, mostly got the note or the guess back.
@@ -25,31 +26,16 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopwright.guards import UNREAD_NOTE_MARK
 from loopwright.plugins import LoopPlugin
+from loopwright.tools.examples import PATH_PARAMS, named_files
 
 if TYPE_CHECKING:
     from loopwright.messages import Message
     from loopwright.plugins import RunView
 
-# a file name with an extension, optionally under folders; not part of a URL or an address
-_FILE = re.compile(r"(?<![\w./:@\\~-])((?:~?/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})"
-                   r"(?![\w/\\-])")
 _ASKS_TO_READ = re.compile(r"\b(?:read|open|cat|says?|contents?|contains?)\b", re.IGNORECASE)
-_PATH_PARAMS = ("path", "file_path", "filepath", "file", "filename", "file_name", "target_file",
-                "absolute_path")
 _READ_WORDS = ("read", "view", "cat", "open", "show", "get")
-_MAX_NAMED = 5  # file names looked up per request
-_MIN_NAME = 4  # "e.g", "i.e" are not files
-
-
-def named_files(text: str) -> list[str]:
-    """The file names a request mentions (`config.ini`, `src/app.py`), first mention first."""
-    found: list[str] = []
-    for match in _FILE.finditer(text):
-        name = match.group(1).rstrip(".")
-        if len(name) >= _MIN_NAME and name not in found:
-            found.append(name)
-    return found[:_MAX_NAMED]
 
 
 def touched(name: str, history: Sequence[Message], tools: Collection[str]) -> bool:
@@ -71,7 +57,7 @@ def reading_tool(tools: Collection[str], schema_of: Callable[[str], dict[str, An
     found: list[tuple[str, str]] = []
     for name in sorted(tools):
         properties = (schema_of(name) or {}).get("properties") or {}
-        param = next((p for p in _PATH_PARAMS if isinstance(properties.get(p), dict)
+        param = next((p for p in PATH_PARAMS if isinstance(properties.get(p), dict)
                       and properties[p].get("type") == "string"), None)
         if param is not None:
             found.append((name, param))
@@ -82,46 +68,45 @@ def reading_tool(tools: Collection[str], schema_of: Callable[[str], dict[str, An
 def unread_feedback(files: list[str], tool: str, param: str) -> str:
     """What the model reads instead of its guess: the files and the call to make."""
     example = json.dumps({"name": tool, "arguments": {param: files[0]}}, ensure_ascii=False)
-    return (f"You have not read {', '.join(files)} yet: no tool has opened it in this "
-            f"conversation, so your answer was a guess and was set aside. Call {tool} on it "
-            f"now, for example {example}, then answer from its result.")
+    return (f"You have not read {', '.join(files)} yet: {UNREAD_NOTE_MARK}, so your answer "
+            f"was a guess and was set aside. Call {tool} on it now, for example {example}, "
+            "then answer from its result.")
 
 
 class UnreadFileNudge(LoopPlugin):
-    """Sends back, once per run, a final answer about a file no tool has read."""
+    """Sends back, once per run, a final answer about a file no tool has read; a second time
+    only for a reply that repeats the note itself, which is no answer at all (the 0.5B, told to
+    read b.txt, described the call and wrote the note's first sentence for a.txt)."""
 
     def __init__(self, *, tool_names: Callable[[], Collection[str]],
                  schema_of: Callable[[str], dict[str, Any] | None]) -> None:
         self.tool_names = tool_names
         self.schema_of = schema_of
-        self.request = ""  # this run's request: the last user message when it started
-        self.nudged = False
+        self.nudges = 0
 
     def for_run(self, run: RunView) -> LoopPlugin:
         return UnreadFileNudge(tool_names=self.tool_names, schema_of=self.schema_of)
-
-    async def on_run_start(self, run: RunView) -> None:
-        self.request = next((m.content for m in reversed(run.history) if m.role == "user"), "")
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
         # an answer asked for without tools is nudged too (the 0.5B, told to answer from
         # add(2, 3) → 5, said "The sum of 2 and 3 is 5."): the next request has tools again —
         # unless this was the last round (its request goes without tools)
-        if self.nudged or run.turn >= run.settings.max_turns:
+        repeats_note = UNREAD_NOTE_MARK in answer.lower()
+        if self.nudges >= (2 if repeats_note else 1) or run.turn >= run.settings.max_turns:
             return None
-        if "```" in self.request:  # the user pasted what the answer needs
+        if "```" in run.request:  # the user pasted what the answer needs
             return None
         tools = self.tool_names()
-        unread = [n for n in named_files(self.request) if not touched(n, run.history, tools)]
+        unread = [n for n in named_files(run.request) if not touched(n, run.history, tools)]
         tool = reading_tool(tools, self.schema_of) if unread else None
         if tool is None:
             return None
-        if not _ASKS_TO_READ.search(self.request):
+        if not _ASKS_TO_READ.search(run.request):
             workdir = run.settings.workdir
             unread = await asyncio.to_thread(_existing, workdir, unread)
         if not unread:
             return None
-        self.nudged = True
+        self.nudges += 1
         run.set_aside_answer()
         run.status("unread_file_nudge", f"the request named {', '.join(unread)}, which no tool "
                    "had read, and the model answered; asking it to read first", {"files": unread})
