@@ -7,10 +7,9 @@ config.ini saying 8417), "The version recorded in package.json is 1.0.0.", or `a
 that no call in the conversation has taken as an argument, and a tool that takes a path is
 offered, the answer is set aside (later requests leave it out: shown its own guess, the 0.5B
 writes it again) and the model is told, once per run, which call to make (twice, when the reply
-to the note repeats the note). Measured on the 0.5B
-with the guess set aside: the note naming the call got the `read_file` call for each of six such
-tasks, in native and prompt mode; a note without the example call, or with the guess left in
-view, mostly got the note or the guess back.
+to the note repeats the note). Measured on the 0.5B with the guess set aside: the note naming
+the call got the `read_file` call for each of six such tasks, in native and prompt mode; a note
+without the example call, or with the guess left in view, mostly got the note or the guess back.
 
 A named file counts when it exists in the workspace, or when the request asks to read it ("What
 does missing.txt say? Read it."), so that "What is Node.js?" costs nothing; a request with a
