@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from loopwright.tools.arguments import is_complete_json
+from loopwright.tools.arguments import is_complete_json, loads_bounded
 from loopwright.tools.text_calls import harmony, special_tokens
 from loopwright.tools.text_calls.bare_json import extract_json
 from loopwright.tools.text_calls.mistral import MARKER as MISTRAL_MARKER
 from loopwright.tools.text_calls.mistral import extract_mistral
-from loopwright.tools.text_calls.model import Names, TextCalls
+from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
 from loopwright.tools.text_calls.objects import CALL_KEYS, tidy
 from loopwright.tools.text_calls.pythonic import extract_pythonic
 from loopwright.tools.text_calls.tags import extract_tags
@@ -52,6 +52,7 @@ def parse_tool_calls(text: str, known_names: Collection[str] | None = None, *,
     if "{" in rest:
         rest = extract_json(rest, names, found)
     rest, cut_tail = _without_cut_call_tail(rest, text)
+    rest = _without_argument_copies(rest, found.calls)
     changed = (found.calls or found.malformed or found.reasoning or cut_tail
                or "<|message|>" in text)
     found.text = tidy(rest) if changed else text
@@ -69,6 +70,24 @@ def _without_cut_call_tail(rest: str, reply: str) -> tuple[str, bool]:
             or not is_call_fragment(tail)):
         return rest, False
     return stripped[:line_start], True
+
+
+_MAX_COPY_CHARS = 4_000  # text compared with the calls' arguments as JSON
+
+
+def _without_argument_copies(rest: str, calls: list[TextToolCall]) -> str:
+    """Nothing, when all the text beside the calls is one of their arguments objects again —
+    call JSON, not text (the 0.5B wrote `{"path": "notes.txt"}` above its `<tool_call>` block;
+    kept in the history, that object was its answer three times once the file was read)."""
+    stripped = rest.strip()
+    if not calls or not stripped.startswith("{") or len(stripped) > _MAX_COPY_CHARS:
+        return rest
+    try:
+        value = loads_bounded(stripped)
+        arguments = [loads_bounded(c.arguments) for c in calls]
+    except ValueError:
+        return rest
+    return "" if isinstance(value, dict) and value in arguments else rest
 
 
 def is_call_fragment(text: str) -> bool:

@@ -69,7 +69,8 @@ def test_example_values_come_from_the_copy_then_the_request_then_the_schema() ->
 async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
         tmp_path: Path, fmt: str) -> None:
     # the same task a step later: given notes.txt by a reply of `{"path": "notes.txt"}` and the
-    # call, it answered `{"path": "notes.txt"}` — too short for the copied-preamble check
+    # call, it answered `{"path": "notes.txt"}` — too short for the copied-preamble check; a
+    # copy of the arguments is sent back, and the object beside the call is not kept as text
     (tmp_path / "notes.txt").write_text("Meeting moved to Friday.\nThe password hint is: "
                                         "marmalade\n")
 
@@ -89,7 +90,10 @@ async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
     assert result.output == "The password hint is marmalade."
     third = server.model_requests[2].raw_body.decode()
     assert COPY_FEEDBACK in third
-    assert third.count("notes.txt") == 3  # the request, the text and the call; not the copy
+    assert third.count("notes.txt") == 2  # the request and the call: neither copy
+    # the object written above the call block is call JSON, not text (kept, it was copied as
+    # the answer three times in the next bench run, each time sent back)
+    assert [m.content for m in result.messages if m.tool_calls] == [""]
 
 
 async def test_an_object_a_tool_returned_may_be_the_answer(tmp_path: Path) -> None:
