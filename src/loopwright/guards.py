@@ -105,8 +105,8 @@ class DoomLoopGuard:
         result = _preview(self._results.get(call_signature(call)) or "")
         if not self.answered(call):  # the model must change the call, not answer with an error
             return (f"{RUNTIME_MARK} Not run: this exact call failed in your previous reply: "
-                    f"{result}\nDo not repeat it: change the arguments as the error says, or "
-                    "answer the user.")
+                    f"{result}\nDo not repeat it: change the arguments as the error says"
+                    f"{self._example_fix(call)}, or answer the user.")
         return (f"{RUNTIME_MARK} Not run: you already have the result of this exact call from "
                 f"your previous reply: {result}\nDo not call it again: answer the user with "
                 "this result.")
@@ -141,8 +141,19 @@ class DoomLoopGuard:
             f"{count} times in a row; the result will not change, so it was not run again.{last}"
             "\nUse what you already have, try a different approach, or give your answer."
             + (" Repeating it once more takes your tools away: you will have to answer."
-               if self.answered(call) else " Repeating it once more stops the run.")
+               if self.answered(call) else
+               f" Repeating it once more stops the run.{self._example_fix(call, sentence=True)}")
         )
+
+    def _example_fix(self, call: ToolCall, *, sentence: bool = False) -> str:
+        """", for example {the call its error points to}" (or a sentence), or "" (tools/
+        corrections.py: the 0.5B resent `get_stock("apple")` to "known items: apples, …")."""
+        from loopwright.tools.corrections import corrected_call
+
+        fixed = corrected_call(call, self._results.get(call_signature(call)) or "")
+        if fixed is None:
+            return ""
+        return f" The error points to this call: {fixed}" if sentence else f", for example {fixed}"
 
 
 @dataclass(kw_only=True)
