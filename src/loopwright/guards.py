@@ -14,11 +14,11 @@ import re
 import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from loopwright.config import DEFAULTS
 from loopwright.messages import Message, ToolCall
-from loopwright.tools.arguments import loads_bounded
+from loopwright.tools.arguments import loads_bounded, small_json_object
+from loopwright.tools.corrections import corrected_call
 
 RUNTIME_MARK = "[runtime note]"
 _RESULT_PREVIEW = 300  # characters of an earlier result quoted back to the model
@@ -148,8 +148,6 @@ class DoomLoopGuard:
     def _example_fix(self, call: ToolCall, *, sentence: bool = False) -> str:
         """", for example {the call its error points to}" (or a sentence), or "" (tools/
         corrections.py: the 0.5B resent `get_stock("apple")` to "known items: apples, …")."""
-        from loopwright.tools.corrections import corrected_call
-
         fixed = corrected_call(call, self._results.get(call_signature(call)) or "")
         if fixed is None:
             return ""
@@ -265,7 +263,6 @@ UNREAD_NOTE_MARK = "no tool has opened it in this conversation"  # the unread-fi
 FALLBACK_HEAD = "[no answer from the model]"
 _FALLBACK_RESULTS = 4
 _COPY_MIN_CHARS = 40  # a short answer given twice ("42") is an answer, not a copied preamble
-_COPY_MAX_JSON = 4_000  # an answer compared with the calls' arguments as JSON: the short ones
 _ECHO_FINGERPRINTS = (RUNTIME_MARK.lower(), "runtime note]", "not run: duplicate of call",
                       "do not call any more tools", "do not call any tool now",
                       "the user's latest message is",  # the 0.5B, asked to answer: no answer
@@ -299,28 +296,17 @@ def copies_call_preamble(answer: str, history: Sequence[Message]) -> bool:
     is one of those calls' arguments is a copy too, however short (the 0.5B, given notes.txt by
     `{"path": "notes.txt"}`, answered `{"path": "notes.txt"}`)."""
     wanted = " ".join(answer.split())
-    copied = _json_object(wanted)
+    copied = small_json_object(wanted) or None  # `{}` is no copy
     if len(wanted) < _COPY_MIN_CHARS and copied is None:
         return False
     calls = [m for m in history[:-1] if m.role == "assistant" and m.tool_calls]
     if any(" ".join(m.content.split()) == wanted for m in calls):
         return True
-    if copied is None or any(m.role == "tool" and _json_object(m.content) == copied
+    if copied is None or any(m.role == "tool" and small_json_object(m.content) == copied
                              for m in history):
         return False  # a tool returned that object: it may well be the answer
-    return any(_json_object(c.arguments) == copied for m in calls for c in m.tool_calls)
+    return any(small_json_object(c.arguments) == copied for m in calls for c in m.tool_calls)
 
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    """`text` as a JSON object when it is one (and small), else None."""
-    text = text.strip()
-    if not text.startswith("{") or len(text) > _COPY_MAX_JSON:
-        return None
-    try:
-        value = loads_bounded(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and value else None
 
 
 def is_dangling(text: str) -> bool:

@@ -184,8 +184,7 @@ class RunState:
         """Leave the last answer out of later requests: every part of it, when it was cut by
         the output limit and continued, with the notes that asked to continue (its cut first
         part left in view, the 0.5B wrote the same description again)."""
-        parts = self.answer_messages or ([self.last_reply] if self.last_reply else [])
-        for message in parts:
+        for message in self.answer_messages:
             self._set_aside[id(message)] = message
 
     def request_history(self) -> list[Message]:

@@ -86,6 +86,23 @@ def loads_bounded(text: str) -> Any:
     return json.loads(text)
 
 
+SMALL_JSON_CHARS = 4_000
+"""Longest text `small_json_object` parses: replies compared with call arguments are short."""
+
+
+def small_json_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object when it is one of at most `SMALL_JSON_CHARS` characters (outer
+    space aside), else None: for comparing a reply's text with call arguments."""
+    text = text.strip()
+    if not text.startswith("{") or len(text) > SMALL_JSON_CHARS:
+        return None
+    try:
+        value = loads_bounded(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def check_nesting(text: str) -> None:
     """`ArgumentsError` when brackets outside strings nest deeper than `MAX_NESTING`."""
     if text.count("{") + text.count("[") <= MAX_NESTING:  # cheap: cannot be too deep

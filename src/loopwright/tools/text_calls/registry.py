@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from loopwright.tools.arguments import is_complete_json, loads_bounded
+from loopwright.tools.arguments import is_complete_json, small_json_object
 from loopwright.tools.text_calls import harmony, special_tokens
 from loopwright.tools.text_calls.bare_json import extract_json
 from loopwright.tools.text_calls.mistral import MARKER as MISTRAL_MARKER
@@ -72,22 +72,14 @@ def _without_cut_call_tail(rest: str, reply: str) -> tuple[str, bool]:
     return stripped[:line_start], True
 
 
-_MAX_COPY_CHARS = 4_000  # text compared with the calls' arguments as JSON
-
-
 def _without_argument_copies(rest: str, calls: list[TextToolCall]) -> str:
     """Nothing, when all the text beside the calls is one of their arguments objects again —
     call JSON, not text (the 0.5B wrote `{"path": "notes.txt"}` above its `<tool_call>` block;
     kept in the history, that object was its answer three times once the file was read)."""
-    stripped = rest.strip()
-    if not calls or not stripped.startswith("{") or len(stripped) > _MAX_COPY_CHARS:
+    value = small_json_object(rest) if calls else None
+    if value is None:
         return rest
-    try:
-        value = loads_bounded(stripped)
-        arguments = [loads_bounded(c.arguments) for c in calls]
-    except ValueError:
-        return rest
-    return "" if isinstance(value, dict) and value in arguments else rest
+    return "" if value in [small_json_object(c.arguments) for c in calls] else rest
 
 
 def is_call_fragment(text: str) -> bool:
