@@ -187,6 +187,8 @@ class Agent(Generic[DepsT, OutputT]):
         self._summary_cooldown = SummaryCooldown(self.settings.summary_cooldown)
         self._side_models = resolve_side_models(self.settings)  # bad side models fail here
         self._chooser = chooser_from_setting(self.settings.choose_model)  # and bad rules
+        # what a host lends every tool call by name (an editor's buffers: builtin/editor.py)
+        self.services: dict[str, Any] = {}
 
     # -- public API --
 
@@ -446,7 +448,8 @@ class Agent(Generic[DepsT, OutputT]):
             services={"agent": self, **safety.services,
                       **context.services, SANDBOX_SERVICE: self.sandbox,
                       WEB_ACCESS_SERVICE: s.web_allow_private,
-                      READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots()},
+                      READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots(),
+                      **self.services},
             side_chains=side_chains(chain, {task: [self._client(r) for r in found]
                                             for task, found in self._side_models.items()}),
             route=ModelRouter(self._chooser, self._switched_chain).route if self._chooser

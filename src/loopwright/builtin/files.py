@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from loopwright.builtin.diff import proposed_diff, snapshot_before_write
+from loopwright.builtin.editor import editor_of, editor_text, write_through_editor
 from loopwright.builtin.workspace import (
     display_path,
     open_checked,
@@ -97,8 +98,12 @@ async def read_file(
     if target.is_dir():
         raise ToolError(f"{display_path(ctx, target)} is a directory; use list_dir to see it.")
     await require_secret_approval(ctx, target)
-    text = await asyncio.to_thread(_read_numbered, target, display_path(ctx, target), offset,
-                                   limit, workspace_roots(ctx, reading=True))
+    live = await editor_text(ctx, target)  # an editor's unsaved buffer, when one hosts us
+    if live is not None:
+        text = _numbered_lines(io.StringIO(live), display_path(ctx, target), offset, limit)
+    else:
+        text = await asyncio.to_thread(_read_numbered, target, display_path(ctx, target),
+                                       offset, limit, workspace_roots(ctx, reading=True))
     note_file_read(ctx, target)
     return text
 
@@ -192,6 +197,11 @@ async def write_file(path: str, content: str, ctx: ToolContext) -> str:
     target = resolve_path(ctx, path)
     await require_write_approval(ctx, target, preview=lambda: _preview_write(
         {"path": path, "content": content}, ctx))
+    if editor_of(ctx) is not None:
+        existed = await asyncio.to_thread(_before_write, ctx, target)
+        if await write_through_editor(ctx, target, content):
+            note_file_read(ctx, target)
+            return _written(ctx, target, content, existed)
     return await asyncio.to_thread(_write_file, ctx, target, content)
 
 
@@ -205,13 +215,23 @@ write_file.preview = _preview_write
 
 
 def _write_file(ctx: ToolContext, target: Path, content: str) -> str:
+    existed = _before_write(ctx, target)
+    write_atomically(target, content.encode("utf-8"), workspace_roots(ctx))
+    note_file_read(ctx, target)
+    return _written(ctx, target, content, existed)
+
+
+def _before_write(ctx: ToolContext, target: Path) -> bool:
+    """The checks and the turn-diff snapshot before `target` is written; whether it existed."""
     if target.is_dir():
         raise ToolError(f"{display_path(ctx, target)} is a directory.")
     ensure_not_stale(ctx, target)
     existed = target.exists()
     snapshot_before_write(ctx, target)
-    write_atomically(target, content.encode("utf-8"), workspace_roots(ctx))
-    note_file_read(ctx, target)
+    return existed
+
+
+def _written(ctx: ToolContext, target: Path, content: str, existed: bool) -> str:
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {display_path(ctx, target)} ({lines} lines, {len(content.encode()):,} bytes)."
@@ -269,10 +289,13 @@ async def edit_file(
     await require_write_approval(ctx, target, verb="edit",
                                  preview=lambda: _preview_edit(arguments, ctx))
     ensure_not_stale(ctx, target)
-    text = _text_to_edit(ctx, target, shown)
+    text = await editor_text(ctx, target)  # an editor's unsaved buffer, when one hosts us
+    if text is None:
+        text = _text_to_edit(ctx, target, shown)
     updated, old, new, count = edited_text(shown, text, old_string, new_string, replace_all)
     snapshot_before_write(ctx, target)
-    write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))
+    if not await write_through_editor(ctx, target, updated):
+        write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))
     note_file_read(ctx, target)
     first_line = text[: text.index(old)].count("\n") + 1
     done = f"{count} occurrences" if count > 1 else f"1 occurrence at line {first_line}"

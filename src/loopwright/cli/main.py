@@ -246,6 +246,7 @@ _register("loopwright.cli.batch", "batch_command", name="batch")
 _register("loopwright.cli.serve", "serve_command", name="serve")
 _register("loopwright.cli.skills", "skills_app", name="skills")
 _register("loopwright.cli.memory", "memory_app", name="memory")
+_register("loopwright.cli.acp", "acp_command", name="acp")
 
 
 def main() -> None:

@@ -1,0 +1,34 @@
+"""`loopwright acp`: serve an editor over the Agent Client Protocol on stdin/stdout.
+
+The editor starts this command (docs/editors.md has Zed's settings); stdout carries the
+protocol alone, notes go to stderr. The flags are `run`'s, less those an editor decides (the
+directory comes with each session, approvals go to the editor, sessions are resumed with
+`session/load`).
+"""
+
+import asyncio
+import os
+import stat
+
+import typer
+
+from loopwright.cli.options import AgentFlags, with_agent_flags
+
+EXCLUDED = ("resume", "continue_last", "workdir", "show_reasoning", "yes")
+
+
+@with_agent_flags(exclude=EXCLUDED)
+def acp_command(*, flags: AgentFlags) -> None:
+    """Serve an editor (Zed, JetBrains, Neovim) over the Agent Client Protocol on stdio."""
+    try:
+        from loopwright.acp.host import serve_stdio
+    except ImportError as exc:
+        typer.echo(f"loopwright: acp needs the agent-client-protocol package: pip install "
+                   f"'loopwright[acp]' ({exc})", err=True)
+        raise typer.Exit(6) from None
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # asyncio streams only pipes and terminals
+            typer.echo(f"loopwright: acp speaks over pipes; {name} is a file (an editor starts "
+                       "this command with pipes: see docs/editors.md)", err=True)
+            raise typer.Exit(2)
+    asyncio.run(serve_stdio(flags.agent_options()))

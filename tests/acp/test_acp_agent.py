@@ -1,0 +1,252 @@
+"""`loopwright acp` driven by the official ACP SDK's client side, as a subprocess, against the
+fake model server: a session that reads a file, edits it with a diff, asks permission (allowed
+once, then rejected), is cancelled mid-tool and is loaded again; the editor's buffers; bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("acp", reason="pip install -e '.[dev]' (agent-client-protocol)")
+
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block  # noqa: E402
+from acp.schema import (  # noqa: E402
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+from loopwright.testing import FakeModelServer, Reply, call  # noqa: E402
+from shared_helpers import cli_env  # noqa: E402
+
+
+class EditorClient:
+    """A scripted editor: records every update, answers permission questions from a list, and
+    (when it lends its buffers) serves and takes file text from memory."""
+
+    def __init__(self, answers: list[str] | None = None,
+                 buffers: dict[str, str] | None = None) -> None:
+        self.updates: list[Any] = []
+        self.questions: list[Any] = []
+        self.answers = list(answers or [])
+        self.buffers = buffers
+        self.writes: list[tuple[str, str]] = []
+        self.changed = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+        self.changed.set()
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
+                                 **kwargs: Any) -> RequestPermissionResponse:
+        self.questions.append((tool_call, options))
+        if not self.answers:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=self.answers.pop(0)))
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any
+                             ) -> ReadTextFileResponse:
+        assert self.buffers is not None
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any
+                              ) -> WriteTextFileResponse:
+        assert self.buffers is not None
+        self.writes.append((path, content))
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+    def kinds(self) -> list[str]:
+        return [u.session_update for u in self.updates]
+
+    def of(self, kind: str) -> list[Any]:
+        return [u for u in self.updates if u.session_update == kind]
+
+    async def wait_for(self, check: Any, what: str) -> None:
+        async with asyncio.timeout(30):
+            while not check():
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@asynccontextmanager
+async def acp_agent(client: EditorClient, server: FakeModelServer, home: Path,
+                    *, fs: bool = False) -> AsyncIterator[Any]:
+    log = (home / "acp-stderr.log").open("ab")
+    async with spawn_agent_process(
+            client, sys.executable, "-m", "loopwright", "acp", "--model", "fake-model",
+            "--base-url", server.base_url, env=cli_env(home),
+            transport_kwargs={"stderr": log.fileno()}) as (conn, _process):
+        capabilities = ClientCapabilities(fs=FileSystemCapabilities(
+            read_text_file=fs, write_text_file=fs))
+        reply = await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                      client_capabilities=capabilities)
+        assert reply.agent_capabilities.load_session is True
+        yield conn
+    log.close()
+
+
+def text_of(client: EditorClient) -> str:
+    return "".join(u.content.text for u in client.of("agent_message_chunk"))
+
+
+async def test_read_edit_permission_cancel_and_load(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("hello world\n")
+    script = [
+        Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]),
+        Reply(tool_calls=[call("edit_file", {"path": "notes.txt", "old_string": "hello",
+                                             "new_string": "bye"})]),
+        Reply("Changed hello to bye."),
+        Reply(tool_calls=[call("edit_file", {"path": "notes.txt", "old_string": "bye",
+                                             "new_string": "ciao"})]),
+        Reply("The edit was rejected."),
+        Reply(tool_calls=[call("bash", {"command": "sleep 30"})]),
+        Reply("Still here after the cancel."),
+    ]
+    client = EditorClient(answers=["allow", "reject"])
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            done = await conn.prompt(session_id=session,
+                                     prompt=[text_block("Change hello to bye in notes.txt")])
+            assert done.stop_reason == "end_turn"
+            assert (workspace / "notes.txt").read_text() == "bye world\n"
+            starts = client.of("tool_call")
+            assert [(s.kind, s.status) for s in starts] == [("read", "pending"),
+                                                            ("edit", "pending")]
+            assert starts[0].locations[0].path == str((workspace / "notes.txt").resolve())
+            diff = starts[1].content[0]
+            assert (diff.type, diff.old_text, diff.new_text) == ("diff", "hello world\n",
+                                                                 "bye world\n")
+            question, options = client.questions[0]
+            assert question.tool_call_id == starts[1].tool_call_id
+            assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once"}
+            assert "Changed hello to bye." in text_of(client)
+            finished = client.of("tool_call_update")
+            assert [u.status for u in finished] == ["completed", "completed"]
+            assert "hello world" in finished[0].raw_output
+
+            client.updates.clear()
+            await conn.prompt(session_id=session, prompt=[text_block("Now make it ciao")])
+            assert (workspace / "notes.txt").read_text() == "bye world\n"  # rejected
+            assert len(client.questions) == 2
+            assert [u.status for u in client.of("tool_call_update")] == ["failed"]
+
+            client.updates.clear()
+            turn = asyncio.ensure_future(conn.prompt(session_id=session,
+                                                     prompt=[text_block("Wait a while")]))
+            await client.wait_for(lambda: client.of("tool_call"), "the bash call")
+            with pytest.raises(RequestError) as busy:
+                await conn.prompt(session_id=session, prompt=[text_block("again")])
+            assert "already running" in str(busy.value.data)
+            await conn.cancel(session_id=session)
+            async with asyncio.timeout(10):  # the 30 s command does not hold the turn
+                cancelled = await turn
+            assert cancelled.stop_reason == "cancelled"
+            assert client.of("tool_call")[0].kind == "execute"
+
+        replayed = EditorClient()
+        async with acp_agent(replayed, server, tmp_path) as conn:
+            await conn.load_session(cwd=str(workspace), session_id=session, mcp_servers=[])
+            users = [u.content.text for u in replayed.of("user_message_chunk")]
+            assert users[:2] == ["Change hello to bye in notes.txt", "Now make it ciao"]
+            assert "Changed hello to bye." in text_of(replayed)
+            assert [s.kind for s in replayed.of("tool_call")] == ["read", "edit", "edit",
+                                                                  "execute"]
+            assert replayed.of("available_commands_update")
+            replayed.updates.clear()
+            again = await conn.prompt(session_id=session, prompt=[text_block("Are you there?")])
+            assert again.stop_reason == "end_turn"
+            assert text_of(replayed) == "Still here after the cancel."
+        history = server.model_requests[-1].body["messages"]
+        assert any("sleep 30" in str(m) for m in history)  # the resumed session kept its turns
+
+
+async def test_editor_buffers_are_read_and_written_through(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    notes = workspace / "notes.txt"
+    notes.write_text("saved text\n")
+    buffers = {str(notes.resolve()): "unsaved text\n"}
+    script = [
+        Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]),
+        Reply(tool_calls=[call("write_file", {"path": "notes.txt", "content": "one\n"})]),
+        Reply(tool_calls=[call("write_file", {"path": "notes.txt", "content": "two\n"})]),
+        Reply("Wrote it twice."),
+    ]
+    client = EditorClient(answers=["always"], buffers=buffers)
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path, fs=True) as conn:
+            session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("Rewrite notes.txt")])
+    read_result = client.of("tool_call_update")[0].raw_output
+    assert "unsaved text" in read_result and "saved text" not in read_result.replace(
+        "unsaved text", "")
+    assert client.writes == [(str(notes.resolve()), "one\n"), (str(notes.resolve()), "two\n")]
+    assert notes.read_text() == "saved text\n"  # the editor owns the buffer; it saves it
+    assert len(client.questions) == 1  # "allow always" covered the second write
+    edit = client.of("tool_call")[1].content[0]
+    assert (edit.old_text, edit.new_text) == ("unsaved text\n", "one\n")
+
+
+async def test_bad_client_input_gets_errors_naming_what_was_wrong(tmp_path: Path) -> None:
+    client = EditorClient()
+    with FakeModelServer([]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            with pytest.raises(RequestError) as unknown:
+                await conn.prompt(session_id="nope", prompt=[text_block("hi")])
+            assert unknown.value.code == -32602 and "unknown session" in str(unknown.value.data)
+            with pytest.raises(RequestError) as relative:
+                await conn.new_session(cwd="relative/dir", mcp_servers=[])
+            assert "absolute directory" in str(relative.value.data)
+            with pytest.raises(RequestError) as missing:
+                await conn.load_session(cwd=str(tmp_path), session_id="0" * 32, mcp_servers=[])
+            assert "no stored session" in str(missing.value.data)
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            with pytest.raises(RequestError) as malformed:
+                await conn._conn.send_request("session/prompt", {"sessionId": session,
+                                                                 "prompt": "not a list"})
+            assert malformed.value.code == -32602
+            with pytest.raises(RequestError) as empty:
+                await conn.prompt(session_id=session, prompt=[text_block("  ")])
+            assert "empty" in str(empty.value.data)
+
+
+async def test_unanswered_permission_fails_closed(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    script = [Reply(tool_calls=[call("write_file", {"path": "a.txt", "content": "x"})]),
+              Reply("It was not allowed.")]
+    client = EditorClient(answers=[])  # the editor cancels the question
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("write a.txt")])
+    assert not (workspace / "a.txt").exists()
+    assert [u.status for u in client.of("tool_call_update")] == ["failed"]
+
+
+async def test_slash_commands_are_advertised_and_answered(tmp_path: Path) -> None:
+    client = EditorClient()
+    with FakeModelServer([]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await client.wait_for(lambda: client.of("available_commands_update"), "commands")
+            names = {c.name for c in client.of("available_commands_update")[0].available_commands}
+            assert names == {"tools", "usage", "model"}
+            await conn.prompt(session_id=session, prompt=[text_block("/tools")])
+            assert "read_file" in text_of(client)
+    assert server.model_requests == []  # answered without the model
