@@ -12,11 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("acp", reason="pip install -e '.[dev]' (agent-client-protocol)")
-
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block  # noqa: E402
-from acp.schema import (  # noqa: E402
+from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
@@ -26,8 +22,9 @@ from acp.schema import (  # noqa: E402
     WriteTextFileResponse,
 )
 
-from loopwright.testing import FakeModelServer, Reply, call  # noqa: E402
-from shared_helpers import cli_env  # noqa: E402
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import cli_env
 
 
 class EditorClient:
