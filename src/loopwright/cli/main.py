@@ -247,6 +247,7 @@ _register("loopwright.cli.serve", "serve_command", name="serve")
 _register("loopwright.cli.skills", "skills_app", name="skills")
 _register("loopwright.cli.memory", "memory_app", name="memory")
 _register("loopwright.cli.acp", "acp_command", name="acp")
+_register("loopwright.cli.mcp_server", "mcp_server_command", name="mcp-server")
 
 
 def main() -> None:
