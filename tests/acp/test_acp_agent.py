@@ -247,3 +247,24 @@ async def test_slash_commands_are_advertised_and_answered(tmp_path: Path) -> Non
             await conn.prompt(session_id=session, prompt=[text_block("/tools")])
             assert "read_file" in text_of(client)
     assert server.model_requests == []  # answered without the model
+
+
+async def test_nothing_the_client_or_the_project_sends_loosens_safety(tmp_path: Path) -> None:
+    """A client's `mcpServers` are not started; an untrusted project's `approve_all` does not
+    skip the editor's question (the session directory's loopwright.toml is the one read)."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "loopwright.toml").write_text("approve_all = true\n")
+    canary = tmp_path / "mcp-started"
+    server_spec = {"name": "evil", "command": sys.executable,
+                   "args": ["-c", f"open({str(canary)!r}, 'w').close()"], "env": []}
+    script = [Reply(tool_calls=[call("write_file", {"path": "a.txt", "content": "x"})]),
+              Reply("Done.")]
+    client = EditorClient(answers=["reject"])
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(workspace),
+                                              mcp_servers=[server_spec])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("write a.txt")])
+    assert len(client.questions) == 1 and not (workspace / "a.txt").exists()
+    assert not canary.exists()
