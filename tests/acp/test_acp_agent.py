@@ -268,3 +268,21 @@ async def test_nothing_the_client_or_the_project_sends_loosens_safety(tmp_path: 
             await conn.prompt(session_id=session, prompt=[text_block("write a.txt")])
     assert len(client.questions) == 1 and not (workspace / "a.txt").exists()
     assert not canary.exists()
+
+
+async def test_reasoning_streams_as_thought_and_the_todo_list_as_the_plan(tmp_path: Path) -> None:
+    todos = [{"id": "1", "content": "Read the code", "status": "done"},
+             {"id": "2", "content": "Fix the bug", "status": "in_progress"}]
+    script = [Reply(reasoning="First I plan.", tool_calls=[call("todo", {"todos": todos})]),
+              Reply("Planned.")]
+    client = EditorClient()
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("Plan the fix")])
+    thought = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert thought == "First I plan."
+    plan = client.of("plan")[-1]
+    assert [(e.content, e.status) for e in plan.entries] == [("Read the code", "completed"),
+                                                             ("Fix the bug", "in_progress")]
+    assert client.of("tool_call")[0].kind == "think"
