@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -22,7 +23,6 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import cli_env
 
