@@ -8,59 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from serve_helpers import TOKEN, MakeServer, Served
+from serve_helpers import MakeServer
 
 from loopwright import tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
-from shared_helpers import http_server, require_component
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync"]
-WAIT_MS = 20_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    require_component(sync_playwright is not None and shutil.which(CHROMIUM) is not None,
-                      "the page tests need Chromium and Playwright: apt-get install -y chromium; "
-                      "pip install -e '.[dev]' (no browser download: Debian's is used)")
-    assert sync_playwright is not None
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture
-def open_page(browser: Any) -> Iterator[Any]:
-    contexts: list[Any] = []
-
-    def open_(served: Served) -> Any:
-        context = browser.new_context()
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(WAIT_MS)
-        page.goto(f"{served.url}/?token={TOKEN}")  # the printed link: sets the cookie
-        page.wait_for_selector("#sessions li")
-        return page
-
-    yield open_
-    for context in contexts:
-        context.close()
+from shared_helpers import http_server
 
 
 def _start(page: Any, prompt: str) -> None:

@@ -8,7 +8,7 @@ import { Timeline, replayStored } from "./timeline.js";
 import { UsageCharts } from "./usage.js";
 
 const page = {
-  sessionId: null, stream: null, runId: null, live: new Map(), listTimer: null,
+  sessionId: null, batchId: null, stream: null, runId: null, live: new Map(), listTimer: null,
   timeline: new Timeline($("timeline"), new UsageCharts($("usage"))),
 
   async loadSessions() {
@@ -78,6 +78,7 @@ const page = {
     list.replaceChildren();
     for (const batch of batches) {
       const item = el("li", "batch");
+      item.dataset.id = batch.id;
       const s = batch.summary;
       item.append(el("span", "title", batch.name), el("span", "meta", s
         ? `${s.solved}/${s.tasks} solved` : batch.error));
@@ -90,6 +91,7 @@ const page = {
     const detail = await api(`/batches/${number}`);
     this.stop();
     this.sessionId = null;
+    this.batchId = number;
     this.markOpen();
     this.showView("batch");
     showBatch($("batch"), detail, (id) => this.openSession(id).catch(showError));
@@ -120,6 +122,9 @@ const page = {
   markOpen() {
     document.querySelectorAll("#sessions li").forEach((li) => {
       li.classList.toggle("open", li.dataset.id === this.sessionId);
+    });
+    document.querySelectorAll("#batches li").forEach((li) => {
+      li.classList.toggle("open", this.sessionId === null && li.dataset.id === `${this.batchId}`);
     });
   },
 

@@ -27,7 +27,7 @@ function headline(detail) {
   const s = detail.summary;
   const box = el("div", "batch-head");
   box.append(el("h2", "", `Batch ${detail.name}`),
-    el("div", "solved", `${s.solved} of ${s.tasks} solved (${percent(s.solved, s.tasks)})`));
+    el("div", "solved-share", `${s.solved} of ${s.tasks} solved (${percent(s.solved, s.tasks)})`));
   const facts = [`${s.checked} checked`, `${s.failed} failed to run`, `${s.invalid} invalid`,
     `cost ${s.cost === null ? "unknown" : money(s.cost)}`,
     `stop reasons: ${Object.entries(s.by_stop_reason).map(([k, n]) => `${k} ${n}`).join(", ")}`];
@@ -48,7 +48,7 @@ function histogram(rows, width) {
       title: `${n} task(s) took ${turns} turn(s)` }] });
   }
   const chart = barChart({ title: "Turns per task", xLabel: "turns", yLabel: "tasks",
-    format: (v) => `${+v.toFixed(1)}`, bars, width });
+    format: String, integer: true, bars, width });
   chart.classList.add("turns-histogram");
   return chart;
 }

@@ -13,12 +13,14 @@ function svgNode(tag, attributes = {}, text) {
   return node;
 }
 
-/** Round tick values covering 0..most: [0, step, 2·step, …], about four of them. */
-export function ticks(most) {
+/** Round tick values covering 0..most: [0, step, 2·step, …], about four of them (whole
+ * numbers only when `integer`: counts). */
+export function ticks(most, integer = false) {
   if (!(most > 0)) return [0, 1];
   const rough = most / 4;
   const power = 10 ** Math.floor(Math.log10(rough));
-  const step = [1, 2, 2.5, 5, 10].map((k) => k * power).find((s) => s >= rough);
+  const nice = [1, 2, 2.5, 5, 10].map((k) => k * power).find((s) => s >= rough);
+  const step = integer ? Math.max(1, Math.ceil(nice)) : nice;
   const out = [];
   for (let value = 0; value < most + step * 0.999; value += step) out.push(value);
   return out;
@@ -27,10 +29,11 @@ export function ticks(most) {
 /**
  * A chart in a <figure>: `bars` is [{label, parts: [{value, kind, title}]}] (parts stacked),
  * `line` optionally {values, kind, title} drawn over the bars on the same axis.
- * `format` writes a y value; `xLabel` and `yLabel` name the axes; `yMax` fixes the top.
+ * `format` writes a y value; `xLabel` and `yLabel` name the axes; `yMax` fixes the top;
+ * `integer` keeps the y ticks whole (counts).
  */
 export function barChart({ title, bars, line = null, format = String, xLabel, yLabel,
-  yMax = null, width = 320 }) {
+  yMax = null, integer = false, width = 320 }) {
   const figure = document.createElement("figure");
   figure.className = "chart";
   const caption = document.createElement("figcaption");
@@ -38,7 +41,7 @@ export function barChart({ title, bars, line = null, format = String, xLabel, yL
   figure.appendChild(caption);
   const sums = bars.map((bar) => bar.parts.reduce((sum, part) => sum + (part.value || 0), 0));
   const most = yMax !== null ? yMax : Math.max(0, ...sums, ...(line ? line.values : []));
-  const scale = ticks(most);
+  const scale = ticks(most, integer);
   const top = scale[scale.length - 1];
   const plotW = width - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;

@@ -37,8 +37,10 @@ class AgentView {
     body.append(reasoning, text, el("div", "tools"), el("div", "notes"));
     box.append(head, body);
     this.container.appendChild(box);
+    // times come from the server's events; a replayed stored turn's words carry none
     this.turn = { box, head, body, started: event.created || performance.now() / 1000,
-      firstToken: null, text: new MarkdownStream(text), running: 0 };
+      timed: Boolean(event.created), firstToken: null, text: new MarkdownStream(text),
+      running: 0 };
     this.activity("waiting for the model");
   }
 
@@ -53,7 +55,8 @@ class AgentView {
 
   markFirstToken(event) {
     const turn = this.turnBody();
-    if (turn.firstToken === null) turn.firstToken = event.created || performance.now() / 1000;
+    if (turn.firstToken !== null || turn.timed !== Boolean(event.created)) return;
+    turn.firstToken = event.created || performance.now() / 1000;
   }
 
   add(event) {
