@@ -129,6 +129,43 @@ def test_an_unanswered_approval_card_says_it_expired(make_server: MakeServer, op
     assert (tmp_path / "work" / "scratch").exists()
 
 
+STRICT_CSP = "default-src 'self'; frame-ancestors 'none'"
+
+
+def test_the_page_works_under_a_strict_content_security_policy(
+        make_server: MakeServer, open_page: Any, tmp_path: Path) -> None:
+    """No inline script, handler or style the policy would block, with Markdown, highlighted
+    code, charts, an approval card and the live lists all in use."""
+    (tmp_path / "work" / "scratch").mkdir(parents=True)
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf scratch"})]),
+              Reply("| a | b |\n|:-:|--:|\n| 1 | 2 |\n\n```js\nconst x = 1;\n```")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=tmp_path / "work", agent={"context_window": 8_192})
+        page = open_page(served)
+        page.context.add_init_script("""window.violations = [];
+            document.addEventListener('securitypolicyviolation',
+              (e) => window.violations.push(`${e.violatedDirective} ${e.blockedURI}`));""")
+
+        def with_policy(route: Any) -> None:
+            response = route.fetch()
+            route.fulfill(response=response, headers={**response.headers,
+                                                      "content-security-policy": STRICT_CSP})
+
+        page.route(f"{served.url}/", with_policy)  # the document (the policy's home)
+        page.reload()
+        _start(page, "clean up and show a table")
+        page.click(".approval button[data-decision=deny]")
+        page.wait_for_selector(".run-state.completed")
+        page.wait_for_selector(".fill-chart")
+        assert page.query_selector(".turn .text pre code.hljs") is not None
+        assert page.query_selector(".approval[data-state=denied]") is not None
+        assert page.evaluate("window.violations") == []
+        # the policy is in force: an inline style attribute is reported
+        page.evaluate("""document.body.insertAdjacentHTML('beforeend',
+                                                          '<b style="color: red">x</b>')""")
+        page.wait_for_function("window.violations.length > 0")
+
+
 def _session_with_everything(served: Served) -> str:
     """A finished session of three turns: a tool call, an approved edit with its diff, and a
     Markdown answer with code."""
