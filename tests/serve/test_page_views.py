@@ -94,11 +94,22 @@ def test_activity_and_new_sessions_show_while_the_model_is_still_thinking(
         assert activity.text_content() == "waiting for the model"
         page.wait_for_selector("#sessions li.session.open.running")
         page.wait_for_selector("text=1 live run(s)")
+        mine = page.get_attribute("#sessions li.session.open", "data-id")
 
         other = served.start("from another client")  # another client's run, listed at once
         page.wait_for_selector(f"#sessions li.session[data-id='{other['session_id']}'].running")
         page.wait_for_selector(f"#runs li.run[data-id='{other['run_id']}']")
         page.wait_for_selector("text=2 live run(s)")
+        page.click(f"#sessions li.session[data-id='{other['session_id']}']")  # open it live
+        page.wait_for_function("document.querySelector('.prompt').textContent"
+                               " === 'from another client'")
+        page.wait_for_selector(".turn .activity.busy")
+        assert len(page.query_selector_all(".prompt")) == 1  # shown once, not stored + live
+        assert len(page.query_selector_all(".turn")) == 1
+        page.click(f"#sessions li.session[data-id='{mine}']")
+        page.wait_for_function("document.querySelector('.prompt').textContent === 'think hard'")
+        page.wait_for_selector(".turn .activity.busy")
+        assert len(page.query_selector_all(".turn")) == 1
 
         page.click("#cancel")
         page.wait_for_selector(".run-state.cancelled")

@@ -100,7 +100,7 @@ class ServeApi:
             raise BadRequest(str(exc), 503) from exc
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
-        run = ServeRun(model=body.get("model") or agent.settings.model,
+        run = ServeRun(model=body.get("model") or agent.settings.model, prompt=prompt,
                        output_type=body.get("output_type"),
                        stop_when_last_client_leaves=body.get("stop_when_last_client_leaves",
                                                              False))

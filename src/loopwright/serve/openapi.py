@@ -51,8 +51,9 @@ PATHS: dict[str, dict[str, Any]] = {
                 "run_id": _STR, "session_id": _STR, "events": _STR,
                 "context_window": {"type": ["integer", "null"]}}}),
                 "400": _ERROR, "404": _ERROR, "409": _ERROR}}},
-    "/runs/{run_id}": {"get": {"summary": "One run's state; once ended, its output (the "
-                                          "validated object with an output_type) and error",
+    "/runs/{run_id}": {"get": {"summary": "One run's state and prompt; once ended, its "
+                                          "output (the validated object with an "
+                                          "output_type) and error",
                                "parameters": [_RUN_ID],
                                "responses": {"200": _json("run"), "404": _ERROR}}},
     "/runs/{run_id}/events": {"get": {

@@ -48,6 +48,7 @@ class ServeRun:
     output_type: str | None = None  # the server-side name of its typed output, if any
     stop_when_last_client_leaves: bool = False
     context_window: int | None = None  # tokens, as the agent found it when the run started
+    prompt: str = ""  # what the run was started with (a page opening it live shows it)
     id: str = ""
     session_id: str = ""
     handle: RunHandle | None = None
@@ -127,14 +128,16 @@ class ServeRun:
                 "clients": self.clients, "pending_approvals": sorted(self.approvals)}
 
     def detail(self) -> dict[str, Any]:
-        """`GET /runs/{id}`: the summary, and once the run has ended its output (the validated
-        object as JSON with an output type, else the final text) and error, as in `done`."""
+        """`GET /runs/{id}`: the summary, the prompt, and once the run has ended its output (the
+        validated object as JSON with an output type, else the final text) and error, as in
+        `done`."""
         result = self.result
         if result is None:
-            return {**self.summary(), "output": None, "error": None}
+            return {**self.summary(), "prompt": self.prompt, "output": None, "error": None}
         output = result.output if isinstance(result.output, str) \
             else to_jsonable_python(result.output)
-        return {**self.summary(), "output": output, "error": result.error}
+        return {**self.summary(), "prompt": self.prompt, "output": output,
+                "error": result.error}
 
 
 class RunNews:

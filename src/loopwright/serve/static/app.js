@@ -113,10 +113,14 @@ const page = {
       `Session ${detail.session.id.slice(0, 8)} — ${detail.session.title || ""}`;
     this.timeline.clear();
     this.timeline.chart.setWindow(detail.context_window);
-    replayStored(this.timeline, detail);
+    const live = detail.live_run ? await api(`/runs/${detail.live_run}`).catch(() => null) : null;
+    replayStored(this.timeline, detail, { skipRun: live ? live.id : null });
     this.timeline.costs(detail.turns);
     this.markOpen();
-    if (detail.live_run) this.watch(detail.live_run);
+    if (live) {
+      this.timeline.prompt(live.prompt);
+      this.watch(live.id);
+    }
   },
 
   markOpen() {

@@ -341,7 +341,8 @@ export class Timeline {
 // steering it began with, its text and reasoning), so they land under the right turn even when
 // the session was steered or compacted. Sessions recorded before that have only the messages:
 // each top-level turn wrote one assistant message, and each run started from one user message.
-export function replayStored(timeline, detail) {
+// `skipRun`: a run still live, whose own event stream (with its text) replays it instead.
+export function replayStored(timeline, detail, { skipRun = null } = {}) {
   const ends = new Map(detail.events.filter((e) => e.type === "turn_end" && !e.agent
     && typeof e.text === "string").map((e) => [`${e.run_id}/${e.turn}`, e]));
   const assistants = detail.messages.filter((m) => m.role === "assistant");
@@ -350,6 +351,7 @@ export function replayStored(timeline, detail) {
     .map((m) => [m.tool_call_id, m.content]));
   let run = null;
   for (const event of detail.events) {
+    if (event.run_id === skipRun) continue;  // a live run: its own stream replays it whole
     const end = ends.get(`${event.run_id}/${event.turn}`);
     if (event.run_id !== run) {
       run = event.run_id;
