@@ -45,6 +45,18 @@ A [good link](https://example.org/docs) and a [bad one](javascript:window.pwned=
 """
 
 
+def _store_events(db: Path, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
+    """Append event rows to a stored session, as a recorder would (a second connection to the
+    server's SQLite file; the blocking store, as Playwright holds this thread's event loop)."""
+    from loopwright.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        store.record_events(session_id, run_id, events)
+    finally:
+        store.close()
+
+
 def _start(page: Any, prompt: str) -> None:
     page.fill("#prompt", prompt)
     page.click("#start")
@@ -175,6 +187,31 @@ def test_the_page_works_under_a_strict_content_security_policy(
         page.evaluate("""document.body.insertAdjacentHTML('beforeend',
                                                           '<b style="color: red">x</b>')""")
         page.wait_for_function("window.violations.length > 0")
+
+
+def test_a_review_is_a_small_note_in_its_turn(make_server: MakeServer, open_page: Any,
+                                              tmp_path: Path) -> None:
+    """A `review` event (a check of the answer: its verdict, reason and the reviews left) is a
+    note in the turn it came in; its words are text."""
+    with FakeModelServer([Reply("first answer")]) as fake:
+        served = make_server(fake)
+        started = served.start("answer it")
+        served.wait_finished(started["run_id"])
+        _store_events(tmp_path / "sessions.db", started["session_id"], "run-reviewed", [
+            {"type": "turn_start", "turn": 1, "agent": ""},
+            {"type": "review", "check": "tests", "verdict": "revise",
+             "reason": "2 tests fail <img src=x onerror=window.pwned=1>", "budget_left": 1,
+             "agent": ""},
+            {"type": "turn_end", "turn": 1, "usage": {}, "agent": "", "text": "revised",
+             "user": ["check it"]}])
+        page = open_page(served)
+        page.click("#sessions li.session")
+        note = page.wait_for_selector(".turn .note.review")
+        assert note.text_content() == ("review tests: revise — 2 tests fail "
+                                       "<img src=x onerror=window.pwned=1> — 1 left")
+        assert note.evaluate("(n) => n.closest('.turn').querySelector('.text').textContent") \
+            == "revised"
+        assert page.query_selector("#timeline img") is None
 
 
 def _session_with_everything(served: Served) -> str:
