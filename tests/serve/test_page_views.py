@@ -113,13 +113,13 @@ def test_activity_and_new_sessions_show_while_the_model_is_still_thinking(
         page.wait_for_selector(f"#runs li.run[data-id='{other['run_id']}']")
         page.wait_for_selector("text=2 live run(s)")
         page.click(f"#sessions li.session[data-id='{other['session_id']}']")  # open it live
-        page.wait_for_function("document.querySelector('.prompt').textContent"
+        page.wait_for_function("document.querySelector('.prompt')?.textContent"
                                " === 'from another client'")
         page.wait_for_selector(".turn .activity.busy")
         assert len(page.query_selector_all(".prompt")) == 1  # shown once, not stored + live
         assert len(page.query_selector_all(".turn")) == 1
         page.click(f"#sessions li.session[data-id='{mine}']")
-        page.wait_for_function("document.querySelector('.prompt').textContent === 'think hard'")
+        page.wait_for_function("document.querySelector('.prompt')?.textContent === 'think hard'")
         page.wait_for_selector(".turn .activity.busy")
         assert len(page.query_selector_all(".turn")) == 1
 
@@ -129,6 +129,31 @@ def test_activity_and_new_sessions_show_while_the_model_is_still_thinking(
         assert served.api.post(f"/runs/{other['run_id']}/cancel").status_code == 202
         page.wait_for_selector("text=0 live run(s)")
         page.wait_for_function("!document.querySelector('#sessions li.running')")
+
+
+def _set_hidden(page: Any, hidden: bool) -> None:
+    page.evaluate("""(hidden) => {
+        Object.defineProperty(document, 'hidden', {value: hidden, configurable: true});
+        document.dispatchEvent(new Event('visibilitychange')); }""", hidden)
+
+
+def test_a_hidden_tab_lets_go_of_the_news_and_catches_up_when_shown(
+        make_server: MakeServer, open_page: Any) -> None:
+    with FakeModelServer([Reply("late", delay=30.0)]) as fake:
+        served = make_server(fake)
+        page = open_page(served)
+        page.wait_for_selector("text=0 live run(s)")
+        page.evaluate("""() => { window.newsOpened = 0; const Real = window.EventSource;
+            window.EventSource = class extends Real { constructor(url) { super(url);
+              if (url.endsWith('/runs/news')) window.newsOpened += 1; } }; }""")
+        _set_hidden(page, True)
+        started = served.start("while nobody looked")
+        _set_hidden(page, False)
+        assert page.evaluate("window.newsOpened") == 1  # one stream again, no more
+        page.wait_for_selector(f"#sessions li.session[data-id='{started['session_id']}'].running")
+        page.wait_for_selector("text=1 live run(s)")
+        assert served.api.post(f"/runs/{started['run_id']}/cancel").status_code == 202
+        page.wait_for_selector("text=0 live run(s)")
 
 
 def test_an_unanswered_approval_card_says_it_expired(make_server: MakeServer, open_page: Any,

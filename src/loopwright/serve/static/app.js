@@ -8,7 +8,8 @@ import { Timeline, replayStored } from "./timeline.js";
 import { UsageCharts } from "./usage.js";
 
 const page = {
-  sessionId: null, batchId: null, stream: null, runId: null, live: new Map(), listTimer: null,
+  sessionId: null, batchId: null, stream: null, runId: null, news: null, live: new Map(),
+  listTimer: null,
   timeline: new Timeline($("timeline"), new UsageCharts($("usage"))),
 
   async loadSessions() {
@@ -58,9 +59,13 @@ const page = {
     if (!list.children.length) list.appendChild(el("li", "dim", "None."));
   },
 
-  /** Runs starting and ending on this server, as they happen (GET /runs/news). */
+  /** Runs starting and ending on this server, as they happen (GET /runs/news). A hidden tab
+   * lets go of its stream: a browser opens only six connections to one server, for all tabs. */
   followNews() {
-    const news = new EventSource("/runs/news");
+    if (this.news) this.news.close();
+    this.news = document.hidden ? null : new EventSource("/runs/news");
+    if (!this.news) return;
+    const news = this.news;
     news.onmessage = (message) => {
       const { type, run } = JSON.parse(message.data);
       if (type === "run_started") this.live.set(run.id, run);
@@ -68,7 +73,10 @@ const page = {
       this.showRuns();
       this.refreshSessions();
     };
-    news.onopen = () => this.loadRuns().catch(showError);  // what happened while away
+    news.onopen = () => {  // what happened while away
+      this.loadRuns().catch(showError);
+      this.refreshSessions();
+    };
   },
 
   async loadBatches() {
@@ -221,6 +229,7 @@ $("search").addEventListener("input", () => {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(() => page.loadSessions().catch(showError), 250);
 });
+document.addEventListener("visibilitychange", () => page.followNews());
 page.loadSessions().catch(showError);
 page.loadBatches().catch(showError);
 page.followNews();
