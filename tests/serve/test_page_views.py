@@ -276,8 +276,15 @@ def test_the_page_is_usable_at_390_and_1280_px(make_server: MakeServer, open_pag
                 assert page.is_hidden("#sessions")  # the list folds away behind the menu
                 page.click("#menu")
             page.click("#sessions li.session")
-            page.wait_for_selector(".fill-chart")
+            page.wait_for_selector(".turn")
             assert page.is_hidden("#sessions") == (width == 390)  # opening one folds it again
+            summary = page.text_content("#usage > summary")
+            assert summary.startswith("Usage: 3 turn(s) · ") and "$0.00" in summary
+            if width == 390:  # the charts fold away too, the totals stay in view
+                assert page.is_hidden("#charts")
+                _shoot(page, f"session-{width}-folded", tmp_path)
+                page.click("#usage > summary")
+            page.wait_for_selector(".fill-chart")
             _check_charts(page)
             assert page.query_selector(".approval[data-state=allowed]") is not None
             assert "first token -" not in page.text_content("#timeline")  # replayed words

@@ -10,7 +10,7 @@ import { UsageCharts } from "./usage.js";
 const page = {
   sessionId: null, batchId: null, stream: null, runId: null, news: null, live: new Map(),
   listTimer: null,
-  timeline: new Timeline($("timeline"), new UsageCharts($("usage"))),
+  timeline: new Timeline($("timeline"), new UsageCharts($("usage"), $("charts"))),
 
   async loadSessions() {
     const q = $("search").value.trim();

@@ -8,9 +8,21 @@ import { el, money } from "./dom.js";
 const percent = (value) => `${+value.toFixed(1)}%`;
 const dollars = (value) => (value === 0 ? "$0" : `$${+value.toPrecision(2)}`);
 
+// Folded on a phone (the timeline matters more there); its summary line still gives the totals.
+const WIDE = window.matchMedia("(min-width: 761px)");
+
+function summaryLine(turns) {
+  const used = turns.reduce((sum, t) => sum + (t.input_tokens || 0) + (t.output_tokens || 0), 0);
+  const costs = turns.filter((t) => t.cost !== undefined);
+  const cost = costs.length ? ` · ${money(costs.reduce((sum, t) => sum + t.cost, 0))}` : "";
+  return `Usage: ${turns.length} turn(s) · ${used.toLocaleString()} tokens${cost}`;
+}
+
 export class UsageCharts {
-  constructor(box) {
-    this.box = box; this.turns = []; this.window = null;
+  constructor(fold, box) {
+    this.fold = fold; this.box = box; this.turns = []; this.window = null;
+    fold.open = WIDE.matches;
+    fold.addEventListener("toggle", () => this.render());
     window.addEventListener("resize", () => this.render());
   }
 
@@ -27,8 +39,9 @@ export class UsageCharts {
   render() {
     const turns = this.turns.map((turn, i) => ({ ...turn, label: `${i + 1}` }))
       .filter((turn, i) => this.turns[i]);
-    this.box.hidden = turns.length === 0;
-    if (!turns.length) { this.box.replaceChildren(); return; }
+    this.fold.hidden = turns.length === 0;
+    this.fold.querySelector("summary").textContent = summaryLine(turns);
+    if (!turns.length || !this.fold.open) { this.box.replaceChildren(); return; }
     const room = this.box.clientWidth || 900;
     const columns = room >= 760 ? 3 : 1;
     const width = Math.max(260, Math.floor(room / columns) - 24);
