@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from serve_helpers import MakeServer, Served, sse_messages
+from serve_helpers import MakeServer, Served, serve_process, sse_messages
 
 from loopwright.batch.results import ResultRow
 from loopwright.testing import FakeModelServer, Reply
@@ -102,3 +102,13 @@ def test_batches_are_listed_and_shown_with_hostile_lines_left_out(
     assert shown["summary"]["solved_share"] == 1 / 3
     assert [e.status_code for e in errors] == [404, 404, 404]
     assert "no batch 2" in errors[1].json()["error"]
+
+
+def test_loopwright_serve_batch_flag(tmp_path: Path) -> None:
+    _write_results(tmp_path / "weekly", [_row("add", solved=True, turns=1)])
+    with FakeModelServer([]) as fake, serve_process(
+            "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
+            "--workdir", str(tmp_path), "--batch", str(tmp_path / "weekly"),
+            "--batch", str(tmp_path / "weekly" / "results.jsonl")) as served:
+        listed = served.api.get("/batches").json()["batches"]
+    assert [(b["name"], b["summary"]["solved"]) for b in listed] == [("weekly", 1)] * 2
