@@ -96,14 +96,16 @@ def test_an_answer_is_rendered_as_markdown_highlighted_and_sanitised(
 
 
 def test_activity_and_new_sessions_show_while_the_model_is_still_thinking(
-        make_server: MakeServer, open_page: Any) -> None:
+        make_server: MakeServer, open_page: Any, tmp_path: Path) -> None:
     with FakeModelServer([Reply("late", delay=30.0), Reply("later", delay=30.0)]) as fake:
         served = make_server(fake)
         page = open_page(served)
         assert page.text_content("#live-count") == "0 live run(s)"
         _start(page, "think hard")
         activity = page.wait_for_selector(".turn .head .activity.busy")
-        assert activity.text_content() == "waiting for the model"
+        assert activity.text_content().startswith("waiting for the model")
+        page.wait_for_selector(".activity.busy >> text=/waiting for the model · [0-9]+ s/")
+        _shoot(page, "activity-1280", tmp_path)
         page.wait_for_selector("#sessions li.session.open.running")
         page.wait_for_selector("text=1 live run(s)")
         mine = page.get_attribute("#sessions li.session.open", "data-id")

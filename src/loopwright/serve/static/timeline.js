@@ -49,6 +49,9 @@ class AgentView {
   /** What the agent is doing now, in its turn's head (null: nothing, the turn is over). */
   activity(doing) {
     const shown = this.turnBody().head.querySelector(".activity");
+    if (shown.dataset.doing === (doing || "")) return;  // its clock keeps running
+    shown.dataset.since = performance.now();
+    shown.dataset.doing = doing || "";
     shown.textContent = doing || "";
     shown.classList.toggle("busy", Boolean(doing));
   }
@@ -190,6 +193,14 @@ class AgentView {
     if (this.turn) { this.turn.text.flush(); this.activity(null); }
   }
 }
+
+// How long each busy activity has gone on, once a second: a clock on the page, no request.
+setInterval(() => {
+  for (const shown of document.querySelectorAll(".turn .activity.busy")) {
+    const seconds = Math.floor((performance.now() - Number(shown.dataset.since)) / 1000);
+    if (seconds >= 1) shown.textContent = `${shown.dataset.doing} · ${seconds} s`;
+  }
+}, 1000);
 
 // --- approval cards, worded by their state ---------------------------------------------------
 
