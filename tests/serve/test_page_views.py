@@ -202,6 +202,8 @@ def test_the_page_works_under_a_strict_content_security_policy(
                                                       "content-security-policy": STRICT_CSP})
 
         page.route(f"{served.url}/", with_policy)  # the document (the policy's home)
+        fetched: list[str] = []
+        page.on("request", lambda request: fetched.append(request.url))
         page.reload()
         _start(page, "clean up and show a table")
         page.click(".approval button[data-decision=deny]")
@@ -210,6 +212,8 @@ def test_the_page_works_under_a_strict_content_security_policy(
         assert page.query_selector(".turn .text pre code.hljs") is not None
         assert page.query_selector(".approval[data-state=denied]") is not None
         assert page.evaluate("window.violations") == []
+        assert fetched and all(url.startswith(f"{served.url}/") for url in fetched), fetched
+        assert f"{served.url}/static/vendor/marked.umd.js" in fetched  # vendored, served here
         # the policy is in force: an inline style attribute is reported
         page.evaluate("""document.body.insertAdjacentHTML('beforeend',
                                                           '<b style="color: red">x</b>')""")

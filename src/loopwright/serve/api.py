@@ -225,7 +225,7 @@ class ServeApi:
 
     async def batch(self, request: Request) -> Response:
         raw = request.path_params["number"]
-        if not raw.isdigit() or int(raw) >= len(self.batches):
+        if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(self.batches):
             raise BadRequest(f"no batch {raw} (GET /batches lists them)", 404)
         try:
             detail = await batch_detail(self.batches[int(raw)])
