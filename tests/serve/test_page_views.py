@@ -281,6 +281,7 @@ def test_the_page_is_usable_at_390_and_1280_px(make_server: MakeServer, open_pag
             if width == 390:
                 assert page.is_hidden("#sessions")  # the list folds away behind the menu
                 page.click("#menu")
+                _shoot(page, "nav-390", tmp_path)
             page.click("#sessions li.session")
             page.wait_for_selector(".turn")
             assert page.is_hidden("#sessions") == (width == 390)  # opening one folds it again
