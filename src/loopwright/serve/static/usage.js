@@ -20,7 +20,7 @@ function summaryLine(turns) {
 
 export class UsageCharts {
   constructor(fold, box) {
-    this.fold = fold; this.box = box; this.turns = []; this.window = null;
+    this.fold = fold; this.box = box; this.turns = []; this.window = null; this.pending = false;
     fold.open = WIDE.matches;
     fold.addEventListener("toggle", () => this.render());
     window.addEventListener("resize", () => this.render());
@@ -36,7 +36,14 @@ export class UsageCharts {
     this.render();
   }
 
+  /** Draw once after the current burst of updates (a replayed session sets every turn). */
   render() {
+    if (this.pending) return;
+    this.pending = true;
+    queueMicrotask(() => { this.pending = false; this.draw(); });
+  }
+
+  draw() {
     const turns = this.turns.map((turn, i) => ({ ...turn, label: `${i + 1}` }))
       .filter((turn, i) => this.turns[i]);
     this.fold.hidden = turns.length === 0;
