@@ -27,7 +27,9 @@ class AgentView {
     this.timeline.settleStart();
     const box = el("div", "turn");
     const head = el("div", "head");
-    head.append(el("strong", "", `Turn ${event.turn}`), el("span", "activity"),
+    const activity = el("span", "activity");
+    activity.setAttribute("role", "status");  // read out as it changes
+    head.append(el("strong", "", `Turn ${event.turn}`), activity,
       el("span", "meta"));
     const body = el("div", "body");
     const reasoning = el("details", "reasoning-box");
