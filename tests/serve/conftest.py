@@ -1,8 +1,11 @@
-"""The `make_server` fixture: a running `loopwright serve` app per test (see serve_helpers)."""
+"""The `make_server` fixture: a running `loopwright serve` app per test (see serve_helpers); the
+page tests' browser (Debian's Chromium driven by Playwright, one per test module) and
+`open_page`, a fresh browser context on a served page."""
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from serve_helpers import TOKEN, MakeServer, Served, agent_options, serve_in_thr
 from loopwright.serve.app import ServeOptions
 from loopwright.store import open_store
 from loopwright.testing import FakeModelServer
+from shared_helpers import require_component
 
 
 @pytest.fixture
@@ -31,3 +35,45 @@ def make_server(tmp_path: Path) -> Iterator[MakeServer]:
 
     with stack:
         yield make
+
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync"]
+WAIT_MS = 20_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    require_component(sync_playwright is not None and shutil.which(CHROMIUM) is not None,
+                      "the page tests need Chromium and Playwright: apt-get install -y chromium; "
+                      "pip install -e '.[dev]' (no browser download: Debian's is used)")
+    assert sync_playwright is not None
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def open_page(browser: Any) -> Iterator[Any]:
+    contexts: list[Any] = []
+
+    def open_(served: Served, width: int = 1280, height: int = 800) -> Any:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(f"{served.url}/?token={TOKEN}")  # the printed link: sets the cookie
+        page.wait_for_selector("#sessions li", state="attached")  # folded away when narrow
+        return page
+
+    yield open_
+    for context in contexts:
+        context.close()

@@ -99,6 +99,12 @@ def test_no_answer_within_the_timeout_denies(make_server: MakeServer, tmp_path: 
         told = str(fake.model_requests[1].body["messages"][-1]["content"])
     assert _result(events)["data"]["denied"] is True
     assert "no one answered within 0.5s" in told
+    # told apart from a "deny" (the page words the card "Expired"), before the denial itself
+    kinds = [e.get("kind") for e in events if e["type"] == "status"]
+    assert kinds.index("approval_expired") < kinds.index("approval")
+    expired = next(e for e in events if e.get("kind") == "approval_expired")
+    assert expired["data"]["call_id"] == "call_rm"
+    assert expired["data"]["reason"] == "no one answered within 0.5s"
     assert (workdir / "scratch").exists()
     late = served.api.post(f"/runs/{run_id}/approvals/call_rm", json={"decision": "allow"})
     assert late.status_code == 404 and "no approval is pending" in late.json()["error"]

@@ -4,6 +4,8 @@ config, sandbox, policy and session store as `loopwright run`."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +34,9 @@ def serve_command(
     output_type: Annotated[list[str] | None, typer.Option(
         "--output-type", metavar="NAME=module:Class", help="A typed output clients may ask "
         "for by NAME (\"output_type\": \"NAME\" on POST /runs); repeatable.")] = None,
+    batch: Annotated[list[Path] | None, typer.Option(
+        "--batch", metavar="DIR", help="A `loopwright batch` output directory to show in the "
+        "page's batch view; repeatable.")] = None,
     *,
     flags: AgentFlags,
 ) -> None:
@@ -62,7 +67,7 @@ def serve_command(
     if created:
         _say(f"new server token written to {token_path()}")
     _serve(host, port, secret, options, store, approval_timeout, output_types,
-           show_token=is_loopback(host))
+           show_token=is_loopback(host), batches=batch or [])
 
 
 def _server_store() -> Any:
@@ -76,14 +81,15 @@ def _server_store() -> Any:
 
 
 def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], store: Any,
-           approval_timeout: float, output_types: dict[str, Any], *, show_token: bool) -> None:
+           approval_timeout: float, output_types: dict[str, Any], *, show_token: bool,
+           batches: Sequence[Path] = ()) -> None:
     import uvicorn
 
     from loopwright.serve.app import ServeOptions, create_app
 
     app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
                                   approval_timeout=approval_timeout,
-                                  output_types=output_types))
+                                  output_types=output_types, batches=list(batches)))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             timeout_graceful_shutdown=3, lifespan="on")
     server = uvicorn.Server(config)

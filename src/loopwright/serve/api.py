@@ -15,9 +15,10 @@ from starlette.routing import Route
 from loopwright.errors import ConfigError, LoopwrightError, SessionError
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
+from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
-from loopwright.serve.sse import KEEPALIVE, event_stream, resume_position
+from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
 
 MAX_BODY = 1_000_000  # bytes of a request body
 MAX_LIST = 200  # sessions one `GET /sessions` returns at most
@@ -41,12 +42,14 @@ class ServeApi:
     """The handlers, over one process's runs, agents and store."""
 
     def __init__(self, *, pool: AgentPool, registry: RunRegistry, approvals: WireApprovals,
-                 store: BrowsableStore | None, keepalive: float = KEEPALIVE) -> None:
+                 store: BrowsableStore | None, keepalive: float = KEEPALIVE,
+                 batches: list[BatchSource] | None = None) -> None:
         self.pool = pool
         self.registry = registry
         self.approvals = approvals
         self.store = store
         self.keepalive = keepalive
+        self.batches = batches or []
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Any, method: str) -> Route:
@@ -56,6 +59,7 @@ class ServeApi:
             route("/health", self.health, "GET"),
             route("/runs", self.list_runs, "GET"),
             route("/runs", self.start_run, "POST"),
+            route("/runs/news", self.news, "GET"),
             route("/runs/{run_id}", self.show_run, "GET"),
             route("/runs/{run_id}/events", self.events, "GET"),
             route("/runs/{run_id}/steer", self.steer, "POST"),
@@ -63,6 +67,8 @@ class ServeApi:
             route("/runs/{run_id}/approvals/{call_id}", self.approve, "POST"),
             route("/sessions", self.sessions, "GET"),
             route("/sessions/{session_id}", self.session, "GET"),
+            route("/batches", self.list_batches, "GET"),
+            route("/batches/{number}", self.batch, "GET"),
         ]
 
     # -- runs --
@@ -94,7 +100,7 @@ class ServeApi:
             raise BadRequest(str(exc), 503) from exc
         except ConfigError as exc:
             raise BadRequest(str(exc)) from exc
-        run = ServeRun(model=body.get("model") or agent.settings.model,
+        run = ServeRun(model=body.get("model") or agent.settings.model, prompt=prompt,
                        output_type=body.get("output_type"),
                        stop_when_last_client_leaves=body.get("stop_when_last_client_leaves",
                                                              False))
@@ -105,9 +111,11 @@ class ServeApi:
             raise BadRequest(str(exc)) from exc
         except LoopwrightError as exc:  # the session is busy in another process
             raise BadRequest(str(exc), 409) from exc
+        run.context_window = agent.windows[0].tokens if agent.windows else None
         self.registry.add(run, handle)
         return JSONResponse({"run_id": run.id, "session_id": run.session_id,
-                             "events": f"/runs/{run.id}/events"}, status_code=201)
+                             "events": f"/runs/{run.id}/events",
+                             "context_window": run.context_window}, status_code=201)
 
     async def _session_to_continue(self, prefix: str | None) -> str | None:
         if prefix is None:
@@ -127,13 +135,15 @@ class ServeApi:
 
     async def events(self, request: Request) -> Response:
         run = self._run(request)
-        try:
-            seen = resume_position(request.headers.get("last-event-id"),
-                                   request.query_params.get("after"))
-        except ValueError as exc:
-            raise BadRequest("Last-Event-ID / after must be a non-negative event number") \
-                from exc
-        return StreamingResponse(event_stream(run, seen, keepalive=self.keepalive),
+        return self._stream(run, _seen(request, default=0))
+
+    async def news(self, request: Request) -> Response:
+        """Runs starting and ending from now on (or after `Last-Event-ID`), as SSE."""
+        news = self.registry.news
+        return self._stream(news, _seen(request, default=news.frames(0)[1]))
+
+    def _stream(self, source: FrameSource, seen: int) -> Response:
+        return StreamingResponse(event_stream(source, seen, keepalive=self.keepalive),
                                  media_type="text/event-stream",
                                  headers={"cache-control": "no-cache",
                                           "x-accel-buffering": "no"})
@@ -194,7 +204,45 @@ class ServeApi:
             raise BadRequest(str(exc), 404) from exc
         live = self.registry.live_session(detail["session"]["id"])
         detail["live_run"] = live.id if live is not None else None
+        detail["context_window"] = self._window_of(detail["session"])
         return JSONResponse(detail)
+
+    def _window_of(self, session: dict[str, Any]) -> int | None:
+        """The session's context window: as its newest run here found it, else the model
+        table's (None when neither knows)."""
+        from loopwright.profiles.metadata import model_info
+
+        for run in reversed(self.registry.all()):
+            if run.session_id == session["id"] and run.context_window:
+                return run.context_window
+        info = model_info(session.get("model") or "")
+        return info.context_window if info is not None else None
+
+    # -- batches --
+
+    async def list_batches(self, request: Request) -> Response:
+        return JSONResponse({"batches": await batch_list(self.batches)})
+
+    async def batch(self, request: Request) -> Response:
+        raw = request.path_params["number"]
+        if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(self.batches):
+            raise BadRequest(f"no batch {raw} (GET /batches lists them)", 404)
+        try:
+            detail = await batch_detail(self.batches[int(raw)])
+        except BatchUnreadable as exc:
+            raise BadRequest(str(exc), 404) from exc
+        return JSONResponse({"id": int(raw), **detail})
+
+
+def _seen(request: Request, *, default: int) -> int:
+    """How many events the client has seen: `Last-Event-ID` or `?after=`, else `default`."""
+    try:
+        seen = resume_position(request.headers.get("last-event-id"),
+                               request.query_params.get("after"))
+    except ValueError as exc:
+        raise BadRequest("Last-Event-ID / after must be a non-negative event number") from exc
+    given = request.headers.get("last-event-id") or request.query_params.get("after")
+    return seen if given else default
 
 
 def _guarded(handler: Any) -> Any:

@@ -12,6 +12,7 @@ import html
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -26,6 +27,7 @@ from loopwright.serve.agents import AgentPool
 from loopwright.serve.api import ServeApi
 from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
+from loopwright.serve.batches import BatchSource
 from loopwright.serve.openapi import openapi_document
 from loopwright.serve.runs import RunRegistry
 from loopwright.serve.sse import KEEPALIVE
@@ -48,6 +50,8 @@ class ServeOptions:
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
     keepalive: float = KEEPALIVE
+    batches: list[Path] = field(default_factory=list)
+    """`loopwright batch` output directories (or their results.jsonl) the page shows."""
 
 
 def create_app(options: ServeOptions) -> ASGIApp:
@@ -60,7 +64,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
                      output_types=options.output_types)
     store: BrowsableStore | None = options.store  # type: ignore[assignment]
     api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
-                   keepalive=options.keepalive)
+                   keepalive=options.keepalive,
+                   batches=[BatchSource.of(path) for path in options.batches])
     document = openapi_document(__version__)
     static = resources.files("loopwright.serve") / "static"
     page = (static / "index.html").read_text(encoding="utf-8").replace(

@@ -7,7 +7,8 @@ their parent's run too) and the tool call (`current_approval()`), emits a `statu
 the detail — and waits for `POST /runs/{id}/approvals/{call_id}`.
 
 It fails closed: no answer within `timeout` seconds denies, and so does a run that nobody watches
-(no SSE client attached for `grace` seconds). The denial's reason reaches the model.
+(no SSE client attached for `grace` seconds). The denial's reason reaches the model, and a
+`status` event of kind `approval_expired` tells clients the question went unanswered.
 """
 
 from __future__ import annotations
@@ -64,7 +65,12 @@ class WireApprovals:
                 f"{action}: answer allow, deny or always within {self.timeout:g}s",
                 call_id=key, tool=request.tool, action=action, detail=detail,
                 timeout=self.timeout)
-            return await self._wait(run, answer)
+            try:
+                return await self._wait(run, answer)
+            except ApprovalUnanswered as exc:  # told apart from a "deny", for the page's card
+                request.context.status("approval_expired", f"{action}: {exc}", call_id=key,
+                                       reason=str(exc))
+                raise
         finally:
             run.approvals.pop(key, None)
 

@@ -48,10 +48,12 @@ PATHS: dict[str, dict[str, Any]] = {
                 "stop_when_last_client_leaves": {"type": "boolean", "default": False},
             }),
             "responses": {"201": _json("started", {"type": "object", "properties": {
-                "run_id": _STR, "session_id": _STR, "events": _STR}}),
+                "run_id": _STR, "session_id": _STR, "events": _STR,
+                "context_window": {"type": ["integer", "null"]}}}),
                 "400": _ERROR, "404": _ERROR, "409": _ERROR}}},
-    "/runs/{run_id}": {"get": {"summary": "One run's state; once ended, its output (the "
-                                          "validated object with an output_type) and error",
+    "/runs/{run_id}": {"get": {"summary": "One run's state and prompt; once ended, its "
+                                          "output (the validated object with an "
+                                          "output_type) and error",
                                "parameters": [_RUN_ID],
                                "responses": {"200": _json("run"), "404": _ERROR}}},
     "/runs/{run_id}/events": {"get": {
@@ -63,6 +65,14 @@ PATHS: dict[str, dict[str, Any]] = {
         "responses": {"200": {"description": "event stream",
                               "content": {"text/event-stream": {"schema": _STR}}},
                       "404": _ERROR}}},
+    "/runs/news": {"get": {
+        "summary": "Runs of this server starting and ending, as Server-Sent Events: each "
+                   "`data:` is {type: run_started | run_finished, run: the run as GET "
+                   "/runs/{run_id} shows it}; from now on, or after Last-Event-ID / ?after=N",
+        "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}},
+                       {"name": "after", "in": "query", "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "event stream",
+                              "content": {"text/event-stream": {"schema": _STR}}}}}},
     "/runs/{run_id}/steer": {"post": {
         "summary": "Add a user message at the run's next turn", "parameters": [_RUN_ID],
         "requestBody": _body({"text": _STR}, ["text"]),
@@ -84,9 +94,20 @@ PATHS: dict[str, dict[str, Any]] = {
                        {"name": "limit", "in": "query", "schema": {"type": "integer"}}],
         "responses": {"200": _json("sessions")}}},
     "/sessions/{session_id}": {"get": {
-        "summary": "One session: messages, events, per-turn usage, runs, sub-agent sessions",
+        "summary": "One session: messages, events, per-turn usage, runs, sub-agent "
+                   "sessions, and its model's context window when known",
         "parameters": [{"name": "session_id", "in": "path", "required": True, "schema": _STR}],
         "responses": {"200": _json("session"), "404": _ERROR}}},
+    "/batches": {"get": {
+        "summary": "The `loopwright batch` results the server shows (serve --batch DIR), by "
+                   "number, each with its summary",
+        "responses": {"200": _json("batches")}}},
+    "/batches/{number}": {"get": {
+        "summary": "One batch: its summary and the latest row of every task (status, "
+                   "verdict, turns, cost, error, session_id)",
+        "parameters": [{"name": "number", "in": "path", "required": True,
+                        "schema": {"type": "integer"}}],
+        "responses": {"200": _json("batch"), "404": _ERROR}}},
     "/openapi.json": {"get": {"summary": "This description",
                               "responses": {"200": _json("OpenAPI document")}}},
     "/docs": {"get": {"summary": "This description as a page",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 KEEP_FINISHED = 200
 """Finished runs kept in memory for replay (older ones are still in the session store)."""
+KEEP_NEWS = 500
+"""Frames of `RunNews` kept for clients that reconnect."""
 
 
 @dataclass(eq=False)
@@ -44,6 +47,8 @@ class ServeRun:
     model: str | None = None
     output_type: str | None = None  # the server-side name of its typed output, if any
     stop_when_last_client_leaves: bool = False
+    context_window: int | None = None  # tokens, as the agent found it when the run started
+    prompt: str = ""  # what the run was started with (a page opening it live shows it)
     id: str = ""
     session_id: str = ""
     handle: RunHandle | None = None
@@ -87,6 +92,10 @@ class ServeRun:
 
     # -- clients --
 
+    def frames(self, position: int) -> tuple[list[bytes], int]:
+        """The SSE frames after the first `position` ones, and the position after them."""
+        return self.events[position:], len(self.events)
+
     def attach(self) -> asyncio.Event:
         """A client starts watching: the event it waits on for news."""
         waker = asyncio.Event()
@@ -113,19 +122,65 @@ class ServeRun:
         """The run as `GET /runs` and `GET /runs/{id}` show it."""
         return {"id": self.id, "session_id": self.session_id, "model": self.model,
                 "output_type": self.output_type, "created": self.created,
+                "context_window": self.context_window,
                 "finished": self.finished,
                 "stop_reason": self.stop_reason, "events": len(self.events),
                 "clients": self.clients, "pending_approvals": sorted(self.approvals)}
 
     def detail(self) -> dict[str, Any]:
-        """`GET /runs/{id}`: the summary, and once the run has ended its output (the validated
-        object as JSON with an output type, else the final text) and error, as in `done`."""
+        """`GET /runs/{id}`: the summary, the prompt, and once the run has ended its output (the
+        validated object as JSON with an output type, else the final text) and error, as in
+        `done`."""
         result = self.result
         if result is None:
-            return {**self.summary(), "output": None, "error": None}
+            return {**self.summary(), "prompt": self.prompt, "output": None, "error": None}
         output = result.output if isinstance(result.output, str) \
             else to_jsonable_python(result.output)
-        return {**self.summary(), "output": output, "error": result.error}
+        return {**self.summary(), "prompt": self.prompt, "output": output,
+                "error": result.error}
+
+
+class RunNews:
+    """Runs of this process starting and ending, as SSE frames (`GET /runs/news`): what lets the
+    page list a new session and count live runs at once, without polling. Only the newest
+    `keep` frames are held; a client that fell further behind misses the older ones (each frame
+    carries the whole run summary, so the newest says all a list needs)."""
+
+    def __init__(self, *, keep: int = KEEP_NEWS) -> None:
+        self.keep = keep
+        self.finished = False  # set when the server stops: every news stream then ends
+        self._frames: list[bytes] = []
+        self._dropped = 0  # frames trimmed off the front
+        self._wakers: set[asyncio.Event] = set()
+
+    def announce(self, kind: str, run: ServeRun) -> None:
+        number = self._dropped + len(self._frames) + 1
+        data = json.dumps({"type": kind, "run": run.summary()})
+        self._frames.append(f"id: {number}\ndata: {data}\n\n".encode())
+        if len(self._frames) > 2 * self.keep:  # trimmed in steps: appending stays O(1)
+            self._dropped += len(self._frames) - self.keep
+            del self._frames[:-self.keep]
+        self.wake()
+
+    def close(self) -> None:
+        self.finished = True
+        self.wake()
+
+    def wake(self) -> None:
+        for waker in self._wakers:
+            waker.set()
+
+    def frames(self, position: int) -> tuple[list[bytes], int]:
+        start = max(position - self._dropped, 0)
+        return self._frames[start:], self._dropped + len(self._frames)
+
+    def attach(self) -> asyncio.Event:
+        waker = asyncio.Event()
+        self._wakers.add(waker)
+        return waker
+
+    def detach(self, waker: asyncio.Event) -> None:
+        self._wakers.discard(waker)
 
 
 class RunRegistry:
@@ -137,6 +192,7 @@ class RunRegistry:
         self._runs: OrderedDict[str, ServeRun] = OrderedDict()
         self._finished: list[str] = []
         self._watchdogs: set[asyncio.Task[None]] = set()
+        self.news = RunNews()
 
     def get(self, run_id: str) -> ServeRun | None:
         return self._runs.get(run_id)
@@ -155,6 +211,7 @@ class RunRegistry:
         run.session_id = handle.session_id or ""
         self._runs[run.id] = run
         handle.task.add_done_callback(lambda _: self._finish(run))
+        self.news.announce("run_started", run)
         if run.stop_when_last_client_leaves:
             watchdog = asyncio.ensure_future(self._stop_when_unwatched(run))
             self._watchdogs.add(watchdog)
@@ -162,6 +219,7 @@ class RunRegistry:
 
     def _finish(self, run: ServeRun) -> None:
         run.mark_finished()
+        self.news.announce("run_finished", run)
         self._finished.append(run.id)
         while len(self._finished) > self.keep_finished:
             self._runs.pop(self._finished.pop(0), None)
@@ -175,7 +233,8 @@ class RunRegistry:
                 return
 
     async def aclose(self) -> None:
-        """Cancel every live run and wait for them to wind down."""
+        """Cancel every live run and wait for them to wind down; end the news streams."""
+        self.news.close()
         live = [run.handle for run in self._runs.values()
                 if run.handle is not None and not run.finished]
         for handle in live:

@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-
-from loopwright.serve.runs import ServeRun
+from typing import Protocol
 
 KEEPALIVE = 15.0
 RETRY_MS = 1000  # how soon a browser reconnects after the connection drops
+
+
+class FrameSource(Protocol):
+    """A log of ready SSE frames clients follow: a run's events (`ServeRun`) or the server's
+    run starts and ends (`RunNews`)."""
+
+    @property
+    def finished(self) -> bool: ...
+    def frames(self, position: int) -> tuple[list[bytes], int]: ...
+    def attach(self) -> asyncio.Event: ...
+    def detach(self, waker: asyncio.Event) -> None: ...
 
 
 def resume_position(last_event_id: str | None, after: str | None) -> int:
@@ -29,24 +39,24 @@ def resume_position(last_event_id: str | None, after: str | None) -> int:
     return position
 
 
-async def event_stream(run: ServeRun, seen: int, *, keepalive: float = KEEPALIVE
+async def event_stream(run: FrameSource, seen: int, *, keepalive: float = KEEPALIVE
                        ) -> AsyncIterator[bytes]:
-    """The SSE bytes for one client, from event `seen + 1` on, until the run has ended."""
+    """The SSE bytes for one client, from event `seen + 1` on, until the log has ended."""
     waker = run.attach()
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
-        position = min(seen, len(run.events))
+        position = min(seen, run.frames(seen)[1])
         while True:
-            if position < len(run.events):
-                end = len(run.events)
+            new, end = run.frames(position)
+            if new:
                 # one write for everything new: cheap for many clients and chatty runs
-                yield b"".join(run.events[position:end])
+                yield b"".join(new)
                 position = end
                 continue
             if run.finished:
                 return
             waker.clear()
-            if position < len(run.events) or run.finished:
+            if run.frames(position)[0] or run.finished:
                 continue
             try:
                 await asyncio.wait_for(waker.wait(), keepalive)
