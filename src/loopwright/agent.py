@@ -415,7 +415,8 @@ class Agent(Generic[DepsT, OutputT]):
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
-                               allowed_roots=s.allowed_roots, workdir=s.workdir)
+                               allowed_roots=s.allowed_roots, workdir=s.workdir,
+                               egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
                                  local=chain.current.endpoint.is_local)

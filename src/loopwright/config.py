@@ -115,6 +115,7 @@ class Settings:
     env_passthrough: list[str] = dataclasses.field(default_factory=list)  # secret vars to keep
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
     web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts
+    egress_allow: list[str] = dataclasses.field(default_factory=list)  # hosts reached unasked
     policy: dict[str, Any] = dataclasses.field(default_factory=dict)
     hooks: Any = None
     mcp_servers: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -201,6 +202,7 @@ class AgentOptions(TypedDict, total=False):
     env_passthrough: list[str]
     sandbox_bwrap: str
     web_allow_private: bool | list[str]
+    egress_allow: list[str]
     policy: dict[str, Any]
     hooks: Any
     mcp_servers: dict[str, Any]

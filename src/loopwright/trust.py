@@ -119,6 +119,7 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "env_passthrough": _more_names,
     "mcp_servers": _set,  # starts the project's commands
     "web_allow_private": _set,
+    "egress_allow": _more_names,  # data may leave for these hosts unasked
     "base_url": _changed,  # your API key and conversation would go there
     "api_key": _changed,
     "fallbacks": _other_server,
