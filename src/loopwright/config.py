@@ -130,7 +130,7 @@ class Settings:
     compaction: bool = True
     summary_cooldown: Seconds = 300.0  # seconds a failed summary model is not asked again
     memory: bool = False
-    memory_dir: PathText | None = None  # default <data_dir>/memory; relative = in the workdir
+    memory_dir: PathText | None = None  # default: per project under <data_dir>/memory/projects
     memory_limit: Positive = 2200  # characters of MEMORY.md
     user_limit: Positive = 1375  # characters of USER.md
     memory_learning: bool = False  # at run end a side call saves durable facts

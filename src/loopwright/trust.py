@@ -108,6 +108,30 @@ def _higher_limit(value: Any, base: Any, project: Path) -> bool:
     return not isinstance(value, int) or value <= 0 or value > base
 
 
+def _raised(value: Any, base: Any, project: Path) -> bool:
+    """A limit set higher than the one in force, or lifted (`None`), or not a number at all;
+    a lower one is a restriction and applies."""
+    if value == base:
+        return False
+    if base is None:  # no limit in force: any value is a limit
+        return False
+    numeric = (int, float)
+    if isinstance(value, bool) or not isinstance(value, numeric) or not isinstance(base, numeric):
+        return True
+    return value > base
+
+
+def _switched_on(value: Any, base: Any, project: Path) -> bool:
+    return bool(value) and not base
+
+
+def _raised_usage(value: Any, base: Any, project: Path) -> bool:
+    """`usage_limits`: loosening when any bound in force is raised or left out."""
+    if not isinstance(value, Mapping):
+        return value is not None or base is not None
+    return any(_raised(value.get(key), bound, project) for key, bound in (base or {}).items())
+
+
 LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "approve_all": _set,
     "hooks": _always,  # runs your shell with the project's commands
@@ -135,6 +159,18 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "embeddings_api_key": _changed,
     "rubric": _rubric_file,  # `@path` reads a file into the prompt
     "max_tool_calls_per_reply": _higher_limit,
+    # raising any limit loosens: more turns, calls, money, time, remembered answers, or text
+    # from past sessions and memory in the prompt
+    **{name: _raised for name in (
+        "max_turns", "iteration_budget", "max_auto_continues", "max_rubric_rounds",
+        "output_retries", "doom_loop_threshold", "approval_ttl", "recall_limit", "memory_limit",
+        "user_limit", "max_tokens", "tool_timeout", "request_timeout", "stream_idle_timeout",
+        "retry_attempts", "retry_max_delay", "retry_max_pause")},
+    "usage_limits": _raised_usage,
+    "recall": _switched_on,  # past conversations (of any project) into the prompt
+    "memory": _switched_on,
+    "memory_learning": _switched_on,  # the model writes to memory that later runs read
+    "system_prompt": _changed,  # the project would replace loopwright's own instructions
 }
 """Settings an untrusted project may not set, each with the test of whether a value loosens
 (compared with the value from the user's own config, or the default)."""
