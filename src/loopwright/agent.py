@@ -396,13 +396,17 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _system_prompt(self) -> str:
         from loopwright.context.economy import instruction_chars
+        from loopwright.trust import prompt_content_trusted
 
         s = self.settings
+        workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
         return build_system_prompt(user_prompt=s.system_prompt,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
                                                  self.skills.prompt_section()],
-                                   workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
+                                   workdir=workdir,
+                                   project_instructions=(s.trust_project_files
+                                                         or prompt_content_trusted(workdir)),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 

@@ -140,6 +140,7 @@ class Settings:
     embeddings_model: str | None = None
     embeddings_api_key: str | None = None
     skills: bool = True  # SKILL.md folders: listed in the prompt, loaded by `skill`
+    trust_project_files: bool = False  # the workdir's AGENTS.md & skills without `trust`
     skill_paths: list[PathText] = dataclasses.field(default_factory=list)  # more dirs
     cache_dir: PathText | None = None
     data_dir: PathText | None = None
@@ -227,6 +228,7 @@ class AgentOptions(TypedDict, total=False):
     embeddings_model: str | None
     embeddings_api_key: str | None
     skills: bool
+    trust_project_files: bool
     skill_paths: list[str | os.PathLike[str]]
     cache_dir: str | os.PathLike[str] | None
     data_dir: str | os.PathLike[str] | None
