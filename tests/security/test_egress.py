@@ -277,3 +277,16 @@ async def test_outside_an_agent_run_web_fetch_refuses_every_host(guard: SocketGu
     with pytest.raises(ToolError, match=r"refused to connect to 93\.184\.216\.34"):
         await fetch.invoke(fetch.validate({"url": EXFIL}), ToolContext())
     assert guard.attempts == []
+
+
+async def test_a_no_holds_for_the_run_and_is_not_asked_again(hostile_repo: Path,
+                                                             guard: SocketGuard) -> None:
+    asked = Asked("no")
+    script = [Reply(tool_calls=[call("web_fetch", {"url": EXFIL}),
+                                call("web_fetch", {"url": EXFIL + "&again"})]),
+              Reply(tool_calls=[call("web_fetch", {"url": EXFIL + "&third"})]),
+              Reply(text="ok")]
+    result = await _run(hostile_repo, script, approval=asked)
+    assert [detail for _, detail in asked.questions] == [EXFIL]
+    assert all("refused to connect" in text for text in _result_of(result, "web_fetch"))
+    assert guard.attempts == []

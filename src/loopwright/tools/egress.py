@@ -7,12 +7,12 @@ request body, so *reaching* a host is what needs leave, whatever the method.
 
 A host on the allow-list (`egress_allow`: the user's config, or a trusted project's) goes
 through. Any other host is asked about once per host and session through the run's approval
-path (terminal, page, library callback) with the full URL shown; the answer, yes or no, holds
-for that host for the session. `approve_all` (`--yes`) does not answer this question: a blanket
-yes to commands is no yes to sending data somewhere new. With nobody to ask (batch,
-non-interactive, a server run without a client) a host off the list is refused. Which
-*addresses* may be reached (no loopback, private or metadata address, after DNS and on every
-redirect) is `builtin/web_guard.py`'s separate check.
+path (terminal, page, library callback) with the full URL shown; a yes holds for that host for
+the session, a no for the rest of the run ("never": for the session). `approve_all` (`--yes`)
+does not answer this question: a blanket yes to commands is no yes to sending data somewhere
+new. With nobody to ask (batch, non-interactive, a server run without a client) a host off the
+list is refused. Which *addresses* may be reached (no loopback, private or metadata address,
+after DNS and on every redirect) is `builtin/web_guard.py`'s separate check.
 
 Allow-list entries: `example.com` (that host), `*.example.com` (its subdomains, not itself),
 an IP address as written in URLs, or `*` (every host; the address checks still apply).
@@ -75,6 +75,7 @@ class Egress:
     allowed: Sequence[str] = ()
     approver: Approver | None = None
     _asking: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
+    _refused: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # this run
 
     async def admit(self, url: str, ctx: ToolContext, *, tool: str) -> None:
         """Return when `tool` may send a request to `url`'s host; `ToolError` saying why not."""
@@ -84,7 +85,12 @@ class Egress:
         # two calls of one batch to one new host ask once: the second waits for the answer
         lock = self._asking.setdefault(host, asyncio.Lock())
         async with lock:
-            allowed, why = await self._ask(host, url, ctx, tool)
+            why = self._refused.get(host)
+            allowed = False
+            if why is None:
+                allowed, why = await self._ask(host, url, ctx, tool)
+                if not allowed:
+                    self._refused[host] = f"{why} (asked earlier in this run)"
         if not allowed:
             raise ToolError(
                 f"refused to connect to {host}: it is not on the egress allow-list and {why}. "

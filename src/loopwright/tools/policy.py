@@ -285,7 +285,9 @@ class Approver:
     async def decide(self, action: str, detail: str, *, blanket: bool = True,
                      remember: bool = False) -> tuple[bool, str]:
         """(allowed, why). `blanket=False`: `approve_all` does not answer (only a person
-        does); `remember=True`: any answer is kept for the session, not only "always"."""
+        does); `remember=True`: a yes is kept for the session, not only "always" (a no is
+        kept only as "never": a server's "no client is watching" must not outlive the
+        moment)."""
         if self.approve_all and blanket:
             return True, "approved by approve_all"
         cached = self.cache.get(self.session_id, action)
@@ -308,7 +310,7 @@ class Approver:
                            "the call was denied")
         word = answer.strip().lower() if isinstance(answer, str) else None
         allowed = answer is True or word in ALLOW_ANSWERS
-        if word in ("always", "never") or remember:
+        if word in ("always", "never") or (remember and allowed):
             self.cache.put(self.session_id, action, allowed)
         if allowed:
             return True, "approved by the user"
