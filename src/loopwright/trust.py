@@ -339,9 +339,9 @@ def apply_project_config(path: Path, data: bytes, table: Mapping[str, Any],
         _warned.add((str(path), sha))
         why = ("has changed since you trusted it" if store.was_trusted(project)
                else "is not trusted")
-        warnings.warn(
+        warnings.warn(printable(
             f"{path} {why}: ignoring {', '.join(sorted(set(ignored)))}; review the file, then "
-            f"run `loopwright trust {project}` to apply them",
+            f"run `loopwright trust {project}` to apply them"),
             UntrustedConfigWarning, stacklevel=3)
     return kept
 
@@ -451,5 +451,11 @@ def _content_notice(project: Path, files: Sequence[Path], changed: bool) -> str:
     names = ", ".join(os.path.relpath(path, project) for path in files[:4])
     more = f" and {len(files) - 4} more" if len(files) > 4 else ""
     why = "has changed since you trusted it" if changed else "is not trusted"
-    return (f"{project} {why}: its instructions and skills were not loaded ({names}{more}); "
-            f"review them, then run `loopwright trust {project}`")
+    return printable(f"{project} {why}: its instructions and skills were not loaded "
+                     f"({names}{more}); review them, then run `loopwright trust {project}`")
+
+
+def printable(text: str) -> str:
+    """`text` with every control, format (bidi, zero-width) and separator character written as
+    an escape: file names come from the project, and a notice must not repaint a terminal."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
