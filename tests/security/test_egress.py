@@ -290,3 +290,28 @@ async def test_a_no_holds_for_the_run_and_is_not_asked_again(hostile_repo: Path,
     assert [detail for _, detail in asked.questions] == [EXFIL]
     assert all("refused to connect" in text for text in _result_of(result, "web_fetch"))
     assert guard.attempts == []
+
+
+async def test_attack_the_terminal_prompt_shows_the_full_url_and_n_refuses(
+        hostile_repo: Path, guard: SocketGuard, tmp_path: Path) -> None:
+    import asyncio
+
+    from loopwright.cli.approval import TerminalApproval
+
+    read_fd, write_fd = os.pipe()
+    shown = tmp_path / "stderr.txt"
+    with os.fdopen(read_fd, "r") as typed_in, os.fdopen(write_fd, "w") as keyboard, \
+            shown.open("w") as screen:
+        running = asyncio.ensure_future(_run(
+            hostile_repo, _exfiltration_script(), approve_all=True,  # as with --yes
+            approval=TerminalApproval(stdin=typed_in, out=screen)))
+        while "Allow?" not in shown.read_text() and not running.done():
+            await asyncio.sleep(0.05)
+        keyboard.write("n\n")
+        keyboard.flush()
+        result = await asyncio.wait_for(running, 60)
+    text = shown.read_text()
+    assert "approval needed: network: send a request to 93.184.216.34" in text
+    assert EXFIL in text  # the whole URL, with the secret in it, is on the screen
+    assert "refused to connect" in _result_of(result, "web_fetch")[0]
+    assert guard.attempts == []
