@@ -168,3 +168,15 @@ def test_cli_says_once_how_to_trust_and_loads_after_trust(repo: Path) -> None:
     assert trusted.returncode == 0 and "AGENTS.md" in trusted.stdout, trusted.stderr
     assert "loopwright trust" not in after.stderr
     assert INJECTED not in prompts[0] and INJECTED in prompts[1]
+
+
+def test_trust_list_shows_a_project_whose_instructions_changed(repo: Path) -> None:
+    from typer.testing import CliRunner
+
+    from loopwright.cli.main import app
+
+    assert CliRunner().invoke(app, ["trust", str(repo)]).exit_code == 0
+    assert CliRunner().invoke(app, ["trust", "--list"]).stdout.startswith("trusted ")
+    (repo / "AGENTS.md").write_text("rewritten by a model\n")
+    assert CliRunner().invoke(app, ["trust", "--list"]).stdout.startswith(
+        "changed (not trusted)")
