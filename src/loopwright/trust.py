@@ -373,7 +373,7 @@ def project_content(project: Path) -> ProjectContent:
     project = project.resolve()
     config = project / PROJECT_FILE
     skills: list[Path] = []
-    for root in skill_roots(project, user_dir=project):  # user_dir: only project roots are kept
+    for root in skill_roots(project):
         if root.source != "project":
             continue
         with contextlib.suppress(OSError):
