@@ -117,7 +117,8 @@ origin may frame it (its approval buttons cannot be clickjacked)."""
 
 class PageHeaders:
     """Adds the CSP, `X-Frame-Options: DENY` (for browsers without `frame-ancestors`),
-    `nosniff` and `no-referrer` to every response behind the token check."""
+    and `nosniff` to every response behind the token check (`Referrer-Policy` is the token
+    check's own, `serve/auth.py`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -133,7 +134,6 @@ class PageHeaders:
                 headers["content-security-policy"] = PAGE_POLICY
                 headers["x-frame-options"] = "DENY"
                 headers["x-content-type-options"] = "nosniff"
-                headers["referrer-policy"] = "no-referrer"
             await send(message)
 
         await self.app(scope, receive, with_headers)
