@@ -12,7 +12,7 @@ import pytest
 from serve_helpers import TOKEN, MakeServer, Served
 
 from loopwright.serve.app import PAGE_POLICY
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply
 from shared_helpers import http_server
 
 
@@ -91,13 +91,19 @@ def test_a_page_of_another_origin_cannot_frame_the_page(
 
 def test_the_page_runs_under_its_policy_without_violations(
         make_server: MakeServer, logged_in: Callable[[Served], Any]) -> None:
-    with FakeModelServer([]) as fake:
+    answer = ("# Result\n\nSome *Markdown* with `code`:\n\n```python\ndef f():\n    return 1\n"
+              "```\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+    with FakeModelServer([Reply(answer, chunk_size=20)]) as fake:
         served = make_server(fake)
         page = logged_in(served)
         page.add_init_script("""window.violations = [];
             document.addEventListener('securitypolicyviolation',
               (e) => window.violations.push(e.violatedDirective + ' ' + e.blockedURI));""")
         page.reload()
-        page.wait_for_selector("#sessions li")
+        page.wait_for_selector("#sessions li", state="attached")
+        page.fill("#prompt", "show me")  # a run: streamed Markdown, highlighted code, a chart
+        page.click("#start")
+        page.wait_for_selector(".run-state.completed")
+        assert page.query_selector("pre code") is not None  # the Markdown was rendered
         assert page.evaluate("() => window.violations") == []
         assert page.evaluate("() => document.querySelectorAll('script:not([src])').length") == 0
