@@ -396,13 +396,17 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _system_prompt(self) -> str:
         from loopwright.context.economy import instruction_chars
+        from loopwright.trust import prompt_content_trusted
 
         s = self.settings
+        workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
         return build_system_prompt(user_prompt=s.system_prompt,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
                                                  self.skills.prompt_section()],
-                                   workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
+                                   workdir=workdir,
+                                   project_instructions=(s.trust_project_files
+                                                         or prompt_content_trusted(workdir)),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 
@@ -415,7 +419,8 @@ class Agent(Generic[DepsT, OutputT]):
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
-                               allowed_roots=s.allowed_roots, workdir=s.workdir)
+                               allowed_roots=s.allowed_roots, workdir=s.workdir,
+                               egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
                                  local=chain.current.endpoint.is_local)

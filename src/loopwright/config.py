@@ -115,6 +115,7 @@ class Settings:
     env_passthrough: list[str] = dataclasses.field(default_factory=list)  # secret vars to keep
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
     web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts
+    egress_allow: list[str] = dataclasses.field(default_factory=list)  # hosts reached unasked
     policy: dict[str, Any] = dataclasses.field(default_factory=dict)
     hooks: Any = None
     mcp_servers: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -129,7 +130,7 @@ class Settings:
     compaction: bool = True
     summary_cooldown: Seconds = 300.0  # seconds a failed summary model is not asked again
     memory: bool = False
-    memory_dir: PathText | None = None  # default <data_dir>/memory; relative = in the workdir
+    memory_dir: PathText | None = None  # default: per project under <data_dir>/memory/projects
     memory_limit: Positive = 2200  # characters of MEMORY.md
     user_limit: Positive = 1375  # characters of USER.md
     memory_learning: bool = False  # at run end a side call saves durable facts
@@ -139,6 +140,7 @@ class Settings:
     embeddings_model: str | None = None
     embeddings_api_key: str | None = None
     skills: bool = True  # SKILL.md folders: listed in the prompt, loaded by `skill`
+    trust_project_files: bool = False  # the workdir's AGENTS.md & skills without `trust`
     skill_paths: list[PathText] = dataclasses.field(default_factory=list)  # more dirs
     cache_dir: PathText | None = None
     data_dir: PathText | None = None
@@ -201,6 +203,7 @@ class AgentOptions(TypedDict, total=False):
     env_passthrough: list[str]
     sandbox_bwrap: str
     web_allow_private: bool | list[str]
+    egress_allow: list[str]
     policy: dict[str, Any]
     hooks: Any
     mcp_servers: dict[str, Any]
@@ -225,6 +228,7 @@ class AgentOptions(TypedDict, total=False):
     embeddings_model: str | None
     embeddings_api_key: str | None
     skills: bool
+    trust_project_files: bool
     skill_paths: list[str | os.PathLike[str]]
     cache_dir: str | os.PathLike[str] | None
     data_dir: str | os.PathLike[str] | None

@@ -9,8 +9,16 @@ environment pass-through, extra roots, MCP servers, private web addresses, anoth
 (your API key would go there), and paths outside the project. Restrictions still apply: a
 project's policy `deny` / `ask` rules are added to yours and its `hidden_tools` to your list.
 
+Trust covers what the project puts in the prompt too: its instruction files (`AGENTS.md`,
+`CLAUDE.md`, `.loopwright/instructions.md`) and its skills (`SKILL.md` in `.loopwright/skills/`,
+`.claude/skills/`, `.agents/skills/`) are not loaded from an untrusted project, with one notice
+line saying how to trust it.
+
 Trust is recorded in the user's config directory (`trusted_projects.json`) as the directory and
-the SHA-256 of its `loopwright.toml`; a file that changes is untrusted again.
+one SHA-256 over all those files (`project_digest`; for a project whose only such file is
+`loopwright.toml`, that file's own SHA-256, as before). Any of them that changes — a model that
+writes `AGENTS.md` or a `SKILL.md` in one run — makes the project untrusted again, so what it
+wrote is not read as instructions in a later run until the user trusts the project again.
 """
 
 from __future__ import annotations
@@ -19,9 +27,10 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +45,10 @@ _SANDBOX_RANKS = {"read-only": 0, "workspace-write": 1, "full-access": 2}
 
 class UntrustedConfigWarning(UserWarning):
     """A project's loopwright.toml tried to loosen safety and was partly ignored."""
+
+
+class UntrustedContentWarning(UserWarning):
+    """An untrusted project's instruction files or skills were not loaded."""
 
 
 # --- what loosens -------------------------------------------------------------------------------
@@ -108,6 +121,30 @@ def _higher_limit(value: Any, base: Any, project: Path) -> bool:
     return not isinstance(value, int) or value <= 0 or value > base
 
 
+def _raised(value: Any, base: Any, project: Path) -> bool:
+    """A limit set higher than the one in force, or lifted (`None`); a lower one is a
+    restriction and applies (and a value that is no number is the settings' error to report)."""
+    if value == base or base is None:  # no limit in force: any value is a limit
+        return False
+    if value is None:
+        return True
+    numeric = (int, float)
+    if isinstance(value, bool) or not isinstance(value, numeric) or not isinstance(base, numeric):
+        return False
+    return value > base
+
+
+def _switched_on(value: Any, base: Any, project: Path) -> bool:
+    return bool(value) and not base
+
+
+def _raised_usage(value: Any, base: Any, project: Path) -> bool:
+    """`usage_limits`: loosening when any bound in force is raised or left out."""
+    if not isinstance(value, Mapping):
+        return value is not None or base is not None
+    return any(_raised(value.get(key), bound, project) for key, bound in (base or {}).items())
+
+
 LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "approve_all": _set,
     "hooks": _always,  # runs your shell with the project's commands
@@ -119,6 +156,7 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "env_passthrough": _more_names,
     "mcp_servers": _set,  # starts the project's commands
     "web_allow_private": _set,
+    "egress_allow": _more_names,  # data may leave for these hosts unasked
     "base_url": _changed,  # your API key and conversation would go there
     "api_key": _changed,
     "fallbacks": _other_server,
@@ -134,6 +172,19 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "embeddings_api_key": _changed,
     "rubric": _rubric_file,  # `@path` reads a file into the prompt
     "max_tool_calls_per_reply": _higher_limit,
+    # raising any limit loosens: more turns, calls, money, time, remembered answers, or text
+    # from past sessions and memory in the prompt
+    **{name: _raised for name in (
+        "max_turns", "iteration_budget", "max_auto_continues", "max_rubric_rounds",
+        "output_retries", "doom_loop_threshold", "approval_ttl", "recall_limit", "memory_limit",
+        "user_limit", "max_tokens", "tool_timeout", "request_timeout", "stream_idle_timeout",
+        "retry_attempts", "retry_max_delay", "retry_max_pause")},
+    "usage_limits": _raised_usage,
+    "recall": _switched_on,  # past conversations (of any project) into the prompt
+    "memory": _switched_on,
+    "memory_learning": _switched_on,  # the model writes to memory that later runs read
+    "system_prompt": _changed,  # the project would replace loopwright's own instructions
+    "trust_project_files": _switched_on,  # a project may not vouch for its own files
 }
 """Settings an untrusted project may not set, each with the test of whether a value loosens
 (compared with the value from the user's own config, or the default)."""
@@ -280,7 +331,7 @@ def apply_project_config(path: Path, data: bytes, table: Mapping[str, Any],
     not loosen safety, with one warning line for the rest."""
     project = path.parent.resolve()
     store = TrustStore()
-    sha = digest(data)
+    sha = project_digest(project, config=data)
     if store.is_trusted(project, sha):
         return dict(table)
     kept, ignored = split_untrusted(table, base, project)
@@ -288,8 +339,123 @@ def apply_project_config(path: Path, data: bytes, table: Mapping[str, Any],
         _warned.add((str(path), sha))
         why = ("has changed since you trusted it" if store.was_trusted(project)
                else "is not trusted")
-        warnings.warn(
+        warnings.warn(printable(
             f"{path} {why}: ignoring {', '.join(sorted(set(ignored)))}; review the file, then "
-            f"run `loopwright trust {project}` to apply them",
+            f"run `loopwright trust {project}` to apply them"),
             UntrustedConfigWarning, stacklevel=3)
     return kept
+
+
+# --- what else the trust covers: instruction files and skills ----------------------------------
+
+MAX_HASHED_BYTES = 8 * 1024 * 1024  # a bigger file is hashed as its first 8 MiB and its size
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectContent:
+    """The files of a project that its trust covers."""
+
+    config: Path | None
+    instructions: list[Path]
+    skills: list[Path]
+
+    @property
+    def prompt_files(self) -> list[Path]:
+        """The files that would reach the prompt (instructions and skills)."""
+        return [*self.instructions, *self.skills]
+
+
+def project_content(project: Path) -> ProjectContent:
+    """The project's `loopwright.toml`, instruction files and skill files (blocking)."""
+    from loopwright.context.prompt import find_project_files
+    from loopwright.skills.discovery import MAX_FOLDERS_PER_ROOT, SKILL_FILE, skill_roots
+
+    project = project.resolve()
+    config = project / PROJECT_FILE
+    skills: list[Path] = []
+    for root in skill_roots(project):
+        if root.source != "project":
+            continue
+        with contextlib.suppress(OSError):
+            with os.scandir(root.path) as listing:
+                folders = sorted(e.name for e in listing if not e.name.startswith("."))
+            skills.extend(path for name in folders[:MAX_FOLDERS_PER_ROOT]
+                          if (path := root.path / name / SKILL_FILE).is_file())
+    return ProjectContent(config=config if config.is_file() else None,
+                          instructions=find_project_files(project), skills=skills)
+
+
+def project_digest(project: Path, *, config: bytes | None = None,
+                   content: ProjectContent | None = None) -> str:
+    """The SHA-256 the trust of `project` is recorded with: over its `loopwright.toml`
+    (`config`: its bytes, when the caller read them), instruction files and skills."""
+    project = project.resolve()
+    content = content or project_content(project)
+    entries: list[str] = []
+    if content.config is not None or config is not None:
+        entries.append(f"{PROJECT_FILE}\t"
+                       + (digest(config) if config is not None else _file_digest(content.config)))
+    entries.extend(f"{os.path.relpath(path, project)}\t{_file_digest(path)}"
+                   for path in content.prompt_files)
+    if len(entries) == 1 and entries[0].startswith(PROJECT_FILE + "\t"):
+        return entries[0].split("\t", 1)[1]  # the file alone: as trust has always recorded it
+    return digest("\n".join(sorted(entries)).encode())
+
+
+def _file_digest(path: Path | None) -> str:
+    """The file's SHA-256, read without blocking on a FIFO and without following it into a
+    device; a file that cannot be read is marked so (and so differs from any content)."""
+    if path is None:
+        return "absent"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not-a-file"
+        hasher = hashlib.sha256()
+        left = MAX_HASHED_BYTES
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            hasher.update(chunk)
+            left -= len(chunk)
+        return f"{hasher.hexdigest()}:{info.st_size}" if left <= 0 else hasher.hexdigest()
+    finally:
+        os.close(fd)
+
+
+_content_noticed: set[tuple[str, str]] = set()
+
+
+def prompt_content_trusted(project: Path, *, store: TrustStore | None = None) -> bool:
+    """Whether the project's instruction files and skills may be loaded: yes when it has none,
+    or when it is trusted with exactly this content. Otherwise one notice line (once per
+    content) names what was left out and how to trust it."""
+    project = project.resolve()
+    content = project_content(project)
+    if not content.prompt_files:
+        return True
+    store = store or TrustStore()
+    sha = project_digest(project, content=content)
+    if store.is_trusted(project, sha):
+        return True
+    if (str(project), sha) not in _content_noticed:
+        _content_noticed.add((str(project), sha))
+        warnings.warn(_content_notice(project, content.prompt_files, store.was_trusted(project)),
+                      UntrustedContentWarning, stacklevel=2)
+    return False
+
+
+def _content_notice(project: Path, files: Sequence[Path], changed: bool) -> str:
+    names = ", ".join(os.path.relpath(path, project) for path in files[:4])
+    more = f" and {len(files) - 4} more" if len(files) > 4 else ""
+    why = "has changed since you trusted it" if changed else "is not trusted"
+    return printable(f"{project} {why}: its instructions and skills were not loaded "
+                     f"({names}{more}); review them, then run `loopwright trust {project}`")
+
+
+def printable(text: str) -> str:
+    """`text` with every control, format (bidi, zero-width) and separator character written as
+    an escape: file names come from the project, and a notice must not repaint a terminal."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)

@@ -10,6 +10,7 @@ from typer.testing import CliRunner, Result
 
 from loopwright.cli.main import app
 from loopwright.testing import FakeModelServer
+from loopwright.trust import TrustStore, project_digest
 
 
 def batch(server: FakeModelServer, *args: str) -> Result:
@@ -184,6 +185,7 @@ def test_instruction_files_around_the_output_directory_stay_out_of_the_tasks(
     (own / "AGENTS.md").write_text("TASK RULE: keep answers short.\n")
     tasks = write_tasks(tmp_path / "tasks.jsonl", {"id": "bare", "prompt": "say hi"},
                         {"id": "repo", "prompt": "say yo", "workspace": "task-repo"})
+    TrustStore().trust(own.resolve(), project_digest(own))  # its copy is trusted like it
     result = batch(model_server, str(tasks), "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
     systems = {r.body["messages"][1]["content"]: r.body["messages"][0]["content"]

@@ -12,6 +12,7 @@ from loopwright import Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.html_markdown import html_to_markdown
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
+from loopwright.tools.egress import EGRESS_SERVICE, Egress
 from shared_helpers import http_server
 
 PAGE = """<!doctype html><html><head><title>Widget docs</title>
@@ -64,7 +65,8 @@ async def fetch(url: str, **arguments: Any) -> str:
     """web_fetch with local addresses allowed: the test site listens on 127.0.0.1 (the refusals
     are in tests/security/test_ssrf.py)."""
     tool: Tool = web_fetch
-    ctx = ToolContext(services={WEB_ACCESS_SERVICE: True})
+    ctx = ToolContext(services={WEB_ACCESS_SERVICE: True,
+                                EGRESS_SERVICE: Egress(allowed=["*"])})
     result = await tool.invoke(tool.validate({"url": url, **arguments}), ctx)
     assert isinstance(result, str)
     return result

@@ -27,6 +27,8 @@ def noop() -> str:
 
 
 async def system_blocks(workdir: Path, **options: Any) -> list[dict[str, Any]]:
+    # about the prompt's shape; an untrusted project's files are left out (test_trust_content.py)
+    options.setdefault("trust_project_files", True)
     with FakeModelServer(replies=[Reply(text="ok")]) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", api_mode="anthropic_messages",
                       tools=[noop], retry=FAST, workdir=str(workdir), cache_dir=str(workdir),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from loopwright import Agent
 from loopwright.testing import FakeModelServer, Reply
+from loopwright.trust import TrustStore, project_digest
 
 
 async def sent_system_text(workdir: Path) -> str:
@@ -34,5 +35,6 @@ async def test_twin_a_link_inside_the_project_is_read_once(tmp_path: Path) -> No
     (project / ".git").mkdir(parents=True)
     (project / "AGENTS.md").write_text("Use tabs, never spaces (house rule 7).\n")
     (project / "CLAUDE.md").symlink_to(project / "AGENTS.md")
+    TrustStore().trust(project.resolve(), project_digest(project))  # issue 29: trusted content
     sent = await sent_system_text(project)
     assert sent.count("house rule 7") == 1

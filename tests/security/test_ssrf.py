@@ -17,6 +17,7 @@ from loopwright import Agent, Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
 from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.tools.egress import EGRESS_SERVICE, Egress
 
 
 class Listener:
@@ -79,7 +80,11 @@ def other() -> Iterator[Listener]:
 
 async def fetch(url: str, allow: Any = None) -> str:
     tool: Tool = web_fetch
-    ctx = ToolContext(services={} if allow is None else {WEB_ACCESS_SERVICE: allow})
+    # every host passes the egress policy here: these cases are about addresses (test_egress.py)
+    services: dict[str, Any] = {EGRESS_SERVICE: Egress(allowed=["*"])}
+    if allow is not None:
+        services[WEB_ACCESS_SERVICE] = allow
+    ctx = ToolContext(services=services)
     result = await tool.invoke(tool.validate({"url": url}), ctx)
     assert isinstance(result, str)
     return result
@@ -207,7 +212,7 @@ async def test_through_the_agent_the_setting_decides_and_the_model_sees_the_wrap
     for allow, expected in ((False, "refused to fetch"), (True, "<untrusted-web-content")):
         with FakeModelServer(script) as server:
             agent = Agent("m", base_url=server.base_url, api_key="k", tools=[web_fetch],
-                          web_allow_private=allow)
+                          web_allow_private=allow, egress_allow=["127.0.0.1"])
             result = await agent.run("fetch it")
             body = server.model_requests[1].body or {}
         assert result.stop_reason == "completed"

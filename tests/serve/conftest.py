@@ -66,7 +66,10 @@ def open_page(browser: Any) -> Iterator[Any]:
     contexts: list[Any] = []
 
     def open_(served: Served, width: int = 1280, height: int = 800) -> Any:
-        context = browser.new_context(viewport={"width": width, "height": height})
+        # Playwright's wait_for_function polls with eval, which the page's CSP forbids (as it
+        # should): these tests drive the page; test_page_framing.py tests the CSP itself
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      bypass_csp=True)
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)

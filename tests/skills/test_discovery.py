@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from loopwright.skills import find_skills, skill_roots
 from loopwright.skills.frontmatter import MAX_DESCRIPTION_CHARS
+from loopwright.trust import TrustStore, project_digest
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -96,6 +97,7 @@ def test_skills_list_shows_each_skill_and_where_it_came_from(
     write(isolated_home / ".config" / "loopwright" / "skills" / "c" / "SKILL.md",
           "---\nname: alpha\ndescription: shadowed\n---\n")
     write(isolated_home / ".config" / "loopwright" / "skills" / "d" / "SKILL.md", "broken")
+    TrustStore().trust(tmp_path.resolve(), project_digest(tmp_path))  # the project's own count
     cwd = Path.cwd()
     os.chdir(tmp_path)
     try:
@@ -112,6 +114,26 @@ def test_skills_list_shows_each_skill_and_where_it_came_from(
     assert [(r["name"], r["source"], r["status"]) for r in parsed] == [
         ("alpha", "project", "offered"), ("beta", "user", "offered"),
         ("alpha", "user", "shadowed")]
+
+
+def test_skills_list_marks_an_untrusted_projects_skills_as_not_loaded(
+        tmp_path: Path, isolated_home: Path) -> None:
+    from loopwright.cli.main import app
+
+    write(skills_dir(tmp_path) / "a" / "SKILL.md", "---\nname: alpha\ndescription: A\n---\n")
+    write(isolated_home / ".config" / "loopwright" / "skills" / "c" / "SKILL.md",
+          "---\nname: alpha\ndescription: the user's\n---\n")
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        table = CliRunner().invoke(app, ["skills", "list"])
+        rows = CliRunner().invoke(app, ["skills", "list", "--json"])
+    finally:
+        os.chdir(cwd)
+    assert "not loaded: the project is not trusted" in table.stdout
+    parsed = [json.loads(line) for line in rows.stdout.splitlines()]
+    assert [(r["name"], r["source"], r["status"]) for r in parsed] == [
+        ("alpha", "user", "offered"), ("alpha", "project", "untrusted")]
 
 
 def test_control_characters_never_reach_the_prompt_or_the_terminal(

@@ -39,6 +39,8 @@ def user_skills(home: Path) -> Path:
 
 def make_agent(server: FakeModelServer, workdir: Path, events: list[Event], mode: str,
                **kw: Any) -> Agent:
+    # these tests are about skills; an untrusted project's are left out (test_trust_content.py)
+    kw.setdefault("trust_project_files", True)
     return Agent("m", base_url=server.base_url, api_key="k", api_mode=mode, retry=FAST,
                  workdir=str(workdir), tools=default_tools(), callbacks=[events.append], **kw)
 

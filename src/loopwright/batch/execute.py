@@ -141,6 +141,11 @@ class TaskRunner:
         assert self._root is not None  # made by prepare()
         workdir = prepare_workspace(task, self._root)
         options = self._agent_options(task, workdir, window)
+        if task.workspace is not None and not options.get("trust_project_files"):
+            from loopwright.trust import prompt_content_trusted
+
+            # the copy is as trusted as the directory it was made from (`loopwright trust`)
+            options["trust_project_files"] = prompt_content_trusted(task.workspace)
         try:
             return workdir, Agent(tools=self._tools(task), **options)
         except BaseException:

@@ -5,9 +5,12 @@ lessons) and USER.md (what it learned about the user). Each is a list of entries
 line holding only `§`, and each has a character limit that the tool enforces, so the memory stays
 small enough to sit in every system prompt.
 
-Where: `Settings.memory_dir`, a relative path meaning relative to the working directory
-(`memory_dir = ".loopwright"` gives per-project memory); by default `<data dir>/memory/`, so the
-memory follows the user across projects. `Settings.memory` switches the tool and the prompt
+Where: `Settings.memory_dir`, a relative path meaning relative to the working directory; by
+default `<data dir>/memory/projects/<project>-<hash>/`, one directory per project (the repository
+the working directory is in, else the working directory): what a model was made to write in one
+project (a prompt injection can ask for it) never reaches the prompt in another. Shared memory is
+an explicit choice: an absolute `memory_dir` in your own config. `Settings.memory` switches the
+tool and the prompt
 section on; the section is read when a run starts (changes made during a run show up in the
 tool's replies at once and in the prompt from the next run on).
 """
@@ -15,6 +18,7 @@ tool's replies at once and in the prompt from the next run on).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import tempfile
@@ -231,8 +235,20 @@ def memory_files_for(*, memory_dir: str | None, data_dir: str | None, workdir: s
         from loopwright.config import default_data_dir
 
         base = Path(data_dir).expanduser() if data_dir else default_data_dir()
-        directory = base / "memory"
+        directory = project_memory_dir(base, Path(workdir))
     return MemoryFiles(directory, memory_limit=memory_limit, user_limit=user_limit)
+
+
+def project_memory_dir(data_dir: Path, workdir: Path) -> Path:
+    """The default memory directory of the project `workdir` belongs to (its repository, else
+    itself): readable name, and a hash of the full path so two `app/` folders never share."""
+    from loopwright.context.prompt import repository_root
+
+    resolved = workdir.expanduser().resolve()
+    project = repository_root(resolved) or resolved
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", project.name)[:40] or "root"
+    key = hashlib.sha256(os.fsencode(project)).hexdigest()[:16]
+    return data_dir / "memory" / "projects" / f"{name}-{key}"
 
 
 def _clean(content: str) -> str:

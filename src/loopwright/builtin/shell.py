@@ -93,9 +93,11 @@ async def bash(
     directory = resolve_path(ctx, cwd)
     if not directory.is_dir():
         raise ToolError(f"{display_path(ctx, directory)} is not a directory.")
-    launch = await _launch(ctx, command, directory)
+    # judged where its arguments really lead (symlinks followed): filesystem work, off the loop
+    plain = await asyncio.to_thread(is_plainly_read_only, command, directory)
+    launch = await _launch(ctx, command, directory, plain=plain)
     # files the command changes are shown as diffs, like the file tools' changes
-    before = await scan_before_command(ctx) if _may_write(ctx, launch, command) else None
+    before = await scan_before_command(ctx) if _may_write(ctx, launch, plain) else None
     try:
         process, output, outcome = await _execute(launch, directory, timeout, ctx)
     except ToolError:  # timed out: what it changed before it was killed is shown too
@@ -145,18 +147,20 @@ async def _execute(launch: Launch, directory: Path, timeout: float, ctx: ToolCon
     return process, output, outcome
 
 
-def _may_write(ctx: ToolContext, launch: Launch, command: str) -> bool:
-    """Whether the command could change workspace files (else no scan is needed)."""
-    if is_plainly_read_only(command):
+def _may_write(ctx: ToolContext, launch: Launch, plain: bool) -> bool:
+    """Whether the command could change workspace files (else no scan is needed); `plain`: it
+    is plainly read-only."""
+    if plain:
         return False
     return not launch.sandboxed or context_policy(ctx.services).writes_workspace
 
 
-async def _launch(ctx: ToolContext, command: str, directory: Path) -> Launch:
-    """What to start; without a sandbox, approval for anything not plainly read-only."""
+async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: bool) -> Launch:
+    """What to start; without a sandbox, approval for anything not `plain` (plainly
+    read-only)."""
     launch = await prepare_launch(context_policy(ctx.services), ["/bin/bash", "-c", command],
                                   cwd=directory, roots=workspace_roots(ctx))
-    if launch.sandboxed or not launch.problem or is_plainly_read_only(command):
+    if launch.sandboxed or not launch.problem or plain:
         return launch
     if await ctx.approve("bash: run without a sandbox", f"{command}\n(no sandbox: "
                          f"{launch.problem})"):

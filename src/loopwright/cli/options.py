@@ -76,7 +76,8 @@ class AgentFlags:
     read_only: Annotated[bool, typer.Option(
         "--read-only", help="Offer only built-in tools that change nothing.")] = False
     yes: Annotated[bool, typer.Option(
-        "--yes", "-y", help="Approve every tool call that would ask for approval.")] = False
+        "--yes", "-y", help="Approve every tool call that would ask for approval (not a "
+        "network host off egress_allow: that is still asked, or refused off a terminal).")] = False
     sandbox: Annotated[SandboxChoice | None, typer.Option(
         "--sandbox", help="Command sandbox: read-only, workspace-write (default) or full-access "
         "(no sandbox).")] = None

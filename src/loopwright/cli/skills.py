@@ -30,7 +30,8 @@ def list_command(
     from loopwright.cli.approval import escape_controls
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
-    from loopwright.skills import find_skills, skill_roots
+    from loopwright.skills import SkillCatalog, find_skills, skill_roots
+    from loopwright.trust import prompt_content_trusted
 
     try:
         settings = load_settings()
@@ -38,11 +39,16 @@ def list_command(
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(EXIT_CONFIG) from None
     workdir = Path(settings.workdir).expanduser().resolve() if settings.workdir else Path.cwd()
-    catalog = find_skills(skill_roots(workdir, extra_paths=settings.skill_paths or ()))
-    for warning in catalog.warnings:
+    trusted = settings.trust_project_files or prompt_content_trusted(workdir)
+    catalog = find_skills(skill_roots(workdir, extra_paths=settings.skill_paths or (),
+                                      project=trusted))
+    held = SkillCatalog() if trusted else find_skills(
+        [root for root in skill_roots(workdir) if root.source == "project"])
+    for warning in [*catalog.warnings, *held.warnings]:
         typer.echo(f"loopwright: {escape_controls(warning)}", err=True)  # folder names
     rows = [_row(s, "offered") for s in catalog.skills]
     rows += [_row(s, "shadowed") for s in catalog.shadowed]
+    rows += [_row(s, "untrusted") for s in held.skills]  # an untrusted project's: not loaded
     if json_output:
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
@@ -57,8 +63,9 @@ def list_command(
         return
     width = max(len(row["name"]) for row in rows)
     for row in rows:
-        shadowed = row["status"] == "shadowed"
-        note = "  (shadowed: a skill of this name is found first)" if shadowed else ""
+        note = {"shadowed": "  (shadowed: a skill of this name is found first)",
+                "untrusted": "  (not loaded: the project is not trusted; `loopwright trust`)",
+                }.get(row["status"], "")
         path = escape_controls(row["path"])  # a folder name may hold a terminal escape
         typer.echo(f"{row['name']:<{width}}  {row['source']:<8}  {path}{note}")
         typer.echo(f"{'':<{width}}  {row['description'][:200]}")

@@ -1,8 +1,10 @@
-"""`loopwright trust [DIR]`: let a project's loopwright.toml loosen safety; `--list`, `--revoke`.
+"""`loopwright trust [DIR]`: let a project's loopwright.toml loosen safety and its instruction
+files and skills reach the prompt; `--list`, `--revoke`.
 
 Until a directory is trusted, its loopwright.toml may not approve everything, add hooks, allow
-rules, MCP servers, widen the sandbox and so on (see `loopwright.trust`). Trust is recorded with
-the file's SHA-256, so editing the file takes it away again. Exit codes: 0 done, 1 nothing to do
+rules, MCP servers, widen the sandbox, raise limits and so on, and its AGENTS.md (and the like)
+and skills are not loaded (see `loopwright.trust`). Trust is recorded with one SHA-256 over those
+files, so editing any of them takes it away again. Exit codes: 0 done, 1 nothing to do
 (no file, not trusted), 6 a file that cannot be read.
 """
 
@@ -29,8 +31,9 @@ def trust_command(
     revoke: Annotated[bool, typer.Option(
         "--revoke", help="Stop trusting the directory.")] = False,
 ) -> None:
-    """Trust a project's loopwright.toml: its approve_all, hooks, allow rules, MCP servers,
-    sandbox and other loosening settings then apply, until the file changes."""
+    """Trust a project: its loopwright.toml's loosening settings (approve_all, hooks, allow
+    rules, MCP servers, sandbox, higher limits…) apply and its instruction files (AGENTS.md…)
+    and skills are loaded, until any of these files changes."""
     from loopwright.errors import ConfigError
     from loopwright.trust import TrustStore
 
@@ -53,28 +56,38 @@ def _project(directory: Path | None) -> Path:
 
 def _trust(store: TrustStore, project: Path) -> None:
     from loopwright.errors import ConfigError
-    from loopwright.trust import LOOSENING, PROJECT_FILE, digest
+    from loopwright.trust import LOOSENING, PROJECT_FILE, project_content, project_digest
 
-    path = project / PROJECT_FILE
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        typer.echo(f"loopwright: there is no {PROJECT_FILE} in {project}; nothing to trust",
-                   err=True)
-        raise typer.Exit(EXIT_NOTHING) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc}); fix it before trusting it") from exc
-    table = table.get("loopwright", table)
-    entry = store.trust(project, digest(data))
+    content = project_content(project)
+    data: bytes | None = None
+    table: dict[str, object] = {}
+    if content.config is not None:
+        try:
+            data = content.config.read_bytes()
+            table = tomllib.loads(data.decode("utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read {content.config}: {exc.strerror}") from exc
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{content.config} is not valid TOML ({exc}); fix it before "
+                              "trusting it") from exc
+        inner = table.get("loopwright", table)
+        table = inner if isinstance(inner, dict) else {}
+    elif not content.prompt_files:
+        typer.echo(f"loopwright: there is no {PROJECT_FILE}, instruction file or skill in "
+                   f"{project}; nothing to trust", err=True)
+        raise typer.Exit(EXIT_NOTHING)
+    entry = store.trust(project, project_digest(project, config=data, content=content))
+    covered = [PROJECT_FILE] * (data is not None) + [
+        str(path.relative_to(project)) if path.is_relative_to(project) else str(path)
+        for path in content.prompt_files]
+    typer.echo(f"Trusted {project} (sha256 {entry.sha256[:12]}… over {', '.join(covered)}).")
     loosening = sorted(key for key in table if key in LOOSENING or key == "policy")
-    typer.echo(f"Trusted {project} ({PROJECT_FILE} sha256 {entry.sha256[:12]}…).")
     if loosening:
         typer.echo(f"Its settings that need trust now apply: {', '.join(loosening)}.")
-    typer.echo("Editing the file takes the trust away; `loopwright trust --revoke` ends it.")
+    if content.prompt_files:
+        typer.echo("Its instruction files and skills are now loaded into the prompt.")
+    typer.echo("Editing any of these files takes the trust away; `loopwright trust --revoke` "
+               "ends it.")
 
 
 def _revoke(store: TrustStore, project: Path) -> None:
@@ -85,7 +98,7 @@ def _revoke(store: TrustStore, project: Path) -> None:
 
 
 def _list(store: TrustStore) -> None:
-    from loopwright.trust import PROJECT_FILE, digest
+    from loopwright.trust import PROJECT_FILE, project_content, project_digest
 
     entries = store.entries()
     if not entries:
@@ -93,10 +106,10 @@ def _list(store: TrustStore) -> None:
                    f"{PROJECT_FILE}.")
         return
     for directory, entry in sorted(entries.items()):
-        try:
-            current = digest((Path(directory) / PROJECT_FILE).read_bytes())
-        except OSError:
+        content = project_content(Path(directory))
+        if content.config is None and not content.prompt_files:
             status = "missing"
         else:
+            current = project_digest(Path(directory), content=content)
             status = "trusted" if current == entry.sha256 else "changed (not trusted)"
         typer.echo(f"{status:<22} {directory}  sha256 {entry.sha256[:12]}…  {entry.trusted_at}")

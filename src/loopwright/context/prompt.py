@@ -186,20 +186,23 @@ def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
                         static_notes: list[str] | None = None,
                         workdir: Path | None = None,
                         max_instruction_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS,
-                        today: dt.date | None = None) -> str:
+                        today: dt.date | None = None,
+                        project_instructions: bool = True) -> str:
     """The system prompt: static prefix (identical across turns and runs), boundary, per-run part.
 
     A user-supplied `system_prompt` replaces the identity section; the rest stays.
     `static_notes` join the static prefix (they must depend on configuration only). With a
-    `workdir`, the per-run part holds the environment and the instruction files found from it.
+    `workdir`, the per-run part holds the environment and the instruction files found from it
+    (unless `project_instructions` is false: an untrusted project, `loopwright.trust`).
     """
     sections = static_sections(user_prompt=user_prompt, has_tools=has_tools)
     sections.extend(PromptSection(name="note", text=s, static=True)
                     for s in static_notes or [] if s)  # e.g. the sandbox: config-only, cacheable
     if workdir is not None:
         sections.append(environment_section(workdir, today=today))
-        for optional in (project_section(workdir, max_chars=max_instruction_chars),
-                         user_section(max_chars=max_instruction_chars)):
+        project = (project_section(workdir, max_chars=max_instruction_chars)
+                   if project_instructions else None)
+        for optional in (project, user_section(max_chars=max_instruction_chars)):
             if optional is not None:
                 sections.append(optional)
     sections.extend(PromptSection(name="extra", text=s, static=False)

@@ -428,6 +428,8 @@ class MCPManager:
             function=call_remote,
             raw_arguments=True,
             read_only=bool(annotations is not None and annotations.read_only_hint),
+            # MCP's default is an open world: only a tool that says otherwise is taken at its word
+            network=annotations is None or annotations.open_world_hint is not False,
             tags=frozenset({"mcp", f"mcp:{server}"}),
         )
 

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 from loopwright.serve.agents import AgentPool
@@ -100,9 +102,41 @@ def create_app(options: ServeOptions) -> ASGIApp:
         Route("/docs", docs, methods=["GET"]),
         Mount("/static", StaticFiles(directory=str(static)), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(PageHeaders)])
     app.state.registry = registry
     return TokenAuth(app, options.token)
+
+
+PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+               "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+               "frame-ancestors 'none'")
+"""The Content-Security-Policy of every response: scripts and styles only from the server's own
+files (the page has no inline script, so an injected one cannot run), and no page of any other
+origin may frame it (its approval buttons cannot be clickjacked)."""
+
+
+class PageHeaders:
+    """Adds the CSP, `X-Frame-Options: DENY` (for browsers without `frame-ancestors`),
+    and `nosniff` to every response behind the token check (`Referrer-Policy` is the token
+    check's own, `serve/auth.py`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["content-security-policy"] = PAGE_POLICY
+                headers["x-frame-options"] = "DENY"
+                headers["x-content-type-options"] = "nosniff"
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def docs_page(document: dict[str, Any]) -> str:

@@ -30,10 +30,14 @@ class AgentSkills:
 
     @classmethod
     def from_settings(cls, settings: Any, workdir: Path) -> AgentSkills:
-        """Discovery as the settings say (`skills`, `skill_paths`); nothing when off."""
+        """Discovery as the settings say (`skills`, `skill_paths`); nothing when off. The
+        project's own skills only when the project is trusted with them (`loopwright.trust`)."""
         if not settings.skills:
             return cls(SkillCatalog(), workdir)
-        roots = skill_roots(workdir, extra_paths=settings.skill_paths or ())
+        from loopwright.trust import prompt_content_trusted
+
+        trusted = settings.trust_project_files or prompt_content_trusted(workdir)
+        roots = skill_roots(workdir, extra_paths=settings.skill_paths or (), project=trusted)
         return cls(find_skills(roots), workdir)
 
     def tools(self) -> list[Tool]:

@@ -77,12 +77,13 @@ class SkillCatalog:
 
 
 def skill_roots(workdir: Path, *, extra_paths: Iterable[str] = (),
-                user_dir: Path | None = None) -> list[SkillRoot]:
-    """The directories searched, in precedence order (see the module docstring)."""
+                user_dir: Path | None = None, project: bool = True) -> list[SkillRoot]:
+    """The directories searched, in precedence order (see the module docstring); without the
+    project's own when `project` is false (an untrusted project: `loopwright.trust`)."""
     workdir = workdir.resolve()
     repository = repository_root(workdir)
     roots: list[SkillRoot] = []
-    for directory in (workdir, *workdir.parents):
+    for directory in (workdir, *workdir.parents) if project else ():
         for name in PROJECT_DIRS:
             roots.append(SkillRoot(path=directory / name, source="project",
                                    boundary=repository or workdir))

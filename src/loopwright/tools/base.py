@@ -87,7 +87,8 @@ class Tool:
     force the whole batch to run sequentially. `concurrent_safe` tools are not read-only but may
     still run alongside read-only and other concurrent-safe calls (sub-agents: `delegate`).
     `deferred` tools are registered but only advertised after `tool_search` finds them. `core`
-    tools are never deferred.
+    tools are never deferred. `network` tools reach the network: every URL in their arguments
+    passes the egress policy first (`tools/egress.py`).
     """
 
     name: str
@@ -100,6 +101,7 @@ class Tool:
     deferred: bool = False
     core: bool = False
     concurrent_safe: bool = False
+    network: bool = False
     timeout: float | None = None
     arguments_model: type[pydantic.BaseModel] | None = None
     takes_context: bool = False
@@ -185,6 +187,7 @@ def tool(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
+    network: bool = False,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -200,6 +203,7 @@ def tool(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
+    network: bool = False,
 ) -> FunctionTool[Any, Any] | Callable[[ToolFunction], FunctionTool[Any, Any]]:
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
@@ -211,6 +215,7 @@ def tool(
         return tool_from_function(
             fn, name=name, description=description, read_only=read_only,
             interactive=interactive, tags=tags, deferred=deferred, core=core, timeout=timeout,
+            network=network,
         )
 
     if function is not None:
@@ -229,6 +234,7 @@ def tool_from_function(
     deferred: bool = False,
     core: bool = False,
     timeout: float | None = None,
+    network: bool = False,
 ) -> FunctionTool[Any, Any]:
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     model, takes_context = arguments_model_for(fn, param_docs)
@@ -243,6 +249,7 @@ def tool_from_function(
         deferred=deferred,
         core=core,
         timeout=timeout,
+        network=network,
         arguments_model=model,
         takes_context=takes_context,
     )

@@ -266,8 +266,29 @@ class Approver:
         return (not self.approve_all and self.callback is not None
                 and self.cache.get(self.session_id, action) is None)
 
-    async def decide(self, action: str, detail: str) -> tuple[bool, str]:
-        if self.approve_all:
+    async def ask_for_call(self, action: str, detail: str, ctx: ToolContext, *, tool: str,
+                           why_asked: str, blanket: bool = True, remember: bool = False
+                           ) -> tuple[bool, str]:
+        """`decide()` for the call of `tool` that `ctx` belongs to: a callback can tell which
+        call (and run) asks (`current_approval()`), and the answer is reported as an
+        `approval` status naming `why_asked`."""
+        pending = _PENDING_APPROVAL.set(ApprovalRequest(call_id=ctx.call_id, tool=tool,
+                                                         context=ctx))
+        try:
+            allowed, why = await self.decide(action, detail, blanket=blanket, remember=remember)
+        finally:
+            _PENDING_APPROVAL.reset(pending)
+        ctx.status("approval", f"{tool} ({why_asked}): {'allowed' if allowed else 'denied'}: "
+                   f"{why}", tool=tool, allowed=allowed, reason=why, call_id=ctx.call_id)
+        return allowed, why
+
+    async def decide(self, action: str, detail: str, *, blanket: bool = True,
+                     remember: bool = False) -> tuple[bool, str]:
+        """(allowed, why). `blanket=False`: `approve_all` does not answer (only a person
+        does); `remember=True`: a yes is kept for the session, not only "always" (a no is
+        kept only as "never": a server's "no client is watching" must not outlive the
+        moment)."""
+        if self.approve_all and blanket:
             return True, "approved by approve_all"
         cached = self.cache.get(self.session_id, action)
         if cached is not None:
@@ -275,7 +296,9 @@ class Approver:
         if self.callback is None:
             return False, ("it needs the user's approval and no user is available to give it "
                            "(non-interactive run; the user can allow such actions with --yes or "
-                           "approve_all=True)")
+                           "approve_all=True)" if blanket else
+                           "it needs the user's answer and no user is available to give it "
+                           "(non-interactive run); --yes does not answer this question")
         try:
             answer: Any = self.callback(action, detail)
             if inspect.isawaitable(answer):
@@ -286,9 +309,9 @@ class Approver:
             return False, (f"the approval callback failed ({type(exc).__name__}: {exc}), so "
                            "the call was denied")
         word = answer.strip().lower() if isinstance(answer, str) else None
-        if word in ("always", "never"):
-            self.cache.put(self.session_id, action, word == "always")
         allowed = answer is True or word in ALLOW_ANSWERS
+        if word in ("always", "never") or (remember and allowed):
+            self.cache.put(self.session_id, action, allowed)
         if allowed:
             return True, "approved by the user"
         if answer is False or word in ("no", "n", "never", "deny", "denied"):
@@ -344,14 +367,8 @@ class PolicyGate:
         detail = subject
         if prepared.tool.preview is not None and self.approver.will_ask(action):
             detail = await _with_preview(subject, prepared, ctx)
-        pending = _PENDING_APPROVAL.set(ApprovalRequest(call_id=ctx.call_id, tool=name,
-                                                         context=ctx))
-        try:
-            allowed, why = await self.approver.decide(action, detail)
-        finally:
-            _PENDING_APPROVAL.reset(pending)
-        ctx.status("approval", f"{name} ({danger}): {'allowed' if allowed else 'denied'}: {why}",
-                   tool=name, allowed=allowed, reason=why, call_id=ctx.call_id)
+        allowed, why = await self.approver.ask_for_call(action, detail, ctx, tool=name,
+                                                        why_asked=danger)
         if allowed:
             return None
         return GateDecision(allow=False, reason=f"the call is potentially dangerous ({danger}) "

@@ -1,12 +1,14 @@
-"""What `Agent` adds around tool execution for one run: hooks, policy and approvals, turn diffs,
-and the services the built-in tools look up (clarify callback, allowed workspace roots).
+"""What `Agent` adds around tool execution for one run: hooks, policy and approvals, the egress
+policy, turn diffs, and the services the built-in tools look up (clarify callback, allowed
+workspace roots, egress).
 
-Gate order follows DESIGN §1 step 10: `before_tool` hooks → policy / approval → tool →
+Gate order follows DESIGN §1 step 10: `before_tool` hooks → policy / approval → egress → tool →
 `after_tool` hooks."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from loopwright.builtin.diff import TurnDiffPlugin
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.hooks import HOOK_NAMES, CommandHook, HookFilter, HookGate, HookPlugin, Hooks
 from loopwright.plugins import LoopPlugin
+from loopwright.tools.egress import EGRESS_SERVICE, Egress, EgressGate
 from loopwright.tools.execute import ResultFilter, ToolGate
 from loopwright.tools.policy import ApprovalCache, ApprovalCallback, Approver, Policy, PolicyGate
 from loopwright.tools.sensitive import PROTECTED_PATHS_SERVICE
@@ -44,6 +47,7 @@ def safety_layers(
     clarify: Any = None,
     allowed_roots: list[str] | None = None,
     workdir: str | Path | None = None,
+    egress_allow: Sequence[str] = (),
 ) -> SafetyLayers:
     """Build the layers for one run of an agent (the approval cache is the agent's)."""
     approver = Approver(callback=approval, approve_all=approve_all, cache=cache,
@@ -52,6 +56,9 @@ def safety_layers(
     if hooks.before_tool:
         layers.gates.append(HookGate(hooks=hooks))
     layers.gates.append(PolicyGate(policy=policy, approver=approver))
+    egress = Egress(allowed=tuple(egress_allow), approver=approver)
+    layers.gates.append(EgressGate(egress=egress))
+    layers.services[EGRESS_SERVICE] = egress
     if hooks.after_tool:
         layers.filters.append(HookFilter(hooks=hooks))
     if hooks.before_model or hooks.after_model:

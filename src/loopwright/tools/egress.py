@@ -1,0 +1,155 @@
+"""The egress policy: which hosts a tool may send anything to.
+
+Every tool that reaches the network passes here: `web_fetch` for its URL and for every redirect,
+and any tool that declares network use (`@tool(network=True)`, MCP tools that do not say they
+stay in a closed world) for each URL in its arguments. A URL's query is as good a channel as a
+request body, so *reaching* a host is what needs leave, whatever the method.
+
+A host on the allow-list (`egress_allow`: the user's config, or a trusted project's) goes
+through. Any other host is asked about once per host and session through the run's approval
+path (terminal, page, library callback) with the full URL shown; a yes holds for that host for
+the session, a no for the rest of the run ("never": for the session). `approve_all` (`--yes`)
+does not answer this question: a blanket yes to commands is no yes to sending data somewhere
+new. With nobody to ask (batch, non-interactive, a server run without a client) a host off the
+list is refused. Which *addresses* may be reached (no loopback, private or metadata address,
+after DNS and on every redirect) is `builtin/web_guard.py`'s separate check.
+
+Allow-list entries: `example.com` (that host), `*.example.com` (its subdomains, not itself),
+an IP address as written in URLs, or `*` (every host; the address checks still apply).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from loopwright.errors import ToolError
+from loopwright.tools.base import ToolContext
+from loopwright.tools.execute import GateDecision, PreparedCall
+from loopwright.tools.policy import Approver
+
+EGRESS_SERVICE = "egress"
+"""`ToolContext.services` key: the run's `Egress`."""
+
+_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
+_MAX_SCANNED_CHARS = 1_000_000
+
+
+def egress_host(url: str) -> str:
+    """The host of `url` as the allow-list and the approval cache know it: lower case, no
+    trailing dot or brackets, percent-decoding undone, international names in their ASCII
+    (punycode) form so a look-alike name cannot pass for another; `ToolError` if none."""
+    try:
+        raw = urlsplit(url.strip()).hostname
+    except ValueError as exc:
+        raise ToolError(f"{url!r} is not a valid URL: {exc}") from exc
+    if not raw:
+        raise ToolError(f"{url!r} names no host.")
+    host = unquote(raw).strip("[]").rstrip(".").lower()
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def host_allowed(host: str, allowed: Iterable[str]) -> bool:
+    """Whether `host` (as `egress_host` gives it) is on the allow-list."""
+    for entry in allowed:
+        rule = entry.strip().lower().rstrip(".")
+        if rule == "*" or rule == host:
+            return True
+        if rule.startswith("*.") and host.endswith(rule[1:]) and len(host) > len(rule) - 1:
+            return True
+    return False
+
+
+@dataclass(kw_only=True)
+class Egress:
+    """One run's egress policy: the allow-list and the approver that asks about other hosts
+    (`None`: nobody can answer, so other hosts are refused)."""
+
+    allowed: Sequence[str] = ()
+    approver: Approver | None = None
+    _asking: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
+    _refused: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # this run
+
+    async def admit(self, url: str, ctx: ToolContext, *, tool: str) -> None:
+        """Return when `tool` may send a request to `url`'s host; `ToolError` saying why not."""
+        host = egress_host(url)
+        if host_allowed(host, self.allowed):
+            return
+        # two calls of one batch to one new host ask once: the second waits for the answer
+        lock = self._asking.setdefault(host, asyncio.Lock())
+        async with lock:
+            why = self._refused.get(host)
+            allowed = False
+            if why is None:
+                allowed, why = await self._ask(host, url, ctx, tool)
+                if not allowed:
+                    self._refused[host] = f"{why} (asked earlier in this run)"
+        if not allowed:
+            raise ToolError(
+                f"refused to connect to {host}: it is not on the egress allow-list and {why}. "
+                "Do not try to reach it another way; tell the user which host you needed (they "
+                "can add it to egress_allow).")
+
+    async def _ask(self, host: str, url: str, ctx: ToolContext, tool: str) -> tuple[bool, str]:
+        if self.approver is None:
+            return False, "no user is available to allow it"
+        action = f"network: send a request to {host} (a host not on the egress allow-list)"
+        return await self.approver.ask_for_call(action, url, ctx, tool=tool,
+                                                why_asked=f"new host {host}", blanket=False,
+                                                remember=True)
+
+
+def egress_for(ctx: ToolContext) -> Egress:
+    """The run's egress policy; outside an agent run, one that refuses every host."""
+    found = ctx.services.get(EGRESS_SERVICE)
+    return found if isinstance(found, Egress) else Egress()
+
+
+def urls_in(value: Any) -> Iterator[str]:
+    """Every URL written in a tool call's arguments (nested lists and tables included)."""
+    budget = [_MAX_SCANNED_CHARS]
+
+    def walk(item: Any) -> Iterator[str]:
+        if budget[0] <= 0:
+            return
+        if isinstance(item, str):
+            budget[0] -= len(item)
+            yield from (m.group(0) for m in _URL.finditer(item[:_MAX_SCANNED_CHARS]))
+        elif isinstance(item, dict):
+            for key, nested in item.items():
+                yield from walk(key)
+                yield from walk(nested)
+        elif isinstance(item, list | tuple):
+            for nested in item:
+                yield from walk(nested)
+
+    seen: set[str] = set()
+    for url in walk(value):
+        if url not in seen:
+            seen.add(url)
+            yield url
+
+
+@dataclass(kw_only=True)
+class EgressGate:
+    """A `ToolGate`: a tool that declares network use may run only when every host named in
+    its arguments is admitted. (`web_fetch` admits each redirect itself as it follows it.)"""
+
+    egress: Egress
+
+    async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
+        if not prepared.tool.network:
+            return None
+        for url in urls_in(prepared.arguments):
+            try:
+                await self.egress.admit(url, ctx, tool=prepared.tool.name)
+            except ToolError as exc:
+                return GateDecision(allow=False, reason=str(exc))
+        return None
