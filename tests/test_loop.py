@@ -11,7 +11,7 @@ import pytest
 from loopwright import Agent, ToolContext, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
-from loopwright.guards import CONTINUE_NOTE, LAST_ROUND_NOTE
+from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import wait_until
 
@@ -173,15 +173,15 @@ async def test_a_reply_cut_by_length_is_continued_and_joined(stream: bool) -> No
     assert result.output == "Hello, world!"
     assert result.stop_reason == "completed"
     assert len(server.model_requests) == 3  # max 2 continuations
-    assert chat_messages(server, 1)[-1]["content"] == CONTINUE_NOTE
+    assert chat_messages(server, 1)[-1]["content"] == notes.text(notes.CONTINUE)
 
 
 async def test_the_last_round_tells_the_model_to_answer_without_tools() -> None:
     script = [Reply(tool_calls=[call("add", {"a": 1, "b": 1})]), Reply(text="2")]
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server, max_turns=2).run("go")
-    assert LAST_ROUND_NOTE in chat_messages(server, 1)[-1]["content"]
-    assert LAST_ROUND_NOTE not in json.dumps(chat_messages(server, 0))
+    assert notes.text(notes.LAST_ROUND) in chat_messages(server, 1)[-1]["content"]
+    assert notes.text(notes.LAST_ROUND) not in json.dumps(chat_messages(server, 0))
     assert result.stop_reason == "completed"
 
 

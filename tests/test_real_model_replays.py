@@ -14,9 +14,11 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.guards import ANSWER_NOW_NOTE
+from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
 from loopwright.tools.base import Tool
+
+ANSWER_NOW_NOTE = notes.text(notes.ANSWER_NOW)
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]

@@ -412,10 +412,12 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
         from loopwright.context.economy import context_layers
+        from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.tools.prompt_format import tool_call_plugins
         from loopwright.tools.safety import safety_layers
 
         s = self.settings
+        fmt = _tool_format(s, chain)
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
@@ -438,14 +440,17 @@ class Agent(Generic[DepsT, OutputT]):
             plugins=[*safety.plugins, *self._limit_plugins(), *self.plugins,
                      *self._output_plugins(chain),
                      *self.state_services.plugins(),
-                     *context.plugins, *tool_call_plugins(_tool_format(s, chain), catalogue)],
+                     *context.plugins,
+                     *tool_call_plugins(fmt, catalogue, read_text_calls=reads_text_calls(
+                         fmt, chain.current.profile,
+                         prompt_mode=fmt.tool_call_format == "prompt"))],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,
             temperature=s.temperature,
             reasoning_effort=s.reasoning_effort,
-            doom_loop_threshold=s.doom_loop_threshold,
-            max_tool_calls_per_reply=s.max_tool_calls_per_reply,
+            review=review_plan(fmt, chain.current.profile,
+                               prompt_mode=fmt.tool_call_format == "prompt"),
             max_auto_continues=s.max_auto_continues,
             workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
             approve=safety.approver,

@@ -171,6 +171,9 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     raw: Any = None
+    # what was wrong with call markup in the text that could not be read as calls (set by the
+    # text-call reader; the review stage's `call_format` check sends it back)
+    unreadable_calls: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True, slots=True)

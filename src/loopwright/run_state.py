@@ -22,6 +22,7 @@ from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, 
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
+from loopwright.review.stage import ReviewPlan, ReviewStage
 from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
@@ -40,8 +41,6 @@ class LoopSettings:
     max_tokens: int | None
     temperature: float | None
     reasoning_effort: str | None
-    doom_loop_threshold: int
-    max_tool_calls_per_reply: int
     max_auto_continues: int
     workdir: Path
     approve: ApprovalGate = _deny_all
@@ -49,6 +48,7 @@ class LoopSettings:
     services: dict[str, Any] = field(default_factory=dict)
     side_chains: dict[str, ProviderChain] = field(default_factory=dict)  # by call purpose
     route: RouteFunction | None = None  # the choose_model hook
+    review: ReviewPlan = field(default_factory=ReviewPlan)  # the checks of the model's replies
 
 
 # --- the tagged outcome of one turn -------------------------------------------------------------
@@ -92,7 +92,10 @@ class RunState:
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
                                 side=settings.side_chains, route=settings.route)
-        self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
+        self.review = ReviewStage(settings.review)
+        self.reply_raw = ""  # the last reply's text as the model wrote it (`review.ReviewView`)
+        self.tools_off = False  # the last request asked for an answer without tools
+        self.reply_unreadable: list[str] = []  # its unreadable call markup (`ModelResponse`)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
         self.answer_messages: list[Message] = []  # the replies (and continue notes) of the answer

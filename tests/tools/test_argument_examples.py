@@ -11,7 +11,7 @@ import pytest
 
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.guards import COPY_FEEDBACK
+from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.examples import PLACEHOLDER, example_arguments
 
@@ -89,7 +89,7 @@ async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
         result = await agent.run(READ_HINT)
     assert result.output == "The password hint is marmalade."
     third = server.model_requests[2].raw_body.decode()
-    assert COPY_FEEDBACK in third
+    assert notes.text(notes.COPY) in third
     assert third.count("notes.txt") == 2  # the request and the call: neither copy
     # the object written above the call block is call JSON, not text (kept, it was copied as
     # the answer three times in the next bench run, each time sent back)

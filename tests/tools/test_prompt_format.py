@@ -148,7 +148,7 @@ async def test_format_corrections_are_bounded() -> None:
     bad = "<tool_call>nope</tool_call>"
     script = [Reply(bad), Reply(bad), Reply(f"I give up. {bad}")]
     with FakeModelServer(replies=script) as server:
-        result = await make_agent(server, narration_nudge=False).run("x")
+        result = await make_agent(server, review_off=["narration"]).run("x")
     assert result.stop_reason == "completed"
     assert result.output == "I give up."
     assert len(server.model_requests) == 3
