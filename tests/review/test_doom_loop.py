@@ -61,7 +61,7 @@ async def test_a_chain_of_six_reads_each_after_a_replayed_call_completes() -> No
 
 async def test_a_chain_of_six_plain_reads_completes() -> None:
     script = [Reply(tool_calls=reads(path)) for path in CHAIN] + [Reply("The value is 7.")]
-    result, server = await run_chain(script)
+    result, _ = await run_chain(script)
     assert (result.stop_reason, result.output, read) == ("completed", "The value is 7.", CHAIN)
 
 
