@@ -311,7 +311,7 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
         run.auto_continues += 1
         run.status("auto_continue", "reply cut by the output-token limit; asking to continue",
                    {"continuation": run.auto_continues})
-        note = messages.user(notes.text(notes.CONTINUE))
+        note = notes.note_message(notes.text(notes.CONTINUE))
         run.append(note)
         run.answer_messages.append(note)
         return RunAgain()
@@ -348,7 +348,7 @@ def _apply_review(run: RunState, verdicts: list[Verdict]) -> _Applied:
         elif verdict.kind in ("send_back", "set_aside"):
             if verdict.kind == "set_aside":
                 run.set_aside_answer()
-            run.append(messages.user(verdict.note))
+            run.append(notes.note_message(verdict.note))
             out.again = True
     return out
 

@@ -22,6 +22,7 @@ from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, 
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
+from loopwright.review import notes
 from loopwright.review.stage import ReviewPlan, ReviewStage
 from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
@@ -103,7 +104,7 @@ class RunState:
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
-        self._set_aside: dict[int, Message] = {}  # by identity; kept so the ids stay theirs
+        self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began
         self._start_failure: Exception | None = None
@@ -187,21 +188,22 @@ class RunState:
         """Leave the last answer out of later requests: every part of it, when it was cut by
         the output limit and continued, with the notes that asked to continue (its cut first
         part left in view, the 0.5B wrote the same description again)."""
-        for message in self.answer_messages:
-            self._set_aside[id(message)] = message
+        for message in self.answer_messages:  # the mark stays through a history repair
+            notes.mark_set_aside(message)
+            self._any_set_aside = True
 
     def request_history(self) -> list[Message]:
         """The history a request is built from, sanitised: without the replies set aside, and
         the user message that follows one kept as a turn of its own (merged into the request
         before it, the feedback was ignored: the 0.5B answered the request again) — unless the
         provider rejected that shape (some chat templates require strict alternation)."""
-        if not self._set_aside:
+        if not self._any_set_aside:
             return self.sanitizer(self.history)
         kept: list[Message] = []
         apart: set[int] = set()
         after_gap = False
         for message in self.history:
-            if id(message) in self._set_aside:
+            if notes.is_set_aside(message):
                 after_gap = True
                 continue
             if after_gap and message.role == "user" and self.turns_apart:

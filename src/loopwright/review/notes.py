@@ -12,6 +12,8 @@ import re
 import string
 from dataclasses import dataclass
 
+from loopwright.messages import Message
+
 RUNTIME_MARK = "[runtime note]"
 FALLBACK_HEAD = "[no answer from the model]"
 _MIN_FRAGMENT = 24  # shorter fixed stretches ("Not run: ", " times") are ordinary words
@@ -77,10 +79,31 @@ def echoes_runtime_note(reply: str) -> bool:
 
 
 def is_note(message_text: str) -> bool:
-    """Whether a message's whole text is one of the runtime's notes (or starts with one)."""
+    """Whether a message's text starts like one of the runtime's notes."""
     lowered = _normal(message_text)
     return lowered.startswith(RUNTIME_MARK.lower()) or any(
-        lowered.startswith(f) or f in lowered[:400] for f in _fragments())
+        lowered.startswith(f) for f in _fragments())
+
+
+def note_message(text: str) -> Message:
+    """A user turn holding a note the runtime wrote (feedback on an answer, "continue")."""
+    return Message(role="user", content=text, marks=frozenset({"runtime_note"}))
+
+
+def mark_set_aside(message: Message) -> None:
+    """Mark a reply the review stage set aside (left out of later requests)."""
+    message.marks = message.marks | {"set_aside"}
+
+
+def is_set_aside(message: Message) -> bool:
+    return "set_aside" in message.marks
+
+
+def is_runtime_note(message: Message) -> bool:
+    """A user turn the runtime wrote: marked so, or (a session older than the mark) its text
+    starts like a registered note."""
+    return message.role == "user" and ("runtime_note" in message.marks
+                                       or is_note(message.content))
 
 
 def _normal(text: str) -> str:
