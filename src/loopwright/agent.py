@@ -268,9 +268,12 @@ class Agent(Generic[DepsT, OutputT]):
                 raise failure
 
         session_id = session_id or self.settings.session_id or uuid.uuid4().hex
-        await self._prepare_sandbox_note()
+        from loopwright.context.economy import small_window
+
+        compact = small_window(self.windows, chain)
+        await self._prepare_sandbox_note(compact=compact)
         # instruction files, memory and skills are read from disk: not on the event loop
-        system_prompt = await asyncio.to_thread(self._system_prompt)
+        system_prompt = await asyncio.to_thread(self._system_prompt, compact)
         settings = self._loop_settings(chain, session_id)
         primary = (await self._resolve())[0]
         recorder = self.state_services.recorder(
@@ -385,22 +388,22 @@ class Agent(Generic[DepsT, OutputT]):
             await self.aclose()
             await close_shared_client()
 
-    async def _prepare_sandbox_note(self) -> None:
+    async def _prepare_sandbox_note(self, *, compact: bool) -> None:
         """Probe the sandbox once per agent, if any tool starts processes (tag "shell")."""
         if self._sandbox_note is None:
             note = ""  # assigned after the await: concurrent first runs all get the same note
             if any("shell" in tool.tags for tool in self.registry):
                 available = (await sandbox_availability(self.sandbox)).available
-                note = sandbox_note(self.sandbox, available=available)
+                note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
 
-    def _system_prompt(self) -> str:
+    def _system_prompt(self, compact: bool = False) -> str:
         from loopwright.context.economy import instruction_chars
         from loopwright.trust import prompt_content_trusted
 
         s = self.settings
         workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
-        return build_system_prompt(user_prompt=s.system_prompt,
+        return build_system_prompt(user_prompt=s.system_prompt, compact=compact,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
                                                  self.skills.prompt_section()],
@@ -411,7 +414,7 @@ class Agent(Generic[DepsT, OutputT]):
                                    per_run_sections=self.state_services.prompt_sections())
 
     def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
-        from loopwright.context.economy import context_layers
+        from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.tools.prompt_format import tool_call_plugins
         from loopwright.tools.safety import safety_layers
@@ -425,7 +428,8 @@ class Agent(Generic[DepsT, OutputT]):
                                egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
-                                 local=chain.current.endpoint.is_local)
+                                 local=chain.current.endpoint.is_local,
+                                 compact=small_window(self.windows, chain))
         context = context_layers(s, self.windows, chain,  # budgets sized from the window
                                  summary_cooldown=self._summary_cooldown)
         executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout,
