@@ -15,13 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.grading import GRADER_PROMPT
 from loopwright.messages import Message, assistant, user
-from loopwright.review import notes
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, ScriptItem, call
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)

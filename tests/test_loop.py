@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, ToolContext, tool
+from loopwright import Agent, ToolContext, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
-from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import wait_until
 

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta
-from loopwright.review import notes
-from loopwright.review.notes import FALLBACK_HEAD, RUNTIME_MARK
+from loopwright.notes import FALLBACK_HEAD, RUNTIME_MARK
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 from shared_helpers import MISSING_FILE_MADE_UP
 

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
 from loopwright.tools.base import Tool
 

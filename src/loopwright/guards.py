@@ -2,7 +2,7 @@
 
 The checks of a model's replies (the doom loop, the per-reply screen, the answer checks) are the
 review stage, `loopwright.review`. `FALLBACK_HEAD` stays importable here for older code
-(bench/real_model.py); its home is `loopwright.review.notes`."""
+(bench/real_model.py); its home is `loopwright.notes`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 
 from loopwright.config import DEFAULTS
-from loopwright.review.notes import BUDGET_WARNING, FALLBACK_HEAD, render
+from loopwright.notes import BUDGET_WARNING, FALLBACK_HEAD, render
 
 __all__ = ["FALLBACK_HEAD", "IterationBudget"]
 

@@ -44,7 +44,7 @@ import logging
 import typing
 from typing import Any
 
-from loopwright import messages
+from loopwright import messages, notes
 from loopwright.context.tokens import measure_attachments
 from loopwright.errors import (
     ContextOverflowError,
@@ -69,7 +69,6 @@ from loopwright.events import (
 )
 from loopwright.messages import ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.result import RunResult, StopReason
-from loopwright.review import notes
 from loopwright.review.fallback import fallback_answer, is_answer, without_unrun_calls
 from loopwright.review.verdicts import Verdict
 from loopwright.review.view import ReviewView

@@ -56,7 +56,7 @@ class Message:
     provider_data: dict[str, Any] = field(default_factory=dict)
     attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
     # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
-    # (a reply its review left out of later requests); never sent to a model (review/notes.py)
+    # (a reply its review left out of later requests); never sent to a model (notes.py)
     marks: frozenset[str] = frozenset()
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -15,14 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopwright import guards, messages
+from loopwright import guards, messages, notes
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.events import Event, StatusEvent
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
-from loopwright.review import notes
 from loopwright.review.stage import ReviewPlan, ReviewStage
 from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all

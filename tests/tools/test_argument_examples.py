@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.review import notes
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.examples import PLACEHOLDER, example_arguments
 

@@ -30,7 +30,7 @@ import json
 from typing import Any, Literal, get_args
 
 from loopwright.messages import Message
-from loopwright.review.notes import is_runtime_note, is_set_aside
+from loopwright.notes import is_runtime_note, is_set_aside
 from loopwright.wire import chat_completions
 from loopwright.wire.base import strip_boundary
 

@@ -14,8 +14,8 @@ import httpx
 from loopwright import messages
 from loopwright.config import DEFAULTS
 from loopwright.messages import ModelRequest
-from loopwright.review.notes import EMPTY_REPLY
-from loopwright.review.notes import text as note_text
+from loopwright.notes import EMPTY_REPLY
+from loopwright.notes import text as note_text
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 

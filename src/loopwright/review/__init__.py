@@ -6,8 +6,8 @@ verdicts (`Verdict`); the loop applies them in one place, charges them to one pe
 Users add checks: subclass `Check`, set `name`, `stage` and `position`, and pass instances as
 `Agent(review_checks=[...])`."""
 
+from loopwright.notes import FALLBACK_HEAD, RUNTIME_MARK
 from loopwright.review.check import Check
-from loopwright.review.notes import FALLBACK_HEAD, RUNTIME_MARK
 from loopwright.review.verdicts import (
     ACCEPT,
     Verdict,

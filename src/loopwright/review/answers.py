@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loopwright import notes
 from loopwright.messages import Message
-from loopwright.review import notes
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, send_back, set_aside
 from loopwright.review.view import ReviewView
@@ -41,7 +41,7 @@ class ImitatedMarkup(Check):
 
 
 class EchoedNote(Check):
-    """An answer that repeats a note the runtime wrote (any note in `review.notes`)."""
+    """An answer that repeats a note the runtime wrote (any note in `loopwright.notes`)."""
 
     name = "echoed_note"
     reads_prose = True

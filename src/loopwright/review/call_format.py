@@ -3,22 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from loopwright.review import notes
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, send_back
 from loopwright.review.view import ReviewView
-
-MAX_FORMAT_CORRECTIONS = 2
-
-
-def format_correction(problems: Sequence[str]) -> str:
-    """What the model reads after writing call markup that could not be read."""
-    from loopwright.tools.text_calls import FORMAT_HINT
-
-    return notes.render(notes.FORMAT_CORRECTION, problems="; ".join(problems[:3]),
-                        hint=FORMAT_HINT)
+from loopwright.tools.prompt_format import MAX_FORMAT_CORRECTIONS, format_correction
 
 
 class CallFormat(Check):

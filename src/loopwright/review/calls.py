@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from loopwright import notes
 from loopwright.messages import ToolCall
-from loopwright.review import notes
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, skip_call
 from loopwright.review.view import ReviewView

@@ -19,8 +19,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from loopwright import notes
 from loopwright.messages import ToolCall
-from loopwright.review import notes
 from loopwright.review.calls import call_signature, copied_signatures
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, answer_without_tools, skip_call, stop

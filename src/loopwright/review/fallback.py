@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from loopwright import notes
 from loopwright.messages import Message
-from loopwright.review import notes
 from loopwright.review.answers import is_dangling
 from loopwright.review.doom_loop import preview
 from loopwright.tools.text_calls.runtime_markup import strip_runtime_markup

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopwright.review import notes
+from loopwright import notes
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, send_back, set_aside
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.review import notes
+from loopwright import notes
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, set_aside
 from loopwright.tools.examples import PATH_PARAMS, named_files

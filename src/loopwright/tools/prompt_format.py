@@ -22,13 +22,13 @@ import functools
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopwright import notes
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
-from loopwright.review.call_format import MAX_FORMAT_CORRECTIONS, format_correction
 from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.examples import example_call
 from loopwright.tools.text_calls import (
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from loopwright.tools.catalogue import RunCatalogue
 
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
+MAX_FORMAT_CORRECTIONS = 2  # replies of only unreadable markup sent back per run (review)
 
 _INSTRUCTIONS = """\
 # Tools
@@ -293,6 +294,12 @@ class ToolTextPlugin(LoopPlugin):
         if not isinstance(values, dict):
             return arguments
         return json.dumps(coerce_arguments(values, self.schema_of(name)), ensure_ascii=False)
+
+
+def format_correction(problems: Sequence[str]) -> str:
+    """What the model reads after writing call markup that could not be read."""
+    return notes.render(notes.FORMAT_CORRECTION, problems="; ".join(problems[:3]),
+                        hint=FORMAT_HINT)
 
 
 def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
