@@ -153,3 +153,21 @@ async def test_a_json_answer_equal_to_a_refused_calls_arguments_is_the_answer() 
                              retry=FAST, stream=False, tools=[read_inventory]).run(
             'What is 1 EUR in USD at 1.0842? Answer as {"response": "<value>"}.')
     assert result.output == '{"response": "1.0842"}' and len(server.model_requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("answer", [
+    "Wrap each result in `<tool_response>` tags, for example `<tool_response>42</tool_response>`.",
+    "The prompt format shows results like this:\n\n```xml\n<tool_response name=\"add\">\n5\n"
+    "</tool_response>\n```",
+])
+async def test_runtime_markup_written_as_code_is_text_even_for_a_small_model(
+        answer: str, stream: bool) -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply(answer)]) as server:
+        result = await Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
+                             retry=FAST, stream=stream, tools=TOOLS,
+                             callbacks=[events.append]).run("How are tool results shown?")
+    assert result.output == answer and len(server.model_requests) == 1
+    if stream:
+        assert "".join(e.text for e in events if e.type == "text_delta") == answer

@@ -51,9 +51,23 @@ def is_runtime_block(region: str) -> bool:
     return region.lstrip().startswith(tuple(f"<{t}" for t in RUNTIME_TAGS))
 
 
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
+
+
 def strip_runtime_markup(text: str) -> str:
-    """`text` without runtime blocks or stray runtime tags (unchanged when there are none)."""
+    """`text` without runtime blocks or stray runtime tags (unchanged when there are none).
+    Markup inside code (a fenced block, a `span`) is text: a how-to answer may show the tags."""
     if "<" not in text or not _STRAY.search(text):
         return text
-    stripped = _STRAY.sub("", _BLOCK.sub("", text))
+    code: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        code.append(match.group(0))
+        return f"\x00{len(code) - 1}\x00"
+
+    hidden = _CODE.sub(hide, text) if "`" in text else text
+    if not _STRAY.search(hidden):
+        return text
+    stripped = _STRAY.sub("", _BLOCK.sub("", hidden))
+    stripped = re.sub(r"\x00(\d+)\x00", lambda m: code[int(m.group(1))], stripped)
     return re.sub(r"\n{3,}", "\n\n", stripped).strip()
