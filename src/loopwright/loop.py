@@ -24,13 +24,16 @@ numbers are written beside the code.
     10  after_model          reverse order
     11  store the reply      its call arguments as valid JSON (`{}` for a tool without any)
     12  no calls             refusal, auto-continue after a cut, or an answer (16)
-    13  screen               copies in one reply, the per-reply limit, the doom loop
+    13  review the calls     the review stage's calls checks (copies in one reply, the per-reply
+                             limit, the doom loop); verdicts applied in `_apply_review`
     14  execute              tools/execute.py: gates, approval, sandbox, output bounds
     15  append results       the budget warning on the last one; then after_tools (list
                              order): the batch is complete (the turn's file diff)
   after an answer
-    16  on_answer            reverse order, until one gives feedback (then another turn); steering
-                             pending also means another turn
+    16  review the answer    the review stage's answer checks in table order (gated per model),
+                             the first verdict applied in `_apply_review`; then on_answer,
+                             reverse order, until one gives feedback (then another turn);
+                             steering pending also means another turn
   run end
     17  on_run_end           list order, once the result is known; then one terminal event
   on_compaction (list order) is called from 8 or 9 whenever compaction replaced the history.
