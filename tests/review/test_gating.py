@@ -49,7 +49,7 @@ def test_the_corpus_holds_at_least_100_answers_of_every_shape() -> None:
 
 @pytest.mark.parametrize(("model", "mode"), FRONTIER)
 async def test_no_good_answer_of_a_frontier_model_is_sent_back_or_set_aside(
-        model: str, mode: str) -> None:
+        model: str, mode: str, tmp_path: Path) -> None:
     answers = CORPUS["answers"]
     script: list[Reply] = []
     for item in answers:
@@ -59,12 +59,31 @@ async def test_no_good_answer_of_a_frontier_model_is_sent_back_or_set_aside(
     events: list[Event] = []
     with FakeModelServer(script) as server:
         agent = Agent(model, base_url=server.base_url, api_key="k", api_mode=mode, stream=False,
-                      retry=FAST, tools=TOOLS, callbacks=[events.append])
+                      retry=FAST, tools=TOOLS, callbacks=[events.append], workdir=str(tmp_path))
         outputs = [(await agent.run("Answer the question about config.ini.")).output
                    for _ in answers]
     assert not [e for e in events if isinstance(e, ReviewEvent)]
     assert outputs == [item["answer"] for item in answers]  # none replaced, none held back
     assert len(server.model_requests) == 2 * len(answers)  # no extra call
+
+
+async def test_no_good_answer_of_a_small_model_is_sent_back_either(tmp_path: Path) -> None:
+    # the prose-reading checks run for a small model: they must leave good answers alone too,
+    # "I need to…", "Let me…", a how-to naming a tool, other languages included
+    answers = [item for item in CORPUS["answers"] if not item.get("small_models_read_a_call")]
+    script: list[Reply] = []
+    for item in answers:
+        first = item.get("call") or {"name": "read_file", "arguments": {"path": "data.txt"}}
+        script += [Reply(tool_calls=[call(first["name"], first["arguments"])]),
+                   Reply(item["answer"])]
+    events: list[Event] = []
+    with FakeModelServer(script) as server:
+        agent = Agent("qwen2.5-coder-1.5b", base_url=server.base_url, api_key="k", stream=False,
+                      retry=FAST, tools=TOOLS, callbacks=[events.append], workdir=str(tmp_path))
+        outputs = [(await agent.run("Answer the question about config.ini.")).output
+                   for _ in answers]
+    assert not [e for e in events if isinstance(e, ReviewEvent)]
+    assert outputs == [item["answer"] for item in answers]
 
 
 # --- the hosted-model false positives of the issue, replayed --------------------------------

@@ -65,9 +65,16 @@ def narrates_tool_use(text: str, tools: Collection[str] = ()) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=\S)")
 
 
+_CLAUSE_END = re.compile(r"[:;]\s+")
+
+
 def _last_sentence(paragraph: str) -> str:
+    """The last sentence, from its last clause after a colon or semicolon ("I will use the
+    numbers you gave: the average is 6." ends with the average, not with the promise)."""
     sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
-    return sentences[-1] if sentences else paragraph
+    last = sentences[-1] if sentences else paragraph
+    clauses = [c for c in _CLAUSE_END.split(last) if c.strip()]
+    return clauses[-1] if clauses else last
 
 
 _QUOTED = re.compile(r"[`\"'“]+([^`\"'“”\n]{1,80})[`\"'”]+")
