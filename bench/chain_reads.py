@@ -8,6 +8,7 @@ each run's stop reason, the files read, the answer, and the review events.
 
     python bench/chain_reads.py            # 1.5B
     python bench/chain_reads.py --model 0.5b
+    python bench/chain_reads.py --format prompt --window 32768   # the full prompt
 """
 
 from __future__ import annotations
@@ -36,14 +37,14 @@ def write_chain(directory: Path) -> None:
     (directory / CHAIN[-1]).write_text(f"The secret value is {VALUE}.\n")
 
 
-async def one_run(base_url: str, model: str, fmt: str) -> None:
+async def one_run(base_url: str, model: str, fmt: str, window: int | None = None) -> None:
     events: list[Event] = []
     with tempfile.TemporaryDirectory() as directory:
         write_chain(Path(directory))
         agent = Agent(model, base_url=base_url, api_key="none", workdir=directory,
                       tools=default_tools(names=["read_file"]), tool_call_format=fmt,
                       temperature=0.0, max_tokens=256, max_turns=14,
-                      callbacks=[events.append])
+                      callbacks=[events.append], context_window=window)
         started = time.monotonic()
         result = await agent.run(PROMPT)
         await agent.aclose()
@@ -58,11 +59,15 @@ async def one_run(base_url: str, model: str, fmt: str) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="1.5b", choices=sorted(MODELS))
+    parser.add_argument("--format", choices=["native", "prompt"], action="append",
+                        help="tool_call_format (default: both)")
+    parser.add_argument("--window", type=int, help="context_window to claim (default: the "
+                        "server's own, 8,192: the compact prompt of a small window)")
     args = parser.parse_args()
     weights = fetch_weights(MODELS[args.model])
     with LlamaCppServer(weights, ctx_size=8192) as server:
-        for fmt in ("native", "prompt"):
-            await one_run(server.base_url, str(weights), fmt)
+        for fmt in args.format or ("native", "prompt"):
+            await one_run(server.base_url, str(weights), fmt, args.window)
 
 
 if __name__ == "__main__":

@@ -431,7 +431,8 @@ class Agent(Generic[DepsT, OutputT]):
                                  local=chain.current.endpoint.is_local,
                                  compact=small_window(self.windows, chain))
         context = context_layers(s, self.windows, chain,  # budgets sized from the window
-                                 summary_cooldown=self._summary_cooldown)
+                                 summary_cooldown=self._summary_cooldown,
+                                 prompt_mode=fmt.tool_call_format == "prompt")
         executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout,
                                 resolver=catalogue.resolve, gates=safety.gates,
                                 filters=[*safety.filters, *context.filters])

@@ -63,10 +63,15 @@ async def test_the_directory_and_date_come_after_the_tool_section() -> None:
     assert user["content"].endswith("create hello.py")
 
 
-async def test_in_prompt_mode_the_tool_section_comes_before_the_directory(tmp_path: Path) -> None:
-    body = await first_request(tmp_path, 8192, tool_call_format="prompt")
-    assert "<tools>" in system_of(body) and str(tmp_path) not in system_of(body)
-    assert str(tmp_path) in body["messages"][1]["content"]
+async def test_in_prompt_mode_the_tool_section_comes_before_the_directory() -> None:
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+        first, second = (await first_request(Path(one), 8192, tool_call_format="prompt"),
+                         await first_request(Path(two), 8192, tool_call_format="prompt"))
+    system = system_of(first)
+    tools_end = system.index("</tools>") + len("</tools>")
+    assert system.index(one) > tools_end  # the per-run part after the tool section
+    assert system[:tools_end] == system_of(second)[:tools_end]
+    assert first["messages"][1]["content"] == "create hello.py"
 
 
 async def test_the_history_keeps_the_whole_system_prompt(tmp_path: Path) -> None:

@@ -6,15 +6,16 @@ and a run in another directory re-reads the whole prompt (llama.cpp reused 11 % 
 measured on a 2-core CPU: a first reply of minutes). For a local server the per-run part of the
 system prompt (after `CACHE_BOUNDARY`: environment, instruction files) goes, in each request
 only, at the head of the first user message: the system message and the tools stay byte for byte
-the same across runs and directories. The history is not changed."""
+the same across runs and directories. The history is not changed. Not in prompt mode: there the
+runtime writes the tool section itself, before the per-run part (`tools/prompt_format.py`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopwright.context.prompt import split_at_boundary
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
+from loopwright.wire.base import split_system
 
 if TYPE_CHECKING:
     from loopwright.messages import ModelRequest
@@ -42,7 +43,7 @@ class VolatileAfterTools(LoopPlugin):
         system, user = messages[0], messages[first]
         hit = self._cache
         if hit is None or hit[0] is not system or hit[1] is not user:
-            static, volatile = split_at_boundary(system.content)
+            static, volatile = split_system(system.content)
             if not volatile:
                 return
             hit = self._cache = (system, user, Message(role="system", content=static),

@@ -9,8 +9,9 @@ after `CACHE_BOUNDARY`.
 With a small local window (`compact=True`: a local server whose window is at most
 `SMALL_WINDOW` tokens) the static texts are the short ones below and each tool is advertised by
 `compact_spec` (its first sentence, no parameter prose), so the system prompt and the tool
-section fit in about 1,500 tokens (bench/prompt_size.py), and `context/cache_order.py` moves the
-per-run part after the tool section: llama.cpp then reuses its prompt cache across directories.
+section fit in about 1,500 tokens (bench/prompt_size.py), and the per-run part goes after the
+tool section (`context/cache_order.py`; in prompt mode the tool section is written before it,
+`tools/prompt_format.py`): llama.cpp then reuses its prompt cache across directories.
 
 Project instruction files are `AGENTS.md`, `CLAUDE.md` and `.loopwright/instructions.md`, looked
 for in the working directory and each parent up to the repository root (the first directory with
@@ -260,8 +261,3 @@ def _without_prose(schema: Any) -> Any:
         return [_without_prose(item) for item in schema]
     return schema
 
-
-def split_at_boundary(system: str) -> tuple[str, str]:
-    """The static prefix of a system prompt and its per-run part ("" without a boundary)."""
-    static, found, dynamic = system.partition(CACHE_BOUNDARY)
-    return (static, dynamic) if found else (system, "")

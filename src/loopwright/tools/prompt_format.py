@@ -38,6 +38,7 @@ from loopwright.tools.text_calls import (
     parse_tool_calls,
 )
 from loopwright.tools.text_calls.runtime_markup import is_runtime_block, strip_runtime_markup
+from loopwright.wire.base import CACHE_BOUNDARY, split_system
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
@@ -314,7 +315,11 @@ def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
         if hit is not None and hit[0] is source and hit[1] == section:
             messages[0] = hit[2]
             return
-        converted = Message(role="system", content=f"{source.content}\n\n{section}")
+        # before the per-run part (working directory, date): the prefix a local server caches
+        # stays the same across directories
+        static, volatile = split_system(source.content)
+        converted = Message(role="system", content=f"{static}\n\n{section}"
+                            + (f"{CACHE_BOUNDARY}{volatile}" if volatile else ""))
         cache.system = (source, section, converted)
         messages[0] = converted
     else:
