@@ -381,6 +381,8 @@ def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
 
 
 def _coerce(name: str, raw: str, hint: Any) -> Any:
+    if raw in _literal_values(hint):  # `review=off`, `deferred_tools=auto`: the word, no list
+        return raw
     kinds = _base_types(hint)
     if bool in kinds and raw.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
         return raw.lower() in ("1", "true", "yes", "on")
@@ -398,6 +400,14 @@ def _coerce(name: str, raw: str, hint: Any) -> Any:
         if list in kinds:
             return [part.strip() for part in raw.split(",") if part.strip()]
     return raw
+
+
+def _literal_values(hint: Any) -> set[Any]:
+    if typing.get_origin(hint) is Literal:
+        return set(typing.get_args(hint))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return set().union(*(_literal_values(arg) for arg in typing.get_args(hint)))
+    return set()
 
 
 def _base_types(hint: Any) -> set[Any]:
