@@ -126,7 +126,7 @@ async def _run_turns(run: RunState) -> Answer | Stop:
             if run.steering_pending:
                 continue
             verdict = await run.review.review_answer(_view(run, answer=step.text))  # 16
-            if verdict is not None and _apply_review(run, [verdict]).again:
+            if verdict is not None and _apply_review(run, [verdict], answer=True).again:
                 continue
             feedback = await _answer_feedback(run, step.text)
             if run.cancel_requested:  # cancelled while the answer was checked (e.g. graded)
@@ -330,12 +330,15 @@ class _Applied:
     again: bool = False  # the answer was sent back
 
 
-def _apply_review(run: RunState, verdicts: list[Verdict]) -> _Applied:
+def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = False) -> _Applied:
     """The one place verdicts take effect: each is charged to the run's review budget and
-    told as one `review` event; a send-back the spent budget does not allow is not applied."""
+    told as one `review` event; a send-back the spent budget does not allow is not applied,
+    nor is a verdict on calls given to an answer (`answer`: only send back / set aside)."""
     out = _Applied()
     for verdict in verdicts:
-        applied = run.review.spend(verdict)
+        fits = verdict.kind in ("send_back", "set_aside") if answer else (
+            verdict.kind not in ("send_back", "set_aside"))
+        applied = fits and run.review.spend(verdict)
         run.emit(ReviewEvent(check=verdict.check, verdict=verdict.kind, reason=verdict.reason,
                              budget_left=run.review.budget_left, call_id=verdict.call_id,
                              applied=applied, agent=run.agent_tag))

@@ -158,3 +158,20 @@ async def test_review_off_turns_off_the_structural_checks_too() -> None:
 async def test_an_unknown_check_name_is_a_config_error(settings: dict[str, Any]) -> None:
     with FakeModelServer([Reply("x")], strict=False) as server, pytest.raises(ConfigError):
         await make_agent(server, **settings).run("Hello?")
+
+
+class StopsAnswers(Check):
+    name = "stops_answers"
+
+    async def review(self, view: ReviewView) -> Verdict | None:
+        return Verdict(kind="stop", reason="not for answers")
+
+
+async def test_a_verdict_on_calls_given_to_an_answer_is_reported_not_applied() -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply("42")]) as server:
+        result = await make_agent(server, events=events,
+                                  review_checks=[StopsAnswers()]).run("Hello?")
+    assert result.output == "42" and result.stop_reason == "completed"
+    assert [(e.check, e.verdict, e.applied) for e in reviews(events)] == [
+        ("stops_answers", "stop", False)]

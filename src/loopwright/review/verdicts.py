@@ -18,7 +18,9 @@ class Verdict:
     `set_aside`: the same, and the reply is left out of every later request (a small model shown
     its own mistake copies it). `skip_call`: call `call_id` does not run; its result is `note`.
     `answer_without_tools`: the next request asks for an answer with tools off. `stop`: the run
-    ends (`loop_detected`). `check` is filled in by the stage; `reason` goes to the event."""
+    ends (`loop_detected`). An answer takes `send_back` and `set_aside`; calls take the others
+    (any other verdict is reported with `applied: false`). `check` is filled in by the stage;
+    `reason` goes to the event."""
 
     kind: VerdictKind
     note: str = ""
