@@ -164,11 +164,16 @@ async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
 async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> None:
     call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
     script = [Reply(call)] + [Reply(ECHOED_GUARD)] * 3
+    events: list[Event] = []
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tools=[get_weather]).run("Weather in Oslo?")
+        result = await make_agent(server, tools=[get_weather], events=events).run(
+            "Weather in Oslo?")
     assert result.stop_reason == "completed"
     assert "times in a row" not in result.output
     assert result.output.startswith(FALLBACK_HEAD) and "HTTP 503" in result.output
+    # the replacement is told, like every verdict (issue 28)
+    [told] = [e for e in events if e.type == "status" and e.kind == "fallback_answer"]
+    assert "times in a row" in told.data["replaced"]
 
 
 # what Qwen2.5-Coder-1.5B answered after the weather tool failed (native, streamed) and after a

@@ -454,6 +454,9 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
         output = "".join(run.output_parts) or _last_answer_text(run)
     if reason in _ANSWERED_OR_ENDED and not is_answer(output, prose=run.settings.review.prose):
         output = fallback_answer(run.history, reason)  # never empty, never our own note
+        run.status("fallback_answer", "the run ended without an answer from the model; the "
+                   "output is the last tool results, headed " + notes.FALLBACK_HEAD,
+                   {"replaced": (run.last_reply.content if run.last_reply else "")[:200]})
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=dataclasses.replace(run.usage), cost=run.cost,
                        session_id=run.session_id, text=output, exception=exception,
