@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from loopwright import notes
 from loopwright.messages import Message
 from loopwright.review.check import Check
+from loopwright.review.fallback import is_dangling
 from loopwright.review.verdicts import Verdict, send_back, set_aside
 from loopwright.review.view import ReviewView
 from loopwright.tools.arguments import small_json_object
@@ -77,11 +78,6 @@ class DanglingColon(Check):
         if not is_dangling(view.answer):
             return None
         return send_back(notes.text(notes.DANGLING), "the answer stopped at a colon")
-
-
-def is_dangling(text: str) -> bool:
-    """Whether the text ends at a colon, with nothing after it."""
-    return text.rstrip().endswith(":")
 
 
 def copies_call_preamble(answer: str, history: Sequence[Message]) -> bool:

@@ -23,16 +23,10 @@ from loopwright import notes
 from loopwright.messages import ToolCall
 from loopwright.review.calls import call_signature, copied_signatures
 from loopwright.review.check import Check
+from loopwright.review.fallback import preview
 from loopwright.review.verdicts import Verdict, answer_without_tools, skip_call, stop
 from loopwright.review.view import ReviewView
 from loopwright.tools.corrections import corrected_call
-
-_RESULT_PREVIEW = 300  # characters of an earlier result quoted back to the model
-
-
-def preview(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _RESULT_PREVIEW else text[:_RESULT_PREVIEW] + " …"
 
 
 @dataclass

@@ -8,12 +8,21 @@ from collections.abc import Sequence
 
 from loopwright import notes
 from loopwright.messages import Message
-from loopwright.review.answers import is_dangling
-from loopwright.review.doom_loop import preview
-from loopwright.tools.text_calls.runtime_markup import strip_runtime_markup
 
 _FALLBACK_RESULTS = 4
 _NOT_RUN_FRAGMENTS = ("was cut off by the output-token limit before its arguments",)
+_RESULT_PREVIEW = 300  # characters of a result quoted back (to the model or the user)
+
+
+def preview(text: str) -> str:
+    """`text` on one line, cut at `_RESULT_PREVIEW` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= _RESULT_PREVIEW else text[:_RESULT_PREVIEW] + " …"
+
+
+def is_dangling(text: str) -> bool:
+    """Whether the text ends at a colon, with nothing after it."""
+    return text.rstrip().endswith(":")
 
 
 def is_answer(text: str, *, prose: bool = True) -> bool:
@@ -25,7 +34,9 @@ def is_answer(text: str, *, prose: bool = True) -> bool:
         return False
     if not prose:
         return True
-    from loopwright.tools.text_calls.registry import is_call_fragment  # only once a run ends
+    # only once a run ends: the text-call parser is not loaded by a run that never needs it
+    from loopwright.tools.text_calls.registry import is_call_fragment
+    from loopwright.tools.text_calls.runtime_markup import strip_runtime_markup
 
     return (any(ch.isalnum() for ch in strip_runtime_markup(text))
             and not notes.echoes_runtime_note(text) and not is_call_fragment(text)
