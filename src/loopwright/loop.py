@@ -364,7 +364,8 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
     schemas = {spec.name: spec.parameters for spec in specs}
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
                       reply_calls=calls or (), tools=frozenset(schemas), schema_of=schemas.get,
-                      request=run.request, history=run.history, workdir=run.settings.workdir,
+                      request=run.request, history=tuple(run.history),
+                      workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable)
 
