@@ -175,3 +175,15 @@ async def test_a_verdict_on_calls_given_to_an_answer_is_reported_not_applied() -
     assert result.output == "42" and result.stop_reason == "completed"
     assert [(e.check, e.verdict, e.applied) for e in reviews(events)] == [
         ("stops_answers", "stop", False)]
+
+
+async def test_a_runtime_note_is_marked_in_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with FakeModelServer([Reply("Let me read config.ini now."), Reply("8417")]) as server:
+        result = await make_agent(server, store=str(db)).run("Port?")
+    store = open_store(str(db))
+    assert store is not None and result.session_id is not None
+    stored = await store.load(result.session_id)
+    await store.aclose()
+    [note] = [m for m in stored if "runtime_note" in m.marks]
+    assert note.role == "user" and note.content.startswith("You said you would use a tool")
