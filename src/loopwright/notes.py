@@ -172,6 +172,10 @@ IMITATION = register("imitation", (
     "Your reply imitated the runtime's markup (<tool_response> or <system-reminder>) instead "
     "of answering. Only the runtime writes tool results: call a tool if you still need one, or "
     "answer the user in plain words from the results you were given."))
+# the reply is set aside: this stands without it, and names no tag (Qwen2.5-Coder-1.5B, given
+# alice's id, wrote `<tool_response name="get_orders">` with invented orders three times while
+# it stayed in view, under every wording; set aside and told only this, it made the call; told
+# about the tags, it wrote one again)
 MADE_UP_RESULT = register("made_up_result", (
     "Your last reply was set aside: only the runtime writes tool results. To get {tool}'s real "
     "result, call {tool} and end your reply there."))

@@ -6,8 +6,9 @@ template in native mode) and runtime notes inside `<system-reminder>` tags. Smal
 Qwen2.5-Coder-1.5B answered with a made-up `<tool_response>{"output": …}` block and with
 `<system-reminder>Weather service is currently unavailable…`. Such blocks are never the model's
 answer: they are removed from what the user sees (streamed or final), and a reply that was
-nothing else is sent back to the model with `IMITATION_FEEDBACK`; a made-up result of a named
-tool is set aside instead (later requests leave it out) and answered with the call to make.
+nothing else is sent back to the model by the review stage (`review/answers.py`, its notes in
+`notes.py`); a made-up result of a named tool is set aside instead (later requests leave it
+out) and answered with the call to make. Markup written as code is text.
 """
 
 from __future__ import annotations
@@ -20,13 +21,6 @@ RUNTIME_TAGS = ("system-reminder", "tool_response")
 _BLOCK = re.compile(r"<(system-reminder|tool_response)(?:\s[^>]*)?>.*?(?:</\1>|\Z)", re.S)
 _STRAY = re.compile(r"</?(?:system-reminder|tool_response)(?:\s[^>]*)?>")
 
-IMITATION_FEEDBACK = (
-    "Your reply imitated the runtime's markup (<tool_response> or <system-reminder>) instead of "
-    "answering. Only the runtime writes tool results: call a tool if you still need one, or "
-    "answer the user in plain words from the results you were given."
-)
-
-
 _NAMED_RESULT = re.compile(r'<tool_response\s+name="([^"<>]{1,128})"')
 
 
@@ -34,16 +28,6 @@ def made_up_result_of(text: str, tools: Collection[str]) -> str | None:
     """The offered tool that an imitated `<tool_response name="…">` names, or None."""
     named = _NAMED_RESULT.search(text)
     return named.group(1) if named is not None and named.group(1) in tools else None
-
-
-def made_up_result_feedback(tool: str) -> str:
-    """What a reply that made up `tool`'s result is answered with, once it is set aside (left
-    out of later requests). Qwen2.5-Coder-1.5B, given alice's id, wrote `<tool_response
-    name="get_orders">` with invented orders three times while it stayed in view, under every
-    wording of the feedback; set aside and told only this, it made the call. Written to stand
-    without the reply, and without naming the tags (told about them, it wrote one again)."""
-    return ("Your last reply was set aside: only the runtime writes tool results. To get "
-            f"{tool}'s real result, call {tool} and end your reply there.")
 
 
 def is_runtime_block(region: str) -> bool:
