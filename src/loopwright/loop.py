@@ -398,7 +398,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
         outcomes: list[ToolOutcome] = await run.interruptible(batch)
     except asyncio.CancelledError:
         if run.cancel_requested:
-            _close_calls(run, calls, "Error: cancelled by the user before this call finished.")
+            _close_calls(run, calls, notes.text(notes.CANCELLED_CALL))
             raise RunCancelled from None
         raise
     return outcomes

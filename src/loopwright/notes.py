@@ -12,7 +12,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from loopwright.messages import Message
+from loopwright.messages import INTERRUPTED_RESULT, Message
 
 RUNTIME_MARK = "[runtime note]"
 FALLBACK_HEAD = "[no answer from the model]"
@@ -197,3 +197,17 @@ FORMAT_CORRECTION = register("format_correction", (
     "<tool_call> blocks."))
 FALLBACK = register("fallback", (
     f"{FALLBACK_HEAD} The run ended ({{reason}}) before the model wrote an answer{{rest}}"))
+# Reminders (context/reminders.py) and results of calls that never finished
+FILE_DELETED = register("file_deleted", "{path} was deleted after you read it.")
+FILE_CHANGED = register("file_changed", (
+    "{path} was modified after you last read it (by the user or another process); re-read it "
+    "before relying on or editing it."))
+MORE_FILES_CHANGED = register("more_files_changed",
+                              "…and {count} more files you read have changed.")
+QUIET_TODOS = register("quiet_todos", (
+    "Your todo list has open items and has not changed for {turns} turns:\n{listed}\nCarry on "
+    "with them, or update the list (mark finished items completed, drop ones that no longer "
+    "apply). Do not mention this reminder to the user."))
+CANCELLED_CALL = register("cancelled_call",
+                          "Error: cancelled by the user before this call finished.")
+INTERRUPTED = register("interrupted", INTERRUPTED_RESULT)  # its text lives in messages.py
