@@ -15,12 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.grading import GRADER_PROMPT
-from loopwright.guards import BUDGET_SUMMARY_NOTE
 from loopwright.messages import Message, assistant, user
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, ScriptItem, call
 
@@ -98,7 +97,7 @@ def look(thing: str) -> str:
 
 async def test_cancel_during_the_budget_summary_ends_the_run_cancelled() -> None:
     def is_budget_summary(request: RecordedRequest) -> bool:
-        return request.body["messages"][-1]["content"] == BUDGET_SUMMARY_NOTE
+        return request.body["messages"][-1]["content"] == notes.text(notes.BUDGET_SUMMARY)
 
     handler = Stalling(is_budget_summary, [Reply(tool_calls=[call("look", {"thing": "a"})])])
     with FakeModelServer(handler=handler) as server:

@@ -14,21 +14,18 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta
-from loopwright.guards import (
-    ANSWER_NOW_NOTE,
-    COPY_FEEDBACK,
-    DANGLING_FEEDBACK,
-    ECHO_FEEDBACK,
-    FALLBACK_HEAD,
-    RUNTIME_MARK,
-)
+from loopwright.notes import FALLBACK_HEAD, RUNTIME_MARK
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
-from loopwright.tools.text_calls.runtime_markup import IMITATION_FEEDBACK
 from shared_helpers import MISSING_FILE_MADE_UP
 
+ANSWER_NOW_NOTE = notes.text(notes.ANSWER_NOW)
+COPY_FEEDBACK = notes.text(notes.COPY)
+DANGLING_FEEDBACK = notes.text(notes.DANGLING)
+ECHO_FEEDBACK = notes.text(notes.ECHO)
+IMITATION_FEEDBACK = notes.text(notes.IMITATION)
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
 
@@ -167,11 +164,16 @@ async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
 async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> None:
     call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
     script = [Reply(call)] + [Reply(ECHOED_GUARD)] * 3
+    events: list[Event] = []
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tools=[get_weather]).run("Weather in Oslo?")
+        result = await make_agent(server, tools=[get_weather], events=events).run(
+            "Weather in Oslo?")
     assert result.stop_reason == "completed"
     assert "times in a row" not in result.output
     assert result.output.startswith(FALLBACK_HEAD) and "HTTP 503" in result.output
+    # the replacement is told, like every verdict (issue 28)
+    [told] = [e for e in events if e.type == "status" and e.kind == "fallback_answer"]
+    assert "times in a row" in told.data["replaced"]
 
 
 # what Qwen2.5-Coder-1.5B answered after the weather tool failed (native, streamed) and after a
@@ -305,8 +307,9 @@ async def test_a_replay_of_a_call_that_failed_keeps_the_tools_to_correct_it() ->
 
 @pytest.mark.parametrize("echo", [
     "The user's last round: do not call any more tools.",  # prompt mode, 0.5B, `user_orders`
-    'The user\'s latest message is "get_stock".',  # prompt mode, 0.5B, `stock_total`
     'The user\'s latest message is "Do not call any tool now."',  # `count_files`
+    # ('The user\'s latest message is "get_stock".', prompt mode, 0.5B, `stock_total`, was
+    # caught by that one sentence as a literal: no check matches a sentence a model once wrote)
 ])
 async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back(echo: str) -> None:
     # the answer-only reply after a replayed call
@@ -371,8 +374,10 @@ async def test_the_next_step_after_a_replayed_call_runs(mode: str) -> None:
     assert result.stop_reason == "completed", result.error
     assert result.output == "The final number is 142."
     assert ran == [(6, 7), (100, 42)]
-    # with tools still on it went on to multiply(42, 100) and answered 4200
-    assert tools_off(server.model_requests[2])
+    # a new call ran: that is progress, so the next request keeps its tools (issue 28: asking
+    # for an answer here stopped a chain of reads at its second step; with tools on, the 0.5B
+    # once went on to multiply(42, 100) — the doom-loop guard and the answer decide that)
+    assert not tools_off(server.model_requests[2])
 
 
 async def test_after_a_replay_only_the_call_right_after_it_may_run() -> None:
@@ -596,7 +601,7 @@ async def test_a_run_with_no_answer_and_no_tool_result_says_so() -> None:
     # tests/tools/test_unread_files.py; switched off here to reach the end without an answer)
     with FakeModelServer([Reply(text) for text in made_up]) as server:
         result = await make_agent(server, tools=[read_file], tool_call_format="prompt",
-                                  unread_file_nudge=False).run(
+                                  review_off=["unread_file"]).run(
             "What does missing.txt say? Read it.")
     assert result.stop_reason == "completed"
     assert result.output == (f"{FALLBACK_HEAD} The run ended (completed) before the model wrote "

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.guards import ANSWER_NOW_NOTE
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptedUsage, call
 from loopwright.tools.base import Tool
+
+ANSWER_NOW_NOTE = notes.text(notes.ANSWER_NOW)
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 MODES = ["chat_completions", "anthropic_messages", "responses"]
@@ -348,7 +349,7 @@ SCHEMA_COPY = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {
 FRAGMENTS = {"a": {"type": "integer"}, "b": {"type": "integer"}}
 
 
-async def test_arguments_that_copy_the_schema_get_a_filled_in_example(mode: str) -> None:
+async def test_arguments_that_copy_the_schema_are_told_the_parameters(mode: str) -> None:
     # the 0.5B model sent its schema back as arguments seven times in a row
     echoes = [SCHEMA_COPY, FRAGMENTS] * 3 + [SCHEMA_COPY]
     script = [*(Reply(tool_calls=[call("add", e)]) for e in echoes),
@@ -359,7 +360,9 @@ async def test_arguments_that_copy_the_schema_get_a_filled_in_example(mode: str)
     assert ran == [(2, 3)]
     results = tool_results_sent(server.model_requests[7])
     assert len(results) == 7
-    assert all("repeat its schema" in r and 'for example: {"a": 1, "b": 1}' in r for r in results)
+    # no made-up example: `{"a": 1, "b": 1}` copied would run (issue 28)
+    assert all("repeat its schema" in r and "with: a (integer), b (integer)" in r
+               and '"a": 1' not in r for r in results)
     assert '"type", "properties", "required"' in results[0]
     assert '"a.type", "b.type"' in results[1]
 
@@ -460,9 +463,11 @@ async def test_a_call_that_copies_the_examples_placeholders_is_not_run(fmt: str)
     assert result.output == "Done: debug is now true."
     assert ran == [(len("config.ini"), len("debug = true"))]  # never the placeholder call
     told = [m.content for m in result.messages if m.role == "tool"]
-    # the example now names the request's file; the copy replayed here is of the older example
-    assert ('for example: {"name": "replace_in_file", "arguments": {"path": "config.ini", '
-            '"old": "...", "new": "..."}}') in told[0]
+    # the error shows no example with a value the model could copy and run: `old` and `new`
+    # are not in the request, so it names the parameters (issue 28); the copy replayed here is
+    # of the older example, and a placeholder is still never run
+    assert "replace_in_file takes path (string), old (string), new (string)" in told[0]
+    assert '"..."' not in told[0]
     assert told[1].startswith("Error: 'path', 'old', 'new' still hold the example's placeholder")
 
 

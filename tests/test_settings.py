@@ -86,6 +86,17 @@ def test_environment_values_are_converted_and_a_bad_one_names_the_variable(
         load_settings(cwd=tmp_path, environ={"LOOPWRIGHT_MAX_TURNS": "ten"})
 
 
+def test_a_word_of_a_setting_that_also_takes_a_list_stays_a_word(tmp_path: Path) -> None:
+    # LOOPWRIGHT_REVIEW=off was read as the list ["off"], a check that does not exist
+    settings = load_settings(cwd=tmp_path, environ={
+        "LOOPWRIGHT_REVIEW": "off", "LOOPWRIGHT_DEFERRED_TOOLS": "auto",
+        "LOOPWRIGHT_REVIEW_OFF": "narration,unread_file"})
+    assert (settings.review, settings.deferred_tools) == ("off", "auto")
+    assert settings.review_off == ["narration", "unread_file"]
+    named = load_settings(cwd=tmp_path, environ={"LOOPWRIGHT_REVIEW": "doom_loop,narration"})
+    assert named.review == ["doom_loop", "narration"]
+
+
 def test_the_cli_prints_one_line_and_exits_6_for_a_bad_config_value(tmp_path: Path) -> None:
     (tmp_path / "loopwright.toml").write_text('max_turns = "ten"\n', encoding="utf-8")
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}

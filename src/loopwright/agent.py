@@ -268,9 +268,12 @@ class Agent(Generic[DepsT, OutputT]):
                 raise failure
 
         session_id = session_id or self.settings.session_id or uuid.uuid4().hex
-        await self._prepare_sandbox_note()
+        from loopwright.context.economy import small_window
+
+        compact = small_window(self.windows, chain)
+        await self._prepare_sandbox_note(compact=compact)
         # instruction files, memory and skills are read from disk: not on the event loop
-        system_prompt = await asyncio.to_thread(self._system_prompt)
+        system_prompt = await asyncio.to_thread(self._system_prompt, compact)
         settings = self._loop_settings(chain, session_id)
         primary = (await self._resolve())[0]
         recorder = self.state_services.recorder(
@@ -385,22 +388,22 @@ class Agent(Generic[DepsT, OutputT]):
             await self.aclose()
             await close_shared_client()
 
-    async def _prepare_sandbox_note(self) -> None:
+    async def _prepare_sandbox_note(self, *, compact: bool) -> None:
         """Probe the sandbox once per agent, if any tool starts processes (tag "shell")."""
         if self._sandbox_note is None:
             note = ""  # assigned after the await: concurrent first runs all get the same note
             if any("shell" in tool.tags for tool in self.registry):
                 available = (await sandbox_availability(self.sandbox)).available
-                note = sandbox_note(self.sandbox, available=available)
+                note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
 
-    def _system_prompt(self) -> str:
+    def _system_prompt(self, compact: bool = False) -> str:
         from loopwright.context.economy import instruction_chars
         from loopwright.trust import prompt_content_trusted
 
         s = self.settings
         workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
-        return build_system_prompt(user_prompt=s.system_prompt,
+        return build_system_prompt(user_prompt=s.system_prompt, compact=compact,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
                                                  self.skills.prompt_section()],
@@ -411,11 +414,13 @@ class Agent(Generic[DepsT, OutputT]):
                                    per_run_sections=self.state_services.prompt_sections())
 
     def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
-        from loopwright.context.economy import context_layers
+        from loopwright.context.economy import context_layers, small_window
+        from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.tools.prompt_format import tool_call_plugins
         from loopwright.tools.safety import safety_layers
 
         s = self.settings
+        fmt = _tool_format(s, chain)
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
@@ -423,9 +428,11 @@ class Agent(Generic[DepsT, OutputT]):
                                egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
-                                 local=chain.current.endpoint.is_local)
+                                 local=chain.current.endpoint.is_local,
+                                 compact=small_window(self.windows, chain))
         context = context_layers(s, self.windows, chain,  # budgets sized from the window
-                                 summary_cooldown=self._summary_cooldown)
+                                 summary_cooldown=self._summary_cooldown,
+                                 prompt_mode=fmt.tool_call_format == "prompt")
         executor = ToolExecutor(registry=self.registry, default_timeout=s.tool_timeout,
                                 resolver=catalogue.resolve, gates=safety.gates,
                                 filters=[*safety.filters, *context.filters])
@@ -438,14 +445,17 @@ class Agent(Generic[DepsT, OutputT]):
             plugins=[*safety.plugins, *self._limit_plugins(), *self.plugins,
                      *self._output_plugins(chain),
                      *self.state_services.plugins(),
-                     *context.plugins, *tool_call_plugins(_tool_format(s, chain), catalogue)],
+                     *context.plugins,
+                     *tool_call_plugins(fmt, catalogue, read_text_calls=reads_text_calls(
+                         fmt, chain.current.profile,
+                         prompt_mode=fmt.tool_call_format == "prompt"))],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,
             temperature=s.temperature,
             reasoning_effort=s.reasoning_effort,
-            doom_loop_threshold=s.doom_loop_threshold,
-            max_tool_calls_per_reply=s.max_tool_calls_per_reply,
+            review=review_plan(fmt, chain.current.profile,
+                               prompt_mode=fmt.tool_call_format == "prompt"),
             max_auto_continues=s.max_auto_continues,
             workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
             approve=safety.approver,

@@ -77,8 +77,10 @@ class Settings:
     context_window: Positive | None = None
     tool_call_format: ToolCallFormat = "native"
     text_tool_calls: bool = True
-    narration_nudge: bool = True
-    unread_file_nudge: bool = True
+    review: Literal["auto", "all", "off"] | list[str] = "auto"  # which review checks run
+    review_off: list[str] = dataclasses.field(default_factory=list)  # checks turned off by name
+    review_budget: Count = 2  # extra model calls the review stage may cause in one run
+    review_checks: list[Any] = dataclasses.field(default_factory=list)  # user `review.Check`s
     allowed_tool_tags: list[str] | None = None
     hidden_tools: list[str] = dataclasses.field(default_factory=list)
     deferred_tools: Literal["auto", "all"] | list[str] | None = None
@@ -165,8 +167,10 @@ class AgentOptions(TypedDict, total=False):
     context_window: int | None
     tool_call_format: ToolCallFormat
     text_tool_calls: bool
-    narration_nudge: bool
-    unread_file_nudge: bool
+    review: Literal["auto", "all", "off"] | list[str]
+    review_off: list[str]
+    review_budget: int
+    review_checks: list[Any]
     allowed_tool_tags: list[str] | None
     hidden_tools: list[str]
     deferred_tools: Literal["auto", "all"] | list[str] | None
@@ -377,6 +381,8 @@ def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:
 
 
 def _coerce(name: str, raw: str, hint: Any) -> Any:
+    if raw in _literal_values(hint):  # `review=off`, `deferred_tools=auto`: the word, no list
+        return raw
     kinds = _base_types(hint)
     if bool in kinds and raw.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
         return raw.lower() in ("1", "true", "yes", "on")
@@ -394,6 +400,14 @@ def _coerce(name: str, raw: str, hint: Any) -> Any:
         if list in kinds:
             return [part.strip() for part in raw.split(",") if part.strip()]
     return raw
+
+
+def _literal_values(hint: Any) -> set[Any]:
+    if typing.get_origin(hint) is Literal:
+        return set(typing.get_args(hint))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return set().union(*(_literal_values(arg) for arg in typing.get_args(hint)))
+    return set()
 
 
 def _base_types(hint: Any) -> set[Any]:

@@ -83,6 +83,22 @@ class StatusEvent:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewEvent:
+    """A check of the review stage did not accept a reply: which check, its verdict
+    (`send_back`, `set_aside`, `skip_call`, `answer_without_tools`, `stop`), why, and the
+    review budget left. `applied` is False for a send-back the spent budget did not allow."""
+
+    type: Literal["review"] = "review"
+    check: str
+    verdict: str
+    reason: str = ""
+    budget_left: int = 0
+    call_id: str | None = None
+    applied: bool = True
+    agent: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ModelCallEvent:
     """One model call finished (or failed): its record. Turns, the budget summary, compaction
     summaries and grading all emit one (`record.purpose` says which)."""
@@ -135,6 +151,7 @@ Event = (
     | ToolCallEvent
     | ToolResultEvent
     | StatusEvent
+    | ReviewEvent
     | ModelCallEvent
     | TurnEnd
     | DoneEvent
@@ -154,6 +171,7 @@ _BY_TYPE: dict[str, type[Any]] = {
         ToolCallEvent,
         ToolResultEvent,
         StatusEvent,
+        ReviewEvent,
         ModelCallEvent,
         TurnEnd,
         DoneEvent,

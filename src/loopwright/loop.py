@@ -24,13 +24,16 @@ numbers are written beside the code.
     10  after_model          reverse order
     11  store the reply      its call arguments as valid JSON (`{}` for a tool without any)
     12  no calls             refusal, auto-continue after a cut, or an answer (16)
-    13  screen               copies in one reply, the per-reply limit, the doom loop
+    13  review the calls     the review stage's calls checks (copies in one reply, the per-reply
+                             limit, the doom loop); verdicts applied in `_apply_review`
     14  execute              tools/execute.py: gates, approval, sandbox, output bounds
     15  append results       the budget warning on the last one; then after_tools (list
                              order): the batch is complete (the turn's file diff)
   after an answer
-    16  on_answer            reverse order, until one gives feedback (then another turn); steering
-                             pending also means another turn
+    16  review the answer    the review stage's answer checks in table order (gated per model),
+                             the first verdict applied in `_apply_review`; then on_answer,
+                             reverse order, until one gives feedback (then another turn);
+                             steering pending also means another turn
   run end
     17  on_run_end           list order, once the result is known; then one terminal event
   on_compaction (list order) is called from 8 or 9 whenever compaction replaced the history.
@@ -44,7 +47,7 @@ import logging
 import typing
 from typing import Any
 
-from loopwright import guards, messages
+from loopwright import messages, notes
 from loopwright.context.tokens import measure_attachments
 from loopwright.errors import (
     ContextOverflowError,
@@ -60,6 +63,7 @@ from loopwright.events import (
     ErrorEvent,
     Event,
     ReasoningDelta,
+    ReviewEvent,
     TextDelta,
     ToolCallEvent,
     ToolResultEvent,
@@ -68,6 +72,9 @@ from loopwright.events import (
 )
 from loopwright.messages import ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.result import RunResult, StopReason
+from loopwright.review.fallback import fallback_answer, is_answer, without_unrun_calls
+from loopwright.review.verdicts import Verdict
+from loopwright.review.view import ReviewView
 from loopwright.run_state import Answer, Next, RunAgain, RunState, Stop
 from loopwright.tools.execute import ToolOutcome
 from loopwright.tools.stored_arguments import (
@@ -118,7 +125,10 @@ async def _run_turns(run: RunState) -> Answer | Stop:
         if isinstance(step, Answer):
             if run.steering_pending:
                 continue
-            feedback = await _answer_feedback(run, step.text)  # 16
+            verdict = await run.review.review_answer(_view(run, answer=step.text))  # 16
+            if verdict is not None and _apply_review(run, [verdict], answer=True).again:
+                continue
+            feedback = await _answer_feedback(run, step.text)
             if run.cancel_requested:  # cancelled while the answer was checked (e.g. graded)
                 raise RunCancelled
             if feedback is not None:
@@ -180,10 +190,11 @@ async def turn(run: RunState) -> Next:
         reasoning_effort=s.reasoning_effort,
     )
     if answer_only:  # tools switched off, not removed (Anthropic needs them for history)
-        request.messages = guards.without_unrun_calls(request.messages)
-        note = guards.LAST_ROUND_NOTE if last_round else guards.ANSWER_NOW_NOTE
-        request.messages.append(messages.user(note))
+        request.messages = without_unrun_calls(request.messages)
+        note = notes.LAST_ROUND if last_round else notes.ANSWER_NOW
+        request.messages.append(messages.user(notes.text(note)))
         request.tool_choice = "none" if request.tools else None
+    run.tools_off = answer_only
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
     offered = _offered(run) if response.message.tool_calls else []
     if offered:
@@ -194,19 +205,17 @@ async def turn(run: RunState) -> Next:
     if not calls:  # 12
         return _answer_or_continue(run, response)
     if last_round:
-        _close_calls(run, calls, guards.NOT_RUN_TURN_LIMIT)
+        _close_calls(run, calls, notes.text(notes.NOT_RUN_TURN_LIMIT))
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    if answer_only:
-        _close_calls(run, calls, guards.NOT_RUN_ANSWER_ONLY)
-        return Stop("loop_detected", "the model kept calling tools when asked to answer")
-    intercepted, stop = _screen_calls(run, calls, {spec.name for spec in offered},  # 13
-                                      truncated=truncated)
-    outcomes = await _execute(run, calls, intercepted, truncated=truncated)  # 14
+    verdicts = await run.review.review_calls(  # 13
+        _view(run, calls=calls, offered=offered, truncated=truncated))
+    review = _apply_review(run, verdicts)
+    outcomes = await _execute(run, calls, review.skipped, truncated=truncated)  # 14
     _append_results(run, outcomes)  # 15
     for plugin in run.plugins:
         await plugin.after_tools(run)
-    if stop:
-        return Stop("loop_detected", "the same tool call was repeated after a warning")
+    if review.stop is not None:
+        return Stop("loop_detected", review.stop)
     return RunAgain()
 
 
@@ -219,8 +228,10 @@ async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelRe
     for plugin in run.plugins:  # 8
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request, purpose)  # 9
+    run.reply_raw = response.message.content  # as written, before call markup is taken out
     for plugin in reversed(run.plugins):  # 10: inside-out
         await plugin.after_model(run, response)
+    run.reply_unreadable = response.unreadable_calls
     return response
 
 
@@ -302,7 +313,7 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
         run.auto_continues += 1
         run.status("auto_continue", "reply cut by the output-token limit; asking to continue",
                    {"continuation": run.auto_continues})
-        note = messages.user(guards.CONTINUE_NOTE)
+        note = notes.note_message(notes.text(notes.CONTINUE))
         run.append(note)
         run.answer_messages.append(note)
         return RunAgain()
@@ -312,67 +323,51 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
     return Answer(answer)
 
 
-def _screen_calls(run: RunState, calls: list[ToolCall], offered: set[str], *,
-                  truncated: bool = False) -> tuple[dict[str, str], bool]:
-    """Which calls of this reply will not run (copies, over the limit, loops), and whether the
-    run must stop because a warned loop went on."""
-    screen = guards.screen_reply(calls, limit=run.settings.max_tool_calls_per_reply)
-    if screen.duplicates:
-        run.status("duplicate_calls", f"{len(screen.duplicates)} identical cop(ies) of calls in "
-                   "this reply not run", {"count": len(screen.duplicates)})
-    if screen.over_limit:
-        run.status("call_limit", f"{len(screen.over_limit)} call(s) over the per-reply limit of "
-                   f"{run.settings.max_tool_calls_per_reply} not run",
-                   {"count": len(screen.over_limit)})
-    intercepted = screen.blocked
-    repeated: list[ToolCall] = []  # warned, and made once more
-    verdicts = run.doom.check_reply([c for c in calls if c.id not in intercepted], screen.copied,
-                                    tools=offered)
-    replayed_note = (run.doom.replayed_note(run.doom.answered(calls[0]),
-                                            stepped="ok" in verdicts.values())
-                     if "replayed" in verdicts.values() else "")
-    for call in calls:
-        verdict = verdicts.get(call.id, "ok")
-        if verdict == "ok":
+@dataclasses.dataclass
+class _Applied:
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # call id → its result
+    stop: str | None = None
+    again: bool = False  # the answer was sent back
+
+
+def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = False) -> _Applied:
+    """The one place verdicts take effect: each is charged to the run's review budget and
+    told as one `review` event; a send-back the spent budget does not allow is not applied,
+    nor is a verdict on calls given to an answer (`answer`: only send back / set aside)."""
+    out = _Applied()
+    for verdict in verdicts:
+        fits = verdict.kind in ("send_back", "set_aside") if answer else (
+            verdict.kind not in ("send_back", "set_aside"))
+        applied = fits and run.review.spend(verdict)
+        run.emit(ReviewEvent(check=verdict.check, verdict=verdict.kind, reason=verdict.reason,
+                             budget_left=run.review.budget_left, call_id=verdict.call_id,
+                             applied=applied, agent=run.agent_tag))
+        if not applied:
             continue
-        if verdict == "known":
-            intercepted[call.id] = run.doom.known_result(call)
-            run.status("repeated_call", f"{call.name} repeated; its earlier result given "
-                       "back, not run", {"tool": call.name})
-            continue
-        if verdict == "replayed":
-            intercepted[call.id] = replayed_note
-            continue
-        intercepted[call.id] = run.doom.guidance(call)
-        if verdict == "stop":
-            repeated.append(call)
-        else:
-            run.status("loop_detected", f"identical call to {call.name} repeated; intercepted",
-                       {"tool": call.name})
-    # a runaway (copies, or a replay of the previous reply) and nothing new ran: the model has
-    # what it asked for, so its next reply answers without tools (a plain repeat keeps them, to
-    # change course after a warning)
-    # (the last call of a cut reply is a fragment, not progress)
-    fresh = [c for c in calls if verdicts.get(c.id) == "ok"
-             and not (truncated and c is calls[-1])]
-    # ... unless what it repeated had failed: then it must change the call, with tools
-    known = [c for c in calls if verdicts.get(c.id) == "known"]
-    run.answer_now = (not fresh and bool(known) and all(run.doom.answered(c) for c in known))
-    # a replay of a call that had answered plus one new step: the step runs, then the answer
-    # (measured: given add(42, 100) → 142 with tools still on, the 0.5B went on to
-    # multiply(42, 100) and answered 4200)
-    first = next((c for c in calls if c.id in verdicts), None)
-    if first is not None and verdicts[first.id] == "known" and fresh and run.doom.answered(first):
-        run.answer_now = True
-    # repeated after the warning: a call that keeps returning its result gets one request to
-    # answer without tools; one that keeps failing stops the run (its error is the answer —
-    # asked to answer, the 0.5B invented the weather the failing tool never gave)
-    if repeated and all(run.doom.answered(c) for c in repeated):
-        run.status("loop_detected", "the same tool call was repeated after a warning; asking "
-                   "for an answer without tools")
-        run.answer_now = True
-        repeated = []
-    return intercepted, bool(repeated)
+        if verdict.kind == "skip_call" and verdict.call_id is not None:
+            out.skipped.setdefault(verdict.call_id, verdict.note)
+        elif verdict.kind == "answer_without_tools":
+            run.answer_now = True
+        elif verdict.kind == "stop":
+            out.stop = verdict.reason
+        elif verdict.kind in ("send_back", "set_aside"):
+            if verdict.kind == "set_aside":
+                run.set_aside_answer()
+            run.append(notes.note_message(verdict.note))
+            out.again = True
+    return out
+
+
+def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = None,
+          offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
+    specs = _offered(run) if offered is None else offered
+    schemas = {spec.name: spec.parameters for spec in specs}
+    return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
+                      reply_calls=calls or (), tools=frozenset(schemas), schema_of=schemas.get,
+                      request=run.request, history=tuple(run.history),
+                      workdir=run.settings.workdir,
+                      turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
+                      truncated=truncated, unreadable=run.reply_unreadable)
 
 
 def _offered(run: RunState) -> list[ToolSpec]:
@@ -390,7 +385,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
     def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
-            run.doom.remember(outcome.call, outcome.content, is_error=outcome.is_error)
+            run.review.ran(outcome.call, outcome.content, is_error=outcome.is_error)
         run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                  content=outcome.content, is_error=outcome.is_error,
                                  duration=round(outcome.duration, 6), data=outcome.data,
@@ -403,7 +398,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
         outcomes: list[ToolOutcome] = await run.interruptible(batch)
     except asyncio.CancelledError:
         if run.cancel_requested:
-            _close_calls(run, calls, "Error: cancelled by the user before this call finished.")
+            _close_calls(run, calls, notes.text(notes.CANCELLED_CALL))
             raise RunCancelled from None
         raise
     return outcomes
@@ -438,7 +433,7 @@ async def _budget_summary(run: RunState) -> Stop:
     tools = s.tool_specs(run.turn) if s.tool_specs else []
     request = ModelRequest(
         model=s.chain.model,
-        messages=[*run.request_history(), messages.user(guards.BUDGET_SUMMARY_NOTE)],
+        messages=[*run.request_history(), messages.user(notes.text(notes.BUDGET_SUMMARY))],
         tools=tools,
         tool_choice="none" if tools else None,
         max_tokens=s.max_tokens,
@@ -458,8 +453,11 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
                   error: str | None = None, exception: Exception | None = None) -> RunResult:
     if output is None:
         output = "".join(run.output_parts) or _last_answer_text(run)
-    if reason in _ANSWERED_OR_ENDED and not guards.is_answer(output):
-        output = guards.fallback_answer(run.history, reason)  # never empty, never our own note
+    if reason in _ANSWERED_OR_ENDED and not is_answer(output, prose=run.settings.review.prose):
+        output = fallback_answer(run.history, reason)  # never empty, never our own note
+        run.status("fallback_answer", "the run ended without an answer from the model; the "
+                   "output is the last tool results, headed " + notes.FALLBACK_HEAD,
+                   {"replaced": (run.last_reply.content if run.last_reply else "")[:200]})
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
                        usage=dataclasses.replace(run.usage), cost=run.cost,
                        session_id=run.session_id, text=output, exception=exception,

@@ -55,6 +55,9 @@ class Message:
     is_error: bool = False
     provider_data: dict[str, Any] = field(default_factory=dict)
     attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
+    # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
+    # (a reply its review left out of later requests); never sent to a model (notes.py)
+    marks: frozenset[str] = frozenset()
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -81,6 +84,8 @@ class Message:
             out["provider_data"] = self.provider_data
         if self.attachments:
             out["attachments"] = [a.to_dict() for a in self.attachments]
+        if self.marks:
+            out["marks"] = sorted(self.marks)
         return out
 
     @classmethod
@@ -95,6 +100,7 @@ class Message:
             is_error=bool(data.get("is_error", False)),
             provider_data=dict(data.get("provider_data") or {}),
             attachments=[Attachment.from_dict(a) for a in data.get("attachments") or []],
+            marks=frozenset(data.get("marks") or ()),
         )
 
 
@@ -171,6 +177,9 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     raw: Any = None
+    # what was wrong with call markup in the text that could not be read as calls (set by the
+    # text-call reader; the review stage's `call_format` check sends it back)
+    unreadable_calls: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -309,6 +318,7 @@ def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:
         reasoning=msg.reasoning,
         # provider blocks describe the original calls; they cannot be sent back once calls drop
         provider_data={} if calls != msg.tool_calls else msg.provider_data,
+        marks=msg.marks,
     )
 
 
@@ -365,7 +375,7 @@ def plain_history(history: list[Message]) -> list[Message]:
                      for c in msg.tool_calls]
             if msg.provider_data or calls != msg.tool_calls:
                 msg = Message(role="assistant", content=msg.content, tool_calls=calls,
-                              reasoning=msg.reasoning)
+                              reasoning=msg.reasoning, marks=msg.marks)
         out.append(msg)
     return out
 

@@ -84,8 +84,8 @@ class RunView(Protocol):
 
     def set_aside_answer(self) -> None:
         """Leave the answer just given (from `on_answer`) out of every later request; it stays
-        in the history and the session. For a reply a small model would copy if it saw it
-        again; the feedback then goes as a user turn of its own."""
+        in the history, marked `set_aside` (`Message.marks`). For a reply a small model would
+        copy if it saw it again; the feedback then goes as a user turn of its own."""
 
     def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
         """Emit a `status` event."""
@@ -137,7 +137,10 @@ class LoopPlugin:
         """May edit the reply before it is stored (e.g. extract tool calls written as text)."""
 
     async def on_answer(self, run: RunView, answer: str) -> str | None:
-        """The model would finish with `answer`. Return feedback to make it go on, or None."""
+        """The model would finish with `answer`. Return feedback to make it go on, or None.
+        Called once the review stage's answer checks accepted it (`loopwright.review`); a check
+        that must run before, or between, the built-in ones is a `review.Check` with a
+        `position` (`review_checks`), not a plugin."""
         return None
 
     async def on_context_overflow(self, run: RunView, request: ModelRequest,

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loopwright import guards, messages
+from loopwright import guards, messages, notes
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.events import Event, StatusEvent
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
+from loopwright.review.stage import ReviewPlan, ReviewStage
 from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
@@ -40,8 +41,6 @@ class LoopSettings:
     max_tokens: int | None
     temperature: float | None
     reasoning_effort: str | None
-    doom_loop_threshold: int
-    max_tool_calls_per_reply: int
     max_auto_continues: int
     workdir: Path
     approve: ApprovalGate = _deny_all
@@ -49,6 +48,7 @@ class LoopSettings:
     services: dict[str, Any] = field(default_factory=dict)
     side_chains: dict[str, ProviderChain] = field(default_factory=dict)  # by call purpose
     route: RouteFunction | None = None  # the choose_model hook
+    review: ReviewPlan = field(default_factory=ReviewPlan)  # the checks of the model's replies
 
 
 # --- the tagged outcome of one turn -------------------------------------------------------------
@@ -92,7 +92,10 @@ class RunState:
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
                                 side=settings.side_chains, route=settings.route)
-        self.doom = guards.DoomLoopGuard(settings.doom_loop_threshold)
+        self.review = ReviewStage(settings.review)
+        self.reply_raw = ""  # the last reply's text as the model wrote it (`review.ReviewView`)
+        self.tools_off = False  # the last request asked for an answer without tools
+        self.reply_unreadable: list[str] = []  # its unreadable call markup (`ModelResponse`)
         self.sanitizer = messages.Sanitizer()
         self.output_parts: list[str] = []
         self.answer_messages: list[Message] = []  # the replies (and continue notes) of the answer
@@ -100,7 +103,7 @@ class RunState:
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
         self.answer_now = False  # the next request goes without tools: the model has its results
-        self._set_aside: dict[int, Message] = {}  # by identity; kept so the ids stay theirs
+        self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began
         self._start_failure: Exception | None = None
@@ -184,21 +187,22 @@ class RunState:
         """Leave the last answer out of later requests: every part of it, when it was cut by
         the output limit and continued, with the notes that asked to continue (its cut first
         part left in view, the 0.5B wrote the same description again)."""
-        for message in self.answer_messages:
-            self._set_aside[id(message)] = message
+        for message in self.answer_messages:  # the mark stays through a history repair
+            notes.mark_set_aside(message)
+            self._any_set_aside = True
 
     def request_history(self) -> list[Message]:
         """The history a request is built from, sanitised: without the replies set aside, and
         the user message that follows one kept as a turn of its own (merged into the request
         before it, the feedback was ignored: the 0.5B answered the request again) — unless the
         provider rejected that shape (some chat templates require strict alternation)."""
-        if not self._set_aside:
+        if not self._any_set_aside:
             return self.sanitizer(self.history)
         kept: list[Message] = []
         apart: set[int] = set()
         after_gap = False
         for message in self.history:
-            if id(message) in self._set_aside:
+            if notes.is_set_aside(message):
                 after_gap = True
                 continue
             if after_gap and message.role == "user" and self.turns_apart:

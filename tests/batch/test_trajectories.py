@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from loopwright.batch import run_batch
 from loopwright.cli.main import app
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply, call
 
 TASKS = [{"id": "read", "prompt": "read data.txt", "files": {"data.txt": "forty-two"},
           "tools": ["read_file"], "system_prompt": "Answer tersely.",
@@ -107,3 +107,70 @@ def test_sharegpt_parallel_calls_keep_their_text_and_every_result() -> None:
         {"from": "observation", "value": json.dumps(["A", "B"])},
         {"from": "gpt", "value": "A and B"},
     ]
+
+
+INTERVENED = {"id": "notes", "prompt": "What does notes.txt say?", "files": {"notes.txt": "hi"},
+              "tools": ["read_file"]}
+# a guess about a file no tool read (set aside), then a narration (sent back), then the work
+INTERVENED_SCRIPT = [Reply("notes.txt says bye."), Reply("Let me read notes.txt now."),
+                     Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]),
+                     Reply("notes.txt says hi.")]
+
+
+async def intervened_run(tmp_path: Path, fmt: str, **kw: Any) -> dict[str, Any]:
+    with FakeModelServer(INTERVENED_SCRIPT) as server:
+        await run_batch([INTERVENED], tmp_path / "out", trajectories=fmt,
+                        model="qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
+                        stream=False, **kw)
+    [item] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
+    return item
+
+
+async def test_openai_trajectories_give_the_replies_the_runtime_rejected_weight_0(
+        tmp_path: Path) -> None:
+    item = await intervened_run(tmp_path, "openai")
+    roles = [(m["role"], m.get("weight")) for m in item["messages"]]
+    assert roles == [("system", None), ("user", None), ("assistant", 0), ("user", None),
+                     ("assistant", 0), ("user", None), ("assistant", None), ("tool", None),
+                     ("assistant", None)]
+    assert item["meta"]["interventions"] == {"set_aside": [2, 4], "runtime_notes": [3, 5]}
+    assert item["messages"][-1]["content"] == "notes.txt says hi."
+
+
+async def test_loopwright_trajectories_flag_set_aside_replies_and_runtime_notes(
+        tmp_path: Path) -> None:
+    item = await intervened_run(tmp_path, "messages")
+    flags = [(m["role"], bool(m.get("set_aside")), bool(m.get("runtime_note")))
+             for m in item["messages"]]
+    assert flags[2:6] == [("assistant", True, False), ("user", False, True),
+                          ("assistant", True, False), ("user", False, True)]
+    assert not any(s or n for _, s, n in flags[6:])
+
+
+async def test_sharegpt_trajectories_mark_interventions(tmp_path: Path) -> None:
+    item = await intervened_run(tmp_path, "sharegpt")
+    turns = item["conversations"]
+    assert [t.get("weight") for t in turns if t["from"] == "gpt"] == [0, 0, None]
+    assert [bool(t.get("runtime_note")) for t in turns if t["from"] == "human"] == [
+        False, True, True]
+
+
+async def test_interventions_can_be_dropped(tmp_path: Path) -> None:
+    item = await intervened_run(tmp_path, "openai", interventions="drop")
+    assert [m["role"] for m in item["messages"]] == ["system", "user", "assistant", "tool",
+                                                     "assistant"]
+    assert "interventions" not in item["meta"]
+    assert "weight" not in json.dumps(item["messages"])
+
+
+def test_drop_interventions_is_a_batch_flag(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", INTERVENED)
+    with FakeModelServer(INTERVENED_SCRIPT) as server:
+        result = CliRunner().invoke(app, [
+            "batch", str(tasks), "--out", str(tmp_path / "out"), "--trajectories", "messages",
+            "--drop-interventions", "--model", "qwen2.5-coder-0.5b", "--base-url",
+            server.base_url, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    [item] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
+    assert [m["role"] for m in item["messages"]] == ["system", "user", "assistant", "tool",
+                                                     "assistant"]

@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from loopwright import Agent, ToolContext, tool
+from loopwright import Agent, ToolContext, notes, tool
 from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
-from loopwright.guards import BUDGET_SUMMARY_NOTE, IterationBudget
+from loopwright.guards import IterationBudget
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
 from shared_helpers import wait_until
 
@@ -269,7 +269,7 @@ async def test_children_share_the_budget_warning_at_70_percent_and_stop_at_100()
         result = await agent.run("go")
     assert result.stop_reason == "budget_exhausted"
     # parent 1 + child 3 iterations, then one tool-less summary call each
-    summaries = [c for c in seen if c.messages[-1]["content"] == BUDGET_SUMMARY_NOTE]
+    summaries = [c for c in seen if c.messages[-1]["content"] == notes.text(notes.BUDGET_SUMMARY)]
     assert [c.child for c in summaries] == [True, False]
     # tool-less: tool calls are switched off (the definitions stay, as some APIs require them
     # while the history holds tool calls)

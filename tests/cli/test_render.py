@@ -157,3 +157,13 @@ def test_a_huge_diff_is_cut_with_a_count_and_where_to_see_it_whole() -> None:
     assert " ".join(lines[MAX_DIFF_LINES + 1:]) == (
         f"… {1003 - MAX_DIFF_LINES} more lines of this diff not shown (run --json prints it "
         "whole)")
+
+
+def test_a_review_verdict_is_one_note() -> None:
+    from loopwright.events import ReviewEvent
+
+    shown, err = renderer(terminal=False, width=200)
+    shown(ReviewEvent(check="narration", verdict="send_back", budget_left=1,
+                      reason="the reply announced a tool call but made none"))
+    assert err.getvalue() == ("review narration: send_back (the reply announced a tool call but "
+                              "made none)\n")

@@ -169,7 +169,8 @@ async def test_a_compacted_session_keeps_its_id_and_resumes_its_newest_state(
     common: dict[str, Any] = {"api_key": "k", "tools": [dump], "retry": FAST,
                               "cache_dir": str(tmp_path), "workdir": str(tmp_path),
                               "store": store_spec, "session_id": "user-123"}
-    handler = compacting_handler(then=[Reply("12 parts"), Reply("There were 12.")])
+    # 20 parts: the compact prompt of a small local window (issue 28) leaves room for more
+    handler = compacting_handler(parts=20, then=[Reply("12 parts"), Reply("There were 12.")])
     with FakeModelServer(handler=handler) as server:
         first = await Agent("m", base_url=server.base_url, context_window=4096,
                             **common).run(TASK)

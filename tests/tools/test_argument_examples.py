@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.guards import COPY_FEEDBACK
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.examples import PLACEHOLDER, example_arguments
 
@@ -89,7 +88,7 @@ async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
         result = await agent.run(READ_HINT)
     assert result.output == "The password hint is marmalade."
     third = server.model_requests[2].raw_body.decode()
-    assert COPY_FEEDBACK in third
+    assert notes.text(notes.COPY) in third
     assert third.count("notes.txt") == 2  # the request and the call: neither copy
     # the object written above the call block is call JSON, not text (kept, it was copied as
     # the answer three times in the next bench run, each time sent back)
@@ -107,3 +106,29 @@ async def test_an_object_a_tool_returned_may_be_the_answer(tmp_path: Path) -> No
         result = await Agent("m", base_url=server.base_url, api_key="k", tools=[echo],
                              workdir=str(tmp_path)).run("Echo x and give me what it returns.")
     assert result.output == '{"value": "x"}'
+
+
+@pytest.mark.parametrize("fmt", ["native", "prompt"])
+async def test_an_error_never_shows_a_value_the_model_could_copy_and_run(fmt: str) -> None:
+    # issue 28: the unknown-tool and validation errors showed `{"path": "..."}`; the 0.5B and
+    # the 1.5B copied it and ran it. With no file in the request there is nothing to show but
+    # the parameters.
+    opened: list[str] = []
+
+    @tool(read_only=True)
+    def read_file(path: str) -> str:
+        """Return the text of a file in the workspace."""
+        opened.append(path)
+        return "hello"
+
+    script = [Reply(tool_calls=[call("grep", {"pattern": "TODO"})]),
+              Reply(tool_calls=[call("read_file", {"file": "x"})]), Reply("No TODO found.")]
+    with FakeModelServer(script) as server:
+        result = await Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
+                             retry=RetryPolicy(base_delay=0.01, jitter=0), tools=[read_file],
+                             tool_call_format=fmt, stream=False).run("Is there a TODO left?")
+    unknown, invalid = (m.content for m in result.messages if m.role == "tool")
+    assert "read_file takes path (string)." in unknown
+    assert "with: path (string)" in invalid
+    assert PLACEHOLDER not in unknown + invalid and "for example" not in unknown + invalid
+    assert opened == []

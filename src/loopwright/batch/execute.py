@@ -45,6 +45,7 @@ class BatchConfig:
     tools: list[Any] | None = None  # default toolset: Tool objects or built-in names
     default_checker: str | None = None
     trajectories: str | None = None  # a `TRAJECTORY_FORMATS` name
+    interventions: str = "mark"  # the runtime's notes and set-aside replies: "mark" or "drop"
     # where task workspaces are made and kept; None: a temporary directory per runner, each
     # workspace removed when its task ends. Never under the output directory by default: the
     # agent reads instruction files (AGENTS.md, …) from its working directory's parents, and a
@@ -212,7 +213,7 @@ class TaskRunner:
         meta = {"stop_reason": row.stop_reason, "solved": row.solved, "verdict": row.verdict,
                 "session_id": row.session_id, "metadata": dict(task.metadata)}
         return trajectory(self.config.trajectories, task_id=task.id, history=result.messages,
-                          tools=tools, meta=meta)
+                          tools=tools, meta=meta, interventions=self.config.interventions)
 
 
 def check_tools(tasks: Iterable[TaskSpec], config: BatchConfig) -> None:

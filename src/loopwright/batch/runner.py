@@ -24,7 +24,7 @@ from loopwright.batch.results import (
 )
 from loopwright.batch.summary import BatchSummary, summarize
 from loopwright.batch.tasks import BadLine, TaskSpec, read_tasks, tasks_from_dicts
-from loopwright.batch.trajectories import TRAJECTORIES_FILE, TRAJECTORY_FORMATS
+from loopwright.batch.trajectories import INTERVENTIONS, TRAJECTORIES_FILE, TRAJECTORY_FORMATS
 from loopwright.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ async def run_batch(
     resume: bool = False,
     retry_failed: bool = False,
     trajectories: str | None = None,
+    interventions: str = "mark",
     checker: str | None = None,
     tools: Iterable[Any] | None = None,
     workspaces: str | Path | None = None,
@@ -99,10 +100,11 @@ async def run_batch(
 
     `concurrency` runs at once (on each worker, with `ray`); `resume` skips tasks already in
     `results.jsonl` (`retry_failed`: except failed ones); `trajectories` writes
-    `out/trajectories.jsonl` in that format; `checker` is the default checker; `tools` the
-    default toolset (Tool objects, functions or built-in names; default: none); `workspaces`
-    a directory in which to make and keep the task workspaces (default: a temporary one, each
-    workspace removed when its task ends); `ray` runs
+    `out/trajectories.jsonl` in that format, the runtime's interventions (its notes, the
+    replies it set aside) marked or, with `interventions="drop"`, left out; `checker` is the
+    default checker; `tools` the default toolset (Tool objects, functions or built-in names;
+    default: none); `workspaces` a directory in which to make and keep the task workspaces
+    (default: a temporary one, each workspace removed when its task ends); `ray` runs
     the tasks on a Ray cluster ("auto", an address, or "local" for a new one in this process;
     see `loopwright.batch.ray_driver`) with `ray_workers` workers (default: one per node).
     Other keyword arguments go to every task's `Agent`. Raises `ConfigError` before any model
@@ -111,6 +113,8 @@ async def run_batch(
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+    if interventions not in INTERVENTIONS:
+        raise ConfigError(f"interventions must be 'mark' or 'drop', not {interventions!r}")
     if trajectories is not None and trajectories not in TRAJECTORY_FORMATS:
         raise ConfigError(f"unknown trajectory format {trajectories!r}; use one of "
                           f"{', '.join(TRAJECTORY_FORMATS)}")
@@ -120,6 +124,7 @@ async def run_batch(
     config = BatchConfig(agent_options=agent_options,
                          tools=None if tools is None else list(tools),
                          default_checker=checker, trajectories=trajectories,
+                         interventions=interventions,
                          workspace_root=Path(workspaces).resolve() if workspaces else None)
     check_tools(specs, config)
     runner = TaskRunner(config, specs)  # unknown checkers fail here, before anything runs

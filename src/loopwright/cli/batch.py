@@ -51,6 +51,9 @@ def batch_command(
     trajectories: Annotated[TrajectoryChoice | None, typer.Option(
         "--trajectories", help="Also write each run's conversation to trajectories.jsonl in "
         "this format.")] = None,
+    drop_interventions: Annotated[bool, typer.Option(
+        "--drop-interventions", help="Leave the runtime's notes and the replies it set aside or "
+        "sent back out of trajectories.jsonl (default: marked, weight 0).")] = False,
     checker: Annotated[str | None, typer.Option(
         "--checker", help="Default checker for tasks with 'expected' and no 'checker': exact, "
         "contains, regex, rubric or module:function.")] = None,
@@ -94,6 +97,7 @@ def batch_command(
         report = asyncio.run(run_batch(
             tasks, out, concurrency=concurrency, resume=resume, retry_failed=retry_failed,
             trajectories=trajectories.value if trajectories else None, checker=checker,
+            interventions="drop" if drop_interventions else "mark",
             tools=_toolset(tools), workspaces=workspaces,
             progress=not no_progress and console.is_terminal, console=console,
             ray=ray, ray_workers=ray_workers, **options))

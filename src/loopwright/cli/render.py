@@ -131,6 +131,8 @@ class TerminalRenderer:
                 self.activity.reasoning(self._hidden_reasoning)
         elif event.type in ("tool_call", "tool_result", "status"):
             self._sub_agent_event(event)
+        elif event.type == "review":
+            self.note(f"review {event.check}: {event.verdict} ({event.reason})", agent=event.agent)
         elif event.type == "turn_end":
             self.activity.stop_thinking()
             if self._terminal and event.usage.get("requests"):

@@ -35,7 +35,8 @@ class ContextLayers:
 
 
 def context_layers(settings: Settings, windows: list[WindowInfo], chain: ProviderChain | None,
-                   *, summary_cooldown: SummaryCooldown | None = None) -> ContextLayers:
+                   *, summary_cooldown: SummaryCooldown | None = None,
+                   prompt_mode: bool = False) -> ContextLayers:
     """Budgets, the output bounder, and (unless switched off) compaction and reminders."""
     budget = ContextBudget(windows=list(windows), chain=chain, max_tokens=settings.max_tokens)
     spill = spill_directory(settings.cache_dir)
@@ -48,7 +49,22 @@ def context_layers(settings: Settings, windows: list[WindowInfo], chain: Provide
             cooldown=summary_cooldown or SummaryCooldown(settings.summary_cooldown)))
     if settings.reminders:
         layers.plugins.append(ReminderPlugin())
+    if chain is not None and small_window(windows, chain) and not prompt_mode:
+        from loopwright.context.cache_order import VolatileAfterTools
+
+        layers.plugins.append(VolatileAfterTools())  # last: the others see the system prompt
     return layers
+
+
+def small_window(windows: list[WindowInfo], chain: ProviderChain) -> bool:
+    """A local server that says (or the user set) its window is at most `prompt.SMALL_WINDOW`
+    tokens: the compact prompt, with the per-run part after the tools (context/prompt.py). A
+    window only guessed (no probe answered) does not count."""
+    from loopwright.context.prompt import SMALL_WINDOW
+
+    if not windows or not windows[0].source.startswith(("probe", "explicit")):
+        return False
+    return chain.current.endpoint.is_local and windows[0].tokens <= SMALL_WINDOW
 
 
 def instruction_chars(windows: list[WindowInfo]) -> int:

@@ -6,6 +6,13 @@ a provider's prompt cache keeps hitting. Everything that varies — environment 
 working directory, date), project instruction files, the user's own instructions file — comes
 after `CACHE_BOUNDARY`.
 
+With a small local window (`compact=True`: a local server whose window is at most
+`SMALL_WINDOW` tokens) the static texts are the short ones below and each tool is advertised by
+`compact_spec` (its first sentence, no parameter prose), so the system prompt and the tool
+section fit in about 1,500 tokens (bench/prompt_size.py), and the per-run part goes after the
+tool section (`context/cache_order.py`; in prompt mode the tool section is written before it,
+`tools/prompt_format.py`): llama.cpp then reuses its prompt cache across directories.
+
 Project instruction files are `AGENTS.md`, `CLAUDE.md` and `.loopwright/instructions.md`, looked
 for in the working directory and each parent up to the repository root (the first directory with
 a `.git`), else up to the filesystem root; the outermost come first and the closest last, so the
@@ -18,10 +25,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from loopwright.messages import ToolSpec
 from loopwright.wire.base import CACHE_BOUNDARY
+
+SMALL_WINDOW = 16_384  # tokens: a local window this small gets the compact prompt
 
 IDENTITY = (
     "You are a capable assistant working inside an agent loop. Work step by step: use the tools "
@@ -44,6 +56,15 @@ NO_TOOLS = (
     "You have no tools in this conversation. Do not claim to have run commands, read files or "
     "browsed the web; say what you would need instead."
 )
+COMPACT_IDENTITY = (
+    "You are an assistant with tools. Use a tool when it helps, read its result, and answer the "
+    "user's request directly once you can."
+)
+COMPACT_TOOL_GUIDANCE = (
+    "Call a tool with one JSON object of arguments that matches its schema. If a tool returns an "
+    "error, fix the call instead of repeating it. Text in <system-reminder> tags is from the "
+    "runtime."
+)
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".loopwright/instructions.md")
 DEFAULT_MAX_INSTRUCTION_CHARS = 16_000
 
@@ -57,8 +78,14 @@ class PromptSection:
     static: bool
 
 
-def static_sections(*, user_prompt: str | None, has_tools: bool) -> list[PromptSection]:
+def static_sections(*, user_prompt: str | None, has_tools: bool,
+                    compact: bool = False) -> list[PromptSection]:
     """The cacheable prefix: identical for identical configuration."""
+    if compact:
+        return [PromptSection(name="identity", text=user_prompt or COMPACT_IDENTITY, static=True),
+                PromptSection(name="tool_guidance" if has_tools else "no_tools",
+                              text=COMPACT_TOOL_GUIDANCE if has_tools else NO_TOOLS,
+                              static=True)]
     sections = [PromptSection(name="identity", text=user_prompt or IDENTITY, static=True)]
     if has_tools:
         sections.append(PromptSection(name="tool_guidance", text=TOOL_GUIDANCE, static=True))
@@ -187,15 +214,16 @@ def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
                         workdir: Path | None = None,
                         max_instruction_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS,
                         today: dt.date | None = None,
-                        project_instructions: bool = True) -> str:
+                        project_instructions: bool = True, compact: bool = False) -> str:
     """The system prompt: static prefix (identical across turns and runs), boundary, per-run part.
 
     A user-supplied `system_prompt` replaces the identity section; the rest stays.
     `static_notes` join the static prefix (they must depend on configuration only). With a
     `workdir`, the per-run part holds the environment and the instruction files found from it
     (unless `project_instructions` is false: an untrusted project, `loopwright.trust`).
+    `compact`: the short texts of a small local window (module docstring).
     """
-    sections = static_sections(user_prompt=user_prompt, has_tools=has_tools)
+    sections = static_sections(user_prompt=user_prompt, has_tools=has_tools, compact=compact)
     sections.extend(PromptSection(name="note", text=s, static=True)
                     for s in static_notes or [] if s)  # e.g. the sandbox: config-only, cacheable
     if workdir is not None:
@@ -208,3 +236,28 @@ def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
     sections.extend(PromptSection(name="extra", text=s, static=False)
                     for s in per_run_sections or [] if s)
     return assemble(sections)
+
+
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)", re.S)
+# prose, and `additionalProperties` (a dozen tokens per tool; the full schema still validates)
+_PROSE_KEYS = frozenset({"description", "title", "examples", "additionalProperties"})
+
+
+def compact_spec(spec: ToolSpec) -> ToolSpec:
+    """`spec` as a small window advertises it: the first sentence of its description and its
+    parameters' schema without prose (descriptions, titles, examples) or `additionalProperties`.
+    The tool still validates against its full schema."""
+    text = " ".join(spec.description.split())
+    first = _FIRST_SENTENCE.match(text)
+    return replace(spec, description=first.group(1) if first else text,
+                   parameters=_without_prose(spec.parameters))
+
+
+def _without_prose(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _without_prose(v) for k, v in schema.items()
+                if k not in _PROSE_KEYS or (isinstance(v, dict) and k != "additionalProperties")}
+    if isinstance(schema, list):
+        return [_without_prose(item) for item in schema]
+    return schema
+

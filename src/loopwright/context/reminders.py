@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopwright import notes as runtime_notes
 from loopwright.messages import ModelRequest, with_user_note
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.base import ToolContext
@@ -97,14 +98,12 @@ def changed_files(state: dict[str, Any], announced: dict[str, int]) -> list[str]
         if now == stamp or announced.get(path) == now:
             continue
         announced[path] = now
-        if now == -1:
-            notes.append(f"{path} was deleted after you read it.")
-        else:
-            notes.append(f"{path} was modified after you last read it (by the user or another "
-                         "process); re-read it before relying on or editing it.")
+        note = runtime_notes.FILE_DELETED if now == -1 else runtime_notes.FILE_CHANGED
+        notes.append(runtime_notes.render(note, path=path))
     if len(notes) > MAX_CHANGED_LISTED:
         more = len(notes) - MAX_CHANGED_LISTED
-        notes = [*notes[:MAX_CHANGED_LISTED], f"…and {more} more files you read have changed."]
+        notes = [*notes[:MAX_CHANGED_LISTED],
+                 runtime_notes.render(runtime_notes.MORE_FILES_CHANGED, count=more)]
     return notes
 
 
@@ -156,6 +155,4 @@ class ReminderPlugin(LoopPlugin):
             return None
         self.reminded = run.turn
         listed = "\n".join(f"- [{t.get('status', 'pending')}] {_todo_text(t)}" for t in pending)
-        return (f"Your todo list has open items and has not changed for {quiet} turns:\n{listed}\n"
-                "Carry on with them, or update the list (mark finished items completed, drop "
-                "ones that no longer apply). Do not mention this reminder to the user.")
+        return runtime_notes.render(runtime_notes.QUIET_TODOS, turns=quiet, listed=listed)

@@ -13,8 +13,9 @@ import httpx
 
 from loopwright import messages
 from loopwright.config import DEFAULTS
-from loopwright.guards import EMPTY_REPLY_NUDGE
 from loopwright.messages import ModelRequest
+from loopwright.notes import EMPTY_REPLY
+from loopwright.notes import text as note_text
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -89,7 +90,7 @@ def with_empty_reply_nudge(request: ModelRequest) -> ModelRequest:
     temperature the very same bytes get the very same empty reply. The note is not history."""
     notes = list(request.messages)
     if notes and notes[-1].role == "user":  # merged: some chat templates demand alternation
-        notes[-1] = messages.user(f"{notes[-1].content}\n\n{EMPTY_REPLY_NUDGE}")
+        notes[-1] = messages.user(f"{notes[-1].content}\n\n{note_text(EMPTY_REPLY)}")
     else:
-        notes.append(messages.user(EMPTY_REPLY_NUDGE))
+        notes.append(messages.user(note_text(EMPTY_REPLY)))
     return dataclasses.replace(request, messages=notes)

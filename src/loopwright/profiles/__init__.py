@@ -25,6 +25,11 @@ class Profile:
     reasoning_field: str = "reasoning_effort"  # Chat Completions: or "reasoning" ({"effort"})
     context_window: int | None = None  # the family's usual window when nothing better is known
     local: bool = False
+    # a hosted frontier model that calls tools natively: under `review = "auto"` it gets only
+    # the structural review checks. Read from the model's name, never from the endpoint's
+    # address (`claude-sonnet-4-5` behind a proxy on 127.0.0.1 is still one); an unknown name
+    # counts as small (local servers name their models freely)
+    frontier: bool = False
 
 
 GENERIC = Profile()
@@ -37,10 +42,13 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
         max_tokens_field="max_completion_tokens")),
     (("o1", "o3", "o4", "gpt-5"), Profile(
         family="openai-reasoning", supports_reasoning_effort=True, supports_temperature=False,
-        max_tokens_field="max_completion_tokens", supports_json_schema=True)),
-    (("gpt-4.1",), Profile(family="gpt-4.1", context_window=1_047_576, supports_json_schema=True)),
-    (("gpt-4o",), Profile(family="gpt-4o", context_window=128_000, supports_json_schema=True)),
-    (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000)),
+        max_tokens_field="max_completion_tokens", supports_json_schema=True, frontier=True)),
+    (("gpt-4.1",), Profile(family="gpt-4.1", context_window=1_047_576, supports_json_schema=True,
+                           frontier=True)),
+    (("gpt-4o",), Profile(family="gpt-4o", context_window=128_000, supports_json_schema=True,
+                          frontier=True)),
+    (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000,
+                          frontier=True)),
     (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False)),
     (("qwen", "llama", "mistral", "gemma", "phi", "hermes", "deepseek"),
      Profile(family="open-weights")),

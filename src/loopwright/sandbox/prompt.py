@@ -15,8 +15,10 @@ _WHERE = {
 }
 
 
-def sandbox_note(policy: SandboxPolicy, *, available: bool) -> str:
-    """The "# Sandbox" section for `policy`."""
+def sandbox_note(policy: SandboxPolicy, *, available: bool, compact: bool = False) -> str:
+    """The "# Sandbox" section for `policy`; `compact`: one short line for a small window."""
+    if compact:
+        return _compact_note(policy, available=available)
     if not policy.enabled:
         return ("# Sandbox\nSandbox: off (full-access). Commands run with the user's full rights; "
                 "credentials are removed from their environment. Be careful: nothing stops a "
@@ -33,3 +35,14 @@ def sandbox_note(policy: SandboxPolicy, *, available: bool) -> str:
             "environment and credential stores in the home directory are hidden; background "
             f"processes end when the command ends. {network} A 'Read-only file system' or "
             "network error is the sandbox at work: do not try to get around it.")
+
+
+def _compact_note(policy: SandboxPolicy, *, available: bool) -> str:
+    if not policy.enabled:
+        return "Sandbox: off. Commands run with the user's full rights: be careful."
+    if not available:
+        return "Sandbox: unavailable; bash commands that change things need approval."
+    where = "nothing" if policy.mode == "read-only" else "only the working directory"
+    network = "on" if policy.network else "off"
+    return (f"Sandbox: bash can write {where}; network {network}. Do not try to get around "
+            "the sandbox.")

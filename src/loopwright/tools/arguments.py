@@ -16,7 +16,12 @@ from typing import Any
 
 import pydantic
 
-from loopwright.tools.examples import PLACEHOLDER, example_arguments, example_call
+from loopwright.tools.examples import (
+    PLACEHOLDER,
+    describe_parameters,
+    example_call,
+    grounded_example,
+)
 
 MAX_NESTING = 100
 """Deepest bracket nesting accepted in arguments; deeper input would exhaust the recursion limit
@@ -387,13 +392,23 @@ def placeholder_message(tool_name: str, arguments: dict[str, Any], schema: dict[
 
 def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any], *,
                             request: str = "") -> str:
-    """What the model reads when its arguments cannot be used."""
-    example = json.dumps(example_arguments(schema, request=request), ensure_ascii=False)
+    """What the model reads when its arguments cannot be used: an example only when every value
+    of it comes from the request or the schema (a copied sample would run), else the
+    parameters in words."""
     return (
         f"Error: the arguments for tool {tool_name!r} could not be used: {problem}. "
         f"The tool was not run. Call it again with arguments that are one JSON object matching "
-        f"its schema, for example: {example}"
+        f"its schema, {example_or_parameters(schema, request=request)}"
     )
+
+
+def example_or_parameters(schema: dict[str, Any], *, written: dict[str, Any] | None = None,
+                          request: str = "") -> str:
+    """"for example: {…}" when every value is grounded, else "with: path (string), …"."""
+    example = grounded_example(schema, written=written, request=request)
+    if example is None:
+        return f"with: {describe_parameters(schema)}, values taken from the request or results"
+    return f"for example: {json.dumps(example, ensure_ascii=False)}"
 
 
 def unknown_tool_message(name: str, suggested: list[str],
@@ -405,8 +420,10 @@ def unknown_tool_message(name: str, suggested: list[str],
     names = ", ".join(suggested) or "(none)"
     message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
     if suggested and closest_schema is not None:
-        message += (" Call one of them instead, for example: "
-                    f"{example_call(suggested[0], closest_schema, request=request)}")
+        example = example_call(suggested[0], closest_schema, request=request, grounded=True)
+        message += (f" Call one of them instead, for example: {example}" if example else
+                    f" Call one of them instead: {suggested[0]} takes "
+                    f"{describe_parameters(closest_schema)}.")
     return message
 
 

@@ -40,8 +40,11 @@ class RunCatalogue:
     """The catalogue policy of an agent plus the per-run activation state (one per run)."""
 
     def __init__(self, registry: ToolRegistry, *, allowed_tags: Iterable[str] | None = None,
-                 deferred: Any = None, local: bool = False, strict: bool = False) -> None:
+                 deferred: Any = None, local: bool = False, strict: bool = False,
+                 compact: bool = False) -> None:
         self.registry = registry
+        self.compact = compact  # a small local window: specs without prose (context/prompt.py)
+        self._compact_specs: dict[int, ToolSpec] = {}  # by the full spec's identity
         self.allowed_tags = frozenset(allowed_tags) if allowed_tags else None
         self.deferred_setting = deferred
         self.local = local
@@ -93,7 +96,18 @@ class RunCatalogue:
 
     def specs(self, turn: int) -> list[ToolSpec]:
         """`advertised(turn)` as specs (strict OpenAI schemas when `strict_tools` is on)."""
-        return [t.spec(strict=self.strict) for t in self.advertised(turn)]
+        specs = [t.spec(strict=self.strict) for t in self.advertised(turn)]
+        if not self.compact:
+            return specs
+        from loopwright.context.prompt import compact_spec
+
+        out = []
+        for spec in specs:  # built once per spec, so each turn sends the same objects
+            found = self._compact_specs.get(id(spec))
+            if found is None:
+                found = self._compact_specs[id(spec)] = compact_spec(spec)
+            out.append(found)
+        return out
 
     def resolve(self, name: str) -> Tool | None:
         """The tool a call names, or None (unknown or hidden). Used as the executor's resolver."""

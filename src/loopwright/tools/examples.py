@@ -3,10 +3,13 @@
 Small models copy the example they are shown, value for value. So a value is taken, in order,
 from what the model itself wrote inside a copy of the schema, from the user's request (a file it
 names, for a parameter that takes a path), from the schema (`examples`, `enum`, `const`,
-`default`), and only then is a sample: `PLACEHOLDER` for text, which a call may never send as
-a value (`arguments.placeholder_message`). Measured on Qwen2.5-Coder-0.5B: shown `{"path": "your
-path here"}` after it copied the schema of `read_file`, it read "your path here" twice and
-never notes.txt, the file the request named.
+`default`), and only then is a sample: `PLACEHOLDER` for text, 1 for a number. An error never
+shows a sample (`grounded_example`): a copied sample is a call that runs (the 0.5B and the 1.5B,
+shown `{"path": "..."}`, sent it), so where one would be needed the error names the parameters
+and their types instead (`describe_parameters`). The prompt-mode format example may show
+samples; a call may never send `PLACEHOLDER` as a value (`arguments.placeholder_message`).
+Measured on Qwen2.5-Coder-0.5B: shown `{"path": "your path here"}` after it copied the schema of
+`read_file`, it read "your path here" twice and never notes.txt, the file the request named.
 """
 
 from __future__ import annotations
@@ -41,10 +44,32 @@ def example_arguments(schema: dict[str, Any], *, written: dict[str, Any] | None 
     """An example object for `schema`: its required properties (all, when none are marked),
     each with its value in `written` (values the model put inside its copy of the schema), else
     one from `request` or the schema, else a sample."""
+    return _example(schema, written=written, request=request)[0]
+
+
+def grounded_example(schema: dict[str, Any], *, written: dict[str, Any] | None = None,
+                     request: str = "") -> dict[str, Any] | None:
+    """`example_arguments` when no value of it is a made-up sample, else None: what an error
+    may show."""
+    example, grounded = _example(schema, written=written, request=request)
+    return example if grounded else None
+
+
+def describe_parameters(schema: dict[str, Any]) -> str:
+    """The required parameters and their types, in words: `path (string), count (integer)`."""
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = schema.get("required") or list(properties)
+    return ", ".join(f"{name} ({(properties.get(name) or {}).get('type') or 'any'})"
+                     for name in required) or "no arguments"
+
+
+def _example(schema: dict[str, Any], *, written: dict[str, Any] | None,
+             request: str) -> tuple[dict[str, Any], bool]:
     properties: dict[str, Any] = schema.get("properties") or {}
     required = schema.get("required") or list(properties)
     files = named_files(request) if request else []
     out: dict[str, Any] = {}
+    grounded = True
     for name in required:
         prop = properties.get(name) or {}
         value = (written or {}).get(name)
@@ -53,26 +78,34 @@ def example_arguments(schema: dict[str, Any], *, written: dict[str, Any] | None 
         elif files and name in PATH_PARAMS and prop.get("type") == "string":
             out[name] = files[0]
         else:
-            out[name] = _sample(prop, schema)
-    return out
+            out[name], known = _sample(prop, schema)
+            grounded = grounded and known
+    return out, grounded
 
 
-def example_call(name: str, schema: dict[str, Any], *, request: str = "") -> str:
-    """A call of tool `name` with example arguments, as JSON."""
-    return json.dumps({"name": name, "arguments": example_arguments(schema, request=request)},
-                      ensure_ascii=False)
+def example_call(name: str, schema: dict[str, Any], *, request: str = "",
+                 grounded: bool = False) -> str | None:
+    """A call of tool `name` with example arguments, as JSON; with `grounded`, None when a
+    value would be a made-up sample."""
+    example, known = _example(schema, written=None, request=request)
+    if grounded and not known:
+        return None
+    return json.dumps({"name": name, "arguments": example}, ensure_ascii=False)
 
 
-def _sample(prop: dict[str, Any], root: dict[str, Any]) -> Any:
+def _sample(prop: dict[str, Any], root: dict[str, Any]) -> tuple[Any, bool]:
+    """A value for `prop`, and whether the schema gave it (rather than made it up)."""
     if "$ref" in prop:
         target = (root.get("$defs") or {}).get(str(prop["$ref"]).rsplit("/", 1)[-1]) or {}
-        return example_arguments(target) if target.get("properties") else _sample(target, root)
+        if target.get("properties"):
+            return _example(target, written=None, request="")
+        return _sample(target, root)
     for key in ("examples", "enum"):
         if isinstance(prop.get(key), list) and prop[key]:
-            return prop[key][0]
+            return prop[key][0], True
     for key in ("const", "default"):
         if key in prop:
-            return prop[key]
+            return prop[key], True
     for key in ("anyOf", "oneOf"):
         options = [o for o in prop.get(key) or []
                    if isinstance(o, dict) and o.get("type") != "null"]
@@ -82,8 +115,11 @@ def _sample(prop: dict[str, Any], root: dict[str, Any]) -> Any:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     if kind == "object":
-        return example_arguments(prop) if prop.get("properties") else {}
+        return _example(prop, written=None, request="") if prop.get("properties") else ({}, True)
     if kind == "array":
         items = prop.get("items")
-        return [_sample(items, root)] if isinstance(items, dict) and items else []
-    return _SCALARS.get(str(kind), PLACEHOLDER)
+        if isinstance(items, dict) and items:
+            value, known = _sample(items, root)
+            return [value], known
+        return [], True
+    return _SCALARS.get(str(kind), PLACEHOLDER), False

@@ -22,36 +22,23 @@ import functools
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.guards import (
-    COPY_FEEDBACK,
-    DANGLING_FEEDBACK,
-    ECHO_FEEDBACK,
-    copies_call_preamble,
-    echoes_runtime_note,
-    is_dangling,
-)
+from loopwright import notes
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
 from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.examples import example_call
 from loopwright.tools.text_calls import (
     FORMAT_HINT,
-    MalformedCall,
     MarkupFilter,
     coerce_arguments,
     parse_tool_calls,
 )
-from loopwright.tools.text_calls.runtime_markup import (
-    IMITATION_FEEDBACK,
-    is_runtime_block,
-    made_up_result_feedback,
-    made_up_result_of,
-    strip_runtime_markup,
-)
+from loopwright.tools.text_calls.runtime_markup import is_runtime_block, strip_runtime_markup
+from loopwright.wire.base import CACHE_BOUNDARY, split_system
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
@@ -60,8 +47,7 @@ if TYPE_CHECKING:
     from loopwright.tools.catalogue import RunCatalogue
 
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
-MAX_FORMAT_CORRECTIONS = 2  # consecutive replies with only unreadable calls that get a correction
-MAX_ANSWER_PROMPTS = 2  # answers that imitated or echoed the runtime, sent back per run
+MAX_FORMAT_CORRECTIONS = 2  # replies of only unreadable markup sent back per run (review)
 
 _INSTRUCTIONS = """\
 # Tools
@@ -187,12 +173,9 @@ def _assistant_as_text(sources: tuple[Message, ...]) -> Message:
 class _RunTextState:
     filter: MarkupFilter | None = None
     visible: str | None = None  # the reply's text without call markup, once read
-    malformed: list[MalformedCall] = field(default_factory=list)
     pending_note: str | None = None
-    corrections: int = 0
-    imitated: bool = False  # the last reply was nothing but the runtime's own markup
-    imitation: str = ""  # what it was, to name the tool whose result it made up
-    answer_prompts: int = 0  # re-prompts for answers that imitated or echoed the runtime
+    corrections: int = 0  # replies of only unreadable markup reported in this run (review's
+    # `call_format` check sends them back, as often): such a reply keeps its text
     cache: _ConversionCache = field(default_factory=_ConversionCache)
 
 
@@ -243,7 +226,6 @@ class ToolTextPlugin(LoopPlugin):
 
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
         state = self._state(run)
-        state.malformed = []
         state.visible = None
         message = response.message
         if not message.tool_calls and message.content:
@@ -257,15 +239,12 @@ class ToolTextPlugin(LoopPlugin):
     def _drop_runtime_markup(self, run: RunView, state: _RunTextState,
                              response: ModelResponse) -> None:
         message = response.message
-        state.imitated = False
         clean = strip_runtime_markup(message.content)
         if clean == message.content:
             return
         run.status("runtime_markup", "removed the runtime's own markup (<tool_response>, "
                    "<system-reminder>) that the model imitated in its reply", {})
         state.visible = clean
-        state.imitated = not clean and not message.tool_calls
-        state.imitation = message.content if state.imitated else ""
         if clean or message.tool_calls:  # a reply of nothing else keeps its text for the retry
             response.message = dataclasses.replace(message, content=clean)
 
@@ -276,7 +255,6 @@ class ToolTextPlugin(LoopPlugin):
                                   trust_markup=self.mode == "prompt")
         # a long reply is parsed off the event loop: repairing broken JSON in it is CPU work
         found = await asyncio.to_thread(parse) if len(message.content) > _PARSE_INLINE else parse()
-        state.malformed = found.malformed
         state.visible = found.text
         if not found.calls and not found.malformed:
             if found.reasoning or "<|message|>" in message.content:  # harmony answer, no call
@@ -289,6 +267,9 @@ class ToolTextPlugin(LoopPlugin):
                           arguments=self._typed_arguments(c.name, c.arguments, c.style))
                  for c in found.calls]
         correcting = not calls and state.corrections < MAX_FORMAT_CORRECTIONS
+        if correcting:  # the review stage's `call_format` check sends it back
+            state.corrections += 1
+            response.unreadable_calls = [m.problem for m in found.malformed]
         # a reply of unreadable markup only keeps its text: the correction refers to it, and an
         # empty assistant message is invalid for some providers
         content = message.content if not calls and (correcting or not found.text) else found.text
@@ -296,11 +277,10 @@ class ToolTextPlugin(LoopPlugin):
         response.message = Message(role="assistant", content=content, tool_calls=calls,
                                    reasoning=reasoning, provider_data=message.provider_data)
         if calls:
-            state.corrections = 0
             if response.finish_reason != "length":
                 response.finish_reason = "tool_calls"
             if found.malformed:
-                state.pending_note = format_correction(found.malformed)
+                state.pending_note = format_correction([m.problem for m in found.malformed])
             run.status("text_tool_calls", f"read {len(calls)} tool call(s) from the reply text",
                        {"count": len(calls), "styles": sorted({c.style for c in found.calls})})
 
@@ -316,55 +296,11 @@ class ToolTextPlugin(LoopPlugin):
             return arguments
         return json.dumps(coerce_arguments(values, self.schema_of(name)), ensure_ascii=False)
 
-    async def on_answer(self, run: RunView, answer: str) -> str | None:
-        state = self._state(run)
-        found = self._answer_feedback(run, state, answer)
-        if found is not None and state.answer_prompts < MAX_ANSWER_PROMPTS:
-            feedback, set_aside = found
-            state.answer_prompts += 1
-            if set_aside:
-                run.set_aside_answer()
-            run.status("answer_retry", "the answer imitated or echoed the runtime's own text, "
-                       "copied the text of an earlier call, or stopped at a colon; asking the "
-                       "model again", {"imitated": state.imitated, "set_aside": set_aside})
-            return feedback
-        if not state.malformed or state.corrections >= MAX_FORMAT_CORRECTIONS:
-            return None
-        state.corrections += 1
-        malformed, state.malformed = state.malformed, []
-        run.status("tool_call_format", "the reply held unreadable tool-call markup; asking the "
-                   "model to correct it", {"problems": [m.problem for m in malformed]})
-        return format_correction(malformed)
 
-
-    def _answer_feedback(self, run: RunView, state: _RunTextState, answer: str
-                         ) -> tuple[str, bool] | None:
-        """What to send back for an answer that is not one, and whether later requests leave
-        the reply out (a small model shown its own made-up result or copied preamble writes it
-        again: greedy decoding copies); or None. An imitated note is kept in view: a
-        `<system-reminder>` restating the tool's error led the 1.5B to the right answer, and
-        with it set aside the 1.5B invented the weather."""
-        if state.imitated:
-            tool = made_up_result_of(state.imitation, self.known_names())
-            if tool is not None:
-                return made_up_result_feedback(tool), True
-            return IMITATION_FEEDBACK, False
-        if echoes_runtime_note(answer):
-            return ECHO_FEEDBACK, False
-        if copies_call_preamble(answer, run.history):
-            return COPY_FEEDBACK, True
-        return (DANGLING_FEEDBACK, False) if is_dangling(answer) else None
-
-
-def format_correction(malformed: list[MalformedCall]) -> str:
+def format_correction(problems: Sequence[str]) -> str:
     """What the model reads after writing call markup that could not be read."""
-    problems = "; ".join(m.problem for m in malformed[:3])
-    return (
-        f"Your tool call could not be read ({problems}), so it was not run. Write each call "
-        f"exactly like this, with the arguments as one valid JSON object (double quotes, no "
-        f"trailing commas, no comments), one block per call:\n{FORMAT_HINT}\n"
-        "If you do not need a tool, answer without <tool_call> blocks."
-    )
+    return notes.render(notes.FORMAT_CORRECTION, problems="; ".join(problems[:3]),
+                        hint=FORMAT_HINT)
 
 
 def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
@@ -379,38 +315,30 @@ def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
         if hit is not None and hit[0] is source and hit[1] == section:
             messages[0] = hit[2]
             return
-        converted = Message(role="system", content=f"{source.content}\n\n{section}")
+        # before the per-run part (working directory, date): the prefix a local server caches
+        # stays the same across directories
+        static, volatile = split_system(source.content)
+        converted = Message(role="system", content=f"{static}\n\n{section}"
+                            + (f"{CACHE_BOUNDARY}{volatile}" if volatile else ""))
         cache.system = (source, section, converted)
         messages[0] = converted
     else:
         messages.insert(0, Message(role="system", content=section))
 
 
-def tool_call_plugins(settings: Settings, catalogue: RunCatalogue) -> list[LoopPlugin]:
-    """The plugins one run needs for `tool_call_format`, `text_tool_calls`, `narration_nudge`
-    and `unread_file_nudge`. The prompt-mode plugin must stay last among request editors: it
-    converts whatever the others added (the unread-file nudge edits no request)."""
-    from loopwright.tools.nudge import NarrationNudge
-    from loopwright.tools.unread_files import UnreadFileNudge
-
+def tool_call_plugins(settings: Settings, catalogue: RunCatalogue, *,
+                      read_text_calls: bool) -> list[LoopPlugin]:
+    """The plugin one run needs for `tool_call_format` and text-written calls (`read_text_calls`:
+    `review.plan.reads_text_calls`). It must stay last among request editors: it converts
+    whatever the others added."""
     fmt = settings.tool_call_format  # validated by `Settings`
-    plugins: list[LoopPlugin] = []
     if len(catalogue.registry) == 0 and not settings.mcp_servers:  # MCP tools come at run start
-        return plugins
-    if settings.narration_nudge:
-        plugins.append(NarrationNudge(prompt_mode=fmt == "prompt",
-                                      tool_names=catalogue.callable_names,
-                                      schema_of=lambda name: _schema(catalogue, name)))
-    if fmt == "prompt" or settings.text_tool_calls:
-        plugins.append(ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
-                                      known_names=catalogue.callable_names,
-                                      schema_of=lambda name: _schema(catalogue, name)))
-    if settings.unread_file_nudge:  # answers are checked inside-out: its note, naming the
-        # call to make, comes before the others' (told only "you repeated a runtime note" for
-        # an echo of this note, the 0.5B would answer without the file)
-        plugins.append(UnreadFileNudge(tool_names=catalogue.callable_names,
-                                       schema_of=lambda name: _schema(catalogue, name)))
-    return plugins
+        return []
+    if not read_text_calls:
+        return []
+    return [ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
+                           known_names=catalogue.callable_names,
+                           schema_of=lambda name: _schema(catalogue, name))]
 
 
 def _schema(catalogue: RunCatalogue, name: str) -> dict[str, Any] | None:

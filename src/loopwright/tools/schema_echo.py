@@ -3,9 +3,9 @@
 Small models copy the schema they were shown into their arguments
 (`{"type": "object", "properties": {...}, "required": [...]}`, or `{"a": {"type": "integer"}}`)
 and, told only that `a` is missing, do it again. They get an error that names the keywords and
-shows one filled-in object (`examples.example_arguments`: values they wrote inside the copy, a
-file the request names, or the schema's own) — unless the tool takes no arguments, when
-whatever was sent is read as `{}`.
+shows one filled-in object (`examples.grounded_example`: values they wrote inside the copy, a
+file the request names, or the schema's own; the parameters in words when a value would be a
+made-up sample) — unless the tool takes no arguments, when whatever was sent is read as `{}`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopwright.tools.examples import example_arguments
+from loopwright.tools.arguments import example_or_parameters
 
 SCHEMA_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "$schema", "$defs", "$ref",
@@ -72,13 +72,12 @@ def schema_echo_message(tool_name: str, arguments: dict[str, Any], schema: dict[
     written = arguments.get("properties")
     values = ({k: v for k, v in written.items() if not _is_schema_fragment(v)}
               if isinstance(written, dict) else {})
-    example = json.dumps(example_arguments(schema, written=values, request=request),
-                         ensure_ascii=False)
     names = ", ".join(json.dumps(k) for k in keywords)
     return (
         f"Error: the arguments for tool {tool_name!r} repeat its schema ({names}) instead of "
         "giving values, so it was not run. The schema only describes the arguments; send the "
-        f"values themselves as one JSON object, for example: {example}"
+        "values themselves as one JSON object, "
+        f"{example_or_parameters(schema, written=values, request=request)}"
     )
 
 

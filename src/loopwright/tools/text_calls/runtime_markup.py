@@ -6,8 +6,9 @@ template in native mode) and runtime notes inside `<system-reminder>` tags. Smal
 Qwen2.5-Coder-1.5B answered with a made-up `<tool_response>{"output": …}` block and with
 `<system-reminder>Weather service is currently unavailable…`. Such blocks are never the model's
 answer: they are removed from what the user sees (streamed or final), and a reply that was
-nothing else is sent back to the model with `IMITATION_FEEDBACK`; a made-up result of a named
-tool is set aside instead (later requests leave it out) and answered with the call to make.
+nothing else is sent back to the model by the review stage (`review/answers.py`, its notes in
+`notes.py`); a made-up result of a named tool is set aside instead (later requests leave it
+out) and answered with the call to make. Markup written as code is text.
 """
 
 from __future__ import annotations
@@ -20,13 +21,6 @@ RUNTIME_TAGS = ("system-reminder", "tool_response")
 _BLOCK = re.compile(r"<(system-reminder|tool_response)(?:\s[^>]*)?>.*?(?:</\1>|\Z)", re.S)
 _STRAY = re.compile(r"</?(?:system-reminder|tool_response)(?:\s[^>]*)?>")
 
-IMITATION_FEEDBACK = (
-    "Your reply imitated the runtime's markup (<tool_response> or <system-reminder>) instead of "
-    "answering. Only the runtime writes tool results: call a tool if you still need one, or "
-    "answer the user in plain words from the results you were given."
-)
-
-
 _NAMED_RESULT = re.compile(r'<tool_response\s+name="([^"<>]{1,128})"')
 
 
@@ -36,24 +30,28 @@ def made_up_result_of(text: str, tools: Collection[str]) -> str | None:
     return named.group(1) if named is not None and named.group(1) in tools else None
 
 
-def made_up_result_feedback(tool: str) -> str:
-    """What a reply that made up `tool`'s result is answered with, once it is set aside (left
-    out of later requests). Qwen2.5-Coder-1.5B, given alice's id, wrote `<tool_response
-    name="get_orders">` with invented orders three times while it stayed in view, under every
-    wording of the feedback; set aside and told only this, it made the call. Written to stand
-    without the reply, and without naming the tags (told about them, it wrote one again)."""
-    return ("Your last reply was set aside: only the runtime writes tool results. To get "
-            f"{tool}'s real result, call {tool} and end your reply there.")
-
-
 def is_runtime_block(region: str) -> bool:
     """Whether a held region of a streamed reply is one of the runtime's own blocks."""
     return region.lstrip().startswith(tuple(f"<{t}" for t in RUNTIME_TAGS))
 
 
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
+
+
 def strip_runtime_markup(text: str) -> str:
-    """`text` without runtime blocks or stray runtime tags (unchanged when there are none)."""
+    """`text` without runtime blocks or stray runtime tags (unchanged when there are none).
+    Markup inside code (a fenced block, a `span`) is text: a how-to answer may show the tags."""
     if "<" not in text or not _STRAY.search(text):
         return text
-    stripped = _STRAY.sub("", _BLOCK.sub("", text))
+    code: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        code.append(match.group(0))
+        return f"\x00{len(code) - 1}\x00"
+
+    hidden = _CODE.sub(hide, text) if "`" in text else text
+    if not _STRAY.search(hidden):
+        return text
+    stripped = _STRAY.sub("", _BLOCK.sub("", hidden))
+    stripped = re.sub(r"\x00(\d+)\x00", lambda m: code[int(m.group(1))], stripped)
     return re.sub(r"\n{3,}", "\n\n", stripped).strip()

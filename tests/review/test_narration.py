@@ -8,8 +8,8 @@ import pytest
 
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
+from loopwright.review.narration import described_call, narrates_tool_use
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.tools.nudge import described_call, narrates_tool_use
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -84,7 +84,7 @@ async def test_the_nudge_happens_at_most_once_per_run() -> None:
 
 async def test_the_nudge_can_be_switched_off() -> None:
     with FakeModelServer(replies=[Reply("I'll read the file now.")]) as server:
-        result = await make_agent(server, narration_nudge=False).run("x")
+        result = await make_agent(server, review_off=["narration"]).run("x")
     assert result.output == "I'll read the file now." and len(server.model_requests) == 1
 
 

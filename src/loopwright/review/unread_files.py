@@ -1,4 +1,4 @@
-"""The unread-file nudge: an answer about a file that no tool has opened.
+"""The unread-file check: an answer about a file that no tool has opened.
 
 Small local models answer a question about a named file from what such files usually hold: "The
 port number set in config.ini is 8080." (Qwen2.5-Coder-0.5B, with `read_file` offered and
@@ -25,13 +25,14 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.guards import UNREAD_NOTE_MARK
-from loopwright.plugins import LoopPlugin
+from loopwright import notes
+from loopwright.review.check import Check
+from loopwright.review.verdicts import Verdict, set_aside
 from loopwright.tools.examples import PATH_PARAMS, named_files
 
 if TYPE_CHECKING:
     from loopwright.messages import Message
-    from loopwright.plugins import RunView
+    from loopwright.review.view import ReviewView
 
 _ASKS_TO_READ = re.compile(r"\b(?:read|open|cat|says?|contents?|contains?)\b", re.IGNORECASE)
 _READ_WORDS = ("read", "view", "cat", "open", "show", "get")
@@ -67,49 +68,48 @@ def reading_tool(tools: Collection[str], schema_of: Callable[[str], dict[str, An
 def unread_feedback(files: list[str], tool: str, param: str) -> str:
     """What the model reads instead of its guess: the files and the call to make."""
     example = json.dumps({"name": tool, "arguments": {param: files[0]}}, ensure_ascii=False)
-    return (f"You have not read {', '.join(files)} yet: {UNREAD_NOTE_MARK}, so your answer "
-            f"was a guess and was set aside. Call {tool} on it now, for example {example}, "
-            "then answer from its result.")
+    return notes.render(notes.UNREAD_FILE, files=", ".join(files), tool=tool, example=example)
 
 
-class UnreadFileNudge(LoopPlugin):
-    """Sends back, once per run, a final answer about a file no tool has read; a second time
+_REPEATS_NOTE = [f[:40] for f in notes.NOTES[notes.UNREAD_FILE].fragments()]  # a part is enough
+
+
+class UnreadFile(Check):
+    """Sets aside, once per run, a final answer about a file no tool has read; a second time
     only for a reply that repeats the note itself, which is no answer at all (the 0.5B, told to
-    read b.txt, described the call and wrote the note's first sentence for a.txt)."""
+    read b.txt, described the call and wrote the note's first sentence for a.txt). An answer
+    asked for without tools is checked too (the 0.5B, told to answer from add(2, 3) → 5, said
+    "The sum of 2 and 3 is 5."): the next request has tools again — unless this was the last
+    round (its request goes without tools)."""
 
-    def __init__(self, *, tool_names: Callable[[], Collection[str]],
-                 schema_of: Callable[[str], dict[str, Any] | None]) -> None:
-        self.tool_names = tool_names
-        self.schema_of = schema_of
+    name = "unread_file"
+    reads_prose = True
+
+    def __init__(self) -> None:
         self.nudges = 0
 
-    def for_run(self, run: RunView) -> LoopPlugin:
-        return UnreadFileNudge(tool_names=self.tool_names, schema_of=self.schema_of)
+    def for_run(self) -> Check:
+        return UnreadFile()
 
-    async def on_answer(self, run: RunView, answer: str) -> str | None:
-        # an answer asked for without tools is nudged too (the 0.5B, told to answer from
-        # add(2, 3) → 5, said "The sum of 2 and 3 is 5."): the next request has tools again —
-        # unless this was the last round (its request goes without tools)
-        repeats_note = UNREAD_NOTE_MARK in answer.lower()
-        if self.nudges >= (2 if repeats_note else 1) or run.turn >= run.settings.max_turns:
+    async def review(self, view: ReviewView) -> Verdict | None:
+        lowered = " ".join(view.answer.split()).lower()
+        repeats_note = any(f in lowered for f in _REPEATS_NOTE)
+        if self.nudges >= (2 if repeats_note else 1) or view.turn >= view.max_turns:
             return None
-        if "```" in run.request:  # the user pasted what the answer needs
+        if "```" in view.request:  # the user pasted what the answer needs
             return None
-        tools = self.tool_names()
-        unread = [n for n in named_files(run.request) if not touched(n, run.history, tools)]
-        tool = reading_tool(tools, self.schema_of) if unread else None
+        unread = [n for n in named_files(view.request)
+                  if not touched(n, view.history, view.tools)]
+        tool = reading_tool(view.tools, view.schema_of) if unread else None
         if tool is None:
             return None
-        if not _ASKS_TO_READ.search(run.request):
-            workdir = run.settings.workdir
-            unread = await asyncio.to_thread(_existing, workdir, unread)
+        if not _ASKS_TO_READ.search(view.request):
+            unread = await asyncio.to_thread(_existing, view.workdir, unread)
         if not unread:
             return None
         self.nudges += 1
-        run.set_aside_answer()
-        run.status("unread_file_nudge", f"the request named {', '.join(unread)}, which no tool "
-                   "had read, and the model answered; asking it to read first", {"files": unread})
-        return unread_feedback(unread, *tool)
+        return set_aside(unread_feedback(unread, *tool),
+                         f"the request named {', '.join(unread)}, which no tool had read")
 
 
 def _existing(workdir: Path, names: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.events import Event, StatusEvent
+from loopwright.events import Event, ReviewEvent
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply
 from loopwright.tools.examples import named_files
 from shared_helpers import MISSING_FILE_MADE_UP
@@ -77,8 +77,8 @@ async def test_an_answer_about_a_file_no_tool_read_is_set_aside_with_the_call_to
     users = [m["content"] for m in server.model_requests[1].body["messages"]
              if m["role"] == "user"]
     assert users[0] == READ_PORT and users[1].startswith("You have not read config.ini yet")
-    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
-    assert [e.data for e in nudges] == [{"files": ["config.ini"]}]
+    nudges = [e for e in events if isinstance(e, ReviewEvent) and e.check == "unread_file"]
+    assert [(e.verdict, "config.ini" in e.reason) for e in nudges] == [("set_aside", True)]
 
 
 async def test_a_server_that_wants_alternating_roles_gets_the_note_merged(
@@ -149,7 +149,7 @@ async def test_a_reply_that_repeats_the_note_gets_the_note_again(tmp_path: Path,
                                   stream=True).run(
             "Read a.txt and b.txt. Which colour does each file name?")
     assert result.output == "a.txt names red, b.txt names blue."
-    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
+    nudges = [e for e in events if isinstance(e, ReviewEvent) and e.check == "unread_file"]
     assert len(nudges) == 2
     assert body(server.model_requests[4]).count("You have not read b.txt yet") == 2
     assert DESCRIBES[:40] in body(server.model_requests[3])  # cut: kept for the continuation
@@ -163,7 +163,7 @@ async def test_the_note_is_given_at_most_twice(tmp_path: Path) -> None:
     with FakeModelServer(script, strict=False) as server:
         result = await make_agent(server, tmp_path, events=events).run(
             "Which colour does b.txt name?")
-    nudges = [e for e in events if isinstance(e, StatusEvent) and e.kind == "unread_file_nudge"]
+    nudges = [e for e in events if isinstance(e, ReviewEvent) and e.check == "unread_file"]
     assert len(nudges) == 2
     assert DESCRIBES not in result.output  # an echo of the note is never the answer
     assert len(server.model_requests) < 6  # the other answer checks are bounded too
@@ -255,7 +255,7 @@ async def test_no_nudge_for_an_answer_asked_for_without_tools_or_when_switched_o
     (tmp_path / "config.ini").write_text(CONFIG)
     with FakeModelServer([Reply(GUESS), Reply(GUESS)]) as server:
         last_round = await make_agent(server, tmp_path, max_turns=1).run(READ_PORT)
-        off = await make_agent(server, tmp_path, unread_file_nudge=False).run(READ_PORT)
+        off = await make_agent(server, tmp_path, review_off=["unread_file"]).run(READ_PORT)
     assert last_round.output == GUESS and off.output == GUESS
     assert len(server.model_requests) == 2
 

@@ -1,4 +1,4 @@
-"""The narrated-but-not-called nudge.
+"""The narration check: a final reply that announces a tool action but makes no call.
 
 Local models often end a reply with "I'll read the file now." and emit no call, which would end
 the run with a promise instead of an answer; or they tell the user how to make the call ("you can
@@ -9,20 +9,27 @@ switched tools off, to answer from what it has. A reply that describes a call it
 argument of is set aside (left out of later requests), and the model is shown only that call:
 shown its own sentence, the 1.5B wrote it again. At most one nudge per run: a model that
 narrates again after being nudged is taken at its word, so the run can never loop on this.
+
+Only the last sentence counts: a reply that begins "I need to look at the inventory file…" and
+ends "…the cost is not provided, so I cannot determine it." is an answer (a real 1.5B answer was
+sent back so). The words are English: under `review = "auto"` the check runs for small or local
+models only, and a reply in another language is never sent back by it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loopwright.plugins import LoopPlugin
+from loopwright import notes
+from loopwright.review.check import Check
+from loopwright.review.verdicts import Verdict, send_back, set_aside
 
 if TYPE_CHECKING:
-    from loopwright.messages import ModelRequest
-    from loopwright.plugins import RunView
+    from loopwright.messages import Message
+    from loopwright.review.view import ReviewView
 
 _ACTION = (
     r"(?:use|call|run|execute|invoke|read|open|check|look|search|grep|list|inspect|examine|view"
@@ -44,15 +51,30 @@ _TAIL_CHARS = 300  # an announcement is the end of a reply, not something said a
 def narrates_tool_use(text: str, tools: Collection[str] = ()) -> bool:
     """True when the reply ends by announcing a tool action ("Let me run the tests.") or by
     describing a call of one of `tools` ("you can call the `get_stock` function"), rather than
-    answering. Only the last paragraph (at most 300 characters) is looked at."""
+    answering. Only the last sentence (at most 300 characters) is looked at."""
     stripped = text.strip()
     if not stripped or stripped.endswith("?"):
         return False
-    tail = stripped.rsplit("\n\n", 1)[-1][-_TAIL_CHARS:]
+    tail = _last_sentence(stripped.rsplit("\n\n", 1)[-1][-_TAIL_CHARS:])
     if _NARRATION.search(tail) is not None:
         return True
     return _DESCRIBED.search(tail) is not None and any(
         re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", tail) for name in tools)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!])\s+(?=\S)")
+
+
+_CLAUSE_END = re.compile(r"[:;]\s+")
+
+
+def _last_sentence(paragraph: str) -> str:
+    """The last sentence, from its last clause after a colon or semicolon ("I will use the
+    numbers you gave: the average is 6." ends with the average, not with the promise)."""
+    sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
+    last = sentences[-1] if sentences else paragraph
+    clauses = [c for c in _CLAUSE_END.split(last) if c.strip()]
+    return clauses[-1] if clauses else last
 
 
 _QUOTED = re.compile(r"[`\"'“]+([^`\"'“”\n]{1,80})[`\"'”]+")
@@ -79,56 +101,46 @@ def described_call(text: str, tools: Collection[str],
                       ensure_ascii=False)
 
 
-class NarrationNudge(LoopPlugin):
-    """Gives one corrective retry to a final reply that says it will use a tool but calls none."""
+class Narration(Check):
+    """Sends back, once per run, a final reply that says it will use a tool but calls none."""
 
-    def __init__(self, *, prompt_mode: bool, tool_names: Callable[[], Collection[str]],
-                 schema_of: Callable[[str], dict[str, Any] | None] = lambda _: None) -> None:
+    name = "narration"
+    reads_prose = True
+
+    def __init__(self, *, prompt_mode: bool) -> None:
         self.prompt_mode = prompt_mode
-        self.tool_names = tool_names
-        self.schema_of = schema_of
-        self.nudged = False  # this run's one nudge was given (a run gets its own object)
-        self.tools_off = False  # the last request asked for an answer without tools
+        self.nudged = False  # this run's one nudge was given
 
-    def for_run(self, run: RunView) -> LoopPlugin:
-        return NarrationNudge(prompt_mode=self.prompt_mode, tool_names=self.tool_names,
-                              schema_of=self.schema_of)
+    def for_run(self) -> Check:
+        return Narration(prompt_mode=self.prompt_mode)
 
-    async def before_model(self, run: RunView, request: ModelRequest) -> None:
-        self.tools_off = request.tool_choice == "none"
-
-    async def on_answer(self, run: RunView, answer: str) -> str | None:
-        names = self.tool_names()
-        if self.nudged or not names or not narrates_tool_use(answer, _not_failed(run, names)):
+    async def review(self, view: ReviewView) -> Verdict | None:
+        names = list(view.tools)
+        if self.nudged or not names or not narrates_tool_use(
+                view.answer, _not_failed(view.history, names)):
             return None
         self.nudged = True
-        run.status("narration_nudge", "the reply announced a tool call but made none; asking "
-                   "the model to make it", {"tools_off": self.tools_off})
-        if self.tools_off:  # "make the call" would contradict the request
-            return ("Your reply announced a tool action, but this reply was asked to answer "
-                    "without tools. Give your final answer now, from the results above.")
-        example = described_call(answer, names, self.schema_of)
+        reason = "the reply announced a tool call but made none"
+        if view.tools_off:  # "make the call" would contradict the request
+            return send_back(notes.text(notes.NARRATION_TOOLS_OFF), reason)
+        example = described_call(view.answer, names, view.schema_of)
         if example is not None:
             # the call is known: the description is set aside, and only the call is named
             # (shown its own sentence, the 1.5B wrote it again word for word under the longer
             # note; set aside and told "Make the call now: {…}", it made the call)
-            run.set_aside_answer()
-            return "Make the call now: " + (f"<tool_call>\n{example}\n</tool_call>"
-                                             if self.prompt_mode else example)
+            shown = f"<tool_call>\n{example}\n</tool_call>" if self.prompt_mode else example
+            return set_aside(notes.render(notes.MAKE_THE_CALL, call=shown), reason)
         how = ("write the <tool_call> block now" if self.prompt_mode
                else "make the tool call now (a real tool call, not a description of one)")
-        return (
-            "You said you would use a tool, but your reply contained no tool call, so nothing "
-            f"ran. If you need the tool, {how}; otherwise give your final answer."
-        )
+        return send_back(notes.render(notes.NARRATION, how=how), reason)
 
 
-def _not_failed(run: RunView, names: Collection[str]) -> list[str]:
+def _not_failed(history: Sequence[Message], names: Collection[str]) -> list[str]:
     """The tools whose last call in this run did not fail: telling the user a failed tool can be
     called again is an answer (0.5B: "the weather service is unavailable (HTTP 503)… you can call
     the `get_weather` function again"; nudged, it invented the weather)."""
     failed: dict[str, bool] = {}
-    for message in run.history:
+    for message in history:
         if message.role == "tool" and message.name:
             failed[message.name] = message.is_error
     return [name for name in names if not failed.get(name, False)]

@@ -1,0 +1,37 @@
+"""A check of the review stage: a name, the stage it reviews, whether it reads prose, and one
+method that returns verdicts. Users subclass it and pass instances as `review_checks`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+from loopwright.messages import ToolCall
+from loopwright.review.verdicts import Verdict
+from loopwright.review.view import ReviewView
+
+Stage = Literal["calls", "answer"]
+
+
+class Check:
+    """Override `review`. `stage`: "answer" (a final text) or "calls" (the calls of a reply,
+    before they run). `reads_prose`: the check reads the model's words or guesses its intent;
+    under `review = "auto"` it runs only for small or local models and for calls written as
+    text (docs/settings.md). `position` places a user check in the table: "first", "last" (the
+    default), "before:NAME" or "after:NAME". A check with state for one run returns a fresh
+    object from `for_run`."""
+
+    name: ClassVar[str] = "check"
+    stage: ClassVar[Stage] = "answer"
+    reads_prose: ClassVar[bool] = False
+    position: str = "last"
+
+    def for_run(self) -> Check:
+        return self
+
+    async def review(self, view: ReviewView) -> Verdict | Sequence[Verdict] | None:
+        """The verdicts on this reply; None (or `ACCEPT`) to let it pass."""
+        return None
+
+    def ran(self, call: ToolCall, content: str, *, is_error: bool) -> None:
+        """A call of a reply this check reviewed really ran and returned `content`."""

@@ -1,0 +1,41 @@
+"""From an agent's settings and the model's profile to the review plan of its runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from loopwright.review.stage import ReviewPlan
+from loopwright.review.table import active_checks, default_checks, with_user_checks
+
+if TYPE_CHECKING:
+    from loopwright.config import Settings
+    from loopwright.profiles import Profile
+
+
+def prose_for(profile: Profile, *, prompt_mode: bool) -> bool:
+    """Whether checks that read prose suit this model: a small or local one (any model whose
+    profile is not a hosted frontier family), or calls written as text."""
+    return prompt_mode or not profile.frontier
+
+
+def review_plan(settings: Settings, profile: Profile, *, prompt_mode: bool) -> ReviewPlan:
+    """The checks a run of this model gets, in table order, and the budget they share."""
+    table = with_user_checks(
+        default_checks(doom_loop_threshold=settings.doom_loop_threshold,
+                       max_calls_per_reply=settings.max_tool_calls_per_reply,
+                       prompt_mode=prompt_mode),
+        settings.review_checks)
+    checks = active_checks(table, mode=settings.review, off=settings.review_off,
+                           prose=prose_for(profile, prompt_mode=prompt_mode))
+    return ReviewPlan(checks=tuple(checks), budget=settings.review_budget,
+                      prose=any(c.reads_prose for c in checks))
+
+
+def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool) -> bool:
+    """Whether calls written in a reply's text are read as calls: always in prompt mode; in
+    native mode (`text_tool_calls`) only for a model whose profile is not a frontier family
+    (a fenced JSON example in a hosted model's how-to answer is not a call), unless
+    `review = "all"`."""
+    if prompt_mode:
+        return True
+    return settings.text_tool_calls and (settings.review == "all" or not profile.frontier)

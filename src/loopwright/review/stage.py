@@ -1,0 +1,82 @@
+"""The review stage of one run: the active checks (each its own object for the run), and the one
+budget of extra model calls they may cause."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loopwright.messages import ToolCall
+from loopwright.review.check import Check
+from loopwright.review.verdicts import COSTLY, Verdict
+from loopwright.review.view import ReviewView
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewPlan:
+    """What an agent's settings and the model's profile decided: the checks that run, in order,
+    the budget, and whether prose-reading checks are on (the final fallback reads it too)."""
+
+    checks: tuple[Check, ...] = ()
+    budget: int = 0
+    prose: bool = False
+
+
+class ReviewStage:
+    """One run's review: `review_calls` before a reply's calls run, `review_answer` before an
+    answer is final. The loop applies the verdicts (`loop._apply_review`) and spends the budget
+    through `spend`."""
+
+    def __init__(self, plan: ReviewPlan) -> None:
+        self.plan = plan
+        self.checks = [check.for_run() for check in plan.checks]
+        self.budget_left = plan.budget
+
+    async def review_calls(self, view: ReviewView) -> list[Verdict]:
+        """Every verdict on the reply's calls, in table order."""
+        out: list[Verdict] = []
+        stopped: set[str] = set()
+        for check in self.checks:
+            if check.stage != "calls":
+                continue
+            calls = [c for c in view.calls if c.id not in stopped]
+            found = _as_list(await check.review(dataclasses.replace(view, calls=calls)))
+            for verdict in found:
+                if verdict.kind == "skip_call" and verdict.call_id:
+                    stopped.add(verdict.call_id)
+                out.append(dataclasses.replace(verdict, check=check.name))
+        return out
+
+    async def review_answer(self, view: ReviewView) -> Verdict | None:
+        """The first check's verdict that is not accept, or None. With the budget spent no
+        check runs: each non-accept answer verdict costs a model call."""
+        if self.budget_left <= 0:
+            return None
+        for check in self.checks:
+            if check.stage != "answer":
+                continue
+            for verdict in _as_list(await check.review(view)):
+                return dataclasses.replace(verdict, check=check.name)
+        return None
+
+    def spend(self, verdict: Verdict) -> bool:
+        """Charge a verdict to the budget; False when it costs a call and none is left."""
+        if verdict.kind not in COSTLY:
+            return True
+        if self.budget_left <= 0:
+            return False
+        self.budget_left -= 1
+        return True
+
+    def ran(self, call: ToolCall, content: str, *, is_error: bool) -> None:
+        for check in self.checks:
+            if check.stage == "calls":
+                check.ran(call, content, is_error=is_error)
+
+
+def _as_list(found: Verdict | Sequence[Verdict] | None) -> list[Verdict]:
+    if found is None:
+        return []
+    items = [found] if isinstance(found, Verdict) else list(found)
+    return [v for v in items if v.kind != "accept"]

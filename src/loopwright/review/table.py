@@ -1,0 +1,82 @@
+"""The ordered table of checks, and which of them run for a model (`review`, `review_off`).
+
+Calls are reviewed before they run, in table order, each check seeing only the calls no earlier
+check stopped; an answer is reviewed in table order until one check does not accept it. User
+checks (`review_checks`) join the table at their declared `position`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from loopwright.errors import ConfigError
+from loopwright.review.answers import CopiedPreamble, DanglingColon, EchoedNote, ImitatedMarkup
+from loopwright.review.call_format import CallFormat
+from loopwright.review.calls import CallLimit, DuplicateCalls
+from loopwright.review.check import Check
+from loopwright.review.doom_loop import DoomLoop
+from loopwright.review.narration import Narration
+from loopwright.review.unread_files import UnreadFile
+
+ReviewMode = Literal["auto", "all", "off"] | list[str]
+
+# every built-in check, by name, in table order (docs/settings.md lists them)
+CHECK_NAMES: tuple[str, ...] = (
+    "duplicate_calls", "call_limit", "doom_loop",  # calls: structural
+    # answers: the unread-file note names the call to make, so it comes before the others (told
+    # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
+    "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
+    "call_format", "narration",
+)
+
+
+def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
+                   prompt_mode: bool) -> list[Check]:
+    """The built-in checks, in table order."""
+    return [DuplicateCalls(), CallLimit(max_calls_per_reply), DoomLoop(doom_loop_threshold),
+            UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
+            CallFormat(), Narration(prompt_mode=prompt_mode)]
+
+
+def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Check]:
+    """`table` with each user check placed at its `position`."""
+    out = list(table)
+    for check in user:
+        if not isinstance(check, Check):
+            raise ConfigError(f"review_checks: {check!r} is not a loopwright.review.Check")
+        where, _, name = check.position.partition(":")
+        names = [c.name for c in out]
+        if where == "first":
+            out.insert(0, check)
+        elif where in ("before", "after") and name in names:
+            out.insert(names.index(name) + (where == "after"), check)
+        elif where == "last":
+            out.append(check)
+        else:
+            raise ConfigError(f"review check {check.name!r}: position {check.position!r} is not "
+                              "'first', 'last', 'before:NAME' or 'after:NAME' of a check in "
+                              f"the table ({', '.join(names)})")
+    return out
+
+
+def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str],
+                  prose: bool) -> list[Check]:
+    """The checks that run: none for "off"; the named ones for a list; every one for "all";
+    for "auto", the structural ones, and those that read prose only when `prose` (the model's
+    profile says small or local, or its calls are written as text). `off` removes checks by
+    name in every mode."""
+    known = {c.name for c in table}
+    unknown = sorted((set(off) | (set(mode) if isinstance(mode, list) else set())) - known)
+    if unknown:
+        raise ConfigError(f"review: no check named {', '.join(map(repr, unknown))} "
+                          f"(checks: {', '.join(sorted(known))})")
+    skipped = set(off)
+    if mode == "off":
+        return []
+    if isinstance(mode, list):
+        chosen = [c for c in table if c.name in mode]
+    elif mode == "all":
+        chosen = list(table)
+    else:
+        chosen = [c for c in table if prose or not c.reads_prose]
+    return [c for c in chosen if c.name not in skipped]

@@ -1,0 +1,38 @@
+"""What a check reads: a narrow, read-only view of one reply and its context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loopwright.messages import Message, ToolCall
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewView:
+    """One reply as the checks see it.
+
+    `answer`: the final text (answer stage; "" for calls). `raw`: the reply's text as the model
+    wrote it, before any plugin took call markup out of it. `calls`: the reply's calls that no
+    earlier check has stopped; `reply_calls`: all of them. `tools`: the names offered, with
+    `schema_of` for their parameters. `request`: the user's request. `history`: the
+    conversation, the reply last. `tools_off`: the reply was asked for without tools.
+    `truncated`: the reply was cut by the output limit (its last call is a fragment).
+    `unreadable`: what was wrong with call markup in the text that could not be read."""
+
+    answer: str = ""
+    raw: str = ""
+    calls: Sequence[ToolCall] = ()
+    reply_calls: Sequence[ToolCall] = ()
+    tools: Collection[str] = ()
+    schema_of: Callable[[str], dict[str, Any] | None] = lambda _name: None
+    request: str = ""
+    history: Sequence[Message] = ()
+    workdir: Path = Path()
+    turn: int = 0
+    max_turns: int = 0
+    tools_off: bool = False
+    unreadable: Sequence[str] = ()
+    truncated: bool = False

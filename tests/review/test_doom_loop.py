@@ -1,0 +1,85 @@
+"""Progress is never cut: a forced answer without tools never ends a run that is making new
+calls with new arguments and new results (issue 28)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+CHAIN = ["start.txt", "b.txt", "c.txt", "d.txt", "e.txt", "end.txt"]
+read: list[str] = []
+
+
+@tool(read_only=True)
+def read_file(path: str) -> str:
+    """Read a text file."""
+    read.append(path)
+    if path == CHAIN[-1]:
+        return "value = 7"
+    return f"next: {CHAIN[CHAIN.index(path) + 1]}" if path in CHAIN else "no such file"
+
+
+@pytest.fixture(autouse=True)
+def fresh_read() -> None:
+    read.clear()
+
+
+def tools_off(request: RecordedRequest) -> bool:
+    return (request.body or {}).get("tool_choice") == "none"
+
+
+def reads(*paths: str) -> list[Any]:
+    return [call("read_file", {"path": p}) for p in paths]
+
+
+async def run_chain(script: list[Reply], model: str = "qwen2.5-coder-0.5b") -> tuple[Any, Any]:
+    with FakeModelServer(script, flavor="llamacpp") as server:
+        result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
+                             stream=False, tools=[read_file], max_turns=12).run(
+            "Start at start.txt and follow each 'next:' to the end. What is the value?")
+    return result, server
+
+
+async def test_a_chain_of_six_reads_each_after_a_replayed_call_completes() -> None:
+    # the reported early stop: after a new step that followed a replayed call, the next request
+    # went without tools, and the model's correct next read stopped the run at step 2
+    script = [Reply(tool_calls=reads(CHAIN[0]))]
+    script += [Reply(tool_calls=reads(CHAIN[i - 1], CHAIN[i])) for i in range(1, len(CHAIN))]
+    script.append(Reply("The value is 7."))
+    result, server = await run_chain(script)
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "The value is 7."
+    assert read == CHAIN  # each replayed call was given its known result, not run again
+    assert not any(tools_off(r) for r in server.model_requests)
+
+
+async def test_a_chain_of_six_plain_reads_completes() -> None:
+    script = [Reply(tool_calls=reads(path)) for path in CHAIN] + [Reply("The value is 7.")]
+    result, _ = await run_chain(script)
+    assert (result.stop_reason, result.output, read) == ("completed", "The value is 7.", CHAIN)
+
+
+async def test_a_new_call_where_an_answer_was_asked_for_runs() -> None:
+    # a runaway (the same read copied in one reply) gets an answer-only request; the model's
+    # next read there is a call never made before: progress, so it runs
+    script = [Reply(tool_calls=reads(CHAIN[0])),
+              Reply(tool_calls=reads(CHAIN[0], CHAIN[0])),
+              Reply(tool_calls=reads(CHAIN[1])),
+              Reply("b.txt says next: c.txt.")]
+    result, server = await run_chain(script)
+    assert tools_off(server.model_requests[2])
+    assert result.stop_reason == "completed" and read == CHAIN[:2]
+
+
+async def test_the_same_call_where_an_answer_was_asked_for_still_stops() -> None:
+    script = [Reply(tool_calls=reads(CHAIN[0])),
+              Reply(tool_calls=reads(CHAIN[0], CHAIN[0])),
+              Reply(tool_calls=reads(CHAIN[0]))]
+    result, _ = await run_chain(script)
+    assert result.stop_reason == "loop_detected" and read == CHAIN[:1]

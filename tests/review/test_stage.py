@@ -1,0 +1,189 @@
+"""The review stage through the public API: one `review` event per verdict that is not accept
+(callbacks, the session, `--json`), one budget shared by every check, user checks placed in the
+table, and the `review` / `review_off` settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.errors import ConfigError
+from loopwright.events import Event, ReviewEvent, event_from_dict, event_to_dict
+from loopwright.review import Check, ReviewView, Verdict, send_back
+from loopwright.store import open_store
+from loopwright.testing import FakeModelServer, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+SMALL = "qwen2.5-coder-0.5b"
+
+
+@tool(read_only=True)
+def read_file(path: str) -> str:
+    """Read a text file."""
+    return {"config.ini": "port = 8417\n"}.get(path, "no such file")
+
+
+def make_agent(server: FakeModelServer, model: str = SMALL, *,
+               events: list[Event] | None = None, **kw: Any) -> Agent:
+    kw.setdefault("tools", [read_file])
+    return Agent(model, base_url=server.base_url, api_key="k", api_mode="chat_completions",
+                 stream=False, retry=FAST, max_turns=8,
+                 callbacks=[events.append] if events is not None else [], **kw)
+
+
+def reviews(events: list[Event]) -> list[ReviewEvent]:
+    return [e for e in events if isinstance(e, ReviewEvent)]
+
+
+TWICE = [call("read_file", {"path": "config.ini"}), call("read_file", {"path": "config.ini"})]
+
+
+async def test_a_verdict_is_one_review_event_naming_check_verdict_reason_and_budget() -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply(tool_calls=TWICE), Reply("The port is 8417.")]) as server:
+        result = await make_agent(server, events=events).run("Port in config.ini?")
+    assert result.output == "The port is 8417."
+    [event] = reviews(events)
+    assert (event.check, event.verdict) == ("duplicate_calls", "skip_call")
+    assert event.call_id == result.messages[2].tool_calls[1].id  # the copy
+    assert "copy of call 1" in event.reason and event.budget_left == 2 and event.applied
+    assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
+
+
+async def test_review_events_are_kept_in_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with FakeModelServer([Reply(tool_calls=TWICE), Reply("8417")]) as server:
+        result = await make_agent(server, store=str(db)).run("Port in config.ini?")
+    store = open_store(str(db))
+    assert store is not None and result.session_id is not None
+    stored = [e for e in await store.events(result.session_id) if e["type"] == "review"]
+    await store.aclose()
+    assert [(e["check"], e["verdict"]) for e in stored] == [("duplicate_calls", "skip_call")]
+
+
+def test_review_events_are_lines_of_run_json(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text("port = 8417\n")
+    twice = [call("read_file", {"path": "config.ini"}), call("read_file", {"path": "config.ini"})]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LOOPWRIGHT_", "XDG_", "OPENAI", "ANTHROPIC", "OPENROUTER"))}
+    env["HOME"] = str(tmp_path)
+    with FakeModelServer([Reply(tool_calls=twice), Reply("8417")]) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "loopwright", "run", "Port in config.ini?", "--json",
+             "--model", "fake-model", "--base-url", server.base_url, "--workdir",
+             str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+            stdin=subprocess.DEVNULL)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    found = [e for e in lines if e["type"] == "review"]
+    assert [(e["check"], e["verdict"]) for e in found] == [("duplicate_calls", "skip_call")], (
+        proc.stderr)
+
+
+class SaysPlease(Check):
+    """A user check: an answer without "please" goes back once."""
+
+    name = "says_please"
+
+    def __init__(self, position: str = "first") -> None:
+        self.position = position
+        self.asked = 0
+
+    def for_run(self) -> Check:
+        return SaysPlease(self.position)
+
+    async def review(self, view: ReviewView) -> Verdict | None:
+        if "please" in view.answer or self.asked:
+            return None
+        self.asked += 1
+        return send_back("Say please.", "no please")
+
+
+async def test_a_user_check_joins_the_table_at_its_position_and_shares_the_budget() -> None:
+    events: list[Event] = []
+    # the user check goes first; the copy of "Let me read config.ini now." (narration) then
+    # uses the last unit of the budget; a third send-back is not allowed
+    script = [Reply("Let me read config.ini now."), Reply("Let me read config.ini now."),
+              Reply("I'll read the file now.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, events=events, review_checks=[SaysPlease()],
+                                  tools=[read_file]).run("Hello?")
+    assert result.output == "I'll read the file now."
+    seen = [(e.check, e.verdict, e.budget_left, e.applied) for e in reviews(events)]
+    assert seen == [("says_please", "send_back", 1, True), ("narration", "send_back", 0, True)]
+    assert "Say please." in server.model_requests[1].raw_body.decode()
+
+
+async def test_a_user_check_placed_after_a_built_in_one_runs_after_it() -> None:
+    events: list[Event] = []
+    script = [Reply("Let me read config.ini now."), Reply("Hello, please.")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, events=events,
+                         review_checks=[SaysPlease("after:narration")]).run("Hello?")
+    assert [e.check for e in reviews(events)] == ["narration"]
+
+
+async def test_a_spent_budget_lets_the_answer_through() -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply("Let me read config.ini now.")]) as server:
+        result = await make_agent(server, events=events, review_budget=0).run("Hello?")
+    assert result.output == "Let me read config.ini now." and not reviews(events)
+
+
+@pytest.mark.parametrize("settings", [{"review": "off"}, {"review_off": ["narration"]},
+                                      {"review": ["doom_loop"]}])
+async def test_the_narration_check_can_be_turned_off(settings: dict[str, Any]) -> None:
+    with FakeModelServer([Reply("Let me read config.ini now.")]) as server:
+        result = await make_agent(server, **settings).run("Hello?")
+    assert result.output == "Let me read config.ini now."
+
+
+async def test_review_off_turns_off_the_structural_checks_too() -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply(tool_calls=TWICE), Reply("8417")]) as server:
+        result = await make_agent(server, events=events, review="off").run("Port?")
+    assert not reviews(events)
+    assert [m.content for m in result.messages if m.role == "tool"] == ["port = 8417\n"] * 2
+
+
+@pytest.mark.parametrize("settings", [{"review_off": ["narrate"]}, {"review": ["nope"]},
+                                      {"review_checks": [SaysPlease("before:nothing")]}])
+async def test_an_unknown_check_name_is_a_config_error(settings: dict[str, Any]) -> None:
+    with FakeModelServer([Reply("x")], strict=False) as server, pytest.raises(ConfigError):
+        await make_agent(server, **settings).run("Hello?")
+
+
+class StopsAnswers(Check):
+    name = "stops_answers"
+
+    async def review(self, view: ReviewView) -> Verdict | None:
+        return Verdict(kind="stop", reason="not for answers")
+
+
+async def test_a_verdict_on_calls_given_to_an_answer_is_reported_not_applied() -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply("42")]) as server:
+        result = await make_agent(server, events=events,
+                                  review_checks=[StopsAnswers()]).run("Hello?")
+    assert result.output == "42" and result.stop_reason == "completed"
+    assert [(e.check, e.verdict, e.applied) for e in reviews(events)] == [
+        ("stops_answers", "stop", False)]
+
+
+async def test_a_runtime_note_is_marked_in_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with FakeModelServer([Reply("Let me read config.ini now."), Reply("8417")]) as server:
+        result = await make_agent(server, store=str(db)).run("Port?")
+    store = open_store(str(db))
+    assert store is not None and result.session_id is not None
+    stored = await store.load(result.session_id)
+    await store.aclose()
+    [note] = [m for m in stored if "runtime_note" in m.marks]
+    assert note.role == "user" and note.content.startswith("You said you would use a tool")
