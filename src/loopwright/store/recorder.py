@@ -160,6 +160,11 @@ class SessionRecorder(LoopPlugin):
                                f"{self.session_id} is intact up to the failure and can be "
                                f"resumed): {failure}")
 
+    async def on_results(self, run: RunView, results: list[Message]) -> None:
+        """Tool results are durable as soon as their calls return, before anything else
+        happens in the run (a process killed next resumes with them)."""
+        await self._writes.drain()
+
     async def before_tool(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         """A tool gate (first of all): the call is durable before the tool runs, so a process
         killed inside a tool resumes knowing the call was made (it is marked interrupted)."""

@@ -52,6 +52,9 @@ class ToolContext(Generic[DepsT]):
     session_id: str | None = None
     run_id: str = ""
     call_id: str = ""
+    # the same for a call the model makes again after a crash cut it off (tools/idempotency.py):
+    # a tool with a side effect records it with the effect and skips an effect it already holds
+    idempotency_key: str = ""
     approve: ApprovalGate = _deny_all
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
