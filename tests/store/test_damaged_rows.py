@@ -15,7 +15,7 @@ from loopwright.errors import SessionError
 from loopwright.messages import ToolCall, assistant, user
 from loopwright.store import open_store
 from loopwright.store.sqlite import SQLiteStore
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer
 
 CUT = '{"tool_calls":[{"id":"c1","name":"add","argu'  # a row written half-way
 
@@ -47,7 +47,7 @@ async def damaged_session(store_spec: str, session_id: str) -> None:
 async def test_resuming_a_session_with_a_cut_message_row_is_a_session_error(
         store_spec: str) -> None:
     await damaged_session(store_spec, "cut-row")
-    with FakeModelServer([Reply("never sent")]) as server:
+    with FakeModelServer([]) as server:
         agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store_spec,
                       session_id="cut-row")
         with pytest.raises(SessionError) as raised:

@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
-from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
+from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.rows import call_at, event_at, message_at
 from loopwright.store.sqlite import (
     SNIPPET_END,
     SNIPPET_START,
     AuditEntry,
     SearchHit,
     audit_entries,
-    message_from_row,
     message_row,
 )
 
@@ -258,11 +258,11 @@ class PostgresStore:
                         limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
         rows = await self._rows(
-            "loading a session", "SELECT role, content, data FROM messages WHERE session_id = "
+            "loading a session", "SELECT seq, role, content, data FROM messages WHERE session_id = "
             "%(sid)s AND epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM sessions WHERE "
             "id = %(sid)s)) ORDER BY seq LIMIT %(limit)s OFFSET %(offset)s",
             {"sid": session_id, "epoch": epoch, "limit": limit, "offset": offset})
-        return [message_from_row(*row) for row in rows]
+        return [message_at(session_id, *row) for row in rows]
 
     async def load(self, session_id: str) -> list[Message]:
         return await self.load_page(session_id)
@@ -393,12 +393,9 @@ class PostgresStore:
                      json.dumps(event, ensure_ascii=False, default=str)))
 
     async def events(self, session_id: str) -> list[dict[str, Any]]:
-        import json
-
         rows = await self._rows("reading events", "SELECT run_id, created, data FROM events "
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
-        return [{**json.loads(data), "run_id": run_id, "created": created}
-                for run_id, created, data in rows]
+        return [event_at(session_id, *row) for row in rows]
 
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -408,7 +405,7 @@ class PostgresStore:
         """Every model call of the session's runs, in order, as recorded."""
         rows = await self._rows("reading model calls", "SELECT data FROM model_calls "
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
-        return [record_from_data(data) for (data,) in rows]
+        return [call_at(session_id, data) for (data,) in rows]
 
     async def _dicts(self, action: str, sql: str, session_id: str) -> list[dict[str, Any]]:
         async with self._db(action) as conn:

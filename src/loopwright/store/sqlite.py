@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
-from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
+from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
+from loopwright.store.rows import call_at, event_at, message_at
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -326,13 +327,13 @@ class SQLiteStore:
     def load_page(self, session_id: str, *, epoch: int | None = None, offset: int = 0,
                   limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
-        sql = ("SELECT role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
+        sql = ("SELECT seq, role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
                + ("?2" if epoch is not None else "(SELECT epoch FROM sessions WHERE id = ?1)")
                + " ORDER BY seq LIMIT ?3 OFFSET ?4")
         with self._read("loading a session") as db:
             rows = db.execute(sql, (session_id, epoch, -1 if limit is None else limit,
                                     offset)).fetchall()
-        return [message_from_row(*row) for row in rows]
+        return [message_at(session_id, *row) for row in rows]
 
     def children(self, session_id: str) -> list[SessionInfo]:
         """Sessions of the sub-agents this session delegated to, oldest first."""
@@ -443,8 +444,7 @@ class SQLiteStore:
         with self._read("reading events") as db:
             rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
                               "ORDER BY id", (session_id,)).fetchall()
-        return [{**json.loads(data), "run_id": run_id, "created": created}
-                for run_id, created, data in rows]
+        return [event_at(session_id, *row) for row in rows]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -455,7 +455,7 @@ class SQLiteStore:
         with self._read("reading model calls") as db:
             rows = db.execute("SELECT data FROM model_calls WHERE session_id = ? ORDER BY id",
                               (session_id,)).fetchall()
-        return [record_from_data(data) for (data,) in rows]
+        return [call_at(session_id, data) for (data,) in rows]
 
     def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
         """The most recently updated session (in `cwd`, if given)."""
@@ -493,13 +493,6 @@ _INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}
                 f"({', '.join('?' * (len(CALL_COLUMNS) + 1))})")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def message_from_row(role: str, content: str, data: str) -> Message:
-    fields = json.loads(data) if data != "{}" else {}
-    fields["role"] = role
-    fields["content"] = content
-    return Message.from_dict(fields)
 
 
 def message_row(message: Message) -> tuple[str, str, str]:
