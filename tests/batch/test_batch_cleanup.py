@@ -49,15 +49,14 @@ def test_the_next_batch_removes_them_and_leaves_a_live_batchs_alone(
     live_tasks = write_tasks(tmp_path / "live.jsonl", {"id": "held", "prompt": "wait say late"})
     live = start_batch(model_server, live_tasks, tmp_path / "live-out")
     try:
-        wait_for(lambda: len(leftovers(tmp_path)) == len(dead) + 1, "the live batch started",
-                 live)
+        wait_for(lambda: script.waiting == 3, "the live batch's task is in flight", live)
+        [live_root] = [path for path in leftovers(tmp_path) if path not in dead]
+        assert not any(path.exists() for path in dead)  # the killed batch's: removed
         other = write_tasks(tmp_path / "other.jsonl", {"id": "x", "prompt": "say other"})
-        script_done = start_batch(model_server, other, tmp_path / "other-out")
-        _, stderr = script_done.communicate(timeout=120)
-        assert script_done.returncode == 0, stderr
-        remaining = leftovers(tmp_path)
-        assert not any(path in remaining for path in dead)  # the killed batch's: removed
-        assert len(remaining) == 1 and live.poll() is None  # the live batch's: untouched
+        next_batch = start_batch(model_server, other, tmp_path / "other-out")
+        _, stderr = next_batch.communicate(timeout=120)
+        assert next_batch.returncode == 0, stderr
+        assert leftovers(tmp_path) == [live_root] and live.poll() is None  # left alone
     finally:
         script.release.set()
         live.communicate(timeout=120)
