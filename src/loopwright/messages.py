@@ -205,6 +205,9 @@ class ModelRequest:
     tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
     response_format: dict[str, Any] | None = None  # OpenAI's {"type": "json_schema", …}
     extra_body: dict[str, Any] = field(default_factory=dict)
+    # what the window leaves for the reply, estimated before sending (context/compaction.py);
+    # a wire format that must send an output limit (Anthropic) fits its default to it
+    output_room: int | None = None
 
 
 # --- history rules ----------------------------------------------------------------------------
