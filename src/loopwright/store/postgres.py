@@ -27,14 +27,29 @@ from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_pr
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
-from loopwright.store.rows import call_at, event_at, message_at
+from loopwright.store.rows import (
+    USAGE_COLUMNS,
+    call_at,
+    event_at,
+    message_at,
+    message_row,
+    run_row,
+    turn_row,
+)
 from loopwright.store.sqlite import (
     SNIPPET_END,
     SNIPPET_START,
     AuditEntry,
     SearchHit,
     audit_entries,
-    message_row,
+)
+from loopwright.store.writes import (
+    AppendMessages,
+    Compact,
+    RecordEvents,
+    RecordRun,
+    StoreWrite,
+    merged,
 )
 
 if TYPE_CHECKING:
@@ -42,8 +57,19 @@ if TYPE_CHECKING:
 
     from loopwright.model_call import ModelCallRecord
 
-_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-          "reasoning_tokens", "requests")
+_USAGE = USAGE_COLUMNS
+_UPSERT_RUN = (
+    "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
+    + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
+    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
+    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
+    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+_UPSERT_TURN = (
+    "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE) + ", cost) "
+    "VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT (session_id, run_id, turn) DO UPDATE "
+    "SET cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+_INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+                 "(%s, %s, %s, %s, %s)")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
                     "lock_host, lock_expires, epoch, base_url, api_mode")
 _NOW = "extract(epoch from clock_timestamp())"
@@ -273,21 +299,17 @@ class PostgresStore:
     async def append_many(self, session_id: str, history: list[Message]) -> None:
         if history:
             async with self._db("writing messages", transaction=True) as conn:
-                await self._insert(conn, session_id, history)
+                await self._insert(conn, session_id, history, time.time())
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
         async with self._db("compacting a session", transaction=True) as conn:
-            row = await (await conn.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = %s "
-                                            "RETURNING epoch", (session_id,))).fetchone()
-            if row is None:
-                raise SessionError(f"no session {session_id!r} to compact")
-            await self._insert(conn, session_id, history)
-        return int(row[0])
+            epoch = await _next_epoch(conn, session_id)
+            await self._insert(conn, session_id, history, time.time())
+        return epoch
 
     @staticmethod
     async def _insert(conn: psycopg.AsyncConnection[Any], session_id: str,
-                      history: list[Message]) -> None:
-        now = time.time()
+                      history: list[Message], now: float) -> None:
         for message in history:  # one at a time: each seq follows the one before
             role, content, data = message_row(message)
             await conn.execute(_INSERT_MESSAGE, {"sid": session_id, "role": role,
@@ -341,19 +363,8 @@ class PostgresStore:
 
     async def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
                          ended: bool = False) -> None:
-        usage = record.usage.to_dict()
-        now = time.time()
-        await self._rows(
-            "recording a run",
-            "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, "
-            "turns, " + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
-            "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
-            "stop_reason = excluded.stop_reason, error = excluded.error, "
-            "turns = excluded.turns, cost = excluded.cost, "
-            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
-            (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
-             record.stop_reason if ended else None, record.error, record.turns,
-             *(usage[c] for c in _USAGE), record.cost))
+        await self._rows("recording a run", _UPSERT_RUN,
+                         run_row(session_id, record, model, ended, time.time()))
 
     async def runs(self, session_id: str) -> list[dict[str, Any]]:
         return await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
@@ -361,14 +372,8 @@ class PostgresStore:
 
     async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                           cost: float | None) -> None:
-        values = usage.to_dict()
-        await self._rows(
-            "recording a turn",
-            "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE)
-            + ", cost) VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT "
-            "(session_id, run_id, turn) DO UPDATE SET cost = excluded.cost, "
-            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
-            (session_id, run_id, turn, time.time(), *(values[c] for c in _USAGE), cost))
+        await self._rows("recording a turn", _UPSERT_TURN,
+                         turn_row(session_id, run_id, turn, usage, cost, time.time()))
 
     async def turns(self, session_id: str) -> list[dict[str, Any]]:
         return await self._dicts("reading turns", "SELECT * FROM turns WHERE session_id = %s "
@@ -376,21 +381,30 @@ class PostgresStore:
 
     async def record_events(self, session_id: str, run_id: str,
                             events: list[dict[str, Any]]) -> None:
-        import json
+        if events:
+            async with self._db("recording events", transaction=True) as conn:
+                await _insert_events(conn, session_id, run_id, events, time.time())
 
-        if not events:
-            return
+    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order, sent
+        as one pipeline (one round trip, not one per statement)."""
         now = time.time()
-        async with self._db("recording events", transaction=True) as conn:
-            for original in events:
-                event, call = split_model_call(run_id, original)
-                if call is not None:
-                    await conn.execute(_INSERT_CALL, (session_id, *call))
-                await conn.execute(
-                    "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
-                    "(%s, %s, %s, %s, %s)",
-                    (session_id, run_id, now, str(event.get("type", "")),
-                     json.dumps(event, ensure_ascii=False, default=str)))
+        async with self._db("writing a run's records", transaction=True) as conn, \
+                conn.pipeline():
+            for write in merged(writes):
+                if isinstance(write, AppendMessages):
+                    await self._insert(conn, session_id, write.messages, now)
+                elif isinstance(write, Compact):
+                    await _next_epoch(conn, session_id)
+                    await self._insert(conn, session_id, write.messages, now)
+                elif isinstance(write, RecordEvents):
+                    await _insert_events(conn, session_id, write.run_id, write.events, now)
+                elif isinstance(write, RecordRun):
+                    await conn.execute(_UPSERT_RUN, run_row(session_id, write.record,
+                                                            write.model, write.ended, now))
+                else:
+                    await conn.execute(_UPSERT_TURN, turn_row(
+                        session_id, write.run_id, write.turn, write.usage, write.cost, now))
 
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         rows = await self._rows("reading events", "SELECT run_id, created, data FROM events "
@@ -445,3 +459,23 @@ def _first_line(exc: BaseException) -> str:
 def _redacted(dsn: str) -> str:
     """The DSN without its password (it appears in errors and reprs)."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
+
+
+async def _next_epoch(conn: psycopg.AsyncConnection[Any], session_id: str) -> int:
+    row = await (await conn.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = %s "
+                                    "RETURNING epoch", (session_id,))).fetchone()
+    if row is None:
+        raise SessionError(f"no session {session_id!r} to compact")
+    return int(row[0])
+
+
+async def _insert_events(conn: psycopg.AsyncConnection[Any], session_id: str, run_id: str,
+                         events: list[dict[str, Any]], now: float) -> None:
+    import json
+
+    for original in events:
+        event, call = split_model_call(run_id, original)
+        if call is not None:
+            await conn.execute(_INSERT_CALL, (session_id, *call))
+        await conn.execute(_INSERT_EVENT, (session_id, run_id, now, str(event.get("type", "")),
+                                           json.dumps(event, ensure_ascii=False, default=str)))
