@@ -389,8 +389,8 @@ class PostgresStore:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order, sent
         as one pipeline (one round trip, not one per statement)."""
         now = time.time()
-        async with self._db("writing a run's records", transaction=True) as conn, \
-                conn.pipeline():
+        async with self._db("writing a run's records") as conn, conn.pipeline(), \
+                conn.transaction():  # BEGIN and COMMIT go down the pipe with the rest
             for write in merged(writes):
                 if isinstance(write, AppendMessages):
                     await self._insert(conn, session_id, write.messages, now)

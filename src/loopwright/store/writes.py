@@ -54,19 +54,31 @@ StoreWrite = AppendMessages | Compact | RecordEvents | RecordRun | RecordTurn
 
 
 def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
-    """`writes` with neighbours of one kind joined (messages, one run's events), so each
-    becomes one `executemany`."""
-    out: list[StoreWrite] = []
+    """The same writes in fewer statements: messages and compactions in their order
+    (neighbouring messages joined), then each run's newest record (an upsert: it says all the
+    older ones said), each turn's, and each run's events joined. One transaction takes them all,
+    so only the order within a table matters."""
+    history: list[AppendMessages | Compact] = []
+    events: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, RecordRun] = {}
+    turns: dict[tuple[str, int], RecordTurn] = {}
     for write in writes:
-        last = out[-1] if out else None
-        if isinstance(write, AppendMessages) and isinstance(last, AppendMessages):
-            out[-1] = AppendMessages(messages=[*last.messages, *write.messages])
-        elif (isinstance(write, RecordEvents) and isinstance(last, RecordEvents)
-              and last.run_id == write.run_id):
-            out[-1] = RecordEvents(run_id=write.run_id, events=[*last.events, *write.events])
+        if isinstance(write, AppendMessages):
+            last = history[-1] if history else None
+            if isinstance(last, AppendMessages):
+                history[-1] = AppendMessages(messages=[*last.messages, *write.messages])
+            else:
+                history.append(write)
+        elif isinstance(write, RecordEvents):
+            events.setdefault(write.run_id, []).extend(write.events)
+        elif isinstance(write, RecordRun):
+            runs[write.record.run_id] = write
+        elif isinstance(write, RecordTurn):
+            turns[(write.run_id, write.turn)] = write
         else:
-            out.append(write)
-    return out
+            history.append(write)
+    return [*history, *runs.values(), *turns.values(),
+            *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items())]
 
 
 async def write_all(store: SessionStore, session_id: str, writes: Sequence[StoreWrite]) -> None:
