@@ -404,6 +404,13 @@ def _canonical(arguments: str) -> str:
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
+def unanswered_calls(history: list[Message]) -> list[ToolCall]:
+    """The tool calls of `history` that have no result (a crash cut them off)."""
+    answered = {m.tool_call_id for m in history if m.role == "tool"}
+    return [call for m in history if m.role == "assistant" for call in m.tool_calls
+            if call.id not in answered]
+
+
 def close_interrupted_calls(history: list[Message],
                             note_for: Callable[[ToolCall], str] | None = None) -> list[Message]:
     """Give every tool call without a result an error result (used when resuming a crashed run):

@@ -172,9 +172,13 @@ class PostgresStore:
             return await cursor.fetchall() if cursor.description else []
 
     async def aclose(self) -> None:
+        """Close this loop's connection once the statement in flight (a run's last write in
+        the background) is done: closing under it crashes psycopg."""
         found = self._connections.pop(asyncio.get_running_loop(), None)
         if found is not None:
-            await found[0].close()
+            conn, lock = found
+            async with lock:
+                await conn.close()
 
     # -- sessions --
 
@@ -386,11 +390,9 @@ class PostgresStore:
                 await _insert_events(conn, session_id, run_id, events, time.time())
 
     async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
-        """Several of a run's writes (`store/writes.py`) in one transaction, in order, sent
-        as one pipeline (one round trip, not one per statement)."""
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
-        async with self._db("writing a run's records") as conn, conn.pipeline(), \
-                conn.transaction():  # BEGIN and COMMIT go down the pipe with the rest
+        async with self._db("writing a run's records", transaction=True) as conn:
             for write in merged(writes):
                 if isinstance(write, AppendMessages):
                     await self._insert(conn, session_id, write.messages, now)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import Event, event_to_dict
-from loopwright.messages import Message, ModelRequest, Usage
+from loopwright.messages import Message, ModelRequest, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.lease import RENEW_SECONDS, new_owner
@@ -35,6 +36,7 @@ from loopwright.store.writes import (
     StoreWrite,
     write_all,
 )
+from loopwright.tools.effects import EFFECT_EVENT, effect_note
 
 if TYPE_CHECKING:
     from loopwright.plugins import RunView
@@ -116,7 +118,8 @@ class SessionRecorder(LoopPlugin):
         head = [given.pop(0)] if given and given[0].role == "system" else []
         stored = await store.load(sid) if exists else []
         if exists and history is None:
-            conversation = messages.close_interrupted_calls(stored)
+            conversation = messages.close_interrupted_calls(
+                stored, await self._interrupted_notes(stored))
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
                 await store.append_many(sid, repaired_suffix)
@@ -128,6 +131,20 @@ class SessionRecorder(LoopPlugin):
             await store.update(sid, system_prompt=system_prompt, model=self.model,
                                **self.provider)
         return [*(head or [messages.system(system_prompt)]), *conversation]
+
+    async def _interrupted_notes(self, stored: list[Message]
+                                 ) -> Callable[[ToolCall], str] | None:
+        """What to tell the model of each call a crash cut off: whether it took effect, from
+        the effect it recorded (tools/effects.py), else that nobody knows."""
+        cut = {call.id for call in messages.unanswered_calls(stored)}
+        read_events = getattr(self.store, "events", None)
+        if not cut or read_events is None:
+            return None
+        records = {str(e.get("id")): e for e in await read_events(self.session_id)
+                   if e.get("type") == EFFECT_EVENT and str(e.get("id")) in cut}
+        notes = await asyncio.to_thread(
+            lambda: {call_id: effect_note(records.get(call_id)) for call_id in cut})
+        return lambda call: notes.get(call.id, messages.INTERRUPTED_RESULT)
 
     async def release(self) -> None:
         """Give the lease back (idempotent)."""
@@ -180,8 +197,18 @@ class SessionRecorder(LoopPlugin):
         marked interrupted, and a repeat keeps its idempotency key). A read-only call changes
         nothing: it waits for the next write."""
         if not prepared.tool.read_only:
+            ctx.record_effect = functools.partial(self._record_effect, ctx.call_id,
+                                                  prepared.tool.name)
             await self._writes.flush(durable_only=True)
         return None
+
+    async def _record_effect(self, call_id: str, name: str, facts: dict[str, Any]) -> None:
+        """Durable at once: what the call is about to change (tools/effects.py)."""
+        run = self._run
+        assert run is not None
+        self._writes.put(RecordEvents(run_id=run.run_id, events=[
+            {"type": EFFECT_EVENT, "id": call_id, "name": name, **facts}]), durable=True)
+        await self._writes.flush()
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
