@@ -314,11 +314,12 @@ class PostgresStore:
     @staticmethod
     async def _insert(conn: psycopg.AsyncConnection[Any], session_id: str,
                       history: list[Message], now: float) -> None:
-        for message in history:  # one at a time: each seq follows the one before
-            role, content, data = message_row(message)
-            await conn.execute(_INSERT_MESSAGE, {"sid": session_id, "role": role,
-                                                 "content": content, "data": data, "now": now})
-        await conn.execute("UPDATE sessions SET updated = %s WHERE id = %s", (now, session_id))
+        rows = [dict(zip(("role", "content", "data"), message_row(m), strict=True),
+                     sid=session_id, now=now) for m in history]
+        async with conn.cursor() as cursor:  # row after row: each seq follows the one before
+            await cursor.executemany(_INSERT_MESSAGE, rows)
+            await cursor.execute("UPDATE sessions SET updated = %s WHERE id = %s",
+                                 (now, session_id))
 
     async def lineage(self, session_id: str) -> list[Epoch]:
         rows = await self._rows("reading a session's lineage",
@@ -475,9 +476,11 @@ async def _insert_events(conn: psycopg.AsyncConnection[Any], session_id: str, ru
                          events: list[dict[str, Any]], now: float) -> None:
     import json
 
-    for original in events:
-        event, call = split_model_call(run_id, original)
-        if call is not None:
-            await conn.execute(_INSERT_CALL, (session_id, *call))
-        await conn.execute(_INSERT_EVENT, (session_id, run_id, now, str(event.get("type", "")),
-                                           json.dumps(event, ensure_ascii=False, default=str)))
+    split = [split_model_call(run_id, original) for original in events]
+    calls = [(session_id, *call) for _, call in split if call is not None]
+    async with conn.cursor() as cursor:
+        if calls:
+            await cursor.executemany(_INSERT_CALL, calls)
+        await cursor.executemany(_INSERT_EVENT, [
+            (session_id, run_id, now, str(event.get("type", "")),
+             json.dumps(event, ensure_ascii=False, default=str)) for event, _ in split])
