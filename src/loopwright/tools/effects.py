@@ -6,7 +6,8 @@ The built-in tools that change files (`write_file`, `edit_file`, `apply_patch`) 
 what it holds now and of what it will hold (None: absent). The session recorder makes that
 durable before the write (`ToolContext.record_effect`). On resume, `effect_note` compares the
 files as they are with both digests. A tool that records nothing (`bash`, most tools) gets the
-note that its effect is unknown (`messages.INTERRUPTED_RESULT`).
+note that its effect is unknown (`messages.INTERRUPTED_RESULT`). The notes' texts are registered in
+`notes.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright.messages import INTERRUPTED, INTERRUPTED_RESULT
+from loopwright import notes
+from loopwright.messages import INTERRUPTED_RESULT
 
 if TYPE_CHECKING:
     from loopwright.tools.base import ToolContext
@@ -67,16 +69,13 @@ def effect_note(record: dict[str, Any] | None) -> str:
         else:
             other.append(path)
     if took and not untouched and not other:
-        return (f"{INTERRUPTED} It took effect: {_listed(took)} now hold(s) what it wrote, so "
-                "do not make it again.")
+        return notes.render(notes.TOOK_EFFECT, paths=_listed(took))
     if untouched and not took and not other:
-        return (f"{INTERRUPTED} It did not take effect: {_listed(untouched)} is/are as before "
-                "it; make it again if it is still needed.")
+        return notes.render(notes.NO_EFFECT, paths=_listed(untouched))
     parts = [f"{label}: {_listed(paths)}" for label, paths in (
         ("written as it meant", took), ("not written", untouched),
         ("changed since by something else", other)) if paths]
-    return (f"{INTERRUPTED} It may have taken effect in part ({'; '.join(parts)}); check "
-            "the files before repeating it.")
+    return notes.render(notes.PART_EFFECT, parts="; ".join(parts))
 
 
 def _listed(paths: list[str]) -> str:
