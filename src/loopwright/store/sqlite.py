@@ -1,6 +1,6 @@
 """The SQLite session store: one file in WAL mode, a message per row, FTS5 search, run leases.
 
-Writes are one short transaction each (a message is one INSERT and its commit) with
+A run's writes come in batches, one short transaction each (`write_batch`), with
 `synchronous=NORMAL`: a commit costs no fsync in WAL mode, yet a process killed with SIGKILL keeps
 every committed row. Only a power loss can take back the last few commits.
 """
