@@ -27,8 +27,10 @@ numbers are written beside the code.
     13  review the calls     the review stage's calls checks (copies in one reply, the per-reply
                              limit, the doom loop); verdicts applied in `_apply_review`
     14  execute              tools/execute.py: gates, approval, sandbox, output bounds
-    15  append results       the budget warning on the last one; then after_tools (list
-                             order): the batch is complete (the turn's file diff)
+    15  append results       each as soon as it (and every one before it) is in, the budget
+                             warning on the last one; on_results (list order) at once: the
+                             recorder makes them durable; then after_tools (list order): the
+                             batch is complete (the turn's file diff)
   after an answer
     16  review the answer    the review stage's answer checks in table order (gated per model),
                              the first verdict applied in `_apply_review`; then on_answer,
@@ -70,7 +72,7 @@ from loopwright.events import (
     TurnEnd,
     TurnStart,
 )
-from loopwright.messages import ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.result import RunResult, StopReason
 from loopwright.review.fallback import fallback_answer, is_answer, without_unrun_calls
 from loopwright.review.verdicts import Verdict
@@ -210,8 +212,7 @@ async def turn(run: RunState) -> Next:
     verdicts = await run.review.review_calls(  # 13
         _view(run, calls=calls, offered=offered, truncated=truncated))
     review = _apply_review(run, verdicts)
-    outcomes = await _execute(run, calls, review.skipped, truncated=truncated)  # 14
-    _append_results(run, outcomes)  # 15
+    await _execute(run, calls, review.skipped, truncated=truncated)  # 14, 15
     for plugin in run.plugins:
         await plugin.after_tools(run)
     if review.stop is not None:
@@ -378,18 +379,25 @@ def _offered(run: RunState) -> list[ToolSpec]:
 
 async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
                    truncated: bool) -> list[ToolOutcome]:
+    """Steps 14-15: run the batch; each result is appended (in call order) as soon as it and
+    every result before it are in, and made durable before anything else happens."""
     tag = run.agent_tag
+    results = _ResultsInOrder(run, calls)
 
     def on_call(call: ToolCall, arguments: dict[str, Any] | str) -> None:
         run.emit(ToolCallEvent(id=call.id, name=call.name, arguments=arguments, agent=tag))
 
-    def on_outcome(outcome: ToolOutcome) -> None:
+    async def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
             run.review.ran(outcome.call, outcome.content, is_error=outcome.is_error)
         run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                  content=outcome.content, is_error=outcome.is_error,
                                  duration=round(outcome.duration, 6), data=outcome.data,
                                  agent=tag))
+        appended = results.add(outcome)
+        if appended:
+            for plugin in run.plugins:
+                await plugin.on_results(run, appended)
 
     batch = run.settings.executor.run_batch(
         calls, run.tool_context, truncated=truncated, intercepted=intercepted,
@@ -404,15 +412,34 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     return outcomes
 
 
-def _append_results(run: RunState, outcomes: list[ToolOutcome]) -> None:
-    warning = run.budget.take_warning(run.run_id)
-    for n, outcome in enumerate(outcomes):
-        content = outcome.content
-        if warning and n == len(outcomes) - 1:
-            content = f"{content}\n\n{warning}"
-            run.status("budget_warning", warning)
-        run.append(messages.tool_result(outcome.call, content, is_error=outcome.is_error,
-                                        attachments=outcome.attachments))
+class _ResultsInOrder:
+    """Appends a batch's results in call order as they come in (a parallel batch's may come in
+    any order); the budget warning goes on the last one."""
+
+    def __init__(self, run: RunState, calls: list[ToolCall]) -> None:
+        self.run = run
+        self.calls = calls
+        self.waiting: dict[str, ToolOutcome] = {}
+        self.next = 0
+
+    def add(self, outcome: ToolOutcome) -> list[Message]:
+        """The result messages appended now (none while an earlier call is still running)."""
+        self.waiting[outcome.call.id] = outcome
+        appended: list[Message] = []
+        calls, run = self.calls, self.run
+        while self.next < len(calls) and calls[self.next].id in self.waiting:
+            ready = self.waiting.pop(calls[self.next].id)
+            self.next += 1
+            content = ready.content
+            warning = run.budget.take_warning(run.run_id) if self.next == len(calls) else None
+            if warning:
+                content = f"{content}\n\n{warning}"
+                run.status("budget_warning", warning)
+            message = messages.tool_result(ready.call, content, is_error=ready.is_error,
+                                           attachments=ready.attachments)
+            run.append(message)
+            appended.append(message)
+        return appended
 
 
 def _close_calls(run: RunState, calls: list[ToolCall], text: str) -> None:

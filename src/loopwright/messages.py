@@ -6,7 +6,7 @@ Every wire adapter converts to and from these types; nothing else knows a wire f
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -205,11 +205,25 @@ class ModelRequest:
     tool_choice: str | None = None  # None = provider default ("auto" when tools are sent)
     response_format: dict[str, Any] | None = None  # OpenAI's {"type": "json_schema", …}
     extra_body: dict[str, Any] = field(default_factory=dict)
+    # what the window leaves for the reply, estimated before sending (context/compaction.py);
+    # a wire format that must send an output limit (Anthropic) fits its default to it
+    output_room: int | None = None
 
 
 # --- history rules ----------------------------------------------------------------------------
 
-INTERRUPTED_RESULT = "Error: this tool call did not complete (the run was interrupted)."
+INTERRUPTED = "Error: this tool call was interrupted: the run stopped before it returned."
+"""How every note for an interrupted call begins (the one home of that text)."""
+INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check whether it did "
+                      "before repeating it.")
+"""The note for an interrupted call whose effect nobody recorded (`bash`, most tools)."""
+_OLD_INTERRUPTED = "Error: this tool call did not complete (the run was interrupted)."
+
+
+def is_interrupted_result(message: Message) -> bool:
+    """Whether `message` is the note a resumed run gave a call cut off by a crash."""
+    return message.role == "tool" and message.is_error and message.content.startswith(
+        (INTERRUPTED, _OLD_INTERRUPTED))
 
 
 def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int = 0,
@@ -390,8 +404,17 @@ def _canonical(arguments: str) -> str:
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
-def close_interrupted_calls(history: list[Message]) -> list[Message]:
-    """Give every tool call without a result an error result (used when resuming a crashed run)."""
+def unanswered_calls(history: list[Message]) -> list[ToolCall]:
+    """The tool calls of `history` that have no result (a crash cut them off)."""
+    answered = {m.tool_call_id for m in history if m.role == "tool"}
+    return [call for m in history if m.role == "assistant" for call in m.tool_calls
+            if call.id not in answered]
+
+
+def close_interrupted_calls(history: list[Message],
+                            note_for: Callable[[ToolCall], str] | None = None) -> list[Message]:
+    """Give every tool call without a result an error result (used when resuming a crashed run):
+    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect."""
     out: list[Message] = []
     pending: list[ToolCall] = []
     answered: set[str] = set()
@@ -399,7 +422,8 @@ def close_interrupted_calls(history: list[Message]) -> list[Message]:
     def flush() -> None:
         for call in pending:
             if call.id not in answered:
-                out.append(tool_result(call, INTERRUPTED_RESULT, is_error=True))
+                note = note_for(call) if note_for is not None else INTERRUPTED_RESULT
+                out.append(tool_result(call, note, is_error=True))
         pending.clear()
         answered.clear()
 

@@ -159,6 +159,9 @@ class ModelCalls:
                 error: str | None = None, status: int | None = None) -> None:
         chain = call.chain
         model = chain.model
+        attempts = sum(r.attempts for r in call.reports)
+        if attempts > usage.requests:  # every request made counts, failed ones included
+            usage = dataclasses.replace(usage, requests=attempts)
         self.usage.add(usage)
         self.cost.add(model, usage)
         if call.purpose != "turn":
@@ -173,7 +176,7 @@ class ModelCalls:
             endpoint=last.endpoint if last else chain.current.endpoint.base_url,
             mode=last.mode if last else chain.current.mode,
             started=call.started, latency=round(time.perf_counter() - call.clock, 6),
-            attempts=sum(r.attempts for r in call.reports),
+            attempts=attempts,
             streamed=last.streamed if last else call.streamed,
             request=describe_request(call.request, stream=call.streamed),
             response=describe_response(response) if response is not None else None,

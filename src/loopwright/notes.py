@@ -12,6 +12,7 @@ import re
 import string
 from dataclasses import dataclass
 
+from loopwright.messages import INTERRUPTED as INTERRUPTED_HEAD
 from loopwright.messages import INTERRUPTED_RESULT, Message
 
 RUNTIME_MARK = "[runtime note]"
@@ -211,3 +212,13 @@ QUIET_TODOS = register("quiet_todos", (
 CANCELLED_CALL = register("cancelled_call",
                           "Error: cancelled by the user before this call finished.")
 INTERRUPTED = register("interrupted", INTERRUPTED_RESULT)  # its text lives in messages.py
+# an interrupted file write whose effect was recorded (tools/effects.py): what the files show now
+TOOK_EFFECT = register("interrupted_took_effect", (
+    INTERRUPTED_HEAD + " It took effect: {paths} now hold(s) what it wrote, so do not make it "
+    "again."))
+NO_EFFECT = register("interrupted_no_effect", (
+    INTERRUPTED_HEAD + " It did not take effect: {paths} is/are as before it; make it again if "
+    "it is still needed."))
+PART_EFFECT = register("interrupted_part_effect", (
+    INTERRUPTED_HEAD + " It may have taken effect in part ({parts}); check the files before "
+    "repeating it."))

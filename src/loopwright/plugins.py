@@ -130,6 +130,11 @@ class LoopPlugin:
     def on_tool_args(self, run: RunView, name: str, delta: str) -> None:
         """A fragment of a tool call's arguments as it streams (`name` may be "" at first)."""
 
+    async def on_results(self, run: RunView, results: list[Message]) -> None:
+        """Tool results were just appended (step 15), as soon as each call returned (a parallel
+        batch's in call order): nothing else happens in the run before every plugin has seen
+        them, so the session recorder makes them durable here."""
+
     async def after_tools(self, run: RunView) -> None:
         """Every result of the reply's calls is in history (step 15): the batch is complete."""
 

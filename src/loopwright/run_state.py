@@ -26,6 +26,7 @@ from loopwright.review.stage import ReviewPlan, ReviewStage
 from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
+from loopwright.tools.idempotency import IdempotencyKeys
 
 
 @dataclass(kw_only=True)
@@ -107,6 +108,7 @@ class RunState:
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began
         self._start_failure: Exception | None = None
+        self._keys: IdempotencyKeys | None = None  # made when the first tool runs
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
         self._cancel_requested = False
@@ -261,9 +263,12 @@ class RunState:
             self._inflight = None
 
     def tool_context(self, call: ToolCall) -> ToolContext:
+        if self._keys is None:
+            self._keys = IdempotencyKeys(self.session_id or self.run_id)
         return ToolContext(
             workdir=self.settings.workdir, session_id=self.session_id, run_id=self.run_id,
-            call_id=call.id, approve=self.settings.approve, cancelled=self.cancelled,
+            call_id=call.id, idempotency_key=self._keys.key_for(call, self.history),
+            approve=self.settings.approve, cancelled=self.cancelled,
             state=self.tool_state, emit_status=self.status,
             services={**self.settings.services, "run": self}, deps=self.deps,
         )

@@ -113,7 +113,7 @@ async def test_a_store_that_truly_fails_stops_the_run_and_keeps_what_it_wrote(
         tmp_path: Path) -> None:
     db = tmp_path / "s.db"
 
-    @tool(read_only=True)
+    @tool  # may change something: its call is durable before it runs
     def step(n: int) -> str:
         """One step of the job."""
         if n == 1:  # the database starts refusing every new message (say, a full disk)
@@ -161,7 +161,7 @@ async def test_a_tool_call_is_durable_before_the_tool_runs(tmp_path: Path) -> No
     db = tmp_path / "s.db"
     seen_by_tool: list[list[str]] = []
 
-    @tool(read_only=True)
+    @tool  # not read-only: it may change something, so its call is stored before it runs
     async def check() -> str:
         """Look at the session database."""
         with sqlite3.connect(db) as reader:

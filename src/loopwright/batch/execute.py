@@ -9,7 +9,6 @@ and each model's context window (probed once per model, not once per task).
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from loopwright.batch.checkers import (
 from loopwright.batch.results import ResultRow, failed_row
 from loopwright.batch.tasks import TaskSpec
 from loopwright.batch.trajectories import trajectory
-from loopwright.batch.workspace import prepare_workspace, remove_workspace
+from loopwright.batch.workspace import prepare_workspace, remove_workspace, temporary_root
 from loopwright.errors import ConfigError
 from loopwright.importing import import_attribute
 
@@ -91,7 +90,7 @@ class TaskRunner:
         data_dir = self.config.agent_options.get("data_dir")
         self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
         if self._root is None:
-            self._root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="loopwright-batch-"))
+            self._root = await asyncio.to_thread(temporary_root)
 
     async def aclose(self) -> None:
         from loopwright.endpoints.base import release_shared_client

@@ -5,11 +5,17 @@ run these functions in a worker thread."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from loopwright.batch.tasks import TaskSpec
+from loopwright.store.lease import HOST, pid_alive
+
+ROOT_PREFIX = "loopwright-batch-"
+OWNER_FILE = ".loopwright-batch-owner"  # "<host> <pid>" of the batch using the directory
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -47,3 +53,32 @@ def prepare_workspace(task: TaskSpec, root: Path) -> Path:
 
 def remove_workspace(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def temporary_root() -> Path:
+    """A fresh temporary directory for one batch's workspaces, marked with this process as its
+    owner; first, the ones batches killed on this host left behind are removed."""
+    sweep_dead_roots(Path(tempfile.gettempdir()))
+    root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
+    (root / OWNER_FILE).write_text(f"{HOST} {os.getpid()}", encoding="utf-8")
+    return root
+
+
+def sweep_dead_roots(directory: Path) -> list[Path]:
+    """Remove the workspace directories under `directory` whose batch is gone (its process no
+    longer runs on this host); a live batch's, another host's and unmarked ones stay."""
+    removed = []
+    for root in directory.glob(f"{ROOT_PREFIX}*"):
+        owner = _owner(root)
+        if owner is not None and owner[0] == HOST and not pid_alive(owner[1]):
+            remove_workspace(root)
+            removed.append(root)
+    return removed
+
+
+def _owner(root: Path) -> tuple[str, int] | None:
+    try:
+        host, pid = (root / OWNER_FILE).read_text(encoding="utf-8").rsplit(" ", 1)
+        return host, int(pid)
+    except (OSError, ValueError):  # not ours, not marked yet, or written by hand: left alone
+        return None

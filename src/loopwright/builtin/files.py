@@ -32,6 +32,7 @@ from loopwright.builtin.workspace import (
 from loopwright.context.reminders import READ_FILES_KEY, note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.effects import will_write
 from loopwright.tools.sensitive import require_write_approval
 
 MAX_LINES = 2000
@@ -197,6 +198,7 @@ async def write_file(path: str, content: str, ctx: ToolContext) -> str:
     target = resolve_path(ctx, path)
     await require_write_approval(ctx, target, preview=lambda: _preview_write(
         {"path": path, "content": content}, ctx))
+    await will_write(ctx, [(target, content.encode("utf-8"))])  # durable before the write
     if editor_of(ctx) is not None:
         existed = await asyncio.to_thread(_before_write, ctx, target)
         if await write_through_editor(ctx, target, content):
@@ -293,6 +295,7 @@ async def edit_file(
     if text is None:
         text = _text_to_edit(ctx, target, shown)
     updated, old, new, count = edited_text(shown, text, old_string, new_string, replace_all)
+    await will_write(ctx, [(target, updated.encode("utf-8"))])
     snapshot_before_write(ctx, target)
     if not await write_through_editor(ctx, target, updated):
         write_atomically(target, updated.encode("utf-8"), workspace_roots(ctx))

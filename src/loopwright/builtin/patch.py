@@ -27,6 +27,7 @@ from loopwright.builtin.workspace import (
 from loopwright.context.reminders import note_file_read
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.effects import will_write
 from loopwright.tools.sensitive import is_secret_path, require_write_approval
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -67,6 +68,7 @@ async def apply_patch(patch: str, ctx: ToolContext) -> str:
     planned: list[tuple[Path, bytes | None]] = []
     for file_patch in file_patches:
         planned.append(await _plan_file(ctx, file_patch))
+    await will_write(ctx, planned)
     written: list[tuple[Path, bytes | None]] = []
     roots = workspace_roots(ctx)
     try:

@@ -125,9 +125,20 @@ def show(
 ) -> None:
     """The transcript of a session, a page at a time (and its lineage, sub-agents, turn costs,
     with --diffs its file changes and with --events its audit log)."""
+    from loopwright.errors import LoopwrightError
+
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
+    try:
+        _show(store, sid, epoch=epoch, page=None if all_messages else page,
+              page_size=page_size, full=full, turns=turns, events=events, diffs=diffs)
+    except LoopwrightError as exc:  # a damaged row: what to do, not a traceback
+        _fail(str(exc))
+
+
+def _show(store: SQLiteStore, sid: str, *, epoch: int | None, page: int | None,
+          page_size: int, full: bool, turns: bool, events: bool, diffs: bool) -> None:
     info = store.get(sid)
     assert info is not None
     console = _console()
@@ -139,8 +150,8 @@ def show(
         console.print(f"[dim]system prompt: {len(system_prompt):,} chars[/dim]")
     if epoch is not None and epoch > info.epoch:
         _fail(f"session {sid} has epochs 0 to {info.epoch}; --epoch {epoch} does not exist")
-    _print_transcript(console, store, sid, epoch=epoch, page=None if all_messages else page,
-                      page_size=page_size, full=full)
+    _print_transcript(console, store, sid, epoch=epoch, page=page, page_size=page_size,
+                      full=full)
     if turns:
         _print_turns(console, store, sid)
     if diffs:
@@ -190,12 +201,16 @@ def export(
     db: DbOpt = None,
 ) -> None:
     """The conversation as JSON lines in loopwright's message format (system prompt first)."""
+    from loopwright.errors import LoopwrightError
     from loopwright.messages import messages_to_jsonl, system
 
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
-    history = store.load(sid)
+    try:
+        history = store.load(sid)
+    except LoopwrightError as exc:  # a damaged row
+        _fail(str(exc))
     system_prompt = store.system_prompt(sid)
     if system_prompt:
         history = [system(system_prompt), *history]

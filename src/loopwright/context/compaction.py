@@ -175,6 +175,7 @@ class CompactionPlugin(LoopPlugin):
         if tokens > self.budget.threshold:
             tokens = await self._relieve(run, request, tokens)
             raw = None  # the request changed: estimate it again
+        request.output_room = self.budget.output_room(tokens)
         self.counter.sent(request, raw)
 
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
@@ -187,14 +188,18 @@ class CompactionPlugin(LoopPlugin):
         tokens = self.counter.count(request)
         named = window_from_error(f"{error} {error.body}")
         learned = named if named is not None else int(tokens * 0.8)
-        if learned < self.budget.window:
+        smaller = learned < self.budget.window
+        if smaller:
             self.budget.learn(learned, "provider_error")
             run.status("context_window", f"the provider rejected ~{tokens:,} tokens; the window "
                        f"is now taken as {learned:,}", {"window": learned, "tokens": tokens})
         self.last_compacted_turn = None  # compaction must be allowed now
         after = await self._relieve(run, request, tokens)
+        request.output_room = self.budget.output_room(after)
         self.counter.sent(request)
-        return after < tokens
+        # a request that fits the learned window was rejected for the reply's allowance
+        # (input + max_tokens over it): sent again, with the allowance fitted
+        return after < tokens or (smaller and after <= self.budget.hard_limit)
 
     async def _relieve(self, run: RunView, request: ModelRequest, tokens: int) -> int:
         budget = self.budget

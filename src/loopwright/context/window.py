@@ -26,6 +26,8 @@ MIN_TOOL_OUTPUT_CHARS = 2_000
 MAX_TOOL_OUTPUT_CHARS = 64_000  # even a huge window gains little from one giant tool result
 MAX_SUMMARY_TOKENS = 4_000
 CHARS_PER_TOKEN = 4
+ROOM_MARGIN_SHARE, ROOM_MARGIN_TOKENS = 0.15, 256  # the estimate's error, kept off the reply
+MIN_OUTPUT_ROOM = 256
 
 
 @dataclass(kw_only=True)
@@ -73,6 +75,12 @@ class ContextBudget:
         if self.max_tokens:
             limit = min(limit, self.window - self.max_tokens)
         return max(limit, self.threshold)
+
+    def output_room(self, input_tokens: int) -> int:
+        """What the window leaves for the reply after `input_tokens` (estimated), with a
+        margin for the estimate's error; never below `MIN_OUTPUT_ROOM`."""
+        margin = int(input_tokens * ROOM_MARGIN_SHARE) + ROOM_MARGIN_TOKENS
+        return max(MIN_OUTPUT_ROOM, self.window - input_tokens - margin)
 
     @property
     def tail_tokens(self) -> int:

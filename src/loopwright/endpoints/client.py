@@ -38,8 +38,15 @@ from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsLis
 StatusListener = Callable[[str, str, dict[str, Any]], None]
 
 _TRANSPORT_ERRORS = (httpx.TransportError,)
+# "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
+# Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
+# ("maximum model length"), llama.cpp ("exceeds the available context size",
+# exceed_context_size_error), Ollama ("the input length exceeds the context length"), LM Studio
+# ("… context length of only N tokens"); tests/endpoints/test_overflow_wordings.py holds each reply
 _OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too many tokens",
-                   "prompt is too long", "context window")
+                   "prompt is too long", "context window", "exceed context limit",
+                   "maximum model length", "context size", "exceed_context_size")
+_OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -370,7 +377,7 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
                          body=text)
-    if status in (400, 413) and any(h in detail.lower() for h in _OVERFLOW_HINTS):
+    if status in _OVERFLOW_STATUSES and any(h in detail.lower() for h in _OVERFLOW_HINTS):
         return ContextOverflowError(message, status=status, body=text)
     if is_malformed_request(status, text):
         return RequestRejectedError(message, status=status, body=text)

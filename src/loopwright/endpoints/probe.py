@@ -184,6 +184,8 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
 _ERROR_WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d[\d,]*)"),  # OpenAI, vLLM
     re.compile(r"\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
+    re.compile(r"exceed context limit: \d+ \+ \d+ > (\d+)"),  # Anthropic, with max_tokens
+    re.compile(r"maximum model length of (\d[\d,]*)"),  # vLLM's decoder-prompt check
     re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
     re.compile(r"n_ctx\D{0,6}(\d+)"),
 )

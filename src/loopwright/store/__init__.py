@@ -2,9 +2,10 @@
 
 The default store is SQLite (`store/sqlite.py`): one file in WAL mode, by default
 `<data dir>/sessions.db`, used from a worker thread of its own (`store/threaded.py`). Shared
-deployments use PostgreSQL (`store/postgres.py`, `store="postgresql://…"`). A run writes each
-message before its next model request, so a process killed mid-turn loses at most the reply in
-flight, and `Agent(session_id=...)` resumes it.
+deployments use PostgreSQL (`store/postgres.py`, `store="postgresql://…"`). A run's writes are
+queued and written together (`store/recorder.py`), durable before each model request, before a
+call that may change something and as soon as tool results come in, so a process killed at any
+point loses at most the reply in flight, and `Agent(session_id=...)` resumes it.
 
 The library persists only when asked (`Agent(store=...)`); the CLI persists by default.
 """

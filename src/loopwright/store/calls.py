@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from loopwright.model_call import ModelCallRecord
+    pass
 
 CALL_COLUMNS = ("run_id", "call_id", "turn", "purpose", "model", "provider", "started",
                 "latency", "attempts", "input_tokens", "output_tokens", "cost", "error", "data")
@@ -38,10 +38,3 @@ def split_model_call(run_id: str, event: dict[str, Any]
            json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")))
     slim = {k: v for k, v in record.items() if k not in _BULKY}
     return {**event, "record": slim}, row
-
-
-def record_from_data(data: str) -> ModelCallRecord:
-    """A stored record back as a `ModelCallRecord`."""
-    from loopwright.model_call import ModelCallRecord  # the HTTP stack only when reading
-
-    return ModelCallRecord.from_dict(json.loads(data))

@@ -24,17 +24,32 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
-from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
+from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.rows import (
+    USAGE_COLUMNS,
+    call_at,
+    event_at,
+    message_at,
+    message_row,
+    run_row,
+    turn_row,
+)
 from loopwright.store.sqlite import (
     SNIPPET_END,
     SNIPPET_START,
     AuditEntry,
     SearchHit,
     audit_entries,
-    message_from_row,
-    message_row,
+)
+from loopwright.store.writes import (
+    AppendMessages,
+    Compact,
+    RecordEvents,
+    RecordRun,
+    StoreWrite,
+    merged,
 )
 
 if TYPE_CHECKING:
@@ -42,8 +57,19 @@ if TYPE_CHECKING:
 
     from loopwright.model_call import ModelCallRecord
 
-_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-          "reasoning_tokens", "requests")
+_USAGE = USAGE_COLUMNS
+_UPSERT_RUN = (
+    "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
+    + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
+    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
+    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
+    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+_UPSERT_TURN = (
+    "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE) + ", cost) "
+    "VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT (session_id, run_id, turn) DO UPDATE "
+    "SET cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+_INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+                 "(%s, %s, %s, %s, %s)")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
                     "lock_host, lock_expires, epoch, base_url, api_mode")
 _NOW = "extract(epoch from clock_timestamp())"
@@ -146,9 +172,13 @@ class PostgresStore:
             return await cursor.fetchall() if cursor.description else []
 
     async def aclose(self) -> None:
+        """Close this loop's connection once the statement in flight (a run's last write in
+        the background) is done: closing under it crashes psycopg."""
         found = self._connections.pop(asyncio.get_running_loop(), None)
         if found is not None:
-            await found[0].close()
+            conn, lock = found
+            async with lock:
+                await conn.close()
 
     # -- sessions --
 
@@ -258,11 +288,11 @@ class PostgresStore:
                         limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
         rows = await self._rows(
-            "loading a session", "SELECT role, content, data FROM messages WHERE session_id = "
+            "loading a session", "SELECT seq, role, content, data FROM messages WHERE session_id = "
             "%(sid)s AND epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM sessions WHERE "
             "id = %(sid)s)) ORDER BY seq LIMIT %(limit)s OFFSET %(offset)s",
             {"sid": session_id, "epoch": epoch, "limit": limit, "offset": offset})
-        return [message_from_row(*row) for row in rows]
+        return [message_at(session_id, *row) for row in rows]
 
     async def load(self, session_id: str) -> list[Message]:
         return await self.load_page(session_id)
@@ -273,26 +303,23 @@ class PostgresStore:
     async def append_many(self, session_id: str, history: list[Message]) -> None:
         if history:
             async with self._db("writing messages", transaction=True) as conn:
-                await self._insert(conn, session_id, history)
+                await self._insert(conn, session_id, history, time.time())
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
         async with self._db("compacting a session", transaction=True) as conn:
-            row = await (await conn.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = %s "
-                                            "RETURNING epoch", (session_id,))).fetchone()
-            if row is None:
-                raise SessionError(f"no session {session_id!r} to compact")
-            await self._insert(conn, session_id, history)
-        return int(row[0])
+            epoch = await _next_epoch(conn, session_id)
+            await self._insert(conn, session_id, history, time.time())
+        return epoch
 
     @staticmethod
     async def _insert(conn: psycopg.AsyncConnection[Any], session_id: str,
-                      history: list[Message]) -> None:
-        now = time.time()
-        for message in history:  # one at a time: each seq follows the one before
-            role, content, data = message_row(message)
-            await conn.execute(_INSERT_MESSAGE, {"sid": session_id, "role": role,
-                                                 "content": content, "data": data, "now": now})
-        await conn.execute("UPDATE sessions SET updated = %s WHERE id = %s", (now, session_id))
+                      history: list[Message], now: float) -> None:
+        rows = [dict(zip(("role", "content", "data"), message_row(m), strict=True),
+                     sid=session_id, now=now) for m in history]
+        async with conn.cursor() as cursor:  # row after row: each seq follows the one before
+            await cursor.executemany(_INSERT_MESSAGE, rows)
+            await cursor.execute("UPDATE sessions SET updated = %s WHERE id = %s",
+                                 (now, session_id))
 
     async def lineage(self, session_id: str) -> list[Epoch]:
         rows = await self._rows("reading a session's lineage",
@@ -341,19 +368,8 @@ class PostgresStore:
 
     async def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
                          ended: bool = False) -> None:
-        usage = record.usage.to_dict()
-        now = time.time()
-        await self._rows(
-            "recording a run",
-            "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, "
-            "turns, " + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
-            "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
-            "stop_reason = excluded.stop_reason, error = excluded.error, "
-            "turns = excluded.turns, cost = excluded.cost, "
-            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
-            (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
-             record.stop_reason if ended else None, record.error, record.turns,
-             *(usage[c] for c in _USAGE), record.cost))
+        await self._rows("recording a run", _UPSERT_RUN,
+                         run_row(session_id, record, model, ended, time.time()))
 
     async def runs(self, session_id: str) -> list[dict[str, Any]]:
         return await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
@@ -361,14 +377,8 @@ class PostgresStore:
 
     async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                           cost: float | None) -> None:
-        values = usage.to_dict()
-        await self._rows(
-            "recording a turn",
-            "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE)
-            + ", cost) VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT "
-            "(session_id, run_id, turn) DO UPDATE SET cost = excluded.cost, "
-            + ", ".join(f"{c} = excluded.{c}" for c in _USAGE),
-            (session_id, run_id, turn, time.time(), *(values[c] for c in _USAGE), cost))
+        await self._rows("recording a turn", _UPSERT_TURN,
+                         turn_row(session_id, run_id, turn, usage, cost, time.time()))
 
     async def turns(self, session_id: str) -> list[dict[str, Any]]:
         return await self._dicts("reading turns", "SELECT * FROM turns WHERE session_id = %s "
@@ -376,29 +386,33 @@ class PostgresStore:
 
     async def record_events(self, session_id: str, run_id: str,
                             events: list[dict[str, Any]]) -> None:
-        import json
+        if events:
+            async with self._db("recording events", transaction=True) as conn:
+                await _insert_events(conn, session_id, run_id, events, time.time())
 
-        if not events:
-            return
+    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
-        async with self._db("recording events", transaction=True) as conn:
-            for original in events:
-                event, call = split_model_call(run_id, original)
-                if call is not None:
-                    await conn.execute(_INSERT_CALL, (session_id, *call))
-                await conn.execute(
-                    "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
-                    "(%s, %s, %s, %s, %s)",
-                    (session_id, run_id, now, str(event.get("type", "")),
-                     json.dumps(event, ensure_ascii=False, default=str)))
+        async with self._db("writing a run's records", transaction=True) as conn:
+            for write in merged(writes):
+                if isinstance(write, AppendMessages):
+                    await self._insert(conn, session_id, write.messages, now)
+                elif isinstance(write, Compact):
+                    await _next_epoch(conn, session_id)
+                    await self._insert(conn, session_id, write.messages, now)
+                elif isinstance(write, RecordEvents):
+                    await _insert_events(conn, session_id, write.run_id, write.events, now)
+                elif isinstance(write, RecordRun):
+                    await conn.execute(_UPSERT_RUN, run_row(session_id, write.record,
+                                                            write.model, write.ended, now))
+                else:
+                    await conn.execute(_UPSERT_TURN, turn_row(
+                        session_id, write.run_id, write.turn, write.usage, write.cost, now))
 
     async def events(self, session_id: str) -> list[dict[str, Any]]:
-        import json
-
         rows = await self._rows("reading events", "SELECT run_id, created, data FROM events "
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
-        return [{**json.loads(data), "run_id": run_id, "created": created}
-                for run_id, created, data in rows]
+        return [event_at(session_id, *row) for row in rows]
 
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -408,7 +422,7 @@ class PostgresStore:
         """Every model call of the session's runs, in order, as recorded."""
         rows = await self._rows("reading model calls", "SELECT data FROM model_calls "
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
-        return [record_from_data(data) for (data,) in rows]
+        return [call_at(session_id, data) for (data,) in rows]
 
     async def _dicts(self, action: str, sql: str, session_id: str) -> list[dict[str, Any]]:
         async with self._db(action) as conn:
@@ -448,3 +462,25 @@ def _first_line(exc: BaseException) -> str:
 def _redacted(dsn: str) -> str:
     """The DSN without its password (it appears in errors and reprs)."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
+
+
+async def _next_epoch(conn: psycopg.AsyncConnection[Any], session_id: str) -> int:
+    row = await (await conn.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = %s "
+                                    "RETURNING epoch", (session_id,))).fetchone()
+    if row is None:
+        raise SessionError(f"no session {session_id!r} to compact")
+    return int(row[0])
+
+
+async def _insert_events(conn: psycopg.AsyncConnection[Any], session_id: str, run_id: str,
+                         events: list[dict[str, Any]], now: float) -> None:
+    import json
+
+    split = [split_model_call(run_id, original) for original in events]
+    calls = [(session_id, *call) for _, call in split if call is not None]
+    async with conn.cursor() as cursor:
+        if calls:
+            await cursor.executemany(_INSERT_CALL, calls)
+        await cursor.executemany(_INSERT_EVENT, [
+            (session_id, run_id, now, str(event.get("type", "")),
+             json.dumps(event, ensure_ascii=False, default=str)) for event, _ in split])

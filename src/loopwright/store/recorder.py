@@ -1,28 +1,42 @@
 """`SessionRecorder`: persists one run into a `SessionStore` as it happens.
 
-It is both a `LoopPlugin` (every appended message is queued for writing at once, and the queue is
-drained before each model request, so a crash loses at most the reply in flight) and an event
-callback (the run's events become the session's event log and audit trail). Writes run in order
-off the event loop (the store is async); it also holds the session's write lease for the run.
+It is both a `LoopPlugin` (every appended message is queued) and an event callback (the run's
+events become the session's event log and audit trail; its run and turn records follow). The
+queue is written out, all of it in one transaction (`store/writes.py`), whenever something the
+model saw must be durable: before each model request, before a tool that is not read-only runs
+(a crash inside it resumes knowing the call was made), and as soon as tool results are appended
+(a crash after a tool returned resumes with its result). Events and records alone wait for the
+next of those, so a steady turn costs one transaction. It also holds the session's write lease
+for the run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import Event, event_to_dict
-from loopwright.messages import Message, ModelRequest, Usage
+from loopwright.messages import Message, ModelRequest, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.lease import RENEW_SECONDS, new_owner
+from loopwright.store.writes import (
+    AppendMessages,
+    Compact,
+    RecordEvents,
+    RecordRun,
+    RecordTurn,
+    StoreWrite,
+    write_all,
+)
+from loopwright.tools.effects import EFFECT_EVENT, effect_note
 
 if TYPE_CHECKING:
     from loopwright.plugins import RunView
@@ -54,7 +68,7 @@ class SessionRecorder(LoopPlugin):
         self._run: RunView | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
-        self._writes = WriteQueue(self._report_wait)
+        self._writes = WriteQueue(self._write_out, self._report_wait)
         self._turn_cost: float | None = 0.0  # the run's cost at the end of the previous turn
         self._turn_messages: list[Message] = []  # user/assistant messages since the last turn_end
 
@@ -104,7 +118,8 @@ class SessionRecorder(LoopPlugin):
         head = [given.pop(0)] if given and given[0].role == "system" else []
         stored = await store.load(sid) if exists else []
         if exists and history is None:
-            conversation = messages.close_interrupted_calls(stored)
+            conversation = messages.close_interrupted_calls(
+                stored, await self._interrupted_notes(stored))
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
                 await store.append_many(sid, repaired_suffix)
@@ -116,6 +131,20 @@ class SessionRecorder(LoopPlugin):
             await store.update(sid, system_prompt=system_prompt, model=self.model,
                                **self.provider)
         return [*(head or [messages.system(system_prompt)]), *conversation]
+
+    async def _interrupted_notes(self, stored: list[Message]
+                                 ) -> Callable[[ToolCall], str] | None:
+        """What to tell the model of each call a crash cut off: whether it took effect, from
+        the effect it recorded (tools/effects.py), else that nobody knows."""
+        cut = {call.id for call in messages.unanswered_calls(stored)}
+        read_events = getattr(self.store, "events", None)
+        if not cut or read_events is None:
+            return None
+        records = {str(e.get("id")): e for e in await read_events(self.session_id)
+                   if e.get("type") == EFFECT_EVENT and str(e.get("id")) in cut}
+        notes = await asyncio.to_thread(
+            lambda: {call_id: effect_note(records.get(call_id)) for call_id in cut})
+        return lambda call: notes.get(call.id, messages.INTERRUPTED_RESULT)
 
     async def release(self) -> None:
         """Give the lease back (idempotent)."""
@@ -129,42 +158,57 @@ class SessionRecorder(LoopPlugin):
     async def on_run_start(self, run: RunView) -> None:
         self._run = run
         self._writes.start(run)
-        self._queue(lambda: self.store.record_run(
-            self.session_id, RunRecord(run_id=run.run_id), model=self.model))
+        self._writes.put(RecordRun(record=RunRecord(run_id=run.run_id), model=self.model))
         self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
 
     def on_message(self, run: RunView, message: Message) -> None:
         if message.role in ("user", "assistant"):
             self._turn_messages.append(message)
-        if self.attachments_dir is not None and any(a.data for a in message.attachments):
-            self._queue(lambda: self._append_by_reference(message))
-            return
-        self._queue(lambda: self.store.append(self.session_id, message))
+        self._writes.put(AppendMessages(messages=[message]), durable=True)
 
-    async def _append_by_reference(self, message: Message) -> None:
-        """The message with its attachments' bytes in files (a worker thread writes them) and
-        only their paths in the row."""
+    async def _write_out(self, writes: Sequence[StoreWrite]) -> None:
+        """One transaction for everything queued; attachments' bytes go to files first (a
+        worker thread writes them), only their paths into the rows."""
         directory = self.attachments_dir
-        assert directory is not None
-        stored = await asyncio.to_thread(
-            lambda: [a.stored(directory) for a in message.attachments])
-        await self.store.append(self.session_id, dataclasses.replace(message, attachments=stored))
+        if directory is not None and any(
+                a.data for w in writes if isinstance(w, AppendMessages)
+                for m in w.messages for a in m.attachments):
+            writes = await asyncio.to_thread(_by_reference, writes, directory)
+        await write_all(self.store, self.session_id, writes)
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         """Every message so far is durable before the next request goes out (a locked store
         is waited out here); a store that failed for good stops the run."""
-        await self._writes.drain()
+        await self._writes.flush(durable_only=True)
         failure = self._writes.failure
         if failure is not None:
             raise SessionError(f"the session store failed, so the run stopped (session "
                                f"{self.session_id} is intact up to the failure and can be "
                                f"resumed): {failure}")
 
+    async def on_results(self, run: RunView, results: list[Message]) -> None:
+        """Tool results are durable as soon as their calls return, before anything else
+        happens in the run (a process killed next resumes with them)."""
+        await self._writes.flush()
+
     async def before_tool(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
-        """A tool gate (first of all): the call is durable before the tool runs, so a process
-        killed inside a tool resumes knowing the call was made (it is marked interrupted)."""
-        await self._writes.drain()
+        """A tool gate (first of all): a call that may change something is durable before the
+        tool runs, so a process killed inside it resumes knowing the call was made (it is
+        marked interrupted, and a repeat keeps its idempotency key). A read-only call changes
+        nothing: it waits for the next write."""
+        if not prepared.tool.read_only:
+            ctx.record_effect = functools.partial(self._record_effect, ctx.call_id,
+                                                  prepared.tool.name)
+            await self._writes.flush(durable_only=True)
         return None
+
+    async def _record_effect(self, call_id: str, name: str, facts: dict[str, Any]) -> None:
+        """Durable at once: what the call is about to change (tools/effects.py)."""
+        run = self._run
+        assert run is not None
+        self._writes.put(RecordEvents(run_id=run.run_id, events=[
+            {"type": EFFECT_EVENT, "id": call_id, "name": name, **facts}]), durable=True)
+        await self._writes.flush()
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
@@ -181,33 +225,26 @@ class SessionRecorder(LoopPlugin):
             row["user"] = [m.content for m in said if m.role == "user"]
             row["text"] = "".join(m.content for m in replies)
             row["reasoning"] = "".join(m.reasoning or "" for m in replies)
-        if not self._writes.running:  # the terminal event comes after `on_run_end`
+        if not self._writes.open:  # the terminal event comes after `on_run_end`
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return
-        self._queue(lambda: self.store.record_events(self.session_id, run.run_id, [row]))
+        self._writes.put(RecordEvents(run_id=run.run_id, events=[row]))
         if event.type == "turn_end" and not event.agent:
-            record = self._record(run, None)
-            turn, usage, cost = run.turn, _turn_usage(event), self._cost_of_turn(run)
-            self._queue(lambda: self.store.record_run(self.session_id, record,
-                                                      model=self.model))
-            self._queue(lambda: self.store.record_turn(self.session_id, run.run_id, turn,
-                                                       usage, cost))
+            self._writes.put(RecordRun(record=self._record(run, None), model=self.model))
+            self._writes.put(RecordTurn(run_id=run.run_id, turn=run.turn,
+                                        usage=_turn_usage(event), cost=self._cost_of_turn(run)))
 
     def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
         it, atomically; the messages it summarised stay stored as the session's lineage."""
         history = [m for m in run.history if m.role != "system"]
-        self._queue(lambda: self._compact(history))
-
-    async def _compact(self, history: list[Message]) -> None:
-        await self.store.compact(self.session_id, history)
+        self._writes.put(Compact(messages=history), durable=True)
 
     async def on_run_end(self, run: RunView, result: RunResult) -> None:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        record = self._record(run, result)
-        self._queue(lambda: self.store.record_run(self.session_id, record, model=self.model,
-                                                  ended=True))
+        self._writes.put(RecordRun(record=self._record(run, result), model=self.model,
+                                   ended=True))
         await self._writes.close()
         await self.release()
 
@@ -221,9 +258,6 @@ class SessionRecorder(LoopPlugin):
         task = asyncio.ensure_future(guarded())
         _LATE_WRITES.add(task)
         task.add_done_callback(_LATE_WRITES.discard)
-
-    def _queue(self, write: Callable[[], Awaitable[Any]]) -> None:
-        self._writes.put(write)
 
     def _report_wait(self, run: RunView, kind: str, text: str) -> None:
         run.status(kind, text, {"session_id": self.session_id})
@@ -259,70 +293,63 @@ class SessionRecorder(LoopPlugin):
 
 
 class WriteQueue:
-    """One run's store writes, done one at a time in the order they were made.
+    """One run's store writes, queued in the order they were made and written out together.
 
-    A busy or locked store (`StoreBusy`) is waited out with backoff for as long as it takes, with
-    a `store_busy` status while waiting: nothing is ever skipped. Any other store error is final:
-    later writes are dropped, so what is stored stays a clean prefix of the run, and
-    `failure` says why (the recorder then stops the run)."""
+    `flush` writes everything queued in one call of `write_out` (one transaction); with
+    `durable_only` only when something that must be durable is queued. A busy or locked store
+    (`StoreBusy`) is waited out with backoff for as long as it takes, with a `store_busy` status
+    while waiting: nothing is ever skipped. Any other store error is final: later writes are
+    dropped, so what is stored stays a clean prefix of the run, and `failure` says why (the
+    recorder then stops the run)."""
 
-    def __init__(self, report: Callable[[RunView, str, str], None]) -> None:
+    def __init__(self, write_out: Callable[[Sequence[StoreWrite]], Awaitable[None]],
+                 report: Callable[[RunView, str, str], None]) -> None:
+        self._write_out = write_out
         self._report = report
-        self._pending: collections.deque[Callable[[], Awaitable[Any]]] = collections.deque()
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._task: asyncio.Task[None] | None = None
+        self._pending: list[StoreWrite] = []
+        self._durable = False  # something queued must be durable at the next flush
+        self._lock = asyncio.Lock()
         self._run: RunView | None = None
         self._closed = False
         self.failure: str | None = None
 
     @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+    def open(self) -> bool:
+        """From `start` until `close`."""
+        return self._run is not None and not self._closed
 
     def start(self, run: RunView) -> None:
         self._run = run
-        self._task = asyncio.ensure_future(self._work())
 
-    def put(self, write: Callable[[], Awaitable[Any]]) -> None:
-        """Queue a write (writes queued before `start` wait for it)."""
+    def put(self, write: StoreWrite, *, durable: bool = False) -> None:
+        """Queue a write (writes queued before `start` wait for the first flush after it)."""
         if self.failure is not None or self._closed:
             return
         self._pending.append(write)
-        self._idle.clear()
-        self._wake.set()
+        self._durable = self._durable or durable
 
-    async def drain(self) -> None:
-        """Wait until every write made so far is done (or the store failed)."""
-        if self.running:
-            await self._idle.wait()
+    async def flush(self, *, durable_only: bool = False) -> None:
+        """Write out everything queued so far (or the store failed)."""
+        if self._run is None:
+            return
+        async with self._lock:  # one after the other: a flush also waits for the one in flight
+            if not self._pending or (durable_only and not self._durable):
+                return
+            writes, self._pending, self._durable = self._pending, [], False
+            if self.failure is None:
+                await self._until_done(writes)
 
     async def close(self) -> None:
-        await self.drain()
+        await self.flush()
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
-    async def _work(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                write = self._pending.popleft()
-                if self.failure is None:
-                    await self._until_done(write)
-            self._idle.set()
-
-    async def _until_done(self, write: Callable[[], Awaitable[Any]]) -> None:
+    async def _until_done(self, writes: list[StoreWrite]) -> None:
         run = self._run
         assert run is not None
         delay, waited = BUSY_FIRST_DELAY, 0.0
         while True:
             try:
-                await write()
+                await self._write_out(writes)
             except StoreBusy as exc:
                 if not waited:
                     self._report(run, "store_busy", f"the session store is busy; waiting for it "
@@ -340,6 +367,15 @@ class WriteQueue:
                 self._report(run, "store_ready", "the session store is writable again "
                              f"(waited ~{waited:.1f}s)")
             return
+
+
+def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:
+    """Blocking (disk): `writes` with each attachment's bytes stored once, by SHA-256, in
+    `directory`, and only its path left in the message."""
+    return [AppendMessages(messages=[
+        dataclasses.replace(m, attachments=[a.stored(directory) for a in m.attachments])
+        if any(a.data for a in m.attachments) else m for m in w.messages])
+        if isinstance(w, AppendMessages) else w for w in writes]
 
 
 def _title(prompt: str, history: list[Message] | None) -> str:

@@ -1,6 +1,6 @@
 """The SQLite session store: one file in WAL mode, a message per row, FTS5 search, run leases.
 
-Writes are one short transaction each (a message is one INSERT and its commit) with
+A run's writes come in batches, one short transaction each (`write_batch`), with
 `synchronous=NORMAL`: a commit costs no fsync in WAL mode, yet a process killed with SIGKILL keeps
 every committed row. Only a power loss can take back the last few commits.
 """
@@ -8,13 +8,12 @@ every committed row. Only a power loss can take back the last few commits.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,15 +21,31 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
-from loopwright.store.calls import CALL_COLUMNS, record_from_data, split_model_call
+from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
+from loopwright.store.rows import (
+    USAGE_COLUMNS,
+    call_at,
+    event_at,
+    event_row,
+    message_at,
+    message_row,
+    run_row,
+    turn_row,
+)
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.writes import (
+    AppendMessages,
+    Compact,
+    RecordEvents,
+    RecordRun,
+    StoreWrite,
+    merged,
+)
 
 if TYPE_CHECKING:
     from loopwright.model_call import ModelCallRecord
 
-_USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                  "reasoning_tokens", "requests")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
                     "lock_host, lock_expires, epoch, base_url, api_mode")
 _INSERT_MESSAGE = (
@@ -263,7 +278,7 @@ class SQLiteStore:
         (sid, parent_id, title, model, cwd, created, updated,
          lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
         sums = db.execute(
-            "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in _USAGE_COLUMNS)
+            "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in USAGE_COLUMNS)
             + ", sum(cost), sum(cost IS NULL AND requests > 0) FROM runs WHERE session_id = ?",
             (sid,)).fetchone()
         latest = db.execute("SELECT stop_reason, ended FROM runs WHERE session_id = ? "
@@ -274,7 +289,7 @@ class SQLiteStore:
         stop_reason = None
         if latest is not None:
             stop_reason = latest[0] or ("running" if live else "interrupted")
-        usage = Usage(**dict(zip(_USAGE_COLUMNS, sums[1:7], strict=True)))
+        usage = Usage(**dict(zip(USAGE_COLUMNS, sums[1:7], strict=True)))
         unpriced = sums[8] or 0
         return SessionInfo(
             id=sid, parent_id=parent_id, title=title, model=model, base_url=base_url,
@@ -305,15 +320,8 @@ class SQLiteStore:
     def compact(self, session_id: str, history: list[Message]) -> int:
         """Start the session's next epoch with `history`, in one transaction (a crash leaves
         either the old epoch or the whole new one); earlier epochs stay as the lineage."""
-        now = time.time()
-        rows = [(session_id, *message_row(m), now) for m in history]
         with self._write("compacting a session") as db:
-            found = db.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = ? "
-                               "RETURNING epoch", (session_id,)).fetchone()
-            if found is None:
-                raise SessionError(f"no session {session_id!r} to compact")
-            db.executemany(_INSERT_MESSAGE, rows)
-        return int(found[0])
+            return _compact(db, session_id, history, time.time())
 
     def lineage(self, session_id: str) -> list[Epoch]:
         """The session's epochs, oldest first (one per compaction, plus the live one)."""
@@ -326,13 +334,13 @@ class SQLiteStore:
     def load_page(self, session_id: str, *, epoch: int | None = None, offset: int = 0,
                   limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
-        sql = ("SELECT role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
+        sql = ("SELECT seq, role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
                + ("?2" if epoch is not None else "(SELECT epoch FROM sessions WHERE id = ?1)")
                + " ORDER BY seq LIMIT ?3 OFFSET ?4")
         with self._read("loading a session") as db:
             rows = db.execute(sql, (session_id, epoch, -1 if limit is None else limit,
                                     offset)).fetchall()
-        return [message_from_row(*row) for row in rows]
+        return [message_at(session_id, *row) for row in rows]
 
     def children(self, session_id: str) -> list[SessionInfo]:
         """Sessions of the sub-agents this session delegated to, oldest first."""
@@ -376,31 +384,15 @@ class SQLiteStore:
 
     def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
                    ended: bool = False) -> None:
-        usage = record.usage.to_dict()
-        values = [usage[c] for c in _USAGE_COLUMNS]
-        now = time.time()
         with self._lock, self._translate("recording a run"):
-            self._db.execute(
-                "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, "
-                "error, turns, " + ", ".join(_USAGE_COLUMNS) + ", cost) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id, id) DO UPDATE SET "
-                "ended = excluded.ended, stop_reason = excluded.stop_reason, "
-                "error = excluded.error, turns = excluded.turns, cost = excluded.cost, "
-                + ", ".join(f"{c} = excluded.{c}" for c in _USAGE_COLUMNS),
-                (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
-                 record.stop_reason if ended else None, record.error, record.turns, *values,
-                 record.cost))
+            self._db.execute(_UPSERT_RUN, run_row(session_id, record, model, ended,
+                                                   time.time()))
 
     def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                     cost: float | None) -> None:
-        values = usage.to_dict()
         with self._lock, self._translate("recording a turn"):
-            self._db.execute(
-                "INSERT OR REPLACE INTO turns (session_id, run_id, turn, created, "
-                + ", ".join(_USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, run_id, turn, time.time(), *(values[c] for c in _USAGE_COLUMNS),
-                 cost))
+            self._db.execute(_UPSERT_TURN, turn_row(session_id, run_id, turn, usage, cost,
+                                                     time.time()))
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """What each turn of the session's runs spent, in order, as dicts of their columns."""
@@ -419,32 +411,35 @@ class SQLiteStore:
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
-        if not events:
-            return
+        if events:
+            with self._write("recording events") as db:
+                _insert_events(db, session_id, run_id, events, time.time())
+
+    def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
-        split = [split_model_call(run_id, event) for event in events]
-        rows = [_event_row(session_id, run_id, now, event) for event, _ in split]
-        calls = [(session_id, *call) for _, call in split if call is not None]
-        with self._lock, self._translate("recording events"):
-            if len(rows) == 1 and not calls:
-                self._db.execute(_INSERT_EVENT, rows[0])
-                return
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany(_INSERT_EVENT, rows)
-                self._db.executemany(_INSERT_CALL, calls)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._write("writing a run's records") as db:
+            for write in merged(writes):
+                if isinstance(write, AppendMessages):
+                    db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now)
+                                                     for m in write.messages])
+                elif isinstance(write, Compact):
+                    _compact(db, session_id, write.messages, now)
+                elif isinstance(write, RecordEvents):
+                    _insert_events(db, session_id, write.run_id, write.events, now)
+                elif isinstance(write, RecordRun):
+                    db.execute(_UPSERT_RUN, run_row(session_id, write.record, write.model,
+                                                     write.ended, now))
+                else:
+                    db.execute(_UPSERT_TURN, turn_row(session_id, write.run_id, write.turn,
+                                                       write.usage, write.cost, now))
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
         """The stored events of a session in order; each has `run_id` and `created` added."""
         with self._read("reading events") as db:
             rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
                               "ORDER BY id", (session_id,)).fetchall()
-        return [{**json.loads(data), "run_id": run_id, "created": created}
-                for run_id, created, data in rows]
+        return [event_at(session_id, *row) for row in rows]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -455,7 +450,7 @@ class SQLiteStore:
         with self._read("reading model calls") as db:
             rows = db.execute("SELECT data FROM model_calls WHERE session_id = ? ORDER BY id",
                               (session_id,)).fetchall()
-        return [record_from_data(data) for (data,) in rows]
+        return [call_at(session_id, data) for (data,) in rows]
 
     def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
         """The most recently updated session (in `cwd`, if given)."""
@@ -489,38 +484,40 @@ class SQLiteStore:
                           title=r[5], updated=r[6]) for r in rows]
 
 
+_UPSERT_RUN = (
+    "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
+    + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
+    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
+    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
+_UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created, "
+                + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
+                   events: list[dict[str, Any]], now: float) -> None:
+    split = [split_model_call(run_id, event) for event in events]
+    db.executemany(_INSERT_EVENT, [event_row(session_id, run_id, now, event)
+                                   for event, _ in split])
+    calls = [(session_id, *call) for _, call in split if call is not None]
+    if calls:
+        db.executemany(_INSERT_CALL, calls)
+
+
+def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], now: float
+             ) -> int:
+    found = db.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = ? RETURNING epoch",
+                       (session_id,)).fetchone()
+    if found is None:
+        raise SessionError(f"no session {session_id!r} to compact")
+    db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now) for m in history])
+    return int(found[0])
+
+
 _INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
                 f"({', '.join('?' * (len(CALL_COLUMNS) + 1))})")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def message_from_row(role: str, content: str, data: str) -> Message:
-    fields = json.loads(data) if data != "{}" else {}
-    fields["role"] = role
-    fields["content"] = content
-    return Message.from_dict(fields)
-
-
-def message_row(message: Message) -> tuple[str, str, str]:
-    fields = message.to_dict()
-    del fields["role"], fields["content"]
-    try:
-        data = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise SessionError(f"cannot store a {message.role} message: {exc}") from exc
-    return message.role, message.content, data
-
-
-def _event_row(session_id: str, run_id: str, now: float, event: dict[str, Any]
-               ) -> tuple[Any, ...]:
-    kind = event.get("type", "")
-    tool = kind in ("tool_call", "tool_result")
-    is_error = event.get("is_error")
-    return (session_id, run_id, now, kind, event.get("id") if tool else None,
-            event.get("name") if tool else None, None if is_error is None else int(is_error),
-            event.get("duration"), event.get("content_chars"),
-            json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")))
 
 
 def audit_entries(events: list[dict[str, Any]]) -> list[AuditEntry]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +20,7 @@ from loopwright.store import Epoch, RunRecord, SessionInfo
 if TYPE_CHECKING:
     from loopwright.model_call import ModelCallRecord
     from loopwright.store.sqlite import SearchHit, SQLiteStore
+    from loopwright.store.writes import StoreWrite
 
 T = TypeVar("T")
 
@@ -55,6 +56,10 @@ class ThreadedStore:
 
     async def append_many(self, session_id: str, history: list[Message]) -> None:
         await self._call(self.sync.append_many, session_id, history)
+
+    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+        """Several writes in one transaction and one hop to the thread."""
+        await self._call(self.sync.write_batch, session_id, writes)
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
         return await self._call(self.sync.compact, session_id, history)

@@ -28,6 +28,7 @@ from loopwright.tools.schema import (
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
 StatusEmitter = Callable[[str, str, dict[str, Any]], None]
+EffectRecorder = Callable[[dict[str, Any]], Awaitable[None]]
 ChangePreview = Callable[[dict[str, Any], "ToolContext[Any]"], Awaitable[str]]
 """`(arguments, ctx) -> diff`: what a file-changing call would change, as a unified diff ("" if
 unknown), shown when the call waits for the user's approval."""
@@ -52,6 +53,12 @@ class ToolContext(Generic[DepsT]):
     session_id: str | None = None
     run_id: str = ""
     call_id: str = ""
+    # the same for a call the model makes again after a crash cut it off (tools/idempotency.py):
+    # a tool with a side effect records it with the effect and skips an effect it already holds
+    idempotency_key: str = ""
+    # makes a record of what the call is about to change durable first (the session recorder
+    # sets it on calls that are not read-only; tools/effects.py); None without a session store
+    record_effect: EffectRecorder | None = None
     approve: ApprovalGate = _deny_all
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)

@@ -83,7 +83,7 @@ class ResultFilter(Protocol):
 
 
 CallObserver = Callable[[ToolCall, dict[str, Any] | str], None]
-OutcomeObserver = Callable[[ToolOutcome], None]
+OutcomeObserver = Callable[[ToolOutcome], Awaitable[None]]  # awaited before the next call
 
 
 @dataclass(kw_only=True)
@@ -129,7 +129,7 @@ class ToolExecutor:
             else:
                 outcome = await self._filter(None, item, ctx_for(item.call))
             if on_outcome is not None:
-                on_outcome(outcome)
+                await on_outcome(outcome)
             return outcome
 
         if concurrent:

@@ -53,7 +53,8 @@ STOP_REASONS: dict[str, FinishReason] = {
     "refusal": "content_filter",
 }
 
-# Anthropic requires max_tokens; this is the default answer allowance.
+# Anthropic requires max_tokens; this is the default answer allowance (less when the window
+# leaves less: `ModelRequest.output_room`).
 DEFAULT_MAX_TOKENS = 8192
 # What is left for the visible answer on top of a thinking budget when max_tokens is not set.
 ANSWER_ALLOWANCE = 4096
@@ -395,7 +396,8 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
         budget = thinking_budget(request.reasoning_effort)
         if budget is not None and not thinking_fits(tail):
             budget = None
-        max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
+        max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS,
+                                               request.output_room or DEFAULT_MAX_TOKENS)
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             if max_tokens <= budget:  # the budget is part of max_tokens; leave room to answer

@@ -1,0 +1,226 @@
+"""What the session store costs a run, and what `loopwright serve` costs over the library.
+
+The workload is bench/overhead.py's: ROUNDS rounds of one read-only tool call, then an answer
+(ROUNDS + 1 turns a run), against the fake model server in its own process. Measured, as client
+CPU per turn (user + system time of the process running the agent, its store thread included,
+divided by the turns completed; the median of REPEATS batches of RUNS runs one after another):
+
+- the library with no store, with SQLite (a file in a temporary directory) and with PostgreSQL
+  (`--postgres DSN`, else a throwaway server started as tests/pg_server.py does);
+- `loopwright serve` (the app the command runs, in its own process, one SSE client per run, as
+  the page is) with SQLite and with PostgreSQL, against the library with the same store.
+
+    python bench/store_overhead.py                 # everything
+    python bench/store_overhead.py --quick         # fewer runs
+    python bench/store_overhead.py --no-serve --json
+
+Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
+library with the same store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent))
+
+from server_process import start_ready
+
+from loopwright import Agent, tool
+from loopwright.endpoints.base import close_shared_client
+
+ROUNDS = 10
+TOKEN = "bench-token-0123456789abcdef"
+
+
+@tool(read_only=True)
+async def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value-of-{key}"
+
+
+# --- the library ------------------------------------------------------------------------------
+
+
+async def library(base_url: str, stores: dict[str, Any], runs: int, repeats: int
+                  ) -> dict[str, float]:
+    """Median client CPU milliseconds per turn of `runs` runs in a row, for each store; the
+    stores take turns batch by batch, so a change in the machine's load hits them alike."""
+    agents = {name: Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
+                          store=store, max_turns=ROUNDS + 5) for name, store in stores.items()}
+    samples: dict[str, list[float]] = {name: [] for name in stores}
+    try:
+        for batch in range(repeats + 1):  # the first batch warms up (imports, connections)
+            for name, agent in agents.items():
+                cpu, turns = time.process_time(), 0
+                for _ in range(runs):
+                    result = await agent.run("look the keys up")
+                    if result.stop_reason != "completed":
+                        raise RuntimeError(f"{name}: the run ended {result.stop_reason}: "
+                                           f"{result.error}")
+                    turns += result.turns
+                if batch:
+                    samples[name].append((time.process_time() - cpu) / turns * 1000)
+    finally:
+        for agent in agents.values():
+            await agent.aclose()
+        await close_shared_client()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# --- serve ------------------------------------------------------------------------------------
+
+
+def serve_child(base_url: str, store_spec: str, workdir: str) -> None:
+    """The app `loopwright serve` runs, with `store_spec` and the workload's tool."""
+    import uvicorn
+
+    from loopwright.serve.app import ServeOptions, create_app
+    from loopwright.store import open_store
+
+    app = create_app(ServeOptions(token=TOKEN, store=open_store(store_spec), agent_options={
+        "model": "bench-model", "base_url": base_url, "api_key": "k", "tools": [lookup],
+        "workdir": workdir, "max_turns": ROUNDS + 5}))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="on"))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(f"READY http://127.0.0.1:{port}", flush=True)
+        await task
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def serve(base_url: str, store_spec: str, runs: int, repeats: int) -> float:
+    """Median CPU milliseconds per turn of the serve process for `runs` runs in a row."""
+    import httpx
+
+    with tempfile.TemporaryDirectory() as workdir:
+        process, url = start_ready([sys.executable, str(HERE), "--serve-child", base_url,
+                                    store_spec, workdir])
+        try:
+            async with httpx.AsyncClient(base_url=url, timeout=120, headers={
+                    "authorization": f"Bearer {TOKEN}"}) as client:
+                samples = []
+                for batch in range(repeats + 1):
+                    cpu = cpu_seconds(process.pid)
+                    for _ in range(runs):
+                        await one_served_run(client)
+                    if batch:
+                        samples.append((cpu_seconds(process.pid) - cpu) / (runs * (ROUNDS + 1))
+                                       * 1000)
+                return statistics.median(samples)
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+async def one_served_run(client: Any) -> None:
+    """Start a run and read its event stream to the end, as the page does."""
+    started = (await client.post("/runs", json={"prompt": "look the keys up"})).json()
+    async with client.stream("GET", f"/runs/{started['run_id']}/events") as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and json.loads(line[6:]).get("type") in (
+                    "done", "error", "cancelled"):
+                return
+
+
+# --- the whole ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres(dsn: str | None) -> Iterator[str]:
+    if dsn:
+        yield dsn
+        return
+    sys.path.insert(0, str(HERE.parent.parent / "tests"))
+    from pg_server import PG_MISSING, fresh_database, running_postgres
+
+    with running_postgres() as server:
+        if server is None:
+            raise SystemExit(f"no PostgreSQL: give --postgres DSN, or install {PG_MISSING}")
+        yield fresh_database(server)
+
+
+async def measure(args: argparse.Namespace, base_url: str, pg_dsn: str) -> dict[str, Any]:
+    runs, repeats = (3, 5) if args.quick else (args.runs, args.repeats)
+    with tempfile.TemporaryDirectory() as scratch:
+        sqlite = str(Path(scratch) / "sessions.db")
+        row: dict[str, Any] = {"rounds": ROUNDS, "turns_per_run": ROUNDS + 1, "runs": runs,
+                               "repeats": repeats}
+        measured = await library(base_url, {"none": None, "sqlite": sqlite,
+                                            "postgres": pg_dsn}, runs, repeats)
+        row.update({f"{name}_ms": ms for name, ms in measured.items()})
+        row["sqlite_ratio"] = row["sqlite_ms"] / row["none_ms"]
+        row["postgres_ratio"] = row["postgres_ms"] / row["none_ms"]
+        if not args.no_serve:
+            row["serve_sqlite_ms"] = await serve(base_url, sqlite, runs, repeats)
+            row["serve_postgres_ms"] = await serve(base_url, pg_dsn, runs, repeats)
+            row["serve_sqlite_ratio"] = row["serve_sqlite_ms"] / row["sqlite_ms"]
+            row["serve_postgres_ratio"] = row["serve_postgres_ms"] / row["postgres_ms"]
+    return {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
+        serve_child(*sys.argv[2:5])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per batch")
+    parser.add_argument("--repeats", type=int, default=11, help="batches measured")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-serve", action="store_true")
+    parser.add_argument("--postgres", help="a PostgreSQL DSN (default: start a throwaway one)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
+                                   str(ROUNDS)])
+    try:
+        with postgres(args.postgres) as pg_dsn:
+            row = asyncio.run(measure(args, base_url, pg_dsn))
+    finally:
+        model.terminate()
+        model.wait(10)
+    if args.json:
+        print(json.dumps(row))
+        return
+    print(f"client CPU per turn ({row['turns_per_run']}-turn runs, median of {row['repeats']} "
+          f"batches of {row['runs']}; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs)")
+    print(f"  library, no store   {row['none_ms']:7.3f} ms")
+    print(f"  library, SQLite     {row['sqlite_ms']:7.3f} ms  x{row['sqlite_ratio']:.2f} "
+          "(target <= 1.3)")
+    print(f"  library, PostgreSQL {row['postgres_ms']:7.3f} ms  x{row['postgres_ratio']:.2f} "
+          "(target <= 1.6)")
+    if "serve_sqlite_ms" in row:
+        print(f"  serve, SQLite       {row['serve_sqlite_ms']:7.3f} ms  "
+              f"x{row['serve_sqlite_ratio']:.2f} of the library with SQLite (target <= 1.5)")
+        print(f"  serve, PostgreSQL   {row['serve_postgres_ms']:7.3f} ms  "
+              f"x{row['serve_postgres_ratio']:.2f} of the library with PostgreSQL "
+              "(target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

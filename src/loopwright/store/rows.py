@@ -1,0 +1,100 @@
+"""Rows of the session tables, both ways, for both stores: what a message, an event, a run or a
+turn is written as, and stored rows back into objects. A damaged row (JSON cut by a crash or a
+full disk, a field of the wrong type, a row some other program wrote) is a `SessionError` naming
+the session, the row and what to do — never a raw decoding error."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from loopwright.errors import SessionError
+from loopwright.messages import Message, Usage
+
+if TYPE_CHECKING:
+    from loopwright.model_call import ModelCallRecord
+    from loopwright.store import RunRecord
+
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "reasoning_tokens", "requests")
+
+
+def message_row(message: Message) -> tuple[str, str, str]:
+    """(role, content, data): the message's other fields as JSON in `data`."""
+    fields = message.to_dict()
+    del fields["role"], fields["content"]
+    try:
+        data = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise SessionError(f"cannot store a {message.role} message: {exc}") from exc
+    return message.role, message.content, data
+
+
+def event_row(session_id: str, run_id: str, now: float, event: dict[str, Any]
+              ) -> tuple[Any, ...]:
+    """An event's row: its type, the tool call it is about, and the whole as JSON."""
+    kind = event.get("type", "")
+    tool = kind in ("tool_call", "tool_result")
+    is_error = event.get("is_error")
+    return (session_id, run_id, now, kind, event.get("id") if tool else None,
+            event.get("name") if tool else None, None if is_error is None else int(is_error),
+            event.get("duration"), event.get("content_chars"),
+            json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")))
+
+
+def run_row(session_id: str, record: RunRecord, model: str, ended: bool, now: float
+            ) -> tuple[Any, ...]:
+    """A run's row, in the column order of the `runs` upserts."""
+    usage = record.usage.to_dict()
+    return (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
+            record.stop_reason if ended else None, record.error, record.turns,
+            *(usage[c] for c in USAGE_COLUMNS), record.cost)
+
+
+def turn_row(session_id: str, run_id: str, turn: int, usage: Usage, cost: float | None,
+             now: float) -> tuple[Any, ...]:
+    """A turn's row, in the column order of the `turns` upserts."""
+    values = usage.to_dict()
+    return (session_id, run_id, turn, now, *(values[c] for c in USAGE_COLUMNS), cost)
+
+_DECODING = (ValueError, TypeError, KeyError, AttributeError)  # json, from_dict on odd shapes
+
+
+def damaged(session_id: str, row: str, exc: BaseException) -> SessionError:
+    """The error for one damaged row of a session."""
+    why = (str(exc) or type(exc).__name__)[:200]
+    return SessionError(
+        f"session {session_id}: {row} is damaged ({why}); the store holds a row cut short or "
+        "not written by loopwright, so the session cannot be read as it is. Continue in a new "
+        f"session, or delete this one with `loopwright sessions rm {session_id}`")
+
+
+def message_at(session_id: str, seq: int, role: str, content: str, data: str) -> Message:
+    """A stored message row (`seq`: its number in the session) back as a `Message`."""
+    try:
+        fields = json.loads(data) if data != "{}" else {}
+        fields["role"] = role
+        fields["content"] = content
+        return Message.from_dict(fields)
+    except _DECODING as exc:
+        raise damaged(session_id, f"message {seq}", exc) from None
+
+
+def event_at(session_id: str, run_id: str, created: float, data: str) -> dict[str, Any]:
+    """A stored event row back as its dict, with `run_id` and `created` added."""
+    try:
+        event = json.loads(data)
+        return {**event, "run_id": run_id, "created": created}
+    except _DECODING as exc:
+        raise damaged(session_id, f"an event of run {run_id}", exc) from None
+
+
+def call_at(session_id: str, data: str) -> ModelCallRecord:
+    """A stored `model_calls` row back as a `ModelCallRecord`."""
+    from loopwright.model_call import ModelCallRecord  # the HTTP stack only when reading
+
+    try:
+        return ModelCallRecord.from_dict(json.loads(data))
+    except _DECODING as exc:
+        raise damaged(session_id, "a model call record", exc) from None

@@ -1,0 +1,104 @@
+"""A run's store writes as data, so the recorder can hand a store all it has queued at once:
+`write_batch` writes them in one transaction (for SQLite, in one hop to its thread).
+
+A store without `write_batch` (one a user wrote against `SessionStore`) gets one call per write,
+in order (`write_all`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from loopwright.messages import Message, Usage
+from loopwright.store import RunRecord
+
+if TYPE_CHECKING:
+    from loopwright.store import SessionStore
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AppendMessages:
+    messages: list[Message]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compact:
+    """Start the session's next epoch with `messages` (see `SessionStore.compact`)."""
+
+    messages: list[Message]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordEvents:
+    run_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordRun:
+    record: RunRecord
+    model: str = ""
+    ended: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordTurn:
+    run_id: str
+    turn: int
+    usage: Usage
+    cost: float | None
+
+
+StoreWrite = AppendMessages | Compact | RecordEvents | RecordRun | RecordTurn
+
+
+def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
+    """The same writes in fewer statements: messages and compactions in their order
+    (neighbouring messages joined), then each run's newest record (an upsert: it says all the
+    older ones said), each turn's, and each run's events joined. One transaction takes them all,
+    so only the order within a table matters."""
+    history: list[AppendMessages | Compact] = []
+    events: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, RecordRun] = {}
+    turns: dict[tuple[str, int], RecordTurn] = {}
+    for write in writes:
+        if isinstance(write, AppendMessages):
+            last = history[-1] if history else None
+            if isinstance(last, AppendMessages):
+                history[-1] = AppendMessages(messages=[*last.messages, *write.messages])
+            else:
+                history.append(write)
+        elif isinstance(write, RecordEvents):
+            events.setdefault(write.run_id, []).extend(write.events)
+        elif isinstance(write, RecordRun):
+            runs[write.record.run_id] = write
+        elif isinstance(write, RecordTurn):
+            turns[(write.run_id, write.turn)] = write
+        else:
+            history.append(write)
+    return [*history, *runs.values(), *turns.values(),
+            *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items())]
+
+
+async def write_all(store: SessionStore, session_id: str, writes: Sequence[StoreWrite]) -> None:
+    """Write `writes` in order: in one transaction when the store has `write_batch`."""
+    batch = getattr(store, "write_batch", None)
+    if batch is not None:
+        await batch(session_id, writes)
+        return
+    for write in merged(writes):
+        await _write_one(store, session_id, write)
+
+
+async def _write_one(store: SessionStore, session_id: str, write: StoreWrite) -> None:
+    if isinstance(write, AppendMessages):
+        await store.append_many(session_id, write.messages)
+    elif isinstance(write, Compact):
+        await store.compact(session_id, write.messages)
+    elif isinstance(write, RecordEvents):
+        await store.record_events(session_id, write.run_id, write.events)
+    elif isinstance(write, RecordRun):
+        await store.record_run(session_id, write.record, model=write.model, ended=write.ended)
+    else:
+        await store.record_turn(session_id, write.run_id, write.turn, write.usage, write.cost)

@@ -1,0 +1,101 @@
+"""Each provider's "the request is over the window" reply is read as an overflow, not as a
+malformed request: the window it names is learned and the run goes on.
+
+The bodies are the providers' documented or reported replies (the source is beside each); the
+numbers are scaled down to a small window."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from loopwright import Agent
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event
+from loopwright.testing import FakeModelServer, Fault, Reply
+
+ANTHROPIC_LIMIT = (  # docs.anthropic.com, errors: invalid_request_error on a too-long request
+    "input length and `max_tokens` exceed context limit: 1200 + 8192 > 4096, decrease input "
+    "length or `max_tokens` and try again")
+OPENAI = ("This model's maximum context length is 4096 tokens. However, your messages resulted "
+          "in 5000 tokens. Please reduce the length of the messages.")
+VLLM_DECODER = ("The decoder prompt (length 5000) is longer than the maximum model length of "
+                "4096. Make sure that `max_model_len` is no smaller than the number of text "
+                "tokens.")
+LLAMACPP = "request (4476 tokens) exceeds the available context size (4096 tokens), try " \
+           "increasing it"
+LMSTUDIO = ("Trying to keep the first 6547 tokens when context the overflows. However, the "
+            "model is loaded with context length of only 4096 tokens, which is not enough. Try "
+            "to load the model with a larger context length, or provide a shorter input")
+OPENROUTER = ("This endpoint's maximum context length is 4096 tokens. However, you requested "
+              "about 9000 tokens (1000 of text input, 8000 in the output). Please reduce the "
+              "length of either one, or use the \"middle-out\" transform to compress your "
+              "prompt automatically.")
+
+
+def openai_error(message: str, code: str | None = "context_length_exceeded") -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                      "code": code}}
+
+
+CASES: dict[str, tuple[str, int, Any]] = {
+    "anthropic": ("anthropic_messages", 400, {
+        "type": "error", "error": {"type": "invalid_request_error",
+                                   "message": ANTHROPIC_LIMIT}}),
+    "anthropic-prompt": ("anthropic_messages", 400, {
+        "type": "error", "error": {"type": "invalid_request_error",
+                                   "message": "prompt is too long: 5000 tokens > 4096 maximum"}}),
+    "openai": ("chat_completions", 400, openai_error(OPENAI)),
+    "vllm": ("chat_completions", 400, openai_error(
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 "
+        "tokens (1000 in the messages, 4000 in the completion). Please reduce the length of "
+        "the messages or completion.", code=None)),
+    "vllm-decoder": ("chat_completions", 400, openai_error(VLLM_DECODER, code=None)),
+    # llama.cpp server: format_error_response(ERROR_TYPE_EXCEED_CONTEXT_SIZE)
+    "llama.cpp": ("chat_completions", 400, {"error": {
+        "code": 400, "message": LLAMACPP, "type": "exceed_context_size_error",
+        "n_prompt_tokens": 4476, "n_ctx": 4096}}),
+    "lm-studio": ("chat_completions", 400, {"error": LMSTUDIO}),
+    "openrouter": ("chat_completions", 400, {"error": {"message": OPENROUTER, "code": 400}}),
+}
+
+
+def overflowing_agent(server: FakeModelServer, mode: str, events: list[Event]) -> Agent:
+    return Agent("test-model", base_url=server.base_url, api_key="k", api_mode=mode,
+                 context_window=32_000, callbacks=[events.append],
+                 retry=RetryPolicy(base_delay=0.01, jitter=0))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_the_window_named_in_an_overflow_reply_is_learned_and_the_run_goes_on(
+        case: str) -> None:
+    mode, status, body = CASES[case]
+    events: list[Event] = []
+    with FakeModelServer([Fault.status(status, json.dumps(body)), Reply("fits now")]) as server:
+        result = await overflowing_agent(server, mode, events).run("hello")
+        resent = server.model_requests[1].body or {}
+    assert (result.stop_reason, result.output) == ("completed", "fits now"), result.error
+    learned = [e for e in events if e.type == "status" and e.kind == "context_window"]
+    assert [e.data["window"] for e in learned] == [4096]  # type: ignore[attr-defined]
+    if mode == "anthropic_messages":  # the reply's allowance now fits what the window leaves
+        assert resent["max_tokens"] < 4096
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_ollama_input_length_wording_is_an_overflow_at_400_and_500(status: int) -> None:
+    events: list[Event] = []
+    body = {"error": "the input length exceeds the context length"}  # Ollama, truncate: false
+    with FakeModelServer([Fault.status(status, json.dumps(body))]) as server:
+        result = await overflowing_agent(server, "chat_completions", events).run("hello")
+    assert result.stop_reason == "error"
+    assert "malformed" not in (result.error or "")
+    assert any(e.type == "status" and e.kind == "context_window" for e in events)
+
+
+async def test_a_malformed_request_is_still_read_as_malformed() -> None:
+    body = openai_error("Invalid value for 'tool_choice': 'sometimes'.", code=None)
+    with FakeModelServer([Fault.status(400, json.dumps(body))]) as server:
+        result = await overflowing_agent(server, "chat_completions", []).run("hello")
+    assert result.stop_reason == "error" and "malformed" in (result.error or "")
