@@ -65,11 +65,12 @@ def browser() -> Iterator[Any]:
 def open_page(browser: Any) -> Iterator[Any]:
     contexts: list[Any] = []
 
-    def open_(served: Served, width: int = 1280, height: int = 800) -> Any:
+    def open_(served: Served, width: int = 1280, height: int = 800, *,
+              bypass_csp: bool = True) -> Any:
         # Playwright's wait_for_function polls with eval, which the page's CSP forbids (as it
-        # should): these tests drive the page; test_page_framing.py tests the CSP itself
+        # should): most tests drive the page around it; the CSP tests keep it (bypass_csp=False)
         context = browser.new_context(viewport={"width": width, "height": height},
-                                      bypass_csp=True)
+                                      bypass_csp=bypass_csp)
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
