@@ -42,7 +42,8 @@ def test_bwrap_line_order_read_only_root_then_tmp_then_workspace(tmp_path: Path)
     argv = bwrap_argv(SandboxPolicy(), "/usr/bin/bwrap", ["/bin/bash", "-c", "true"],
                       cwd=tmp_path, roots=[tmp_path], home=tmp_path / "nohome")
     text = " ".join(argv)
-    assert text.startswith("/usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp")
+    assert text.startswith("/usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc "
+                           "--size 1073741824 --tmpfs /tmp")  # the private /tmp is capped
     assert text.index("--tmpfs /tmp") < text.index(f"--bind-try {tmp_path} {tmp_path}")
     for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent"):
         assert flag in argv
@@ -63,7 +64,8 @@ def test_macos_profile_denies_by_default_and_allows_the_workspace(tmp_path: Path
     assert profile.startswith("(version 1)\n(deny default)\n")
     assert f'(allow file-write* (subpath "{tmp_path}")' in profile
     assert '(deny file-read* (subpath "/Users/me/.ssh")' in profile
-    assert f'(deny file-write* (literal "{tmp_path}/.git")' in profile
+    assert f'(deny file-write* (subpath "{tmp_path}/.git")' in profile
+    assert f'(subpath "{tmp_path}/loopwright.toml")' in profile  # missing, still uncreatable
     assert "network" not in profile
     assert "(allow network*)" in seatbelt_profile(
         SandboxPolicy(network=True, mode="read-only"), roots=[tmp_path], home=tmp_path,

@@ -15,13 +15,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loopwright.sandbox import placeholders
 from loopwright.sandbox.env import scrubbed_environment
-from loopwright.sandbox.linux import bwrap_argv, probe_argv
+from loopwright.sandbox.linux import bwrap_command, probe_argv
 from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
+from loopwright.sandbox.placeholders import Placeholder
 from loopwright.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -38,12 +40,24 @@ class Availability:
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
-    """What to start for one command."""
+    """What to start for one command. Start it inside `async with launch.staged():`, which makes
+    the placeholders for protected paths that do not exist yet and removes them afterwards."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
+    placeholders: tuple[Placeholder, ...] = ()
+
+    @contextlib.asynccontextmanager
+    async def staged(self) -> AsyncIterator[None]:
+        """The placeholders exist (and are bound read-only by the sandbox) within this block."""
+        made = [p for p in self.placeholders if await asyncio.to_thread(placeholders.make, p)]
+        try:
+            yield
+        finally:
+            for placeholder in made:
+                await asyncio.to_thread(placeholders.remove, placeholder)
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
@@ -141,8 +155,11 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
         profile = seatbelt_profile(policy, roots=roots, home=home,
                                    tmpdir=Path(tempfile.gettempdir()))
         return Launch(argv=sandbox_exec_argv(profile, command), env=env, sandboxed=True)
-    argv = bwrap_argv(policy, availability.binary, command, cwd=cwd, roots=roots, home=home)
-    return Launch(argv=argv, env=env, sandboxed=True)
+    # reads the filesystem (protected paths, the git configuration): not on the event loop
+    built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
+                                    cwd=cwd, roots=roots, home=home)
+    return Launch(argv=built.argv, env=env, sandboxed=True,
+                  placeholders=tuple(built.placeholders))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

@@ -1,0 +1,117 @@
+"""The first process inside the sandbox: it sets the resource limits and watches the command.
+
+Run by bubblewrap as `python -I -S -c <this file> LIMITS -- command…` (standard library only:
+it must start without loopwright or site-packages, from wherever the interpreter is). It forks;
+the child lowers its soft and hard limits (`RLIMIT_NPROC`, `RLIMIT_FSIZE`, `RLIMIT_AS`; nothing
+inside can raise a hard limit again) and becomes the command. The parent waits for it and, every
+`_POLL` seconds, counts the processes of the sandbox's PID namespace: when the command has as many
+as it may (a fork bomb keeps itself there forever, and a root user is not held by
+`RLIMIT_NPROC` at all), it kills every process of the namespace and reports. A command killed
+for writing past the file-size limit is reported too. A report is one line on stderr starting
+with `REPORT_PREFIX`, and the exit status is then `LIMIT_STATUS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import signal
+import sys
+import time
+
+REPORT_PREFIX = "loopwright sandbox: "
+LIMIT_STATUS = 125
+_POLL = 0.05
+_SELF_AND_INIT = 2  # bubblewrap's init (pid 1) and this process
+
+
+def main(argv: list[str]) -> int:
+    limits = json.loads(argv[1])
+    command = argv[3:]
+    child = os.fork()
+    if child == 0:
+        _become(command, limits)
+    processes = int(limits.get("processes") or 0)
+    while True:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return _outcome(status, limits)
+        if processes and _count_processes() - _SELF_AND_INIT >= processes:
+            _kill_all()
+            return _report(f"the command reached the process limit ({processes}, setting "
+                           "sandbox_max_processes) and every process of the sandbox was killed")
+        time.sleep(_POLL)
+
+
+def _become(command: list[str], limits: dict[str, int]) -> None:
+    """In the child: lower the limits, then run the command (never returns)."""
+    try:
+        for name, value, slack in (("processes", resource.RLIMIT_NPROC, _SELF_AND_INIT),
+                                   ("file_size", resource.RLIMIT_FSIZE, 0),
+                                   ("address_space", resource.RLIMIT_AS, 0)):
+            amount = int(limits.get(name) or 0)
+            if amount > 0:
+                resource.setrlimit(value, (amount + slack, amount + slack))
+        os.execvp(command[0], command)
+    except OSError as exc:
+        print(f"{REPORT_PREFIX}cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
+    os._exit(127)
+
+
+def _outcome(status: int, limits: dict[str, int]) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ) and limits.get("file_size"):
+        megabytes = int(limits["file_size"]) // (1024 * 1024)
+        return _report(f"a file reached the size limit ({megabytes} MiB, setting "
+                       "sandbox_max_file_mb) and the command was stopped")
+    return code if code >= 0 else 128 - code
+
+
+def _count_processes() -> int:
+    try:
+        return sum(1 for name in os.listdir("/proc") if name.isdigit())
+    except OSError:
+        return 0
+
+
+def _kill_all() -> None:
+    """SIGKILL to every other process of the namespace (its own /proc lists only those), until
+    none is left: a fork bomb may start new ones while the first are killed."""
+    own = os.getpid()
+    for _ in range(50):
+        others = [int(name) for name in _proc_entries() if int(name) not in (1, own)]
+        if not others:
+            return
+        if own == 2:  # the first process of a fresh PID namespace: -1 means only that namespace
+            os.kill(-1, signal.SIGKILL)
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _reap()
+        time.sleep(0.01)
+
+
+def _proc_entries() -> list[str]:
+    try:
+        return [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def _reap() -> None:
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _report(text: str) -> int:
+    print(f"\n{REPORT_PREFIX}{text}", file=sys.stderr, flush=True)
+    return LIMIT_STATUS
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
