@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loopwright.sandbox import placeholders
+from loopwright.sandbox.cgroup import PidsGroup
 from loopwright.sandbox.env import scrubbed_environment
 from loopwright.sandbox.linux import bwrap_command, probe_argv
 from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
@@ -48,14 +49,24 @@ class Launch:
     sandboxed: bool
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
     placeholders: tuple[Placeholder, ...] = ()
+    pids_group: PidsGroup | None = None
 
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
-        """The placeholders exist (and are bound read-only by the sandbox) within this block."""
-        made = [p for p in self.placeholders if await asyncio.to_thread(placeholders.make, p)]
+        """Within this block the placeholders exist (bound read-only by the sandbox) and so does
+        the pids cgroup; afterwards what is left in the group is killed and both are removed."""
+        made: list[Placeholder] = []
+        group_made = False
         try:
+            made += [p for p in self.placeholders
+                     if await asyncio.to_thread(placeholders.make, p)]
+            if self.pids_group is not None:
+                await asyncio.to_thread(self.pids_group.create)
+                group_made = True
             yield
         finally:
+            if group_made and self.pids_group is not None:
+                await asyncio.to_thread(self.pids_group.remove)
             for placeholder in made:
                 await asyncio.to_thread(placeholders.remove, placeholder)
 
@@ -159,7 +170,7 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
     built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
-                  placeholders=tuple(built.placeholders))
+                  placeholders=tuple(built.placeholders), pids_group=built.pids_group)
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,
@@ -168,5 +179,7 @@ async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *
     offline in the sandbox when one can be made, else as it is (it writes nothing by
     construction, so nothing needs approval)."""
     mode: SandboxMode = "read-only" if policy.enabled else "full-access"
-    return await prepare_launch(replace(policy, mode=mode, network=False), command, cwd=cwd,
-                                roots=roots)
+    # no process cap: the helper is a known program, and its caller starts it without staging
+    limits = replace(policy.limits, processes=0)
+    return await prepare_launch(replace(policy, mode=mode, network=False, limits=limits),
+                                command, cwd=cwd, roots=roots)

@@ -18,15 +18,15 @@ exits, everything it left in the background is killed), its own IPC namespace, n
 the policy allows it (`--unshare-net` leaves only a loopback interface of its own), and
 `--die-with-parent` so it cannot outlive loopwright. It starts under the supervisor
 (`supervisor.py`), which sets the process, file-size and address-space limits and stops a command
-that reaches the process limit. bubblewrap and its init stay in the process group the bash tool
-kills on a timeout or cancel; when the init dies, the kernel kills every process of the
-namespace, including any that moved to a session of their own.
+that reaches the process limit; where this process may make one, bubblewrap also runs in a pids
+cgroup of its own (`cgroup.py`), a hard cap that holds for root too. bubblewrap and its init
+stay in the process group the bash tool kills on a timeout or cancel; when the init dies, the
+kernel kills every process of the namespace, including any that moved to a session of their own.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import sys
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopwright.sandbox import supervisor
+from loopwright.sandbox.cgroup import PidsGroup, pids_group
 from loopwright.sandbox.mounts import hidden_mounts, protected_mounts
 from loopwright.sandbox.placeholders import Placeholder
 from loopwright.sandbox.policy import MEBIBYTE, SandboxPolicy
@@ -42,10 +43,11 @@ from loopwright.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 @dataclass(frozen=True, kw_only=True)
 class BwrapCommand:
-    """The argv, and the placeholders that must exist while it runs."""
+    """The argv, and what must exist while it runs (placeholders, a pids cgroup)."""
 
     argv: list[str]
     placeholders: list[Placeholder] = field(default_factory=list)
+    pids_group: PidsGroup | None = None  # to make before and remove after the command
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -73,7 +75,9 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--chdir", str(cwd), "--", *wrapped]
-    return BwrapCommand(argv=argv, placeholders=placeholders)
+    group = pids_group(policy.limits.processes)
+    return BwrapCommand(argv=group.wrap(argv) if group else argv, placeholders=placeholders,
+                        pids_group=group)
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -102,8 +106,8 @@ def _supervised(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
     limits = policy.limits.for_supervisor()
     if not any(limits.values()) or not command:
         return list(command)
-    return [_interpreter(), "-I", "-S", "-c", _supervisor_source(), json.dumps(limits), "--",
-            *command]
+    values = [str(limits[name]) for name in supervisor.LIMIT_NAMES]
+    return [_interpreter(), "-I", "-S", "-c", _supervisor_source(), *values, "--", *command]
 
 
 @functools.cache

@@ -55,7 +55,7 @@ class SandboxLimits:
     def for_supervisor(self) -> dict[str, int]:
         """The limits the in-sandbox supervisor sets, in its own units (bytes)."""
         return {"processes": self.processes, "file_size": self.file_mb * MEBIBYTE,
-                "address_space": self.memory_mb * MEBIBYTE}
+                "address_space": self.memory_mb * MEBIBYTE, "tmp_size": self.tmp_mb * MEBIBYTE}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,20 +1,19 @@
 """The first process inside the sandbox: it sets the resource limits and watches the command.
 
-Run by bubblewrap as `python -I -S -c <this file> LIMITS -- command…` (standard library only:
+Run by bubblewrap as `python -I -S -c <this file> LIMITS… -- command…` (standard library only:
 it must start without loopwright or site-packages, from wherever the interpreter is). It forks;
 the child lowers its soft and hard limits (`RLIMIT_NPROC`, `RLIMIT_FSIZE`, `RLIMIT_AS`; nothing
 inside can raise a hard limit again) and becomes the command. The parent waits for it and, every
 `_POLL` seconds, counts the processes of the sandbox's PID namespace: when the command has as many
 as it may (a fork bomb keeps itself there forever, and a root user is not held by
 `RLIMIT_NPROC` at all), it kills every process of the namespace and reports. A command killed
-for writing past the file-size limit is reported too. A report is one line on stderr starting
+for writing past the file-size limit is reported too, and so is a failed command that left the
+private /tmp full. A report is one line on stderr starting
 with `REPORT_PREFIX`, and the exit status is then `LIMIT_STATUS`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import resource
 import signal
@@ -27,13 +26,20 @@ _POLL = 0.05
 _SELF_AND_INIT = 2  # bubblewrap's init (pid 1) and this process
 
 
+LIMIT_NAMES = ("processes", "file_size", "address_space", "tmp_size")
+"""The order of the limits on the command line (whole numbers; 0: none)."""
+
+
 def main(argv: list[str]) -> int:
-    limits = json.loads(argv[1])
-    command = argv[3:]
+    limits = dict(zip(LIMIT_NAMES, (int(value) for value in argv[1:5]), strict=True))
+    command = argv[6:]
+    # SIGCHLD stays blocked and is waited for, so the command's end is seen at once
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     child = os.fork()
     if child == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         _become(command, limits)
-    processes = int(limits.get("processes") or 0)
+    processes = limits["processes"]
     while True:
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
@@ -42,16 +48,20 @@ def main(argv: list[str]) -> int:
             _kill_all()
             return _report(f"the command reached the process limit ({processes}, setting "
                            "sandbox_max_processes) and every process of the sandbox was killed")
-        time.sleep(_POLL)
+        signal.sigtimedwait({signal.SIGCHLD}, _POLL)
 
 
 def _become(command: list[str], limits: dict[str, int]) -> None:
     """In the child: lower the limits, then run the command (never returns)."""
+    # Python ignores SIGPIPE and SIGXFSZ, and ignored signals survive exec: give the command the
+    # defaults (a pipe reader gone ends a writer; a file over the limit ends its writer)
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(number, signal.SIG_DFL)
     try:
         for name, value, slack in (("processes", resource.RLIMIT_NPROC, _SELF_AND_INIT),
                                    ("file_size", resource.RLIMIT_FSIZE, 0),
                                    ("address_space", resource.RLIMIT_AS, 0)):
-            amount = int(limits.get(name) or 0)
+            amount = limits[name]
             if amount > 0:
                 resource.setrlimit(value, (amount + slack, amount + slack))
         os.execvp(command[0], command)
@@ -62,11 +72,24 @@ def _become(command: list[str], limits: dict[str, int]) -> None:
 
 def _outcome(status: int, limits: dict[str, int]) -> int:
     code = os.waitstatus_to_exitcode(status)
-    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ) and limits.get("file_size"):
-        megabytes = int(limits["file_size"]) // (1024 * 1024)
+    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ) and limits["file_size"]:
+        megabytes = limits["file_size"] // (1024 * 1024)
         return _report(f"a file reached the size limit ({megabytes} MiB, setting "
                        "sandbox_max_file_mb) and the command was stopped")
+    if code != 0 and limits["tmp_size"] and _full("/tmp"):
+        megabytes = limits["tmp_size"] // (1024 * 1024)
+        return _report(f"the private /tmp is full ({megabytes} MiB, setting sandbox_tmp_mb)")
     return code if code >= 0 else 128 - code
+
+
+def _full(path: str) -> bool:
+    """Whether the filesystem at `path` has no room left (less than 1% or 64 KiB)."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return False
+    free = info.f_bavail * info.f_frsize
+    return free < max(64 * 1024, info.f_blocks * info.f_frsize // 100)
 
 
 def _count_processes() -> int:
@@ -87,10 +110,16 @@ def _kill_all() -> None:
         if own == 2:  # the first process of a fresh PID namespace: -1 means only that namespace
             os.kill(-1, signal.SIGKILL)
         for pid in others:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            _kill(pid)
         _reap()
         time.sleep(0.01)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # gone already (contextlib would cost the start-up time)
+        return
 
 
 def _proc_entries() -> list[str]:
