@@ -185,6 +185,9 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "memory_learning": _switched_on,  # the model writes to memory that later runs read
     "system_prompt": _changed,  # the project would replace loopwright's own instructions
     "trust_project_files": _switched_on,  # a project may not vouch for its own files
+    # the sandbox's limits (0 is none at all)
+    **{name: _higher_limit for name in ("sandbox_max_processes", "sandbox_max_file_mb",
+                                        "sandbox_max_memory_mb", "sandbox_tmp_mb")},
 }
 """Settings an untrusted project may not set, each with the test of whether a value loosens
 (compared with the value from the user's own config, or the default)."""

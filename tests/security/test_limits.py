@@ -20,6 +20,7 @@ from loopwright.errors import ConfigError
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy, policy_from_settings
 from loopwright.sandbox.cgroup import processes_capped_by_kernel
 from loopwright.sandbox.policy import SandboxLimits
+from loopwright.trust import UntrustedConfigWarning
 from shared_helpers import TAG, live_processes, require_component
 
 GENEROUS = 60  # seconds: far more than a limit needs to act
@@ -134,3 +135,18 @@ def test_groups_left_by_a_killed_loopwright_are_removed() -> None:
     cgroup._usable_parent.cache_clear()  # the next probe looks again
     assert cgroup.processes_capped_by_kernel()
     assert not orphan.exists()
+
+
+@pytest.mark.parametrize("line", ["sandbox_max_processes = 0", "sandbox_max_file_mb = 999999",
+                                  "sandbox_max_memory_mb = 0", "sandbox_tmp_mb = 65536"])
+def test_an_untrusted_project_cannot_raise_a_limit(tmp_path: Path, line: str) -> None:
+    (tmp_path / "loopwright.toml").write_text(line + "\n")
+    with pytest.warns(UntrustedConfigWarning, match=line.split()[0]):
+        settings = load_settings(cwd=tmp_path, environ={})
+    assert policy_from_settings(settings).limits == SandboxLimits()
+
+
+def test_an_untrusted_project_may_lower_a_limit(tmp_path: Path) -> None:
+    (tmp_path / "loopwright.toml").write_text("sandbox_max_processes = 100\nsandbox_tmp_mb = 64\n")
+    limits = policy_from_settings(load_settings(cwd=tmp_path, environ={})).limits
+    assert (limits.processes, limits.tmp_mb) == (100, 64)
