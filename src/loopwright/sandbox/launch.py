@@ -162,9 +162,9 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
         return Launch(argv=list(command), env=env, sandboxed=False,
                       problem=availability.problem)
     home = Path(env.get("HOME") or Path.home())
-    if sys.platform == "darwin":
-        profile = seatbelt_profile(policy, roots=roots, home=home,
-                                   tmpdir=Path(tempfile.gettempdir()))
+    if sys.platform == "darwin":  # the profile reads the git configuration: off the loop
+        profile = await asyncio.to_thread(seatbelt_profile, policy, roots=roots, home=home,
+                                          tmpdir=Path(tempfile.gettempdir()))
         return Launch(argv=sandbox_exec_argv(profile, command), env=env, sandboxed=True)
     # reads the filesystem (protected paths, the git configuration): not on the event loop
     built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
