@@ -120,6 +120,7 @@ class Settings:
     sandbox_max_file_mb: Count = 4096  # size of any one file a command writes; 0 = no limit
     sandbox_max_memory_mb: Count = 8192  # address space of each process; 0 = no limit
     sandbox_tmp_mb: Count = 1024  # size of the private /tmp; 0 = the kernel's (half the RAM)
+    sandbox_min_free_mb: Count = 1024  # free disk a command must leave on writable roots; 0 = any
     web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts
     egress_allow: list[str] = dataclasses.field(default_factory=list)  # hosts reached unasked
     policy: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -214,6 +215,7 @@ class AgentOptions(TypedDict, total=False):
     sandbox_max_file_mb: int
     sandbox_max_memory_mb: int
     sandbox_tmp_mb: int
+    sandbox_min_free_mb: int
     web_allow_private: bool | list[str]
     egress_allow: list[str]
     policy: dict[str, Any]

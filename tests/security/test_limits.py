@@ -8,6 +8,7 @@ generous `timeout`, and the error must be the limit's, not the timeout's.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,18 @@ async def test_filling_the_disk_with_one_file_ends_as_a_tool_error(tmp_path: Pat
     assert "File too large" in text and not text.endswith("[exit code 0]")
 
 
+async def test_filling_the_disk_with_many_files_ends_as_a_tool_error(tmp_path: Path) -> None:
+    # each file is under the size limit; the free space the command must leave is set to 16 MiB
+    # below what is free now (the rule: stop a command before it takes the disk)
+    info = os.statvfs(tmp_path)
+    free_mb = info.f_bavail * info.f_frsize >> 20
+    ctx = context(tmp_path, file_mb=8, min_free_mb=free_mb - 16)
+    with pytest.raises(ToolError, match=r"nearly full .* setting sandbox_min_free_mb"):
+        await run(ctx, "for i in $(seq 400); do head -c 1M /dev/zero > fill-$i.bin; done")
+    written = len(list(tmp_path.glob("fill-*.bin")))
+    assert 0 < written < 400
+
+
 async def test_files_under_the_size_limit_are_written(tmp_path: Path) -> None:
     text = await run(context(tmp_path, file_mb=8), "head -c 4M /dev/zero > ok.bin; echo done")
     assert text == "done\n[exit code 0]"
@@ -113,7 +126,8 @@ def test_limits_come_from_the_settings_and_zero_means_none() -> None:
                                                  "sandbox_tmp_mb": 64}))
     assert policy.limits == SandboxLimits(processes=0, file_mb=10, tmp_mb=64)
     defaults = policy_from_settings(load_settings()).limits
-    assert defaults == SandboxLimits(processes=1024, file_mb=4096, memory_mb=8192, tmp_mb=1024)
+    assert defaults == SandboxLimits(processes=1024, file_mb=4096, memory_mb=8192, tmp_mb=1024,
+                                     min_free_mb=1024)
     with pytest.raises(ConfigError, match="sandbox_max_processes"):
         policy_from_settings(load_settings({"sandbox_max_processes": -1}))
 
@@ -138,7 +152,8 @@ def test_groups_left_by_a_killed_loopwright_are_removed() -> None:
 
 
 @pytest.mark.parametrize("line", ["sandbox_max_processes = 0", "sandbox_max_file_mb = 999999",
-                                  "sandbox_max_memory_mb = 0", "sandbox_tmp_mb = 65536"])
+                                  "sandbox_max_memory_mb = 0", "sandbox_tmp_mb = 65536",
+                                  "sandbox_min_free_mb = 0"])
 def test_an_untrusted_project_cannot_raise_a_limit(tmp_path: Path, line: str) -> None:
     (tmp_path / "loopwright.toml").write_text(line + "\n")
     with pytest.warns(UntrustedConfigWarning, match=line.split()[0]):
@@ -147,6 +162,7 @@ def test_an_untrusted_project_cannot_raise_a_limit(tmp_path: Path, line: str) ->
 
 
 def test_an_untrusted_project_may_lower_a_limit(tmp_path: Path) -> None:
-    (tmp_path / "loopwright.toml").write_text("sandbox_max_processes = 100\nsandbox_tmp_mb = 64\n")
+    (tmp_path / "loopwright.toml").write_text("sandbox_max_processes = 100\nsandbox_tmp_mb = 64\n"
+                                              "sandbox_min_free_mb = 4096\n")
     limits = policy_from_settings(load_settings(cwd=tmp_path, environ={})).limits
-    assert (limits.processes, limits.tmp_mb) == (100, 64)
+    assert (limits.processes, limits.tmp_mb, limits.min_free_mb) == (100, 64, 4096)

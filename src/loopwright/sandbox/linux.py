@@ -62,7 +62,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     for root in resolved:  # under /tmp they would be hidden
         if root != Path("/"):
             argv += ["--bind-try" if root in writable else "--ro-bind-try", str(root), str(root)]
-    wrapped = _supervised(policy, command)
+    wrapped = _supervised(policy, command, writable)
     for program in dict.fromkeys((wrapped[0], command[0]) if command else ()):
         argv += _program_mount(program)
     protected, placeholders = protected_mounts(writable)
@@ -101,13 +101,16 @@ def _tmp_size(policy: SandboxPolicy) -> list[str]:
     return ["--size", str(megabytes * MEBIBYTE)] if megabytes > 0 else []
 
 
-def _supervised(policy: SandboxPolicy, command: Sequence[str]) -> list[str]:
-    """`command` started by the supervisor when any process limit applies."""
+def _supervised(policy: SandboxPolicy, command: Sequence[str], writable: Sequence[Path]
+                ) -> list[str]:
+    """`command` started by the supervisor when any limit applies (it watches the free space
+    of the writable roots' disks too)."""
     limits = policy.limits.for_supervisor()
     if not any(limits.values()) or not command:
         return list(command)
     values = [str(limits[name]) for name in supervisor.LIMIT_NAMES]
-    return [_interpreter(), "-I", "-S", "-c", _supervisor_source(), *values, "--", *command]
+    return [_interpreter(), "-I", "-S", "-c", _supervisor_source(), *values,
+            *(str(root) for root in writable), "--", *command]
 
 
 @functools.cache

@@ -45,17 +45,20 @@ class SandboxLimits:
     `processes` counts the command's processes and threads (`RLIMIT_NPROC`, and the supervisor
     stops a command that reaches it), `file_mb` the size of any one file it writes
     (`RLIMIT_FSIZE`), `memory_mb` each process's address space (`RLIMIT_AS`), `tmp_mb` the
-    private /tmp (the size of its tmpfs)."""
+    private /tmp (the size of its tmpfs), `min_free_mb` the free space a command must leave on
+    each writable root's disk (half of what is free, if that is less when it starts)."""
 
     processes: int = DEFAULTS.sandbox_max_processes
     file_mb: int = DEFAULTS.sandbox_max_file_mb
     memory_mb: int = DEFAULTS.sandbox_max_memory_mb
     tmp_mb: int = DEFAULTS.sandbox_tmp_mb
+    min_free_mb: int = DEFAULTS.sandbox_min_free_mb
 
     def for_supervisor(self) -> dict[str, int]:
         """The limits the in-sandbox supervisor sets, in its own units (bytes)."""
         return {"processes": self.processes, "file_size": self.file_mb * MEBIBYTE,
-                "address_space": self.memory_mb * MEBIBYTE, "tmp_size": self.tmp_mb * MEBIBYTE}
+                "address_space": self.memory_mb * MEBIBYTE, "tmp_size": self.tmp_mb * MEBIBYTE,
+                "min_free": self.min_free_mb * MEBIBYTE}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +119,8 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
             processes=_count(settings.sandbox_max_processes, "sandbox_max_processes"),
             file_mb=_count(settings.sandbox_max_file_mb, "sandbox_max_file_mb"),
             memory_mb=_count(settings.sandbox_max_memory_mb, "sandbox_max_memory_mb"),
-            tmp_mb=_count(settings.sandbox_tmp_mb, "sandbox_tmp_mb")),
+            tmp_mb=_count(settings.sandbox_tmp_mb, "sandbox_tmp_mb"),
+            min_free_mb=_count(settings.sandbox_min_free_mb, "sandbox_min_free_mb")),
     )
 
 

@@ -1,15 +1,16 @@
 """The first process inside the sandbox: it sets the resource limits and watches the command.
 
-Run by bubblewrap as `python -I -S -c <this file> LIMITS… -- command…` (standard library only:
-it must start without loopwright or site-packages, from wherever the interpreter is). It forks;
-the child lowers its soft and hard limits (`RLIMIT_NPROC`, `RLIMIT_FSIZE`, `RLIMIT_AS`; nothing
-inside can raise a hard limit again) and becomes the command. The parent waits for it and, every
-`_POLL` seconds, counts the processes of the sandbox's PID namespace: when the command has as many
-as it may (a fork bomb keeps itself there forever, and a root user is not held by
-`RLIMIT_NPROC` at all), it kills every process of the namespace and reports. A command killed
-for writing past the file-size limit is reported too, and so is a failed command that left the
-private /tmp full. A report is one line on stderr starting
-with `REPORT_PREFIX`, and the exit status is then `LIMIT_STATUS`.
+Run by bubblewrap as `python -I -S -c <this file> LIMITS… ROOTS… -- command…` (standard library
+only: it must start without loopwright or site-packages, from wherever the interpreter is). It
+forks; the child lowers its soft and hard limits (`RLIMIT_NPROC`, `RLIMIT_FSIZE`, `RLIMIT_AS`;
+nothing inside can raise a hard limit again) and becomes the command. The parent waits for it and,
+every `_POLL` seconds, counts the processes of the sandbox's PID namespace and the free space on
+the writable roots' disks: when the command has as many processes as it may (a fork bomb keeps
+itself there forever, and a root user is not held by `RLIMIT_NPROC` at all), or a disk is nearly
+full (many files, each under the size limit), it kills every process of the namespace and reports.
+A command killed for writing past the file-size limit is reported too, and so is a failed command
+that left the private /tmp full. A report is one line on stderr starting with `REPORT_PREFIX`, and
+the exit status is then `LIMIT_STATUS`.
 """
 
 from __future__ import annotations
@@ -26,29 +27,65 @@ _POLL = 0.05
 _SELF_AND_INIT = 2  # bubblewrap's init (pid 1) and this process
 
 
-LIMIT_NAMES = ("processes", "file_size", "address_space", "tmp_size")
-"""The order of the limits on the command line (whole numbers; 0: none)."""
+LIMIT_NAMES = ("processes", "file_size", "address_space", "tmp_size", "min_free")
+"""The order of the limits on the command line (whole numbers; 0: none); the writable roots
+follow, then `--` and the command."""
 
 
 def main(argv: list[str]) -> int:
-    limits = dict(zip(LIMIT_NAMES, (int(value) for value in argv[1:5]), strict=True))
-    command = argv[6:]
+    limits = dict(zip(LIMIT_NAMES, (int(value) for value in argv[1:6]), strict=True))
+    split = argv.index("--")
+    floors = _free_floors(argv[6:split], limits["min_free"])
+    command = argv[split + 1:]
     # SIGCHLD stays blocked and is waited for, so the command's end is seen at once
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     child = os.fork()
     if child == 0:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         _become(command, limits)
-    processes = limits["processes"]
     while True:
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             return _outcome(status, limits)
-        if processes and _count_processes() - _SELF_AND_INIT >= processes:
+        stop = _over_a_limit(limits["processes"], floors)
+        if stop:
             _kill_all()
-            return _report(f"the command reached the process limit ({processes}, setting "
-                           "sandbox_max_processes) and every process of the sandbox was killed")
+            return _report(f"{stop} and every process of the sandbox was killed")
         signal.sigtimedwait({signal.SIGCHLD}, _POLL)
+
+
+def _over_a_limit(processes: int, floors: dict[str, int]) -> str:
+    """Why the command must stop now ("" while it may go on)."""
+    if processes and _count_processes() - _SELF_AND_INIT >= processes:
+        return f"the command reached the process limit ({processes}, setting " \
+               "sandbox_max_processes)"
+    for root, floor in floors.items():
+        if 0 <= _free_bytes(root) < floor:
+            return (f"the disk holding {root} was nearly full (less than {floor >> 20} MiB "
+                    "free; setting sandbox_min_free_mb)")
+    return ""
+
+
+def _free_floors(roots: list[str], min_free: int) -> dict[str, int]:
+    """For each writable root, the free space below which the command is stopped: `min_free`,
+    or half of what is free now if that is less already (a command on a nearly full disk may
+    still write, but not take the rest)."""
+    floors: dict[str, int] = {}
+    if min_free <= 0:
+        return floors
+    for root in roots:
+        free = _free_bytes(root)
+        if free >= 0:
+            floors[root] = min_free if free > min_free else free // 2
+    return floors
+
+
+def _free_bytes(path: str) -> int:
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return -1
+    return info.f_bavail * info.f_frsize
 
 
 def _become(command: list[str], limits: dict[str, int]) -> None:
