@@ -118,7 +118,7 @@ class Settings:
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
     sandbox_max_processes: Count = 1024  # processes and threads of one command; 0 = no limit
     sandbox_max_file_mb: Count = 4096  # size of any one file a command writes; 0 = no limit
-    sandbox_max_memory_mb: Count = 8192  # address space of each process; 0 = no limit
+    sandbox_max_memory_mb: Count = 16384  # address space of each process; 0 = no limit
     sandbox_tmp_mb: Count = 1024  # size of the private /tmp; 0 = the kernel's (half the RAM)
     sandbox_min_free_mb: Count = 1024  # free disk a command must leave on writable roots; 0 = any
     web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts

@@ -126,7 +126,7 @@ def test_limits_come_from_the_settings_and_zero_means_none() -> None:
                                                  "sandbox_tmp_mb": 64}))
     assert policy.limits == SandboxLimits(processes=0, file_mb=10, tmp_mb=64)
     defaults = policy_from_settings(load_settings()).limits
-    assert defaults == SandboxLimits(processes=1024, file_mb=4096, memory_mb=8192, tmp_mb=1024,
+    assert defaults == SandboxLimits(processes=1024, file_mb=4096, memory_mb=16384, tmp_mb=1024,
                                      min_free_mb=1024)
     with pytest.raises(ConfigError, match="sandbox_max_processes"):
         policy_from_settings(load_settings({"sandbox_max_processes": -1}))
@@ -166,3 +166,12 @@ def test_an_untrusted_project_may_lower_a_limit(tmp_path: Path) -> None:
                                               "sandbox_min_free_mb = 4096\n")
     limits = policy_from_settings(load_settings(cwd=tmp_path, environ={})).limits
     assert (limits.processes, limits.tmp_mb, limits.min_free_mb) == (100, 64, 4096)
+
+
+async def test_the_default_address_space_leaves_room_for_large_reservations(tmp_path: Path
+                                                                           ) -> None:
+    # must not fire: a WebAssembly memory reserves about 10 GiB of address space in Node
+    require_component(shutil.which("node") is not None, "node: apt-get install nodejs")
+    text = await run(context(tmp_path),
+                     "node -e \"new WebAssembly.Memory({initial: 1}); console.log('wasm ok')\"")
+    assert text == "wasm ok\n[exit code 0]"
