@@ -20,6 +20,7 @@ from redteam import Harness
 
 from loopwright import ToolContext
 from loopwright.builtin import bash
+from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from shared_helpers import require_component
@@ -116,6 +117,25 @@ async def test_an_existing_hooks_path_cannot_be_changed(tmp_path: Path, canary: 
     commit(workdir)
     assert not canary.exists()
     assert not (workdir / "tools" / "hooks" / "post-commit").exists()
+
+
+async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
+        tmp_path: Path, canary: Path) -> None:
+    # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and
+    # config the worktree uses, lies inside an allowed root (not at its top)
+    repositories = tmp_path / "repositories"
+    repositories.mkdir()
+    main_repository = bare_repository(repositories)
+    commit(main_repository)
+    worktree = tmp_path / "feature"
+    assert git(main_repository, "worktree", "add", "-q", str(worktree)).returncode == 0
+    ctx = context(worktree)
+    ctx.services[ALLOWED_ROOTS_SERVICE] = [str(repositories)]
+    hook = main_repository / ".git" / "hooks" / "pre-commit"
+    result = await bash.invoke(bash.validate({"command": plant(str(hook), canary)}), ctx)
+    assert "Read-only file system" in str(result)
+    commit(worktree)
+    assert not canary.exists() and not hook.exists()
 
 
 async def test_a_hostile_git_config_cannot_hang_or_widen_the_launch(tmp_path: Path) -> None:

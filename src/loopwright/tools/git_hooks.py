@@ -61,12 +61,12 @@ def _config_files(root: Path) -> list[Path]:
              Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig")]
     git_dir = git_dir_of(root)
     if git_dir is not None:
-        common = _common_dir(git_dir)
+        common = common_dir(git_dir)
         files += [common / "config", git_dir / "config.worktree"]
     return files
 
 
-def _common_dir(git_dir: Path) -> Path:
+def common_dir(git_dir: Path) -> Path:
     """A worktree's git directory names the shared one in its `commondir` file."""
     text = _read(git_dir / "commondir")
     if not text or not text.strip():

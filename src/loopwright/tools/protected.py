@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.tools.git_hooks import git_dir_of, hooks_dirs
+from loopwright.tools.git_hooks import common_dir, git_dir_of, hooks_dirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +62,14 @@ class ProtectedLocation:
 
 def protected_locations(root: Path) -> list[ProtectedLocation]:
     """Every protected path at the top of the workspace root `root` (absolute, resolved):
-    the entries, the hooks directories the git configuration names, and the git directory a
-    `.git` file points to."""
+    the entries, the hooks directories the git configuration names, and the git directories a
+    `.git` file points to (a worktree's own and the shared one with the hooks and config)."""
     found = [ProtectedLocation(root / entry.relative, entry.directory)
              for entry in PROTECTED_ENTRIES]
     git_dir = git_dir_of(root)
-    if git_dir is not None and git_dir != root / ".git":
-        found.append(ProtectedLocation(git_dir, True))
+    if git_dir is not None and git_dir != root / ".git":  # a worktree's, and the shared one
+        found += [ProtectedLocation(path, True) for path in dict.fromkeys(
+            (git_dir, common_dir(git_dir)))]
     found += [ProtectedLocation(path, True) for path in hooks_dirs(root)]
     return found
 
