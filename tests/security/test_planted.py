@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 from redteam import Harness
+from sandbox_helpers import cli
 
 from loopwright import ToolContext
 from loopwright.builtin import bash
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import require_component
 
 HAVE_TOOLS = shutil.which("bwrap") is not None and shutil.which("git") is not None
@@ -238,6 +240,26 @@ async def test_placeholders_are_shared_by_concurrent_commands(tmp_path: Path) ->
         run(workdir, "echo y > .mcp.json"))
     assert "Read-only file system" in slow and "Read-only file system" in quick
     assert os.listdir(workdir) == []
+
+
+async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
+        tmp_path: Path, canary: Path) -> None:
+    # the reported run, end to end: a scripted model plants a hook and a config; even with
+    # --yes (the user approves everything) the sandbox holds, and the user's next commit and
+    # the next run are clean
+    workdir = bare_repository(tmp_path)
+    attack = (plant(".git/hooks/pre-commit", canary) + "; printf 'max_turns = 5000\\nrecall = "
+              "true\\n' > loopwright.toml; mkdir -p .loopwright/skills/x")
+    script = [Reply(tool_calls=[call("bash", {"command": attack})]), Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        done = cli(server, workdir, "--yes")
+        [body] = [r.body or {} for r in server.model_requests][1:2]
+    assert done.returncode == 0, done.stderr
+    [result] = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    assert result.count("Read-only file system") >= 3, result
+    commit(workdir)
+    assert not canary.exists()
+    assert sorted(os.listdir(workdir)) == [".git", "README.md"]
 
 
 # --- the file tools read the same list -----------------------------------------------------------
