@@ -7,6 +7,7 @@ exist yet are made uncreatable with placeholders that are gone again after the c
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
 from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
+from shared_helpers import require_component, wait_until
 
 HAVE_TOOLS = shutil.which("bwrap") is not None and shutil.which("git") is not None
 
@@ -231,14 +232,26 @@ async def test_ordinary_work_is_untouched(tmp_path: Path) -> None:
 
 
 async def test_placeholders_are_shared_by_concurrent_commands(tmp_path: Path) -> None:
-    import asyncio
-
     workdir = tmp_path / "work"
     workdir.mkdir()
     slow, quick = await asyncio.gather(
         run(workdir, "sleep 1; echo x > loopwright.toml; ls -A"),
         run(workdir, "echo y > .mcp.json"))
     assert "Read-only file system" in slow and "Read-only file system" in quick
+    assert os.listdir(workdir) == []
+
+
+async def test_a_command_started_while_another_runs_keeps_its_placeholders(tmp_path: Path
+                                                                           ) -> None:
+    # the second command sees the first one's placeholders; when the first ends, they must stay
+    # for the second (removing a mount point detaches its mount in the other sandbox)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    first = asyncio.ensure_future(run(workdir, "sleep 1"))
+    await wait_until(lambda: (workdir / "loopwright.toml").exists(), "the first command started")
+    second = await run(workdir, "sleep 4; echo x > loopwright.toml; echo y > .claude/settings.json")
+    await first
+    assert second.count("Read-only file system") == 2, second
     assert os.listdir(workdir) == []
 
 

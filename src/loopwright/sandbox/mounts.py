@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loopwright.config import default_data_dir, user_config_dir
-from loopwright.sandbox.placeholders import Placeholder, missing_point
+from loopwright.sandbox.placeholders import Placeholder, missing_point, shared
 from loopwright.sandbox.policy import SandboxPolicy
 from loopwright.tools.protected import protected_locations
 
@@ -32,9 +32,11 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Placehol
             root = next((r for r in writable if _under_any(location.path, [r])), None)
             if root is None or _under_any(location.path, covered):
                 continue
-            target = _existing_inside(location.path, writable)
+            placeholder = shared(root, location.path)
+            target = None if placeholder else _existing_inside(location.path, writable)
             if target is None:
-                placeholder = missing_point(root, location.path, location.directory)
+                placeholder = placeholder or missing_point(root, location.path,
+                                                           location.directory)
                 if placeholder is None or _under_any(placeholder.path, covered):
                     continue
                 placeholders.append(placeholder)

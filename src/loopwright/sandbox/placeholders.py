@@ -35,6 +35,20 @@ class Placeholder:
 
 _lock = threading.Lock()
 _users: dict[Path, int] = {}  # placeholders this process made, and how many commands use each
+_kinds: dict[Path, bool] = {}  # and whether each is a directory
+
+
+def shared(root: Path, path: Path) -> Placeholder | None:
+    """A placeholder this process made (for a command still running) on the way from `root` to
+    `path`: a command starting now must join it, not take it for the user's own file, or the
+    first command's end would remove it from under the second."""
+    with _lock:
+        current = root
+        for part in path.relative_to(root).parts:
+            current = current / part
+            if current in _users:
+                return Placeholder(current, directory=_kinds[current])
+    return None
 
 
 def missing_point(root: Path, path: Path, directory: bool) -> Placeholder | None:
@@ -79,6 +93,7 @@ def make(placeholder: Placeholder) -> bool:
         except FileExistsError:
             return False
         _users[placeholder.path] = 1
+        _kinds[placeholder.path] = placeholder.directory
         return True
 
 
@@ -90,6 +105,7 @@ def remove(placeholder: Placeholder) -> None:
             _users[placeholder.path] = count
             return
         _users.pop(placeholder.path, None)
+        _kinds.pop(placeholder.path, None)
         with contextlib.suppress(OSError):
             info = os.lstat(placeholder.path)
             if placeholder.directory and stat.S_ISDIR(info.st_mode):
