@@ -44,6 +44,12 @@ def canary(tmp_path: Path) -> Iterator[Path]:
     yield path
 
 
+def refused(text: str) -> int:
+    """How many writes the sandbox refused: a read-only mount, or a placeholder (an empty
+    read-only directory) where a protected file would be."""
+    return text.count("Read-only file system") + text.count("Is a directory")
+
+
 def context(workdir: Path, **policy: Any) -> ToolContext:
     return ToolContext(workdir=workdir, services={SANDBOX_SERVICE: SandboxPolicy(**policy)})
 
@@ -88,7 +94,7 @@ def commit(workdir: Path) -> None:
 async def test_a_missing_hooks_directory_cannot_be_created(tmp_path: Path, canary: Path) -> None:
     workdir = bare_repository(tmp_path)
     text = await run(workdir, plant(".git/hooks/pre-commit", canary))
-    assert "Read-only file system" in text
+    assert refused(text)
     commit(workdir)
     assert not canary.exists()
     assert not (workdir / ".git" / "hooks").exists()
@@ -99,7 +105,7 @@ async def test_a_configured_hooks_path_that_does_not_exist_cannot_be_created(
     workdir = bare_repository(tmp_path)
     assert git(workdir, "config", "core.hooksPath", ".husky").returncode == 0
     text = await run(workdir, plant(".husky/pre-commit", canary))
-    assert "Read-only file system" in text
+    assert refused(text)
     commit(workdir)
     assert not canary.exists()
     assert not (workdir / ".husky").exists()  # the placeholder is gone after the command
@@ -116,7 +122,7 @@ async def test_an_existing_hooks_path_cannot_be_changed(tmp_path: Path, canary: 
         config.write("[include]\n\tpath = extra.conf\n")
     text = await run(workdir, plant("tools/hooks/pre-commit", canary)
                      + "; echo x > tools/hooks/post-commit")
-    assert text.count("Read-only file system") >= 2
+    assert refused(text) >= 2
     commit(workdir)
     assert not canary.exists()
     assert not (workdir / "tools" / "hooks" / "post-commit").exists()
@@ -136,7 +142,7 @@ async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
     ctx.services[ALLOWED_ROOTS_SERVICE] = [str(repositories)]
     hook = main_repository / ".git" / "hooks" / "pre-commit"
     result = await bash.invoke(bash.validate({"command": plant(str(hook), canary)}), ctx)
-    assert "Read-only file system" in str(result)
+    assert refused(str(result))
     commit(worktree)
     assert not canary.exists() and not hook.exists()
 
@@ -159,7 +165,7 @@ async def test_a_git_repository_cannot_be_created_where_none_was(
     workdir.mkdir()
     text = await run(workdir, "git init -q . ; mkdir -p .git; "
                      f"printf '[core]\\n\\tfsmonitor = touch {canary}\\n' > .git/config")
-    assert "Read-only file system" in text or "ermission" in text
+    assert refused(text) or "ermission" in text
     assert not (workdir / ".git").exists()
     git(workdir, "status")
     assert not canary.exists()
@@ -194,7 +200,7 @@ async def test_loopwright_and_agent_config_cannot_be_created(tmp_path: Path, pat
     workdir = tmp_path / "work"
     workdir.mkdir()
     text = await run(workdir, f"mkdir -p $(dirname {path}); echo evil > {path}")
-    assert "Read-only file system" in text
+    assert refused(text)
     assert sorted(os.listdir(workdir)) == []  # nothing made, no placeholder left
 
 
@@ -213,8 +219,18 @@ async def test_a_link_to_a_missing_file_inside_cannot_carry_a_config(tmp_path: P
     (workdir / "sub").mkdir(parents=True)
     (workdir / "loopwright.toml").symlink_to("sub/settings.toml")
     text = await run(workdir, "echo 'max_turns = 5000' > sub/settings.toml")
-    assert "Read-only file system" in text
+    assert refused(text)
     assert not (workdir / "sub" / "settings.toml").exists()
+
+
+async def test_placeholders_stay_out_of_git_status(tmp_path: Path) -> None:
+    # an empty directory is invisible to git: the model's `git status` shows only its own work
+    workdir = bare_repository(tmp_path)
+    text = await run(workdir, "echo x > new.txt; ls -A | tr '\\n' ' '; echo; "
+                     "git -c safe.directory='*' status --porcelain")
+    listing, status = text.split("\n", 1)
+    assert "loopwright.toml" in listing and ".mcp.json" in listing  # the placeholders, meanwhile
+    assert status == "?? README.md\n?? new.txt\n[exit code 0]"
 
 
 async def test_ordinary_work_is_untouched(tmp_path: Path) -> None:
@@ -237,7 +253,7 @@ async def test_placeholders_are_shared_by_concurrent_commands(tmp_path: Path) ->
     slow, quick = await asyncio.gather(
         run(workdir, "sleep 1; echo x > loopwright.toml; ls -A"),
         run(workdir, "echo y > .mcp.json"))
-    assert "Read-only file system" in slow and "Read-only file system" in quick
+    assert refused(slow) and refused(quick)
     assert os.listdir(workdir) == []
 
 
@@ -251,7 +267,7 @@ async def test_a_command_started_while_another_runs_keeps_its_placeholders(tmp_p
     await wait_until(lambda: (workdir / "loopwright.toml").exists(), "the first command started")
     second = await run(workdir, "sleep 4; echo x > loopwright.toml; echo y > .claude/settings.json")
     await first
-    assert second.count("Read-only file system") == 2, second
+    assert refused(second) == 2, second
     assert os.listdir(workdir) == []
 
 
@@ -269,7 +285,7 @@ async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
         [body] = [r.body or {} for r in server.model_requests][1:2]
     assert done.returncode == 0, done.stderr
     [result] = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-    assert result.count("Read-only file system") >= 3, result
+    assert refused(result) >= 3, result
     commit(workdir)
     assert not canary.exists()
     assert sorted(os.listdir(workdir)) == [".git", "README.md"]

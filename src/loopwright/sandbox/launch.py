@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from loopwright.sandbox import placeholders
 from loopwright.sandbox.cgroup import PidsGroup
 from loopwright.sandbox.env import scrubbed_environment
 from loopwright.sandbox.linux import bwrap_command, probe_argv
 from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
-from loopwright.sandbox.placeholders import Placeholder
+from loopwright.sandbox.placeholders import make as make_placeholder
+from loopwright.sandbox.placeholders import remove as remove_placeholder
 from loopwright.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -48,18 +48,17 @@ class Launch:
     env: dict[str, str]
     sandboxed: bool
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
-    placeholders: tuple[Placeholder, ...] = ()
+    placeholders: tuple[Path, ...] = ()
     pids_group: PidsGroup | None = None
 
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
         """Within this block the placeholders exist (bound read-only by the sandbox) and so does
         the pids cgroup; afterwards what is left in the group is killed and both are removed."""
-        made: list[Placeholder] = []
+        made: list[Path] = []
         group_made = False
         try:
-            made += [p for p in self.placeholders
-                     if await asyncio.to_thread(placeholders.make, p)]
+            made += [p for p in self.placeholders if await asyncio.to_thread(make_placeholder, p)]
             if self.pids_group is not None:
                 await asyncio.to_thread(self.pids_group.create)
                 group_made = True
@@ -68,7 +67,7 @@ class Launch:
             if group_made and self.pids_group is not None:
                 await asyncio.to_thread(self.pids_group.remove)
             for placeholder in made:
-                await asyncio.to_thread(placeholders.remove, placeholder)
+                await asyncio.to_thread(remove_placeholder, placeholder)
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}

@@ -37,7 +37,6 @@ from pathlib import Path
 from loopwright.sandbox import supervisor
 from loopwright.sandbox.cgroup import PidsGroup, pids_group
 from loopwright.sandbox.mounts import hidden_mounts, protected_mounts
-from loopwright.sandbox.placeholders import Placeholder
 from loopwright.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
@@ -46,7 +45,7 @@ class BwrapCommand:
     """The argv, and what must exist while it runs (placeholders, a pids cgroup)."""
 
     argv: list[str]
-    placeholders: list[Placeholder] = field(default_factory=list)
+    placeholders: list[Path] = field(default_factory=list)
     pids_group: PidsGroup | None = None  # to make before and remove after the command
 
 

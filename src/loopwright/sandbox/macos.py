@@ -40,8 +40,7 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
         lines.append("(allow file-write* " + " ".join(_subpath(p) for p in writable) + ")")
     # Seatbelt matches paths, existing or not: a protected path that does not exist yet cannot
     # be created either, and no placeholder is needed
-    protected = [place.path for root in policy.writable(roots)
-                 for place in protected_locations(root)]
+    protected = [path for root in policy.writable(roots) for path in protected_locations(root)]
     if protected:
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
     hidden = [home / relative for relative in policy.hidden_home]

@@ -16,36 +16,32 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loopwright.config import default_data_dir, user_config_dir
-from loopwright.sandbox.placeholders import Placeholder, missing_point, shared
+from loopwright.sandbox.placeholders import missing_point, shared
 from loopwright.sandbox.policy import SandboxPolicy
 from loopwright.tools.protected import protected_locations
 
 
-def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Placeholder]]:
+def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
     """Read-only binds for every protected path of the writable roots, and the placeholders that
     must exist when bubblewrap starts (for the paths that do not exist yet)."""
     argv: list[str] = []
-    placeholders: list[Placeholder] = []
+    placeholders: list[Path] = []
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
     for top in writable:
         for location in protected_locations(top):
-            root = next((r for r in writable if _under_any(location.path, [r])), None)
-            if root is None or _under_any(location.path, covered):
+            root = next((r for r in writable if _under_any(location, [r])), None)
+            if root is None or _under_any(location, covered):
                 continue
-            placeholder = shared(root, location.path)
-            target = None if placeholder else _existing_inside(location.path, writable)
+            placeholder = shared(root, location)
+            target = None if placeholder else _existing_inside(location, writable)
             if target is None:
-                placeholder = placeholder or missing_point(root, location.path,
-                                                           location.directory)
-                if placeholder is None or _under_any(placeholder.path, covered):
+                placeholder = placeholder or missing_point(root, location)
+                if placeholder is None or _under_any(placeholder, covered):
                     continue
                 placeholders.append(placeholder)
-                target = placeholder.path
-                is_dir = placeholder.directory
-            else:
-                is_dir = target.is_dir()
+                target = placeholder
             argv += ["--ro-bind", str(target), str(target)]
-            if is_dir:
+            if target.is_dir() or target == placeholder:
                 covered.append(target)
     return argv, placeholders
 

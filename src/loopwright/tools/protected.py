@@ -28,10 +28,9 @@ from loopwright.tools.git_hooks import common_dir, git_dir_of, hooks_dirs
 
 @dataclass(frozen=True, slots=True)
 class ProtectedEntry:
-    """A path relative to a workspace root, whether it is a directory, and why it matters."""
+    """A path relative to a workspace root, and why it matters."""
 
     relative: str
-    directory: bool
     reason: str
 
 
@@ -40,38 +39,28 @@ SKILL_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
 """Where a project keeps its skills (read by `loopwright.skills.discovery`)."""
 
 PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
-    ProtectedEntry(".git", True, _GIT),
-    ProtectedEntry("loopwright.toml", False, "it is a loopwright configuration file"),
-    ProtectedEntry(".loopwright", True, "it is loopwright's project folder (skills, config)"),
-    ProtectedEntry(".mcp.json", False, "it configures MCP servers, which run as commands"),
+    ProtectedEntry(".git", _GIT),
+    ProtectedEntry("loopwright.toml", "it is a loopwright configuration file"),
+    ProtectedEntry(".loopwright", "it is loopwright's project folder (skills, config)"),
+    ProtectedEntry(".mcp.json", "it configures MCP servers, which run as commands"),
     # `.loopwright/skills`, the first skill folder, is inside `.loopwright` already
-    *(ProtectedEntry(path, True, "it is a skill folder, loaded into the prompt")
+    *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith(".loopwright/")),
-    ProtectedEntry(".claude/settings.json", False, "another agent runs hooks from it"),
-    ProtectedEntry(".claude/settings.local.json", False, "another agent runs hooks from it"),
+    ProtectedEntry(".claude/settings.json", "another agent runs hooks from it"),
+    ProtectedEntry(".claude/settings.local.json", "another agent runs hooks from it"),
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ProtectedLocation:
-    """One protected path under a workspace root (it may not exist yet)."""
-
-    path: Path
-    directory: bool
-
-
-def protected_locations(root: Path) -> list[ProtectedLocation]:
-    """Every protected path at the top of the workspace root `root` (absolute, resolved):
-    the entries, the hooks directories the git configuration names, and the git directories a
-    `.git` file points to (a worktree's own and the shared one with the hooks and config)."""
-    found = [ProtectedLocation(root / entry.relative, entry.directory)
-             for entry in PROTECTED_ENTRIES]
+def protected_locations(root: Path) -> list[Path]:
+    """Every protected path at the top of the workspace root `root` (absolute, resolved; it
+    may not exist yet): the entries, the hooks directories the git configuration names, and
+    the git directories a `.git` file points to (a worktree's own and the shared one with the
+    hooks and config)."""
+    found = [root / entry.relative for entry in PROTECTED_ENTRIES]
     git_dir = git_dir_of(root)
-    if git_dir is not None and git_dir != root / ".git":  # a worktree's, and the shared one
-        found += [ProtectedLocation(path, True) for path in dict.fromkeys(
-            (git_dir, common_dir(git_dir)))]
-    found += [ProtectedLocation(path, True) for path in hooks_dirs(root)]
-    return found
+    if git_dir is not None and git_dir != root / ".git":
+        found += dict.fromkeys((git_dir, common_dir(git_dir)))
+    return found + hooks_dirs(root)
 
 
 def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None:
