@@ -11,6 +11,7 @@ from loopwright.errors import ConfigError
 from loopwright.sandbox import SandboxPolicy, policy_from_settings, sandbox_note
 from loopwright.sandbox.linux import bwrap_argv
 from loopwright.sandbox.macos import seatbelt_profile
+from loopwright.sandbox.policy import SandboxLimits
 
 
 def test_defaults_are_workspace_write_without_network() -> None:
@@ -80,3 +81,17 @@ def test_the_model_note_depends_on_configuration_only() -> None:
     assert "Network: on" in sandbox_note(SandboxPolicy(network=True), available=True)
     assert "full-access" in sandbox_note(SandboxPolicy(mode="full-access"), available=True)
     assert "unavailable" in sandbox_note(SandboxPolicy(), available=False)
+
+
+def test_a_supervisor_interpreter_installed_under_tmp_keeps_its_standard_library(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the private /tmp would hide a Python built under /tmp, and the supervisor would not start
+    prefix = Path("/tmp/python-prefix")
+    monkeypatch.setattr("sys.base_prefix", str(prefix))
+    argv = bwrap_argv(SandboxPolicy(), "bwrap", ["true"], cwd=tmp_path, roots=[tmp_path],
+                      home=tmp_path)
+    assert f"--ro-bind {prefix} {prefix}" in " ".join(argv)
+    unlimited = SandboxPolicy(limits=SandboxLimits(processes=0, file_mb=0, memory_mb=0,
+                                                    tmp_mb=0, min_free_mb=0))
+    argv = bwrap_argv(unlimited, "bwrap", ["true"], cwd=tmp_path, roots=[tmp_path], home=tmp_path)
+    assert str(prefix) not in " ".join(argv)  # no supervisor, nothing to bind

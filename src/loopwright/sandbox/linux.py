@@ -64,6 +64,8 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     wrapped = _supervised(policy, command, writable)
     for program in dict.fromkeys((wrapped[0], command[0]) if command else ()):
         argv += _program_mount(program)
+    if wrapped[:1] == [_interpreter()]:
+        argv += _standard_library_mount()
     protected, placeholders = protected_mounts(writable)
     argv += protected
     argv += hidden_mounts(policy, home or Path.home(), resolved)
@@ -122,6 +124,13 @@ def _interpreter() -> str:
 @functools.cache
 def _supervisor_source() -> str:
     return Path(supervisor.__file__).read_text(encoding="utf-8")
+
+
+def _standard_library_mount() -> list[str]:
+    """The supervisor's interpreter installed under /tmp (a Python built there) needs its
+    standard library back too, read-only."""
+    prefix = Path(sys.base_prefix).resolve()
+    return ["--ro-bind", str(prefix), str(prefix)] if prefix.is_relative_to("/tmp") else []
 
 
 def _program_mount(program_name: str) -> list[str]:
