@@ -49,9 +49,11 @@ async def run(ctx: ToolContext, command: str, **arguments: Any) -> str:
 
 async def test_a_fork_bomb_ends_as_a_tool_error(tmp_path: Path) -> None:
     # a real fork bomb only where the kernel caps it (a pids cgroup, or RLIMIT_NPROC for a user
-    # who is not root): without a cap the supervisor's count would race it on a shared machine
-    require_component(processes_capped_by_kernel(),
-                      "a pids cgroup loopwright may create (root without one is not capped)")
+    # who is not root): uncapped, only the supervisor's 50 ms count would race it, which is not
+    # a risk to take on a shared machine (also on CI: this is a property of the host, not a
+    # component .ci/run installs)
+    if not processes_capped_by_kernel():
+        pytest.skip("root without a pids cgroup loopwright may create: the bomb is not capped")
     ctx = context(tmp_path, processes=48)
     bomb = f"bomb() {{ bomb | bomb & }}; bomb; sleep {TAG}7"
     with pytest.raises(ToolError, match=r"process limit \(48, setting sandbox_max_processes\)"
@@ -142,8 +144,8 @@ def test_groups_left_by_a_killed_loopwright_are_removed() -> None:
     from loopwright.sandbox import cgroup
 
     parent = cgroup._usable_parent()
-    require_component(parent is not None, "a pids cgroup loopwright may create")
-    assert parent is not None
+    if parent is None:
+        pytest.skip("no pids cgroup loopwright may create here")
     orphan = parent / "loopwright-999999999-0"  # no such process can exist (above pid_max)
     orphan.mkdir()
     cgroup._usable_parent.cache_clear()  # the next probe looks again
