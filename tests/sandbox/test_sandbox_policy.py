@@ -95,3 +95,14 @@ def test_a_supervisor_interpreter_installed_under_tmp_keeps_its_standard_library
                                                     tmp_mb=0, min_free_mb=0))
     argv = bwrap_argv(unlimited, "bwrap", ["true"], cwd=tmp_path, roots=[tmp_path], home=tmp_path)
     assert str(prefix) not in " ".join(argv)  # no supervisor, nothing to bind
+
+
+def test_macos_profile_hides_the_data_and_config_directories(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", "/Users/me/data")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/Users/me/cfg")
+    profile = seatbelt_profile(SandboxPolicy(), roots=[tmp_path], home=Path("/Users/me"),
+                               tmpdir=Path("/private/tmp"))
+    denied = next(line for line in profile.splitlines() if line.startswith("(deny file-read*"))
+    assert '(subpath "/Users/me/data/loopwright")' in denied
+    assert '(subpath "/Users/me/cfg/loopwright")' in denied

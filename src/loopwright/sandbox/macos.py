@@ -1,11 +1,11 @@
 """The macOS path: a `sandbox-exec` (Seatbelt) profile generated from the same policy.
 
-UNTESTED: loopwright's CI runs on Linux only. The profile follows the documented SBPL shape
-(`(deny default)`, then what is allowed): everything may be read except the hidden credential
-stores, writes are allowed only under the writable roots, the private temporary directory and
-/dev/null-like devices, protected paths stay read-only (and uncreatable), and network access is
-allowed only when the policy says so. Seatbelt has no PID namespace: background processes are
-killed with the process group instead.
+UNTESTED: loopwright's CI runs on Linux only. The profile follows the documented SBPL shape (`(deny
+default)`, then what is allowed): everything may be read except the hidden paths (credential
+stores, loopwright's config and data directories), writes are allowed only under the writable
+roots, the private temporary directory and /dev/null-like devices, protected paths stay read-only
+(and uncreatable), and network access is allowed only when the policy says so. Seatbelt has no PID
+namespace: background processes are killed with the process group instead.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from loopwright.sandbox.mounts import hidden_paths
 from loopwright.sandbox.policy import SandboxPolicy
 from loopwright.tools.protected import protected_locations
 
@@ -43,7 +44,7 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
     protected = [path for root in policy.writable(roots) for path in protected_locations(root)]
     if protected:
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
-    hidden = [home / relative for relative in policy.hidden_home]
+    hidden = hidden_paths(policy, home)
     lines.append("(deny file-read* " + " ".join(_subpath(p) for p in hidden) + ")")
     if policy.network:
         lines.append("(allow network*)")

@@ -46,15 +46,20 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
     return argv, placeholders
 
 
+def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
+    """Everything a sandboxed command must not read: the credential stores in `home`, the
+    user's config directory, the data directory and the settings' own paths."""
+    return [*(home / relative for relative in policy.hidden_home),
+            user_config_dir(), default_data_dir(),
+            *(Path(path).expanduser() for path in policy.hidden_paths)]
+
+
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:
     """Mounts covering every hidden path that exists, except one that holds a workspace root
     (the user made it, or something in it, the workspace: it stays visible)."""
-    wanted = [home / relative for relative in policy.hidden_home]
-    wanted += [user_config_dir(), default_data_dir()]
-    wanted += [Path(path).expanduser() for path in policy.hidden_paths]
     argv: list[str] = []
     done: set[Path] = set()
-    for path in wanted:
+    for path in hidden_paths(policy, home):
         if not os.path.lexists(path):
             continue
         path = path.resolve()  # a linked ~/.ssh is hidden where it really is
