@@ -8,6 +8,7 @@ exist yet are made uncreatable with placeholders that are gone again after the c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -20,11 +21,11 @@ import pytest
 from redteam import Harness
 from sandbox_helpers import cli
 
-from loopwright import ToolContext
+from loopwright import ToolContext, ToolError
 from loopwright.builtin import bash
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import require_component, wait_until
 
@@ -221,6 +222,21 @@ async def test_a_link_to_a_missing_file_inside_cannot_carry_a_config(tmp_path: P
     text = await run(workdir, "echo 'max_turns = 5000' > sub/settings.toml")
     assert refused(text)
     assert not (workdir / "sub" / "settings.toml").exists()
+
+
+async def test_a_cancel_at_any_step_leaves_no_placeholder(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ctx = context(workdir)
+    await sandbox_availability(SandboxPolicy())  # probed once: the sweep cancels the command
+    for steps in range(40):
+        task = asyncio.ensure_future(bash.invoke(bash.validate({"command": "sleep 30"}), ctx))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ToolError):
+            await task
+        assert os.listdir(workdir) == [], f"left behind after a cancel at step {steps}"
 
 
 async def test_placeholders_stay_out_of_git_status(tmp_path: Path) -> None:

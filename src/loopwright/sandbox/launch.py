@@ -54,20 +54,36 @@ class Launch:
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
         """Within this block the placeholders exist (bound read-only by the sandbox) and so does
-        the pids cgroup; afterwards what is left in the group is killed and both are removed."""
-        made: list[Path] = []
-        group_made = False
+        the pids cgroup; afterwards what is left in the group is killed and both are removed.
+        A cancel while they are being made still removes whatever was made."""
+        staging = asyncio.ensure_future(asyncio.to_thread(self._stage))
         try:
-            made += [p for p in self.placeholders if await asyncio.to_thread(make_placeholder, p)]
-            if self.pids_group is not None:
-                await asyncio.to_thread(self.pids_group.create)
-                group_made = True
+            made = await asyncio.shield(staging)
+        except asyncio.CancelledError:
+            await asyncio.to_thread(self._unstage, await staging)  # the thread ran to its end
+            raise
+        try:
             yield
         finally:
-            if group_made and self.pids_group is not None:
-                await asyncio.to_thread(self.pids_group.remove)
-            for placeholder in made:
-                await asyncio.to_thread(remove_placeholder, placeholder)
+            await asyncio.to_thread(self._unstage, made)
+
+    def _stage(self) -> tuple[list[Path], bool]:
+        made = [path for path in self.placeholders if make_placeholder(path)]
+        if self.pids_group is None:
+            return made, False
+        try:
+            self.pids_group.create()
+        except OSError:
+            self._unstage((made, False))
+            raise
+        return made, True
+
+    def _unstage(self, made: tuple[list[Path], bool]) -> None:
+        placeholders, group_made = made
+        if group_made and self.pids_group is not None:
+            self.pids_group.remove()
+        for placeholder in placeholders:
+            remove_placeholder(placeholder)
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
