@@ -87,6 +87,7 @@ class Launch:
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
+_probing: dict[tuple[str, str, bool], asyncio.Future[Availability]] = {}
 
 
 def _key(policy: SandboxPolicy) -> tuple[str, str, bool]:
@@ -120,27 +121,44 @@ def _from_probe(binary: str, returncode: int | None, stderr: bytes) -> Availabil
 
 
 async def sandbox_availability(policy: SandboxPolicy) -> Availability:
-    """Whether `policy`'s sandbox can be made (probed once, without blocking the loop)."""
-    cached = _cache.get(_key(policy))
+    """Whether `policy`'s sandbox can be made (probed once, without blocking the loop).
+
+    A cancel of the caller does not cancel the probe, which runs to its end (at most
+    `_PROBE_TIMEOUT`) and is shared by every caller meanwhile: asyncio cannot abandon a process
+    it is still starting (it would wait for ever for a process nobody reaps), and an abandoned
+    probe would leave bubblewrap behind."""
+    key = _key(policy)
+    cached = _cache.get(key)
     if cached is not None:
         return cached
     answer = _unsupported(policy)
-    if answer is None:
-        binary = shutil.which(policy.bwrap) or policy.bwrap
-        process: asyncio.subprocess.Process | None = None
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            _, stderr = await asyncio.wait_for(process.communicate(), _PROBE_TIMEOUT)
-            answer = _from_probe(binary, process.returncode, stderr)
-        except (OSError, TimeoutError) as exc:
-            answer = _from_probe(binary, None, str(exc).encode())
-        finally:  # a probe that hung (or a cancel) must not leave bubblewrap behind
-            if process is not None and process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-    _cache[_key(policy)] = answer
+    if answer is not None:
+        _cache[key] = answer
+        return answer
+    probing = _probing.get(key)
+    if probing is None or probing.get_loop() is not asyncio.get_running_loop():
+        probing = asyncio.ensure_future(_probe(policy, key))
+        _probing[key] = probing
+    return await asyncio.shield(probing)
+
+
+async def _probe(policy: SandboxPolicy, key: tuple[str, str, bool]) -> Availability:
+    binary = shutil.which(policy.bwrap) or policy.bwrap
+    process: asyncio.subprocess.Process | None = None
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, stderr = await asyncio.wait_for(process.communicate(), _PROBE_TIMEOUT)
+        answer = _from_probe(binary, process.returncode, stderr)
+    except (OSError, TimeoutError) as exc:
+        answer = _from_probe(binary, None, str(exc).encode())
+    finally:  # a probe that hung must not leave bubblewrap behind
+        _probing.pop(key, None)
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+    _cache[key] = answer
     return answer
 
 
