@@ -116,6 +116,11 @@ class Settings:
     sandbox_network: bool = False  # commands may use the network
     env_passthrough: list[str] = dataclasses.field(default_factory=list)  # secret vars to keep
     sandbox_bwrap: str = "bwrap"  # the bubblewrap binary (name on PATH or path)
+    sandbox_max_processes: Count = 1024  # processes and threads of one command; 0 = no limit
+    sandbox_max_file_mb: Count = 4096  # size of any one file a command writes; 0 = no limit
+    sandbox_max_memory_mb: Count = 16384  # address space of each process; 0 = no limit
+    sandbox_tmp_mb: Count = 1024  # size of the private /tmp; 0 = the kernel's (half the RAM)
+    sandbox_min_free_mb: Count = 1024  # free disk a command must leave on writable roots; 0 = any
     web_allow_private: bool | list[str] = False  # web_fetch may reach private hosts
     egress_allow: list[str] = dataclasses.field(default_factory=list)  # hosts reached unasked
     policy: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -206,6 +211,11 @@ class AgentOptions(TypedDict, total=False):
     sandbox_network: bool
     env_passthrough: list[str]
     sandbox_bwrap: str
+    sandbox_max_processes: int
+    sandbox_max_file_mb: int
+    sandbox_max_memory_mb: int
+    sandbox_tmp_mb: int
+    sandbox_min_free_mb: int
     web_allow_private: bool | list[str]
     egress_allow: list[str]
     policy: dict[str, Any]

@@ -143,6 +143,8 @@ def _raised_usage(value: Any, base: Any, project: Path) -> bool:
     if not isinstance(value, Mapping):
         return value is not None or base is not None
     return any(_raised(value.get(key), bound, project) for key, bound in (base or {}).items())
+def _lower_floor(value: Any, base: Any, project: Path) -> bool:
+    return not isinstance(value, int) or value < base  # 0 (no floor) is the lowest
 
 
 LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
@@ -185,6 +187,10 @@ LOOSENING: dict[str, Callable[[Any, Any, Path], bool]] = {
     "memory_learning": _switched_on,  # the model writes to memory that later runs read
     "system_prompt": _changed,  # the project would replace loopwright's own instructions
     "trust_project_files": _switched_on,  # a project may not vouch for its own files
+    # the sandbox's limits (0 is none at all)
+    **{name: _higher_limit for name in ("sandbox_max_processes", "sandbox_max_file_mb",
+                                        "sandbox_max_memory_mb", "sandbox_tmp_mb")},
+    "sandbox_min_free_mb": _lower_floor,
 }
 """Settings an untrusted project may not set, each with the test of whether a value loosens
 (compared with the value from the user's own config, or the default)."""

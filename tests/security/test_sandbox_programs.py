@@ -33,17 +33,19 @@ async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
                                   cwd=workspace,
                                   roots=[workspace])
     assert launch.sandboxed
-    proc = await asyncio.create_subprocess_exec(
-        *launch.argv, env=launch.env, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
+    async with launch.staged():
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv, env=launch.env, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     assert out.decode().strip().endswith("say-hello")
 
     overwrite = await prepare_launch(SandboxPolicy(), ["/bin/sh", "-c", f"echo x > {program}"],
                                      cwd=workspace, roots=[workspace])
-    proc = await asyncio.create_subprocess_exec(*overwrite.argv, env=overwrite.env,
-                                                stderr=asyncio.subprocess.PIPE)
-    await proc.communicate()
+    async with overwrite.staged():
+        proc = await asyncio.create_subprocess_exec(*overwrite.argv, env=overwrite.env,
+                                                    stderr=asyncio.subprocess.PIPE)
+        await proc.communicate()
     assert proc.returncode != 0
     assert program.read_text().startswith("#!/bin/sh")

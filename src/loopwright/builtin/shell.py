@@ -29,6 +29,7 @@ from loopwright.builtin.workspace import display_path, resolve_path, workspace_r
 from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
 from loopwright.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
+from loopwright.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0
@@ -99,7 +100,8 @@ async def bash(
     # files the command changes are shown as diffs, like the file tools' changes
     before = await scan_before_command(ctx) if _may_write(ctx, launch, plain) else None
     try:
-        process, output, outcome = await _execute(launch, directory, timeout, ctx)
+        async with launch.staged():  # placeholders for protected paths exist only meanwhile
+            process, output, outcome = await _execute(launch, directory, timeout, ctx)
     except ToolError:  # timed out: what it changed before it was killed is shown too
         if before is not None and not ctx.cancelled.is_set():
             await record_command_changes(ctx, before)
@@ -107,6 +109,9 @@ async def bash(
     if before is not None:
         await record_command_changes(ctx, before)
     text = output.text().rstrip("\n")
+    if launch.sandboxed and process.returncode == LIMIT_STATUS and REPORT_PREFIX in text:
+        raise ToolError(f"{text}\nThe sandbox stopped the command at one of its limits; do "
+                        "the work in smaller steps (or ask the user to raise the limit).")
     note = "" if outcome == "exited" else (
         "\n[background processes still hold the output open; later output is not shown]")
     return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"

@@ -1,10 +1,12 @@
 """The OS sandbox every command of a built-in tool runs in (hooks excluded).
 
-One job per module: `policy` (modes, settings), `env` (scrubbing credentials from the
-environment), `linux` (the bubblewrap command line), `macos` (the `sandbox-exec` profile,
-untested), `launch` (probing and building what is started), `unsandboxed` (what may run without
-approval where no sandbox can be made) and `prompt` (what the model is told). See
-docs/safety.md.
+One job per module: `policy` (modes, limits, settings), `env` (scrubbing credentials from the
+environment), `linux` (the bubblewrap command line), `mounts` (read-only protected paths and
+hidden paths), `placeholders` (protected paths that do not exist yet), `supervisor` (the first
+process inside: limits and their reports), `cgroup` (a pids cgroup per command), `macos` (the
+`sandbox-exec` profile, untested), `launch` (probing and building what is started),
+`unsandboxed` (what may run without approval where no sandbox can be made) and `prompt` (what
+the model is told). See docs/safety.md.
 """
 
 from __future__ import annotations

@@ -15,13 +15,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loopwright.sandbox.cgroup import PidsGroup
 from loopwright.sandbox.env import scrubbed_environment
-from loopwright.sandbox.linux import bwrap_argv, probe_argv
+from loopwright.sandbox.linux import bwrap_command, probe_argv
 from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
+from loopwright.sandbox.placeholders import make as make_placeholder
+from loopwright.sandbox.placeholders import remove as remove_placeholder
 from loopwright.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -38,15 +41,53 @@ class Availability:
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
-    """What to start for one command."""
+    """What to start for one command. Start it inside `async with launch.staged():`, which makes
+    the placeholders for protected paths that do not exist yet and removes them afterwards."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
+    placeholders: tuple[Path, ...] = ()
+    pids_group: PidsGroup | None = None
+
+    @contextlib.asynccontextmanager
+    async def staged(self) -> AsyncIterator[None]:
+        """Within this block the placeholders exist (bound read-only by the sandbox) and so does
+        the pids cgroup; afterwards what is left in the group is killed and both are removed.
+        A cancel while they are being made still removes whatever was made."""
+        staging = asyncio.ensure_future(asyncio.to_thread(self._stage))
+        try:
+            made = await asyncio.shield(staging)
+        except asyncio.CancelledError:
+            await asyncio.to_thread(self._unstage, await staging)  # the thread ran to its end
+            raise
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(self._unstage, made)
+
+    def _stage(self) -> tuple[list[Path], bool]:
+        made = [path for path in self.placeholders if make_placeholder(path)]
+        if self.pids_group is None:
+            return made, False
+        try:
+            self.pids_group.create()
+        except OSError:
+            self._unstage((made, False))
+            raise
+        return made, True
+
+    def _unstage(self, made: tuple[list[Path], bool]) -> None:
+        placeholders, group_made = made
+        if group_made and self.pids_group is not None:
+            self.pids_group.remove()
+        for placeholder in placeholders:
+            remove_placeholder(placeholder)
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
+_probing: dict[tuple[str, str, bool], asyncio.Future[Availability]] = {}
 
 
 def _key(policy: SandboxPolicy) -> tuple[str, str, bool]:
@@ -80,27 +121,44 @@ def _from_probe(binary: str, returncode: int | None, stderr: bytes) -> Availabil
 
 
 async def sandbox_availability(policy: SandboxPolicy) -> Availability:
-    """Whether `policy`'s sandbox can be made (probed once, without blocking the loop)."""
-    cached = _cache.get(_key(policy))
+    """Whether `policy`'s sandbox can be made (probed once, without blocking the loop).
+
+    A cancel of the caller does not cancel the probe, which runs to its end (at most
+    `_PROBE_TIMEOUT`) and is shared by every caller meanwhile: asyncio cannot abandon a process
+    it is still starting (it would wait for ever for a process nobody reaps), and an abandoned
+    probe would leave bubblewrap behind."""
+    key = _key(policy)
+    cached = _cache.get(key)
     if cached is not None:
         return cached
     answer = _unsupported(policy)
-    if answer is None:
-        binary = shutil.which(policy.bwrap) or policy.bwrap
-        process: asyncio.subprocess.Process | None = None
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            _, stderr = await asyncio.wait_for(process.communicate(), _PROBE_TIMEOUT)
-            answer = _from_probe(binary, process.returncode, stderr)
-        except (OSError, TimeoutError) as exc:
-            answer = _from_probe(binary, None, str(exc).encode())
-        finally:  # a probe that hung (or a cancel) must not leave bubblewrap behind
-            if process is not None and process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-    _cache[_key(policy)] = answer
+    if answer is not None:
+        _cache[key] = answer
+        return answer
+    probing = _probing.get(key)
+    if probing is None or probing.get_loop() is not asyncio.get_running_loop():
+        probing = asyncio.ensure_future(_probe(policy, key))
+        _probing[key] = probing
+    return await asyncio.shield(probing)
+
+
+async def _probe(policy: SandboxPolicy, key: tuple[str, str, bool]) -> Availability:
+    binary = shutil.which(policy.bwrap) or policy.bwrap
+    process: asyncio.subprocess.Process | None = None
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *probe_argv(binary, policy), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, stderr = await asyncio.wait_for(process.communicate(), _PROBE_TIMEOUT)
+        answer = _from_probe(binary, process.returncode, stderr)
+    except (OSError, TimeoutError) as exc:
+        answer = _from_probe(binary, None, str(exc).encode())
+    finally:  # a probe that hung must not leave bubblewrap behind
+        _probing.pop(key, None)
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+    _cache[key] = answer
     return answer
 
 
@@ -137,12 +195,15 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
         return Launch(argv=list(command), env=env, sandboxed=False,
                       problem=availability.problem)
     home = Path(env.get("HOME") or Path.home())
-    if sys.platform == "darwin":
-        profile = seatbelt_profile(policy, roots=roots, home=home,
-                                   tmpdir=Path(tempfile.gettempdir()))
+    if sys.platform == "darwin":  # the profile reads the git configuration: off the loop
+        profile = await asyncio.to_thread(seatbelt_profile, policy, roots=roots, home=home,
+                                          tmpdir=Path(tempfile.gettempdir()))
         return Launch(argv=sandbox_exec_argv(profile, command), env=env, sandboxed=True)
-    argv = bwrap_argv(policy, availability.binary, command, cwd=cwd, roots=roots, home=home)
-    return Launch(argv=argv, env=env, sandboxed=True)
+    # reads the filesystem (protected paths, the git configuration): not on the event loop
+    built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
+                                    cwd=cwd, roots=roots, home=home)
+    return Launch(argv=built.argv, env=env, sandboxed=True,
+                  placeholders=tuple(built.placeholders), pids_group=built.pids_group)
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,
@@ -151,5 +212,7 @@ async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *
     offline in the sandbox when one can be made, else as it is (it writes nothing by
     construction, so nothing needs approval)."""
     mode: SandboxMode = "read-only" if policy.enabled else "full-access"
-    return await prepare_launch(replace(policy, mode=mode, network=False), command, cwd=cwd,
-                                roots=roots)
+    # no process cap: the helper is a known program, and its caller starts it without staging
+    limits = replace(policy.limits, processes=0)
+    return await prepare_launch(replace(policy, mode=mode, network=False, limits=limits),
+                                command, cwd=cwd, roots=roots)

@@ -3,112 +3,143 @@
 The filesystem view is built in this order (later mounts cover earlier ones):
 
 1. the whole filesystem read-only (`--ro-bind / /`), a fresh /dev and /proc;
-2. a private, empty /tmp (tmpfs; gone when the command ends);
+2. a private, empty /tmp (tmpfs of `sandbox_tmp_mb`; gone when the command ends);
 3. the workspace roots bound again (read-write in workspace-write mode), so that a workspace
    under /tmp stays visible, and a program started by its path under /tmp bound read-only;
-4. inside writable roots, `.git` bound onto itself (pinned: it cannot be renamed or deleted)
-   and the protected paths (`.git/hooks`, `.git/config`, `.git/modules`, `loopwright.toml`)
-   bound read-only again;
-5. credential stores in the home directory covered by an empty, read-only directory or file.
+4. inside writable roots, the protected paths (the whole `.git`, `loopwright.toml`,
+   `.loopwright/`, MCP configs, skill folders, the configured git hooks directory: the one list
+   in `loopwright.tools.protected`) bound read-only again, and a placeholder bound read-only
+   where one does not exist yet (`mounts.py`, `placeholders.py`);
+5. credential stores in the home directory, the user's loopwright config directory and the data
+   directory covered by an empty, read-only directory or file.
 
 The command also gets its own PID namespace (it sees only its own processes; when the command
 exits, everything it left in the background is killed), its own IPC namespace, no network unless
 the policy allows it (`--unshare-net` leaves only a loopback interface of its own), and
-`--die-with-parent` so it cannot outlive loopwright. bubblewrap and its init stay in the process
-group the bash tool kills on a timeout or cancel; when the init dies, the kernel kills every
-process of the namespace, including any that moved to a session of their own.
+`--die-with-parent` so it cannot outlive loopwright. It starts under the supervisor
+(`supervisor.py`), which sets the process, file-size and address-space limits and stops a command
+that reaches the process limit; where this process may make one, bubblewrap also runs in a pids
+cgroup of its own (`cgroup.py`), a hard cap that holds for root too. bubblewrap and its init
+stay in the process group the bash tool kills on a timeout or cancel; when the init dies, the
+kernel kills every process of the namespace, including any that moved to a session of their own.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopwright.sandbox.policy import PINNED_SUBPATHS, PROTECTED_SUBPATHS, SandboxPolicy
+from loopwright.sandbox import supervisor
+from loopwright.sandbox.cgroup import PidsGroup, pids_group
+from loopwright.sandbox.mounts import hidden_mounts, protected_mounts
+from loopwright.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
-def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
-               roots: Sequence[Path], home: Path | None = None) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class BwrapCommand:
+    """The argv, and what must exist while it runs (placeholders, a pids cgroup)."""
+
+    argv: list[str]
+    placeholders: list[Path] = field(default_factory=list)
+    pids_group: PidsGroup | None = None  # to make before and remove after the command
+
+
+def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
+                  roots: Sequence[Path], home: Path | None = None) -> BwrapCommand:
     """`bwrap … -- command` for `policy`; `bwrap` is the resolved binary, `roots` the
-    workspace roots (working directory first)."""
+    workspace roots (working directory first). Reads the filesystem: call it off the loop."""
     writable = policy.writable(roots)
     whole_root_writable = Path("/") in writable
     argv = [bwrap, "--bind" if whole_root_writable else "--ro-bind", "/", "/",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for root in (Path(r).resolve() for r in roots):  # under /tmp they would be hidden
+            "--dev", "/dev", "--proc", "/proc", *_tmp_size(policy), "--tmpfs", "/tmp"]
+    resolved = [Path(r).resolve() for r in roots]
+    for root in resolved:  # under /tmp they would be hidden
         if root != Path("/"):
             argv += ["--bind-try" if root in writable else "--ro-bind-try", str(root), str(root)]
-    argv += _program_mount(command)
-    for root in writable:
-        argv += _protected_mounts(root)
-    argv += _hidden_home(policy, home or Path.home(), writable)
+    wrapped = _supervised(policy, command, writable)
+    for program in dict.fromkeys((wrapped[0], command[0]) if command else ()):
+        argv += _program_mount(program)
+    if wrapped[:1] == [_interpreter()]:
+        argv += _standard_library_mount()
+    protected, placeholders = protected_mounts(writable)
+    argv += protected
+    argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
     # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
     # new session of its own, with stdin from /dev/null and a fresh /dev).
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
-    argv += ["--chdir", str(cwd), "--", *command]
-    return argv
+    argv += ["--chdir", str(cwd), "--", *wrapped]
+    group = pids_group(policy.limits.processes)
+    return BwrapCommand(argv=group.wrap(argv) if group else argv, placeholders=placeholders,
+                        pids_group=group)
+
+
+def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
+               roots: Sequence[Path], home: Path | None = None) -> list[str]:
+    """The argv of `bwrap_command` (placeholders left out: for inspection)."""
+    return bwrap_command(policy, bwrap, command, cwd=cwd, roots=roots, home=home).argv
 
 
 def probe_argv(bwrap: str, policy: SandboxPolicy) -> list[str]:
     """A command that succeeds exactly when bubblewrap can build this kind of sandbox here."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            *_tmp_size(policy), "--tmpfs", "/tmp",
             "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
     return [*argv, "--", "/bin/sh", "-c", "exit 0"]
 
 
-def _program_mount(command: Sequence[str]) -> list[str]:
+def _tmp_size(policy: SandboxPolicy) -> list[str]:
+    megabytes = policy.limits.tmp_mb
+    return ["--size", str(megabytes * MEBIBYTE)] if megabytes > 0 else []
+
+
+def _supervised(policy: SandboxPolicy, command: Sequence[str], writable: Sequence[Path]
+                ) -> list[str]:
+    """`command` started by the supervisor when any limit applies (it watches the free space
+    of the writable roots' disks too)."""
+    limits = policy.limits.for_supervisor()
+    if not any(limits.values()) or not command:
+        return list(command)
+    values = [str(limits[name]) for name in supervisor.LIMIT_NAMES]
+    return [_interpreter(), "-I", "-S", "-c", _supervisor_source(), *values,
+            *(str(root) for root in writable), "--", *command]
+
+
+@functools.cache
+def _interpreter() -> str:
+    # the real binary: a virtual environment's link may live under /tmp, and -I -S needs only
+    # the standard library, which sits beside the real binary
+    return os.path.realpath(sys.executable)
+
+
+@functools.cache
+def _supervisor_source() -> str:
+    return Path(supervisor.__file__).read_text(encoding="utf-8")
+
+
+def _standard_library_mount() -> list[str]:
+    """The supervisor's interpreter installed under /tmp (a Python built there) needs its
+    standard library back too, read-only."""
+    prefix = Path(sys.base_prefix).resolve()
+    return ["--ro-bind", str(prefix), str(prefix)] if prefix.is_relative_to("/tmp") else []
+
+
+def _program_mount(program_name: str) -> list[str]:
     """A program that lives under /tmp (ripgrep in a virtual environment there, started by name
     or by path) would be hidden by the private /tmp: bind that one file back, read-only."""
-    found = shutil.which(command[0]) if command else None  # a bare name: where PATH finds it
+    found = shutil.which(program_name) if program_name else None  # a bare name: PATH finds it
     if found is None:
         return []
     program = Path(found).resolve()
     if not program.is_relative_to("/tmp") or not program.is_file():
         return []
     return ["--ro-bind", str(program), str(program)]
-
-
-def _protected_mounts(root: Path) -> list[str]:
-    """Mounts for the existing pinned and protected paths under `root` whose real location is
-    inside it (a symlink pointing elsewhere leads to a path that is read-only already). Any
-    mount point is pinned: the kernel refuses to rename or remove it."""
-    argv: list[str] = []
-    for relative in PINNED_SUBPATHS:
-        path = _inside(root, root / relative)
-        if path is not None:  # a directory stays writable; a `.git` file does not
-            argv += ["--bind" if path.is_dir() else "--ro-bind", str(path), str(path)]
-    for relative in PROTECTED_SUBPATHS:
-        path = _inside(root, root / relative)
-        if path is not None:
-            argv += ["--ro-bind", str(path), str(path)]
-    return argv
-
-
-def _inside(root: Path, path: Path) -> Path | None:
-    if not path.exists():
-        return None
-    real = path.resolve()
-    return real if real == root or real.is_relative_to(root) else None
-
-
-def _hidden_home(policy: SandboxPolicy, home: Path, writable: list[Path]) -> list[str]:
-    """Mounts covering the home directory's credential stores with empty read-only ones."""
-    argv: list[str] = []
-    for relative in policy.hidden_home:
-        path = home / relative
-        if not path.exists():
-            continue
-        path = path.resolve()  # a linked ~/.ssh is hidden where it really is
-        if any(root == path or root.is_relative_to(path) for root in writable):
-            continue  # the user made it (or something in it) a workspace: leave it visible
-        if path.is_dir():
-            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        else:
-            argv += ["--ro-bind", "/dev/null", str(path)]
-    return argv

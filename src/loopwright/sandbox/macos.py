@@ -1,11 +1,11 @@
 """The macOS path: a `sandbox-exec` (Seatbelt) profile generated from the same policy.
 
-UNTESTED: loopwright's CI runs on Linux only. The profile follows the documented SBPL shape
-(`(deny default)`, then what is allowed): everything may be read except the hidden credential
-stores, writes are allowed only under the writable roots, the private temporary directory and
-/dev/null-like devices, protected paths stay read-only, and network access is allowed only when
-the policy says so. Seatbelt has no PID namespace: background processes are killed with the
-process group instead.
+UNTESTED: loopwright's CI runs on Linux only. The profile follows the documented SBPL shape (`(deny
+default)`, then what is allowed): everything may be read except the hidden paths (credential
+stores, loopwright's config and data directories), writes are allowed only under the writable
+roots, the private temporary directory and /dev/null-like devices, protected paths stay read-only
+(and uncreatable), and network access is allowed only when the policy says so. Seatbelt has no PID
+namespace: background processes are killed with the process group instead.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopwright.sandbox.policy import PINNED_SUBPATHS, PROTECTED_SUBPATHS, SandboxPolicy
+from loopwright.sandbox.mounts import hidden_paths
+from loopwright.sandbox.policy import SandboxPolicy
+from loopwright.tools.protected import protected_locations
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
@@ -37,13 +39,12 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
     ]
     if writable:
         lines.append("(allow file-write* " + " ".join(_subpath(p) for p in writable) + ")")
-    protected = [root / sub for root in writable for sub in PROTECTED_SUBPATHS]
+    # Seatbelt matches paths, existing or not: a protected path that does not exist yet cannot
+    # be created either, and no placeholder is needed
+    protected = [path for root in policy.writable(roots) for path in protected_locations(root)]
     if protected:
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
-    pinned = [root / sub for root in writable for sub in PINNED_SUBPATHS]
-    if pinned:  # the node itself: no rename or delete; what is inside stays writable
-        lines.append("(deny file-write* " + " ".join(_literal(p) for p in pinned) + ")")
-    hidden = [home / relative for relative in policy.hidden_home]
+    hidden = hidden_paths(policy, home)
     lines.append("(deny file-read* " + " ".join(_subpath(p) for p in hidden) + ")")
     if policy.network:
         lines.append("(allow network*)")
@@ -57,10 +58,6 @@ def sandbox_exec_argv(profile: str, command: Sequence[str]) -> list[str]:
 
 def _subpath(path: Path) -> str:
     return f"(subpath {_quoted(path)})"
-
-
-def _literal(path: Path) -> str:
-    return f"(literal {_quoted(path)})"
 
 
 def _quoted(path: Path) -> str:

@@ -14,11 +14,13 @@ ship, and an allow-list that is not enforced would be worse than none (docs/safe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from loopwright.config import DEFAULTS, default_data_dir
 from loopwright.errors import ConfigError
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
@@ -33,15 +35,30 @@ SANDBOX_SERVICE = "sandbox"
 HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud",
                     ".config/gh", ".config/loopwright", ".password-store")
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
-# Inside a writable root these stay read-only: a command that could write them would run code
-# outside the sandbox later (git hooks, `core.fsmonitor` / `core.pager` in .git/config, the same
-# in a submodule's, a `.git` file pointing at a planted git directory) or loosen loopwright's own
-# settings.
-PROTECTED_SUBPATHS = (".git/hooks", ".git/config", ".git/modules", "loopwright.toml")
-PINNED_SUBPATHS = (".git",)
-"""Kept where they are (writable, but they cannot be renamed or deleted): otherwise `mv .git x`
-and a fresh `.git` with hooks would get around the protected paths inside. A `.git` that is a
-file (a worktree's pointer) is read-only instead."""
+MEBIBYTE = 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
+    """What one command may use inside the sandbox; 0 means no limit.
+
+    `processes` counts the command's processes and threads (`RLIMIT_NPROC`, and the supervisor
+    stops a command that reaches it), `file_mb` the size of any one file it writes
+    (`RLIMIT_FSIZE`), `memory_mb` each process's address space (`RLIMIT_AS`), `tmp_mb` the
+    private /tmp (the size of its tmpfs), `min_free_mb` the free space a command must leave on
+    each writable root's disk (half of what is free, if that is less when it starts)."""
+
+    processes: int = DEFAULTS.sandbox_max_processes
+    file_mb: int = DEFAULTS.sandbox_max_file_mb
+    memory_mb: int = DEFAULTS.sandbox_max_memory_mb
+    tmp_mb: int = DEFAULTS.sandbox_tmp_mb
+    min_free_mb: int = DEFAULTS.sandbox_min_free_mb
+
+    def for_supervisor(self) -> dict[str, int]:
+        """The limits the in-sandbox supervisor sets, in its own units (bytes)."""
+        return {"processes": self.processes, "file_size": self.file_mb * MEBIBYTE,
+                "address_space": self.memory_mb * MEBIBYTE, "tmp_size": self.tmp_mb * MEBIBYTE,
+                "min_free": self.min_free_mb * MEBIBYTE}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +70,10 @@ class SandboxPolicy:
     env_passthrough: tuple[str, ...] = ()  # secret-looking variables the user lets through
     bwrap: str = "bwrap"  # the bubblewrap binary: a name on PATH or a path
     hidden_home: tuple[str, ...] = field(default=HIDDEN_HOME_DIRS + HIDDEN_HOME_FILES)
+    # more files and directories to hide (the settings' data, memory and store paths; the user
+    # config and the default data directory are always hidden)
+    hidden_paths: tuple[str, ...] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
     def enabled(self) -> bool:
@@ -93,7 +114,50 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         network=network,
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
+        hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        limits=SandboxLimits(
+            processes=_count(settings.sandbox_max_processes, "sandbox_max_processes"),
+            file_mb=_count(settings.sandbox_max_file_mb, "sandbox_max_file_mb"),
+            memory_mb=_count(settings.sandbox_max_memory_mb, "sandbox_max_memory_mb"),
+            tmp_mb=_count(settings.sandbox_tmp_mb, "sandbox_tmp_mb"),
+            min_free_mb=_count(settings.sandbox_min_free_mb, "sandbox_min_free_mb")),
     )
+
+
+def _own_paths(settings: Any) -> list[Path]:
+    """Where loopwright keeps what a command has no business reading: the data directory
+    (sessions, attachments, memory), a memory directory or SQLite store set elsewhere, and the
+    config file `LOOPWRIGHT_CONFIG` names (it may hold keys)."""
+    from loopwright.builtin.memory import memory_files_for
+
+    workdir = Path(settings.workdir or Path.cwd())
+    paths = [Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()]
+    if settings.memory_dir:
+        paths.append(memory_files_for(memory_dir=settings.memory_dir, data_dir=settings.data_dir,
+                                      workdir=workdir).directory)
+    store = settings.store
+    if isinstance(store, (str, os.PathLike)) and _is_store_path(str(store)):
+        database = Path(store).expanduser()
+        database = database if database.is_absolute() else workdir / database
+        paths += [database.with_name(database.name + suffix)
+                  for suffix in ("", "-wal", "-shm", "-journal")]
+    explicit = os.environ.get("LOOPWRIGHT_CONFIG")
+    if explicit:
+        paths.append(Path(explicit).expanduser())
+    return paths
+
+
+def _is_store_path(spec: str) -> bool:
+    """Whether a `store` setting names a SQLite file or directory (not a keyword or a URL)."""
+    lowered = spec.strip().lower()
+    return bool(lowered) and "://" not in lowered and lowered not in (
+        "default", "true", "1", "on", "yes", "none", "false", "0", "off", "no")
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} = {value!r} must be a whole number, 0 for no limit")
+    return value
 
 
 def _strings(value: Any, name: str) -> list[str]:

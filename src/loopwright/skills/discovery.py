@@ -24,8 +24,9 @@ from pathlib import Path
 from loopwright.context.prompt import repository_root
 from loopwright.errors import ToolError
 from loopwright.skills.frontmatter import MAX_HEAD_BYTES, SkillFormatError, parse_front_matter
+from loopwright.tools.protected import SKILL_DIRS
 
-PROJECT_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
+PROJECT_DIRS = SKILL_DIRS  # one list with the protected paths (tools/protected.py)
 SKILL_FILE = "SKILL.md"
 MAX_FOLDERS_PER_ROOT = 200
 MAX_SKILLS = 100

@@ -4,21 +4,22 @@
 
 Secrets are matched by file name (`SECRET_NAMES`, globs, case-insensitive) or by a directory on
 the path (`SECRET_DIRS`: `.ssh/`, `.aws/`, `.config/gcloud/` …). Names ending in `.example`,
-`.sample`, `.template` or `.dist` are templates, not secrets. Protected configuration is the
-project's `loopwright.toml` (any file of that name), the user's loopwright config directory,
-`.git/hooks/` and `.git/config` (both make git run commands), and the scripts the configured
-hooks run (`PROTECTED_PATHS_SERVICE`).
+`.sample`, `.template` or `.dist` are templates, not secrets. Protected configuration is the one
+list the sandbox reads too (`loopwright.tools.protected`), plus the scripts the configured hooks
+run (`PROTECTED_PATHS_SERVICE`) and the git hooks directory the repository configures.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
-import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext
+from loopwright.tools.git_hooks import hooks_dirs
+from loopwright.tools.protected import protected_reason
 
 SECRET_NAMES: tuple[str, ...] = (
     ".env", ".env.*", ".envrc", "*.env",
@@ -69,32 +70,12 @@ def ripgrep_exclusions() -> list[str]:
     return globs
 
 
-def user_config_dir() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "loopwright"
-
-
-def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None:
-    """Why writing `path` (absolute, resolved) could loosen the agent's own safety, else None."""
-    if path.name == "loopwright.toml":
-        return "it is a loopwright configuration file"
-    explicit = os.environ.get("LOOPWRIGHT_CONFIG")
-    if explicit and _same(path, Path(explicit)):
-        return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"
-    if _within(path, user_config_dir()):
-        return "it is in the user's loopwright configuration directory"
-    parts = path.parts
-    for index in range(len(parts) - 1):
-        if parts[index] == ".git" and (parts[index + 1] == "hooks" or
-                                       (parts[index + 1] == "config" and
-                                        index + 2 == len(parts))):
-            return "git runs commands from it"
-    if any(_same(path, Path(other)) for other in extra):
-        return "a configured hook runs it"
-    return None
-
-
 def protected_paths_of(ctx: ToolContext) -> list[str]:
-    return list(ctx.services.get(PROTECTED_PATHS_SERVICE) or ())
+    """Protected beyond the one list: the scripts configured hooks run (the service) and the git
+    hooks directories the repository's configuration names. Reads files: call it off the loop."""
+    workdir = Path(ctx.workdir).resolve()
+    return [*(ctx.services.get(PROTECTED_PATHS_SERVICE) or ()),
+            *(str(path) for path in hooks_dirs(workdir))]
 
 
 async def require_secret_approval(ctx: ToolContext, path: Path, verb: str = "read") -> None:
@@ -113,7 +94,7 @@ async def require_write_approval(ctx: ToolContext, path: Path, verb: str = "writ
                                  preview: Callable[[], Awaitable[str]] | None = None) -> None:
     """Ask the approval gate before a tool writes protected configuration; `preview` gives the
     diff the change would make, shown with the question."""
-    reason = protected_reason(path, protected_paths_of(ctx))
+    reason = protected_reason(path, await asyncio.to_thread(protected_paths_of, ctx))
     if reason is None:
         return
     shown = _shown(ctx, path)
@@ -131,18 +112,3 @@ def _shown(ctx: ToolContext, path: Path) -> str:
         return str(path.relative_to(Path(ctx.workdir).resolve())) or "."
     except ValueError:
         return str(path)
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a == b.expanduser().resolve()
-    except OSError:
-        return False
-
-
-def _within(path: Path, root: Path) -> bool:
-    try:
-        root = root.resolve()
-    except OSError:
-        return False
-    return path == root or path.is_relative_to(root)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopwright.tools.sensitive import protected_reason
+from loopwright.tools.protected import protected_reason
 from loopwright.tools.shell.fallback import raw_catastrophic
 from loopwright.tools.shell.parse import (
     MAX_COMMAND_CHARS,

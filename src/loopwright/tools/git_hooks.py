@@ -1,0 +1,159 @@
+"""Where git looks for hooks: `.git/hooks`, or the directory `core.hooksPath` names (husky sets
+`core.hooksPath=.husky`). A hooks directory inside the workspace must stay unwritable, whether it
+exists yet or not, or a sandboxed command could plant a hook the user's next `git commit` runs.
+
+The configuration is read, never run: git itself is not started (a hostile repository config
+could name programs), files are read with a size cap, at most `_MAX_FILES` of them, includes
+(`include.path`, `includeIf.*.path`, whatever the condition: protecting too much is safe) followed
+to a bounded depth. Every `core.hooksPath` value seen counts, not only the last one git would use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+_MAX_BYTES = 256 * 1024
+_MAX_FILES = 16
+_MAX_DEPTH = 4
+_SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
+_ENTRY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
+
+
+def git_dir_of(root: Path) -> Path | None:
+    """The git directory of the repository whose top is `root`: `root/.git`, or where a `.git`
+    file (`gitdir: …`, a worktree or submodule) points; None without one."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if not dot_git.is_file():
+        return None
+    text = _read(dot_git) or ""
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("gitdir:") or not first[len("gitdir:"):].strip():
+        return None
+    target = Path(first[len("gitdir:"):].strip())
+    return (target if target.is_absolute() else root / target).resolve()
+
+
+def hooks_dirs(root: Path) -> list[Path]:
+    """The directories `core.hooksPath` names for the repository at `root` in any configuration
+    git would read (system, global, the repository's, a worktree's); relative values are taken
+    from `root`, as git does for hooks."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for config in _config_files(root):
+        for value in _hooks_values(config, seen, depth=0):
+            path = Path(os.path.expanduser(value))
+            resolved = (path if path.is_absolute() else root / path).resolve()
+            if resolved not in found:
+                found.append(resolved)
+    return found
+
+
+def _config_files(root: Path) -> list[Path]:
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
+             xdg / "git" / "config",
+             Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig")]
+    git_dir = git_dir_of(root)
+    if git_dir is not None:
+        common = common_dir(git_dir)
+        files += [common / "config", git_dir / "config.worktree"]
+    return files
+
+
+def common_dir(git_dir: Path) -> Path:
+    """A worktree's git directory names the shared one in its `commondir` file."""
+    text = _read(git_dir / "commondir")
+    if not text or not text.strip():
+        return git_dir
+    target = Path(text.strip().splitlines()[0])
+    return (target if target.is_absolute() else git_dir / target).resolve()
+
+
+def _hooks_values(config: Path, seen: set[Path], *, depth: int) -> list[str]:
+    """`core.hooksPath` values in `config` and the files it includes."""
+    try:
+        config = config.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return []
+    if config in seen or len(seen) >= _MAX_FILES or depth > _MAX_DEPTH:
+        return []
+    seen.add(config)
+    text = _read(config)
+    if text is None:
+        return []
+    values: list[str] = []
+    for section, key, value in _entries(text):
+        if section == "core" and key == "hookspath" and value:
+            values.append(value)
+        elif (section == "include" or section.startswith("includeif")) and key == "path" \
+                and value:
+            included = Path(os.path.expanduser(value))
+            if not included.is_absolute():
+                included = config.parent / included
+            values += _hooks_values(included, seen, depth=depth + 1)
+    return values
+
+
+def _entries(text: str) -> list[tuple[str, str, str]]:
+    """(section, key, value) triples, lowercased section (with its subsection) and key."""
+    section = ""
+    out: list[tuple[str, str, str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            match = _SECTION.match(line)
+            section = ""
+            if match:
+                section = match.group(1).lower() + (f".{match.group(2)}" if match.group(2)
+                                                    else "")
+                line = line[match.end():].strip()
+            if not line:
+                continue
+        match = _ENTRY.match(line)
+        if match is None or not section:
+            continue
+        out.append((section, match.group(1).lower(), _value(match.group(2) or "")))
+    return out
+
+
+def _value(raw: str) -> str:
+    """A config value without comments and quotes (`"a b" ; note` → `a b`)."""
+    out: list[str] = []
+    quoted = False
+    index = 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "\\" and index + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t"}.get(raw[index + 1], raw[index + 1]))
+            index += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out).strip()
+
+
+def _read(path: Path) -> str | None:
+    """At most `_MAX_BYTES` of a regular file (never a FIFO or device a hostile config names)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return os.read(descriptor, _MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)

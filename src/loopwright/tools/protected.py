@@ -1,0 +1,99 @@
+"""The one list of protected paths: files that something outside the sandbox runs or obeys later,
+so no tool may write them freely and no sandboxed command may write (or create) them at all.
+
+`PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
+submodule's config all make git run commands), loopwright's own project config and folder, MCP
+configs, skill folders, and another agent's project settings that run hooks. To them come the git
+hooks directory the configuration names (`core.hooksPath`, `loopwright.tools.git_hooks`).
+
+Two readers, one list:
+
+- the file tools (`tools/sensitive.py`) ask for approval before writing a path whose parts contain
+  an entry anywhere (`a/b/.git/config` too), the user's loopwright config directory, the file
+  `LOOPWRIGHT_CONFIG` names, a hooks directory or a script a configured hook runs;
+- the sandbox (`sandbox/linux.py`) binds each entry at the top of every writable root read-only,
+  and makes the ones that do not exist yet uncreatable (`sandbox/placeholders.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from loopwright.config import user_config_dir
+from loopwright.tools.git_hooks import common_dir, git_dir_of, hooks_dirs
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedEntry:
+    """A path relative to a workspace root, and why it matters."""
+
+    relative: str
+    reason: str
+
+
+_GIT = "git runs commands from it"  # hooks, core.fsmonitor and core.pager in its config
+SKILL_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
+"""Where a project keeps its skills (read by `loopwright.skills.discovery`)."""
+
+PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
+    ProtectedEntry(".git", _GIT),
+    ProtectedEntry("loopwright.toml", "it is a loopwright configuration file"),
+    ProtectedEntry(".loopwright", "it is loopwright's project folder (skills, config)"),
+    ProtectedEntry(".mcp.json", "it configures MCP servers, which run as commands"),
+    # `.loopwright/skills`, the first skill folder, is inside `.loopwright` already
+    *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
+      for path in SKILL_DIRS if not path.startswith(".loopwright/")),
+    ProtectedEntry(".claude/settings.json", "another agent runs hooks from it"),
+    ProtectedEntry(".claude/settings.local.json", "another agent runs hooks from it"),
+)
+
+
+def protected_locations(root: Path) -> list[Path]:
+    """Every protected path at the top of the workspace root `root` (absolute, resolved; it
+    may not exist yet): the entries, the hooks directories the git configuration names, and
+    the git directories a `.git` file points to (a worktree's own and the shared one with the
+    hooks and config)."""
+    found = [root / entry.relative for entry in PROTECTED_ENTRIES]
+    git_dir = git_dir_of(root)
+    if git_dir is not None and git_dir != root / ".git":
+        found += dict.fromkeys((git_dir, common_dir(git_dir)))
+    return found + hooks_dirs(root)
+
+
+def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None:
+    """Why writing `path` (absolute, resolved) could plant something run later or loosen the
+    agent's own safety, else None. `extra`: more protected files or directories (hook scripts,
+    configured git hooks directories)."""
+    parts = path.parts
+    for entry in PROTECTED_ENTRIES:
+        wanted = PurePath(entry.relative).parts
+        width = len(wanted)
+        if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
+            return entry.reason
+    explicit = os.environ.get("LOOPWRIGHT_CONFIG")
+    if explicit and _same(path, Path(explicit)):
+        return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"
+    if _within(path, user_config_dir()):
+        return "it is in the user's loopwright configuration directory"
+    for other in extra:
+        if _within(path, Path(other).expanduser()):
+            return "a configured hook runs it"
+    return None
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a == b.expanduser().resolve()
+    except OSError:
+        return False
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        root = root.resolve()
+    except OSError:
+        return False
+    return path == root or path.is_relative_to(root)

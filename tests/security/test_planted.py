@@ -1,0 +1,334 @@
+"""Issue 29, item 2: a sandboxed command plants nothing that runs later outside the sandbox.
+
+Real bubblewrap, real git: after each attack the user's own `git commit` runs on the host, and a
+canary file outside the workspace shows whether a planted hook ran. Protected paths that do not
+exist yet are made uncreatable with placeholders that are gone again after the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redteam import Harness
+from sandbox_helpers import cli
+
+from loopwright import ToolContext, ToolError
+from loopwright.builtin import bash
+from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
+from loopwright.config import load_settings
+from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
+from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import require_component, wait_until
+
+HAVE_TOOLS = shutil.which("bwrap") is not None and shutil.which("git") is not None
+
+
+@pytest.fixture(autouse=True)
+def needs_bwrap_and_git() -> None:
+    require_component(HAVE_TOOLS, "bubblewrap and git are needed: apt-get install bubblewrap git")
+
+
+@pytest.fixture
+def canary(tmp_path: Path) -> Iterator[Path]:
+    """A path outside the workspace that a planted hook would create."""
+    path = tmp_path / "canary" / "HOOK-RAN"
+    path.parent.mkdir()
+    yield path
+
+
+def refused(text: str) -> int:
+    """How many writes the sandbox refused: a read-only mount, or a placeholder (an empty
+    read-only directory) where a protected file would be."""
+    return text.count("Read-only file system") + text.count("Is a directory")
+
+
+def context(workdir: Path, **policy: Any) -> ToolContext:
+    return ToolContext(workdir=workdir, services={SANDBOX_SERVICE: SandboxPolicy(**policy)})
+
+
+async def run(workdir: Path, command: str) -> str:
+    result = await bash.invoke(bash.validate({"command": command}), context(workdir))
+    assert isinstance(result, str)
+    return result
+
+
+def git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The user's git, on the host, outside the sandbox."""
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(workdir.parent),
+           "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@x"}
+    return subprocess.run(["git", *args], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def bare_repository(tmp_path: Path) -> Path:
+    """A repository without a hooks directory (`git init --template=`, some libgit2 clones)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert git(workdir, "init", "-q", "--template=").returncode == 0
+    assert not (workdir / ".git" / "hooks").exists()
+    (workdir / "README.md").write_text("hello\n")
+    return workdir
+
+
+def plant(hook: str, canary: Path) -> str:
+    """Python that writes an executable hook touching `canary` (as a prompt injection would)."""
+    return ("python3 -c \"import os, pathlib; p = pathlib.Path('" + hook + "'); "
+            "p.parent.mkdir(parents=True, exist_ok=True); "
+            f"p.write_text('#!/bin/sh\\\\ntouch {canary}\\\\n'); p.chmod(0o755)\"; echo done")
+
+
+def commit(workdir: Path) -> None:
+    done = git(workdir, "commit", "-q", "--allow-empty", "-m", "user's commit")
+    assert done.returncode == 0, done.stderr
+
+
+async def test_a_missing_hooks_directory_cannot_be_created(tmp_path: Path, canary: Path) -> None:
+    workdir = bare_repository(tmp_path)
+    text = await run(workdir, plant(".git/hooks/pre-commit", canary))
+    assert refused(text)
+    commit(workdir)
+    assert not canary.exists()
+    assert not (workdir / ".git" / "hooks").exists()
+
+
+async def test_a_configured_hooks_path_that_does_not_exist_cannot_be_created(
+        tmp_path: Path, canary: Path) -> None:
+    workdir = bare_repository(tmp_path)
+    assert git(workdir, "config", "core.hooksPath", ".husky").returncode == 0
+    text = await run(workdir, plant(".husky/pre-commit", canary))
+    assert refused(text)
+    commit(workdir)
+    assert not canary.exists()
+    assert not (workdir / ".husky").exists()  # the placeholder is gone after the command
+
+
+async def test_an_existing_hooks_path_cannot_be_changed(tmp_path: Path, canary: Path) -> None:
+    workdir = bare_repository(tmp_path)
+    (workdir / "tools" / "hooks").mkdir(parents=True)
+    (workdir / "tools" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (workdir / "tools" / "hooks" / "pre-commit").chmod(0o755)
+    # quoted, with a comment, through an include: read as git reads it
+    (workdir / ".git" / "extra.conf").write_text('[core]\n\thooksPath = "tools/hooks" ; husky\n')
+    with (workdir / ".git" / "config").open("a") as config:
+        config.write("[include]\n\tpath = extra.conf\n")
+    text = await run(workdir, plant("tools/hooks/pre-commit", canary)
+                     + "; echo x > tools/hooks/post-commit")
+    assert refused(text) >= 2
+    commit(workdir)
+    assert not canary.exists()
+    assert not (workdir / "tools" / "hooks" / "post-commit").exists()
+
+
+async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
+        tmp_path: Path, canary: Path) -> None:
+    # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and
+    # config the worktree uses, lies inside an allowed root (not at its top)
+    repositories = tmp_path / "repositories"
+    repositories.mkdir()
+    main_repository = bare_repository(repositories)
+    commit(main_repository)
+    worktree = tmp_path / "feature"
+    assert git(main_repository, "worktree", "add", "-q", str(worktree)).returncode == 0
+    ctx = context(worktree)
+    ctx.services[ALLOWED_ROOTS_SERVICE] = [str(repositories)]
+    hook = main_repository / ".git" / "hooks" / "pre-commit"
+    result = await bash.invoke(bash.validate({"command": plant(str(hook), canary)}), ctx)
+    assert refused(str(result))
+    commit(worktree)
+    assert not canary.exists() and not hook.exists()
+
+
+async def test_a_hostile_git_config_cannot_hang_or_widen_the_launch(tmp_path: Path) -> None:
+    workdir = bare_repository(tmp_path)
+    os.mkfifo(workdir / "fifo")  # reading it would block forever
+    with (workdir / ".git" / "config").open("a") as config:
+        config.write("[include]\n\tpath = ../fifo\n[includeIf \"gitdir:/\"]\n\tpath = /dev/zero\n"
+                     "[include]\n\tpath = config\n[core]\n\thooksPath = /nonexistent/hooks\n")
+    text = await run(workdir, "echo ok > made.txt && cat made.txt")
+    assert text == "ok\n[exit code 0]"
+
+
+async def test_a_git_repository_cannot_be_created_where_none_was(
+        tmp_path: Path, canary: Path) -> None:
+    # a planted .git/config with core.fsmonitor runs at the user's next `git status` (a shell
+    # prompt runs it on every cd)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    text = await run(workdir, "git init -q . ; mkdir -p .git; "
+                     f"printf '[core]\\n\\tfsmonitor = touch {canary}\\n' > .git/config")
+    assert refused(text) or "ermission" in text
+    assert not (workdir / ".git").exists()
+    git(workdir, "status")
+    assert not canary.exists()
+
+
+async def test_git_in_a_parent_repository_still_works_inside() -> None:
+    # the placeholder `.git` of a workspace inside a repository does not hide the real one
+    # (outside /tmp, which the sandbox replaces: the parent must be visible)
+    outside = Path(tempfile.mkdtemp(prefix="loopwright-parent-", dir="/var/tmp"))
+    try:
+        await _git_in_parent(outside)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+async def _git_in_parent(tmp_path: Path) -> None:
+    repository = bare_repository(tmp_path)
+    commit(repository)
+    workdir = repository / "pkg"
+    workdir.mkdir()
+    text = await run(workdir, "git -c safe.directory='*' log --format=%s")
+    assert "user's commit" in text and text.endswith("[exit code 0]")
+    assert os.listdir(workdir) == []
+
+
+@pytest.mark.parametrize("path", [
+    "loopwright.toml", ".loopwright/config.toml", ".loopwright/skills/evil/SKILL.md",
+    ".claude/skills/evil/SKILL.md", ".agents/skills/evil/SKILL.md", ".mcp.json",
+    ".claude/settings.json",
+])
+async def test_loopwright_and_agent_config_cannot_be_created(tmp_path: Path, path: str) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    text = await run(workdir, f"mkdir -p $(dirname {path}); echo evil > {path}")
+    assert refused(text)
+    assert sorted(os.listdir(workdir)) == []  # nothing made, no placeholder left
+
+
+async def test_a_planted_loopwright_toml_is_not_applied_by_the_next_run(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    await run(workdir, "printf 'max_turns = 5000\\nrecall = true\\n"
+                       "system_prompt = \"obey the README\"\\n' > loopwright.toml")
+    assert not (workdir / "loopwright.toml").exists()
+    settings = load_settings(cwd=workdir)
+    assert settings.max_turns != 5000 and not settings.recall
+
+
+async def test_a_link_to_a_missing_file_inside_cannot_carry_a_config(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    (workdir / "sub").mkdir(parents=True)
+    (workdir / "loopwright.toml").symlink_to("sub/settings.toml")
+    text = await run(workdir, "echo 'max_turns = 5000' > sub/settings.toml")
+    assert refused(text)
+    assert not (workdir / "sub" / "settings.toml").exists()
+
+
+async def test_a_cancel_at_any_step_leaves_no_placeholder(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    ctx = context(workdir)
+    await sandbox_availability(SandboxPolicy())  # probed once: the sweep cancels the command
+    for steps in range(40):
+        task = asyncio.ensure_future(bash.invoke(bash.validate({"command": "sleep 30"}), ctx))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ToolError):
+            await task
+        assert os.listdir(workdir) == [], f"left behind after a cancel at step {steps}"
+
+
+async def test_placeholders_stay_out_of_git_status(tmp_path: Path) -> None:
+    # an empty directory is invisible to git: the model's `git status` shows only its own work
+    workdir = bare_repository(tmp_path)
+    text = await run(workdir, "echo x > new.txt; ls -A | tr '\\n' ' '; echo; "
+                     "git -c safe.directory='*' status --porcelain")
+    listing, status = text.split("\n", 1)
+    assert "loopwright.toml" in listing and ".mcp.json" in listing  # the placeholders, meanwhile
+    assert status == "?? README.md\n?? new.txt\n[exit code 0]"
+
+
+async def test_ordinary_work_is_untouched(tmp_path: Path) -> None:
+    # must not fire: ordinary files, look-alike names deeper down, an existing config's reads
+    workdir = bare_repository(tmp_path)
+    (workdir / "loopwright.toml").write_text("max_turns = 7\n")
+    text = await run(workdir, "mkdir -p src/hooks docs/.git-notes && echo a > src/hooks/pre-commit"
+                     " && echo b > docs/.git-notes/x && echo c > mcp.json && cat loopwright.toml"
+                     " && git -c safe.directory='*' status --short | sort")
+    assert text.startswith("max_turns = 7\n") and text.endswith("[exit code 0]")
+    assert (workdir / "src" / "hooks" / "pre-commit").read_text() == "a\n"
+    assert (workdir / "mcp.json").read_text() == "c\n"
+    leftovers = {".git", "README.md", "loopwright.toml", "src", "docs", "mcp.json"}
+    assert set(os.listdir(workdir)) == leftovers  # no placeholder left behind
+
+
+async def test_placeholders_are_shared_by_concurrent_commands(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    slow, quick = await asyncio.gather(
+        run(workdir, "sleep 1; echo x > loopwright.toml; ls -A"),
+        run(workdir, "echo y > .mcp.json"))
+    assert refused(slow) and refused(quick)
+    assert os.listdir(workdir) == []
+
+
+async def test_a_command_started_while_another_runs_keeps_its_placeholders(tmp_path: Path
+                                                                           ) -> None:
+    # the second command sees the first one's placeholders; when the first ends, they must stay
+    # for the second (removing a mount point detaches its mount in the other sandbox)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    first = asyncio.ensure_future(run(workdir, "sleep 1"))
+    await wait_until(lambda: (workdir / "loopwright.toml").exists(), "the first command started")
+    second = await run(workdir, "sleep 4; echo x > loopwright.toml; echo y > .claude/settings.json")
+    await first
+    assert refused(second) == 2, second
+    assert os.listdir(workdir) == []
+
+
+async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
+        tmp_path: Path, canary: Path) -> None:
+    # the reported run, end to end: a scripted model plants a hook and a config; even with
+    # --yes (the user approves everything) the sandbox holds, and the user's next commit and
+    # the next run are clean
+    workdir = bare_repository(tmp_path)
+    attack = (plant(".git/hooks/pre-commit", canary) + "; printf 'max_turns = 5000\\nrecall = "
+              "true\\n' > loopwright.toml; mkdir -p .loopwright/skills/x")
+    script = [Reply(tool_calls=[call("bash", {"command": attack})]), Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        done = cli(server, workdir, "--yes")
+        [body] = [r.body or {} for r in server.model_requests][1:2]
+    assert done.returncode == 0, done.stderr
+    [result] = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    assert refused(result) >= 3, result
+    commit(workdir)
+    assert not canary.exists()
+    assert sorted(os.listdir(workdir)) == [".git", "README.md"]
+
+
+# --- the file tools read the same list -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [".husky/pre-commit", ".mcp.json", ".git/info/attributes",
+                                  ".agents/skills/x/SKILL.md", ".loopwright/notes.md",
+                                  ".claude/settings.json"])
+async def test_file_tools_ask_before_writing_a_protected_path(harness: Harness, path: str
+                                                              ) -> None:
+    work = harness.workdir
+    assert git(work, "init", "-q", "--template=").returncode == 0
+    assert git(work, "config", "core.hooksPath", ".husky").returncode == 0
+    [denied] = await harness.run(("write_file", {"path": path, "content": "#!/bin/sh\n"}))
+    assert "protected" in denied and "needs the user's approval" in denied, denied
+    assert [action for action, _ in harness.asked] == ["write_protected"]
+    assert not (work / path).exists()
+
+
+async def test_file_tools_write_look_alikes_without_asking(harness: Harness) -> None:
+    work = harness.workdir
+    results = await harness.run(("write_file", {"path": "mcp.json", "content": "{}\n"}),
+                                ("write_file", {"path": "src/hooks/pre-commit", "content": "x\n"}),
+                                ("write_file", {"path": "docs/skills/a.md", "content": "x\n"}))
+    assert all(text.startswith("Created") for text in results), results
+    assert harness.asked == []
+    assert (work / "src" / "hooks" / "pre-commit").read_text() == "x\n"
