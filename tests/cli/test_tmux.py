@@ -199,3 +199,37 @@ def test_bash_changes_show_as_diffs_in_a_40_column_terminal(pane: Pane, tmp_path
         assert piece in flat
     green = "\x1b[32m" in coloured or "\x1b[38;5;2m" in coloured or "\x1b[92m" in coloured
     assert green is not no_color  # colour on a terminal; none at all with NO_COLOR
+
+
+def test_an_approval_shows_a_command_that_newlines_push_off_the_screen(pane: Pane,
+                                                                        tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = "rm -rf ./victim #" + "\n" * 60 + "ls -la"
+    script = [Reply(tool_calls=[call("bash", {"command": command})]), Reply("Listed.")]
+    with FakeModelServer(script) as server:
+        pane.start(["run", "List the files", "--model", "fake-model", "--base-url",
+                    server.base_url], cwd=tmp_path, height=30)
+        shown = pane.wait_text("Allow?")
+        pane.type("n")
+        pane.keys("Enter")
+        pane.wait_text("[exit 0]")
+    above = shown[:shown.index("Allow?")]
+    assert "rm -rf ./victim #" in above and "ls -la" in above
+    assert "⟨59 empty lines⟩" in above and "(61 lines)" in above
+    assert victim.is_dir()  # declined
+
+
+def test_an_answer_on_a_terminal_cannot_write_the_clipboard_or_hide_a_link(
+        pane: Pane, tmp_path: Path) -> None:
+    answer = ("Done.\x1b]52;c;cm0gLXJmIH4K\x07 Read \x1b]8;;http://evil.example/\x1b\\the docs"
+              "\x1b]8;;\x1b\\ now.")
+    with FakeModelServer([Reply(answer)]) as server:
+        pane.start(["run", "Summarise", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        shown = pane.wait_text("[exit 0]")
+        clipboard = pane.tmux("list-buffers")
+    flat = "".join(shown.split())
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in flat
+    assert "http://evil.example/" in flat  # the link's target is in plain sight
+    assert "cm0g" not in clipboard  # tmux keeps what OSC 52 writes as a paste buffer

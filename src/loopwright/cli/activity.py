@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from loopwright.cli.approval import escape_controls
+from loopwright.cli.inert import escape_controls
 
 SUBJECT_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "task", "name",
                 "question")

@@ -18,6 +18,7 @@ from rich.text import Text
 from loopwright.cli.activity import Activity
 from loopwright.cli.answer import AnswerStream
 from loopwright.cli.approval import set_prompt_screen
+from loopwright.cli.inert import InertConsole, inert
 from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 from loopwright.result import RunResult
 
@@ -43,7 +44,7 @@ _STOP_DESCRIPTIONS = {
 def say(text: str, *, file: TextIO | None = None) -> None:
     """One `loopwright: …` message on stderr, never cut: a terminal gets it wrapped at word
     boundaries to its width, a pipe one whole line."""
-    console = Console(file=file or sys.stderr, highlight=False)
+    console = InertConsole(file=file or sys.stderr, highlight=False)
     console.print(Text(f"loopwright: {text}"), soft_wrap=not console.is_terminal)
 
 
@@ -85,7 +86,7 @@ class JsonLinesRenderer:
 
     def note(self, text: str) -> None:
         """Notes never go to stdout in JSON mode: it carries events only."""
-        print(f"loopwright: {text}", file=sys.stderr, flush=True)
+        print(f"loopwright: {inert(text)}", file=sys.stderr, flush=True)
 
 
 class TerminalRenderer:
@@ -101,7 +102,7 @@ class TerminalRenderer:
                  show_reasoning: bool = False, markdown: bool | None = None,
                  reasoning_hint: str = "--show-reasoning") -> None:
         self._out = out or sys.stdout
-        self._err = err or Console(stderr=True, highlight=False)
+        self._err = err or InertConsole(stderr=True, highlight=False)
         self.show_reasoning = show_reasoning
         self._reasoning_hint = reasoning_hint
         self._hidden_reasoning = 0  # characters of the current reasoning not shown

@@ -126,4 +126,6 @@ def _run_with_notice(server: Any, started: Any) -> None:
 
 
 def _say(text: str) -> None:
-    print(f"loopwright: {text}", file=sys.stderr, flush=True)
+    from loopwright.cli.inert import inert
+
+    print(f"loopwright: {inert(text)}", file=sys.stderr, flush=True)
