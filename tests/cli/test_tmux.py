@@ -233,3 +233,36 @@ def test_an_answer_on_a_terminal_cannot_write_the_clipboard_or_hide_a_link(
     assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in flat
     assert "http://evil.example/" in flat  # the link's target is in plain sight
     assert "cm0g" not in clipboard  # tmux keeps what OSC 52 writes as a paste buffer
+
+
+def test_resume_alone_opens_a_picker_with_dates_and_first_messages(pane: Pane,
+                                                                   tmp_path: Path) -> None:
+    script = [Reply("Paris."), Reply("Blue."), Reply("Still Paris, yes.")]
+    with FakeModelServer(script) as server:
+        for question in ("What is the capital of France?", "What colour is the sky?"):
+            proc = subprocess.run([sys.executable, "-m", "loopwright", "run", question,
+                                   "--model", "fake-model", "--base-url", server.base_url],
+                                  cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
+                                  text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, height=36)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("/resume")
+        pane.keys("Enter")
+        shown = pane.wait_text("type a number")
+        today = time.strftime("%Y-%m-%d")
+        picker = [line for line in shown.splitlines() if today in line]
+        assert picker[0].startswith("1  ") and "What colour is the sky?" in picker[0]
+        assert picker[1].startswith("2  ") and "What is the capital of France?" in picker[1]
+        pane.type("2")
+        pane.keys("Enter")
+        shown = pane.wait_text("model: Paris.")
+        assert "you: What is the capital of France?" in shown
+        pane.type("Sure?")
+        pane.keys("Enter")
+        pane.wait_text("Still Paris, yes.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    contents = [m["content"] for m in server.model_requests[-1].body["messages"]]
+    assert contents[-3:] == ["What is the capital of France?", "Paris.", "Sure?"]

@@ -64,6 +64,11 @@ class AgentFlags:
         "--api-mode", rich_help_panel=PROVIDER_PANEL, help="Wire protocol.")] = None
     show_reasoning: Annotated[bool, typer.Option(
         "--show-reasoning", help="Print the model's reasoning (dimmed, on stderr).")] = False
+    output_lines: Annotated[int, typer.Option(
+        "--output-lines", min=0, help="Lines of each command's output shown below it (0: "
+        "none).")] = 4
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Show the whole output of every command.")] = False
     system: Annotated[str | None, typer.Option(
         "--system", help="Extra system instructions, or @FILE to read them from a file.")] = None
     workdir: Annotated[Path | None, typer.Option(
