@@ -280,10 +280,12 @@ def run_chat(flags: AgentFlags, *, db: str | None = None, json_output: bool = Fa
     """`loopwright chat` (and `sessions resume`, whose `--db` is `db`): the exit code of the
     whole conversation. `json_output`: one message per line of stdin, every event as a JSON
     line on stdout."""
-    options = flags.agent_options(db=db)
+    from loopwright.cli.local import local_provider
+
     try:
-        repl = ChatRepl(options, flags=flags, db=db, json_output=json_output)
+        with local_provider(flags.local, flags.agent_options(db=db)) as options:
+            repl = ChatRepl(options, flags=flags, db=db, json_output=json_output)
+            return repl.loop()
     except LoopwrightError as exc:
         say(str(exc))
         return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
-    return repl.loop()

@@ -150,6 +150,7 @@ def run(
     Exit codes: 0 completed, 1 error, 2 usage error, 3 max_turns, 4 budget_exhausted,
     5 loop_detected, 6 configuration error, 7 refused, 130 cancelled (Ctrl-C).
     """
+    from loopwright.cli.local import local_provider
     from loopwright.cli.render import (
         JsonLinesRenderer,
         TerminalRenderer,
@@ -168,10 +169,11 @@ def run(
                                                 output_lines=flags.output_lines,
                                                 verbose=flags.verbose))
     try:
-        agent = make_agent(options, [renderer])
-        if flags.resume or flags.continue_last:
-            _recap(options.get("session_id"), renderer)
-        result = asyncio.run(_run_and_close(agent, text, renderer))
+        with local_provider(flags.local, options) as options:
+            agent = make_agent(options, [renderer])
+            if flags.resume or flags.continue_last:
+                _recap(options.get("session_id"), renderer)
+            result = asyncio.run(_run_and_close(agent, text, renderer))
     except LoopwrightError as exc:
         _setup_failed(exc, renderer)
     except KeyboardInterrupt:  # Ctrl-C in the instant before our handler was installed

