@@ -266,3 +266,32 @@ def test_resume_alone_opens_a_picker_with_dates_and_first_messages(pane: Pane,
         pane.wait_text("[exit 0]")
     contents = [m["content"] for m in server.model_requests[-1].body["messages"]]
     assert contents[-3:] == ["What is the capital of France?", "Paris.", "Sure?"]
+
+
+def test_screenshot_a_session_with_a_tool_call_a_diff_and_an_approval(pane: Pane,
+                                                                      tmp_path: Path) -> None:
+    """The README's picture (LOOPWRIGHT_SCREENSHOT keeps the screen for docs/screenshot.py)."""
+    (tmp_path / "greet.py").write_text('print("Helo, world!")\n')
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("edit_file", {"path": "greet.py", "old_string": "Helo",
+                                                   "new_string": "Hello"})]),
+              Reply(tool_calls=[call("bash", {"command": "rm -rf build && python3 greet.py"})]),
+              Reply("Fixed the typo: `greet.py` now prints **Hello, world!**")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, width=92, height=28)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Fix the greeting in greet.py, clean the build and run it")
+        pane.keys("Enter")
+        shown = pane.wait_text("Allow?")
+        assert "rm -rf build && python3 greet.py" in shown
+        pane.type("y")
+        pane.keys("Enter")
+        shown = pane.wait_text("now prints")
+        keep = os.environ.get("LOOPWRIGHT_SCREENSHOT")
+        if keep:
+            Path(keep).write_text(pane.screen(ansi=True), encoding="utf-8")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    assert '+print("Hello, world!")' in shown and "│ Hello, world!" in shown
+    assert not (tmp_path / "build").exists()
