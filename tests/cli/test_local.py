@@ -66,7 +66,7 @@ def test_help_offers_local_with_the_provider_flags(tmp_path: Path) -> None:
 def test_run_local_answers_with_the_embedded_model_and_stops_it(tmp_path: Path) -> None:
     require_component(AVAILABLE, HOW)
     proc = subprocess.run(
-        [sys.executable, "-m", "loopwright", "run", "--local", "--max-tokens", "16",
+        [sys.executable, "-m", "loopwright", "run", "--local", "--temperature", "0",
          "What is 2 + 2? Reply with the number only."],
         cwd=tmp_path, env=cli_env(tmp_path, LOOPWRIGHT_MODELS_DIR=str(MODELS_DIR)),
         capture_output=True, text=True, timeout=880, stdin=subprocess.DEVNULL)
