@@ -141,3 +141,20 @@ def test_the_local_block_runs_the_embedded_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), done.stderr  # an answer
     assert "ready on llama.cpp" in done.stderr
+    assert not llama_servers(tmp_path), "the llama.cpp server outlived the run"
+
+
+def llama_servers(home: Path) -> list[int]:
+    """Pids of llama.cpp servers (`loopwright.local.server`) started with HOME=`home`: only the
+    run under test sets that, so other work on the machine is never counted."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if (b"loopwright.local.server" in command
+                and f"HOME={home}".encode() in environ.split(b"\0")):
+            found.append(int(entry.name))
+    return found
