@@ -74,3 +74,22 @@ def test_local_model_serves_while_inside_and_not_after(monkeypatch: pytest.Monke
             assert response.status == 200
     with pytest.raises(urllib.error.URLError):  # the child has exited: nothing listens
         urllib.request.urlopen(health, timeout=5)
+
+
+async def test_the_local_model_gets_the_compact_prompt_of_small_windows() -> None:
+    """`--local` starts llama.cpp with a window small enough for issue 28's compact prompt."""
+    from loopwright import Agent
+    from loopwright.builtin import default_tools
+    from loopwright.local import ServedModel
+    from loopwright.testing import FakeModelServer, Reply
+
+    sizes = {}
+    for window in (CONTEXT_SIZE, 4 * CONTEXT_SIZE):
+        with FakeModelServer([Reply("4")]) as server:
+            served = ServedModel(model="qwen2.5-coder-1.5b-instruct", base_url=server.base_url,
+                                 context_window=window, title="test")
+            agent = Agent(**served.agent_options(), tools=default_tools())  # type: ignore[arg-type]
+            await agent.run("What is 2 + 2?")
+            body = server.model_requests[0].body
+        sizes[window] = len(str(body["messages"][0]["content"])) + len(str(body.get("tools")))
+    assert sizes[CONTEXT_SIZE] < sizes[4 * CONTEXT_SIZE] * 0.7
