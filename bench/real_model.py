@@ -82,7 +82,8 @@ async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: 
     agent = Agent(model_id, base_url=base_url, api_key="none", tools=tools,
                   tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
                   temperature=args.temperature, max_tokens=args.max_tokens,
-                  workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2)
+                  workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2,
+                  raise_on_error=False)  # a failed run is a row of the table
     result = await agent.run(task.prompt)
     return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
                     requests=result.usage.requests, input_tokens=result.usage.input_tokens,

@@ -37,20 +37,20 @@ def rgb(color: Color | None, default: tuple[int, int, int]) -> tuple[int, int, i
 
 
 def render(ansi: str, font_path: str, bold_path: str) -> Image.Image:
-    lines = ansi.rstrip("\n").split("\n")
-    while lines and not lines[-1].strip():
+    # parsed whole, then split: tmux writes a style once and it holds across line ends
+    lines = Text.from_ansi(ansi.rstrip("\n")).split("\n")
+    while lines and not lines[-1].plain.strip():
         lines.pop()
     font = ImageFont.truetype(font_path, SIZE)
     bold = ImageFont.truetype(bold_path, SIZE) if Path(bold_path).exists() else font
     cell = int(font.getlength("M") + 0.5)
     height = int(SIZE * 1.35)
-    columns = max((len(Text.from_ansi(line).plain) for line in lines), default=1)
+    columns = max((len(line.plain) for line in lines), default=1)
     image = Image.new("RGB", (columns * cell + 2 * PADDING, len(lines) * height + 2 * PADDING),
                       BACKGROUND)
     draw = ImageDraw.Draw(image)
     console = Console()
-    for row, line in enumerate(lines):
-        text = Text.from_ansi(line)
+    for row, text in enumerate(lines):
         y = PADDING + row * height
         for column, char in enumerate(text.plain):
             style = text.get_style_at_offset(console, column)

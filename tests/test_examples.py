@@ -1,6 +1,6 @@
-"""Every README snippet is a runnable file under examples/, and each one runs here, as a real
-program in its own process, against the fake model server (settings from LOOPWRIGHT_* variables,
-as a user's would come from their environment)."""
+"""Every snippet of docs/guide.md is a runnable file under examples/, and each one runs here, as
+a real program in its own process, against the fake model server (settings from LOOPWRIGHT_*
+variables, as a user's would come from their environment)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ SCRIPTS: dict[str, tuple[list[ScriptItem], list[str]]] = {
 }
 
 
-def readme_blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def guide_blocks(language: str) -> list[str]:
+    text = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
 
 
@@ -42,17 +42,17 @@ def test_every_example_has_a_script_here() -> None:
     assert {p.name for p in EXAMPLES.glob("*.py")} == set(SCRIPTS)
 
 
-def test_every_readme_python_snippet_is_an_example_file() -> None:
+def test_every_guide_python_snippet_is_an_example_file() -> None:
     sources = {p.name: p.read_text(encoding="utf-8") for p in EXAMPLES.glob("*.py")}
-    blocks = readme_blocks("python")
-    assert blocks, "the README has no python snippets?"
+    blocks = guide_blocks("python")
+    assert blocks, "the guide has no python snippets?"
     for block in blocks:
         assert any(block.strip() in source for source in sources.values()), (
-            f"README snippet not found verbatim in examples/: {block[:80]!r}")
+            f"guide snippet not found verbatim in examples/: {block[:80]!r}")
 
 
-def test_every_readme_toml_snippet_is_a_valid_config(tmp_path: Path) -> None:
-    for block in readme_blocks("toml"):
+def test_every_guide_toml_snippet_is_a_valid_config(tmp_path: Path) -> None:
+    for block in guide_blocks("toml"):
         (tmp_path / "loopwright.toml").write_text(block, encoding="utf-8")
         with pytest.warns(UserWarning, match="not trusted"):  # a project file: not trusted
             load_settings(cwd=tmp_path, environ={})

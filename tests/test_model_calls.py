@@ -91,7 +91,7 @@ async def test_a_failed_call_is_recorded_with_its_error_and_no_response() -> Non
     with FakeModelServer(replies=script) as server:
         result = await make_agent(server, events, stream=False,
                                   retry=RetryPolicy(attempts=2, base_delay=0.01, jitter=0)
-                                  ).run("go")
+                                  ).run("go", raise_on_error=False)
     assert result.stop_reason == "error"
     (record,) = records(events)
     assert record.response is None and record.attempts == 2
@@ -202,7 +202,7 @@ async def test_a_pause_too_long_to_wait_still_reports_its_attempt() -> None:
     events: list[Event] = []
     script: list[ScriptItem] = [Fault.rate_limit(retry_after=3600)]
     with FakeModelServer(replies=script) as server:
-        result = await make_agent(server, events, stream=False).run("go")
+        result = await make_agent(server, events, stream=False).run("go", raise_on_error=False)
     assert result.stop_reason == "error"
     (record,) = records(events)
     assert record.attempts == 1 and record.status == 429

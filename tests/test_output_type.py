@@ -90,7 +90,7 @@ async def test_invalid_output_is_sent_back_with_the_error_then_accepted() -> Non
 async def test_output_still_invalid_after_the_retries_stops_with_a_named_reason() -> None:
     bad = Reply(tool_calls=[call("final_result", {"name": "Paris"})])
     with FakeModelServer([bad, bad]) as server:
-        result = await agent_for(server, City, output_retries=1).run("x")
+        result = await agent_for(server, City, output_retries=1).run("x", raise_on_error=False)
     assert result.stop_reason == "output_invalid"
     assert result.error is not None and "population: Field required" in result.error
     assert len(server.model_requests) == 2
@@ -140,10 +140,11 @@ async def test_streaming_yields_partial_output_as_the_json_arrives() -> None:
     with FakeModelServer(script) as server:
         agent = agent_for(server, City)
         events = [e async for e in agent.stream("x")]
-    partial = [e.output for e in events if isinstance(e, PartialOutput)]
-    assert len(partial) >= 3
-    assert partial[-1] == arguments
-    assert any(p.get("name") and "population" not in p for p in partial)
+    partial = [e for e in events if isinstance(e, PartialOutput)]
+    assert len(partial) >= 2
+    assert all(isinstance(p.output, City) for p in partial)  # validated, as they arrive
+    assert partial[-1].output == City(**arguments) and partial[-1].data == arguments
+    assert partial[0].output.population < arguments["population"]  # digits still arriving
     done = events[-1]
     assert done.type == "done" and done.result.output == City(**arguments)
 
@@ -173,10 +174,10 @@ async def test_deps_reach_tools_through_the_context() -> None:
 async def test_raise_on_error_raises_the_provider_error() -> None:
     with FakeModelServer([Fault.status(401), Fault.status(401)]) as server:
         agent = Agent("fake-model", base_url=server.base_url, api_key="k")
-        result = await agent.run("x")
+        result = await agent.run("x", raise_on_error=False)
         assert result.stop_reason == "error" and result.output == ""
         with pytest.raises(AuthError):
-            await agent.run("x", raise_on_error=True)
+            await agent.run("x")  # the default
 
 
 def test_a_typeddict_from_typing_is_a_clear_error_on_old_pythons() -> None:
@@ -199,7 +200,37 @@ async def test_native_mode_streams_partial_output_from_the_reply_text() -> None:
         agent = agent_for(server, City, output_mode="native")
         events = [e async for e in agent.stream("x")]
     partial = [e.output for e in events if isinstance(e, PartialOutput)]
-    assert partial[0] == {"name": "Mon"} or "population" not in partial[0]
-    assert partial[-1] == {"name": "Montevideo", "population": 1300000}
+    assert all(isinstance(p, City) for p in partial)
+    assert partial[-1] == City(name="Montevideo", population=1300000)
     assert events[-1].type == "done"
     assert events[-1].result.output == City(name="Montevideo", population=1300000)
+
+
+async def test_streaming_a_list_yields_validated_lists_that_grow() -> None:
+    cities = [{"name": "Lima", "population": 10}, {"name": "Quito", "population": 3}]
+    script = [Reply(tool_calls=[call("final_result", {"response": cities})], chunk_size=4)]
+    with FakeModelServer(script) as server:
+        events = [e async for e in agent_for(server, list[City]).stream("x")]
+    partial = [e.output for e in events if isinstance(e, PartialOutput)]
+    assert all(isinstance(p, list) and all(isinstance(c, City) for c in p) for p in partial)
+    assert [len(p) for p in partial] == sorted(len(p) for p in partial)  # only ever grows
+    assert partial[-1] == [City(**c) for c in cities]
+
+
+async def test_no_partial_output_before_the_required_fields_arrive() -> None:
+    script = [Reply(tool_calls=[call("final_result", {"name": "Bern", "population": 1})],
+                    chunk_size=3)]
+    with FakeModelServer(script) as server:
+        events = [e async for e in agent_for(server, City).stream("x")]
+    partial = [e for e in events if isinstance(e, PartialOutput)]
+    assert partial and all(p.data.get("population") is not None for p in partial)
+
+
+def test_the_json_form_of_a_partial_output_is_its_json() -> None:
+    from loopwright.events import event_from_dict, event_to_json
+
+    event = PartialOutput(output=City(name="Bern", population=1),
+                          data={"name": "Bern", "population": 1})
+    line = json.loads(event_to_json(event))
+    assert line == {"type": "partial_output", "output": {"name": "Bern", "population": 1}}
+    assert event_from_dict(line).output == {"name": "Bern", "population": 1}

@@ -133,7 +133,8 @@ async def test_a_malformed_request_error_is_not_retried_unchanged(mode: str, str
     # what a regression (resending the same bytes) would be served; strict=False: unserved
     script = [Fault.status(500, body=LLAMACPP_500)] * 6
     with FakeModelServer(script, strict=False) as server:
-        result = await make_agent(server, mode, stream, events).run("What is 2+3?")
+        result = await make_agent(server, mode, stream, events).run("What is 2+3?",
+                                                                    raise_on_error=False)
     assert result.stop_reason == "error"
     assert len(server.model_requests) == 1  # nothing to repair in a fresh history: stop at once
     assert result.error is not None
@@ -166,7 +167,7 @@ async def test_a_rejection_that_survives_the_repair_stops_with_the_cause() -> No
     script = [Reply(tool_calls=[call("add", '{"a": 2,  "b": 3}')]),
               Fault.status(500, body=LLAMACPP_500), Fault.status(500, body=LLAMACPP_500)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server).run("2+3?")
+        result = await make_agent(server).run("2+3?", raise_on_error=False)
     assert result.stop_reason == "error"
     assert len(server.model_requests) == 3  # the call, the rejection, one repaired try
     assert sent_arguments(server.model_requests[2]) == ['{"a":2,"b":3}']
@@ -324,7 +325,7 @@ async def test_the_tokens_of_a_discarded_empty_reply_still_count(mode: str, stre
 async def test_two_empty_replies_fail_the_run_but_still_count(mode: str) -> None:
     script = [Reply(usage=ScriptedUsage(input_tokens=100, output_tokens=1))] * 2
     with FakeModelServer(script) as server:
-        result = await make_agent(server, mode).run("What is 2+3?")
+        result = await make_agent(server, mode).run("What is 2+3?", raise_on_error=False)
     assert result.stop_reason == "error"
     assert (result.usage.input_tokens, result.usage.requests) == (200, 2)
 

@@ -102,7 +102,7 @@ class Settings:
     max_rubric_rounds: Count = 2
     output_retries: Count = 2  # invalid structured output sent back this often, then a stop
     output_mode: Literal["auto", "tool", "native"] = "auto"  # how output_type is asked for
-    raise_on_error: bool = False  # run() raises the error of a failed run instead of returning
+    raise_on_error: bool = True  # run() raises the error of a failed run; False returns it
     usage_limits: UsageLimits | None = None  # tokens / requests / cost bounds of one run
     otel: bool = False  # OpenTelemetry spans (GenAI conventions); needs loopwright[otel]
     iteration_budget: Positive = 90  # model calls shared by a run and all its sub-agents

@@ -42,11 +42,13 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PartialOutput:
-    """With `output_type=`, while streaming: the structured output parsed so far (not yet
-    validated; fields appear as their JSON arrives)."""
+    """With `output_type=`, while streaming: the structured output so far, validated — an
+    instance of the output type as soon as the JSON that arrived makes one (the last item of a
+    list may still grow); `data` is that JSON. The JSON form carries `data` as `output`."""
 
     type: Literal["partial_output"] = "partial_output"
     output: Any
+    data: Any = None
     agent: str = ""
 
 
@@ -189,6 +191,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         if f.name in ("result", "record") and value is not None:
             value = value.to_dict()
         if (f.name == "agent" and not value) or f.name == "exception":
+            continue
+        if isinstance(event, PartialOutput) and f.name in ("output", "data"):
+            out["output"] = event.data if event.data is not None else event.output
             continue
         out[f.name] = value
     return out

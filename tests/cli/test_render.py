@@ -90,9 +90,10 @@ def test_a_terminal_shows_one_line_per_tool_call_a_usage_line_per_turn_and_a_sum
     lines = err.getvalue().splitlines()
     assert lines[0] == "→ bash ls -la\\x1b[2J"  # the command, escaped: it cannot clear the screen
     assert lines[1] == "✓ bash ls -la\\x1b[2J · 0.02s · 3 lines"
-    assert lines[2] == "turn 1 · 1,234 in (1,000 cached) · 56 out"
-    assert lines[3].startswith("completed · 1 turn · ")
-    assert lines[3].endswith("s · 1,234 in (1,000 cached) · 56 out · $0.0123")
+    assert lines[2:5] == ["  │ a", "  │ b", "  │ c"]  # a command's first lines
+    assert lines[5] == "turn 1 · 1,234 in (1,000 cached) · 56 out"
+    assert lines[6].startswith("completed · 1 turn · ")
+    assert lines[6].endswith("s · 1,234 in (1,000 cached) · 56 out · $0.0123")
 
 
 def test_a_turn_diff_is_shown_whole() -> None:

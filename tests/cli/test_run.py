@@ -88,11 +88,11 @@ def test_tool_activity_goes_to_stderr_as_notes(in_tmp: Path) -> None:
         proc = invoke(server, "Weather in Oslo?")
     assert proc.exit_code == 0, proc.stderr
     assert proc.stdout == "It is cold.\n"
-    call_note, result_note = proc.stderr.splitlines()
+    call_note, result_note, *error = proc.stderr.splitlines()
     assert call_note == "→ lookup city=Oslo"  # the argument that matters, not raw JSON
-    # no such tool: the model gets an error result, the person its first line
-    assert result_note.startswith("✗ lookup city=Oslo · ")
-    assert "s · Error: there is no tool named 'lookup'" in result_note
+    # no such tool: the model gets an error result, the person its lines, whole
+    assert result_note.startswith("✗ lookup city=Oslo · ") and result_note.endswith("s · error")
+    assert error[0].startswith("  │ Error: there is no tool named 'lookup'")
 
 
 def test_json_prints_every_event_as_a_line_ending_with_done(tmp_path: Path) -> None:
@@ -155,7 +155,9 @@ def test_max_turns_exits_3(tmp_path: Path) -> None:
     with FakeModelServer([Reply(tool_calls=[call("search", {"q": "x"})])]) as server:
         proc = run_against(server, "Look it up", "--max-turns", "1", cwd=tmp_path)
     assert proc.returncode == 3
-    assert proc.stderr.strip().splitlines()[-1] == "loopwright: max_turns: reached max_turns (1)"
+    *_, stop, hint = proc.stderr.strip().splitlines()
+    assert stop == "loopwright: max_turns: reached max_turns (1)"
+    assert hint.startswith("loopwright: session saved; continue with: loopwright run --resume ")
 
 
 def test_budget_exhausted_exits_4(tmp_path: Path) -> None:
@@ -173,7 +175,7 @@ def test_repeating_the_same_call_exits_5(tmp_path: Path) -> None:
     with FakeModelServer([same] * 4) as server:  # no such tool: the fourth repeat stops
         proc = run_against(server, "Search", cwd=tmp_path)
     assert proc.returncode == 5, proc.stderr
-    assert "loop_detected" in proc.stderr.splitlines()[-1]
+    assert "loop_detected" in proc.stderr.splitlines()[-2]  # then the resume hint
 
 
 def test_provider_error_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
@@ -201,7 +203,8 @@ def test_ctrl_c_cancels_the_run_and_exits_130(tmp_path: Path) -> None:
     assert proc.returncode == 130, stderr
     assert "far too late" not in stdout
     assert "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1] == "loopwright: cancelled"
+    assert stderr.strip().splitlines()[-2] == "loopwright: cancelled"
+    assert "continue with: loopwright run --resume" in stderr.strip().splitlines()[-1]
 
 
 # --- provider detection and configuration errors ------------------------------------------------

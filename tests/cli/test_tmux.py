@@ -199,3 +199,99 @@ def test_bash_changes_show_as_diffs_in_a_40_column_terminal(pane: Pane, tmp_path
         assert piece in flat
     green = "\x1b[32m" in coloured or "\x1b[38;5;2m" in coloured or "\x1b[92m" in coloured
     assert green is not no_color  # colour on a terminal; none at all with NO_COLOR
+
+
+def test_an_approval_shows_a_command_that_newlines_push_off_the_screen(pane: Pane,
+                                                                        tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    command = "rm -rf ./victim #" + "\n" * 60 + "ls -la"
+    script = [Reply(tool_calls=[call("bash", {"command": command})]), Reply("Listed.")]
+    with FakeModelServer(script) as server:
+        pane.start(["run", "List the files", "--model", "fake-model", "--base-url",
+                    server.base_url], cwd=tmp_path, height=30)
+        shown = pane.wait_text("Allow?")
+        pane.type("n")
+        pane.keys("Enter")
+        pane.wait_text("[exit 0]")
+    above = shown[:shown.index("Allow?")]
+    assert "rm -rf ./victim #" in above and "ls -la" in above
+    assert "⟨59 empty lines⟩" in above and "(61 lines)" in above
+    assert victim.is_dir()  # declined
+
+
+def test_an_answer_on_a_terminal_cannot_write_the_clipboard_or_hide_a_link(
+        pane: Pane, tmp_path: Path) -> None:
+    answer = ("Done.\x1b]52;c;cm0gLXJmIH4K\x07 Read \x1b]8;;http://evil.example/\x1b\\the docs"
+              "\x1b]8;;\x1b\\ now.")
+    with FakeModelServer([Reply(answer)]) as server:
+        pane.start(["run", "Summarise", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        shown = pane.wait_text("[exit 0]")
+        clipboard = pane.tmux("list-buffers")
+    flat = "".join(shown.split())
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in flat
+    assert "http://evil.example/" in flat  # the link's target is in plain sight
+    assert "cm0g" not in clipboard  # tmux keeps what OSC 52 writes as a paste buffer
+
+
+def test_resume_alone_opens_a_picker_with_dates_and_first_messages(pane: Pane,
+                                                                   tmp_path: Path) -> None:
+    script = [Reply("Paris."), Reply("Blue."), Reply("Still Paris, yes.")]
+    with FakeModelServer(script) as server:
+        for question in ("What is the capital of France?", "What colour is the sky?"):
+            proc = subprocess.run([sys.executable, "-m", "loopwright", "run", question,
+                                   "--model", "fake-model", "--base-url", server.base_url],
+                                  cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
+                                  text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, height=36)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("/resume")
+        pane.keys("Enter")
+        shown = pane.wait_text("type a number")
+        today = time.strftime("%Y-%m-%d")
+        picker = [line for line in shown.splitlines() if today in line]
+        assert picker[0].startswith("1  ") and "What colour is the sky?" in picker[0]
+        assert picker[1].startswith("2  ") and "What is the capital of France?" in picker[1]
+        pane.type("2")
+        pane.keys("Enter")
+        shown = pane.wait_text("model: Paris.")
+        assert "you: What is the capital of France?" in shown
+        pane.type("Sure?")
+        pane.keys("Enter")
+        pane.wait_text("Still Paris, yes.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    contents = [m["content"] for m in server.model_requests[-1].body["messages"]]
+    assert contents[-3:] == ["What is the capital of France?", "Paris.", "Sure?"]
+
+
+def test_screenshot_a_session_with_a_tool_call_a_diff_and_an_approval(pane: Pane,
+                                                                      tmp_path: Path) -> None:
+    """The README's picture (LOOPWRIGHT_SCREENSHOT keeps the screen for docs/screenshot.py)."""
+    (tmp_path / "greet.py").write_text('print("Helo, world!")\n')
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("edit_file", {"path": "greet.py", "old_string": "Helo",
+                                                   "new_string": "Hello"})]),
+              Reply(tool_calls=[call("bash", {"command": "rm -rf build && python3 greet.py"})]),
+              Reply("Fixed the typo: `greet.py` now prints **Hello, world!**")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, width=92, height=28)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Fix the greeting in greet.py, clean the build and run it")
+        pane.keys("Enter")
+        shown = pane.wait_text("Allow?")
+        assert "rm -rf build && python3 greet.py" in shown
+        pane.type("y")
+        pane.keys("Enter")
+        shown = pane.wait_text("now prints")
+        keep = os.environ.get("LOOPWRIGHT_SCREENSHOT")
+        if keep:
+            Path(keep).write_text(pane.screen(ansi=True), encoding="utf-8")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    assert '+print("Hello, world!")' in shown and "│ Hello, world!" in shown
+    assert not (tmp_path / "build").exists()

@@ -50,7 +50,7 @@ async def test_retry_after_seconds_is_honoured() -> None:
 async def test_a_demanded_pause_over_60_seconds_is_an_error_not_a_hang() -> None:
     with FakeModelServer(replies=[Fault.rate_limit(retry_after=120)]
                          ) as server:
-        result = await agent_for(server).run("go")
+        result = await agent_for(server).run("go", raise_on_error=False)
     assert result.stop_reason == "error"
     assert result.error is not None and "asked to wait 120s" in result.error
     assert len(server.model_requests) == 1
@@ -68,7 +68,7 @@ async def test_transient_failures_are_retried(fault: Fault) -> None:
 async def test_attempts_are_capped_with_one_retry_layer_only() -> None:
     # more faults than the policy allows attempts: a second retry layer would ask for them
     with FakeModelServer(replies=[Fault.status(503)] * 10, strict=False) as server:
-        result = await agent_for(server).run("go")
+        result = await agent_for(server).run("go", raise_on_error=False)
     assert result.stop_reason == "error"
     assert result.error is not None and "gave up after 6 attempts" in result.error
     assert len(server.model_requests) == 6  # nothing below us retried on its own
@@ -77,14 +77,14 @@ async def test_attempts_are_capped_with_one_retry_layer_only() -> None:
 @pytest.mark.parametrize("code", [400, 404, 422])
 async def test_client_errors_are_not_retried(code: int) -> None:
     with FakeModelServer(replies=[Fault.status(code)]) as server:
-        result = await agent_for(server).run("go")
+        result = await agent_for(server).run("go", raise_on_error=False)
     assert result.stop_reason == "error" and f"HTTP {code}" in (result.error or "")
     assert len(server.model_requests) == 1
 
 
 async def test_auth_errors_say_to_check_the_key() -> None:
     with FakeModelServer(replies=[Fault.status(401)]) as server:
-        result = await agent_for(server).run("go")
+        result = await agent_for(server).run("go", raise_on_error=False)
     assert "check the API key" in (result.error or "")
     assert len(server.model_requests) == 1
 
@@ -117,7 +117,7 @@ async def test_an_empty_reply_is_retried_once() -> None:
 
 async def test_two_empty_replies_end_the_run_with_a_clear_error() -> None:
     with FakeModelServer(replies=[Fault.empty(), Fault.empty()]) as server:
-        result = await agent_for(server).run("go")
+        result = await agent_for(server).run("go", raise_on_error=False)
     assert result.stop_reason == "error" and "empty reply twice" in (result.error or "")
     assert len(server.model_requests) == 2
 

@@ -80,7 +80,7 @@ async def test_when_every_provider_fails_the_run_errors_naming_them_all() -> Non
     with FakeModelServer(dead()) as primary, FakeModelServer(dead()) as backup:
         agent = Agent("m", base_url=primary.base_url, retry=TWO_TRIES,
                       fallbacks=[{"model": "b", "base_url": backup.base_url}])
-        result = await agent.run("hi")
+        result = await agent.run("hi", raise_on_error=False)
     assert result.stop_reason == "error"
     assert result.error is not None and "every provider failed" in result.error
     assert "503" in result.error
@@ -132,7 +132,7 @@ async def test_a_context_overflow_is_not_handed_to_a_fallback() -> None:
     with FakeModelServer([overflow]) as primary, FakeModelServer([]) as backup:
         agent = Agent("m", base_url=primary.base_url, retry=TWO_TRIES,
                       fallbacks=[{"model": "b", "base_url": backup.base_url}])
-        result = await agent.run("hi")
+        result = await agent.run("hi", raise_on_error=False)
     assert result.stop_reason == "error"
     assert backup.model_requests == []
 

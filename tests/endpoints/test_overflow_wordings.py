@@ -88,7 +88,8 @@ async def test_ollama_input_length_wording_is_an_overflow_at_400_and_500(status:
     events: list[Event] = []
     body = {"error": "the input length exceeds the context length"}  # Ollama, truncate: false
     with FakeModelServer([Fault.status(status, json.dumps(body))]) as server:
-        result = await overflowing_agent(server, "chat_completions", events).run("hello")
+        agent = overflowing_agent(server, "chat_completions", events)
+        result = await agent.run("hello", raise_on_error=False)
     assert result.stop_reason == "error"
     assert "malformed" not in (result.error or "")
     assert any(e.type == "status" and e.kind == "context_window" for e in events)
@@ -97,5 +98,6 @@ async def test_ollama_input_length_wording_is_an_overflow_at_400_and_500(status:
 async def test_a_malformed_request_is_still_read_as_malformed() -> None:
     body = openai_error("Invalid value for 'tool_choice': 'sometimes'.", code=None)
     with FakeModelServer([Fault.status(400, json.dumps(body))]) as server:
-        result = await overflowing_agent(server, "chat_completions", []).run("hello")
+        agent = overflowing_agent(server, "chat_completions", [])
+        result = await agent.run("hello", raise_on_error=False)
     assert result.stop_reason == "error" and "malformed" in (result.error or "")

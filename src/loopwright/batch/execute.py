@@ -115,7 +115,7 @@ class TaskRunner:
         except Exception as exc:
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         try:
-            result = await agent.run(task.prompt)
+            result = await agent.run(task.prompt, raise_on_error=False)  # a failed task is a row
             verdict = await check(task, result, workdir, default=self.config.default_checker,
                                   functions=self.checkers)
             row = _row(task, result, verdict.to_dict(), time.monotonic() - started)

@@ -1,6 +1,8 @@
 """What is running, on stderr: a spinner with elapsed time while the model thinks and one compact
 line per tool call while it runs (name + the argument that matters), each replaced by its
-outcome when it ends.
+outcome when it ends. Below a command's outcome (and any tool's error) its first
+`output_lines` lines are shown, long lines cut at a word; `verbose` shows all of them, and
+`expand()` prints the whole output of the last batch of calls again (chat's `/expand`).
 
 On a terminal the running lines live in a transient `rich.live.Live` region; elsewhere (a pipe, a
 file, a dumb terminal) only the finished lines are printed, plainly.
@@ -19,7 +21,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from loopwright.cli.approval import escape_controls
+from loopwright.cli.inert import escape_controls, inert
 
 SUBJECT_KEYS = ("command", "path", "file_path", "pattern", "query", "url", "task", "name",
                 "question")
@@ -28,6 +30,10 @@ SUBJECT_WIDTH = 60
 """Characters of that argument shown in a tool line (its full text is in the session log)."""
 PREVIEW_WIDTH = 80
 """Characters of a tool's output shown in its outcome line."""
+OUTPUT_LINES = 4
+"""Lines of a command's output shown below its outcome line (the default of `--output-lines`)."""
+OUTPUT_WIDTH = 240
+"""Characters of one output line shown before it is cut (at a word); `verbose` shows it all."""
 
 
 def call_subject(arguments: dict[str, Any] | str) -> str:
@@ -36,27 +42,38 @@ def call_subject(arguments: dict[str, Any] | str) -> str:
         try:
             parsed = json.loads(arguments)
         except ValueError:
-            return _cut(escape_controls(" ".join(arguments.split())), SUBJECT_WIDTH)
+            return cut_words(escape_controls(" ".join(arguments.split())), SUBJECT_WIDTH)
         arguments = parsed if isinstance(parsed, dict) else {"value": parsed}
     value: Any = next((arguments[k] for k in SUBJECT_KEYS if isinstance(arguments.get(k), str)),
                       None)
     if value is None:
         value = " ".join(f"{k}={v}" for k, v in arguments.items() if not isinstance(v, dict | list))
-    return _cut(escape_controls(" ".join(str(value).split())), SUBJECT_WIDTH)
+    return cut_words(escape_controls(" ".join(str(value).split())), SUBJECT_WIDTH)
 
 
 def outcome_preview(content: str, is_error: bool) -> str:
-    """A short description of a tool's output: an error's first line, else its size."""
+    """A short description of a tool's output: its one line, else its size ("error" and its
+    size for an error, whose lines are shown below in full)."""
     lines = content.splitlines() or [""]
     if is_error:
-        return _cut(escape_controls(lines[0]), PREVIEW_WIDTH)
+        return "error" if len(lines) == 1 else f"error · {len(lines)} lines"
     if len(lines) == 1:
-        return _cut(escape_controls(lines[0]), PREVIEW_WIDTH)
+        return cut_words(escape_controls(lines[0]), PREVIEW_WIDTH)
     return f"{len(lines)} lines"
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def cut_words(text: str, width: int) -> str:
+    """`text` at most `width` characters, cut after a whole word when it is longer."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > width // 2 else head).rstrip() + "…"
+
+
+def _is_command(name: str, arguments: dict[str, Any] | str) -> bool:
+    """A call whose output is worth seeing as it is: a shell command."""
+    return name == "bash" or (isinstance(arguments, dict) and "command" in arguments)
 
 
 class Activity:
@@ -69,6 +86,12 @@ class Activity:
         self._thinking: float | None = None  # when the model call started
         self._reasoning = 0  # characters of hidden reasoning so far in this model call
         self._tools: dict[str, tuple[str, float]] = {}  # call id → (line, started)
+        self._commands: set[str] = set()  # ids of running calls that are shell commands
+        self.output_lines = OUTPUT_LINES
+        self.verbose = False
+        self.more_hint = "--verbose"  # how to see all of a cut output (chat: /expand)
+        self.last_batch: list[tuple[str, str]] = []  # (outcome line, output) of the last calls
+        self._batch_open = False
         self._spinners: dict[str, Spinner] = {}  # kept, so each one keeps animating
         self._paused = 0
 
@@ -76,6 +99,7 @@ class Activity:
 
     def thinking(self) -> None:
         self._thinking = time.monotonic()
+        self._batch_open = False
         self._refresh()
 
     def reasoning(self, chars: int) -> None:
@@ -92,9 +116,13 @@ class Activity:
     def tool_started(self, call_id: str, name: str, arguments: dict[str, Any] | str,
                      agent: str) -> None:
         self._thinking = None
+        if not self._batch_open:
+            self.last_batch, self._batch_open = [], True
         prefix = f"[{agent}] " if agent else ""
         self._tools[call_id] = (f"{prefix}{name} {call_subject(arguments)}".rstrip(),
                                 time.monotonic())
+        if _is_command(name, arguments):
+            self._commands.add(call_id)
         if not self.live_enabled:
             self.console.print(Text(f"→ {self._tools[call_id][0]}", style="cyan"),
                                soft_wrap=True)
@@ -103,11 +131,43 @@ class Activity:
     def tool_finished(self, call_id: str, name: str, content: str, is_error: bool,
                       duration: float, agent: str) -> None:
         line, _ = self._tools.pop(call_id, (f"{'[' + agent + '] ' if agent else ''}{name}", 0.0))
+        command = call_id in self._commands
+        self._commands.discard(call_id)
         mark, style = ("✗", "red") if is_error else ("✓", "green")
         text = Text(f"{mark} {line}", style=style)
         text.append(f" · {duration:.2f}s · {outcome_preview(content, is_error)}", style="dim")
         self.print(text)
+        self.last_batch.append((line, content))
+        if is_error or (command and len(content.splitlines()) > 1):  # one line: shown above
+            self._output(content, limit=None if self.verbose else self.output_lines,
+                         style="red" if is_error else "dim", cut=not is_error)
         self._refresh()
+
+    def expand(self) -> bool:
+        """Print the whole output of the last batch of tool calls; False when there was none."""
+        for line, content in self.last_batch:
+            self.print(Text(f"· {line}", style="bold"))
+            self._output(content, limit=None, style="default", cut=False)
+        return bool(self.last_batch)
+
+    def _output(self, content: str, *, limit: int | None, style: str, cut: bool) -> None:
+        """The first `limit` lines of a tool's output (all with None), indented under its line;
+        with `cut` (not for an error) a long line is cut after a word unless `verbose`; the
+        rest is counted. A command's `[exit code 0]` is left out: its tick says so."""
+        if not content.strip():
+            return
+        lines = inert(content).rstrip("\n").split("\n")
+        if lines and lines[-1] == "[exit code 0]":
+            lines.pop()
+        shown = lines if limit is None else lines[:limit]
+        whole = not cut or self.verbose
+        for line in shown:
+            self.print(Text(f"  │ {line if whole else cut_words(line, OUTPUT_WIDTH)}",
+                            style=style))
+        if len(lines) > len(shown):
+            more = len(lines) - len(shown)
+            self.print(Text(f"  … {more:,} more line{'s' if more != 1 else ''} "
+                            f"({self.more_hint} shows them)", style="dim"))
 
     def print(self, renderable: Any) -> None:
         """A permanent line above the running ones (through the live region when it is up)."""

@@ -3,7 +3,8 @@
 On a terminal, finished blocks (up to a blank line outside a code fence) are printed rendered —
 headings, lists, code blocks highlighted — and the block still being written is shown, rendered,
 in a transient live region below them until it is finished too. Anywhere else the text is written
-exactly as it arrives, so `loopwright run "…" > answer.md` keeps the model's bytes.
+as it arrives, so `loopwright run "…" > answer.md` keeps the model's text — made inert in both
+cases (`cli/inert.py`): an escape sequence in an answer is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment
+
+from loopwright.cli.inert import InertConsole, inert
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
@@ -55,7 +58,7 @@ class AnswerStream:
     def __init__(self, out: TextIO, *, console: Console | None = None,
                  markdown: bool | None = None) -> None:
         self._out = out
-        self.console = console or Console(file=out, highlight=False)
+        self.console = console or InertConsole(file=out, highlight=False)
         self.markdown = self.console.is_terminal if markdown is None else markdown
         self._pending = ""  # markdown: text of the block being written
         self._live: Live | None = None
@@ -67,6 +70,7 @@ class AnswerStream:
         return self.line_open or bool(self._pending)
 
     def write(self, text: str) -> None:
+        text = inert(text)
         if not text:
             return
         if not self.markdown:

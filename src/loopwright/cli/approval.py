@@ -17,16 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
+from loopwright.cli.inert import escape_controls
 from loopwright.tools.policy import ApprovalAnswer
 
 _screen: list[Callable[[], AbstractContextManager[None]]] = [contextlib.nullcontext]
 MAX_DIFF_LINES = 200  # lines of a proposed change a prompt shows; the rest is counted
+MAX_BLANK_RUN = 16  # spaces in a row shown as they are; a longer run is shown as its count
 _DIFF_COLOURS = (("+++ ", "1"), ("--- ", "1"), ("@@", "36"), ("+", "32"), ("-", "31"))
 
 
@@ -120,43 +123,46 @@ async def _ask(prompt: str, *, stdin: TextIO, out: TextIO, loop: asyncio.Abstrac
     return line or None
 
 
-_INVISIBLE = frozenset({0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF,
-                        *range(0x202A, 0x202F), *range(0x2066, 0x206A)})
-
-
-def escape_controls(text: str, *, keep_newlines: bool = False) -> str:
-    """`text` with control characters, bidi overrides and zero-width characters shown as
-    escapes (`\\x1b`, `\\r`, `\\u202e`), so a command cannot repaint or hide part of itself
-    in the prompt that approves it."""
-    out: list[str] = []
-    for char in text:
-        code = ord(char)
-        if (char == "\n" and keep_newlines) or char == "\t":
-            out.append(char)
-        elif code < 0x20 or 0x7F <= code < 0xA0:
-            out.append({"\r": "\\r", "\n": "\\n"}.get(char, f"\\x{code:02x}"))
-        elif code in _INVISIBLE:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
 def show_detail(detail: str, *, colour: bool) -> str:
-    """`detail` escaped; a unified diff in it (from `--- ` and `+++ ` lines on) at most
-    `MAX_DIFF_LINES` long, its lines coloured when `colour`."""
+    """`detail` escaped, every line of it shown: runs of empty lines and of spaces are collapsed
+    to a visible count, so nothing of the command can be pushed off the screen above the
+    question; a unified diff in it (from `--- ` and `+++ ` lines on) at most `MAX_DIFF_LINES`
+    long, its lines coloured when `colour`."""
     lines = escape_controls(detail, keep_newlines=True).split("\n")
     start = next((i for i in range(len(lines) - 1) if lines[i].startswith("--- ")
                   and lines[i + 1].startswith("+++ ")), None)
     if start is None:
-        return "\n".join(lines)
+        return "\n".join(_every_line(lines))
     diff = lines[start:]
     if len(diff) > MAX_DIFF_LINES:
         diff = [*diff[:MAX_DIFF_LINES],
                 f"… {len(diff) - MAX_DIFF_LINES} more lines of the change not shown"]
     if colour:
         diff = [_paint(line) for line in diff]
-    return "\n".join(lines[:start] + diff)
+    return "\n".join(_every_line(lines[:start]) + diff)
+
+
+_BLANKS = re.compile(rf"[ \t]{{{MAX_BLANK_RUN},}}")
+
+
+def _every_line(lines: list[str]) -> list[str]:
+    """The lines of a command, each one visible: a run of more than one empty line becomes one
+    `⟨N empty lines⟩`, a long run of spaces `⟨N spaces⟩`; a command of several lines ends with
+    its line count, next to the question."""
+    shown: list[str] = []
+    empty = 0
+    for line in [*lines, "x"]:  # the sentinel flushes a trailing run
+        if not line.strip():
+            empty += 1
+            continue
+        if empty:
+            shown.append("" if empty == 1 else f"⟨{empty} empty lines⟩")
+            empty = 0
+        shown.append(_BLANKS.sub(lambda run: f"⟨{len(run.group())} spaces⟩", line))
+    shown.pop()
+    if len(lines) > 1:
+        shown.append(f"({len(lines)} lines)")
+    return shown
 
 
 def _paint(line: str) -> str:

@@ -81,9 +81,8 @@ def batch_command(
     Writes OUT/results.jsonl as tasks finish (stop reason, verdict, turns, tokens, cost, wall
     time, session id), then prints a summary. Interrupted or killed, it continues with --resume.
     """
-    from rich.console import Console
-
     from loopwright.batch import run_batch, summary_table
+    from loopwright.cli.inert import InertConsole as Console  # task text may hold escapes
     from loopwright.errors import ConfigError, LoopwrightError
 
     if retry_failed and not resume:
@@ -124,4 +123,6 @@ def _toolset(tools: str | None) -> list[str]:
 
 
 def _say(text: str) -> None:
-    print(f"loopwright: {text}", file=sys.stderr, flush=True)
+    from loopwright.cli.inert import inert
+
+    print(f"loopwright: {inert(text)}", file=sys.stderr, flush=True)

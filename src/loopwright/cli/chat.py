@@ -17,7 +17,13 @@ from loopwright.agent import Agent
 from loopwright.cli.interrupt import interruptible_run
 from loopwright.cli.options import AgentFlags
 from loopwright.cli.prompt import Interrupted, LineInput, TerminalInput, make_input
-from loopwright.cli.render import TerminalRenderer, describe_stop, say, usage_line
+from loopwright.cli.render import (
+    JsonLinesRenderer,
+    TerminalRenderer,
+    describe_stop,
+    say,
+    usage_line,
+)
 from loopwright.cli.sandbox import agent_sandbox_notice
 from loopwright.cli.setup import banner, check_provider, make_agent
 from loopwright.endpoints.base import close_shared_client
@@ -31,8 +37,9 @@ COMMANDS = {
     "/tools": "the tools the model may call",
     "/usage": "tokens and cost of this conversation so far",
     "/reasoning": "show or hide the model's reasoning (dimmed) from now on",
+    "/expand": "the whole output of the last tool calls",
     "/compact": "summarise the conversation and go on from the summary",
-    "/resume": "recent sessions here, or continue one: /resume ID",
+    "/resume": "pick one of the recent sessions here, or continue one: /resume ID",
     "/new": "start a new conversation",
     "/exit": "quit (so do /quit and Ctrl-D)",
 }
@@ -56,19 +63,24 @@ def parse_command(text: str) -> tuple[str, str] | None:
 class ChatRepl:
     """The interactive loop; `loop()` returns the process exit code."""
 
-    def __init__(self, options: dict[str, Any], *, show_reasoning: bool = False,
-                 db: str | None = None) -> None:
+    def __init__(self, options: dict[str, Any], *, flags: AgentFlags | None = None,
+                 db: str | None = None, json_output: bool = False) -> None:
+        flags = flags or AgentFlags()
         self._options = options
         self._db = db  # `sessions resume --db`: /resume looks there too
-        self._renderer = TerminalRenderer(show_reasoning=show_reasoning,
-                                          reasoning_hint="/reasoning")
+        self._renderer: TerminalRenderer | JsonLinesRenderer = (
+            JsonLinesRenderer() if json_output else TerminalRenderer(
+                show_reasoning=flags.show_reasoning, reasoning_hint="/reasoning",
+                output_lines=flags.output_lines, verbose=flags.verbose, more_hint="/expand"))
         self._history: list[Message] | None = None
         self._usage = Usage()
         self._cost: float | None = None
         # Every turn of one conversation shares a session id, so a store keeps them together;
         # `--resume ID` supplies it, `/new` makes a fresh one.
+        self._resumed = bool(options.get("session_id"))  # --resume/--continue named one
         self._agent = self._new_agent(options.get("session_id"))
-        self._input: LineInput | TerminalInput = make_input(COMMANDS, _history_dir(self._agent))
+        self._input: LineInput | TerminalInput = (
+            LineInput() if json_output else make_input(COMMANDS, _history_dir(self._agent)))
 
     def loop(self) -> int:
         """Read prompts until /exit or end of input."""
@@ -85,6 +97,8 @@ class ChatRepl:
             notice = runner.run(agent_sandbox_notice(self._agent))
             if notice:
                 self._renderer.note(notice, style="yellow")
+            if self._resumed:
+                self._recap()
             try:
                 return self._read_eval_print(runner)
             finally:
@@ -155,6 +169,8 @@ class ChatRepl:
             self._renderer.show_reasoning = not self._renderer.show_reasoning
             say("reasoning shown (dimmed)" if self._renderer.show_reasoning
                 else "reasoning hidden (one line says how long it was)")
+        elif name == "/expand":
+            self._renderer.expand()
         elif name == "/compact":
             self._compact(runner)
         elif name == "/resume":
@@ -201,29 +217,42 @@ class ChatRepl:
                             f"{(self._agent.settings.session_id or '')[:8]})")
 
     def _resume(self, runner: asyncio.Runner, argument: str) -> None:
+        """`/resume ID` continues that session; `/resume` alone lists the recent ones here,
+        numbered, and continues the one whose number is typed next."""
         import typer
 
-        from loopwright.cli.store import find_session, open_browser, store_path
+        from loopwright.cli.recap import picker, recent
+        from loopwright.cli.store import find_session
 
         try:
-            if argument:
-                self._start_over(runner, find_session(argument, db=self._db))
-                self._renderer.note(f"resumed session {argument}")
-                return
-            location = store_path(self._db)
-            if isinstance(location, Path) and not location.exists():
-                self._renderer.note("no saved sessions yet")
-                return
-            with open_browser(location) as store:
-                found = store.list_sessions(cwd=str(Path.cwd().resolve()), limit=5)
+            if not argument:
+                found = recent(db=self._db)
+                if not found:
+                    self._renderer.note("no saved sessions in this directory")
+                    return
+                for line in picker(found):
+                    self._renderer.note(line, style="default", flat=False)
+                self._renderer.note("type a number to resume that session (Enter: stay here)")
+                typed = (runner.run(self._input.read()) or "").strip()
+                if not (typed.isdigit() and 1 <= int(typed) <= len(found)):
+                    self._renderer.note("staying in this conversation")
+                    return
+                argument = found[int(typed) - 1].id
+            self._start_over(runner, find_session(argument, db=self._db))
         except (LoopwrightError, typer.BadParameter) as exc:
             self._renderer.note(str(getattr(exc, "message", exc)), style="red")
             return
-        if not found:
-            self._renderer.note("no saved sessions in this directory")
-        for info in found:
-            self._renderer.note(f"{info.id[:8]}  {info.model}  {info.message_count} msgs  "
-                                f"{info.title}", style="default")
+        except (Interrupted, KeyboardInterrupt):
+            self._renderer.note("staying in this conversation")
+            return
+        self._recap()
+
+    def _recap(self) -> None:
+        from loopwright.cli.recap import recap
+
+        session_id = self._agent.settings.session_id or ""
+        for number, line in enumerate(recap(session_id, db=self._db)):
+            self._renderer.note(line, style="bold" if number == 0 else "default", flat=False)
 
     def _start_over(self, runner: asyncio.Runner, session_id: str | None) -> None:
         runner.run(self._agent.aclose())  # lets memory learning finish, closes MCP servers
@@ -247,13 +276,16 @@ def _history_dir(agent: Agent) -> Path:
     return Path(data_dir).expanduser() if data_dir else default_data_dir()
 
 
-def run_chat(flags: AgentFlags, *, db: str | None = None) -> int:
+def run_chat(flags: AgentFlags, *, db: str | None = None, json_output: bool = False) -> int:
     """`loopwright chat` (and `sessions resume`, whose `--db` is `db`): the exit code of the
-    whole conversation."""
-    options = flags.agent_options(db=db)
+    whole conversation. `json_output`: one message per line of stdin, every event as a JSON
+    line on stdout."""
+    from loopwright.cli.local import local_provider
+
     try:
-        repl = ChatRepl(options, show_reasoning=flags.show_reasoning, db=db)
+        with local_provider(flags.local, flags.agent_options(db=db)) as options:
+            repl = ChatRepl(options, flags=flags, db=db, json_output=json_output)
+            return repl.loop()
     except LoopwrightError as exc:
         say(str(exc))
         return EXIT_CONFIG if isinstance(exc, ConfigError) else 1
-    return repl.loop()

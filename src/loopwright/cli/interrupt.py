@@ -75,6 +75,6 @@ async def interruptible_run(agent: Agent, prompt: str, history: list[Message] | 
 
     with ctrl_c_calls(cancel):
         try:
-            return await agent.run(prompt, history=history)
+            return await agent.run(prompt, history=history, raise_on_error=False)
         except asyncio.CancelledError:
             return None

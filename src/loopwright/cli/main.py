@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.core
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 
@@ -49,8 +50,32 @@ EXIT_CODES: dict[str, int] = {
 EXIT_USAGE = 2
 EXIT_CONFIG = 6
 
+class _Commands(typer.core.TyperGroup):
+    """The root group: every subcommand's help lists an on/off flag without a `<bool>` after
+    it (typer shows the type of every option; a flag takes no value to type)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain_flags(command, ctx)
+        return command
+
+    def get_params(self, ctx: Any) -> Any:
+        _plain_flags(self, ctx, recurse=False)
+        return super().get_params(ctx)
+
+
+def _plain_flags(command: Any, ctx: Any, *, recurse: bool = True) -> None:
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values() if recurse else ():
+        _plain_flags(sub, ctx)
+
+
 app = typer.Typer(
     name="loopwright",
+    cls=_Commands,
     help="A runtime for LLM agent loops: one loop, every provider, every guard.",
     no_args_is_help=True,
     add_completion=False,
@@ -86,6 +111,14 @@ def _say(text: str) -> None:
     say(text)
 
 
+def _recap(session_id: str | None, renderer: "Renderer") -> None:
+    """What the resumed session was about, before it goes on."""
+    from loopwright.cli.recap import recap
+
+    for line in recap(session_id or ""):
+        renderer.note(line)
+
+
 def _setup_failed(exc: Exception, renderer: "Renderer") -> NoReturn:
     """A loopwright error before or around the run: one line, no traceback."""
     from loopwright.errors import ConfigError
@@ -117,7 +150,13 @@ def run(
     Exit codes: 0 completed, 1 error, 2 usage error, 3 max_turns, 4 budget_exhausted,
     5 loop_detected, 6 configuration error, 7 refused, 130 cancelled (Ctrl-C).
     """
-    from loopwright.cli.render import JsonLinesRenderer, TerminalRenderer, describe_stop
+    from loopwright.cli.local import local_provider
+    from loopwright.cli.render import (
+        JsonLinesRenderer,
+        TerminalRenderer,
+        describe_stop,
+        resume_helps,
+    )
     from loopwright.cli.setup import make_agent
     from loopwright.errors import LoopwrightError
     from loopwright.events import CancelledEvent
@@ -126,10 +165,15 @@ def run(
     text = "" if resuming else _read_prompt(prompt, prompt_file)  # "" continues the task
     options = flags.agent_options()
     renderer: Renderer = (JsonLinesRenderer() if json_output
-                          else TerminalRenderer(show_reasoning=flags.show_reasoning))
+                          else TerminalRenderer(show_reasoning=flags.show_reasoning,
+                                                output_lines=flags.output_lines,
+                                                verbose=flags.verbose))
     try:
-        agent = make_agent(options, [renderer])
-        result = asyncio.run(_run_and_close(agent, text, renderer))
+        with local_provider(flags.local, options) as options:
+            agent = make_agent(options, [renderer])
+            if flags.resume or flags.continue_last:
+                _recap(options.get("session_id"), renderer)
+            result = asyncio.run(_run_and_close(agent, text, renderer))
     except LoopwrightError as exc:
         _setup_failed(exc, renderer)
     except KeyboardInterrupt:  # Ctrl-C in the instant before our handler was installed
@@ -140,9 +184,10 @@ def run(
         raise typer.Exit(EXIT_CODES["cancelled"])
     line = describe_stop(result)
     if line:
-        if agent.state_services.store is not None and result.session_id:
-            _say(f"session saved; continue with: loopwright run --resume {result.session_id[:8]}")
         _say(line)
+        if (agent.state_services.store is not None and result.session_id
+                and resume_helps(result)):
+            _say(f"session saved; continue with: loopwright run --resume {result.session_id[:8]}")
     raise typer.Exit(EXIT_CODES[result.stop_reason])
 
 
@@ -166,7 +211,13 @@ def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
 
 @app.command()
 @with_agent_flags()
-def chat(*, flags: AgentFlags) -> None:
+def chat(
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Read one message per line of stdin and print every event as one JSON "
+        "line on stdout.")] = False,
+    *,
+    flags: AgentFlags,
+) -> None:
     """Talk with an agent; one conversation across turns.
 
     Ctrl-C cancels the reply in progress (twice quits at once); /new starts a new conversation;
@@ -174,7 +225,7 @@ def chat(*, flags: AgentFlags) -> None:
     """
     from loopwright.cli.chat import run_chat
 
-    raise typer.Exit(run_chat(flags))
+    raise typer.Exit(run_chat(flags, json_output=json_output))
 
 
 def _version(value: bool) -> None:

@@ -32,7 +32,7 @@ def list_command(
         "--json", help="Print one JSON object per entry.")] = False,
 ) -> None:
     """List every memory entry with its id (M… for MEMORY.md, U… for USER.md)."""
-    from loopwright.cli.approval import escape_controls  # an entry may hold a terminal escape
+    from loopwright.cli.inert import escape_controls  # an entry may hold a terminal escape
 
     files = _files()
     rows = [(entry_id, target, text) for entry_id, target, text in _entries(files)]
@@ -52,7 +52,7 @@ def list_command(
 def show_command(entry_id: Annotated[str, typer.Argument(help="An id from `memory list`.")]
                  ) -> None:
     """Show one entry in full, with its file and the session it was learned in."""
-    from loopwright.cli.approval import escape_controls
+    from loopwright.cli.inert import escape_controls
 
     files = _files()
     target, text = _find(files, entry_id)
@@ -99,7 +99,7 @@ def _find(files: MemoryFiles, entry_id: str) -> tuple[Target, str]:
     for found_id, target, text in _entries(files):
         if found_id == wanted:
             return target, text
-    from loopwright.cli.approval import escape_controls
+    from loopwright.cli.inert import escape_controls
 
     typer.echo(f"no memory entry {escape_controls(entry_id)!r}; `loopwright memory list` "
                "shows the ids", err=True)

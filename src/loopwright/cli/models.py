@@ -101,8 +101,9 @@ def _row(role: str, info: WindowInfo) -> dict[str, Any]:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from loopwright.cli.inert import InertConsole as Console  # a server names its models
 
     table = Table(title="Providers and context windows")
     for column in ("role", "provider", "model", "base URL", "window", "source"):

@@ -62,8 +62,18 @@ class AgentFlags:
         "OPENAI_API_KEY).")] = None
     api_mode: Annotated[ApiMode | None, typer.Option(
         "--api-mode", rich_help_panel=PROVIDER_PANEL, help="Wire protocol.")] = None
+    local: Annotated[bool, typer.Option(
+        "--local", rich_help_panel=PROVIDER_PANEL,
+        help="Run the embedded model (Qwen2.5-Coder 1.5B on llama.cpp, started for this "
+        "command): no key, no server. Needs pip install 'loopwright[local]'; the 1.1 GB of "
+        "weights are fetched once.")] = False
     show_reasoning: Annotated[bool, typer.Option(
         "--show-reasoning", help="Print the model's reasoning (dimmed, on stderr).")] = False
+    output_lines: Annotated[int, typer.Option(
+        "--output-lines", min=0, help="Lines of each command's output shown below it (0: "
+        "none).")] = 4
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Show the whole output of every command.")] = False
     system: Annotated[str | None, typer.Option(
         "--system", help="Extra system instructions, or @FILE to read them from a file.")] = None
     workdir: Annotated[Path | None, typer.Option(

@@ -1,8 +1,10 @@
 """Events → terminal: the CLI is one more consumer of the run's event stream (DESIGN §4).
 
-`TerminalRenderer` keeps stdout for the answer alone (text deltas, written as they arrive) and puts
-everything else — tool calls, tool results, status notes, reasoning when asked for — on stderr as
-short one-line notes, so `loopwright run "…" > answer.txt` captures just the answer.
+`TerminalRenderer` keeps stdout for the answer alone and puts everything else — tool calls, tool
+results, status notes, reasoning when asked for — on stderr as short notes. On a terminal the text
+of every turn streams to stdout as it arrives; on a pipe stdout gets the final answer only, once
+the run is done (the text of turns that went on to call tools goes to stderr), so
+`loopwright run "…" > answer.md` captures just the answer.
 `JsonLinesRenderer` writes every event as one JSON line (`--json`).
 """
 
@@ -15,9 +17,10 @@ from typing import Any, Protocol, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from loopwright.cli.activity import Activity
+from loopwright.cli.activity import OUTPUT_LINES, Activity
 from loopwright.cli.answer import AnswerStream
 from loopwright.cli.approval import set_prompt_screen
+from loopwright.cli.inert import InertConsole, inert
 from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 from loopwright.result import RunResult
 
@@ -43,8 +46,37 @@ _STOP_DESCRIPTIONS = {
 def say(text: str, *, file: TextIO | None = None) -> None:
     """One `loopwright: …` message on stderr, never cut: a terminal gets it wrapped at word
     boundaries to its width, a pipe one whole line."""
-    console = Console(file=file or sys.stderr, highlight=False)
-    console.print(Text(f"loopwright: {text}"), soft_wrap=not console.is_terminal)
+    console = InertConsole(file=file or sys.stderr, highlight=False)
+    console.print(Text(f"loopwright: {without_repeats(text)}"),
+                  soft_wrap=not console.is_terminal)
+
+
+def without_repeats(message: str) -> str:
+    """An error message without the parts it repeats: a wrapped error often carries its cause's
+    prefix again (`custom m (chat_completions): gave up after 6 attempts: custom m
+    (chat_completions): HTTP 500`), and each part is said once."""
+    parts = message.split(": ")
+    kept = [part for n, part in enumerate(parts) if not part or part not in parts[:n]]
+    return ": ".join(kept)
+
+
+RESUMABLE_STOPS = frozenset({"max_turns", "budget_exhausted", "loop_detected", "usage_limit",
+                             "cancelled"})
+
+
+def resume_helps(result: RunResult) -> bool:
+    """Whether continuing the run's session could finish it: a limit it hit, a cancel, or a
+    provider failure that may pass (not a wrong model, key or request, nor a refusal)."""
+    from loopwright.errors import AuthError, ProviderError, RequestRejectedError
+
+    if result.stop_reason in RESUMABLE_STOPS:
+        return True
+    cause = result.exception
+    if result.stop_reason != "error" or not isinstance(cause, ProviderError):
+        return False
+    if isinstance(cause, AuthError | RequestRejectedError):
+        return False
+    return cause.status is None or cause.status >= 500 or cause.status in (408, 409, 429)
 
 
 def describe_stop(result: RunResult) -> str | None:
@@ -53,8 +85,11 @@ def describe_stop(result: RunResult) -> str | None:
         return None
     if result.stop_reason == "cancelled":
         return "cancelled"
-    detail = result.error or _STOP_DESCRIPTIONS.get(result.stop_reason, "")
-    return f"{result.stop_reason}: {' '.join(detail.split())}"
+    detail = without_repeats(" ".join(
+        (result.error or _STOP_DESCRIPTIONS.get(result.stop_reason, "")).split()))
+    if detail.startswith(f"{result.stop_reason}: "):
+        return detail
+    return f"{result.stop_reason}: {detail}"
 
 
 def describe_side_usage(result: RunResult) -> str | None:
@@ -76,6 +111,8 @@ MAX_DIFF_LINES = 400
 class JsonLinesRenderer:
     """Writes each event as one JSON line on `out`, flushed at once (for pipes and tools)."""
 
+    show_reasoning = True  # reasoning events are in the stream whatever chat's /reasoning says
+
     def __init__(self, out: TextIO | None = None) -> None:
         self._out = out or sys.stdout
 
@@ -83,9 +120,12 @@ class JsonLinesRenderer:
         self._out.write(event_to_json(event) + "\n")
         self._out.flush()
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, *, agent: str = "", style: str = "", flat: bool = True) -> None:
         """Notes never go to stdout in JSON mode: it carries events only."""
-        print(f"loopwright: {text}", file=sys.stderr, flush=True)
+        print(f"loopwright: {inert(text)}", file=sys.stderr, flush=True)
+
+    def expand(self) -> None:
+        """Tool output is whole in the `tool_result` events already."""
 
 
 class TerminalRenderer:
@@ -99,14 +139,21 @@ class TerminalRenderer:
 
     def __init__(self, *, out: TextIO | None = None, err: Console | None = None,
                  show_reasoning: bool = False, markdown: bool | None = None,
-                 reasoning_hint: str = "--show-reasoning") -> None:
+                 reasoning_hint: str = "--show-reasoning", output_lines: int = OUTPUT_LINES,
+                 verbose: bool = False, more_hint: str = "--verbose") -> None:
         self._out = out or sys.stdout
-        self._err = err or Console(stderr=True, highlight=False)
+        self._err = err or InertConsole(stderr=True, highlight=False)
         self.show_reasoning = show_reasoning
         self._reasoning_hint = reasoning_hint
         self._hidden_reasoning = 0  # characters of the current reasoning not shown
         self.answer = AnswerStream(self._out, markdown=markdown)
         self.activity = Activity(self._err)
+        self.activity.output_lines, self.activity.verbose = output_lines, verbose
+        self.activity.more_hint = more_hint
+        # a pipe gets the final answer alone; the text of other turns is held back until the
+        # turn shows what it was (it called tools: a note on stderr)
+        self._final_only = not self.answer.markdown and not _isatty(self._out)
+        self._held = ""
         self._terminal = self._err.is_terminal
         self._reasoning_open = False  # stderr holds a reasoning stream not yet ended
         self._started: float | None = None
@@ -118,11 +165,15 @@ class TerminalRenderer:
             self._sub_agent_event(event)
         elif event.type == "turn_start":
             self._started = self._started or time.monotonic()
+            self._release_held()
             self.activity.thinking()
         elif event.type == "text_delta":
             self.activity.stop()
             self._close_reasoning()
-            self.answer.write(event.text)
+            if self._final_only:
+                self._held += event.text
+            else:
+                self.answer.write(event.text)
         elif event.type == "reasoning_delta":
             if self.show_reasoning:
                 self._write_reasoning(event.text)
@@ -138,6 +189,10 @@ class TerminalRenderer:
             if self._terminal and event.usage.get("requests"):
                 self.note(f"turn {event.turn} · {usage_line(event.usage, cost=event.cost)}")
         elif event.type in TERMINAL_TYPES:
+            if event.type == "done" and self._final_only:
+                self._held = ""
+                self.answer.write(event.result.output)
+            self._release_held()
             self.finish()
             result = getattr(event, "result", None)
             side = describe_side_usage(result) if isinstance(result, RunResult) else None
@@ -146,8 +201,20 @@ class TerminalRenderer:
             if event.type == "done" and self._terminal:
                 self._summary(event.result)
 
+    def expand(self) -> None:
+        """The whole output of the last batch of tool calls (chat's `/expand`)."""
+        if not self.activity.expand():
+            self.note("no tool output yet")
+
+    def _release_held(self) -> None:
+        """Held text that turned out not to be the answer: on stderr, as a note."""
+        held, self._held = self._held, ""
+        if held.strip():
+            self.note(held)
+
     def _sub_agent_event(self, event: Event) -> None:
         if event.type == "tool_call":
+            self._release_held()
             self._close_answer()
             self.activity.tool_started(event.id, event.name, event.arguments, event.agent)
         elif event.type == "tool_result":
@@ -159,12 +226,15 @@ class TerminalRenderer:
             else:
                 self.note(f"{event.kind}: {event.message}", agent=event.agent)
 
-    def note(self, text: str, *, agent: str = "", style: str = "dim") -> None:
+    def note(self, text: str, *, agent: str = "", style: str = "dim", flat: bool = True) -> None:
         """A note on stderr, never cut: on a terminal it wraps at word boundaries to the width,
-        to a pipe it stays one whole line."""
+        to a pipe it stays one whole line. `flat` makes any run of whitespace one space (a
+        table-like line keeps its spacing with `flat=False`)."""
         self._close_answer()
         prefix = f"[{agent}] " if agent else ""
-        self.activity.print(Text(prefix + " ".join(text.split()), style=style))
+        text = inert(text)  # before rich's Text drops a bell or backspace unseen
+        self.activity.print(Text(prefix + (" ".join(text.split()) if flat else text),
+                                 style=style))
 
     def finish(self) -> None:
         """End the answer so the shell prompt starts on its own line."""

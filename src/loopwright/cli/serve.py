@@ -18,7 +18,8 @@ _EXIT_CONFIG = 6  # as `loopwright run`: a configuration error
 _EXIT_USAGE = 2  # a flag that cannot be used, as the flag parser's own errors
 
 
-@with_agent_flags(exclude=("show_reasoning", "resume", "continue_last"))
+@with_agent_flags(exclude=("show_reasoning", "resume", "continue_last", "output_lines",
+                           "verbose"))
 def serve_command(
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on. Anything but loopback needs a token you chose "
@@ -66,8 +67,15 @@ def serve_command(
         raise typer.Exit(_EXIT_CONFIG) from None
     if created:
         _say(f"new server token written to {token_path()}")
-    _serve(host, port, secret, options, store, approval_timeout, output_types,
-           show_token=is_loopback(host), batches=batch or [])
+    from loopwright.cli.local import local_provider
+
+    try:
+        with local_provider(flags.local, options) as options:
+            _serve(host, port, secret, options, store, approval_timeout, output_types,
+                   show_token=is_loopback(host), batches=batch or [])
+    except ConfigError as exc:  # --local: llama.cpp missing, the weights not to be had
+        _say(str(exc))
+        raise typer.Exit(_EXIT_CONFIG) from None
 
 
 def _server_store() -> Any:
@@ -126,4 +134,6 @@ def _run_with_notice(server: Any, started: Any) -> None:
 
 
 def _say(text: str) -> None:
-    print(f"loopwright: {text}", file=sys.stderr, flush=True)
+    from loopwright.cli.inert import inert
+
+    print(f"loopwright: {inert(text)}", file=sys.stderr, flush=True)

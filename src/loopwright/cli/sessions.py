@@ -267,9 +267,9 @@ def resume(session: IdArg, db: DbOpt = None, *, flags: AgentFlags) -> None:
 
 
 def _console() -> Console:
-    from rich.console import Console
+    from loopwright.cli.inert import InertConsole
 
-    console = Console(highlight=False, soft_wrap=False)
+    console = InertConsole(highlight=False, soft_wrap=False)  # messages may hold escapes
     if not console.is_terminal:  # piped: whole rows beat a guessed 80-column cut
         console.width = max(console.width, PIPE_WIDTH)
     return console

@@ -27,7 +27,7 @@ def list_command(
         "--json", help="Print one JSON object per skill instead of a table.")] = False,
 ) -> None:
     """List the skills found for the current directory and where each one came from."""
-    from loopwright.cli.approval import escape_controls
+    from loopwright.cli.inert import escape_controls
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
     from loopwright.skills import SkillCatalog, find_skills, skill_roots

@@ -49,7 +49,7 @@ class _RunOutput(LoopPlugin):
         self.value: Any = None
         self.valid = False
         self.streamed: list[str] = []  # JSON text of this reply's answer so far
-        self.shown: Any = None  # the last partial output emitted
+        self.shown: Any = None  # the JSON of the last partial output looked at
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         self.streamed.clear()
@@ -75,9 +75,14 @@ class _RunOutput(LoopPlugin):
     def _grow(self, run: RunView, delta: str) -> None:
         self.streamed.append(delta)
         partial = self.spec.partial("".join(self.streamed))
-        if partial is not None and partial != self.shown:
-            self.shown = partial
-            run.emit(PartialOutput(output=partial, agent=run.agent_tag))
+        if partial is None or partial == self.shown:
+            return
+        self.shown = partial
+        try:
+            value = self.spec.validate_partial(partial)
+        except ValueError:  # a required field not there yet: nothing valid to show
+            return
+        run.emit(PartialOutput(output=value, data=partial, agent=run.agent_tag))
 
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
         """A `final_result` call is the answer: it becomes the reply's text (so the history

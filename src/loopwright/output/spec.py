@@ -100,6 +100,11 @@ class OutputSpec(Generic[T]):
             return data[_WRAP_KEY]
         return data
 
+    def validate_partial(self, data: Any) -> T:
+        """`data` (from `partial`) validated as far as it goes: the last item of a list may be
+        incomplete; a required field not there yet is still an error (`ValueError`)."""
+        return self.adapter.validate_python(data, experimental_allow_partial=True)
+
 
 def _inner_schema(adapter: pydantic.TypeAdapter[Any]) -> dict[str, Any]:
     """The schema of a non-object type, cleaned (titles dropped, references inlined)."""
