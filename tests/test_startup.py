@@ -67,3 +67,54 @@ def test_version_answers_without_the_cli_framework() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.splitlines() == [f"loopwright {loopwright.__version__}", "False"]
+
+
+PLAIN_RUN = """
+from loopwright import Agent, tool
+from loopwright.testing import FakeModelServer, Reply, call
+
+@tool
+def add(a: int, b: int) -> int:
+    '''Add two integers.'''
+    return a + b
+
+@tool
+async def twice(n: int) -> int:
+    '''Double a number.'''
+    return 2 * n
+
+script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3}), call("twice", {"n": 5})]),
+          Reply("5 and 10")]
+with FakeModelServer(script) as server:
+    agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add, twice], skills=False)
+    assert agent.chat("2+3, twice 5?") == "5 and 10"
+"""
+OPTIONAL_PARTS = ("loopwright.sandbox", "loopwright.skills", "loopwright.memory",
+                  "loopwright.routing", "loopwright.mcp")
+
+
+def loaded_packages(code: str, packages: tuple[str, ...]) -> list[str]:
+    probe = (f"{code}\nimport sys, json\n"
+             f"print(json.dumps(sorted(m for m in sys.modules "
+             f"if m.startswith({packages!r}))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_run_with_plain_tools_loads_no_optional_part() -> None:
+    """Sandbox, skills, memory, routing and MCP are loaded by an agent that uses them only."""
+    assert loaded_packages(PLAIN_RUN, OPTIONAL_PARTS) == []
+
+
+def test_the_optional_parts_load_when_the_agent_uses_them() -> None:
+    """The check above can see each part: the same run, with each part switched on, loads it."""
+    used = PLAIN_RUN.replace("Reply(\"5 and 10\")]", "Reply(\"5 and 10\"), Reply(\"nothing\")]")
+    used = used.replace("skills=False)", "skills=True, sandbox_mode='read-only',"
+                        " memory_learning=True, summary_model='m')")
+    built_only = ("from loopwright import Agent\n"  # MCP servers connect at the first run
+                  "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k', skills=False,"
+                  " mcp_servers={'x': {'command': 'true'}})")
+    loaded = {name.split(".")[1] for name in loaded_packages(used, OPTIONAL_PARTS)}
+    assert loaded == {"sandbox", "skills", "memory", "routing"}
+    assert "loopwright.mcp" in loaded_packages(built_only, OPTIONAL_PARTS)

@@ -56,6 +56,10 @@ ApiMode = Literal["chat_completions", "responses", "anthropic_messages"]
 ToolCallFormat = Literal["native", "prompt"]
 
 
+SIDE_TASKS = ("summary", "grader", "memory", "router")
+"""The side tasks that may have a model of their own: `<task>_model`, `<task>_fallbacks`."""
+
+
 class UsageLimits(TypedDict, total=False):
     """`usage_limits`: bounds for one run (sub-agents have their own); leave out what is not
     limited. `cost` is USD from the price table (a model without a price cannot be held to it)."""
@@ -324,7 +328,8 @@ def _validator(name: str) -> TypeAdapter[Any]:
     from pydantic import ConfigDict, TypeAdapter
 
     hint = _pydantic_hint(_hints()[name])
-    return TypeAdapter(hint, config=ConfigDict(strict=True, arbitrary_types_allowed=True))
+    return TypeAdapter(hint, config=ConfigDict(strict=True, extra="forbid",
+                                               arbitrary_types_allowed=True))
 
 
 @functools.cache

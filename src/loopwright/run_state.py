@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright import guards, messages, notes
 from loopwright.endpoints.fallback import ProviderChain
@@ -23,10 +23,12 @@ from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
 from loopwright.review.stage import ReviewPlan, ReviewStage
-from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.idempotency import IdempotencyKeys
+
+if TYPE_CHECKING:
+    from loopwright.routing.choose import RouteFunction  # a type: routing loads when used
 
 
 @dataclass(kw_only=True)
