@@ -47,7 +47,6 @@ from loopwright.hooks import EventHooks, Hooks
 from loopwright.limits import UsageLimiter
 from loopwright.loop import drive
 from loopwright.messages import Message
-from loopwright.output import OutputSpec, StructuredOutput
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import OutputT, RunResult, raise_for_failure
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
     from loopwright.context.summary import SummaryCooldown
     from loopwright.endpoints.probe import WindowInfo
     from loopwright.mcp.client import MCPManager
+    from loopwright.output import OutputSpec
     from loopwright.routing.choose import ChooseModel
     from loopwright.sandbox import SandboxPolicy
     from loopwright.skills import AgentSkills
@@ -143,7 +143,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.settings: Settings = load_settings({"model": model, **options})
         self.output_type = output_type
         self.http_client = http_client
-        self._output = None if output_type in (None, str) else OutputSpec.of(output_type)
+        self._output = _output_spec(output_type)
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
         self.skills = _skills(self.settings, self.state_services.workdir)
@@ -532,6 +532,8 @@ class Agent(Generic[DepsT, OutputT]):
             native = (client.profile.supports_json_schema
                       and client.wire.mode in ("chat_completions", "responses"))
             mode = "native" if native else "tool"
+        from loopwright.output import StructuredOutput
+
         return [StructuredOutput(self._output, mode=mode, retries=self.settings.output_retries)]
 
     async def _chain(self) -> ProviderChain:
@@ -617,6 +619,14 @@ def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:
     if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
         return dataclasses.replace(settings, tool_call_format="prompt")
     return settings
+
+
+def _output_spec(output_type: type[Any] | None) -> OutputSpec | None:
+    if output_type in (None, str):
+        return None
+    from loopwright.output import OutputSpec
+
+    return OutputSpec.of(output_type)
 
 
 def _skills(settings: Settings, workdir: Path) -> AgentSkills | None:

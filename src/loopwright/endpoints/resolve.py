@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import httpx
 
 from loopwright.endpoints.base import Endpoint, normalize_base_url
+from loopwright.endpoints.servers import fetch_listing
 from loopwright.errors import ConfigError
 
 API_MODES = ("chat_completions", "responses", "anthropic_messages")
@@ -178,17 +179,7 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
 
 
 async def first_served_model(base_url: str, timeout: float) -> str | None:
-    """The first model id a server lists at /models, or None if nothing answers."""
-    url = normalize_base_url(base_url) + "/models"
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            reply = await client.get(url)
-        if reply.status_code != 200:
-            return None
-        data = reply.json().get("data") or reply.json().get("models") or []
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    for item in data:
-        if isinstance(item, dict) and (item.get("id") or item.get("name")):
-            return str(item.get("id") or item.get("name"))
-    return None
+    """The first model id a server lists at /models, or None if nothing answers (the listing
+    also tells the window probe which kind of server this is: `endpoints/servers.py`)."""
+    listing = await fetch_listing(base_url, timeout=timeout)
+    return listing.ids[0] if listing.ids else None
