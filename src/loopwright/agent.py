@@ -131,15 +131,15 @@ class Agent(Generic[DepsT, OutputT]):
         retry: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
         output_type: type[OutputT] | None = None,
-        deps_type: type[DepsT] | None = None,
         http_client: httpx.AsyncClient | None = None,
         **options: Unpack[AgentOptions],
     ) -> None:
         """`options`: every setting in docs/settings.md, typed by `AgentOptions` and validated
         here (a bad name or value raises `ConfigError`). `output_type`: a pydantic model,
-        dataclass, TypedDict, primitive, list or union the answer must validate as; `deps_type`
-        only types `deps=` for mypy. `http_client`: your own client for the model requests
-        (its proxies, certificates, limits); the agent never closes it."""
+        dataclass, TypedDict, primitive, list or union the answer must validate as (annotate
+        `agent: Agent[Deps, Output]` to type `deps=` as well). `http_client`: your own client
+        for the model requests (its proxies, certificates, limits); the agent never closes
+        it."""
         self.settings: Settings = load_settings({"model": model, **options})
         self.output_type = output_type
         self.http_client = http_client
