@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from loopwright.endpoints.client import CallListeners, ClientReport
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import ProviderError, RunCancelled
-from loopwright.events import Event, ModelCallEvent
+from loopwright.events import Event, ModelCallEvent, StatusKind
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.wire.stream import DeltaListener, ToolArgsListener
@@ -96,7 +96,8 @@ class CallOwner(Protocol):
     @property
     def cancel_requested(self) -> bool: ...
     def emit(self, event: Event) -> None: ...
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None: ...
+    def status(self, kind: StatusKind, message: str,
+               data: dict[str, Any] | None = None) -> None: ...
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any: ...
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright import guards, messages, notes
 from loopwright.endpoints.fallback import ProviderChain
-from loopwright.events import Event, StatusEvent
+from loopwright.events import Event, StatusEvent, StatusKind
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
@@ -226,7 +226,7 @@ class RunState:
             for plugin in self.plugins:
                 plugin.on_compaction(self)
 
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+    def status(self, kind: StatusKind, message: str, data: dict[str, Any] | None = None) -> None:
         self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
 
     async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:

@@ -7,7 +7,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -35,7 +35,10 @@ from loopwright.wire.base import WireFormat
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
 
-StatusListener = Callable[[str, str, dict[str, Any]], None]
+if TYPE_CHECKING:
+    from loopwright.events import StatusKind
+
+StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
 _TRANSPORT_ERRORS = (httpx.TransportError,)
 # "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
@@ -339,7 +342,7 @@ def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:
     return error
 
 
-def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, Any]) -> None:
+def _notify(listeners: CallListeners, kind: StatusKind, message: str, data: dict[str, Any]) -> None:
     if listeners.on_status is not None:
         listeners.on_status(kind, message, data)
 
