@@ -213,9 +213,10 @@ class ModelClient:
                           shown: _Shown) -> ModelResponse:
         body = await self._encode(request, stream=False)
         try:
-            async with request_slot(self.http_client) as client:
+            url = _parsed_url(self.endpoint.url(self.wire.path))
+            async with request_slot(self.http_client, url=url) as client:
                 reply = await client.post(
-                    _parsed_url(self.endpoint.url(self.wire.path)),
+                    url,
                     content=body,
                     headers=self._headers(),
                     timeout=_timeout(self.request_timeout),
@@ -245,10 +246,11 @@ class ModelClient:
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
                                 on_tool_args=listeners.on_tool_args)
         parser = self.wire.stream_parser()
+        url = _parsed_url(self.endpoint.url(self.wire.path))
         try:
-            async with request_slot(self.http_client) as client, client.stream(
+            async with request_slot(self.http_client, url=url) as client, client.stream(
                 "POST",
-                _parsed_url(self.endpoint.url(self.wire.path)),
+                url,
                 content=body,
                 headers=self._headers(),
                 timeout=_timeout(self.stream_idle_timeout),

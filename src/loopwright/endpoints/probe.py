@@ -144,7 +144,7 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
     # by the pool on every later model request of the process
     headers = {**headers, "connection": "close"}
     try:
-        async with request_slot() as client:
+        async with request_slot(url=url) as client:
             if method == "POST":
                 reply = await client.post(url, json={"model": model}, headers=headers,
                                           timeout=timeout)

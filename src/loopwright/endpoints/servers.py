@@ -78,7 +78,7 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
     sent["connection"] = "close"  # a one-off request: an idle kept connection costs every later one
     try:
-        async with request_slot() as client:
+        async with request_slot(url=key) as client:
             reply = await client.get(key + "/models", headers=sent, timeout=timeout)
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
         return Listing(status=0, error=str(exc) or type(exc).__name__)
