@@ -206,13 +206,13 @@ class Agent(Generic[DepsT, OutputT]):
     # -- public API --
 
     async def run(self, prompt: Prompt, *, history: list[Message] | None = None,
-                  deps: DepsT | None = None,
-                  raise_on_error: bool | None = None) -> RunResult[OutputT]:
+                  deps: DepsT | None = None, raise_on_error: bool | None = None,
+                  workdir: str | Path | None = None) -> RunResult[OutputT]:
         """Run to the end and return the result. Provider failures and invalid structured output
         end the run (`RunResult.stop_reason`, `.error`) unless `raise_on_error` (default: the
         setting) asks to raise them: the typed error itself (`AuthError`,
-        `OutputValidationError`, …) or `RunFailed`."""
-        handle = await self.start(prompt, history=history, deps=deps)
+        `OutputValidationError`, …) or `RunFailed`. `workdir`: see `start()`."""
+        handle = await self.start(prompt, history=history, deps=deps, workdir=workdir)
         result = typing.cast(RunResult[OutputT], await handle.task)
         if raise_on_error if raise_on_error is not None else self.settings.raise_on_error:
             raise_for_failure(result)
@@ -257,11 +257,15 @@ class Agent(Generic[DepsT, OutputT]):
                     extra_callback: EventCallback | None = None,
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
-                    session_id: str | None = None, deps: Any = None) -> RunHandle:
+                    session_id: str | None = None, deps: Any = None,
+                    workdir: str | Path | None = None) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
-        session to continue or create, instead of the agent's `session_id` setting). `prompt` is
-        text, or a list of text and attachments (`loopwright.image(...)`, `document(...)`)."""
+        session to continue or create, instead of the agent's `session_id` setting; `workdir`:
+        this run's working directory instead of the `workdir` setting — its instruction files,
+        the tools' workspace — so one agent serves runs in many directories, as
+        `loopwright batch` does). `prompt` is text, or a list of text and attachments
+        (`loopwright.image(...)`, `document(...)`)."""
         prompt, attachments = split_prompt(prompt)
         chain = await self._chain()
         if attachments:  # a clear error now, rather than the provider's after the request
@@ -286,8 +290,9 @@ class Agent(Generic[DepsT, OutputT]):
         compact = small_window(self.windows, chain)
         await self._prepare_sandbox_note(compact=compact)
         # instruction files, memory and skills are read from disk: not on the event loop
-        system_prompt = await asyncio.to_thread(self._system_prompt, compact)
-        settings = self._loop_settings(chain, session_id)
+        where = _run_workdir(workdir if workdir is not None else self.settings.workdir)
+        system_prompt = await asyncio.to_thread(self._system_prompt, where, compact)
+        settings = self._loop_settings(chain, session_id, where)
         primary = (await self._resolve())[0]
         recorder = self.state_services.recorder(
             session_id, model=chain.model, base_url=primary.endpoint.base_url,
@@ -412,12 +417,11 @@ class Agent(Generic[DepsT, OutputT]):
                 note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
 
-    def _system_prompt(self, compact: bool = False) -> str:
+    def _system_prompt(self, workdir: Path, compact: bool = False) -> str:
         from loopwright.context.economy import instruction_chars
         from loopwright.trust import prompt_content_trusted
 
         s = self.settings
-        workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
         return build_system_prompt(user_prompt=s.system_prompt, compact=compact,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
@@ -429,7 +433,8 @@ class Agent(Generic[DepsT, OutputT]):
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 
-    def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
+    def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path
+                       ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.tools.prompt_format import tool_call_plugins
@@ -440,7 +445,7 @@ class Agent(Generic[DepsT, OutputT]):
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
-                               allowed_roots=s.allowed_roots, workdir=s.workdir,
+                               allowed_roots=s.allowed_roots, workdir=workdir,
                                egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
@@ -477,7 +482,7 @@ class Agent(Generic[DepsT, OutputT]):
             review=review_plan(fmt, chain.current.profile,
                                prompt_mode=fmt.tool_call_format == "prompt"),
             max_auto_continues=s.max_auto_continues,
-            workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
+            workdir=workdir,
             approve=safety.approver,
             tool_specs=catalogue.specs,  # router (turn 1) → hide map → deferred + tool_search
             services={"agent": self, **safety.services, **context.services,
@@ -619,6 +624,11 @@ def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:
     if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
         return dataclasses.replace(settings, tool_call_format="prompt")
     return settings
+
+
+def _run_workdir(workdir: str | Path | None) -> Path:
+    """A run's working directory: the one given (resolved), else the current one."""
+    return Path(workdir).resolve() if workdir else Path.cwd()
 
 
 def _output_spec(output_type: type[Any] | None) -> OutputSpec | None:

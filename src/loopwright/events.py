@@ -25,8 +25,8 @@ StatusKind = Literal[
     # tool calls
     "duplicate_calls", "call_limit", "loop_detected", "repeated_call", "text_tool_calls",
     "tool_call_format", "narration_nudge", "unread_file_nudge", "runtime_markup",
-    "answer_retry", "approval", "approval_required", "policy", "hook_error", "turn_diff",
-    "workspace_scan", "mcp", "mcp_restart",
+    "answer_retry", "approval", "approval_required", "approval_expired", "policy", "hook_error",
+    "turn_diff", "workspace_scan", "mcp", "mcp_restart",
     # context
     "pruned", "compacting", "compacted", "context_over", "context_trimmed", "recall",
     # run

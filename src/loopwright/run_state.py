@@ -114,7 +114,9 @@ class RunState:
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
         self._cancel_requested = False
-        self._inflight: asyncio.Future[Any] | None = None
+        # the run's task while it awaits something `cancel()` may abort (`interruptible`)
+        self._inflight: asyncio.Task[Any] | None = None
+        self._aborted: asyncio.Task[Any] | None = None  # cancelled by `_abort_inflight`
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self.plugins: list[LoopPlugin] = []
@@ -146,8 +148,10 @@ class RunState:
 
     def _abort_inflight(self) -> None:
         self.cancelled.set()
-        if self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
+        task = self._inflight
+        if task is not None and task is not self._aborted and not task.done():
+            self._aborted = task
+            task.cancel()
 
     @property
     def cancel_requested(self) -> bool:
@@ -253,16 +257,25 @@ class RunState:
 
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Await `coro` so that `cancel()` aborts it at once (or, cancelled already, never
-        starts it: `asyncio.CancelledError` either way)."""
+        starts it: `asyncio.CancelledError` either way).
+
+        `coro` runs in the run's own task, not one of its own (two fewer Tasks per turn):
+        `cancel()` cancels that task only while it is in here. The task is only ever suspended
+        inside `coro`, so the cancellation lands in it, never in the loop around; once it has
+        surfaced here the task's cancel request is withdrawn (`uncancel`), so the run goes on to
+        end as cancelled like any other, and a cancel from elsewhere still propagates."""
         if self._cancel_requested:
             coro.close()
             raise asyncio.CancelledError
-        task = asyncio.ensure_future(coro)
+        task = asyncio.current_task()
         self._inflight = task
         try:
-            return await task
+            return await coro
         finally:
             self._inflight = None
+            if task is not None and task is self._aborted:  # raised here, or swallowed inside
+                self._aborted = None
+                task.uncancel()
 
     def tool_context(self, call: ToolCall) -> ToolContext:
         if self._keys is None:
