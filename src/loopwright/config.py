@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
 import functools
 import json
 import os
-import tomllib
 import types
 import typing
 from pathlib import Path
@@ -362,6 +360,8 @@ def check_names(names: typing.Iterable[str], source: str) -> None:
 
 
 def _unknown(name: str) -> str:
+    import difflib  # only for a wrong name
+
     close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
     hint = (f"did you mean {close[0]!r}?" if close
             else "the settings are the fields of loopwright.config.Settings")
@@ -417,6 +417,8 @@ def _read_project(path: Path, below: dict[str, Any]) -> dict[str, Any]:
 
 def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     """The settings in one file (`raw`: its bytes, when the caller already read them)."""
+    import tomllib  # only when there is a file to read
+
     try:
         text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
         data = tomllib.loads(text)
