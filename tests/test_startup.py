@@ -27,10 +27,13 @@ def test_import_loopwright_loads_nothing_heavy() -> None:
     assert modules_loaded_by("import loopwright") == []
 
 
-def test_using_the_agent_loads_httpx_but_not_its_command_line() -> None:
+def test_the_agent_class_loads_no_http_client_until_a_request() -> None:
+    """Issue 31: httpx (and the urllib.request, email and http.cookiejar it pulls in) was a
+    fifth of `from loopwright import Agent`; it is loaded by the first request."""
     loaded = modules_loaded_by("from loopwright import Agent")
-    assert "loopwright.agent" in loaded and "httpx" in loaded
-    assert not {"rich", "pygments", "typer", "mcp"} & set(loaded)
+    assert "loopwright.agent" in loaded and "httpx" not in loaded
+    ran = modules_loaded_by(PLAIN_RUN)
+    assert "httpx" in ran and not {"rich", "pygments", "typer", "mcp"} & set(ran)
 
 
 def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:

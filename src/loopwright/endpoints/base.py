@@ -11,8 +11,14 @@ import ssl
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
+
+# httpx (with the stdlib's urllib.request, email and http.cookiejar it pulls in, a fifth of
+# `from loopwright import Agent`) is imported by the first request, not with the agent: every
+# use below imports it where it runs (a dictionary lookup once it is loaded).
 
 _VERSION_SEGMENT = re.compile(r"^v\d+[a-z0-9]*$")
 
@@ -45,6 +51,8 @@ def normalize_base_url(url: str) -> str:
     for suffix in ("/chat/completions", "/messages", "/responses"):
         if url.endswith(suffix):
             url = url[: -len(suffix)]
+    import httpx
+
     parsed = httpx.URL(url)
     last = parsed.path.rstrip("/").rsplit("/", 1)[-1]
     if _VERSION_SEGMENT.match(last) or last == "openai":
@@ -79,6 +87,8 @@ class Endpoint:
 
     @property
     def is_local(self) -> bool:
+        import httpx
+
         host = httpx.URL(self.base_url).host
         return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
 
@@ -107,6 +117,8 @@ for https a TLS, handshake each); a connection the server closed sooner is notic
 def _verified_tls() -> ssl.SSLContext:
     """The process's one TLS context for https:// URLs, made at the first such request: loading
     the CA bundle costs ~15-30 ms of CPU, which every pool (and every `http://` one) paid."""
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -130,6 +142,8 @@ class _Shard:
     def open(self, secure: bool) -> httpx.AsyncClient:
         client = self.clients.get(secure)
         if client is None:
+            import httpx
+
             # the limits go to the transport: a client given its own transport ignores `limits=`;
             # keep-alive for all: httpcore 1.0 closes an idle connection whenever its pool holds
             # more connections (idle or not) than that number, so fewer would churn connections

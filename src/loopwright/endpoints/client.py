@@ -9,8 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from loopwright.config import DEFAULTS
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.retry import (
@@ -36,11 +34,15 @@ from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
 
 if TYPE_CHECKING:
+    import httpx
+
     from loopwright.events import StatusKind
+
+# httpx is imported by the first request (endpoints/base.py says why); the functions that catch
+# its errors import it where they run.
 
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
-_TRANSPORT_ERRORS = (httpx.TransportError,)
 # "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
 # Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
 # ("maximum model length"), llama.cpp ("exceeds the available context size",
@@ -211,6 +213,8 @@ class ModelClient:
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
+        import httpx
+
         body = await self._encode(request, stream=False)
         try:
             url = _parsed_url(self.endpoint.url(self.wire.path))
@@ -223,7 +227,7 @@ class ModelClient:
                 )
         except httpx.PoolTimeout as exc:
             raise _PoolBusy from exc
-        except _TRANSPORT_ERRORS as exc:
+        except httpx.TransportError as exc:
             raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                 retryable=True) from exc
         if reply.status_code >= 400:
@@ -242,6 +246,8 @@ class ModelClient:
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
+        import httpx
+
         body = await self._encode(request, stream=True)
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
                                 on_tool_args=listeners.on_tool_args)
@@ -276,7 +282,7 @@ class ModelClient:
         except httpx.TimeoutException as exc:
             raise _abandoned(acc, f"{self.label}: stream idle for over "
                              f"{self.stream_idle_timeout:g}s") from exc
-        except _TRANSPORT_ERRORS as exc:
+        except httpx.TransportError as exc:
             if acc.events_seen == 0:
                 raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                     retryable=True) from exc
@@ -359,16 +365,22 @@ def _is_empty(response: ModelResponse) -> bool:
 # again per call, a noticeable part of a turn's client CPU against a fast server.
 @functools.lru_cache(maxsize=256)
 def _parsed_url(url: str) -> httpx.URL:
+    import httpx
+
     return httpx.URL(url)
 
 
 @functools.lru_cache(maxsize=256)
 def _parsed_headers(items: tuple[tuple[str, str], ...]) -> httpx.Headers:
+    import httpx
+
     return httpx.Headers(items)  # httpx copies it into each request, never changes it
 
 
 @functools.lru_cache(maxsize=64)
 def _timeout(read: float) -> httpx.Timeout:
+    import httpx
+
     return httpx.Timeout(15.0, read=read, pool=None)
 
 

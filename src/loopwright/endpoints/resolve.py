@@ -11,8 +11,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-import httpx
-
 from loopwright.endpoints.base import Endpoint, normalize_base_url
 from loopwright.endpoints.servers import fetch_listing
 from loopwright.errors import ConfigError
@@ -104,6 +102,7 @@ def mode_from_url(base_url: str) -> str | None:
 
 
 def provider_from_url(base_url: str, environ: Mapping[str, str] | None = None) -> str:
+    import httpx
     url = base_url.lower()
     for name, info in PROVIDERS.items():
         host = httpx.URL(info.base_url).host
@@ -169,6 +168,8 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     for info, served in zip(local, found, strict=True):
         if served:
             return f"{info.name}:{served}", info.base_url
+    import httpx
+
     ports = ", ".join(f"{info.name} {httpx.URL(info.base_url).port}" for info in local)
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
