@@ -22,11 +22,10 @@ StatusKind = Literal[
     # model calls
     "retrying", "discard_partial", "fallback", "credentials_refreshed", "history_repaired",
     "refused", "auto_continue", "context_window",
-    # tool calls
-    "duplicate_calls", "call_limit", "loop_detected", "repeated_call", "text_tool_calls",
-    "tool_call_format", "narration_nudge", "unread_file_nudge", "runtime_markup",
-    "answer_retry", "approval", "approval_required", "approval_expired", "policy", "hook_error",
-    "turn_diff", "workspace_scan", "mcp", "mcp_restart",
+    # tool calls (what the review stage decides is a `review` event, not a status)
+    "text_tool_calls", "runtime_markup", "fallback_answer", "approval", "approval_required",
+    "approval_expired", "policy", "hook_error", "turn_diff", "workspace_scan", "mcp",
+    "mcp_restart",
     # context
     "pruned", "compacting", "compacted", "context_over", "context_trimmed", "recall",
     # run
