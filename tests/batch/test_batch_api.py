@@ -114,10 +114,14 @@ async def test_tasks_of_one_shape_share_one_agent_each_in_its_own_workspace(
         tasks = [{"id": f"t{n}", "prompt": "where?", "files": {"mine.txt": str(n)}}
                  for n in range(3)]
         tasks.append({"id": "other", "prompt": "where?", "system_prompt": "Be brief."})
+        tasks.append({"id": "skilled", "prompt": "where?",  # brings a skill: its own agent
+                      "files": {".loopwright/skills/hello/SKILL.md": "---\nname: hello\n"
+                                "description: Say hello.\n---\nSay hello."}})
         report = await run_batch(tasks, tmp_path / "out", tools=[where], concurrency=2,
                                  **server_options(server))
-    assert report.summary.tasks == 4 and all(row.status == "done" for row in report.rows)
+    assert report.summary.tasks == 5 and all(row.status == "done" for row in report.rows)
     agents = [agent for agent, _ in AGENTS_SEEN]
     workdirs = [workdir for _, workdir in AGENTS_SEEN]
-    assert len(set(agents)) == 2  # one for the three alike, one for the other system prompt
-    assert sorted(Path(w).name.split("-")[0] for w in workdirs) == ["other", "t0", "t1", "t2"]
+    assert len(set(agents)) == 3  # the three alike, the other system prompt, the skilled one
+    assert sorted(Path(w).name.split("-")[0] for w in workdirs) == ["other", "skilled", "t0",
+                                                                     "t1", "t2"]

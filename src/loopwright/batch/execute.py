@@ -6,7 +6,8 @@ built once: the checkers, the session store (one connection, not one per task), 
 each model's context window (probed once per model, not once per task) and the agents: tasks
 that ask for the same model, system prompt, turn limit, tools and rubric share one `Agent`, each
 run in its own workspace (`Agent.run(workdir=)`); building an agent per task cost about as much
-CPU as a one-turn run.
+CPU as a one-turn run. A task that brings a project (a `workspace` to copy, or skills among its
+`files`) still gets an agent of its own, made in its workspace, for that project's skills.
 """
 
 from __future__ import annotations
@@ -119,9 +120,15 @@ class TaskRunner:
             await self.prepare([])
             self._import_checker(task)
             window = await self._window(task.model)
-            agent = await self._agent(task, window)
             workdir = await asyncio.to_thread(self._workspace, task)
         except Exception as exc:
+            return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
+        own = _brings_project(task)
+        try:
+            agent = await self._agent(task, window, workdir if own else None)
+        except Exception as exc:
+            if not self._keep:
+                await asyncio.to_thread(remove_workspace, workdir)
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         try:
             result = await agent.run(task.prompt, workdir=workdir)
@@ -132,6 +139,8 @@ class TaskRunner:
         except Exception as exc:  # this task fails, the batch goes on
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         finally:
+            if own:
+                await agent.aclose()
             if not self._keep:
                 await asyncio.to_thread(remove_workspace, workdir)
 
@@ -147,9 +156,11 @@ class TaskRunner:
         assert self._root is not None  # made by prepare()
         return prepare_workspace(task, self._root)
 
-    async def _agent(self, task: TaskSpec, window: int | None) -> Agent:
+    async def _agent(self, task: TaskSpec, window: int | None, own: Path | None) -> Agent:
         """The agent for tasks shaped like this one, built (in a worker thread: it reads config
-        files) by the first of them; a failure to build fails each task that asks."""
+        files) by the first of them; a failure to build fails each task that asks. `own`: the
+        workspace of a task that brings a project, which gets an agent of its own made there
+        (its skills, as far as the project is trusted)."""
         tools = self._tools(task)
         rubric = self._rubric(task)
         trusted = None
@@ -159,13 +170,16 @@ class TaskRunner:
 
             # the copy is as trusted as the directory it was made from (`loopwright trust`)
             trusted = await asyncio.to_thread(prompt_content_trusted, task.workspace)
+        options = self._agent_options(task, window, rubric)
+        if trusted is not None:
+            options["trust_project_files"] = trusted
+        if own is not None:
+            options["workdir"] = str(own)
+            return await asyncio.to_thread(self._build_agent, tools, options)
         key = (task.model, task.system_prompt, task.max_turns, rubric, trusted,
                tuple(t.name for t in tools))
         pending = self._agents.get(key)
         if pending is None or (pending.done() and pending.exception() is not None):
-            options = self._agent_options(task, window, rubric)
-            if trusted is not None:
-                options["trust_project_files"] = trusted
             pending = self._agents[key] = asyncio.ensure_future(
                 asyncio.to_thread(self._build_agent, tools, options))
         return await asyncio.shield(pending)
@@ -242,6 +256,16 @@ class TaskRunner:
                 "session_id": row.session_id, "metadata": dict(task.metadata)}
         return trajectory(self.config.trajectories, task_id=task.id, history=result.messages,
                           tools=tools, meta=meta, interventions=self.config.interventions)
+
+
+def _brings_project(task: TaskSpec) -> bool:
+    """A task copied from a project, or whose files hold skills, may find skills in its own
+    workspace: its agent is made there, not shared."""
+    from loopwright.skills.discovery import PROJECT_DIRS
+
+    return task.workspace is not None or any(
+        Path(name).as_posix().startswith(tuple(d + "/" for d in PROJECT_DIRS))
+        for name in task.files)
 
 
 def check_tools(tasks: Iterable[TaskSpec], config: BatchConfig) -> None:
