@@ -10,6 +10,9 @@ is, as part of the batch.
 
     python bench/batch_throughput.py                        # 2,000 tasks, the default settings
     python bench/batch_throughput.py --tasks 500 --local 16,64 --ray-workers 1
+
+Each local setting is followed by the same tasks run through the library (one `Agent`,
+`run()` at the same concurrency) and the ratio of the batch's CPU per run to it.
 """
 
 from __future__ import annotations
@@ -111,13 +114,38 @@ async def one_setting(args: argparse.Namespace) -> dict[str, Any]:
             "others_cpu_ms": tree_before / args.tasks * 1000}
 
 
+async def library_setting(args: argparse.Namespace) -> dict[str, Any]:
+    """The same tasks through the library: one `Agent`, `run()` at the same concurrency — what
+    the batch's CPU per run is compared with (issue 31: <= 1.2x)."""
+    from loopwright import Agent
+
+    gate = asyncio.Semaphore(args.concurrency)
+    async with Agent("bench", base_url=args.base_url, api_key="k",
+                     context_window=32_000) as agent:
+        async def one(n: int) -> bool:
+            async with gate:
+                result = await agent.run(f"task {n}")
+            return result.output == "ok"
+
+        cpu, wall = own_cpu(), time.perf_counter()
+        solved = sum(await asyncio.gather(*(one(n) for n in range(args.tasks))))
+        wall, cpu = time.perf_counter() - wall, own_cpu() - cpu
+    return {"where": "library", "workers": 1, "concurrency": args.concurrency,
+            "tasks": args.tasks, "solved": solved, "wall": wall,
+            "runs_per_s": args.tasks / wall, "driver_cpu_ms": cpu / args.tasks * 1000,
+            "others_cpu_ms": 0.0}
+
+
 def child(args: argparse.Namespace) -> None:
-    print(json.dumps(asyncio.run(one_setting(args))), flush=True)
+    setting = library_setting(args) if args.library else one_setting(args)
+    print(json.dumps(asyncio.run(setting)), flush=True)
 
 
-def run_child(base_url: str, tasks: int, concurrency: int, workers: int) -> dict[str, Any]:
+def run_child(base_url: str, tasks: int, concurrency: int, workers: int,
+              library: bool = False) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", "--base-url", base_url, "--tasks",
-               str(tasks), "--concurrency", str(concurrency), "--workers", str(workers)]
+               str(tasks), "--concurrency", str(concurrency), "--workers", str(workers),
+               *(["--library"] if library else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -135,6 +163,7 @@ def main() -> None:
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, default=16, help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--library", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -151,12 +180,19 @@ def main() -> None:
                   "| driver CPU/run | Ray processes CPU/run |")
             print("|---|---|---|---|---|---|---|---|---|")
             for concurrency, workers in settings:
-                row = run_child(base_url, args.tasks, concurrency, workers)
-                others = f"{row['others_cpu_ms']:.2f} ms" if workers else "—"
-                print(f"| {row['where']} | {row['workers']} | {row['concurrency']} | "
-                      f"{row['tasks']:,} | {row['solved']:,} | {row['wall']:.1f} s | "
-                      f"{row['runs_per_s']:.0f} | {row['driver_cpu_ms']:.2f} ms | {others} |",
-                      flush=True)
+                rows = [run_child(base_url, args.tasks, concurrency, workers)]
+                if not workers:  # the same tasks through the library, for the ratio
+                    rows.append(run_child(base_url, args.tasks, concurrency, 0, library=True))
+                for row in rows:
+                    others = f"{row['others_cpu_ms']:.2f} ms" if workers else "—"
+                    print(f"| {row['where']} | {row['workers']} | {row['concurrency']} | "
+                          f"{row['tasks']:,} | {row['solved']:,} | {row['wall']:.1f} s | "
+                          f"{row['runs_per_s']:.0f} | {row['driver_cpu_ms']:.2f} ms | {others} |",
+                          flush=True)
+                if not workers:
+                    ratio = rows[0]["driver_cpu_ms"] / rows[1]["driver_cpu_ms"]
+                    print(f"|  |  |  |  |  |  | batch / library CPU per run | {ratio:.2f} |  |",
+                          flush=True)
         finally:
             server.terminate()
             server.wait()

@@ -3,8 +3,9 @@
 Each run is ROUNDS tool rounds then an answer (ROUNDS + 1 model turns) against the fake model
 server in a separate process (its CPU is not counted). Each setting runs in a fresh child
 process so that its peak RSS is its own. Prints, per setting: runs completed, wall time, client
-CPU per turn (user + system of the client process / turns), peak RSS and RSS per run (peak minus
-the RSS before the runs started, / runs).
+CPU per turn (user + system of the client process / turns), peak RSS, RSS per run (peak minus
+the RSS before the runs started, / runs) and the TCP connections the client opened (no more
+than the pool holds: a connection closed while idle and reopened is churn).
 
     python bench/concurrency.py                       # 1,000 and 10,000 runs; 1,000 at 20 s
     python bench/concurrency.py --runs 10000 --delay 20
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,6 +53,14 @@ def cpu_seconds() -> float:
 
 
 async def measure(base_url: str, runs: int) -> dict[str, float]:
+    loop = asyncio.get_running_loop()
+    connect, opened = loop.create_connection, [0]
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        opened[0] += 1
+        return await connect(*args, **kwargs)
+
+    loop.create_connection = counted  # type: ignore[method-assign]
     async with Agent("bench", base_url=base_url, api_key="k", tools=[lookup],
                      stream=False) as agent:
         before_rss, cpu, wall = rss_kb(), cpu_seconds(), time.perf_counter()
@@ -65,7 +75,8 @@ async def measure(base_url: str, runs: int) -> dict[str, float]:
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"runs": runs, "completed": len(done), "wall_s": wall,
             "cpu_ms_per_turn": 1000 * cpu / max(turns, 1), "peak_rss_mb": peak_kb / 1024,
-            "rss_kb_per_run": (peak_kb - before_rss) / runs, "failures": sorted(failures)[:3]}
+            "rss_kb_per_run": (peak_kb - before_rss) / runs, "connections": opened[0],
+            "failures": sorted(failures)[:3]}
 
 
 def enough_open_files() -> None:
@@ -101,8 +112,9 @@ def main() -> None:
         one_setting(args.runs, args.delay)
         return
     settings = [(args.runs, args.delay)] if args.runs else DEFAULT_SETTINGS
-    print("| runs | model reply | completed | wall | client CPU/turn | peak RSS | RSS/run |")
-    print("|---|---|---|---|---|---|---|")
+    print("| runs | model reply | completed | wall | client CPU/turn | peak RSS | RSS/run "
+          "| connections opened |")
+    print("|---|---|---|---|---|---|---|---|")
     for runs, delay in settings:
         out = subprocess.run([sys.executable, __file__, "--child", "--runs", str(runs),
                               "--delay", str(delay)], capture_output=True, text=True)
@@ -112,7 +124,7 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {runs:,} | {delay:g} s | {r['completed']:,}/{runs:,} | {r['wall_s']:.1f} s "
               f"| {r['cpu_ms_per_turn']:.2f} ms | {r['peak_rss_mb']:.0f} MB "
-              f"| {r['rss_kb_per_run']:.1f} KB |", flush=True)
+              f"| {r['rss_kb_per_run']:.1f} KB | {r['connections']:,} |", flush=True)
         for failure in r["failures"]:
             print(f"  failure: {failure}")
 

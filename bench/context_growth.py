@@ -79,7 +79,7 @@ def request_kb(agent: Agent, history: list[Message]) -> float:
     from loopwright.wire import get_wire_format
 
     wire = get_wire_format("chat_completions")
-    messages = [Message(role="system", content=agent._system_prompt()), *history]
+    messages = [Message(role="system", content=agent._system_prompt(Path.cwd())), *history]
     body = wire.build_body(ModelRequest(model="m", messages=messages), stream=True)
     return len(json.dumps(body).encode()) / 1024
 

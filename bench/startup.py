@@ -1,22 +1,37 @@
-"""Start-up cost: `import loopwright` and the `loopwright` command, against a bare interpreter.
+"""Start-up cost: `import loopwright`, `from loopwright import Agent` and the `loopwright`
+command against a bare interpreter, and `loopwright run` up to its first model request.
 
 Each command runs N times as a fresh subprocess; prints the median wall time and the median CPU
-(user + system of the child) per command, and the import's cost over the bare interpreter.
-Targets (idle machine): `import loopwright` < 150 ms, `loopwright --version` < 300 ms wall.
+(user + system of the child) per command, and the cost over the bare interpreter. Then
+`loopwright run` against a fake model server (in this process): the child's CPU (from
+/proc/<pid>/stat, 10 ms ticks) and the wall time when its first model request arrives, after
+the window probe and the provider check. `--instructions` adds each import's instruction count
+under callgrind (steady under load, unlike CPU time; ~30 s each).
+Targets (issue 31): `from loopwright import Agent` <= 80 ms CPU; `loopwright run` <= 300 ms CPU to
+its first model request.
 
     python bench/startup.py            # N = 21
-    python bench/startup.py -n 51
+    python bench/startup.py -n 51 --instructions
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
+
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu() -> float:
@@ -35,9 +50,59 @@ def measure(command: list[str], runs: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def process_cpu(pid: int) -> float:
+    """User + system seconds of a live process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def first_request(cli: str, runs: int) -> tuple[float, float, int]:
+    """(median ms CPU, median ms wall, requests before it) of `loopwright run` until its first
+    model request reaches the server."""
+    cpus, walls = [], []
+    before = 0
+    for _ in range(runs):
+        child: dict[str, int] = {}
+        seen: dict[str, float] = {}
+        arrived = threading.Event()
+
+        def reply(request: RecordedRequest, child: dict[str, int] = child,
+                  seen: dict[str, float] = seen, arrived: threading.Event = arrived) -> Reply:
+            if not arrived.is_set():
+                seen["cpu"], seen["wall"] = process_cpu(child["pid"]), time.perf_counter()
+                arrived.set()
+            return Reply("ok")
+
+        with FakeModelServer(handler=reply) as server, \
+                tempfile.TemporaryDirectory() as home:
+            env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home,
+                   "XDG_CACHE_HOME": home}
+            started = time.perf_counter()
+            proc = subprocess.Popen([cli, "run", "--model", "bench-model", "--base-url",
+                                     server.base_url, "--api-key", "k", "hi"], env=env, cwd=home,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            child["pid"] = proc.pid
+            proc.wait(timeout=120)
+            before = len(server.requests) - len(server.model_requests)
+        if not arrived.is_set():
+            raise RuntimeError("loopwright run sent no model request")
+        cpus.append(1000 * seen["cpu"])
+        walls.append(1000 * (seen["wall"] - started))
+    return statistics.median(cpus), statistics.median(walls), before
+
+
+def instructions(code: str) -> int:
+    """Instructions (callgrind) of `python -c code`."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", out.stderr).group(1))  # type: ignore[union-attr]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=21, help="runs per command")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each import's instructions under callgrind")
     args = parser.parse_args()
     cli = shutil.which("loopwright") or "loopwright"
     commands = {
@@ -55,6 +120,16 @@ def main() -> None:
     for label, (wall, cpu) in results.items():
         print(f"| `{label}` | {wall:.0f} ms | {cpu:.0f} ms | {wall - bare_wall:+.0f} ms "
               f"| {cpu - bare_cpu:+.0f} ms |")
+    cpu, wall, probes = first_request(cli, max(3, args.n // 3))
+    print(f"\n`loopwright run` to its first model request: {cpu:.0f} ms CPU, {wall:.0f} ms wall "
+          f"(median; {probes} request(s) before it)")
+    if args.instructions:
+        print("\n| import | instructions | over bare python |\n|---|---|---|")
+        bare = instructions("pass")
+        for code in ("pass", "import loopwright", "from loopwright import Agent"):
+            count = instructions(code)
+            print(f"| `{code}` | {count / 1e6:.0f} M | {(count - bare) / 1e6:+.0f} M |")
+    print(f"load average: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

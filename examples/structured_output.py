@@ -26,8 +26,9 @@ def population(city: str, ctx: ToolContext[Deps]) -> int:
 
 
 async def main() -> None:
-    agent = Agent("gpt-4o-mini", tools=[population], deps_type=Deps, output_type=CityReport,
-                  output_retries=2)  # invalid output goes back with the errors, twice at most
+    agent: Agent[Deps, CityReport] = Agent(  # the types of `deps=` and of `result.output`
+        "gpt-4o-mini", tools=[population], output_type=CityReport,
+        output_retries=2)  # invalid output goes back with the errors, twice at most
     deps = Deps(populations={"Lyon": 522_250})
     result = await agent.run("Report on Lyon.", deps=deps, raise_on_error=True)
     report: CityReport = result.output  # validated; mypy knows its type

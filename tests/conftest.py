@@ -31,6 +31,15 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
+@pytest.fixture(autouse=True)
+def unknown_servers() -> None:
+    """What the process learnt about servers is per base URL: a fake server of an earlier test
+    may have had this test's port."""
+    from loopwright.endpoints.servers import forget_all
+
+    forget_all()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A real PostgreSQL server for this test session (see tests/pg_server.py); its DSN."""

@@ -36,6 +36,14 @@ def test_every_event_type_and_stop_reason_is_documented() -> None:
         assert f"`{reason}`" in text, f"stop reason {reason!r} missing from docs/events.md"
 
 
+def test_every_status_kind_is_documented_and_nothing_else() -> None:
+    text = (DOCS / "events.md").read_text(encoding="utf-8")
+    section = text.split("## Status kinds", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE)
+    assert sorted(documented) == sorted(typing.get_args(events.StatusKind))
+    assert len(documented) == len(set(documented))
+
+
 def test_nothing_in_the_repo_points_outside_it() -> None:
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()

@@ -163,8 +163,8 @@ def greet(name: str, ctx: ToolContext[Deps]) -> str:
 async def test_deps_reach_tools_through_the_context() -> None:
     script = [Reply(tool_calls=[call("greet", {"name": "Ada"})]), Reply("done")]
     with FakeModelServer(script) as server:
-        agent = Agent("fake-model", base_url=server.base_url, api_key="k", tools=[greet],
-                      deps_type=Deps)
+        agent: Agent[Deps, str] = Agent("fake-model", base_url=server.base_url, api_key="k",
+                                        tools=[greet])
         result = await agent.run("x", deps=Deps(prefix="Hello"))
     assert result.output == "done"
     tool_message = server.model_requests[1].body["messages"][-1]

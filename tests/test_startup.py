@@ -27,10 +27,13 @@ def test_import_loopwright_loads_nothing_heavy() -> None:
     assert modules_loaded_by("import loopwright") == []
 
 
-def test_using_the_agent_loads_httpx_but_not_its_command_line() -> None:
+def test_the_agent_class_loads_no_http_client_until_a_request() -> None:
+    """Issue 31: httpx (and the urllib.request, email and http.cookiejar it pulls in) was a
+    fifth of `from loopwright import Agent`; it is loaded by the first request."""
     loaded = modules_loaded_by("from loopwright import Agent")
-    assert "loopwright.agent" in loaded and "httpx" in loaded
-    assert not {"rich", "pygments", "typer", "mcp"} & set(loaded)
+    assert "loopwright.agent" in loaded and "httpx" not in loaded
+    ran = modules_loaded_by(PLAIN_RUN)
+    assert "httpx" in ran and not {"rich", "pygments", "typer", "mcp"} & set(ran)
 
 
 def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:
@@ -67,3 +70,62 @@ def test_version_answers_without_the_cli_framework() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.splitlines() == [f"loopwright {loopwright.__version__}", "False"]
+
+
+PLAIN_RUN = """
+from loopwright import Agent, tool
+from loopwright.testing import FakeModelServer, Reply, call
+
+@tool
+def add(a: int, b: int) -> int:
+    '''Add two integers.'''
+    return a + b
+
+@tool
+async def twice(n: int) -> int:
+    '''Double a number.'''
+    return 2 * n
+
+script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3}), call("twice", {"n": 5})]),
+          Reply("5 and 10")]
+with FakeModelServer(script) as server:
+    agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add, twice], skills=False)
+    assert agent.chat("2+3, twice 5?") == "5 and 10"
+"""
+OPTIONAL_PARTS = ("loopwright.sandbox", "loopwright.skills", "loopwright.memory",
+                  "loopwright.routing", "loopwright.mcp")
+
+
+def loaded_packages(code: str, packages: tuple[str, ...]) -> list[str]:
+    probe = (f"{code}\nimport sys, json\n"
+             f"print(json.dumps(sorted(m for m in sys.modules "
+             f"if m.startswith({packages!r}))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+# The trust check (issue 29) hashes a project's skill files before every run, whether skills
+# are on or not, so it reads where they live from skills/discovery.py, and the skills package
+# (its __init__ imports the skill tool's module) loads with it: only these may be loaded.
+SKILLS_FOR_TRUST = {"loopwright.skills", "loopwright.skills.discovery",
+                    "loopwright.skills.frontmatter", "loopwright.skills.tool"}
+
+
+def test_a_run_with_plain_tools_loads_no_optional_part() -> None:
+    """Sandbox, memory, routing and MCP are loaded by an agent that uses them only."""
+    loaded = set(loaded_packages(PLAIN_RUN, OPTIONAL_PARTS))
+    assert loaded - SKILLS_FOR_TRUST == set()
+
+
+def test_the_optional_parts_load_when_the_agent_uses_them() -> None:
+    """The check above can see each part: the same run, with each part switched on, loads it."""
+    used = PLAIN_RUN.replace("Reply(\"5 and 10\")]", "Reply(\"5 and 10\"), Reply(\"nothing\")]")
+    used = used.replace("skills=False)", "skills=True, sandbox_mode='read-only',"
+                        " memory_learning=True, summary_model='m')")
+    built_only = ("from loopwright import Agent\n"  # MCP servers connect at the first run
+                  "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k', skills=False,"
+                  " mcp_servers={'x': {'command': 'true'}})")
+    loaded = {name.split(".")[1] for name in loaded_packages(used, OPTIONAL_PARTS)}
+    assert loaded == {"sandbox", "skills", "memory", "routing"}
+    assert "loopwright.mcp" in loaded_packages(built_only, OPTIONAL_PARTS)

@@ -13,16 +13,18 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
-import httpx
-
 from loopwright import messages
 from loopwright.attachments import Attachment, refuse_unsupported, split_prompt
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
-from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
-from loopwright.builtin.workspace import READ_ONLY_ROOTS_SERVICE
-from loopwright.config import AgentOptions, Settings, default_cache_dir, load_settings
+from loopwright.config import (
+    DEFAULTS,
+    SIDE_TASKS,
+    AgentOptions,
+    Settings,
+    default_cache_dir,
+    load_settings,
+)
 from loopwright.context.prompt import build_system_prompt
-from loopwright.context.summary import SummaryCooldown
 from loopwright.endpoints.base import (
     close_shared_client,
     hold_shared_client,
@@ -30,7 +32,6 @@ from loopwright.endpoints.base import (
 )
 from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
-from loopwright.endpoints.probe import WindowInfo, detect_windows
 from loopwright.endpoints.resolve import (
     Resolved,
     detect_provider,
@@ -46,21 +47,10 @@ from loopwright.hooks import EventHooks, Hooks
 from loopwright.limits import UsageLimiter
 from loopwright.loop import drive
 from loopwright.messages import Message
-from loopwright.output import OutputSpec, StructuredOutput
 from loopwright.plugins import LoopPlugin
 from loopwright.profiles import profile_for
 from loopwright.result import OutputT, RunResult, raise_for_failure
-from loopwright.routing.choose import ModelRouter, chooser_from_setting
-from loopwright.routing.router import IntentRouter
-from loopwright.routing.side import resolve_model_spec, resolve_side_models, side_chains
 from loopwright.run_state import LoopSettings, RunState
-from loopwright.sandbox import (
-    SANDBOX_SERVICE,
-    policy_from_settings,
-    sandbox_availability,
-    sandbox_note,
-)
-from loopwright.skills import AgentSkills
 from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import DepsT, Tool
 from loopwright.tools.catalogue import RunCatalogue
@@ -69,14 +59,23 @@ from loopwright.tools.registry import ToolRegistry
 from loopwright.wire import get_wire_format
 
 if TYPE_CHECKING:
+    import httpx
+
     from loopwright.builtin.delegate import DelegationResult
     from loopwright.builtin.questions import ClarifyCallback
+    from loopwright.context.summary import SummaryCooldown
+    from loopwright.endpoints.probe import WindowInfo
     from loopwright.mcp.client import MCPManager
+    from loopwright.output import OutputSpec
+    from loopwright.routing.choose import ChooseModel
+    from loopwright.sandbox import SandboxPolicy
+    from loopwright.skills import AgentSkills
     from loopwright.tools.policy import ApprovalCallback
 
-# Imported where first used, not here, so that `from loopwright import Agent` stays cheap: MCP,
-# compaction and the context layers, grading, the tool policy (with its shell parser), safety
-# layers and the text tool-call formats.
+# Imported where first used, not here, so that `from loopwright import Agent` stays cheap and an
+# agent that does not use a part never loads it (tests/test_startup.py): MCP, compaction and the
+# context layers, grading, the tool policy (with its shell parser), safety layers, the text
+# tool-call formats, the sandbox, skills, memory, routing and the window probes.
 
 EventCallback = Callable[[Event], None]
 Prompt = str | Sequence[str | Attachment]  # text, or text parts and images / PDFs
@@ -132,29 +131,29 @@ class Agent(Generic[DepsT, OutputT]):
         retry: RetryPolicy | None = None,
         refresh_credentials: CredentialRefresher | None = None,
         output_type: type[OutputT] | None = None,
-        deps_type: type[DepsT] | None = None,
         http_client: httpx.AsyncClient | None = None,
         **options: Unpack[AgentOptions],
     ) -> None:
         """`options`: every setting in docs/settings.md, typed by `AgentOptions` and validated
         here (a bad name or value raises `ConfigError`). `output_type`: a pydantic model,
-        dataclass, TypedDict, primitive, list or union the answer must validate as; `deps_type`
-        only types `deps=` for mypy. `http_client`: your own client for the model requests
-        (its proxies, certificates, limits); the agent never closes it."""
+        dataclass, TypedDict, primitive, list or union the answer must validate as (annotate
+        `agent: Agent[Deps, Output]` to type `deps=` as well). `http_client`: your own client
+        for the model requests (its proxies, certificates, limits); the agent never closes
+        it."""
         self.settings: Settings = load_settings({"model": model, **options})
         self.output_type = output_type
         self.http_client = http_client
-        self._output = None if output_type in (None, str) else OutputSpec.of(output_type)
+        self._output = _output_spec(output_type)
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
-        self.skills = AgentSkills.from_settings(self.settings, self.state_services.workdir)
-        for extra in [*self.state_services.tools(), *self.skills.tools()]:
+        self.skills = _skills(self.settings, self.state_services.workdir)
+        for extra in [*self.state_services.tools(), *(self.skills.tools() if self.skills else [])]:
             self.registry.add(extra)
         self.callbacks = list(callbacks)
         if self.settings.otel:
             self.callbacks.append(_otel_tracer())
-        self.plugins = [*([IntentRouter()] if self.settings.router else []), *plugins,
-                        *self.skills.plugins()]
+        self.plugins = [*_router_plugins(self.settings), *plugins,
+                        *(self.skills.plugins() if self.skills else [])]
         self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
         if self.mcp is not None:  # connects when the first run starts; tools join the registry
             from loopwright.mcp.client import MCPToolsPlugin
@@ -171,7 +170,9 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright.tools.policy import ApprovalCache, Policy
 
         self.policy = Policy.from_config(self.settings.policy)
-        self.sandbox = policy_from_settings(self.settings)  # a bad mode fails here
+        self._sandbox: SandboxPolicy | None = None
+        if _sandbox_configured(self.settings) or self._runs_commands():
+            self._sandbox = self.sandbox  # a bad mode fails here
         self._sandbox_note: str | None = None  # told to the model when a tool runs commands
         self._approvals = ApprovalCache(ttl=self.settings.approval_ttl)
         if self.hooks.on_event:
@@ -184,22 +185,34 @@ class Agent(Generic[DepsT, OutputT]):
         self.windows: list[WindowInfo] = []  # per provider in the chain, found at first run
         self._resolve_lock: asyncio.Lock | None = None
         self._live: set[RunHandle] = set()
-        self._summary_cooldown = SummaryCooldown(self.settings.summary_cooldown)
-        self._side_models = resolve_side_models(self.settings)  # bad side models fail here
-        self._chooser = chooser_from_setting(self.settings.choose_model)  # and bad rules
+        self._summary_cooldown: SummaryCooldown | None = None  # made with the first run
+        self._side_models = _side_models(self.settings)  # bad side models fail here
+        self._chooser = _chooser(self.settings.choose_model)  # and bad rules
         # what a host lends every tool call by name (an editor's buffers: builtin/editor.py)
         self.services: dict[str, Any] = {}
+
+    @property
+    def sandbox(self) -> SandboxPolicy:
+        """The OS sandbox commands of the built-in tools run in (from the settings)."""
+        if self._sandbox is None:
+            from loopwright.sandbox import policy_from_settings
+
+            self._sandbox = policy_from_settings(self.settings)
+        return self._sandbox
+
+    def _runs_commands(self) -> bool:
+        return any("shell" in tool.tags for tool in self.registry)
 
     # -- public API --
 
     async def run(self, prompt: Prompt, *, history: list[Message] | None = None,
-                  deps: DepsT | None = None,
-                  raise_on_error: bool | None = None) -> RunResult[OutputT]:
+                  deps: DepsT | None = None, raise_on_error: bool | None = None,
+                  workdir: str | Path | None = None) -> RunResult[OutputT]:
         """Run to the end and return the result. Provider failures and invalid structured output
         end the run (`RunResult.stop_reason`, `.error`) unless `raise_on_error` (default: the
         setting) asks to raise them: the typed error itself (`AuthError`,
-        `OutputValidationError`, …) or `RunFailed`."""
-        handle = await self.start(prompt, history=history, deps=deps)
+        `OutputValidationError`, …) or `RunFailed`. `workdir`: see `start()`."""
+        handle = await self.start(prompt, history=history, deps=deps, workdir=workdir)
         result = typing.cast(RunResult[OutputT], await handle.task)
         if raise_on_error if raise_on_error is not None else self.settings.raise_on_error:
             raise_for_failure(result)
@@ -244,11 +257,15 @@ class Agent(Generic[DepsT, OutputT]):
                     extra_callback: EventCallback | None = None,
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
-                    session_id: str | None = None, deps: Any = None) -> RunHandle:
+                    session_id: str | None = None, deps: Any = None,
+                    workdir: str | Path | None = None) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
-        session to continue or create, instead of the agent's `session_id` setting). `prompt` is
-        text, or a list of text and attachments (`loopwright.image(...)`, `document(...)`)."""
+        session to continue or create, instead of the agent's `session_id` setting; `workdir`:
+        this run's working directory instead of the `workdir` setting — its instruction files,
+        the tools' workspace — so one agent serves runs in many directories, as
+        `loopwright batch` does). `prompt` is text, or a list of text and attachments
+        (`loopwright.image(...)`, `document(...)`)."""
         prompt, attachments = split_prompt(prompt)
         chain = await self._chain()
         if attachments:  # a clear error now, rather than the provider's after the request
@@ -273,8 +290,9 @@ class Agent(Generic[DepsT, OutputT]):
         compact = small_window(self.windows, chain)
         await self._prepare_sandbox_note(compact=compact)
         # instruction files, memory and skills are read from disk: not on the event loop
-        system_prompt = await asyncio.to_thread(self._system_prompt, compact)
-        settings = self._loop_settings(chain, session_id)
+        where = _run_workdir(workdir if workdir is not None else self.settings.workdir)
+        system_prompt = await asyncio.to_thread(self._system_prompt, where, compact)
+        settings = self._loop_settings(chain, session_id, where)
         primary = (await self._resolve())[0]
         recorder = self.state_services.recorder(
             session_id, model=chain.model, base_url=primary.endpoint.base_url,
@@ -367,7 +385,7 @@ class Agent(Generic[DepsT, OutputT]):
         agent still uses it); both reopen on the next run. `async with Agent(...) as agent:`
         calls it on exit."""
         try:
-            await self.state_services.background.wait()  # memory learning after the answer
+            await self.state_services.wait()  # memory learning after the answer
             if self.mcp is not None:
                 await self.mcp.aclose()
         finally:
@@ -392,28 +410,31 @@ class Agent(Generic[DepsT, OutputT]):
         """Probe the sandbox once per agent, if any tool starts processes (tag "shell")."""
         if self._sandbox_note is None:
             note = ""  # assigned after the await: concurrent first runs all get the same note
-            if any("shell" in tool.tags for tool in self.registry):
+            if self._runs_commands():
+                from loopwright.sandbox import sandbox_availability, sandbox_note
+
                 available = (await sandbox_availability(self.sandbox)).available
                 note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
 
-    def _system_prompt(self, compact: bool = False) -> str:
+    def _system_prompt(self, workdir: Path, compact: bool = False) -> str:
         from loopwright.context.economy import instruction_chars
         from loopwright.trust import prompt_content_trusted
 
         s = self.settings
-        workdir = Path(s.workdir).resolve() if s.workdir else Path.cwd()
         return build_system_prompt(user_prompt=s.system_prompt, compact=compact,
                                    has_tools=len(self.registry) > 0,
                                    static_notes=[self._sandbox_note or "",
-                                                 self.skills.prompt_section()],
+                                                 self.skills.prompt_section() if self.skills
+                                                 else ""],
                                    workdir=workdir,
                                    project_instructions=(s.trust_project_files
                                                          or prompt_content_trusted(workdir)),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 
-    def _loop_settings(self, chain: ProviderChain, session_id: str = "") -> LoopSettings:
+    def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path
+                       ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.tools.prompt_format import tool_call_plugins
@@ -424,12 +445,16 @@ class Agent(Generic[DepsT, OutputT]):
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
-                               allowed_roots=s.allowed_roots, workdir=s.workdir,
+                               allowed_roots=s.allowed_roots, workdir=workdir,
                                egress_allow=s.egress_allow)
         catalogue = RunCatalogue(self.registry, allowed_tags=s.allowed_tool_tags,
                                  deferred=s.deferred_tools, strict=s.strict_tools,
                                  local=chain.current.endpoint.is_local,
                                  compact=small_window(self.windows, chain))
+        if self._summary_cooldown is None:
+            from loopwright.context.summary import SummaryCooldown
+
+            self._summary_cooldown = SummaryCooldown(s.summary_cooldown)
         context = context_layers(s, self.windows, chain,  # budgets sized from the window
                                  summary_cooldown=self._summary_cooldown,
                                  prompt_mode=fmt.tool_call_format == "prompt")
@@ -457,19 +482,45 @@ class Agent(Generic[DepsT, OutputT]):
             review=review_plan(fmt, chain.current.profile,
                                prompt_mode=fmt.tool_call_format == "prompt"),
             max_auto_continues=s.max_auto_continues,
-            workdir=Path(s.workdir).resolve() if s.workdir else Path.cwd(),
+            workdir=workdir,
             approve=safety.approver,
             tool_specs=catalogue.specs,  # router (turn 1) → hide map → deferred + tool_search
-            services={"agent": self, **safety.services,
-                      **context.services, SANDBOX_SERVICE: self.sandbox,
-                      WEB_ACCESS_SERVICE: s.web_allow_private,
-                      READ_ONLY_ROOTS_SERVICE: self.skills.read_only_roots(),
-                      **self.services},
-            side_chains=side_chains(chain, {task: [self._client(r) for r in found]
-                                            for task, found in self._side_models.items()}),
-            route=ModelRouter(self._chooser, self._switched_chain).route if self._chooser
-            else None,
+            services={"agent": self, **safety.services, **context.services,
+                      **self._tool_services(), **self.services},
+            side_chains=self._side_chains(chain),
+            route=self._route(),
         )
+
+    def _tool_services(self) -> dict[str, Any]:
+        """What the built-in tools read from their context: the sandbox (when one was made;
+        without it a tool's commands get the default policy, which is what default settings
+        give), private web hosts, and the skills' folders the file tools may read."""
+        from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
+        from loopwright.builtin.workspace import READ_ONLY_ROOTS_SERVICE
+
+        services: dict[str, Any] = {WEB_ACCESS_SERVICE: self.settings.web_allow_private}
+        if self._sandbox is not None:
+            from loopwright.sandbox import SANDBOX_SERVICE
+
+            services[SANDBOX_SERVICE] = self._sandbox
+        if self.skills is not None:
+            services[READ_ONLY_ROOTS_SERVICE] = self.skills.read_only_roots()
+        return services
+
+    def _side_chains(self, chain: ProviderChain) -> dict[str, ProviderChain]:
+        if not self._side_models:
+            return {}
+        from loopwright.routing.side import side_chains
+
+        return side_chains(chain, {task: [self._client(r) for r in found]
+                                   for task, found in self._side_models.items()})
+
+    def _route(self) -> Any:
+        if self._chooser is None:
+            return None
+        from loopwright.routing.choose import ModelRouter
+
+        return ModelRouter(self._chooser, self._switched_chain).route
 
     def _limit_plugins(self) -> list[LoopPlugin]:
         limits = self.settings.usage_limits
@@ -486,6 +537,8 @@ class Agent(Generic[DepsT, OutputT]):
             native = (client.profile.supports_json_schema
                       and client.wire.mode in ("chat_completions", "responses"))
             mode = "native" if native else "tool"
+        from loopwright.output import StructuredOutput
+
         return [StructuredOutput(self._output, mode=mode, retries=self.settings.output_retries)]
 
     async def _chain(self) -> ProviderChain:
@@ -495,6 +548,8 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _switched_chain(self, model: Any, chain: ProviderChain) -> ProviderChain:
         """`model` (chosen by choose_model) first, then the call's own chain as its fallback."""
+        from loopwright.routing.side import resolve_model_spec
+
         chosen = self._client(resolve_model_spec(model, self.settings.aliases,
                                                  setting="choose_model"))
         return ProviderChain(clients=[chosen, *chain.clients],
@@ -530,6 +585,8 @@ class Agent(Generic[DepsT, OutputT]):
             self._resolve_lock = asyncio.Lock()
         async with self._resolve_lock:
             if self._resolved is None:
+                from loopwright.endpoints.probe import detect_windows
+
                 resolved = await self._resolve_all()
                 self.windows = await detect_windows(resolved,
                                                     explicit=self.settings.context_window)
@@ -545,10 +602,11 @@ class Agent(Generic[DepsT, OutputT]):
             model, base_url = await detect_provider()
         primary = resolve_model(model, base_url=base_url, api_key=s.api_key, api_mode=s.api_mode,
                                 aliases=s.aliases)
-        chain = [primary]
-        for item in s.fallbacks:
-            chain.append(resolve_model_spec(item, s.aliases))
-        return chain
+        if not s.fallbacks:
+            return [primary]
+        from loopwright.routing.side import resolve_model_spec
+
+        return [primary, *(resolve_model_spec(item, s.aliases) for item in s.fallbacks)]
 
 
 def _otel_tracer() -> EventCallback:
@@ -566,6 +624,61 @@ def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:
     if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
         return dataclasses.replace(settings, tool_call_format="prompt")
     return settings
+
+
+def _run_workdir(workdir: str | Path | None) -> Path:
+    """A run's working directory: the one given (resolved), else the current one."""
+    return Path(workdir).resolve() if workdir else Path.cwd()
+
+
+def _output_spec(output_type: type[Any] | None) -> OutputSpec | None:
+    if output_type in (None, str):
+        return None
+    from loopwright.output import OutputSpec
+
+    return OutputSpec.of(output_type)
+
+
+def _skills(settings: Settings, workdir: Path) -> AgentSkills | None:
+    """The agent's skills; None (the skills package not even loaded) when they are off."""
+    if not settings.skills:
+        return None
+    from loopwright.skills import AgentSkills
+
+    return AgentSkills.from_settings(settings, workdir)
+
+
+def _router_plugins(settings: Settings) -> list[LoopPlugin]:
+    if not settings.router:
+        return []
+    from loopwright.routing.router import IntentRouter
+
+    return [IntentRouter()]
+
+
+def _side_models(settings: Settings) -> dict[str, list[Resolved]]:
+    """Each side task's own chain (routing/side.py), loaded only when one is set."""
+    if not any(getattr(settings, f"{task}_model") or getattr(settings, f"{task}_fallbacks")
+               for task in SIDE_TASKS):
+        return {}
+    from loopwright.routing.side import resolve_side_models
+
+    return resolve_side_models(settings)
+
+
+def _chooser(value: Any) -> ChooseModel | None:
+    if value is None or value == []:
+        return None
+    from loopwright.routing.choose import chooser_from_setting
+
+    return chooser_from_setting(value)
+
+
+def _sandbox_configured(settings: Settings) -> bool:
+    """A sandbox setting differs from its default: checked when the agent is made."""
+    return any(getattr(settings, name) != getattr(DEFAULTS, name)
+               for name in ("sandbox_mode", "sandbox_network", "env_passthrough",
+                            "sandbox_bwrap"))
 
 
 def _mcp_manager(settings: Settings) -> MCPManager | None:

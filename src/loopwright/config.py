@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import difflib
+import functools
 import json
 import os
-import tomllib
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
-from pydantic.dataclasses import dataclass
 from typing_extensions import TypedDict
 
 from loopwright.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
 
 ENV_PREFIX = "LOOPWRIGHT_"
 
@@ -33,15 +33,29 @@ def _as_text(value: Any) -> Any:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
-PathText = Annotated[str, BeforeValidator(_as_text)]
-Positive = Annotated[int, Field(ge=1)]
-Count = Annotated[int, Field(ge=0)]
-Seconds = Annotated[float, Field(ge=0)]
+@dataclasses.dataclass(frozen=True)
+class _AtLeast:
+    """A lower bound on a number setting, turned into pydantic's `ge` when a value is first
+    validated (pydantic is not imported before then)."""
+
+    ge: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Text:
+    """A setting given as text or a path (`os.PathLike`), kept as text."""
+
+
+PathText = Annotated[str, _Text()]
+Positive = Annotated[int, _AtLeast(1)]
+Count = Annotated[int, _AtLeast(0)]
+Seconds = Annotated[float, _AtLeast(0)]
 ApiMode = Literal["chat_completions", "responses", "anthropic_messages"]
 ToolCallFormat = Literal["native", "prompt"]
 
 
-_STRICT = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+SIDE_TASKS = ("summary", "grader", "memory", "router")
+"""The side tasks that may have a model of their own: `<task>_model`, `<task>_fallbacks`."""
 
 
 class UsageLimits(TypedDict, total=False):
@@ -58,7 +72,10 @@ class UsageLimits(TypedDict, total=False):
 # The one definition of every setting: its type and its default. Adding a setting is one line
 # here, the same name in `AgentOptions` below (tests/test_settings.py checks), and a row in
 # docs/settings.md (tests/test_docs.py checks).
-@dataclass(kw_only=True, config=_STRICT)
+#
+# A plain dataclass, so that importing this module builds no validator: `load_settings` checks
+# the merged values with a pydantic validator built on first use (`_validator`).
+@dataclasses.dataclass(kw_only=True)
 class Settings:
     """All configuration of an agent, after merging every source (validated by pydantic)."""
 
@@ -291,10 +308,58 @@ def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None =
     check_names(given, source)
     merged.update(given)
     origin.update(dict.fromkeys(given, source))
-    try:
-        return Settings(**merged)
-    except ValidationError as exc:
-        raise ConfigError(_one_line(exc, merged, origin)) from None
+    return Settings(**_validated(merged, origin))
+
+
+def _validated(values: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+    """`values` checked against their settings' types (strict); the first bad one raises."""
+    from pydantic import ValidationError
+
+    out: dict[str, Any] = {}
+    failures: list[tuple[str, ValidationError]] = []
+    for name, value in values.items():
+        try:
+            out[name] = _validator(name).validate_python(value)
+        except ValidationError as exc:
+            failures.append((name, exc))
+    if failures:
+        name, first = failures[0]
+        more = sum(failure.error_count() for _, failure in failures) - 1
+        raise ConfigError(_one_line(name, first, values, origin, more)) from None
+    return out
+
+
+@functools.cache
+def _validator(name: str) -> TypeAdapter[Any]:
+    """One setting's pydantic validator, built the first time a value is given for it (building
+    all of them is a third of the import time a library user would otherwise pay)."""
+    from pydantic import ConfigDict, TypeAdapter
+
+    hint = _pydantic_hint(_hints()[name])
+    return TypeAdapter(hint, config=ConfigDict(strict=True, extra="forbid",
+                                               arbitrary_types_allowed=True))
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(Settings, include_extras=True)
+
+
+def _pydantic_hint(hint: Any) -> Any:
+    """`hint` with this module's markers (`_AtLeast`, `_Text`) as pydantic's own."""
+    from pydantic import BeforeValidator, Field
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        marks = [Field(ge=item.ge) if isinstance(item, _AtLeast)
+                 else BeforeValidator(_as_text) if isinstance(item, _Text) else item
+                 for item in hint.__metadata__]
+        return Annotated[(_pydantic_hint(args[0]), *marks)]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_pydantic_hint(arg) for arg in args)]  # noqa: UP007
+    if origin in (list, dict):
+        return origin[tuple(_pydantic_hint(arg) for arg in args)]
+    return hint
 
 
 def check_names(names: typing.Iterable[str], source: str) -> None:
@@ -305,27 +370,24 @@ def check_names(names: typing.Iterable[str], source: str) -> None:
 
 
 def _unknown(name: str) -> str:
+    import difflib  # only for a wrong name
+
     close = difflib.get_close_matches(name, sorted(FIELD_NAMES), n=1)
     hint = (f"did you mean {close[0]!r}?" if close
             else "the settings are the fields of loopwright.config.Settings")
     return f"unknown setting {name!r} ({hint})"
 
 
-def _one_line(exc: ValidationError, values: dict[str, Any], origin: dict[str, str]) -> str:
+def _one_line(name: str, exc: ValidationError, values: dict[str, Any],
+              origin: dict[str, str], more: int) -> str:
     error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else "?"
     where = origin.get(name, "default")
     shown = json.dumps(values.get(name), default=repr)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return (f"{where}: {name} = {shown} is not valid: expected {_expected(name)} "
-            f"({error['msg']}){more}")
-
-
-def _expected(name: str) -> str:
-    hints = typing.get_type_hints(Settings, include_extras=True)
-    return _describe(hints[name]) if name in hints else "?"
+    also = f" (and {more} more)" if more else ""
+    return (f"{where}: {name} = {shown} is not valid: expected {_describe(_hints()[name])} "
+            f"({error['msg']}){also}")
 
 
 def _describe(hint: Any) -> str:
@@ -365,6 +427,8 @@ def _read_project(path: Path, below: dict[str, Any]) -> dict[str, Any]:
 
 def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     """The settings in one file (`raw`: its bytes, when the caller already read them)."""
+    import tomllib  # only when there is a file to read
+
     try:
         text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
         data = tomllib.loads(text)

@@ -18,6 +18,28 @@ if TYPE_CHECKING:
     from loopwright.model_call import ModelCallRecord
     from loopwright.result import RunResult
 
+StatusKind = Literal[
+    # model calls
+    "retrying", "discard_partial", "fallback", "credentials_refreshed", "history_repaired",
+    "refused", "auto_continue", "context_window",
+    # tool calls (what the review stage decides is a `review` event, not a status)
+    "text_tool_calls", "runtime_markup", "fallback_answer", "approval", "approval_required",
+    "approval_expired", "policy", "hook_error", "turn_diff", "workspace_scan", "mcp",
+    "mcp_restart",
+    # context
+    "pruned", "compacting", "compacted", "context_over", "context_trimmed", "recall",
+    # run
+    "steering", "budget_warning", "budget_exhausted", "grading", "plugin_error", "output_retry",
+    "usage_limit",
+    # memory, model routing, skills, sessions
+    "memory_learned", "model_switch", "model_suggested", "routed", "skill_loaded",
+    "skill_skipped", "store_busy", "store_error", "store_ready",
+    # a plugin's or a tool's own note (what it is goes in `data`)
+    "custom",
+]
+"""Every `kind` a `status` event has (docs/events.md describes each; tests/test_docs.py checks
+the two agree)."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnStart:
@@ -78,7 +100,7 @@ class StatusEvent:
     """Something the user should know: retrying, falling back, compacting, steering, …"""
 
     type: Literal["status"] = "status"
-    kind: str
+    kind: StatusKind
     message: str
     data: dict[str, Any] = field(default_factory=dict)
     agent: str = ""

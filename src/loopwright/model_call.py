@@ -16,16 +16,18 @@ import time
 import uuid
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from loopwright.endpoints.client import CallListeners, ClientReport
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import ProviderError, RunCancelled
-from loopwright.events import Event, ModelCallEvent
+from loopwright.events import Event, ModelCallEvent, StatusKind
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
-from loopwright.routing.choose import RouteFunction
 from loopwright.wire.stream import DeltaListener, ToolArgsListener
+
+if TYPE_CHECKING:
+    from loopwright.routing.choose import RouteFunction  # a type: routing loads when used
 
 LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
 
@@ -94,7 +96,8 @@ class CallOwner(Protocol):
     @property
     def cancel_requested(self) -> bool: ...
     def emit(self, event: Event) -> None: ...
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None: ...
+    def status(self, kind: StatusKind, message: str,
+               data: dict[str, Any] | None = None) -> None: ...
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any: ...
 
 

@@ -19,7 +19,7 @@ from loopwright.messages import Message, ModelRequest, ModelResponse, Usage
 from loopwright.wire.stream import DeltaListener
 
 if TYPE_CHECKING:
-    from loopwright.events import Event
+    from loopwright.events import Event, StatusKind
     from loopwright.result import RunResult
 
 
@@ -87,7 +87,7 @@ class RunView(Protocol):
         in the history, marked `set_aside` (`Message.marks`). For a reply a small model would
         copy if it saw it again; the feedback then goes as a user turn of its own."""
 
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+    def status(self, kind: StatusKind, message: str, data: dict[str, Any] | None = None) -> None:
         """Emit a `status` event."""
 
     def emit(self, event: Event) -> None:

@@ -13,20 +13,22 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright import guards, messages, notes
 from loopwright.endpoints.fallback import ProviderChain
-from loopwright.events import Event, StatusEvent
+from loopwright.events import Event, StatusEvent, StatusKind
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
 from loopwright.review.stage import ReviewPlan, ReviewStage
-from loopwright.routing.choose import RouteFunction
 from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.idempotency import IdempotencyKeys
+
+if TYPE_CHECKING:
+    from loopwright.routing.choose import RouteFunction  # a type: routing loads when used
 
 
 @dataclass(kw_only=True)
@@ -112,7 +114,9 @@ class RunState:
         self.cancelled = asyncio.Event()
         self._steering: deque[str] = deque()
         self._cancel_requested = False
-        self._inflight: asyncio.Future[Any] | None = None
+        # the run's task while it awaits something `cancel()` may abort (`interruptible`)
+        self._inflight: asyncio.Task[Any] | None = None
+        self._aborted: asyncio.Task[Any] | None = None  # cancelled by `_abort_inflight`
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self.plugins: list[LoopPlugin] = []
@@ -144,8 +148,10 @@ class RunState:
 
     def _abort_inflight(self) -> None:
         self.cancelled.set()
-        if self._inflight is not None and not self._inflight.done():
-            self._inflight.cancel()
+        task = self._inflight
+        if task is not None and task is not self._aborted and not task.done():
+            self._aborted = task
+            task.cancel()
 
     @property
     def cancel_requested(self) -> bool:
@@ -224,7 +230,7 @@ class RunState:
             for plugin in self.plugins:
                 plugin.on_compaction(self)
 
-    def status(self, kind: str, message: str, data: dict[str, Any] | None = None) -> None:
+    def status(self, kind: StatusKind, message: str, data: dict[str, Any] | None = None) -> None:
         self.emit(StatusEvent(kind=kind, message=message, data=data or {}, agent=self.agent_tag))
 
     async def call_model(self, request: ModelRequest, *, purpose: str) -> ModelResponse:
@@ -251,16 +257,25 @@ class RunState:
 
     async def interruptible(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Await `coro` so that `cancel()` aborts it at once (or, cancelled already, never
-        starts it: `asyncio.CancelledError` either way)."""
+        starts it: `asyncio.CancelledError` either way).
+
+        `coro` runs in the run's own task, not one of its own (two fewer Tasks per turn):
+        `cancel()` cancels that task only while it is in here. The task is only ever suspended
+        inside `coro`, so the cancellation lands in it, never in the loop around; once it has
+        surfaced here the task's cancel request is withdrawn (`uncancel`), so the run goes on to
+        end as cancelled like any other, and a cancel from elsewhere still propagates."""
         if self._cancel_requested:
             coro.close()
             raise asyncio.CancelledError
-        task = asyncio.ensure_future(coro)
+        task = asyncio.current_task()
         self._inflight = task
         try:
-            return await task
+            return await coro
         finally:
             self._inflight = None
+            if task is not None and task is self._aborted:  # raised here, or swallowed inside
+                self._aborted = None
+                task.uncancel()
 
     def tool_context(self, call: ToolCall) -> ToolContext:
         if self._keys is None:

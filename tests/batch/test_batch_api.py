@@ -9,11 +9,11 @@ import pytest
 from batch_support import TaskScript, read_jsonl
 from rich.console import Console
 
-from loopwright import tool
+from loopwright import ToolContext, tool
 from loopwright.batch import run_batch
 from loopwright.batch.summary import percentile
 from loopwright.errors import ConfigError
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 
 
 def server_options(server: FakeModelServer) -> dict[str, str]:
@@ -89,3 +89,39 @@ def test_percentile_nearest_rank() -> None:
     values = [float(v) for v in range(1, 101)]
     assert [percentile(values, p) for p in (50, 90, 99, 100)] == [50.0, 90.0, 99.0, 100.0]
     assert percentile([3.0], 50) == 3.0 and percentile([], 90) == 0.0
+
+
+AGENTS_SEEN: list[tuple[int, str]] = []
+
+
+@tool
+def where(ctx: ToolContext) -> str:
+    """Say which agent runs this call, and in which directory."""
+    AGENTS_SEEN.append((id(ctx.services["agent"]), str(ctx.workdir)))
+    return str(ctx.workdir)
+
+
+async def test_tasks_of_one_shape_share_one_agent_each_in_its_own_workspace(
+        tmp_path: Path) -> None:
+    """Issue 31: a new Agent per task cost about as much CPU as the task's run itself."""
+    AGENTS_SEEN.clear()
+
+    def reply(request: RecordedRequest) -> Reply:
+        answered = request.body["messages"][-1]["role"] == "tool"
+        return Reply("done") if answered else Reply(tool_calls=[call("where", {})])
+
+    with FakeModelServer(handler=reply) as server:
+        tasks = [{"id": f"t{n}", "prompt": "where?", "files": {"mine.txt": str(n)}}
+                 for n in range(3)]
+        tasks.append({"id": "other", "prompt": "where?", "system_prompt": "Be brief."})
+        tasks.append({"id": "skilled", "prompt": "where?",  # brings a skill: its own agent
+                      "files": {".loopwright/skills/hello/SKILL.md": "---\nname: hello\n"
+                                "description: Say hello.\n---\nSay hello."}})
+        report = await run_batch(tasks, tmp_path / "out", tools=[where], concurrency=2,
+                                 **server_options(server))
+    assert report.summary.tasks == 5 and all(row.status == "done" for row in report.rows)
+    agents = [agent for agent, _ in AGENTS_SEEN]
+    workdirs = [workdir for _, workdir in AGENTS_SEEN]
+    assert len(set(agents)) == 3  # the three alike, the other system prompt, the skilled one
+    assert sorted(Path(w).name.split("-")[0] for w in workdirs) == ["other", "skilled", "t0",
+                                                                     "t1", "t2"]

@@ -85,7 +85,7 @@ def test_chat_starts_with_a_one_line_banner(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     banner = proc.stderr.splitlines()[0]
     assert banner == (f"loopwright chat · fake-model at {url} (custom, "
-                      f"chat_completions) · context 16,384 (probe:/api/ps) · workdir "
+                      f"chat_completions) · context 16,384 (probe:/v1/models) · workdir "
                       f"{tmp_path.resolve()} · sandbox workspace-write, approvals deny (no "
                       "terminal to ask) · /help")
 
@@ -102,3 +102,16 @@ def test_an_unwritable_data_directory_warns_and_runs_without_sessions(tmp_path: 
     assert warning.startswith("loopwright: warning: cannot create the session directory ")
     assert warning.endswith("sessions are off for this run (set LOOPWRIGHT_DATA_DIR to a "
                             "writable directory)")
+
+
+def test_run_asks_a_local_server_what_it_is_once_before_its_first_request(
+        tmp_path: Path) -> None:
+    """Issue 31: six requests went out before the first model call (four window probes, and
+    `/v1/models` twice: the probe and the check); now one listing tells the kind of server and
+    serves the check, then that server's own window endpoint."""
+    with FakeModelServer([Reply("hello")], context_window=16384, flavor="llamacpp") as server:
+        proc = loopwright("run", "--model", "fake-model", "--base-url", server.base_url, "hi",
+                          cwd=tmp_path)
+        before_the_call = [r.path for r in server.requests if r.format is None]
+    assert proc.returncode == 0, proc.stderr
+    assert before_the_call == ["/v1/models", "/props"]

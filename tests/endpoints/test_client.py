@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -187,3 +189,39 @@ async def test_a_retried_reply_that_differs_is_shown_whole_after_a_discard_notic
     notice = kinds.index("discard_partial")
     after = "".join(e.text for e in events[notice:] if e.type == "text_delta")
     assert after == "Another answer" == result.output
+
+
+TLS_COUNT = """
+import asyncio, ssl
+made = []
+original = ssl.create_default_context
+def counting(*args, **kwargs):
+    made.append(1)
+    return original(*args, **kwargs)
+ssl.create_default_context = counting
+from loopwright import Agent
+from loopwright.endpoints.base import request_slot
+from loopwright.testing import FakeModelServer, Reply
+
+async def main():
+    with FakeModelServer([Reply("one"), Reply("two")]) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", skills=False) as agent:
+            await agent.run("a")
+            await agent.run("b")
+        plain = len(made)
+        async with request_slot(url="https://api.example.com/v1/chat/completions"):
+            pass  # the pool an https:// request would get, without sending one
+        async with request_slot(url="https://api.example.com/v1/responses"):
+            pass
+    print(plain, len(made))
+
+asyncio.run(main())
+"""
+
+
+def test_http_urls_need_no_tls_set_up_and_https_ones_share_one() -> None:
+    """Issue 31: each connection pool loaded the CA bundle (a TLS context, ~15-30 ms of CPU)
+    even when every URL was http://; now only an https:// request makes it, once a process."""
+    out = subprocess.run([sys.executable, "-c", TLS_COUNT], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == ["0", "1"]

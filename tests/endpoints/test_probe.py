@@ -17,7 +17,7 @@ from loopwright.endpoints.probe import (
 )
 from loopwright.endpoints.resolve import resolve_model
 from loopwright.profiles.metadata import model_info
-from loopwright.testing import FakeModelServer, Flavor
+from loopwright.testing import FakeModelServer, Flavor, Reply
 
 
 @pytest.mark.parametrize(("flavor", "source"), [
@@ -25,7 +25,7 @@ from loopwright.testing import FakeModelServer, Flavor
     ("llamacpp", "probe:/props"),
     ("lmstudio", "probe:/api/v0/models"),
     ("vllm", "probe:/v1/models"),
-    ("openai", "probe:/api/ps"),
+    ("openai", "probe:/v1/models"),  # a generic OpenAI-compatible server lists it there
 ])
 async def test_each_local_server_flavor_reports_its_window(flavor: Flavor, source: str) -> None:
     with FakeModelServer(context_window=12_345, flavor=flavor, model="m") as server:
@@ -38,10 +38,60 @@ async def test_the_agent_probes_once_before_its_first_call_and_reports_the_sourc
         agent = Agent("m", base_url=server.base_url, api_key="k", cache_dir=None)
         windows = await agent.context_windows()
         again = await agent.context_windows()
-        probes = [r for r in server.requests if r.format is None]
+        probes = [r.path for r in server.requests if r.format is None]
     assert [(w.tokens, w.source) for w in windows] == [(6_000, "probe:/props")]
     assert again == windows
-    assert len(probes) == 5  # one round of probes, cached by the agent
+    # one request tells which server answers, then that server's own window endpoint
+    assert probes == ["/v1/models", "/props"]
+
+
+@pytest.mark.parametrize(("flavor", "window_paths"), [
+    ("ollama", ["/api/ps", "/api/show"]),
+    ("llamacpp", ["/props"]),
+    ("lmstudio", ["/api/v0/models"]),
+    ("vllm", []),  # the listing is its window endpoint, and seconds old: reused
+])
+async def test_the_kind_of_local_server_is_asked_once_per_base_url(
+        flavor: Flavor, window_paths: list[str]) -> None:
+    with FakeModelServer(context_window=6_000, flavor=flavor, model="m") as server:
+        first = await Agent("m", base_url=server.base_url, api_key="k").context_windows()
+        seen = len(server.requests)
+        second = await Agent("m", base_url=server.base_url + "/",  # the same base URL
+                             api_key="k").context_windows()
+        later = [r.path for r in server.requests[seen:]]
+        identifying = [r.path for r in server.requests[:seen]].count("/v1/models")
+    assert first[0].tokens == second[0].tokens == 6_000
+    assert identifying == 1 and sorted(later) == sorted(window_paths)
+
+
+async def test_a_hosted_provider_with_a_known_window_is_not_probed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeModelServer([Reply("hello")], context_window=6_000, model="gpt-4o-mini") as server:
+        monkeypatch.setenv("LOOPWRIGHT_OPENAI_URL", server.base_url)  # stands in for OpenAI
+        async with Agent("openai:gpt-4o-mini", api_key="k") as agent:
+            result = await agent.run("hi")
+            windows = await agent.context_windows()
+        paths = [r.path for r in server.requests]
+    assert result.stop_reason == "completed"
+    assert (windows[0].tokens, windows[0].source) == (128_000, "metadata")
+    assert paths == ["/v1/chat/completions"]  # the model call, and nothing before it
+
+
+async def test_a_hosted_provider_with_an_unknown_model_is_not_probed_either(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeModelServer(context_window=6_000, model="brand-new") as server:
+        monkeypatch.setenv("LOOPWRIGHT_OPENAI_URL", server.base_url)
+        windows = await Agent("openai:brand-new", api_key="k").context_windows()
+        assert server.requests == []
+    assert (windows[0].tokens, windows[0].source) == (DEFAULT_HOSTED_WINDOW, "default")
+
+
+async def test_a_known_model_on_a_local_server_is_still_asked() -> None:
+    """The table's window is the model's maximum; a local server runs it with its own."""
+    with FakeModelServer(context_window=6_000, flavor="llamacpp", model="gpt-4o-mini") as server:
+        windows = await Agent("gpt-4o-mini", base_url=server.base_url,
+                              api_key="k").context_windows()
+    assert (windows[0].tokens, windows[0].source) == (6_000, "probe:/props")
 
 
 async def test_probes_close_their_connections_and_model_calls_keep_theirs() -> None:
@@ -51,7 +101,7 @@ async def test_probes_close_their_connections_and_model_calls_keep_theirs() -> N
         async with Agent("m", base_url=server.base_url, api_key="k", cache_dir=None) as agent:
             await agent.run("go", raise_on_error=False)  # nothing scripted: only headers count
     probes = [r for r in server.requests if r.format is None]
-    assert len(probes) == 5
+    assert [r.path for r in probes] == ["/v1/models"]  # a server that tells no window
     assert {r.headers.get("connection") for r in probes} == {"close"}
     assert [r.headers.get("connection") for r in server.model_requests] == ["keep-alive"]
 

@@ -2,8 +2,12 @@
 batch and inside each Ray worker.
 
 One `TaskRunner` lives on one event loop and serves many tasks at once. What its tasks share is
-built once: the checkers, the session store (one connection, not one per task), the HTTP client
-and each model's context window (probed once per model, not once per task).
+built once: the checkers, the session store (one connection, not one per task), the HTTP client,
+each model's context window (probed once per model, not once per task) and the agents: tasks
+that ask for the same model, system prompt, turn limit, tools and rubric share one `Agent`, each
+run in its own workspace (`Agent.run(workdir=)`); building an agent per task cost about as much
+CPU as a one-turn run. A task that brings a project (a `workspace` to copy, or skills among its
+`files`) still gets an agent of its own, made in its workspace, for that project's skills.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ class TaskRunner:
         self.checkers: dict[str, CheckFunction] = resolve_checkers(tasks, config.default_checker)
         self.default_tools = _default_toolset(config.tools)
         self._windows: dict[str | None, asyncio.Future[int | None]] = {}
+        self._agents: dict[tuple[Any, ...], asyncio.Future[Agent]] = {}
         self._store: SessionStore | None = None
         self._opened: asyncio.Future[None] | None = None
         self._root: Path | None = config.workspace_root
@@ -95,6 +100,10 @@ class TaskRunner:
     async def aclose(self) -> None:
         from loopwright.endpoints.base import release_shared_client
 
+        agents, self._agents = list(self._agents.values()), {}
+        for pending in agents:
+            if pending.done() and pending.exception() is None:
+                await pending.result().aclose()
         if self._store is not None:
             await self._store.aclose()
             self._store = None
@@ -111,11 +120,19 @@ class TaskRunner:
             await self.prepare([])
             self._import_checker(task)
             window = await self._window(task.model)
-            workdir, agent = await asyncio.to_thread(self._setup, task, window)
+            workdir = await asyncio.to_thread(self._workspace, task)
         except Exception as exc:
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
+        own = _brings_project(task)
         try:
-            result = await agent.run(task.prompt, raise_on_error=False)  # a failed task is a row
+            agent = await self._agent(task, window, workdir if own else None)
+        except Exception as exc:
+            if not self._keep:
+                await asyncio.to_thread(remove_workspace, workdir)
+            return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
+        try:
+            result = await agent.run(task.prompt, workdir=workdir,
+                                     raise_on_error=False)  # a failed task is a row
             verdict = await check(task, result, workdir, default=self.config.default_checker,
                                   functions=self.checkers)
             row = _row(task, result, verdict.to_dict(), time.monotonic() - started)
@@ -123,7 +140,8 @@ class TaskRunner:
         except Exception as exc:  # this task fails, the batch goes on
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         finally:
-            await agent.aclose()
+            if own:
+                await agent.aclose()
             if not self._keep:
                 await asyncio.to_thread(remove_workspace, workdir)
 
@@ -134,41 +152,67 @@ class TaskRunner:
         if name is not None and name not in BUILTIN_CHECKERS and name not in self.checkers:
             self.checkers.update(resolve_checkers([task], self.config.default_checker))
 
-    def _setup(self, task: TaskSpec, window: int | None) -> tuple[Path, Agent]:
-        """Blocking (disk): the task's workspace and agent."""
-        from loopwright.agent import Agent
-
+    def _workspace(self, task: TaskSpec) -> Path:
+        """Blocking (disk): the task's workspace."""
         assert self._root is not None  # made by prepare()
-        workdir = prepare_workspace(task, self._root)
-        options = self._agent_options(task, workdir, window)
-        if task.workspace is not None and not options.get("trust_project_files"):
+        return prepare_workspace(task, self._root)
+
+    async def _agent(self, task: TaskSpec, window: int | None, own: Path | None) -> Agent:
+        """The agent for tasks shaped like this one, built (in a worker thread: it reads config
+        files) by the first of them; a failure to build fails each task that asks. `own`: the
+        workspace of a task that brings a project, which gets an agent of its own made there
+        (its skills, as far as the project is trusted)."""
+        tools = self._tools(task)
+        rubric = self._rubric(task)
+        trusted = None
+        if task.workspace is not None and not self.config.agent_options.get(
+                "trust_project_files"):
             from loopwright.trust import prompt_content_trusted
 
             # the copy is as trusted as the directory it was made from (`loopwright trust`)
-            options["trust_project_files"] = prompt_content_trusted(task.workspace)
-        try:
-            return workdir, Agent(tools=self._tools(task), **options)
-        except BaseException:
-            if not self._keep:
-                remove_workspace(workdir)
-            raise
+            trusted = await asyncio.to_thread(prompt_content_trusted, task.workspace)
+        options = self._agent_options(task, window, rubric)
+        if trusted is not None:
+            options["trust_project_files"] = trusted
+        if own is not None:
+            options["workdir"] = str(own)
+            return await asyncio.to_thread(self._build_agent, tools, options)
+        key = (task.model, task.system_prompt, task.max_turns, rubric, trusted,
+               tuple(t.name for t in tools))
+        pending = self._agents.get(key)
+        if pending is None or (pending.done() and pending.exception() is not None):
+            pending = self._agents[key] = asyncio.ensure_future(
+                asyncio.to_thread(self._build_agent, tools, options))
+        return await asyncio.shield(pending)
 
-    def _agent_options(self, task: TaskSpec, workdir: Path | None,
-                       window: int | None) -> dict[str, Any]:
+    @staticmethod
+    def _build_agent(tools: list[Tool], options: dict[str, Any]) -> Agent:
+        from loopwright.agent import Agent
+
+        return Agent(tools=tools, **options)
+
+    def _agent_options(self, task: TaskSpec, window: int | None,
+                       rubric: str | tuple[str, ...] | None) -> dict[str, Any]:
         options = dict(self.config.agent_options)
         options["store"] = self._store
-        if workdir is not None:
-            options["workdir"] = str(workdir)
+        # each run has its task's workspace; the agent's own (skills, memory) is their parent,
+        # not the directory the batch was started in
+        options["workdir"] = str(self._root)
         if window is not None and not options.get("context_window"):
             options["context_window"] = window
         for key in ("model", "system_prompt", "max_turns"):
             if getattr(task, key) is not None:
                 options[key] = getattr(task, key)
-        if checker_of(task, self.config.default_checker) == "rubric":
+        if rubric is not None:
             # the grader judges once; a revision round would make it part of the run
-            options["rubric"] = task.rubric or task.expected
+            options["rubric"] = rubric
             options["max_rubric_rounds"] = 0
         return options
+
+    def _rubric(self, task: TaskSpec) -> str | tuple[str, ...] | None:
+        if checker_of(task, self.config.default_checker) != "rubric":
+            return None
+        return task.rubric or task.expected
 
     def _tools(self, task: TaskSpec) -> list[Tool]:
         if task.tools is None:
@@ -213,6 +257,16 @@ class TaskRunner:
                 "session_id": row.session_id, "metadata": dict(task.metadata)}
         return trajectory(self.config.trajectories, task_id=task.id, history=result.messages,
                           tools=tools, meta=meta, interventions=self.config.interventions)
+
+
+def _brings_project(task: TaskSpec) -> bool:
+    """A task copied from a project, or whose files hold skills, may find skills in its own
+    workspace: its agent is made there, not shared."""
+    from loopwright.skills.discovery import PROJECT_DIRS
+
+    return task.workspace is not None or any(
+        Path(name).as_posix().startswith(tuple(d + "/" for d in PROJECT_DIRS))
+        for name in task.files)
 
 
 def check_tools(tasks: Iterable[TaskSpec], config: BatchConfig) -> None:

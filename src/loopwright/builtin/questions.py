@@ -15,7 +15,7 @@ from loopwright.errors import ToolError
 from loopwright.tools.base import ToolContext, tool
 
 CLARIFY_SERVICE = "clarify"
-ClarifyCallback = Callable[[str, list[str]], "str | Awaitable[str]"]
+ClarifyCallback = Callable[[str, list[str]], str | Awaitable[str]]
 
 
 @tool(read_only=True, interactive=True, tags={"interaction"})

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
+import ssl
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
+
+# httpx (with the stdlib's urllib.request, email and http.cookiejar it pulls in, a fifth of
+# `from loopwright import Agent`) is imported by the first request, not with the agent: every
+# use below imports it where it runs (a dictionary lookup once it is loaded).
 
 _VERSION_SEGMENT = re.compile(r"^v\d+[a-z0-9]*$")
 
@@ -43,6 +51,8 @@ def normalize_base_url(url: str) -> str:
     for suffix in ("/chat/completions", "/messages", "/responses"):
         if url.endswith(suffix):
             url = url[: -len(suffix)]
+    import httpx
+
     parsed = httpx.URL(url)
     last = parsed.path.rstrip("/").rsplit("/", 1)[-1]
     if _VERSION_SEGMENT.match(last) or last == "openai":
@@ -77,6 +87,8 @@ class Endpoint:
 
     @property
     def is_local(self) -> bool:
+        import httpx
+
         host = httpx.URL(self.base_url).host
         return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
 
@@ -94,30 +106,56 @@ def shard_sizes(total: int) -> list[int]:
     return [size + 1 if n < extra else size for n in range(count)]
 
 
+KEEP_ALIVE = 60.0
+"""Seconds an idle connection is kept. httpx's default (5 s) closed the connections of runs that
+waited on a slow reply or a tool between turns, so under load they were reopened (a TCP, and
+for https a TLS, handshake each); a connection the server closed sooner is noticed before reuse
+(httpcore checks the socket) and replaced."""
+
+
+@functools.cache
+def _verified_tls() -> ssl.SSLContext:
+    """The process's one TLS context for https:// URLs, made at the first such request: loading
+    the CA bundle costs ~15-30 ms of CPU, which every pool (and every `http://` one) paid."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _no_tls() -> ssl.SSLContext:
+    """For a pool of `http://` URLs: a context that trusts no certificate (made in microseconds),
+    so a redirect to `https://` fails closed instead of going unverified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 class _Shard:
     """One pool of the shared client; its client is made on first use (one run at a time never
     needs more than the first pool)."""
 
-    __slots__ = ("client", "in_flight", "size")
+    __slots__ = ("clients", "in_flight", "size")
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.in_flight = 0
-        self.client: httpx.AsyncClient | None = None
+        self.clients: dict[bool, httpx.AsyncClient] = {}  # by "is https"
 
-    def open(self) -> httpx.AsyncClient:
-        if self.client is None:
+    def open(self, secure: bool) -> httpx.AsyncClient:
+        client = self.clients.get(secure)
+        if client is None:
+            import httpx
+
             # the limits go to the transport: a client given its own transport ignores `limits=`;
             # keep-alive for all: httpcore 1.0 closes an idle connection whenever its pool holds
             # more connections (idle or not) than that number, so fewer would churn connections
             limits = httpx.Limits(max_connections=self.size,
-                                  max_keepalive_connections=self.size)
-            self.client = httpx.AsyncClient(
+                                  max_keepalive_connections=self.size, keepalive_expiry=KEEP_ALIVE)
+            tls = _verified_tls() if secure else _no_tls()
+            client = self.clients[secure] = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=None),
-                transport=httpx.AsyncHTTPTransport(retries=0, limits=limits),
+                transport=httpx.AsyncHTTPTransport(retries=0, limits=limits, verify=tls),
                 follow_redirects=True,
             )
-        return self.client
+        return client
 
 
 class _LoopClient:
@@ -156,8 +194,8 @@ class _LoopClient:
             if _clients.get(loop) is self:
                 del _clients[loop]  # the clients' sockets refer to the loop: drop them all
             for shard in self.shards:
-                if shard.client is not None:
-                    await shard.client.aclose()
+                for client in shard.clients.values():
+                    await client.aclose()
 
     async def close(self) -> None:
         """Close now (its last holder let go); the same path as the loop's end."""
@@ -178,10 +216,13 @@ def _loop_client() -> _LoopClient:
 
 
 @contextlib.asynccontextmanager
-async def request_slot(own: httpx.AsyncClient | None = None) -> AsyncIterator[httpx.AsyncClient]:
+async def request_slot(own: httpx.AsyncClient | None = None, *, url: str | httpx.URL = ""
+                       ) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the process's shared HTTP client for the running event loop, once one of its
     pools has a free connection for this request (or `own`, the user's client given as
-    `Agent(http_client=)`, as it is: its pool and limits are the user's).
+    `Agent(http_client=)`, as it is: its pool and limits are the user's). `url`: the request's;
+    an `http://` one gets a pool that never verifies a certificate, so it needs no TLS set-up
+    (any other gets the verified one).
 
     The wait has no timeout and is local: it is no provider's failure and no retry attempt.
     Connections are reused across runs; the shared client closes when its loop finishes
@@ -196,7 +237,7 @@ async def request_slot(own: httpx.AsyncClient | None = None) -> AsyncIterator[ht
         shard = entry.free_shard()
         shard.in_flight += 1
         try:
-            yield shard.open()
+            yield shard.open(secure=not str(url).startswith("http://"))
         finally:
             shard.in_flight -= 1
 

@@ -7,9 +7,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from loopwright.config import DEFAULTS
 from loopwright.endpoints.base import Endpoint, request_slot
@@ -35,9 +33,16 @@ from loopwright.wire.base import WireFormat
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
 
-StatusListener = Callable[[str, str, dict[str, Any]], None]
+if TYPE_CHECKING:
+    import httpx
 
-_TRANSPORT_ERRORS = (httpx.TransportError,)
+    from loopwright.events import StatusKind
+
+# httpx is imported by the first request (endpoints/base.py says why); the functions that catch
+# its errors import it where they run.
+
+StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
+
 # "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
 # Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
 # ("maximum model length"), llama.cpp ("exceeds the available context size",
@@ -208,18 +213,21 @@ class ModelClient:
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown) -> ModelResponse:
+        import httpx
+
         body = await self._encode(request, stream=False)
         try:
-            async with request_slot(self.http_client) as client:
+            url = _parsed_url(self.endpoint.url(self.wire.path))
+            async with request_slot(self.http_client, url=url) as client:
                 reply = await client.post(
-                    _parsed_url(self.endpoint.url(self.wire.path)),
+                    url,
                     content=body,
                     headers=self._headers(),
                     timeout=_timeout(self.request_timeout),
                 )
         except httpx.PoolTimeout as exc:
             raise _PoolBusy from exc
-        except _TRANSPORT_ERRORS as exc:
+        except httpx.TransportError as exc:
             raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                 retryable=True) from exc
         if reply.status_code >= 400:
@@ -238,14 +246,17 @@ class ModelClient:
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
+        import httpx
+
         body = await self._encode(request, stream=True)
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
                                 on_tool_args=listeners.on_tool_args)
         parser = self.wire.stream_parser()
+        url = _parsed_url(self.endpoint.url(self.wire.path))
         try:
-            async with request_slot(self.http_client) as client, client.stream(
+            async with request_slot(self.http_client, url=url) as client, client.stream(
                 "POST",
-                _parsed_url(self.endpoint.url(self.wire.path)),
+                url,
                 content=body,
                 headers=self._headers(),
                 timeout=_timeout(self.stream_idle_timeout),
@@ -271,7 +282,7 @@ class ModelClient:
         except httpx.TimeoutException as exc:
             raise _abandoned(acc, f"{self.label}: stream idle for over "
                              f"{self.stream_idle_timeout:g}s") from exc
-        except _TRANSPORT_ERRORS as exc:
+        except httpx.TransportError as exc:
             if acc.events_seen == 0:
                 raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                     retryable=True) from exc
@@ -339,7 +350,7 @@ def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:
     return error
 
 
-def _notify(listeners: CallListeners, kind: str, message: str, data: dict[str, Any]) -> None:
+def _notify(listeners: CallListeners, kind: StatusKind, message: str, data: dict[str, Any]) -> None:
     if listeners.on_status is not None:
         listeners.on_status(kind, message, data)
 
@@ -354,16 +365,22 @@ def _is_empty(response: ModelResponse) -> bool:
 # again per call, a noticeable part of a turn's client CPU against a fast server.
 @functools.lru_cache(maxsize=256)
 def _parsed_url(url: str) -> httpx.URL:
+    import httpx
+
     return httpx.URL(url)
 
 
 @functools.lru_cache(maxsize=256)
 def _parsed_headers(items: tuple[tuple[str, str], ...]) -> httpx.Headers:
+    import httpx
+
     return httpx.Headers(items)  # httpx copies it into each request, never changes it
 
 
 @functools.lru_cache(maxsize=64)
 def _timeout(read: float) -> httpx.Timeout:
+    import httpx
+
     return httpx.Timeout(15.0, read=read, pool=None)
 
 

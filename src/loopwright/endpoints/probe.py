@@ -3,12 +3,14 @@
 Order, first answer wins:
 
 1. an explicit `context_window` setting (source `"explicit"`);
-2. for local and unknown ("custom") endpoints, the server itself, all probes at once with a short
-   timeout: Ollama `/api/ps` (the loaded model's `context_length`) and `/api/show` (a `num_ctx`
-   parameter), llama.cpp `/props` (`default_generation_settings.n_ctx`), LM Studio
-   `/api/v0/models` (`loaded_context_length`), vLLM and other OpenAI-compatible servers
-   `/v1/models` (`max_model_len`, `context_length`, …) (source `"probe:<path>"`);
-3. for hosted endpoints, the offline metadata table (source `"metadata"`);
+2. for a hosted endpoint (not on this machine or the local network), the offline metadata table
+   when it knows the model (source `"metadata"`), with no request at all;
+3. for local and unknown ("custom") endpoints, the server itself: one `GET /models` tells which
+   kind of server answers (`endpoints/servers.py`, kept per base URL), then that kind's own
+   window, asked once: Ollama `/api/ps` (the loaded model's `context_length`) with `/api/show`
+   (a `num_ctx` parameter), llama.cpp `/props` (`default_generation_settings.n_ctx`), LM Studio
+   `/api/v0/models` (`loaded_context_length`); vLLM and other OpenAI-compatible servers list it
+   on `/models` itself (`max_model_len`, `context_length`, …) (source `"probe:<path>"`);
 4. a default (source `"default"`): `DEFAULT_LOCAL_WINDOW` for local servers, whose real window is a
    runtime setting (Ollama's default is a few thousand tokens whatever the model could do, so a
    model's nominal window is not trusted there), `DEFAULT_HOSTED_WINDOW` otherwise.
@@ -20,14 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from loopwright.endpoints.base import normalize_base_url, request_slot
 from loopwright.endpoints.resolve import PROVIDERS, Resolved
+from loopwright.endpoints.servers import ServerKind, fetch_listing, forget_kind, known_kind
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
 
@@ -119,8 +120,8 @@ def _from_lmstudio(data: Any, model: str) -> int | None:
     return sane(entry.get("loaded_context_length")) if entry else None
 
 
-def _from_models(data: Any, model: str) -> int | None:
-    entry = _pick(data.get("data") or data.get("models") or [], model, ("id", "name"))
+def _from_models(entries: list[Any], model: str) -> int | None:
+    entry = _pick(entries, model, ("id", "name"))
     if entry is None:
         return None
     for key in _MODELS_FIELDS:
@@ -134,49 +135,71 @@ Extractor = Callable[[Any, str], int | None]
 
 
 async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout: float,
-               headers: dict[str, str]) -> int | None:
-    # one-off requests, several at once: kept open, each idle connection would be walked (and
-    # its socket polled) by the pool on every later model request of the process
+               headers: dict[str, str]) -> int | bool | None:
+    """The window at `url`, None when the answer holds none for `model`, False when nothing
+    (or not the expected server) answered there."""
+    import httpx
+
+    # a one-off request: kept open, an idle connection would be walked (and its socket polled)
+    # by the pool on every later model request of the process
     headers = {**headers, "connection": "close"}
     try:
-        async with request_slot() as client:
+        async with request_slot(url=url) as client:
             if method == "POST":
                 reply = await client.post(url, json={"model": model}, headers=headers,
                                           timeout=timeout)
             else:
                 reply = await client.get(url, headers=headers, timeout=timeout)
         if reply.status_code != 200:
-            return None
+            return False
         data = reply.json()
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
-        return None  # nothing there, or not a server that knows this path: ask the next one
+        return False
     if not isinstance(data, dict):
-        return None
+        return False
     try:
         return extract(data, model)
     except (AttributeError, TypeError):
-        return None  # an unexpected shape: this server is not what the path suggested
+        return False  # an unexpected shape: this server is not what the path suggested
+
+
+# each kind's own window endpoints (at the server root), asked at once, the first that answers
+# wins; kinds not listed give their window on `/models` itself
+_KIND_PROBES: dict[ServerKind, tuple[tuple[str, str, Extractor], ...]] = {
+    "ollama": (("/api/ps", "GET", _from_ollama_ps), ("/api/show", "POST", _from_ollama_show)),
+    "llamacpp": (("/props", "GET", _from_llamacpp_props),),
+    "lmstudio": (("/api/v0/models", "GET", _from_lmstudio),),
+}
 
 
 async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIMEOUT,
                        headers: dict[str, str] | None = None) -> tuple[int, str] | None:
-    """Ask a server for `model`'s live window: (tokens, source) or None if nothing answered."""
-    root = server_root(base_url)
-    probes: list[tuple[str, str, str, Extractor]] = [
-        ("/api/ps", "GET", root + "/api/ps", _from_ollama_ps),
-        ("/api/show", "POST", root + "/api/show", _from_ollama_show),
-        ("/props", "GET", root + "/props", _from_llamacpp_props),
-        ("/api/v0/models", "GET", root + "/api/v0/models", _from_lmstudio),
-        ("/v1/models", "GET", normalize_base_url(base_url) + "/models", _from_models),
-    ]
+    """Ask a server for `model`'s live window: (tokens, source) or None if nothing answered.
+
+    One `GET /models` finds the kind of server (skipped when this process knows it already),
+    then that kind's own endpoints are asked."""
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
-    asks: list[Awaitable[int | None]] = [
-        _ask(url, method=method, model=model, extract=extract, timeout=timeout, headers=sent)
-        for _, method, url, extract in probes
-    ]
-    answers = await asyncio.gather(*asks)
+    kind = known_kind(base_url)
+    listing = None
+    if kind is None or kind not in _KIND_PROBES:  # the listing is the kind's window endpoint
+        listing = await fetch_listing(base_url, headers=sent, timeout=timeout)
+        if listing.kind is None:
+            return None
+        kind = listing.kind
+        if kind not in _KIND_PROBES:
+            window = _from_models(list(listing.entries), model)
+            return (window, "probe:/v1/models") if window is not None else None
+    root = server_root(base_url)
+    probes = _KIND_PROBES[kind]
+    answers = await asyncio.gather(*(
+        _ask(root + path, method=method, model=model, extract=extract, timeout=timeout,
+             headers=sent) for path, method, extract in probes))
+    if all(answer is False for answer in answers) and kind == known_kind(base_url):
+        forget_kind(base_url)  # not that kind of server (any more): find out what answers now
+        if listing is None:
+            return await probe_server(base_url, model, timeout=timeout, headers=headers)
     for (path, *_), window in zip(probes, answers, strict=True):
-        if window is not None:
+        if isinstance(window, int) and not isinstance(window, bool):
             return window, f"probe:{path}"
     return None
 
@@ -203,8 +226,12 @@ def window_from_error(text: str) -> int | None:
 
 
 def is_local(resolved: Resolved) -> bool:
+    """A server on this machine (or the local network), or a local provider (Ollama, …); a
+    hosted provider (OpenAI, Anthropic, …) is never local, whatever URL stands in for it."""
     info = PROVIDERS.get(resolved.provider)
-    return resolved.endpoint.is_local or bool(info and info.local)
+    if info is not None:
+        return info.local
+    return resolved.endpoint.is_local
 
 
 def should_probe(resolved: Resolved) -> bool:
@@ -219,16 +246,15 @@ async def detect_window(resolved: Resolved, *, explicit: int | None = None,
              "base_url": resolved.endpoint.base_url}
     if explicit:
         return WindowInfo(tokens=int(explicit), source="explicit", **where)
+    local = is_local(resolved)
+    info = None if local else model_info(resolved.model)
+    if info is not None:  # a hosted model the table knows: nothing to ask
+        return WindowInfo(tokens=info.context_window, source="metadata", **where)
     if should_probe(resolved):
         found = await probe_server(resolved.endpoint.base_url, resolved.model, timeout=timeout,
                                    headers=resolved.endpoint.request_headers())
         if found is not None:
             return WindowInfo(tokens=found[0], source=found[1], **where)
-    local = is_local(resolved)
-    if not local:
-        info = model_info(resolved.model)
-        if info is not None:
-            return WindowInfo(tokens=info.context_window, source="metadata", **where)
     default = DEFAULT_LOCAL_WINDOW if local else DEFAULT_HOSTED_WINDOW
     return WindowInfo(tokens=default, source="default", **where)
 
@@ -253,38 +279,19 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     if key_env and not resolved.endpoint.api_key:
         raise ConfigError(f"no API key for {resolved.provider}: set {key_env} (or "
                           "LOOPWRIGHT_API_KEY), or pass --api-key")
-    headers = {k: v for k, v in resolved.endpoint.request_headers().items()
-               if k.lower() != "content-type"}
-    headers["connection"] = "close"  # a one-off request (see `_ask`)
-    try:
-        async with request_slot() as client:
-            reply = await client.get(normalize_base_url(base_url) + "/models", headers=headers,
-                                     timeout=timeout)
-    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
-        reason = str(exc) or type(exc).__name__
+    listing = await fetch_listing(base_url, headers=resolved.endpoint.request_headers(),
+                                  timeout=timeout)
+    if listing.status == 0:
+        reason = listing.error or "no answer"
         raise ConfigError(f"nothing answers at {base_url} ({reason}): start the server, or pass "
-                          "--base-url with its address") from None
-    if reply.status_code in (401, 403):
+                          "--base-url with its address")
+    if listing.status in (401, 403):
         where = key_env or "LOOPWRIGHT_API_KEY"
-        raise ConfigError(f"{base_url} refused the API key (HTTP {reply.status_code}): check "
+        raise ConfigError(f"{base_url} refused the API key (HTTP {listing.status}): check "
                           f"{where} or --api-key")
-    if reply.status_code != 200:
-        return  # a server that does not list its models: the first request will tell
-    served = _served_ids(reply)
+    served = listing.ids  # empty for a server that does not list its models
     # a server listing a single model answers to any name (llama.cpp): only a list can rule out
     if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
         shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
         raise ConfigError(f"model {resolved.model!r} is not served at {base_url}; it serves "
                           f"{shown}: pass --model with one of them")
-
-
-def _served_ids(reply: httpx.Response) -> list[str]:
-    try:
-        data = reply.json()
-        entries = data.get("data") or data.get("models") or []
-    except (ValueError, AttributeError):
-        return []
-    if not isinstance(entries, list):
-        return []
-    return [str(e.get("id") or e.get("name")) for e in entries
-            if isinstance(e, dict) and isinstance(e.get("id") or e.get("name"), str)]

@@ -11,9 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-import httpx
-
 from loopwright.endpoints.base import Endpoint, normalize_base_url
+from loopwright.endpoints.servers import fetch_listing
 from loopwright.errors import ConfigError
 
 API_MODES = ("chat_completions", "responses", "anthropic_messages")
@@ -103,6 +102,7 @@ def mode_from_url(base_url: str) -> str | None:
 
 
 def provider_from_url(base_url: str, environ: Mapping[str, str] | None = None) -> str:
+    import httpx
     url = base_url.lower()
     for name, info in PROVIDERS.items():
         host = httpx.URL(info.base_url).host
@@ -168,6 +168,8 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     for info, served in zip(local, found, strict=True):
         if served:
             return f"{info.name}:{served}", info.base_url
+    import httpx
+
     ports = ", ".join(f"{info.name} {httpx.URL(info.base_url).port}" for info in local)
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
@@ -178,17 +180,7 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
 
 
 async def first_served_model(base_url: str, timeout: float) -> str | None:
-    """The first model id a server lists at /models, or None if nothing answers."""
-    url = normalize_base_url(base_url) + "/models"
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            reply = await client.get(url)
-        if reply.status_code != 200:
-            return None
-        data = reply.json().get("data") or reply.json().get("models") or []
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    for item in data:
-        if isinstance(item, dict) and (item.get("id") or item.get("name")):
-            return str(item.get("id") or item.get("name"))
-    return None
+    """The first model id a server lists at /models, or None if nothing answers (the listing
+    also tells the window probe which kind of server this is: `endpoints/servers.py`)."""
+    listing = await fetch_listing(base_url, timeout=timeout)
+    return listing.ids[0] if listing.ids else None

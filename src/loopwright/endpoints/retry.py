@@ -8,14 +8,16 @@ import random
 import re
 import time
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from loopwright import messages
 from loopwright.config import DEFAULTS
 from loopwright.messages import ModelRequest
 from loopwright.notes import EMPTY_REPLY
 from loopwright.notes import text as note_text
+
+if TYPE_CHECKING:
+    import httpx
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 

@@ -31,12 +31,13 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
     from mcp_types import Tool as RemoteTool
 
+    from loopwright.events import StatusKind
     from loopwright.plugins import RunView
     from loopwright.tools.registry import ToolRegistry
 
 logger = logging.getLogger("loopwright.mcp")
 
-StatusCallback = Callable[[str, str, dict[str, Any]], None]  # (kind, message, data), as RunView
+StatusCallback = Callable[["StatusKind", str, dict[str, Any]], None]  # as RunView.status
 _SHUTDOWN_GRACE = 10.0
 _LOG_TAIL = 600
 
@@ -409,7 +410,7 @@ class MCPManager:
         server, remote_name = conn.name, remote.name
 
         async def call_remote(arguments: dict[str, Any], ctx: ToolContext) -> str:
-            def notify(kind: str, message: str, data: dict[str, Any]) -> None:
+            def notify(kind: StatusKind, message: str, data: dict[str, Any]) -> None:
                 ctx.status(kind, message, **data)
 
             result = await self.call(server, remote_name, arguments, notify=notify)

@@ -48,7 +48,7 @@ class Embedder:
     async def _request(self, texts: list[str]) -> list[list[float]]:
         url = self.endpoint.url("/embeddings")
         try:
-            async with request_slot() as client:
+            async with request_slot(url=url) as client:
                 reply = await client.post(url, json={"model": self.model, "input": texts},
                                           headers=self.endpoint.request_headers(),
                                           timeout=TIMEOUT)

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Generic
 
-import json_repair
 import pydantic
 from typing_extensions import TypeVar
 
@@ -90,6 +89,8 @@ class OutputSpec(Generic[T]):
         head = text.lstrip()[:1]
         if head not in ("{", "["):
             return None
+        import json_repair  # a repairer for partial JSON: loaded when output is streamed
+
         try:
             data = json_repair.loads(text)
         except Exception:  # the repairer's own failures on odd fragments: nothing to show yet

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
-from loopwright.events import Event, event_to_dict
+from loopwright.events import Event, StatusKind, event_to_dict
 from loopwright.messages import Message, ModelRequest, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
@@ -259,7 +259,7 @@ class SessionRecorder(LoopPlugin):
         _LATE_WRITES.add(task)
         task.add_done_callback(_LATE_WRITES.discard)
 
-    def _report_wait(self, run: RunView, kind: str, text: str) -> None:
+    def _report_wait(self, run: RunView, kind: StatusKind, text: str) -> None:
         run.status(kind, text, {"session_id": self.session_id})
 
     def _record(self, run: RunView, result: RunResult | None) -> RunRecord:
@@ -303,7 +303,7 @@ class WriteQueue:
     recorder then stops the run)."""
 
     def __init__(self, write_out: Callable[[Sequence[StoreWrite]], Awaitable[None]],
-                 report: Callable[[RunView, str, str], None]) -> None:
+                 report: Callable[[RunView, StatusKind, str], None]) -> None:
         self._write_out = write_out
         self._report = report
         self._pending: list[StoreWrite] = []

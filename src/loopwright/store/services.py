@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from loopwright import messages
 from loopwright.config import default_data_dir
-from loopwright.memory.background import BackgroundWork
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.store import SessionStore, open_store
@@ -16,6 +15,7 @@ from loopwright.store import SessionStore, open_store
 if TYPE_CHECKING:
     from loopwright.builtin.memory import MemoryFiles
     from loopwright.config import Settings
+    from loopwright.memory.background import BackgroundWork
     from loopwright.memory.embeddings import Embedder
     from loopwright.store.recorder import SessionRecorder
     from loopwright.tools.base import Tool
@@ -32,7 +32,7 @@ class StateServices:
         self.workdir = Path(settings.workdir).resolve() if settings.workdir else Path.cwd()
         self.store: SessionStore | None = open_store(settings.store, data_dir=settings.data_dir)
         self.memory: MemoryFiles | None = None
-        self.background = BackgroundWork()  # work after the answer, awaited by Agent.aclose()
+        self._background: BackgroundWork | None = None
         self._embedder: Embedder | None = None
         if settings.memory or settings.memory_learning:
             from loopwright.builtin.memory import memory_files_for
@@ -40,6 +40,21 @@ class StateServices:
             self.memory = memory_files_for(
                 memory_dir=settings.memory_dir, data_dir=settings.data_dir, workdir=self.workdir,
                 memory_limit=settings.memory_limit, user_limit=settings.user_limit)
+
+    @property
+    def background(self) -> BackgroundWork:
+        """Work after the answer (memory learning), awaited by `Agent.aclose()`; made (and its
+        module loaded) only by an agent that has some."""
+        if self._background is None:
+            from loopwright.memory.background import BackgroundWork
+
+            self._background = BackgroundWork()
+        return self._background
+
+    async def wait(self) -> None:
+        """Let the work after the answer finish."""
+        if self._background is not None:
+            await self._background.wait()
 
     def tools(self) -> list[Tool]:
         """Tools to add to the agent's registry (the `memory` tool when memory is on)."""

@@ -54,6 +54,14 @@ _MODELS_WINDOW_FIELDS: dict[Flavor, tuple[str, ...]] = {
     "openai": ("max_model_len", "context_length"),
     "vllm": ("max_model_len",),
 }
+# Who owns the `/v1/models` entries, as each real server says it: how a client tells them apart.
+_OWNER_BY_FLAVOR: dict[Flavor, str] = {
+    "openai": "loopwright-testing",
+    "ollama": "library",
+    "llamacpp": "llamacpp",
+    "lmstudio": "organization_owner",
+    "vllm": "vllm",
+}
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
 
@@ -373,7 +381,7 @@ class FakeModelServer:
             "id": self._model,
             "object": "model",
             "created": 0,
-            "owned_by": "loopwright-testing",
+            "owned_by": _OWNER_BY_FLAVOR[self._flavor],
         }
         if self._context_window is not None:
             for name in _MODELS_WINDOW_FIELDS.get(self._flavor, ()):

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
 import pydantic
 from typing_extensions import TypeVar
@@ -26,8 +26,11 @@ from loopwright.tools.schema import (
     strict_schema,
 )
 
+if TYPE_CHECKING:
+    from loopwright.events import StatusKind
+
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
-StatusEmitter = Callable[[str, str, dict[str, Any]], None]
+StatusEmitter = Callable[["StatusKind", str, dict[str, Any]], None]
 EffectRecorder = Callable[[dict[str, Any]], Awaitable[None]]
 ChangePreview = Callable[[dict[str, Any], "ToolContext[Any]"], Awaitable[str]]
 """`(arguments, ctx) -> diff`: what a file-changing call would change, as a unified diff ("" if
@@ -78,7 +81,7 @@ class ToolContext(Generic[DepsT]):
 
         self.approve = timed
 
-    def status(self, kind: str, message: str, **data: Any) -> None:
+    def status(self, kind: StatusKind, message: str, **data: Any) -> None:
         if self.emit_status is not None:
             self.emit_status(kind, message, data)
 

@@ -24,7 +24,6 @@ from loopwright.tools.arguments import (
     arguments_error_message,
     describe_validation_error,
     is_complete_json,
-    loads_bounded,
     parse_arguments_async,
     placeholder_message,
     truncated_call_message,
@@ -239,11 +238,3 @@ async def _with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any
     if timeout is None:
         return await awaitable
     return await asyncio.wait_for(awaitable, timeout)
-
-
-def arguments_for_event(raw: str) -> dict[str, Any] | str:
-    try:
-        value = loads_bounded(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
-    return value if isinstance(value, dict) else raw

@@ -138,10 +138,6 @@ class StreamAccumulator:
             call = self._calls[index] = _PendingCall()
         call.args = [arguments]
 
-    @property
-    def has_output(self) -> bool:
-        return bool(self._text or self._held or self._calls or self._reasoning)
-
     def build(self) -> ModelResponse:
         self._flush_held()
         text = "".join(self._text)

@@ -74,13 +74,6 @@ class Piece:
         self.computed = self.expanded = True
         self.add((source,), source, ("",))
 
-    def merge_flags(self, other: Word) -> None:
-        self.computed |= other.computed
-        self.expanded |= other.expanded
-        self.glob |= other.glob
-        self.ifs_trick |= other.ifs_trick
-        self.process_substitution |= other.process_substitution
-
     def build(self) -> Word:
         values = tuple(dict.fromkeys(self.values))
         stripped = tuple(dict.fromkeys(self.stripped)) if self.computed else values

@@ -1,0 +1,118 @@
+"""What answers at a base URL: one `GET /models` both lists the models a server serves and tells
+which kind of server it is (Ollama, llama.cpp, LM Studio, vLLM or another OpenAI-compatible one).
+
+The kind is kept per base URL for the life of the process, so a second agent on the same server
+(a sub-agent, the next batch task, another `serve` run) does not ask again; a cached kind whose
+own window endpoint stops answering is forgotten (`forget_kind`): another server may have taken
+the port. The listing itself is kept for `FRESH_FOR` seconds only, for the checks that follow it
+at start-up (the CLI's `preflight`, a model picked from the server's list).
+
+Everything in a reply is hostile: entries that are not objects are skipped, ids must be text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from loopwright.endpoints.base import normalize_base_url, request_slot
+
+ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
+FRESH_FOR = 10.0
+"""Seconds a listing is reused: long enough for start-up's checks, short enough to notice a
+model loaded or unloaded later."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Listing:
+    """A server's reply to `GET /models`: `status` 0 when nothing answered (`error` says why);
+    `kind` None unless it answered 200 with a JSON object."""
+
+    status: int
+    error: str = ""
+    entries: tuple[dict[str, Any], ...] = ()
+    kind: ServerKind | None = None
+    fetched_at: float = 0.0
+
+    @property
+    def ids(self) -> list[str]:
+        """The model ids listed, in order."""
+        return [name for entry in self.entries
+                if isinstance(name := entry.get("id") or entry.get("name"), str)]
+
+
+_kinds: dict[str, ServerKind] = {}
+_listings: dict[str, Listing] = {}
+
+
+def known_kind(base_url: str) -> ServerKind | None:
+    """The kind found earlier for this base URL in this process, if any."""
+    return _kinds.get(normalize_base_url(base_url))
+
+
+def forget_kind(base_url: str) -> None:
+    """Drop what is known about this base URL (its kind endpoint no longer answers)."""
+    key = normalize_base_url(base_url)
+    _kinds.pop(key, None)
+    _listings.pop(key, None)
+
+
+def forget_all() -> None:
+    """Drop everything known about every server (tests start each from a clean slate: another
+    test's fake server may have had the same port)."""
+    _kinds.clear()
+    _listings.clear()
+
+
+async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
+                        timeout: float = 5.0) -> Listing:
+    """`GET <base_url>/models` (or a listing fetched less than `FRESH_FOR` seconds ago); records
+    the server's kind. Transport errors become `Listing(status=0)`; nothing raises."""
+    import httpx
+
+    key = normalize_base_url(base_url)
+    cached = _listings.get(key)
+    if cached is not None and time.monotonic() - cached.fetched_at < FRESH_FOR:
+        return cached
+    sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
+    sent["connection"] = "close"  # a one-off request: an idle kept connection costs every later one
+    try:
+        async with request_slot(url=key) as client:
+            reply = await client.get(key + "/models", headers=sent, timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+        return Listing(status=0, error=str(exc) or type(exc).__name__)
+    if reply.status_code != 200:
+        return Listing(status=reply.status_code)
+    try:
+        data = reply.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return Listing(status=200)  # answers, but with no listing: no kind to tell
+    listed = data.get("data") or data.get("models") or []
+    entries = tuple(e for e in listed if isinstance(e, dict)) if isinstance(listed, list) else ()
+    kind = kind_of(entries)
+    listing = Listing(status=200, entries=entries, kind=kind, fetched_at=time.monotonic())
+    _kinds[key] = kind
+    _listings[key] = listing
+    return listing
+
+
+def kind_of(entries: tuple[dict[str, Any], ...]) -> ServerKind:
+    """The kind of server a `/models` reply comes from, by what each server puts there:
+    llama.cpp owns its entries as "llamacpp" (with `meta.n_ctx_train`), vLLM as "vllm" (with
+    `max_model_len`), LM Studio as "organization_owner", Ollama by namespace ("library" for its
+    own models) with `name:tag` ids."""
+    owners = {str(entry.get("owned_by", "")).lower() for entry in entries}
+    if "llamacpp" in owners or any(isinstance(e.get("meta"), dict)
+                                   and "n_ctx_train" in e["meta"] for e in entries):
+        return "llamacpp"
+    if "vllm" in owners or any("max_model_len" in entry for entry in entries):
+        return "vllm"
+    if "organization_owner" in owners:
+        return "lmstudio"
+    ids = [str(entry.get("id", "")) for entry in entries]
+    if "library" in owners or (ids and all(":" in name for name in ids)):
+        return "ollama"
+    return "openai_compatible"
