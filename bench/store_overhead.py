@@ -33,13 +33,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent))
-
-from server_process import start_ready
+from server_process import start_ready  # bench/ is on the path: the script's own folder
 
 from loopwright import Agent, tool
 from loopwright.endpoints.base import close_shared_client
+
+HERE = Path(__file__).resolve()
 
 ROUNDS = 10
 TOKEN = "bench-token-0123456789abcdef"
