@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +137,14 @@ MISSING_FILE_MADE_UP = (
     '<tool_response>\n{\n  "content": "The file missing.txt does not exist in the workspace."\n}'
     '\n</tool_response>',
 )
+
+
+def wait_for_child(condition: Callable[[], Any], child: subprocess.Popen[str]) -> None:
+    """Wait until `condition()` holds; fail if `child` ends first or after 30 s."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        if child.poll() is not None:
+            pytest.fail(f"the child ended early: {child.stderr.read() if child.stderr else ''}")
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting for the child")
+        time.sleep(0.02)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from listeners import Listener
 from socket_guard import SocketGuard, socket_guard
-from test_ssrf import Listener
 
 from loopwright import Agent, RunResult, tool
 from loopwright.builtin import default_tools
@@ -136,20 +136,6 @@ def test_attack_batch_cli_with_yes_refuses_the_new_host(hostile_repo: Path) -> N
 
 
 # --- what must still work -------------------------------------------------------------------
-
-
-@pytest.fixture
-def local() -> Iterator[Listener]:
-    listener = Listener("127.0.0.1")
-    yield listener
-    listener.close()
-
-
-@pytest.fixture
-def other() -> Iterator[Listener]:
-    listener = Listener("127.0.0.2")
-    yield listener
-    listener.close()
 
 
 async def test_twin_an_allow_listed_host_is_fetched_without_a_question(

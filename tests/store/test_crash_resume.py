@@ -6,10 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,6 +16,7 @@ from loopwright.errors import SessionError
 from loopwright.messages import INTERRUPTED_RESULT
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import wait_for_child
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
@@ -67,16 +65,6 @@ def start_child(tmp_path: Path, server: FakeModelServer, session_id: str) -> sub
          str(tmp_path / "marker")], text=True, stderr=subprocess.PIPE)
 
 
-def wait_for(condition: Callable[[], Any], child: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        if child.poll() is not None:
-            pytest.fail(f"the child ended early: {child.stderr.read() if child.stderr else ''}")
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for the child")
-        time.sleep(0.02)
-
-
 def kill(child: subprocess.Popen[str]) -> None:
     os.kill(child.pid, signal.SIGKILL)
     child.wait(10)
@@ -94,7 +82,7 @@ async def test_killed_while_the_model_answers_resumes_without_loss(tmp_path: Pat
                     Reply("never delivered", delay=30)]
     with FakeModelServer(first_script) as server:
         child = start_child(tmp_path, server, "crash-reply")
-        wait_for(lambda: len(server.model_requests) == 2, child)  # reply 2 is in flight
+        wait_for_child(lambda: len(server.model_requests) == 2, child)  # reply 2 is in flight
         with pytest.raises(SessionError, match=rf"in use by another run \(pid {child.pid}\)"):
             await resumed_agent(server, db, "crash-reply").run("")
         kill(child)
@@ -122,7 +110,7 @@ async def test_killed_inside_a_tool_resumes_with_the_call_marked_interrupted(
     first_script = [Reply(tool_calls=[call("slow_step", {"seconds": 60})])]
     with FakeModelServer(first_script) as server:
         child = start_child(tmp_path, server, "crash-tool")
-        wait_for((tmp_path / "marker").exists, child)
+        wait_for_child((tmp_path / "marker").exists, child)
         kill(child)
     with FakeModelServer([Reply(tool_calls=[call("slow_step", {"seconds": 0})]),
                           Reply("Done after a retry.")]) as server:

@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.messages import INTERRUPTED_RESULT
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import wait_for_child
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
@@ -85,20 +84,10 @@ def run_child(tmp_path: Path, server: FakeModelServer, session_id: str, mode: st
         text=True, stderr=subprocess.PIPE)
 
 
-def wait_for(condition: Callable[[], Any], child: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        if child.poll() is not None:
-            pytest.fail(f"the child ended early: {child.stderr.read() if child.stderr else ''}")
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for the child")
-        time.sleep(0.02)
-
-
 def kill_when_marked(tmp_path: Path, server: FakeModelServer, session_id: str, mode: str
                      ) -> None:
     child = run_child(tmp_path, server, session_id, mode)
-    wait_for((tmp_path / "marker").exists, child)
+    wait_for_child((tmp_path / "marker").exists, child)
     os.kill(child.pid, signal.SIGKILL)
     child.wait(10)
 
