@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from server_process import start_ready
+from server_process import serve_until_stopped, start_ready
 
 TOKEN = "bench-token-0123456789abcdef"
 HERE = Path(__file__).resolve()
@@ -59,7 +59,6 @@ def model_server(chars: int, delay: float, spread: float) -> None:
 
 def serve_child(base_url: str, data_dir: str, stamps_file: str) -> None:
     """The server, as `loopwright serve` builds it, with each appended event's time recorded."""
-    import uvicorn
 
     from loopwright.serve.app import ServeOptions, create_app
     from loopwright.serve.runs import ServeRun
@@ -88,19 +87,7 @@ def serve_child(base_url: str, data_dir: str, stamps_file: str) -> None:
     app = create_app(ServeOptions(token=TOKEN, store=store, agent_options={
         "model": "bench", "base_url": base_url, "api_key": "k", "tools": [],
         "workdir": data_dir}))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="on", backlog=4096))
-
-    async def main() -> None:
-        task = asyncio.ensure_future(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(f"READY http://127.0.0.1:{port}", flush=True)
-        await task
-
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-        asyncio.run(main())
+    serve_until_stopped(app, backlog=4096)
 
 
 # --- the load ---------------------------------------------------------------------------------

@@ -33,7 +33,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from server_process import start_ready  # bench/ is on the path: the script's own folder
+from server_process import (  # bench/ is on the path: the script's own folder
+    serve_until_stopped,
+    start_ready,
+)
 
 from loopwright import Agent, tool
 from loopwright.endpoints.base import close_shared_client
@@ -84,27 +87,13 @@ async def library(base_url: str, stores: dict[str, Any], runs: int, repeats: int
 
 def serve_child(base_url: str, store_spec: str, workdir: str) -> None:
     """The app `loopwright serve` runs, with `store_spec` and the workload's tool."""
-    import uvicorn
-
     from loopwright.serve.app import ServeOptions, create_app
     from loopwright.store import open_store
 
     app = create_app(ServeOptions(token=TOKEN, store=open_store(store_spec), agent_options={
         "model": "bench-model", "base_url": base_url, "api_key": "k", "tools": [lookup],
         "workdir": workdir, "max_turns": ROUNDS + 5}))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="on"))
-
-    async def main() -> None:
-        task = asyncio.ensure_future(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(f"READY http://127.0.0.1:{port}", flush=True)
-        await task
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    serve_until_stopped(app)
 
 
 def cpu_seconds(pid: int) -> float:
