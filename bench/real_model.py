@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from real_model_review import review_settings
 from real_model_tasks import Task, select
 
 from loopwright import Agent
@@ -88,6 +89,7 @@ class Outcome:
     checker_ok: bool = False  # the task's checker accepted the output, answer or not
     stop: str = ""
     split: str = "dev"
+    variant: str = ""  # the ablation: which review checks were off
 
 
 @dataclass
@@ -111,7 +113,8 @@ async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: 
                   tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
                   temperature=args.temperature, max_tokens=args.max_tokens,
                   workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2,
-                  raise_on_error=False)  # a failed run is a row of the table
+                  raise_on_error=False,  # a failed run is a row of the table
+                  **args.review_settings)
     result = await agent.run(task.prompt)
     return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
                     requests=result.usage.requests, input_tokens=result.usage.input_tokens,
@@ -200,6 +203,7 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
     return Outcome(runner=runner, model=model_key, task=task.name,
                    solved=answered and checker_ok, answered=answered, checker_ok=checker_ok,
                    stop=s.stop, split=task.split, failure=failure, turns=s.turns,
+                   variant=args.review_label if runner != "pydantic-ai" else "",
                    requests=s.requests,
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
@@ -224,8 +228,9 @@ def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
           "| tokens in/out | wall s | client CPU s | failures |\n"
           "|---|---|---|---|---|---|---|---|---|---|---|---|")
     groups: dict[tuple[str, str, str], list[Outcome]] = {}
-    for outcome in outcomes:
-        groups.setdefault((outcome.model, outcome.split, outcome.runner), []).append(outcome)
+    for o in outcomes:
+        runner = f"{o.runner} ({o.variant})" if o.variant else o.runner
+        groups.setdefault((o.model, o.split, runner), []).append(o)
     for (model, split, runner), group in groups.items():
         solved = sum(o.solved for o in group)
         failures = Counter(o.failure for o in group if o.failure)
@@ -320,6 +325,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "realistic tasks never used to find fixes (real_model_heldout.py)")
     parser.add_argument("--tasks", default="",
                         help="comma list of task names and/or kinds, e.g. add,'edit file'")
+    parser.add_argument("--review", default="",
+                        help="loopwright's review setting: auto, all, off or a comma list of "
+                             "checks (needs the review stage)")
+    parser.add_argument("--review-off", default="", metavar="NAME[,NAME]",
+                        help="ablation: run loopwright with these checks off (a boolean setting "
+                             "such as narration_nudge, or a check of the review stage)")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
@@ -373,6 +384,7 @@ def measured_commit() -> str:
 
 async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    args.review_settings, args.review_label = review_settings(args)
     if args.table_from:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
         outcomes = [rescored(Outcome(**row)) if "answered" not in row else Outcome(**row)
