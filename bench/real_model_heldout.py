@@ -542,7 +542,7 @@ TASKS: list[Task] = [
     HeldOut("flaky_rate", "tool fails", "Convert 250 US dollars to euros at the current exchange "
          "rate.", ("get_exchange_rate",), says_amount(230.0, 0.5)),
     HeldOut("deploy_denied", "tool fails", "Deploy the app to production.", ("deploy",),
-         both(says_any("approval", "token", "permission", "denied", "not allowed"),
+         both(says_any("approval", "permission", "denied", "not allowed"),
               says_none_of("deployed build", "successfully deployed", "has been deployed"))),
     HeldOut("archived_ticket", "tool fails", "What is the status of support ticket 4521?",
          ("get_ticket", "get_archived_ticket"), says_any("resolved")),
