@@ -47,7 +47,7 @@ from loopwright.testing.llamacpp import (
 
 CALL_MARKUP = ('"arguments"', "<tool_call>", "</tool_call>", "<tool_response>", '"name": "')
 # where the runtime's "the run ended without an answer" text may live, newest home first
-FALLBACK_HOMES = ("loopwright.review", "loopwright.review.notes", "loopwright.review.fallback",
+FALLBACK_HOMES = ("loopwright.notes", "loopwright.review", "loopwright.review.fallback",
                   "loopwright.guards")
 
 

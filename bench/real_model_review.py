@@ -3,8 +3,9 @@
 `--review MODE` passes the review stage's own setting through (`auto`, `all`, `off`, or a comma
 list of check names). `--review-off NAME[,NAME]` turns named checks off: a name that is a boolean
 Agent setting (before the review stage: `narration_nudge`, `unread_file_nudge`,
-`text_tool_calls`) is set to false; any other name is left out of the review stage's list of
-checks (every check it registers, minus these — what "auto" runs for the small local models).
+`text_tool_calls`) is set to false; any other name is a check of the review stage, passed as
+its `review_off` setting (or, without that setting, left out of the list of every check it
+registers — what "auto" runs for the small local models).
 Whatever the installed loopwright cannot do is refused before any model runs, with what it can.
 """
 
@@ -32,10 +33,17 @@ def agent_options() -> dict[str, Any]:
 
 def registered_checks() -> list[str] | None:
     """The names of every check the review stage registers, or None when it lists none."""
-    try:
-        review = importlib.import_module("loopwright.review")
-    except ImportError:
-        return None
+    for home in ("loopwright.review.table", "loopwright.review"):
+        try:
+            names = _listed_checks(importlib.import_module(home))
+        except ImportError:
+            continue
+        if names is not None:
+            return names
+    return None
+
+
+def _listed_checks(review: Any) -> list[str] | None:
     for attribute in CHECK_LISTS:
         found = getattr(review, attribute, None)
         if callable(found):
@@ -76,7 +84,12 @@ def review_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     for name in off:
         if options.get(name) is bool:
             settings[name] = False
-    if staged:
+    if staged and "review_off" in options:
+        known = registered_checks()
+        if known is not None and (unknown := [n for n in staged if n not in known]):
+            raise SystemExit(f"no check named {', '.join(unknown)}; checks: {', '.join(known)}")
+        settings["review_off"] = staged
+    elif staged:
         settings["review"] = review_without(staged, options, settings.get("review"))
     if off:
         labels.append(f"off: {','.join(off)}")
