@@ -133,3 +133,34 @@ async def test_the_doom_loop_guard_ignores_argument_key_order() -> None:
     assert ran == [3, 3]
     assert result.stop_reason == "loop_detected"
     assert len(server.model_requests) == 5
+
+
+async def test_a_tool_that_raises_its_own_timeout_error_is_a_tool_error_not_a_crash() -> None:
+    """A tool whose own call timed out (an HTTP client, a socket) raises `TimeoutError` with no
+    tool time limit set: the held-out `flaky_rate` runs ended "unexpected TypeError: unsupported
+    format string passed to NoneType.__format__" (the limit, None, was formatted)."""
+
+    @tool
+    async def fetch_rate(currency: str) -> str:
+        """Fetch a rate."""
+        raise TimeoutError("the rate service did not answer")
+
+    script = [Reply(tool_calls=[call("fetch_rate", {"currency": "EUR"})]), Reply("No rate.")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, [fetch_rate]).run("EUR rate?")
+    assert result.stop_reason == "completed" and result.output == "No rate."
+    sent = sent_messages(server, 1)[-1]["content"]
+    assert "raised TimeoutError: the rate service did not answer" in sent
+
+
+async def test_a_tool_over_its_time_limit_is_reported_as_timed_out() -> None:
+    @tool(timeout=0.05)
+    async def slow() -> str:
+        """Take a while."""
+        await asyncio.sleep(5)
+        return "late"
+
+    with FakeModelServer([Reply(tool_calls=[call("slow", {})]), Reply("gave up")]) as server:
+        result = await make_agent(server, [slow]).run("go")
+    assert result.output == "gave up"
+    assert "'slow' timed out after 0.05s" in sent_messages(server, 1)[-1]["content"]

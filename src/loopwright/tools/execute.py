@@ -210,19 +210,21 @@ class ToolExecutor:
     async def _invoke(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
         tool = prepared.tool
         timeout = tool.timeout or self.default_timeout
+        limit = asyncio.timeout(timeout)  # None: no limit
         try:
-            value = await _with_timeout(tool.invoke(prepared.arguments, ctx), timeout)
+            async with limit:
+                value = await tool.invoke(prepared.arguments, ctx)
         except ToolError as exc:
             return ToolOutcome(call=prepared.call, content=f"Error: {exc}", is_error=True)
-        except TimeoutError:
+        except TimeoutError as exc:
+            if not limit.expired():  # the tool's own TimeoutError (a socket, an HTTP client)
+                return _raised(prepared, exc)
             return ToolOutcome(call=prepared.call, is_error=True, data={"timeout": True},
                                content=f"Error: {tool.name!r} timed out after {timeout:g}s.")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return ToolOutcome(call=prepared.call, is_error=True, data={
-                "exception": type(exc).__name__, "traceback": traceback.format_exc(limit=5)},
-                content=f"Error: {tool.name!r} raised {type(exc).__name__}: {exc}")
+            return _raised(prepared, exc)
         files, value = split_attachments(value)
         text = render_result(value) if value is not None or not files else f"({len(files)} file(s))"
         return ToolOutcome(call=prepared.call, content=text, attachments=files)
@@ -234,7 +236,7 @@ class ToolExecutor:
         return outcome
 
 
-async def _with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
-    if timeout is None:
-        return await awaitable
-    return await asyncio.wait_for(awaitable, timeout)
+def _raised(prepared: PreparedCall, exc: Exception) -> ToolOutcome:
+    return ToolOutcome(call=prepared.call, is_error=True, data={
+        "exception": type(exc).__name__, "traceback": traceback.format_exc(limit=5)},
+        content=f"Error: {prepared.tool.name!r} raised {type(exc).__name__}: {exc}")
