@@ -362,3 +362,26 @@ async def test_each_turn_line_has_its_cost_when_the_price_is_known() -> None:
     turn_lines = [line for line in err.getvalue().splitlines() if line.startswith("turn ")]
     assert [line.endswith(f" · ${cost:.4f}") for line, cost in zip(turn_lines, costs,
                                                                     strict=True)] == [True, True]
+
+
+def test_a_usage_limit_stop_has_its_own_exit_code_not_a_traceback(tmp_path: Path) -> None:
+    """`run` had no exit code for the `usage_limit` and `output_invalid` stops: a run held to
+    `usage_limits` ended in a KeyError traceback."""
+    script = [Reply(tool_calls=[call("list_dir", {"path": "."})])]  # the limit stops the 2nd
+    config = tmp_path / "limits.toml"
+    config.write_text("[usage_limits]\nrequests = 1\n")
+    env = cli_env(tmp_path, LOOPWRIGHT_CONFIG=str(config))
+    with FakeModelServer(script) as server:
+        done = run_against(server, "list the files", cwd=tmp_path, env=env)
+    assert done.returncode == 8, done.stderr
+    assert "Traceback" not in done.stderr and "KeyError" not in done.stderr
+
+
+def test_every_stop_reason_has_an_exit_code() -> None:
+    from typing import get_args
+
+    from loopwright.cli.main import EXIT_CODES
+    from loopwright.result import StopReason
+
+    assert set(get_args(StopReason)) <= set(EXIT_CODES)
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)

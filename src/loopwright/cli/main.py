@@ -15,6 +15,8 @@ Exit codes of `run` (`chat` uses 0, 2 and 6):
     5    loop_detected: the model kept repeating the same tool call
     6    configuration error: no provider found, a bad loopwright.toml or LOOPWRIGHT_* value
     7    refused: the provider ended the reply as a refusal (content filter); its text is printed
+    8    usage_limit: a `usage_limits` bound (tokens, requests, cost) was reached
+    9    output_invalid: the structured output stayed invalid after its retries
     130  cancelled with Ctrl-C (a second Ctrl-C quits at once)
 
 Imports stay cheap here: rich, the agent and the HTTP stack load inside the commands.
@@ -44,6 +46,8 @@ EXIT_CODES: dict[str, int] = {
     "budget_exhausted": 4,
     "loop_detected": 5,
     "refused": 7,
+    "usage_limit": 8,
+    "output_invalid": 9,
     "cancelled": 130,
 }
 """Exit code of `loopwright run` per stop reason."""
@@ -148,7 +152,8 @@ def run(
     """Run one task to the end, streaming the answer to stdout.
 
     Exit codes: 0 completed, 1 error, 2 usage error, 3 max_turns, 4 budget_exhausted,
-    5 loop_detected, 6 configuration error, 7 refused, 130 cancelled (Ctrl-C).
+    5 loop_detected, 6 configuration error, 7 refused, 8 usage_limit, 9 output_invalid,
+    130 cancelled (Ctrl-C).
     """
     from loopwright.cli.local import local_provider
     from loopwright.cli.render import (
