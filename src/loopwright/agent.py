@@ -30,15 +30,9 @@ from loopwright.endpoints.base import (
     hold_shared_client,
     release_shared_client,
 )
-from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
-from loopwright.endpoints.resolve import (
-    Resolved,
-    detect_provider,
-    first_served_model,
-    resolve_model,
-    split_model,
-)
+from loopwright.endpoints.providers import AgentProviders
+from loopwright.endpoints.resolve import Resolved, split_model
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
@@ -48,7 +42,6 @@ from loopwright.limits import UsageLimiter
 from loopwright.loop import drive
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
-from loopwright.profiles import profile_for
 from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.run_state import LoopSettings, RunState
 from loopwright.store.services import StateServices, first_user_turn
@@ -56,7 +49,6 @@ from loopwright.tools.base import DepsT, Tool
 from loopwright.tools.catalogue import RunCatalogue
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.registry import ToolRegistry
-from loopwright.wire import get_wire_format
 
 if TYPE_CHECKING:
     import httpx
@@ -181,9 +173,9 @@ class Agent(Generic[DepsT, OutputT]):
             attempts=self.settings.retry_attempts, base_delay=self.settings.retry_base_delay,
             max_delay=self.settings.retry_max_delay, max_pause=self.settings.retry_max_pause)
         self.refresh_credentials = refresh_credentials
-        self._resolved: list[Resolved] | None = None
-        self.windows: list[WindowInfo] = []  # per provider in the chain, found at first run
-        self._resolve_lock: asyncio.Lock | None = None
+        self._providers = AgentProviders(self.settings, retry=self.retry,
+                                         refresh_credentials=refresh_credentials,
+                                         http_client=http_client)
         self._live: set[RunHandle] = set()
         self._summary_cooldown: SummaryCooldown | None = None  # made with the first run
         self._side_models = _side_models(self.settings)  # bad side models fail here
@@ -267,7 +259,7 @@ class Agent(Generic[DepsT, OutputT]):
         `loopwright batch` does). `prompt` is text, or a list of text and attachments
         (`loopwright.image(...)`, `document(...)`)."""
         prompt, attachments = split_prompt(prompt)
-        chain = await self._chain()
+        chain = await self._providers.chain()
         if attachments:  # a clear error now, rather than the provider's after the request
             refuse_unsupported(chain.current.profile.supports_images, chain.model,
                                [messages.user("", attachments)])
@@ -293,7 +285,7 @@ class Agent(Generic[DepsT, OutputT]):
         where = _run_workdir(workdir if workdir is not None else self.settings.workdir)
         system_prompt = await asyncio.to_thread(self._system_prompt, where, compact)
         settings = self._loop_settings(chain, session_id, where)
-        primary = (await self._resolve())[0]
+        primary = (await self._providers.resolve())[0]
         recorder = self.state_services.recorder(
             session_id, model=chain.model, base_url=primary.endpoint.base_url,
             api_mode=primary.mode, parent_id=parent_session_id)
@@ -376,7 +368,7 @@ class Agent(Generic[DepsT, OutputT]):
         names = {t.name for t in wanted}
         child.registry.hidden.update(n for n in child.registry.names if n not in names)
         if not model:  # same model: no second resolution or window probe
-            child._resolved, child.windows = self._resolved, list(self.windows)
+            child._providers.adopt(self._providers)
         return child
 
     async def aclose(self) -> None:
@@ -512,7 +504,7 @@ class Agent(Generic[DepsT, OutputT]):
             return {}
         from loopwright.routing.side import side_chains
 
-        return side_chains(chain, {task: [self._client(r) for r in found]
+        return side_chains(chain, {task: [self._providers.client(r) for r in found]
                                    for task, found in self._side_models.items()})
 
     def _route(self) -> Any:
@@ -520,7 +512,7 @@ class Agent(Generic[DepsT, OutputT]):
             return None
         from loopwright.routing.choose import ModelRouter
 
-        return ModelRouter(self._chooser, self._switched_chain).route
+        return ModelRouter(self._chooser, self._providers.switched_chain).route
 
     def _limit_plugins(self) -> list[LoopPlugin]:
         limits = self.settings.usage_limits
@@ -541,72 +533,21 @@ class Agent(Generic[DepsT, OutputT]):
 
         return [StructuredOutput(self._output, mode=mode, retries=self.settings.output_retries)]
 
-    async def _chain(self) -> ProviderChain:
-        resolved = await self._resolve()
-        return ProviderChain(clients=[self._client(r) for r in resolved],
-                             refresh_credentials=self.refresh_credentials)
-
-    def _switched_chain(self, model: Any, chain: ProviderChain) -> ProviderChain:
-        """`model` (chosen by choose_model) first, then the call's own chain as its fallback."""
-        from loopwright.routing.side import resolve_model_spec
-
-        chosen = self._client(resolve_model_spec(model, self.settings.aliases,
-                                                 setting="choose_model"))
-        return ProviderChain(clients=[chosen, *chain.clients],
-                             refresh_credentials=self.refresh_credentials)
-
-    def _client(self, r: Resolved) -> ModelClient:
-        return ModelClient(
-            endpoint=r.endpoint,
-            wire=get_wire_format(r.mode),
-            model=r.model,
-            profile=profile_for(r.model),
-            retry=self.retry,
-            stream_idle_timeout=self.settings.stream_idle_timeout,
-            request_timeout=self.settings.request_timeout,
-            http_client=self.http_client,
-        )
+    @property
+    def windows(self) -> list[WindowInfo]:
+        """Each provider's context window once resolved (primary first, then fallbacks)."""
+        return self._providers.windows
 
     async def context_windows(self) -> list[WindowInfo]:
         """Each provider's context window (primary first, then fallbacks) and where the number
         came from; resolves and probes once per agent."""
-        await self._resolve()
+        await self._providers.resolve()
         return list(self.windows)
 
     async def providers(self) -> list[Resolved]:
         """The primary provider then each fallback, resolved once per agent (for checks such as
         the CLI's `preflight` before the first request)."""
-        return list(await self._resolve())
-
-    async def _resolve(self) -> list[Resolved]:
-        if self._resolved is not None:
-            return self._resolved
-        if self._resolve_lock is None:
-            self._resolve_lock = asyncio.Lock()
-        async with self._resolve_lock:
-            if self._resolved is None:
-                from loopwright.endpoints.probe import detect_windows
-
-                resolved = await self._resolve_all()
-                self.windows = await detect_windows(resolved,
-                                                    explicit=self.settings.context_window)
-                self._resolved = resolved
-        return self._resolved
-
-    async def _resolve_all(self) -> list[Resolved]:
-        s = self.settings
-        model, base_url = s.model, s.base_url
-        if model is None and base_url:  # a server but no model: use the first one it serves
-            model = await first_served_model(base_url, timeout=5.0) or "default"
-        elif model is None:
-            model, base_url = await detect_provider()
-        primary = resolve_model(model, base_url=base_url, api_key=s.api_key, api_mode=s.api_mode,
-                                aliases=s.aliases)
-        if not s.fallbacks:
-            return [primary]
-        from loopwright.routing.side import resolve_model_spec
-
-        return [primary, *(resolve_model_spec(item, s.aliases) for item in s.fallbacks)]
+        return list(await self._providers.resolve())
 
 
 def _otel_tracer() -> EventCallback:
