@@ -111,13 +111,7 @@ async def run_batch(
     call for an unknown checker, tool or trajectory format, or a configuration that cannot
     resolve a model.
     """
-    if concurrency < 1:
-        raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
-    if interventions not in INTERVENTIONS:
-        raise ConfigError(f"interventions must be 'mark' or 'drop', not {interventions!r}")
-    if trajectories is not None and trajectories not in TRAJECTORY_FORMATS:
-        raise ConfigError(f"unknown trajectory format {trajectories!r}; use one of "
-                          f"{', '.join(TRAJECTORY_FORMATS)}")
+    _check_options(concurrency, interventions, trajectories)
     out = Path(out)
     loaded = await _load(tasks)
     specs = [task for task in loaded if isinstance(task, TaskSpec)]
@@ -161,6 +155,16 @@ async def run_batch(
     summary = summarize(rows, elapsed=time.monotonic() - started, ran=len(sink.rows) - len(bad))
     await asyncio.to_thread(_write_json, out / SUMMARY_FILE, summary.to_dict())
     return BatchReport(summary=summary, rows=rows, out=out)
+
+
+def _check_options(concurrency: int, interventions: str, trajectories: str | None) -> None:
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+    if interventions not in INTERVENTIONS:
+        raise ConfigError(f"interventions must be 'mark' or 'drop', not {interventions!r}")
+    if trajectories is not None and trajectories not in TRAJECTORY_FORMATS:
+        raise ConfigError(f"unknown trajectory format {trajectories!r}; use one of "
+                          f"{', '.join(TRAJECTORY_FORMATS)}")
 
 
 async def run_local(tasks: list[TaskSpec], run_task: RunTask, sink: BatchSink, *,
