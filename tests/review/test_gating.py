@@ -87,6 +87,14 @@ async def test_no_good_answer_of_a_small_model_is_sent_back_either(tmp_path: Pat
 
 
 # --- the hosted-model false positives of the issue, replayed --------------------------------
+async def shown_as_is(model: str, answer: str, prompt: str, **options: Any) -> bool:
+    """Whether `answer`, scripted as `model`'s one reply, is the run's output with no extra
+    request (nothing sent back, nothing set aside)."""
+    with FakeModelServer([Reply(answer)]) as server:
+        result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
+                             stream=False, tools=TOOLS, **options).run(prompt)
+    return result.output == answer and len(server.model_requests) == 1
+
 
 
 async def test_a_frontier_answer_that_ends_with_a_how_to_call_is_not_sent_back() -> None:
@@ -94,31 +102,24 @@ async def test_a_frontier_answer_that_ends_with_a_how_to_call_is_not_sent_back()
     # read as a call and run, and the text left ("…like this:") was sent back as a dangling colon
     answer = ("To read it yourself, send a call like this:\n\n```json\n"
               '{"name": "read_file", "arguments": {"path": "config.ini"}}\n```')
-    with FakeModelServer([Reply(answer)]) as server:
-        result = await Agent("claude-sonnet-4-5", base_url=server.base_url, api_key="k",
-                             api_mode="anthropic_messages", retry=FAST, stream=False,
-                             tools=TOOLS).run("How do I read config.ini with your tools?")
-    assert result.output == answer and len(server.model_requests) == 1
+    assert await shown_as_is("claude-sonnet-4-5", answer,
+                             "How do I read config.ini with your tools?",
+                             api_mode="anthropic_messages")
 
 
 async def test_a_frontier_answer_about_a_named_file_it_did_not_read_is_shown() -> None:
     # claude-sonnet-4-5: the user pasted nothing, the answer is general advice about the file;
     # it was set aside by the unread-file check and never shown
     answer = "config.ini is usually read at start-up; restart the service after you change it."
-    with FakeModelServer([Reply(answer)]) as server:
-        result = await Agent("claude-sonnet-4-5", base_url=server.base_url, api_key="k",
-                             api_mode="anthropic_messages", retry=FAST, stream=False,
-                             tools=TOOLS).run("When does my app read config.ini? Read it.")
-    assert result.output == answer and len(server.model_requests) == 1
+    assert await shown_as_is("claude-sonnet-4-5", answer,
+                             "When does my app read config.ini? Read it.",
+                             api_mode="anthropic_messages")
 
 
 async def test_a_frontier_answer_that_begins_let_me_and_ends_with_a_plan_is_shown() -> None:
     answer = ("Let me explain what happens. The loader reads settings in order, and the last "
               "one wins. Next, I'll check the environment variables.")
-    with FakeModelServer([Reply(answer)]) as server:
-        result = await Agent("gpt-4.1", base_url=server.base_url, api_key="k",
-                             retry=FAST, stream=False, tools=TOOLS).run("Explain the loader.")
-    assert result.output == answer and len(server.model_requests) == 1
+    assert await shown_as_is("gpt-4.1", answer, "Explain the loader.")
 
 
 async def test_a_frontier_model_still_gets_the_structural_checks() -> None:

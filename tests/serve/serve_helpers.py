@@ -5,6 +5,7 @@ its own) in front of a FakeModelServer, and small clients for its JSON API and e
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import threading
 import time
@@ -20,6 +21,7 @@ import uvicorn
 from loopwright.builtin import default_tools
 from loopwright.serve.app import ServeOptions, create_app
 from loopwright.testing import FakeModelServer
+from shared_helpers import http_server
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -163,3 +165,22 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
             process.kill()
             process.wait()
         process.stderr.close()
+
+
+@contextlib.contextmanager
+def other_origin_page(body: bytes) -> Iterator[str]:
+    """A page with `body` on another port of 127.0.0.1: another origin, but the same site, so
+    the browser sends the server's SameSite=Strict cookie along with its requests."""
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with http_server(Page) as root:
+        yield f"{root}/"

@@ -7,17 +7,14 @@ from the page; live and reopened), and a page of another origin kept out."""
 from __future__ import annotations
 
 import contextlib
-import http.server
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from serve_helpers import MakeServer
+from serve_helpers import MakeServer, other_origin_page
 
 from loopwright import tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
-from shared_helpers import http_server
 
 
 def _start(page: Any, prompt: str) -> None:
@@ -173,24 +170,9 @@ def _compacted_in_turns(page: Any) -> list[str]:
     return turns
 
 
-@contextlib.contextmanager
-def _other_origin() -> Iterator[str]:
-    """A blank page on another port of 127.0.0.1: another origin, but the same site, so the
-    browser sends the server's SameSite=Strict cookie along with its requests."""
-    class Blank(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<!doctype html><title>elsewhere</title>"
-            self.send_response(200)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    with http_server(Blank) as root:
-        yield f"{root}/"
+def _other_origin() -> contextlib.AbstractContextManager[str]:
+    """A blank page of another origin, same site (the SameSite=Strict cookie goes along)."""
+    return other_origin_page(b"<!doctype html><title>elsewhere</title>")
 
 
 def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(

@@ -4,38 +4,22 @@ clickjacked), and it runs no inline script. Real server, real Chromium through P
 from __future__ import annotations
 
 import contextlib
-import http.server
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from serve_helpers import TOKEN, MakeServer, Served
+from serve_helpers import TOKEN, MakeServer, Served, other_origin_page
 
 from loopwright.serve.app import PAGE_POLICY
 from loopwright.testing import FakeModelServer, Reply
-from shared_helpers import http_server
 
 
-@contextlib.contextmanager
-def _framing_page(target: str) -> Iterator[str]:
-    """A page on another port of 127.0.0.1 (another origin, same site: the login cookie goes
-    along) that puts `target` in an iframe."""
-    body = (f"<!doctype html><title>elsewhere</title><iframe id='victim' src='{target}' "
-            "width='800' height='600'></iframe>").encode()
-
-    class Framing(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/html")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    with http_server(Framing) as root:
-        yield f"{root}/"
+def _framing_page(target: str) -> contextlib.AbstractContextManager[str]:
+    """A page of another origin (same site: the login cookie goes along) that puts `target` in
+    an iframe."""
+    return other_origin_page(
+        (f"<!doctype html><title>elsewhere</title><iframe id='victim' src='{target}' "
+         "width='800' height='600'></iframe>").encode())
 
 
 @pytest.fixture
