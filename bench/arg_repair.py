@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from loopwright.tools.arguments import ArgumentsError, parse_arguments
+from loopwright.arguments import ArgumentsError, parse_arguments
 
 TARGET_MS = 100.0
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from loopwright import ToolContext, ToolError
 from loopwright.builtin import bash
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
-from loopwright.sandbox.policy import SandboxLimits
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.safety.sandbox.policy import SandboxLimits
 
 
 def context(workdir: Path, limits: SandboxLimits) -> ToolContext:

@@ -1,5 +1,5 @@
 """Streaming holdback cost: microseconds per text delta while text streams through the filter
-that keeps call markup out of what the user sees (tools/text_calls/holdback.py).
+that keeps call markup out of what the user sees (wire/text_calls/holdback.py).
 
 Cases: ordinary prose with brackets and braces (shown as it streams), a 110 KB bare-JSON call held
 whole, and the same call inside <tool_call> tags; 4-character deltas. Before the incremental
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 
-from loopwright.tools.text_calls import MarkupFilter
+from loopwright.wire.text_calls import MarkupFilter
 
 TARGET_US = 50.0
 

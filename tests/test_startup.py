@@ -11,8 +11,8 @@ import loopwright
 
 HEAVY = ("mcp", "rich", "typer", "click", "pygments", "httpx", "loopwright.agent")
 # what the agent uses only once it runs (or only when configured)
-RUN_TIME = ("loopwright.mcp", "loopwright.context.compaction", "loopwright.tools.shell.parse",
-            "loopwright.tools.policy", "loopwright.grading", "loopwright.tools.text_calls")
+RUN_TIME = ("loopwright.mcp", "loopwright.context.compaction", "loopwright.safety.shell.parse",
+            "loopwright.safety.policy", "loopwright.grading", "loopwright.wire.text_calls")
 
 
 def modules_loaded_by(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
@@ -41,7 +41,20 @@ def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:
     loaded = modules_loaded_by("from loopwright import Agent\n"
                                "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k')",
                                RUN_TIME)
-    assert "loopwright.tools.policy" in loaded  # the probe can see a part being loaded
+    assert "loopwright.safety.policy" in loaded  # the probe can see a part being loaded
+
+
+GRAMMAR = ("tree_sitter", "tree_sitter_bash")
+
+
+def test_the_bash_grammar_loads_with_the_first_command_it_reads() -> None:
+    """Issue 31: the shell policy is imported by every agent (and the CLI before its first
+    request), the tree-sitter bash grammar only by the first command the policy reads."""
+    policy = ("from loopwright.safety.policy import Policy\n"
+              "from loopwright.safety.shell import classify_command\n")
+    assert modules_loaded_by(policy, GRAMMAR) == []
+    assert modules_loaded_by(policy + "classify_command('ls -la', cwd='/tmp')",
+                             GRAMMAR) == list(GRAMMAR)
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
@@ -92,7 +105,7 @@ with FakeModelServer(script) as server:
     agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add, twice], skills=False)
     assert agent.chat("2+3, twice 5?") == "5 and 10"
 """
-OPTIONAL_PARTS = ("loopwright.sandbox", "loopwright.skills", "loopwright.memory",
+OPTIONAL_PARTS = ("loopwright.safety.sandbox", "loopwright.skills", "loopwright.memory",
                   "loopwright.routing", "loopwright.mcp")
 
 
@@ -126,6 +139,8 @@ def test_the_optional_parts_load_when_the_agent_uses_them() -> None:
     built_only = ("from loopwright import Agent\n"  # MCP servers connect at the first run
                   "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k', skills=False,"
                   " mcp_servers={'x': {'command': 'true'}})")
-    loaded = {name.split(".")[1] for name in loaded_packages(used, OPTIONAL_PARTS)}
+    names = loaded_packages(used, OPTIONAL_PARTS)
+    loaded = {part.rsplit(".", 1)[1] for part in OPTIONAL_PARTS
+              if any(name == part or name.startswith(part + ".") for name in names)}
     assert loaded == {"sandbox", "skills", "memory", "routing"}
     assert "loopwright.mcp" in loaded_packages(built_only, OPTIONAL_PARTS)

@@ -60,9 +60,9 @@ if TYPE_CHECKING:
     from loopwright.mcp.client import MCPManager
     from loopwright.output import OutputSpec
     from loopwright.routing.choose import ChooseModel
-    from loopwright.sandbox import SandboxPolicy
+    from loopwright.safety.policy import ApprovalCallback
+    from loopwright.safety.sandbox import SandboxPolicy
     from loopwright.skills import AgentSkills
-    from loopwright.tools.policy import ApprovalCallback
 
 # Imported where first used, not here, so that `from loopwright import Agent` stays cheap and an
 # agent that does not use a part never loads it (tests/test_startup.py): MCP, compaction and the
@@ -159,7 +159,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.approval = approval
         self.clarify = clarify
         self.hooks = Hooks.from_config(self.settings.hooks)  # bad hooks / policy fail here
-        from loopwright.tools.policy import ApprovalCache, Policy
+        from loopwright.safety.policy import ApprovalCache, Policy
 
         self.policy = Policy.from_config(self.settings.policy)
         self._sandbox: SandboxPolicy | None = None
@@ -187,7 +187,7 @@ class Agent(Generic[DepsT, OutputT]):
     def sandbox(self) -> SandboxPolicy:
         """The OS sandbox commands of the built-in tools run in (from the settings)."""
         if self._sandbox is None:
-            from loopwright.sandbox import policy_from_settings
+            from loopwright.safety.sandbox import policy_from_settings
 
             self._sandbox = policy_from_settings(self.settings)
         return self._sandbox
@@ -403,7 +403,7 @@ class Agent(Generic[DepsT, OutputT]):
         if self._sandbox_note is None:
             note = ""  # assigned after the await: concurrent first runs all get the same note
             if self._runs_commands():
-                from loopwright.sandbox import sandbox_availability, sandbox_note
+                from loopwright.safety.sandbox import sandbox_availability, sandbox_note
 
                 available = (await sandbox_availability(self.sandbox)).available
                 note = sandbox_note(self.sandbox, available=available, compact=compact)
@@ -429,8 +429,8 @@ class Agent(Generic[DepsT, OutputT]):
                        ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import reads_text_calls, review_plan
+        from loopwright.safety.plugin import safety_layers
         from loopwright.tools.prompt_format import tool_call_plugins
-        from loopwright.tools.safety import safety_layers
 
         s = self.settings
         fmt = _tool_format(s, chain)
@@ -492,7 +492,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         services: dict[str, Any] = {WEB_ACCESS_SERVICE: self.settings.web_allow_private}
         if self._sandbox is not None:
-            from loopwright.sandbox import SANDBOX_SERVICE
+            from loopwright.safety.sandbox import SANDBOX_SERVICE
 
             services[SANDBOX_SERVICE] = self._sandbox
         if self.skills is not None:

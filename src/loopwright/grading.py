@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
+from loopwright.arguments import ArgumentsError, parse_arguments
 from loopwright.errors import ConfigError, RunCancelled
 from loopwright.messages import Message, ModelRequest
 from loopwright.plugins import LoopPlugin, RunView
-from loopwright.tools.arguments import ArgumentsError, parse_arguments
 
 if TYPE_CHECKING:
     from loopwright.result import RunResult

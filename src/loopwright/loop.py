@@ -72,17 +72,22 @@ from loopwright.events import (
     TurnEnd,
     TurnStart,
 )
-from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from loopwright.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    with_storable_arguments_async,
+)
 from loopwright.result import RunResult, StopReason
 from loopwright.review.fallback import fallback_answer, is_answer, without_unrun_calls
 from loopwright.review.verdicts import Verdict
 from loopwright.review.view import ReviewView
 from loopwright.run_state import Answer, Next, RunAgain, RunState, Stop
 from loopwright.tools.execute import ToolOutcome
-from loopwright.tools.stored_arguments import (
-    with_storable_arguments_async,
-    without_ignored_arguments,
-)
+from loopwright.tools.schema_echo import without_ignored_arguments
 from loopwright.wire.stream import DeltaListener
 
 logger = logging.getLogger("loopwright")

@@ -5,11 +5,13 @@ Every wire adapter converts to and from these types; nothing else knows a wire f
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from loopwright.arguments import OFF_LOOP_CHARS, is_json_object, storable_arguments
 from loopwright.attachments import Attachment
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -264,7 +266,7 @@ def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int
             kept_calls = [c for c in msg.tool_calls if c.id in seen]
             if len(kept_calls) != len(msg.tool_calls):
                 msg = _replace_calls(msg, kept_calls)
-            msg = _with_valid_arguments(msg)
+            msg = with_storable_arguments(msg)
             if msg.tool_calls or msg.content or msg.reasoning:
                 _append(out, msg, apart)
             # results keep the order of the calls so every wire format pairs them correctly
@@ -334,12 +336,6 @@ def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:
         provider_data={} if calls != msg.tool_calls else msg.provider_data,
         marks=msg.marks,
     )
-
-
-def _with_valid_arguments(msg: Message) -> Message:
-    from loopwright.tools.stored_arguments import with_storable_arguments
-
-    return with_storable_arguments(msg)
 
 
 def _append(out: list[Message], msg: Message, apart: Collection[int] = ()) -> None:
@@ -453,3 +449,28 @@ def with_user_note(messages: list[Message], note: str) -> list[Message]:
         last = messages[-1]
         return [*messages[:-1], replace(last, content=f"{last.content}\n\n{note}")]
     return [*messages, Message(role="user", content=note)]
+
+
+async def with_storable_arguments_async(msg: Message, *, cut: bool = False) -> Message:
+    """`with_storable_arguments` in a worker thread when the arguments are large (repairing
+    them must not stall the event loop)."""
+    if sum(len(c.arguments) for c in msg.tool_calls) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(with_storable_arguments, msg, cut=cut)
+    return with_storable_arguments(msg, cut=cut)
+
+
+def with_storable_arguments(msg: Message, *, cut: bool = False) -> Message:
+    """`msg` itself when every call's arguments are a JSON object, else a copy whose calls are
+    (`cut`: the reply was stopped by the output limit, so arguments that do not parse are cut)."""
+    if all(is_json_object(c.arguments) for c in msg.tool_calls):
+        return msg
+    return with_tool_calls(msg, [
+        ToolCall(id=c.id, name=c.name, arguments=storable_arguments(c.arguments, cut=cut))
+        for c in msg.tool_calls])
+
+
+def with_tool_calls(msg: Message, calls: list[ToolCall]) -> Message:
+    """A copy of `msg` with `calls` (a new message, so no wire form cached on it goes stale)."""
+    return Message(role=msg.role, content=msg.content, tool_calls=calls, name=msg.name,
+                   reasoning=msg.reasoning, is_error=msg.is_error,
+                   provider_data=msg.provider_data)

@@ -14,7 +14,7 @@ from loopwright import Agent, Tool, ToolContext, ToolError
 from loopwright.builtin import bash, default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import TAG, live_processes, wait_until
 

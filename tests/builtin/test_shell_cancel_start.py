@@ -13,7 +13,7 @@ import pytest
 
 from loopwright import ToolContext, ToolError
 from loopwright.builtin import bash
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from shared_helpers import TAG, live_processes, require_component, wait_until
 
 

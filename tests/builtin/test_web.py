@@ -12,7 +12,7 @@ from loopwright import Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.html_markdown import html_to_markdown
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
-from loopwright.tools.egress import EGRESS_SERVICE, Egress
+from loopwright.safety.egress import EGRESS_SERVICE, Egress
 from shared_helpers import http_server
 
 PAGE = """<!doctype html><html><head><title>Widget docs</title>

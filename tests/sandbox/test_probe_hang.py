@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.sandbox import SandboxPolicy, launch
+from loopwright.safety.sandbox import SandboxPolicy, launch
 from shared_helpers import TAG, live_processes, wait_until
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.sandbox import is_secret_variable, scrubbed_environment
+from loopwright.safety.sandbox import is_secret_variable, scrubbed_environment
 
 SECRET_NAMES = [
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LOOPWRIGHT_API_KEY", "GOOGLE_API_KEY", "APIKEY",

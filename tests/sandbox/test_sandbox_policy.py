@@ -8,10 +8,10 @@ import pytest
 
 from loopwright.config import load_settings
 from loopwright.errors import ConfigError
-from loopwright.sandbox import SandboxPolicy, policy_from_settings, sandbox_note
-from loopwright.sandbox.linux import bwrap_argv
-from loopwright.sandbox.macos import seatbelt_profile
-from loopwright.sandbox.policy import SandboxLimits
+from loopwright.safety.sandbox import SandboxPolicy, policy_from_settings, sandbox_note
+from loopwright.safety.sandbox.linux import bwrap_argv
+from loopwright.safety.sandbox.macos import seatbelt_profile
+from loopwright.safety.sandbox.policy import SandboxLimits
 
 
 def test_defaults_are_workspace_write_without_network() -> None:

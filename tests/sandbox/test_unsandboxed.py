@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.sandbox import is_plainly_read_only
+from loopwright.safety.sandbox import is_plainly_read_only
 
 
 @pytest.mark.parametrize("command", [

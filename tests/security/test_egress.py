@@ -24,8 +24,8 @@ from loopwright import Agent, RunResult, tool
 from loopwright.builtin import default_tools
 from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
+from loopwright.safety.egress import egress_host, host_allowed
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.tools.egress import egress_host, host_allowed
 from loopwright.trust import UntrustedConfigWarning
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)

@@ -18,9 +18,9 @@ import pytest
 from loopwright import ToolContext, ToolError
 from loopwright.config import load_settings
 from loopwright.errors import ConfigError
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy, policy_from_settings
-from loopwright.sandbox.cgroup import processes_capped_by_kernel
-from loopwright.sandbox.policy import SandboxLimits
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, policy_from_settings
+from loopwright.safety.sandbox.cgroup import processes_capped_by_kernel
+from loopwright.safety.sandbox.policy import SandboxLimits
 from loopwright.trust import UntrustedConfigWarning
 from shared_helpers import TAG, live_processes, require_component
 
@@ -141,7 +141,7 @@ async def test_commands_get_the_default_signal_handling(tmp_path: Path) -> None:
 
 
 def test_groups_left_by_a_killed_loopwright_are_removed() -> None:
-    from loopwright.sandbox import cgroup
+    from loopwright.safety.sandbox import cgroup
 
     parent = cgroup._usable_parent()
     if parent is None:

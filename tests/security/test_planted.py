@@ -25,7 +25,7 @@ from loopwright import ToolContext, ToolError
 from loopwright.builtin import bash
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import require_component, wait_until
 

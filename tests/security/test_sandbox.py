@@ -23,7 +23,7 @@ from loopwright import Agent, ToolContext, ToolError
 from loopwright.builtin import bash, default_tools, make_grep
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import TAG, live_processes, require_component, wait_until
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.sandbox import SandboxPolicy, prepare_launch
+from loopwright.safety.sandbox import SandboxPolicy, prepare_launch
 from shared_helpers import require_component
 
 

@@ -14,8 +14,8 @@ from listeners import Listener
 from loopwright import Agent, Tool, ToolContext, ToolError
 from loopwright.builtin import web_fetch
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE
+from loopwright.safety.egress import EGRESS_SERVICE, Egress
 from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.tools.egress import EGRESS_SERVICE, Egress
 
 
 async def fetch(url: str, allow: Any = None) -> str:

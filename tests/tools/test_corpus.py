@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from loopwright.tools.arguments import ArgumentsError, parse_arguments
-from loopwright.tools.prompt_calls import parse_tool_calls
+from loopwright.arguments import ArgumentsError, parse_arguments
+from loopwright.wire.text_calls import parse_tool_calls
 
 CORPUS = json.loads((Path(__file__).parent / "tool_call_corpus.json").read_text("utf-8"))
 KNOWN: list[str] = CORPUS["known"]

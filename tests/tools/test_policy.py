@@ -1,4 +1,4 @@
-"""Policy rules, dangerous-command approval and the catastrophic list (tools/policy.py)."""
+"""Policy rules, dangerous-command approval and the catastrophic list (safety/policy.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from loopwright.builtin import default_tools
 from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.testing import FakeModelServer, Reply, call
-from loopwright.tools.policy import (
+from loopwright.safety.policy import (
     ApprovalAnswer,
     ApprovalCache,
     Approver,
@@ -22,6 +21,7 @@ from loopwright.tools.policy import (
     catastrophic_reason,
     dangerous_reason,
 )
+from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import trust_project
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)

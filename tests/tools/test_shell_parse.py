@@ -1,10 +1,10 @@
-"""The shell parser (tools/shell): what a command line runs, bounded in size and depth."""
+"""The shell parser (safety/shell): what a command line runs, bounded in size and depth."""
 
 from __future__ import annotations
 
 import time
 
-from loopwright.tools.shell import MAX_COMMAND_CHARS, classify_command, parse_command
+from loopwright.safety.shell import MAX_COMMAND_CHARS, classify_command, parse_command
 
 
 def words(command: str) -> list[list[str]]:

@@ -13,7 +13,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply
 from loopwright.tools.base import Tool
-from loopwright.tools.text_calls import coerce_arguments
+from loopwright.wire.text_calls import coerce_arguments
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 SCHEMA: dict[str, Any] = {

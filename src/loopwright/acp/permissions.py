@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from acp import helpers
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
-from loopwright.tools.policy import ApprovalAnswer, current_approval
+from loopwright.safety.policy import ApprovalAnswer, current_approval
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

@@ -68,7 +68,7 @@ def tool_title(name: str, arguments: Mapping[str, Any]) -> str:
 
 def locations(workdir: Path, name: str, arguments: Mapping[str, Any]) -> list[ToolCallLocation]:
     """The files a call names, as absolute paths inside the working directory."""
-    from loopwright.tools.policy import path_subjects
+    from loopwright.safety.policy import path_subjects
 
     found: list[ToolCallLocation] = []
     for subject in path_subjects(workdir, arguments):

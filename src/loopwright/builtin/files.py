@@ -31,9 +31,9 @@ from loopwright.builtin.workspace import (
 )
 from loopwright.context.reminders import READ_FILES_KEY, note_file_read
 from loopwright.errors import ToolError
+from loopwright.safety.sensitive import require_write_approval
 from loopwright.tools.base import ToolContext, tool
 from loopwright.tools.effects import will_write
-from loopwright.tools.sensitive import require_write_approval
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
+from loopwright.safety.sensitive import is_secret_path
 from loopwright.tools.base import ToolContext, tool
-from loopwright.tools.sensitive import is_secret_path
 
 MAX_ENTRIES = 500
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",

@@ -26,9 +26,9 @@ from loopwright.builtin.workspace import (
 )
 from loopwright.context.reminders import note_file_read
 from loopwright.errors import ToolError
+from loopwright.safety.sensitive import is_secret_path, require_write_approval
 from loopwright.tools.base import ToolContext, tool
 from loopwright.tools.effects import will_write
-from loopwright.tools.sensitive import is_secret_path, require_write_approval
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"

@@ -3,7 +3,7 @@
 Both engines print the same shape (`path:line:text` for matches, `path-line-text` for context
 lines, `--` between separate groups) and honour the same caps, so the model cannot tell them apart.
 Hidden files, VCS and dependency directories, binary files and secrets files are skipped. The
-secrets list is `loopwright.tools.sensitive`, the same for both engines: ripgrep gets it as
+secrets list is `loopwright.safety.sensitive`, the same for both engines: ripgrep gets it as
 exclusion globs placed after the model's own `glob` (later globs win, so a model-chosen
 `--glob .env` cannot bring a secret back), and every path it prints is checked against the list
 again before the line is shown. ripgrep runs in a read-only, offline sandbox with a scrubbed
@@ -27,9 +27,9 @@ from pydantic import Field
 from loopwright.builtin.listing import SKIPPED_DIRS
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
-from loopwright.sandbox import context_policy, prepare_helper_launch
+from loopwright.safety.sandbox import context_policy, prepare_helper_launch
+from loopwright.safety.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 from loopwright.tools.base import Tool, ToolContext, tool
-from loopwright.tools.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 
 Engine = Literal["auto", "ripgrep", "python"]
 MAX_OUTPUT_CHARS = 30_000

@@ -1,6 +1,6 @@
 """`bash`: run a shell command in the working directory, bounded in time and output.
 
-The command runs in the run's OS sandbox (`loopwright.sandbox`; the policy is the
+The command runs in the run's OS sandbox (`loopwright.safety.sandbox`; the policy is the
 `SANDBOX_SERVICE` of the context, else the default: workspace-write, no network) with a scrubbed
 environment. Where the sandbox cannot be made, it fails closed: any command that could change
 something needs the user's approval.
@@ -28,8 +28,8 @@ from pydantic import Field
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
-from loopwright.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
-from loopwright.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
+from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
+from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0

@@ -1,7 +1,7 @@
 """`web_fetch`: fetch a URL and return it as Markdown (HTML) or text, size-capped.
 
 No data leaves unasked: every host (the URL's and each redirect's, followed here, at most
-`MAX_REDIRECTS`) passes the egress policy (`tools/egress.py`: the allow-list, else the user is
+`MAX_REDIRECTS`) passes the egress policy (`safety/egress.py`: the allow-list, else the user is
 asked once per host with the full URL, else refused) before anything is sent to it. No SSRF:
 each host is then resolved and checked by `web_guard`, and the connection goes to exactly the
 checked address, with the original host name kept in the `Host` header and for TLS (SNI and
@@ -22,8 +22,8 @@ from pydantic import Field
 from loopwright.builtin.html_markdown import html_to_markdown
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE, WebAccess, resolve_checked, url_host
 from loopwright.errors import ToolError
+from loopwright.safety.egress import Egress, egress_for
 from loopwright.tools.base import ToolContext, tool
-from loopwright.tools.egress import Egress, egress_for
 
 MAX_DOWNLOAD_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_CHARS = 40_000

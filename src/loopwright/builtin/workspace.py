@@ -3,7 +3,7 @@
 Paths are resolved against the run's working directory and must stay inside it (or inside a root
 the user allowed with `Settings.allowed_roots`). Resolution follows symlinks, so `../`, absolute
 paths and links pointing out of the workspace are all refused the same way. Secrets files (`.env`,
-keys, credentials) need the user's approval to read: the list is `loopwright.tools.sensitive`.
+keys, credentials) need the user's approval to read: the list is `loopwright.safety.sensitive`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from loopwright.errors import ToolError
+from loopwright.safety.sensitive import is_secret_path, require_secret_approval
 from loopwright.tools.base import ToolContext
-from loopwright.tools.sensitive import is_secret_path, require_secret_approval
 
 __all__ = ["ALLOWED_ROOTS_SERVICE", "READ_ONLY_ROOTS_SERVICE", "display_path", "is_secret_path",
            "open_checked", "read_checked", "require_secret_approval", "resolve_path",

@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
 from loopwright.cli.inert import escape_controls
-from loopwright.tools.policy import ApprovalAnswer
+from loopwright.safety.policy import ApprovalAnswer
 
 _screen: list[Callable[[], AbstractContextManager[None]]] = [contextlib.nullcontext]
 MAX_DIFF_LINES = 200  # lines of a proposed change a prompt shows; the rest is counted

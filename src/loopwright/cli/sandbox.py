@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopwright.sandbox import Availability, SandboxPolicy, sandbox_availability
+from loopwright.safety.sandbox import Availability, SandboxPolicy, sandbox_availability
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent

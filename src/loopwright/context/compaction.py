@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
+from loopwright.arguments import loads_bounded
 from loopwright.context.summary import (
     SUMMARY_SYSTEM,
     SummaryCooldown,
@@ -56,7 +57,6 @@ from loopwright.endpoints.probe import window_from_error
 from loopwright.errors import ContextOverflowError, LoopwrightError
 from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.output import SPILL_MARKER, bound_text
 
 if TYPE_CHECKING:

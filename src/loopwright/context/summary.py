@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from loopwright.arguments import loads_bounded
 from loopwright.config import DEFAULTS
 from loopwright.messages import Message
-from loopwright.tools.arguments import loads_bounded
 
 SUMMARY_HEADER = "[Context summary — reference only]"
 REPORT_SECTIONS = ("Goal", "Constraints and preferences", "Done", "In progress", "Blocked",

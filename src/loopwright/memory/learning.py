@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
+from loopwright.arguments import ArgumentsError, parse_arguments
 from loopwright.errors import LoopwrightError
 from loopwright.grading import condense_transcript
 from loopwright.messages import ModelRequest
 from loopwright.plugins import LoopPlugin, RunView
-from loopwright.tools.arguments import ArgumentsError, parse_arguments
 
 if TYPE_CHECKING:
     from loopwright.builtin.memory import MemoryFiles, Target

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loopwright import notes
+from loopwright.arguments import small_json_object
 from loopwright.messages import Message
 from loopwright.review.check import Check
 from loopwright.review.fallback import is_dangling
 from loopwright.review.verdicts import Verdict, send_back, set_aside
 from loopwright.review.view import ReviewView
-from loopwright.tools.arguments import small_json_object
-from loopwright.tools.text_calls.runtime_markup import made_up_result_of, strip_runtime_markup
+from loopwright.wire.text_calls.runtime_markup import made_up_result_of, strip_runtime_markup
 
 _COPY_MIN_CHARS = 40  # a short answer given twice ("42") is an answer, not a copied preamble
 

@@ -7,11 +7,11 @@ import json
 from collections.abc import Sequence
 
 from loopwright import notes
+from loopwright.arguments import loads_bounded
 from loopwright.messages import ToolCall
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, skip_call
 from loopwright.review.view import ReviewView
-from loopwright.tools.arguments import loads_bounded
 
 
 def call_signature(call: ToolCall) -> str:

@@ -35,8 +35,8 @@ def is_answer(text: str, *, prose: bool = True) -> bool:
     if not prose:
         return True
     # only once a run ends: the text-call parser is not loaded by a run that never needs it
-    from loopwright.tools.text_calls.registry import is_call_fragment
-    from loopwright.tools.text_calls.runtime_markup import strip_runtime_markup
+    from loopwright.wire.text_calls.registry import is_call_fragment
+    from loopwright.wire.text_calls.runtime_markup import strip_runtime_markup
 
     return (any(ch.isalnum() for ch in strip_runtime_markup(text))
             and not notes.echoes_runtime_note(text) and not is_call_fragment(text)

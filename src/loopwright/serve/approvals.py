@@ -19,9 +19,9 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+from loopwright.safety.policy import ApprovalAnswer, current_approval
 from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
 from loopwright.serve.runs import PendingApproval, ServeRun
-from loopwright.tools.policy import ApprovalAnswer, current_approval
 
 DECISIONS: dict[str, ApprovalAnswer] = {"allow": True, "deny": False, "always": "always"}
 """What `POST /runs/{id}/approvals/{call_id}` accepts as `decision`."""

@@ -24,7 +24,7 @@ from loopwright.events import TERMINAL_TYPES, Event, event_to_json
 if TYPE_CHECKING:
     from loopwright.agent import RunHandle
     from loopwright.result import RunResult
-    from loopwright.tools.policy import ApprovalAnswer
+    from loopwright.safety.policy import ApprovalAnswer
 
 KEEP_FINISHED = 200
 """Finished runs kept in memory for replay (older ones are still in the session store)."""

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from loopwright.context.prompt import repository_root
 from loopwright.errors import ToolError
+from loopwright.safety.protected import SKILL_DIRS
 from loopwright.skills.frontmatter import MAX_HEAD_BYTES, SkillFormatError, parse_front_matter
-from loopwright.tools.protected import SKILL_DIRS
 
-PROJECT_DIRS = SKILL_DIRS  # one list with the protected paths (tools/protected.py)
+PROJECT_DIRS = SKILL_DIRS  # one list with the protected paths (safety/protected.py)
 SKILL_FILE = "SKILL.md"
 MAX_FOLDERS_PER_ROOT = 200
 MAX_SKILLS = 100

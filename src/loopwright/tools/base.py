@@ -98,7 +98,7 @@ class Tool:
     still run alongside read-only and other concurrent-safe calls (sub-agents: `delegate`).
     `deferred` tools are registered but only advertised after `tool_search` finds them. `core`
     tools are never deferred. `network` tools reach the network: every URL in their arguments
-    passes the egress policy first (`tools/egress.py`).
+    passes the egress policy first (`safety/egress.py`).
     """
 
     name: str

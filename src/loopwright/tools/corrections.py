@@ -14,8 +14,8 @@ import difflib
 import json
 import re
 
+from loopwright.arguments import loads_bounded
 from loopwright.messages import ToolCall
-from loopwright.tools.arguments import loads_bounded
 
 _WORD = re.compile(r"[\w][\w.\-]*[\w]|\w")
 _MIN_SIMILARITY = 0.8

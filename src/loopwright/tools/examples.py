@@ -7,7 +7,7 @@ names, for a parameter that takes a path), from the schema (`examples`, `enum`, 
 shows a sample (`grounded_example`): a copied sample is a call that runs (the 0.5B and the 1.5B,
 shown `{"path": "..."}`, sent it), so where one would be needed the error names the parameters
 and their types instead (`describe_parameters`). The prompt-mode format example may show
-samples; a call may never send `PLACEHOLDER` as a value (`arguments.placeholder_message`).
+samples; a call may never send `PLACEHOLDER` as a value (`argument_errors.placeholder_message`).
 Measured on Qwen2.5-Coder-0.5B: shown `{"path": "your path here"}` after it copied the schema of
 `read_file`, it read "your path here" twice and never notes.txt, the file the request named.
 """

@@ -16,15 +16,13 @@ from typing import Any, Protocol
 
 import pydantic
 
+from loopwright.arguments import ArgumentsError, is_complete_json, parse_arguments_async
 from loopwright.attachments import Attachment, split_attachments
 from loopwright.errors import ToolError
 from loopwright.messages import ToolCall
-from loopwright.tools.arguments import (
-    ArgumentsError,
+from loopwright.tools.argument_errors import (
     arguments_error_message,
     describe_validation_error,
-    is_complete_json,
-    parse_arguments_async,
     placeholder_message,
     truncated_call_message,
     unknown_tool_message,

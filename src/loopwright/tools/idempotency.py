@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from loopwright.arguments import loads_bounded
 from loopwright.messages import Message, ToolCall, is_interrupted_result
-from loopwright.tools.arguments import loads_bounded
 
 KEY_CHARS = 32
 

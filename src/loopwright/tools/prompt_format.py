@@ -27,19 +27,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright import notes
+from loopwright.arguments import loads_bounded
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, sanitize
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.arguments import loads_bounded
 from loopwright.tools.examples import example_call
-from loopwright.tools.text_calls import (
+from loopwright.wire.base import CACHE_BOUNDARY, split_system
+from loopwright.wire.stream import DeltaListener
+from loopwright.wire.text_calls import (
     FORMAT_HINT,
     MarkupFilter,
     coerce_arguments,
     parse_tool_calls,
 )
-from loopwright.tools.text_calls.runtime_markup import is_runtime_block, strip_runtime_markup
-from loopwright.wire.base import CACHE_BOUNDARY, split_system
-from loopwright.wire.stream import DeltaListener
+from loopwright.wire.text_calls.runtime_markup import is_runtime_block, strip_runtime_markup
 
 if TYPE_CHECKING:
     from loopwright.config import Settings

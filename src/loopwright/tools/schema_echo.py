@@ -11,9 +11,12 @@ made-up sample) — unless the tool takes no arguments, when whatever was sent i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
-from loopwright.tools.arguments import example_or_parameters
+from loopwright.arguments import EMPTY
+from loopwright.messages import Message, ToolCall, ToolSpec, with_tool_calls
+from loopwright.tools.argument_errors import example_or_parameters
 
 SCHEMA_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "$schema", "$defs", "$ref",
@@ -83,3 +86,15 @@ def schema_echo_message(tool_name: str, arguments: dict[str, Any], schema: dict[
 
 def _is_schema_fragment(value: Any) -> bool:
     return isinstance(value, dict) and "type" in value and set(value) <= SCHEMA_KEYWORDS
+
+
+def without_ignored_arguments(msg: Message, tools: Iterable[ToolSpec]) -> Message:
+    """`msg` with the calls of tools that take no arguments given `{}`: what such a tool runs
+    with whatever was sent, and what makes copies of one call one call (the 0.5B sent
+    `list_files` `{}` and, in the same reply, five copies of its schema as the arguments, then
+    called it with the schema again for as long as it had tools)."""
+    free = {t.name for t in tools if takes_no_arguments(t.parameters)}
+    if not any(c.name in free and c.arguments != EMPTY for c in msg.tool_calls):
+        return msg
+    return with_tool_calls(msg, [ToolCall(id=c.id, name=c.name, arguments=EMPTY)
+                                 if c.name in free else c for c in msg.tool_calls])

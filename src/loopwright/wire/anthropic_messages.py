@@ -141,7 +141,7 @@ def _tool_use_block(call: ToolCall) -> dict[str, Any]:
 
 def _input_object(call: ToolCall) -> dict[str, Any]:
     """`input` must be an object; arguments the model broke are repaired, else sent empty."""
-    from loopwright.tools.arguments import ArgumentsError, loads_bounded, parse_arguments
+    from loopwright.arguments import ArgumentsError, loads_bounded, parse_arguments
 
     try:
         value = loads_bounded(call.arguments or "{}")

@@ -21,16 +21,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopwright.tools.protected import protected_reason
-from loopwright.tools.shell.fallback import raw_catastrophic
-from loopwright.tools.shell.parse import (
+from loopwright.safety.protected import protected_reason
+from loopwright.safety.shell.fallback import raw_catastrophic
+from loopwright.safety.shell.parse import (
     MAX_COMMAND_CHARS,
     Script,
     SimpleCommand,
     join_path,
     parse_command,
 )
-from loopwright.tools.shell.rules import (
+from loopwright.safety.shell.rules import (
     Targets,
     canonical_text,
     catastrophic,
@@ -38,8 +38,8 @@ from loopwright.tools.shell.rules import (
     resolved_values,
     written_words,
 )
-from loopwright.tools.shell.words import Word
-from loopwright.tools.shell.wrappers import SHELLS
+from loopwright.safety.shell.words import Word
+from loopwright.safety.shell.wrappers import SHELLS
 
 __all__ = ["MAX_COMMAND_CHARS", "ShellVerdict", "SimpleCommand", "classify_command",
            "parse_command"]

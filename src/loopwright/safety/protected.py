@@ -4,15 +4,15 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
 configs, skill folders, and another agent's project settings that run hooks. To them come the git
-hooks directory the configuration names (`core.hooksPath`, `loopwright.tools.git_hooks`).
+hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`).
 
 Two readers, one list:
 
-- the file tools (`tools/sensitive.py`) ask for approval before writing a path whose parts contain
+- the file tools (`sensitive.py`) ask for approval before writing a path whose parts contain
   an entry anywhere (`a/b/.git/config` too), the user's loopwright config directory, the file
   `LOOPWRIGHT_CONFIG` names, a hooks directory or a script a configured hook runs;
-- the sandbox (`sandbox/linux.py`) binds each entry at the top of every writable root read-only,
-  and makes the ones that do not exist yet uncreatable (`sandbox/placeholders.py`).
+- the sandbox (`sandbox/linux.py` here) binds each entry at the top of every writable root
+  read-only, and makes the ones that do not exist yet uncreatable (`sandbox/placeholders.py`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.tools.git_hooks import common_dir, git_dir_of, hooks_dirs
+from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs
 
 
 @dataclass(frozen=True, slots=True)

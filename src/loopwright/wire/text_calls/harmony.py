@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
 
 MARKERS = ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<|call|>", "<|return|>")
 _MESSAGE = re.compile(

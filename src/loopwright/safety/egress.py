@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loopwright.errors import ToolError
+from loopwright.safety.policy import Approver
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
-from loopwright.tools.policy import Approver
 
 EGRESS_SERVICE = "egress"
 """`ToolContext.services` key: the run's `Egress`."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Literal
 
-from loopwright.tools.text_calls.registry import (
+from loopwright.wire.text_calls.registry import (
     LONGEST_MARKER,
     MARKERS,
     could_be_call_prefix,

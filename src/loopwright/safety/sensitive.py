@@ -5,7 +5,7 @@
 Secrets are matched by file name (`SECRET_NAMES`, globs, case-insensitive) or by a directory on
 the path (`SECRET_DIRS`: `.ssh/`, `.aws/`, `.config/gcloud/` …). Names ending in `.example`,
 `.sample`, `.template` or `.dist` are templates, not secrets. Protected configuration is the one
-list the sandbox reads too (`loopwright.tools.protected`), plus the scripts the configured hooks
+list the sandbox reads too (`loopwright.safety.protected`), plus the scripts the configured hooks
 run (`PROTECTED_PATHS_SERVICE`) and the git hooks directory the repository configures.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
+from loopwright.safety.git_hooks import hooks_dirs
+from loopwright.safety.protected import protected_reason
 from loopwright.tools.base import ToolContext
-from loopwright.tools.git_hooks import hooks_dirs
-from loopwright.tools.protected import protected_reason
 
 SECRET_NAMES: tuple[str, ...] = (
     ".env", ".env.*", ".envrc", "*.env",

@@ -5,7 +5,7 @@
 loops, functions (inlined where they are called), here-documents fed to a shell, and the payloads
 of `bash -c` / `sh -c` / `eval` / `source` / `trap` / `watch` / `env -S` / `su -c` are all opened;
 wrappers (`env`, `sudo`, `nice`, `timeout`, `xargs`, `find -exec`, …) are seen through by
-`loopwright.tools.shell.wrappers`. Whatever cannot be seen (a command word computed at run time,
+`loopwright.safety.shell.wrappers`. Whatever cannot be seen (a command word computed at run time,
 `eval` of a variable, code piped into a shell, text the grammar cannot read) is listed in
 `Script.opaque`, so that the policy asks the user instead of guessing.
 
@@ -18,12 +18,9 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
-
-from loopwright.tools.shell.words import (
+from loopwright.safety.shell.words import (
     Piece,
     Word,
     c_escapes,
@@ -32,6 +29,9 @@ from loopwright.tools.shell.words import (
     printf_output,
     unquoted_word,
 )
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 MAX_COMMAND_CHARS = 32 * 1024
 MAX_NODE_DEPTH = 120
@@ -134,6 +134,11 @@ def join_path(cwd: str | None, path: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
+    """The bash grammar, loaded by the first command parsed: an agent that runs none, and the
+    CLI before its first request, never pay for it."""
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
     return Parser(Language(tree_sitter_bash.language()))
 
 
@@ -321,7 +326,7 @@ class Walker:
         command = SimpleCommand(words=tuple(words), redirects=tuple(redirects), cwd=state.cwd,
                                 piped=piped, stdin_text=stdin_text, spawns=ctx.spawns,
                                 via=ctx.via, source=self._text(node))
-        from loopwright.tools.shell.wrappers import expand_command  # they import this module
+        from loopwright.safety.shell.wrappers import expand_command  # they import this module
 
         expand_command(self, command, state, ctx)
 

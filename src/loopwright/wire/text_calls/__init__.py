@@ -15,15 +15,15 @@ Kimi-K2 `<|tool_calls_section_begin|>`; bare or fenced JSON (Llama 3, llama.cpp'
 `{"tool_call": {…}}`), and a call wrapped in `<tool_response>` by a confused small model.
 
 Arguments are returned as text, exactly as written when they are not valid JSON, so that the
-executor repairs and validates them like native arguments (`tools.arguments`); XML-style values
+executor repairs and validates them like native arguments (`loopwright.arguments`); XML-style values
 are text until `coerce_arguments` gives them the types of the tool's schema.
 """
 
-from loopwright.tools.text_calls.coerce import coerce_arguments
-from loopwright.tools.text_calls.holdback import MarkupFilter
-from loopwright.tools.text_calls.model import MalformedCall, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import ARGUMENT_KEYS, NAME_KEYS
-from loopwright.tools.text_calls.registry import could_be_call_prefix, parse_tool_calls
+from loopwright.wire.text_calls.coerce import coerce_arguments
+from loopwright.wire.text_calls.holdback import MarkupFilter
+from loopwright.wire.text_calls.model import MalformedCall, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import ARGUMENT_KEYS, NAME_KEYS
+from loopwright.wire.text_calls.registry import could_be_call_prefix, parse_tool_calls
 
 FORMAT_HINT = '<tool_call>\n{"name": "<tool name>", "arguments": {<arguments>}}\n</tool_call>'
 

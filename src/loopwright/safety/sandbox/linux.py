@@ -8,7 +8,7 @@ The filesystem view is built in this order (later mounts cover earlier ones):
    under /tmp stays visible, and a program started by its path under /tmp bound read-only;
 4. inside writable roots, the protected paths (the whole `.git`, `loopwright.toml`,
    `.loopwright/`, MCP configs, skill folders, the configured git hooks directory: the one list
-   in `loopwright.tools.protected`) bound read-only again, and a placeholder bound read-only
+   in `loopwright.safety.protected`) bound read-only again, and a placeholder bound read-only
    where one does not exist yet (`mounts.py`, `placeholders.py`);
 5. credential stores in the home directory, the user's loopwright config directory and the data
    directory covered by an empty, read-only directory or file.
@@ -34,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopwright.sandbox import supervisor
-from loopwright.sandbox.cgroup import PidsGroup, pids_group
-from loopwright.sandbox.mounts import hidden_mounts, protected_mounts
-from loopwright.sandbox.policy import MEBIBYTE, SandboxPolicy
+from loopwright.safety.sandbox import supervisor
+from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
+from loopwright.safety.sandbox.mounts import hidden_mounts, protected_mounts
+from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from loopwright.tools.arguments import balanced_end, python_literal
-from loopwright.tools.text_calls.model import TextToolCall
+from loopwright.arguments import balanced_end, python_literal
+from loopwright.wire.text_calls.model import TextToolCall
 
 NAME_KEYS = ("name", "tool", "tool_name", "function", "function_name")
 ARGUMENT_KEYS = ("arguments", "parameters", "params", "args", "input", "tool_input", "kwargs")

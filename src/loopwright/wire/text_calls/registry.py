@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from loopwright.tools.arguments import is_complete_json, small_json_object
-from loopwright.tools.text_calls import harmony, special_tokens
-from loopwright.tools.text_calls.bare_json import extract_json
-from loopwright.tools.text_calls.mistral import MARKER as MISTRAL_MARKER
-from loopwright.tools.text_calls.mistral import extract_mistral
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import CALL_KEYS, tidy
-from loopwright.tools.text_calls.pythonic import extract_pythonic
-from loopwright.tools.text_calls.tags import extract_tags
+from loopwright.arguments import is_complete_json, small_json_object
+from loopwright.wire.text_calls import harmony, special_tokens
+from loopwright.wire.text_calls.bare_json import extract_json
+from loopwright.wire.text_calls.mistral import MARKER as MISTRAL_MARKER
+from loopwright.wire.text_calls.mistral import extract_mistral
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import CALL_KEYS, tidy
+from loopwright.wire.text_calls.pythonic import extract_pythonic
+from loopwright.wire.text_calls.tags import extract_tags
 
 _SPECIAL_TOKENS = re.compile(r"<\|(?:python_tag|python_start|python_end|eom_id|eot_id)\|>")
 

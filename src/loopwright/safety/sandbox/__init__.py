@@ -11,8 +11,8 @@ the model is told). See docs/safety.md.
 
 from __future__ import annotations
 
-from loopwright.sandbox.env import is_secret_variable, scrubbed_environment
-from loopwright.sandbox.launch import (
+from loopwright.safety.sandbox.env import is_secret_variable, scrubbed_environment
+from loopwright.safety.sandbox.launch import (
     Availability,
     Launch,
     prepare_helper_launch,
@@ -20,7 +20,7 @@ from loopwright.sandbox.launch import (
     sandbox_availability,
     sandbox_availability_sync,
 )
-from loopwright.sandbox.policy import (
+from loopwright.safety.sandbox.policy import (
     MODES,
     SANDBOX_SERVICE,
     SandboxMode,
@@ -29,8 +29,8 @@ from loopwright.sandbox.policy import (
     parse_mode,
     policy_from_settings,
 )
-from loopwright.sandbox.prompt import sandbox_note
-from loopwright.sandbox.unsandboxed import is_plainly_read_only
+from loopwright.safety.sandbox.prompt import sandbox_note
+from loopwright.safety.sandbox.unsandboxed import is_plainly_read_only
 
 __all__ = [
     "MODES",

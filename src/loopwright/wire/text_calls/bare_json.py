@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from loopwright.tools.arguments import balanced_end
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import (
+from loopwright.arguments import balanced_end
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import (
     LOOSE_NAME,
     call_from_object,
     decode_at,

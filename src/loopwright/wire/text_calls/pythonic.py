@@ -7,8 +7,8 @@ import ast
 import json
 import re
 
-from loopwright.tools.arguments import balanced_end, to_jsonable
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.arguments import balanced_end, to_jsonable
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
 
 _LIST_CALL = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
 _BARE_CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")

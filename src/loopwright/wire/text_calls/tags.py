@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-from loopwright.tools.text_calls.model import MalformedCall, Names, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import (
+from loopwright.wire.text_calls.model import MalformedCall, Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import (
     call_from_object,
     is_call_shaped,
     objects_in,
@@ -17,7 +17,7 @@ from loopwright.tools.text_calls.objects import (
     strip_fence,
     unwrap,
 )
-from loopwright.tools.text_calls.xml_params import glm_call, looks_like_glm, qwen_parameters
+from loopwright.wire.text_calls.xml_params import glm_call, looks_like_glm, qwen_parameters
 
 TAG_OPEN = re.compile(
     r"<tool_call>|<\|tool_call\|>|<tool_response>|<function=([A-Za-z_][\w.\-]*)>")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import strip_fence
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import strip_fence
 
 DS_OPEN, DS_CLOSE = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 DS_CALL_OPEN, DS_CALL_CLOSE = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"

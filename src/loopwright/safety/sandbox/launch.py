@@ -19,13 +19,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from loopwright.sandbox.cgroup import PidsGroup
-from loopwright.sandbox.env import scrubbed_environment
-from loopwright.sandbox.linux import bwrap_command, probe_argv
-from loopwright.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
-from loopwright.sandbox.placeholders import make as make_placeholder
-from loopwright.sandbox.placeholders import remove as remove_placeholder
-from loopwright.sandbox.policy import SandboxMode, SandboxPolicy
+from loopwright.safety.sandbox.cgroup import PidsGroup
+from loopwright.safety.sandbox.env import scrubbed_environment
+from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
+from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
+from loopwright.safety.sandbox.placeholders import make as make_placeholder
+from loopwright.safety.sandbox.placeholders import remove as remove_placeholder
+from loopwright.safety.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
 

@@ -1,6 +1,6 @@
 """The bubblewrap mounts that keep protected paths read-only and hidden paths out of sight.
 
-Protected paths (the one list, `loopwright.tools.protected`) are bound read-only at the top of
+Protected paths (the one list, `loopwright.safety.protected`) are bound read-only at the top of
 each writable root; one that does not exist yet gets a placeholder (`placeholders.py`) bound
 read-only instead, so it cannot be created. Hidden paths — credential stores in the home
 directory, the user's loopwright config directory wherever `XDG_CONFIG_HOME` puts it (serve
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loopwright.config import default_data_dir, user_config_dir
-from loopwright.sandbox.placeholders import missing_point, shared
-from loopwright.sandbox.policy import SandboxPolicy
-from loopwright.tools.protected import protected_locations
+from loopwright.safety.protected import protected_locations
+from loopwright.safety.sandbox.placeholders import missing_point, shared
+from loopwright.safety.sandbox.policy import SandboxPolicy
 
 
 def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:

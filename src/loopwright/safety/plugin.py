@@ -17,12 +17,12 @@ from loopwright.builtin.diff import TurnDiffPlugin
 from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.hooks import HOOK_NAMES, CommandHook, HookFilter, HookGate, HookPlugin, Hooks
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.egress import EGRESS_SERVICE, Egress, EgressGate
+from loopwright.safety.egress import EGRESS_SERVICE, Egress, EgressGate
+from loopwright.safety.policy import ApprovalCache, ApprovalCallback, Approver, Policy, PolicyGate
+from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.safety.shell import parse_command
+from loopwright.safety.shell.parse import join_path
 from loopwright.tools.execute import ResultFilter, ToolGate
-from loopwright.tools.policy import ApprovalCache, ApprovalCallback, Approver, Policy, PolicyGate
-from loopwright.tools.sensitive import PROTECTED_PATHS_SERVICE
-from loopwright.tools.shell import parse_command
-from loopwright.tools.shell.parse import join_path
 
 
 @dataclass(kw_only=True)

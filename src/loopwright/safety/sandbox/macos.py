@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopwright.sandbox.mounts import hidden_paths
-from loopwright.sandbox.policy import SandboxPolicy
-from loopwright.tools.protected import protected_locations
+from loopwright.safety.protected import protected_locations
+from loopwright.safety.sandbox.mounts import hidden_paths
+from loopwright.safety.sandbox.policy import SandboxPolicy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 

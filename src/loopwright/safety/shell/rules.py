@@ -13,9 +13,9 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 
-from loopwright.tools.sensitive import is_secret_path
-from loopwright.tools.shell.parse import SimpleCommand, join_path
-from loopwright.tools.shell.words import Word
+from loopwright.safety.sensitive import is_secret_path
+from loopwright.safety.shell.parse import SimpleCommand, join_path
+from loopwright.safety.shell.words import Word
 
 TOP_LEVEL = frozenset({
     "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from loopwright.tools.arguments import balanced_end
-from loopwright.tools.text_calls.model import Names, TextCalls, TextToolCall
-from loopwright.tools.text_calls.objects import call_from_object, decode_at
+from loopwright.arguments import balanced_end
+from loopwright.wire.text_calls.model import Names, TextCalls, TextToolCall
+from loopwright.wire.text_calls.objects import call_from_object, decode_at
 
 MARKER = "[TOOL_CALLS]"
 _NAMED = re.compile(

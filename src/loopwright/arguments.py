@@ -1,6 +1,9 @@
-"""Tool arguments: parse, repair broken JSON, validate against the schema, or explain what is wrong.
+"""Tool-call arguments as a model writes them: parsed, broken JSON repaired, bounded.
 
-Unrecoverable arguments never run a tool with `{}`: the model gets a precise error and an example.
+The bottom of the stack (below `messages`): history keeps every call's arguments as valid JSON
+(`storable_arguments`), the wire adapters send them, text calls are read with these scanners,
+and the executor (`tools/execute.py`) validates what comes out against the tool's schema, with
+the errors of `tools/argument_errors.py`. Unrecoverable arguments never run a tool with `{}`.
 Arguments come from the model, so every step is bounded: one linear scan measures nesting and
 closes what a cut-off object left open, json-repair (superlinear) only sees small inputs, and
 large inputs are parsed in a worker thread (`parse_arguments_async`).
@@ -9,19 +12,11 @@ large inputs are parsed in a worker thread (`parse_arguments_async`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
-
-import pydantic
-
-from loopwright.tools.examples import (
-    PLACEHOLDER,
-    describe_parameters,
-    example_call,
-    grounded_example,
-)
 
 MAX_NESTING = 100
 """Deepest bracket nesting accepted in arguments; deeper input would exhaust the recursion limit
@@ -358,78 +353,53 @@ def _json_kind(value: Any) -> str:
             bool: "a boolean", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def describe_validation_error(exc: pydantic.ValidationError | ValueError) -> str:
-    """A short, precise list of what is wrong with the arguments."""
-    if not isinstance(exc, pydantic.ValidationError):
-        return str(exc)
-    problems = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in err["loc"]) or "(arguments)"
-        if err["type"] == "missing":
-            problems.append(f"missing required argument {where!r}")
-        elif err["type"] == "extra_forbidden":
-            problems.append(f"unknown argument {where!r}")
-        else:
-            problems.append(f"{where!r}: {err['msg']} (got {err.get('input')!r:.60})")
-    return "; ".join(problems)
+# Arguments as history keeps them: always one JSON object. A model's raw arguments may be cut off
+# by the output limit (`{"a":`) or broken beyond repair; they reach the executor as written (so
+# the model gets a precise error), but some servers (llama.cpp) parse every call in the history
+# and reject the whole request, on every later turn, when one call's arguments do not parse.
+
+EMPTY = "{}"
 
 
-def placeholder_message(tool_name: str, arguments: dict[str, Any], schema: dict[str, Any]
-                        ) -> str | None:
-    """The error for a call that copied an example's placeholder as a value, or None (the 0.5B,
-    shown `{"path": "...", "old": "...", "new": "..."}`, sent exactly that; shown the prompt's
-    example, it wrote a file named "..."). A real value is never just the placeholder."""
-    properties = schema.get("properties") or {}
-    copied = [name for name, value in arguments.items()
-              if value == PLACEHOLDER and isinstance(properties.get(name), dict)]
-    if not copied:
-        return None
-    names = ", ".join(repr(n) for n in copied)
-    return (f"Error: {names} still hold the example's placeholder {PLACEHOLDER!r}, so "
-            f"{tool_name!r} was not run. The example only shows the shape of a call: call it "
-            "again with the real values, from the user's request or from the results you have.")
+# the same arguments are checked several times a turn (stored, sanitised, screened): short ones
+# are remembered (a string's hash is computed once and kept by the string)
+_MEMO_CHARS = 2048
 
 
-def arguments_error_message(tool_name: str, problem: str, schema: dict[str, Any], *,
-                            request: str = "") -> str:
-    """What the model reads when its arguments cannot be used: an example only when every value
-    of it comes from the request or the schema (a copied sample would run), else the
-    parameters in words."""
-    return (
-        f"Error: the arguments for tool {tool_name!r} could not be used: {problem}. "
-        f"The tool was not run. Call it again with arguments that are one JSON object matching "
-        f"its schema, {example_or_parameters(schema, request=request)}"
-    )
+def is_json_object(raw: str) -> bool:
+    """True when `raw` is the text of one JSON object (the fast, common case)."""
+    if len(raw) <= _MEMO_CHARS:
+        return _short_is_json_object(raw)
+    return _is_json_object(raw)
 
 
-def example_or_parameters(schema: dict[str, Any], *, written: dict[str, Any] | None = None,
-                          request: str = "") -> str:
-    """"for example: {…}" when every value is grounded, else "with: path (string), …"."""
-    example = grounded_example(schema, written=written, request=request)
-    if example is None:
-        return f"with: {describe_parameters(schema)}, values taken from the request or results"
-    return f"for example: {json.dumps(example, ensure_ascii=False)}"
+def _is_json_object(raw: str) -> bool:
+    text = raw.strip()
+    if not text.startswith("{"):
+        return False
+    try:
+        return isinstance(loads_bounded(text), dict)
+    except ValueError:
+        return False
 
 
-def unknown_tool_message(name: str, suggested: list[str],
-                         closest_schema: dict[str, Any] | None, *, request: str = "") -> str:
-    """What the model reads after calling a tool that does not exist: the tools it has, and a
-    filled-in call of the closest one (`suggested[0]`) — small models that only get the names
-    apologise instead of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had
-    `read_file`)."""
-    names = ", ".join(suggested) or "(none)"
-    message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
-    if suggested and closest_schema is not None:
-        example = example_call(suggested[0], closest_schema, request=request, grounded=True)
-        message += (f" Call one of them instead, for example: {example}" if example else
-                    f" Call one of them instead: {suggested[0]} takes "
-                    f"{describe_parameters(closest_schema)}.")
-    return message
+@functools.lru_cache(maxsize=4096)
+def _short_is_json_object(raw: str) -> bool:
+    return _is_json_object(raw)
 
 
-def truncated_call_message(tool_name: str) -> str:
-    return (
-        f"Error: your call to {tool_name!r} was cut off by the output-token limit before its "
-        "arguments were complete, so it was not run. Retry with smaller arguments: split large "
-        "content into several smaller calls."
-    )
+def storable_arguments(raw: str, *, cut: bool = False) -> str:
+    """`raw` if it is a JSON object; else the object it repairs to (what the tool ran with);
+    else `{}`. Arguments cut off by the output limit are stored as `{}`: the call never ran."""
+    if is_json_object(raw):
+        return raw
+    if cut or not raw.strip():
+        return EMPTY
+    try:
+        value = parse_arguments(raw).value
+    except (ArgumentsError, RecursionError):
+        return EMPTY
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return EMPTY

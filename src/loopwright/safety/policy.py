@@ -11,7 +11,7 @@ Order of checks for one call (first verdict wins):
    writes into system directories, …) and shell text that cannot be checked (a computed command
    word, `eval` of run-time text, code piped into a shell) go to the approval callback.
 
-Shell commands are parsed by `loopwright.tools.shell` into simple commands (chains, pipelines,
+Shell commands are parsed by `loopwright.safety.shell` into simple commands (chains, pipelines,
 substitutions, `bash -c` payloads, wrappers such as `env`/`sudo`/`xargs`/`find -exec`), quotes
 removed and paths normalised; each part is what rules are matched against. For file tools the
 subject is the resolved path (relative to the working directory when inside it, and absolute),
@@ -43,10 +43,10 @@ from typing import Any, Literal
 
 from loopwright.config import DEFAULTS
 from loopwright.errors import ConfigError
+from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.safety.shell import ShellVerdict, classify_command
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
-from loopwright.tools.sensitive import PROTECTED_PATHS_SERVICE
-from loopwright.tools.shell import ShellVerdict, classify_command
 
 ApprovalAnswer = bool | Literal["always", "never", "yes", "no"]
 ApprovalCallback = Callable[[str, str], Awaitable[ApprovalAnswer] | ApprovalAnswer]

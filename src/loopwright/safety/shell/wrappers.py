@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from loopwright.tools.shell.parse import Context, SimpleCommand, State, Walker, join_path
-from loopwright.tools.shell.words import Word
+from loopwright.safety.shell.parse import Context, SimpleCommand, State, Walker, join_path
+from loopwright.safety.shell.words import Word
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "rbash", "fish",
                     "busybox", "pdksh", "oksh", "tcsh", "csh"})

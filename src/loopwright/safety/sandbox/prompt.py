@@ -6,7 +6,7 @@ per process), so it is byte-identical across turns and runs and prompt caches ke
 
 from __future__ import annotations
 
-from loopwright.sandbox.policy import SandboxPolicy
+from loopwright.safety.sandbox.policy import SandboxPolicy
 
 _WHERE = {
     "read-only": "the whole filesystem is read-only (you cannot change any file with bash)",
