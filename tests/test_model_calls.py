@@ -12,10 +12,9 @@ from typing import Any
 from loopwright import Agent, event_from_dict, event_to_json, tool
 from loopwright.context.summary import SUMMARY_SYSTEM
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.events import Event, ModelCallEvent
+from loopwright.events import Event, ModelCallEvent, ModelCallRecord
 from loopwright.grading import GRADER_PROMPT
 from loopwright.messages import Message, ModelRequest, assistant, system, user
-from loopwright.model_call import ModelCallRecord
 from loopwright.plugins import LoopPlugin, RunView
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
 

@@ -30,9 +30,14 @@ if TYPE_CHECKING:
         ToolError,
         UsageLimitExceeded,
     )
-    from loopwright.events import Event, event_from_dict, event_to_dict, event_to_json
+    from loopwright.events import (
+        Event,
+        ModelCallRecord,
+        event_from_dict,
+        event_to_dict,
+        event_to_json,
+    )
     from loopwright.messages import Message, ModelRequest, ToolCall, Usage
-    from loopwright.model_call import ModelCallRecord
     from loopwright.plugins import LoopPlugin, RunView
     from loopwright.result import RunResult
     from loopwright.tools.base import Tool, ToolContext, tool
@@ -58,7 +63,7 @@ _HOMES = {
     "event_to_json": "loopwright.events",
     "Message": "loopwright.messages",
     "ModelRequest": "loopwright.messages",
-    "ModelCallRecord": "loopwright.model_call",
+    "ModelCallRecord": "loopwright.events",
     "ToolCall": "loopwright.messages",
     "Usage": "loopwright.messages",
     "LoopPlugin": "loopwright.plugins",

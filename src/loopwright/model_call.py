@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from loopwright.endpoints.client import CallListeners, ClientReport
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import ProviderError, RunCancelled
-from loopwright.events import Event, ModelCallEvent, StatusKind
+from loopwright.events import Event, ModelCallEvent, ModelCallRecord, StatusKind
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.wire.stream import DeltaListener, ToolArgsListener
@@ -30,56 +30,6 @@ if TYPE_CHECKING:
     from loopwright.routing.choose import RouteFunction  # a type: routing loads when used
 
 LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ModelCallRecord:
-    """One model call as it happened, for audit, cost and tracing.
-
-    `attempts` counts the HTTP requests made for the call across retries, the stream → plain
-    fallback and provider fallbacks; `latency` is wall time from the call to its reply (or its
-    failure). `request` describes what was sent (parameters, tool names, message count and the
-    newest message; the whole conversation is in the session's messages), `response` what came
-    back (finish reason, text, tool calls, reasoning size) — None when the call failed."""
-
-    id: str
-    purpose: str
-    run_id: str
-    session_id: str | None
-    agent: str
-    turn: int
-    model: str  # the model that answered (or was tried last)
-    provider: str  # who answered, as "provider-name model (mode)"
-    endpoint: str  # its base URL
-    mode: str
-    started: float  # Unix time
-    latency: float
-    attempts: int
-    streamed: bool
-    request: dict[str, Any]
-    response: dict[str, Any] | None
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
-    error: str | None = None
-    status: int | None = None  # the HTTP status of a failed call, when there was one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "purpose": self.purpose, "run_id": self.run_id,
-            "session_id": self.session_id, "agent": self.agent, "turn": self.turn,
-            "model": self.model, "provider": self.provider, "endpoint": self.endpoint,
-            "mode": self.mode,
-            "started": self.started, "latency": self.latency, "attempts": self.attempts,
-            "streamed": self.streamed, "request": self.request, "response": self.response,
-            "usage": self.usage.to_dict(), "cost": self.cost, "error": self.error,
-            "status": self.status,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelCallRecord:
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        fields["usage"] = Usage(**(data.get("usage") or {}))
-        return cls(**fields)
 
 
 class CallOwner(Protocol):

@@ -55,7 +55,7 @@ from loopwright.store.writes import (
 if TYPE_CHECKING:
     import psycopg
 
-    from loopwright.model_call import ModelCallRecord
+    from loopwright.events import ModelCallRecord
 
 _USAGE = USAGE_COLUMNS
 _UPSERT_RUN = (

@@ -89,7 +89,7 @@ CREATE TABLE events (
 CREATE INDEX events_by_session ON events(session_id, id);
 """
 
-# v2: every model call of a run (`loopwright.model_call.ModelCallRecord`): what is queried in
+# v2: every model call of a run (`loopwright.events.ModelCallRecord`): what is queried in
 # columns, the whole record (request, response, usage…) as JSON in `data`
 _V2 = """
 CREATE TABLE model_calls (

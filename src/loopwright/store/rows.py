@@ -13,7 +13,7 @@ from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 
 if TYPE_CHECKING:
-    from loopwright.model_call import ModelCallRecord
+    from loopwright.events import ModelCallRecord
     from loopwright.store import RunRecord
 
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -92,7 +92,7 @@ def event_at(session_id: str, run_id: str, created: float, data: str) -> dict[st
 
 def call_at(session_id: str, data: str) -> ModelCallRecord:
     """A stored `model_calls` row back as a `ModelCallRecord`."""
-    from loopwright.model_call import ModelCallRecord  # the HTTP stack only when reading
+    from loopwright.events import ModelCallRecord
 
     try:
         return ModelCallRecord.from_dict(json.loads(data))

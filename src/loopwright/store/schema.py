@@ -116,7 +116,7 @@ CREATE TABLE turns (
 );
 """
 
-# v3: every model call of a run (`loopwright.model_call.ModelCallRecord`): what is queried in
+# v3: every model call of a run (`loopwright.events.ModelCallRecord`): what is queried in
 # columns, the whole record (request, response, usage…) as JSON in `data`
 _V3 = """
 CREATE TABLE model_calls (

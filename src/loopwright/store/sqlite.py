@@ -44,7 +44,7 @@ from loopwright.store.writes import (
 )
 
 if TYPE_CHECKING:
-    from loopwright.model_call import ModelCallRecord
+    from loopwright.events import ModelCallRecord
 
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
                     "lock_host, lock_expires, epoch, base_url, api_mode")

@@ -18,7 +18,7 @@ from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
 
 if TYPE_CHECKING:
-    from loopwright.model_call import ModelCallRecord
+    from loopwright.events import ModelCallRecord
     from loopwright.store.sqlite import SearchHit, SQLiteStore
     from loopwright.store.writes import StoreWrite
 
