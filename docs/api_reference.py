@@ -18,7 +18,7 @@ from pathlib import Path
 
 MODULES = (
     "loopwright",  # Agent, tool, ToolContext, RunResult, the events, errors, … (its `__all__`)
-    "loopwright.config",  # Settings and AgentOptions: every setting
+    "loopwright.settings",  # Settings and AgentOptions: every setting, by concern
     "loopwright.events",
     "loopwright.plugins",  # LoopPlugin and RunView: what a plugin sees
     "loopwright.testing",  # the fake model server, public for users' own tests

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import subprocess
 import typing
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 from loopwright import events
-from loopwright.config import Settings
 from loopwright.result import StopReason
+from loopwright.settings import CONCERNS, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -23,6 +27,42 @@ def test_every_setting_is_documented() -> None:
     names = {f.name for f in dataclasses.fields(Settings)}
     assert names - documented == set(), "add a row for each new setting to docs/settings.md"
     assert documented - names == set(), "docs/settings.md lists settings that do not exist"
+
+
+def settings_reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("settings_reference",
+                                                  DOCS / "settings_reference.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_settings_tables_are_written_from_the_settings() -> None:
+    """Issue 31: each setting declares its concern and doc once (`settings.py`); the page's
+    tables, one per concern in that order, are what docs/settings_reference.py writes."""
+    script = settings_reference()
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    assert script.undocumented() == []
+    assert script.rewrite(page) == page, "run python docs/settings_reference.py"
+    headings = re.findall(r"<!-- settings: [a-z_]+ -->\n## (.+)", page)
+    assert headings == [concern.title for concern in CONCERNS]
+    for setting in dataclasses.fields(Settings):
+        section = page.split(f"## {setting.metadata['concern'].title}\n", 1)[1]
+        assert f"| `{setting.name}` |" in section.split("<!-- /settings -->", 1)[0]
+
+
+def test_a_stale_or_broken_settings_page_is_refused() -> None:
+    script = settings_reference()
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    stale = page.replace("| `max_turns` | `90` |", "| `max_turns` | `80` |")
+    assert stale != page and script.rewrite(stale) == page  # a hand edit is written over
+    without = re.sub(r"<!-- settings: sandbox -->.*?<!-- /settings -->", "", page,
+                     flags=re.DOTALL)
+    with pytest.raises(SystemExit, match="none for \\['sandbox'\\]"):
+        script.rewrite(without)
+    with pytest.raises(SystemExit, match="unknown concerns \\['nothing'\\]"):
+        script.rewrite(page + "\n<!-- settings: nothing -->\n<!-- /settings -->\n")
 
 
 def test_every_event_type_and_stop_reason_is_documented() -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from loopwright import Agent
-from loopwright.config import DEFAULTS, AgentOptions, Settings, load_settings
+from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError
 from loopwright.guards import IterationBudget
+from loopwright.settings import DEFAULTS, AgentOptions, Settings
 
 
 def test_a_wrong_type_fails_at_construction_naming_key_value_and_type() -> None:
@@ -33,7 +34,7 @@ def test_a_number_given_as_text_is_refused_in_python() -> None:
 @pytest.mark.parametrize(("options", "message"), [
     ({"max_turn": 3}, "unknown setting 'max_turn' (did you mean 'max_turns'?)"),
     ({"temprature": 0.2}, "unknown setting 'temprature' (did you mean 'temperature'?)"),
-    ({"zzz": 1}, "unknown setting 'zzz' (the settings are the fields of loopwright.config"),
+    ({"zzz": 1}, "unknown setting 'zzz' (the settings are the fields of loopwright.settings"),
 ])
 def test_a_typo_suggests_the_closest_setting(options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -112,7 +113,7 @@ def test_the_cli_prints_one_line_and_exits_6_for_a_bad_config_value(tmp_path: Pa
 def test_agent_options_types_exactly_the_settings() -> None:
     options = set(typing.get_type_hints(AgentOptions))
     fields = {f.name for f in dataclasses.fields(Settings)}
-    assert fields - options == set(), "add each new setting to AgentOptions in config.py too"
+    assert fields - options == set(), "add each new setting to AgentOptions in settings.py too"
     assert options - fields == set(), "AgentOptions names settings that do not exist"
 
 

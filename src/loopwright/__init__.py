@@ -19,7 +19,6 @@ if "httpx" not in sys.modules:
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
     from loopwright.attachments import Attachment, document, image
-    from loopwright.config import UsageLimits
     from loopwright.errors import (
         AuthError,
         ConfigError,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from loopwright.messages import Message, ModelRequest, ToolCall, Usage
     from loopwright.plugins import LoopPlugin, RunView
     from loopwright.result import RunResult
+    from loopwright.settings import UsageLimits
     from loopwright.tools.base import Tool, ToolContext, tool
 
 _HOMES = {
@@ -53,7 +53,7 @@ _HOMES = {
     "OutputValidationError": "loopwright.errors",
     "RunFailed": "loopwright.errors",
     "UsageLimitExceeded": "loopwright.errors",
-    "UsageLimits": "loopwright.config",
+    "UsageLimits": "loopwright.settings",
     "Attachment": "loopwright.attachments",
     "image": "loopwright.attachments",
     "document": "loopwright.attachments",

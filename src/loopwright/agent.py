@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 from loopwright import messages
 from loopwright.attachments import Attachment, refuse_unsupported, split_prompt
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
-from loopwright.config import (
-    DEFAULTS,
-    SIDE_TASKS,
-    AgentOptions,
-    Settings,
-    default_cache_dir,
-    load_settings,
-)
+from loopwright.config import load_settings
 from loopwright.context.prompt import build_system_prompt
 from loopwright.endpoints.base import (
     close_shared_client,
@@ -44,6 +37,7 @@ from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
 from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.run_state import LoopSettings, RunState
+from loopwright.settings import DEFAULTS, SIDE_TASKS, AgentOptions, Settings, default_cache_dir
 from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import DepsT, Tool
 from loopwright.tools.catalogue import RunCatalogue

@@ -9,8 +9,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from loopwright.config import DEFAULTS
 from loopwright.notes import BUDGET_WARNING, FALLBACK_HEAD, render
+from loopwright.settings import DEFAULTS
 
 __all__ = ["FALLBACK_HEAD", "IterationBudget"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from loopwright.config import UsageLimits
 from loopwright.errors import UsageLimitExceeded
 from loopwright.plugins import LoopPlugin
+from loopwright.settings import UsageLimits
 
 if TYPE_CHECKING:
     from loopwright.messages import ModelRequest, ModelResponse

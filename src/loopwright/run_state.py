@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 @dataclass(kw_only=True)
 class LoopSettings:
     """What one run needs from its agent; fixed for the run. The defaults of the numbers are
-    `config.Settings`'s: `Agent` always passes them."""
+    `settings.Settings`'s: `Agent` always passes them."""
 
     chain: ProviderChain
     executor: ToolExecutor

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from loopwright.config import DEFAULTS
 from loopwright.errors import ToolError
+from loopwright.settings import DEFAULTS
 from loopwright.tools.base import Tool, tool_from_function
 
 Target = Literal["memory", "user"]
@@ -232,7 +232,7 @@ def memory_files_for(*, memory_dir: str | None, data_dir: str | None, workdir: s
         if not directory.is_absolute():
             directory = Path(workdir) / directory
     else:
-        from loopwright.config import default_data_dir
+        from loopwright.settings import default_data_dir
 
         base = Path(data_dir).expanduser() if data_dir else default_data_dir()
         directory = project_memory_dir(base, Path(workdir))

@@ -200,7 +200,7 @@ async def record_command_changes(ctx: ToolContext, before: Scan) -> None:
 def _own_files(ctx: ToolContext) -> frozenset[str]:
     """What loopwright itself writes while a command runs — its data directory and the session
     database — which may lie inside the workspace and are not the command's changes."""
-    from loopwright.config import default_data_dir
+    from loopwright.settings import default_data_dir
 
     agent = ctx.services.get("agent")
     settings = getattr(agent, "settings", None)

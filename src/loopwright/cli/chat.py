@@ -270,7 +270,7 @@ class ChatRepl:
 
 
 def _history_dir(agent: Agent) -> Path:
-    from loopwright.config import default_data_dir
+    from loopwright.settings import default_data_dir
 
     data_dir = agent.settings.data_dir
     return Path(data_dir).expanduser() if data_dir else default_data_dir()

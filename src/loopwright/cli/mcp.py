@@ -32,9 +32,10 @@ def list_command(
         "--server", "-s", help="Only this server (repeatable).")] = None,
 ) -> None:
     """Connect to each configured MCP server and list its tools."""
-    from loopwright.config import default_cache_dir, load_settings
+    from loopwright.config import load_settings
     from loopwright.errors import ConfigError
     from loopwright.mcp.config import parse_servers
+    from loopwright.settings import default_cache_dir
 
     try:
         settings = load_settings()

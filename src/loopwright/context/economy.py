@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopwright.config import Settings
 from loopwright.context.compaction import CompactionPlugin
 from loopwright.context.reminders import ReminderPlugin
 from loopwright.context.summary import SummaryCooldown
@@ -17,6 +16,7 @@ from loopwright.context.window import CHARS_PER_TOKEN, ContextBudget
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
 from loopwright.plugins import LoopPlugin
+from loopwright.settings import Settings
 from loopwright.tools.execute import ResultFilter
 from loopwright.tools.output import OutputBounder, spill_directory
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopwright.arguments import loads_bounded
-from loopwright.config import DEFAULTS
 from loopwright.messages import Message
+from loopwright.settings import DEFAULTS
 
 SUMMARY_HEADER = "[Context summary — reference only]"
 REPORT_SECTIONS = ("Goal", "Constraints and preferences", "Done", "In progress", "Blocked",

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loopwright.config import DEFAULTS
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.retry import (
     RetryPolicy,
@@ -29,6 +28,7 @@ from loopwright.errors import (
 )
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles import Profile
+from loopwright.settings import DEFAULTS
 from loopwright.wire.base import WireFormat
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener

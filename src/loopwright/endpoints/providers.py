@@ -26,8 +26,8 @@ from loopwright.wire import get_wire_format
 if TYPE_CHECKING:
     import httpx
 
-    from loopwright.config import Settings
     from loopwright.endpoints.probe import WindowInfo
+    from loopwright.settings import Settings
 
 
 class AgentProviders:

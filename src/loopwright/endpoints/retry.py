@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from loopwright import messages
-from loopwright.config import DEFAULTS
 from loopwright.messages import ModelRequest
 from loopwright.notes import EMPTY_REPLY
 from loopwright.notes import text as note_text
+from loopwright.settings import DEFAULTS
 
 if TYPE_CHECKING:
     import httpx

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from loopwright.config import default_cache_dir
+from loopwright.settings import default_cache_dir
 
 _CHUNK = 1 << 20
 _PART_MEMBER = re.compile(r"^[^/]+/data/part\d+\.bin$")

@@ -8,8 +8,8 @@ from loopwright.review.stage import ReviewPlan
 from loopwright.review.table import active_checks, default_checks, with_user_checks
 
 if TYPE_CHECKING:
-    from loopwright.config import Settings
     from loopwright.profiles import Profile
+    from loopwright.settings import Settings
 
 
 def prose_for(profile: Profile, *, prompt_mode: bool) -> bool:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopwright.config import SIDE_TASKS
 from loopwright.endpoints.client import ModelClient
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.endpoints.resolve import Resolved, resolve_model
 from loopwright.errors import ConfigError
+from loopwright.settings import SIDE_TASKS
 
 _TABLE_KEYS = ("model", "base_url", "api_key", "api_mode")
 PURPOSES = {"summary": "compaction", "grader": "grading", "memory": "memory",

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from loopwright.config import DEFAULTS
 from loopwright.errors import ConfigError
 from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
 from loopwright.safety.shell import ShellVerdict, classify_command
+from loopwright.settings import DEFAULTS
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
 

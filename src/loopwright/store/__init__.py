@@ -173,7 +173,7 @@ class SessionStore(Protocol):
 
 def default_store_path(data_dir: str | Path | None = None) -> Path:
     """`<data dir>/sessions.db`; the data dir defaults to the user's (XDG) data directory."""
-    from loopwright.config import default_data_dir
+    from loopwright.settings import default_data_dir
 
     base = Path(data_dir).expanduser() if data_dir else default_data_dir()
     return base / DB_FILENAME

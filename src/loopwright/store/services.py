@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loopwright import messages
-from loopwright.config import default_data_dir
 from loopwright.messages import Message
 from loopwright.plugins import LoopPlugin
+from loopwright.settings import default_data_dir
 from loopwright.store import SessionStore, open_store
 
 if TYPE_CHECKING:
     from loopwright.builtin.memory import MemoryFiles
-    from loopwright.config import Settings
     from loopwright.memory.background import BackgroundWork
     from loopwright.memory.embeddings import Embedder
+    from loopwright.settings import Settings
     from loopwright.store.recorder import SessionRecorder
     from loopwright.tools.base import Tool
 

@@ -3,7 +3,7 @@ tail preview, the path, and how to read the rest.
 
 `OutputBounder` is a `ResultFilter`, so it applies to every tool (built-in, user, MCP). The cap is
 sized from the context window (see `context/window.py`). Spill files live in
-`<cache_dir>/spill` (`Settings.cache_dir`, else `config.default_cache_dir()`), and files older
+`<cache_dir>/spill` (`Settings.cache_dir`, else `settings.default_cache_dir()`), and files older
 than seven days are removed the first time a process bounds output into that directory.
 """
 
@@ -35,7 +35,7 @@ def spill_directory(cache_dir: str | os.PathLike[str] | None) -> Path:
     """Where spill files go for a given `cache_dir` setting."""
     if cache_dir:
         return Path(cache_dir).expanduser() / "spill"
-    from loopwright.config import default_cache_dir
+    from loopwright.settings import default_cache_dir
 
     return default_cache_dir() / "spill"
 

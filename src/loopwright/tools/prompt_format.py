@@ -42,8 +42,8 @@ from loopwright.wire.text_calls import (
 from loopwright.wire.text_calls.runtime_markup import is_runtime_block, strip_runtime_markup
 
 if TYPE_CHECKING:
-    from loopwright.config import Settings
     from loopwright.plugins import RunView
+    from loopwright.settings import Settings
     from loopwright.tools.catalogue import RunCatalogue
 
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread

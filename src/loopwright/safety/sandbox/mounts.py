@@ -15,10 +15,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from loopwright.config import default_data_dir, user_config_dir
+from loopwright.config import user_config_dir
 from loopwright.safety.protected import protected_locations
 from loopwright.safety.sandbox.placeholders import missing_point, shared
 from loopwright.safety.sandbox.policy import SandboxPolicy
+from loopwright.settings import default_data_dir
 
 
 def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from loopwright.config import DEFAULTS, default_data_dir
 from loopwright.errors import ConfigError
+from loopwright.settings import DEFAULTS, default_data_dir
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
