@@ -5,7 +5,8 @@
     python docs/settings_reference.py --check    # exit 1 when the file is not up to date
 
 Each concern's section is what stands between `<!-- settings: KEY -->` and `<!-- /settings -->`:
-its heading and its table, both generated. Everything outside the markers is written by hand.
+its heading (with the table a loopwright.toml may group them in) and its table, both generated.
+Everything outside the markers is written by hand.
 tests/test_docs.py checks that the committed file is what this script writes.
 """
 
@@ -58,7 +59,7 @@ def section(concern: Concern) -> str:
         rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         raise SystemExit(f"concern {concern.key!r} has no settings")
-    return (f"<!-- settings: {concern.key} -->\n## {concern.title}\n\n"
+    return (f"<!-- settings: {concern.key} -->\n## {concern.title} `[{concern.key}]`\n\n"
             "| setting | default | meaning |\n|---|---|---|\n" + "\n".join(rows) +
             "\n<!-- /settings -->")
 

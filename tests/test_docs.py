@@ -46,9 +46,9 @@ def test_the_settings_tables_are_written_from_the_settings() -> None:
     assert script.undocumented() == []
     assert script.rewrite(page) == page, "run python docs/settings_reference.py"
     headings = re.findall(r"<!-- settings: [a-z_]+ -->\n## (.+)", page)
-    assert headings == [concern.title for concern in CONCERNS]
+    assert headings == [f"{concern.title} `[{concern.key}]`" for concern in CONCERNS]
     for setting in dataclasses.fields(Settings):
-        section = page.split(f"## {setting.metadata['concern'].title}\n", 1)[1]
+        section = page.split(f"<!-- settings: {setting.metadata['concern'].key} -->", 1)[1]
         assert f"| `{setting.name}` |" in section.split("<!-- /settings -->", 1)[0]
 
 

@@ -16,7 +16,8 @@ from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError
 from loopwright.guards import IterationBudget
-from loopwright.settings import DEFAULTS, AgentOptions, Settings
+from loopwright.settings import CONCERNS, DEFAULTS, AgentOptions, Settings
+from loopwright.trust import UntrustedConfigWarning
 
 
 def test_a_wrong_type_fails_at_construction_naming_key_value_and_type() -> None:
@@ -123,3 +124,58 @@ def test_defaults_live_in_settings_only() -> None:
     assert IterationBudget().total == DEFAULTS.iteration_budget
     assert RetryPolicy().attempts == DEFAULTS.retry_attempts
     assert agent.retry == RetryPolicy()
+
+
+def write_config(project: Path, text: str) -> Path:
+    path = project / "loopwright.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_config_file_may_group_settings_by_concern(tmp_path: Path) -> None:
+    write_config(tmp_path, '[loop]\nmax_turns = 12\n\n[model]\ntemperature = 0.5\n'
+                           'stream = false\n\n[review]\nreview = "off"\n')
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert (settings.max_turns, settings.temperature, settings.stream) == (12, 0.5, False)
+    assert settings.review == "off"
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    write_config(nested, '[loopwright]\nmodel = "m"\n\n[loopwright.memory]\nmemory_limit = 99\n')
+    settings = load_settings(cwd=nested, environ={})
+    assert (settings.model, settings.memory_limit) == ("m", 99)
+
+
+def test_a_table_that_is_a_setting_is_not_a_group(tmp_path: Path) -> None:
+    """Settings that take tables (`aliases`, `policy`, `usage_limits`) keep them; a setting
+    named like a concern (`model`, `review`, `memory`) takes no table, so there one is a group."""
+    write_config(tmp_path, 'model = "fast"\n[aliases]\nfast = "ollama:qwen"\n'
+                           '[usage_limits]\nrequests = 3\n')
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert settings.aliases == {"fast": "ollama:qwen"} and settings.usage_limits == {"requests": 3}
+    hints = typing.get_type_hints(Settings)
+    for concern in CONCERNS:
+        if concern.key in hints:
+            assert dict not in {typing.get_origin(arg) or arg
+                                for arg in typing.get_args(hints[concern.key]) or
+                                [hints[concern.key]]}, concern.key
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[sandbox]\nmax_turns = 3\n", r"\[sandbox\] holds 'max_turns', a setting of \[loop\]"),
+    ("max_turns = 3\n[loop]\nmax_turns = 4\n", r"'max_turns' is set twice \(once in \[loop\]\)"),
+    ("[loop]\nmax_turn = 3\n", r"\[loop\]: unknown setting 'max_turn' \(did you mean "),
+])
+def test_a_wrong_group_is_one_line_naming_the_file(tmp_path: Path, text: str,
+                                                   message: str) -> None:
+    path = write_config(tmp_path, text)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_settings(cwd=tmp_path, environ={})
+    assert str(caught.value).startswith(str(path))
+
+
+def test_a_group_does_not_get_past_the_trust_check(tmp_path: Path) -> None:
+    """An untrusted project file's loosening settings are ignored grouped as they are flat."""
+    write_config(tmp_path, "[safety]\napprove_all = true\n\n[loop]\nmax_turns = 7\n")
+    with pytest.warns(UntrustedConfigWarning, match="ignoring approve_all"):
+        settings = load_settings(cwd=tmp_path, environ={})
+    assert (settings.approve_all, settings.max_turns) == (False, 7)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from loopwright.errors import ConfigError
-from loopwright.settings import FIELD_NAMES, AtLeast, Settings, TextOrPath
+from loopwright.settings import CONCERN_OF, CONCERNS, FIELD_NAMES, AtLeast, Settings, TextOrPath
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
@@ -200,8 +200,31 @@ def _read_toml(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     table = data.get("loopwright", data)
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [loopwright] must be a table of settings")
-    check_names(table, str(path))
-    return dict(table)
+    flat = _ungrouped(table, path)
+    check_names(flat, str(path))
+    return flat
+
+
+def _ungrouped(table: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`table` with its groups read as their keys: settings may sit in a table named by their
+    concern (`[sandbox]`, `[loopwright.review]`: the sections of docs/settings.md), and only
+    there. A setting named like a concern (`model`, `review`, `memory`) never takes a table as
+    its value, so a table under such a name is a group."""
+    groups = {concern.key: concern for concern in CONCERNS}
+    flat = {key: value for key, value in table.items()
+            if key not in groups or not isinstance(value, dict)}
+    for key, group in table.items():
+        if key in flat:
+            continue
+        check_names(group, f"{path}: [{key}]")
+        for name, value in group.items():
+            if CONCERN_OF[name] is not groups[key]:
+                raise ConfigError(f"{path}: [{key}] holds {name!r}, a setting of "
+                                  f"[{CONCERN_OF[name].key}]")
+            if name in flat:
+                raise ConfigError(f"{path}: {name!r} is set twice (once in [{key}])")
+            flat[name] = value
+    return flat
 
 
 def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:

@@ -455,6 +455,8 @@ class AgentOptions(TypedDict, total=False):
     data_dir: str | os.PathLike[str] | None
 
 FIELD_NAMES = frozenset(f.name for f in fields(Settings))
+CONCERN_OF: dict[str, Concern] = {f.name: f.metadata["concern"] for f in fields(Settings)}
+"""Each setting's concern, by name."""
 DEFAULTS = Settings()  # read-only: the one place code outside this module takes a default from
 
 
