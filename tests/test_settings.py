@@ -4,8 +4,10 @@ where the value came from; one definition (and default) per setting."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
+import types
 import typing
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError
 from loopwright.guards import IterationBudget
-from loopwright.settings import CONCERNS, DEFAULTS, AgentOptions, Settings
+from loopwright.settings import CONCERNS, DEFAULTS, AgentOptions, Settings, TextOrPath
 from loopwright.trust import UntrustedConfigWarning
 
 
@@ -116,6 +118,32 @@ def test_agent_options_types_exactly_the_settings() -> None:
     fields = {f.name for f in dataclasses.fields(Settings)}
     assert fields - options == set(), "add each new setting to AgentOptions in settings.py too"
     assert options - fields == set(), "AgentOptions names settings that do not exist"
+
+
+def keyword_type(hint: typing.Any) -> typing.Any:
+    """A setting's type as `Agent(...)` takes it: bounds dropped, a path setting as text or a
+    path."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        if any(isinstance(mark, TextOrPath) for mark in hint.__metadata__):
+            return str | os.PathLike[str]
+        return keyword_type(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(keyword_type(arg) for arg in args)]  # noqa: UP007
+    if origin in (list, dict):
+        return origin[tuple(keyword_type(arg) for arg in args)]
+    return hint
+
+
+def test_agent_options_repeat_the_settings_types() -> None:
+    """The names are written twice (a TypedDict must be spelt out for mypy and IDEs); their
+    types must not drift apart either."""
+    options = typing.get_type_hints(AgentOptions)
+    settings = typing.get_type_hints(Settings, include_extras=True)
+    drifted = {name for name in settings if keyword_type(settings[name]) !=
+               keyword_type(options[name])}
+    assert drifted == set()
+    assert keyword_type(settings["max_turns"]) is int  # the bound is dropped, not compared
 
 
 def test_defaults_live_in_settings_only() -> None:
