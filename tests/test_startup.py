@@ -36,6 +36,17 @@ def test_the_agent_class_loads_no_http_client_until_a_request() -> None:
     assert "httpx" in ran and not {"rich", "pygments", "typer", "mcp"} & set(ran)
 
 
+def test_the_agent_class_loads_no_pydantic_until_a_tool_is_made() -> None:
+    """Issue 31: pydantic and pydantic_core (a third of `from loopwright import Agent`, 138 M
+    instructions) were imported by the tool model and the result; they load with the first
+    tool made from a function, whose schema and validator pydantic builds."""
+    watched = ("pydantic", "pydantic_core")
+    assert modules_loaded_by("from loopwright import Agent", watched) == []
+    assert modules_loaded_by("from loopwright import Agent, tool\n"
+                             "@tool\ndef add(a: int, b: int) -> int:\n    return a + b\n",
+                             watched) == list(watched)
+
+
 def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:
     assert modules_loaded_by("from loopwright import Agent", RUN_TIME) == []
     loaded = modules_loaded_by("from loopwright import Agent\n"

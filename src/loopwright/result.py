@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal
 
-from pydantic_core import to_jsonable_python
 from typing_extensions import TypeVar
 
 from loopwright.messages import Message, Usage
@@ -45,6 +44,8 @@ class RunResult(Generic[OutputT]):
         return self.stop_reason == "completed"
 
     def to_dict(self) -> dict[str, Any]:
+        from pydantic_core import to_jsonable_python  # 100 M instructions: not at import
+
         return {
             "output": self.output if isinstance(self.output, str)
             else to_jsonable_python(self.output),

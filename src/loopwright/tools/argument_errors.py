@@ -5,9 +5,8 @@ example or the parameters in words (`tools/examples.py`). Parsing and repair are
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import pydantic
+import sys
+from typing import TYPE_CHECKING, Any
 
 from loopwright.tools.examples import (
     PLACEHOLDER,
@@ -16,10 +15,15 @@ from loopwright.tools.examples import (
     grounded_example,
 )
 
+if TYPE_CHECKING:
+    import pydantic
+
 
 def describe_validation_error(exc: pydantic.ValidationError | ValueError) -> str:
     """A short, precise list of what is wrong with the arguments."""
-    if not isinstance(exc, pydantic.ValidationError):
+    # a pydantic error can only exist once pydantic is imported: no need to import it here
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
         return str(exc)
     problems = []
     for err in exc.errors(include_url=False):

@@ -8,6 +8,7 @@ import functools
 import inspect
 import json
 import re
+import sys
 import time
 import typing
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
-import pydantic
 from typing_extensions import TypeVar
 
 from loopwright.messages import ToolSpec
@@ -27,6 +27,8 @@ from loopwright.tools.schema import (
 )
 
 if TYPE_CHECKING:
+    import pydantic
+
     from loopwright.events import StatusKind
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
@@ -268,7 +270,10 @@ def tool_from_function(
 def arguments_model_for(
     fn: ToolFunction, param_docs: dict[str, str]
 ) -> tuple[type[pydantic.BaseModel], bool]:
-    """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`)."""
+    """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
+    pydantic is imported here, by the first tool made from a function, not by the package."""
+    import pydantic
+
     signature = inspect.signature(fn)
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
@@ -382,8 +387,11 @@ def render_result(value: Any) -> str:
         return value if value else "(no output)"
     if value is None:
         return "(no output)"
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump_json()
+    # a pydantic model can only exist once pydantic is imported: no need to import it here
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        dumped: str = value.model_dump_json()
+        return dumped
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):

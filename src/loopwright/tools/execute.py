@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import pydantic
-
 from loopwright.arguments import ArgumentsError, is_complete_json, parse_arguments_async
 from loopwright.attachments import Attachment, split_attachments
 from loopwright.errors import ToolError
@@ -178,7 +176,7 @@ class ToolExecutor:
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
                                content=arguments_error_message(call.name, str(exc),
                                                                found.parameters, request=request))
-        except (pydantic.ValidationError, ValueError) as exc:
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
             return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
                                content=arguments_error_message(
                                    call.name, describe_validation_error(exc), found.parameters,
