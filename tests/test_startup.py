@@ -4,8 +4,10 @@ framework, rich, httpx's own CLI) until they are used, and the public names stil
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import loopwright
 
@@ -155,3 +157,30 @@ def test_the_optional_parts_load_when_the_agent_uses_them() -> None:
               if any(name == part or name.startswith(part + ".") for name in names)}
     assert loaded == {"sandbox", "skills", "memory", "routing"}
     assert "loopwright.mcp" in loaded_packages(built_only, OPTIONAL_PARTS)
+
+
+CLI_RUN = """
+import atexit, json, sys
+from loopwright.testing import FakeModelServer, Reply
+server = FakeModelServer([Reply("**done**")]).__enter__()
+atexit.register(lambda: print(json.dumps(sorted(
+    m for m in sys.modules if m in ("rich.markdown", "pygments", "markdown_it",
+                                    "loopwright.builtin.html_markdown", "html.parser")))))
+sys.argv = ["loopwright", "run", "--model", "m", "--base-url", server.base_url,
+            "--api-key", "k", "--tools", "web_fetch,read_file", "hi"]
+from loopwright.cli import main
+main()
+"""
+
+
+def test_loopwright_run_on_a_pipe_loads_no_markdown_renderer(tmp_path: Path) -> None:
+    """Issue 31: rich's Markdown (markdown-it, pygments) and the HTML converter of `web_fetch`
+    loaded before the first request; an answer on a pipe is printed raw and no page was
+    fetched, so neither is needed."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", CLI_RUN], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path, env=env)
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "**done**", out.stderr
+    assert json.loads(lines[-1]) == []

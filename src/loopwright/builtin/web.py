@@ -19,7 +19,6 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 from pydantic import Field
 
-from loopwright.builtin.html_markdown import html_to_markdown
 from loopwright.builtin.web_guard import WEB_ACCESS_SERVICE, WebAccess, resolve_checked, url_host
 from loopwright.errors import ToolError
 from loopwright.safety.egress import Egress, egress_for
@@ -60,6 +59,8 @@ async def web_fetch(
         raise ToolError(f"fetching {url} failed with HTTP {status}: {preview}")
     text = _decode(body, content_type)
     if "html" in content_type or (not content_type and text.lstrip().startswith("<")):
+        from loopwright.builtin.html_markdown import html_to_markdown  # html.parser: on use
+
         title, text = html_to_markdown(text, final_url)
         header = f"# {title}\n\n" if title and not text.startswith("# ") else ""
         text = header + text

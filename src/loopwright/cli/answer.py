@@ -10,14 +10,16 @@ cases (`cli/inert.py`): an escape sequence in an answer is shown, never obeyed.
 from __future__ import annotations
 
 import re
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.segment import Segment
 
 from loopwright.cli.inert import InertConsole, inert
+
+if TYPE_CHECKING:
+    from rich.markdown import Markdown
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
@@ -52,6 +54,14 @@ class _Tail:
             yield Segment.line()
 
 
+def _markdown(text: str) -> Markdown:
+    # rich's Markdown (markdown-it, and pygments for code blocks) is a third of the CLI's start-up:
+    # imported by the first answer rendered on a terminal, never for a pipe
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 class AnswerStream:
     """Takes text deltas; `end()` closes the answer (a newline, or the last rendered block)."""
 
@@ -81,7 +91,7 @@ class AnswerStream:
         finished, self._pending = split_finished(self._pending + text)
         if finished.strip():
             self._stop_live()
-            self.console.print(Markdown(finished.strip("\n")))
+            self.console.print(_markdown(finished.strip("\n")))
             self.console.print()
         if self._pending.strip():
             self._show_pending()
@@ -96,11 +106,11 @@ class AnswerStream:
             return
         self._stop_live()
         if self._pending.strip():
-            self.console.print(Markdown(self._pending.strip("\n")))
+            self.console.print(_markdown(self._pending.strip("\n")))
         self._pending = ""
 
     def _show_pending(self) -> None:
-        block = _Tail(Markdown(self._pending.strip("\n")))
+        block = _Tail(_markdown(self._pending.strip("\n")))
         if self._live is None:
             self._live = Live(block, console=self.console, transient=True, auto_refresh=False,
                               vertical_overflow="crop")
