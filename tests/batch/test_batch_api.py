@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,36 @@ async def test_tasks_of_one_shape_share_one_agent_each_in_its_own_workspace(
     assert len(set(agents)) == 3  # the three alike, the other system prompt, the skilled one
     assert sorted(Path(w).name.split("-")[0] for w in workdirs) == ["other", "skilled", "t0",
                                                                      "t1", "t2"]
+
+
+async def test_tasks_that_touch_no_files_share_one_read_only_directory(tmp_path: Path) -> None:
+    """Issue 31: a directory made and removed on a worker thread for each task was a third of
+    the batch's own CPU per task, also for tasks with no files, tools or file-reading checker.
+    Those share one empty, read-only directory; every other task still gets its own."""
+    workdirs: dict[str, str] = {}
+
+    def reply(request: RecordedRequest) -> Reply:
+        text = json.dumps(request.body["messages"])  # where the prompt put it (window-dependent)
+        where = text.split("- Working directory: ", 1)[1].split("\\n", 1)[0]
+        prompt = re.findall(r"task:(\w+)", text)[0]
+        workdirs[prompt] = where
+        if prompt == "write" and request.body["messages"][-1]["role"] != "tool":
+            return Reply(tool_calls=[call("write_file", {"path": "out.txt", "content": "x"})])
+        return Reply("x")
+
+    plain = [{"id": f"p{n}", "prompt": f"task:plain{n}", "expected": "x"} for n in range(3)]
+    others = [{"id": "files", "prompt": "task:files", "files": {"a.txt": "a"}},
+              {"id": "checker", "prompt": "task:checker", "checker": "batch_checkers:shouts"},
+              {"id": "write", "prompt": "task:write", "tools": ["write_file"],
+               "checker": "batch_checkers:wrote_expected", "expected": "x"}]
+    with FakeModelServer(handler=reply) as server:
+        report = await run_batch([*plain, *others], tmp_path / "out", concurrency=3,
+                                 **server_options(server))
+    assert [row.status for row in report.rows] == ["done"] * 6
+    assert [row.id for row in report.rows if not row.solved] == ["checker"]  # "x" is no shout
+    shared = {workdirs[f"plain{n}"] for n in range(3)}
+    assert len(shared) == 1
+    own = [workdirs[name] for name in ("files", "checker", "write")]
+    assert len(set(own)) == 3 and not shared & set(own)
+    assert Path(shared.pop()).parent == Path(own[0]).parent  # under the batch's one root
+    assert not Path(own[0]).parent.exists()  # removed with the batch

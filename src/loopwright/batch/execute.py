@@ -29,7 +29,12 @@ from loopwright.batch.checkers import (
 from loopwright.batch.results import ResultRow, failed_row
 from loopwright.batch.tasks import TaskSpec
 from loopwright.batch.trajectories import trajectory
-from loopwright.batch.workspace import prepare_workspace, remove_workspace, temporary_root
+from loopwright.batch.workspace import (
+    prepare_workspace,
+    remove_workspace,
+    shared_empty_workdir,
+    temporary_root,
+)
 from loopwright.errors import ConfigError
 from loopwright.importing import import_attribute
 
@@ -76,6 +81,7 @@ class TaskRunner:
         self._store: SessionStore | None = None
         self._opened: asyncio.Future[None] | None = None
         self._root: Path | None = config.workspace_root
+        self._empty: Path | None = None  # the workdir of tasks that touch no files
         self._keep = config.workspace_root is not None
 
     async def prepare(self, models: Iterable[str | None]) -> None:
@@ -96,6 +102,7 @@ class TaskRunner:
         self._store = await asyncio.to_thread(open_store, spec, data_dir=data_dir)
         if self._root is None:
             self._root = await asyncio.to_thread(temporary_root)
+            self._empty = await asyncio.to_thread(shared_empty_workdir, self._root)
 
     async def aclose(self) -> None:
         from loopwright.endpoints.base import release_shared_client
@@ -116,19 +123,20 @@ class TaskRunner:
         """One task to the end. Never raises for the task's own failures (a workspace or an
         agent that cannot be made, a checker or tool that breaks): they become a `failed` row."""
         started = time.monotonic()
+        own = _brings_project(task)
+        made: Path | None = None  # a workspace of this task's own, removed when it ends
         try:
             await self.prepare([])
             self._import_checker(task)
             window = await self._window(task.model)
-            workdir = await asyncio.to_thread(self._workspace, task)
+            if own:
+                made = await asyncio.to_thread(self._workspace, task)
+            agent = await self._agent(task, window, made)
+            workdir = made or self._shared_workdir(task, agent)
+            if workdir is None:
+                workdir = made = await asyncio.to_thread(self._workspace, task)
         except Exception as exc:
-            return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
-        own = _brings_project(task)
-        try:
-            agent = await self._agent(task, window, workdir if own else None)
-        except Exception as exc:
-            if not self._keep:
-                await asyncio.to_thread(remove_workspace, workdir)
+            await self._remove(made)
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         try:
             result = await agent.run(task.prompt, workdir=workdir,
@@ -142,8 +150,7 @@ class TaskRunner:
         finally:
             if own:
                 await agent.aclose()
-            if not self._keep:
-                await asyncio.to_thread(remove_workspace, workdir)
+            await self._remove(made)
 
     # -- building blocks --
 
@@ -156,6 +163,25 @@ class TaskRunner:
         """Blocking (disk): the task's workspace."""
         assert self._root is not None  # made by prepare()
         return prepare_workspace(task, self._root)
+
+    def _shared_workdir(self, task: TaskSpec, agent: Agent) -> Path | None:
+        """The batch's one empty, read-only directory for a task that cannot touch a workspace
+        (no files, no tools, no hooks, a checker that reads only the answer), else None: making
+        and removing a directory per such task, each on a worker thread, was a third of the
+        batch's own CPU per task. Workspaces the user asked to keep are always made."""
+        if self._keep or self._empty is None or task.workspace is not None or task.files:
+            return None
+        settings = agent.settings
+        if len(agent.registry) or settings.mcp_servers or settings.hooks:
+            return None
+        checker = checker_of(task, self.config.default_checker)
+        if checker is not None and checker not in BUILTIN_CHECKERS:  # a function may read files
+            return None
+        return self._empty
+
+    async def _remove(self, workdir: Path | None) -> None:
+        if workdir is not None and not self._keep:
+            await asyncio.to_thread(remove_workspace, workdir)
 
     async def _agent(self, task: TaskSpec, window: int | None, own: Path | None) -> Agent:
         """The agent for tasks shaped like this one, built (in a worker thread: it reads config

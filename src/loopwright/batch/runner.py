@@ -16,6 +16,7 @@ from loopwright.batch.progress import BatchProgress
 from loopwright.batch.results import (
     RESULTS_FILE,
     JsonlAppender,
+    JsonlWriter,
     ResultRow,
     failed_row,
     keep_lines,
@@ -50,8 +51,9 @@ class BatchReport:
 class BatchSink:
     """Where finished tasks go: `results.jsonl`, `trajectories.jsonl`, the progress bar."""
 
-    def __init__(self, results: JsonlAppender, trajectories: JsonlAppender | None,
-                 progress: BatchProgress) -> None:
+    def __init__(self, writer: JsonlWriter, results: JsonlAppender,
+                 trajectories: JsonlAppender | None, progress: BatchProgress) -> None:
+        self.writer = writer
         self.results = results
         self.trajectories = trajectories
         self.progress = progress
@@ -67,15 +69,14 @@ class BatchSink:
     async def finished(self, outcome: TaskOutcome, *, was_running: bool = True) -> None:
         # the trajectory first: a task whose result line is written is complete on disk
         if self.trajectories is not None and outcome.trajectory is not None:
-            await self.trajectories.append(outcome.trajectory)
-        await self.results.append(outcome.row.to_dict())
+            self.trajectories.append(outcome.trajectory)
+        self.results.append(outcome.row.to_dict())
         self.rows.append(outcome.row)
         self.progress.finished(outcome.row, was_running=was_running)
 
-    def close(self) -> None:
-        self.results.close()
-        if self.trajectories is not None:
-            self.trajectories.close()
+    async def aclose(self) -> None:
+        """Every line written, the files closed (off the event loop: it waits for the disk)."""
+        await asyncio.to_thread(self.writer.close)
 
 
 async def run_batch(
@@ -146,7 +147,7 @@ async def run_batch(
                     await cluster.run(pending, config, sink, concurrency=concurrency,
                                       workers=ray_workers)
             finally:
-                sink.close()
+                await sink.aclose()
     finally:
         await runner.aclose()
         if cluster is not None:
@@ -202,13 +203,17 @@ async def _load(tasks: str | Path | Iterable[Mapping[str, Any]]) -> list[TaskSpe
 
 async def _open_sink(out: Path, trajectories: str | None, skip: set[str], total: int, *,
                      progress: bool, console: Console | None) -> BatchSink:
-    trajectory_file: JsonlAppender | None = None
     if trajectories is not None:
-        path = out / TRAJECTORIES_FILE
-        await asyncio.to_thread(keep_lines, path, skip)
-        trajectory_file = await asyncio.to_thread(JsonlAppender, path)
-    results = await asyncio.to_thread(JsonlAppender, out / RESULTS_FILE)
-    return BatchSink(results, trajectory_file,
+        await asyncio.to_thread(keep_lines, out / TRAJECTORIES_FILE, skip)
+    writer = JsonlWriter()
+    try:
+        trajectory_file = None if trajectories is None else await asyncio.to_thread(
+            writer.open, out / TRAJECTORIES_FILE)
+        results = await asyncio.to_thread(writer.open, out / RESULTS_FILE)
+    except BaseException:
+        await asyncio.to_thread(writer.close)  # its thread ends
+        raise
+    return BatchSink(writer, results, trajectory_file,
                      BatchProgress(total, console=console, enabled=progress))
 
 

@@ -51,6 +51,18 @@ def prepare_workspace(task: TaskSpec, root: Path) -> Path:
     return path
 
 
+SHARED_EMPTY = "no-files"  # no task's name: each of those ends in "-" and eight hex digits
+
+
+def shared_empty_workdir(root: Path) -> Path:
+    """The one empty directory under `root` that tasks touching no files run in, read-only
+    so that nothing a run starts can leave a file there for the next task."""
+    path = root / SHARED_EMPTY
+    path.mkdir(exist_ok=True)
+    path.chmod(0o555)
+    return path
+
+
 def remove_workspace(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
