@@ -13,58 +13,44 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
-from loopwright import messages
-from loopwright.attachments import Attachment, refuse_unsupported, split_prompt
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
-from loopwright.config import load_settings
-from loopwright.context.prompt import build_system_prompt
-from loopwright.endpoints.base import (
-    close_shared_client,
-    hold_shared_client,
-    release_shared_client,
-)
-from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
-from loopwright.endpoints.providers import AgentProviders
-from loopwright.endpoints.resolve import Resolved, split_model
-from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError, LoopwrightError
-from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
-from loopwright.guards import IterationBudget
-from loopwright.hooks import EventHooks, Hooks
-from loopwright.limits import UsageLimiter
-from loopwright.loop import drive
-from loopwright.messages import Message
-from loopwright.plugins import LoopPlugin
 from loopwright.result import OutputT, RunResult, raise_for_failure
-from loopwright.run_state import LoopSettings, RunState
-from loopwright.settings import DEFAULTS, SIDE_TASKS, AgentOptions, Settings, default_cache_dir
-from loopwright.store.services import StateServices, first_user_turn
 from loopwright.tools.base import DepsT, Tool
-from loopwright.tools.catalogue import RunCatalogue
-from loopwright.tools.execute import ToolExecutor
-from loopwright.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     import httpx
 
+    from loopwright.attachments import Attachment
     from loopwright.builtin.delegate import DelegationResult
     from loopwright.builtin.questions import ClarifyCallback
     from loopwright.context.summary import SummaryCooldown
+    from loopwright.endpoints.fallback import CredentialRefresher, ProviderChain
     from loopwright.endpoints.probe import WindowInfo
+    from loopwright.endpoints.resolve import Resolved
+    from loopwright.endpoints.retry import RetryPolicy
+    from loopwright.events import Event
+    from loopwright.guards import IterationBudget
     from loopwright.mcp.client import MCPManager
+    from loopwright.messages import Message
     from loopwright.output import OutputSpec
+    from loopwright.plugins import LoopPlugin
     from loopwright.routing.choose import ChooseModel
+    from loopwright.run_state import LoopSettings, RunState
     from loopwright.safety.policy import ApprovalCallback
     from loopwright.safety.sandbox import SandboxPolicy
+    from loopwright.settings import AgentOptions, Settings
     from loopwright.skills import AgentSkills
 
 # Imported where first used, not here, so that `from loopwright import Agent` stays cheap and an
-# agent that does not use a part never loads it (tests/test_startup.py): MCP, compaction and the
-# context layers, grading, the tool policy (with its shell parser), safety layers, the text
-# tool-call formats, the sandbox, skills, memory, routing and the window probes.
+# agent that does not use a part never loads it (tests/test_startup.py): the runtime (settings,
+# endpoints, the loop, hooks, the tool executor: by the first `Agent` made or run), MCP,
+# compaction and the context layers, grading, the tool policy (with its shell parser), safety
+# layers, the text tool-call formats, the sandbox, skills, memory, routing and the window probes.
 
-EventCallback = Callable[[Event], None]
-Prompt = str | Sequence[str | Attachment]  # text, or text parts and images / PDFs
+EventCallback = Callable[["Event"], None]
+# runtime aliases (pdoc evaluates them) whose parts load with the runtime: forward references
+Prompt = str | Sequence[typing.Union[str, "Attachment"]]  # text, or text parts and images / PDFs
 
 
 class RunHandle:
@@ -126,6 +112,13 @@ class Agent(Generic[DepsT, OutputT]):
         `agent: Agent[Deps, Output]` to type `deps=` as well). `http_client`: your own client
         for the model requests (its proxies, certificates, limits); the agent never closes
         it."""
+        from loopwright.config import load_settings
+        from loopwright.endpoints.providers import AgentProviders
+        from loopwright.endpoints.retry import RetryPolicy
+        from loopwright.hooks import EventHooks, Hooks
+        from loopwright.store.services import StateServices
+        from loopwright.tools.registry import ToolRegistry
+
         self.settings: Settings = load_settings({"model": model, **options})
         self.output_type = output_type
         self.http_client = http_client
@@ -224,6 +217,8 @@ class Agent(Generic[DepsT, OutputT]):
 
         Closing the iterator early (`async with contextlib.aclosing(agent.stream(...))`, or
         when it is garbage-collected) cancels the run."""
+        from loopwright.events import TERMINAL_TYPES
+
         queue: asyncio.Queue[Event] = asyncio.Queue()
         handle = await self.start(prompt, history=history, extra_callback=queue.put_nowait,
                                   deps=deps)
@@ -252,6 +247,15 @@ class Agent(Generic[DepsT, OutputT]):
         the tools' workspace — so one agent serves runs in many directories, as
         `loopwright batch` does). `prompt` is text, or a list of text and attachments
         (`loopwright.image(...)`, `document(...)`)."""
+        from loopwright import messages
+        from loopwright.attachments import refuse_unsupported, split_prompt
+        from loopwright.endpoints.base import hold_shared_client
+        from loopwright.events import StatusEvent
+        from loopwright.guards import IterationBudget
+        from loopwright.loop import drive
+        from loopwright.run_state import RunState
+        from loopwright.store.services import first_user_turn
+
         prompt, attachments = split_prompt(prompt)
         chain = await self._providers.chain()
         if attachments:  # a clear error now, rather than the provider's after the request
@@ -342,6 +346,8 @@ class Agent(Generic[DepsT, OutputT]):
         (its other tools hidden) and optionally another model; a fresh session in this
         agent's store; no rubric and no MCP servers of its own (it may be given this agent's
         MCP tools). On the same model it reuses this agent's resolved endpoints and windows."""
+        from loopwright.endpoints.resolve import split_model
+
         s = self.settings
         options = {f.name: copy.copy(getattr(s, f.name)) for f in dataclasses.fields(s)}
         # the store object itself (False without one), so the child's session is saved beside
@@ -370,6 +376,8 @@ class Agent(Generic[DepsT, OutputT]):
         holds open: MCP server connections and this event loop's HTTP client (unless another
         agent still uses it); both reopen on the next run. `async with Agent(...) as agent:`
         calls it on exit."""
+        from loopwright.endpoints.base import release_shared_client
+
         try:
             await self.state_services.wait()  # memory learning after the answer
             if self.mcp is not None:
@@ -386,6 +394,8 @@ class Agent(Generic[DepsT, OutputT]):
     # -- building blocks --
 
     async def _run_and_close(self, prompt: Prompt, deps: DepsT | None) -> RunResult[OutputT]:
+        from loopwright.endpoints.base import close_shared_client
+
         try:
             return await self.run(prompt, deps=deps, raise_on_error=False)
         finally:
@@ -405,6 +415,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _system_prompt(self, workdir: Path, compact: bool = False) -> str:
         from loopwright.context.economy import instruction_chars
+        from loopwright.context.prompt import build_system_prompt
         from loopwright.trust import prompt_content_trusted
 
         s = self.settings
@@ -423,7 +434,10 @@ class Agent(Generic[DepsT, OutputT]):
                        ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import reads_text_calls, review_plan
+        from loopwright.run_state import LoopSettings
         from loopwright.safety.plugin import safety_layers
+        from loopwright.tools.catalogue import RunCatalogue
+        from loopwright.tools.execute import ToolExecutor
         from loopwright.tools.prompt_format import tool_call_plugins
 
         s = self.settings
@@ -510,7 +524,11 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _limit_plugins(self) -> list[LoopPlugin]:
         limits = self.settings.usage_limits
-        return [UsageLimiter(limits)] if limits else []
+        if not limits:
+            return []
+        from loopwright.limits import UsageLimiter
+
+        return [UsageLimiter(limits)]
 
     def _output_plugins(self, chain: ProviderChain) -> list[LoopPlugin]:
         """The structured-output plugin (none without `output_type`): OpenAI's native
@@ -593,6 +611,8 @@ def _router_plugins(settings: Settings) -> list[LoopPlugin]:
 
 def _side_models(settings: Settings) -> dict[str, list[Resolved]]:
     """Each side task's own chain (routing/side.py), loaded only when one is set."""
+    from loopwright.settings import SIDE_TASKS
+
     if not any(getattr(settings, f"{task}_model") or getattr(settings, f"{task}_fallbacks")
                for task in SIDE_TASKS):
         return {}
@@ -611,6 +631,8 @@ def _chooser(value: Any) -> ChooseModel | None:
 
 def _sandbox_configured(settings: Settings) -> bool:
     """A sandbox setting differs from its default: checked when the agent is made."""
+    from loopwright.settings import DEFAULTS
+
     return any(getattr(settings, name) != getattr(DEFAULTS, name)
                for name in ("sandbox_mode", "sandbox_network", "env_passthrough",
                             "sandbox_bwrap"))
@@ -620,6 +642,7 @@ def _mcp_manager(settings: Settings) -> MCPManager | None:
     if not settings.mcp_servers:
         return None
     from loopwright.mcp.client import MCPManager
+    from loopwright.settings import default_cache_dir
 
     cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
     return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")

@@ -28,14 +28,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from loopwright.errors import ToolError
-from loopwright.events import Event
-from loopwright.guards import IterationBudget
-from loopwright.messages import Message
 from loopwright.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
-    from loopwright.messages import Usage
+    from loopwright.events import Event
+    from loopwright.guards import IterationBudget
+    from loopwright.messages import Message, Usage
     from loopwright.result import RunResult
 
 DELEGATE_TAG = "delegate"
@@ -189,6 +188,8 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
     else:
+        from loopwright.guards import IterationBudget  # with the run, not with `Agent`'s import
+
         budget = IterationBudget(total=parent.settings.iteration_budget)
         sink = _callbacks_sink(parent)
 
