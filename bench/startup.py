@@ -6,7 +6,8 @@ Each command runs N times as a fresh subprocess; prints the median wall time and
 `loopwright run` against a fake model server (in this process): the child's CPU (from
 /proc/<pid>/stat, 10 ms ticks) and the wall time when its first model request arrives, after
 the window probe and the provider check. `--instructions` adds each import's instruction count
-under callgrind (steady under load, unlike CPU time; ~30 s each).
+under callgrind (steady under load, unlike CPU time; ~30 s each), and that of a whole
+`loopwright run` that gets one answer (to its exit: callgrind cannot stop at the first request).
 Targets (issue 31): `from loopwright import Agent` <= 80 ms CPU; `loopwright run` <= 300 ms CPU to
 its first model request.
 
@@ -98,6 +99,20 @@ def instructions(code: str) -> int:
     return int(re.search(r"Collected : (\d+)", out.stderr).group(1))  # type: ignore[union-attr]
 
 
+def run_instructions(cli: str) -> int:
+    """Instructions (callgrind) of `loopwright run "hi"` to its exit, one answer from the fake
+    server (in this process, not counted)."""
+    code = f"import sys; sys.argv = ['loopwright', *sys.argv[1:]]; exec(open({cli!r}).read())"
+    with FakeModelServer([Reply("ok")]) as server, tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home,
+               "XDG_CACHE_HOME": home}
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                              sys.executable, "-c", code, "run", "--model", "bench-model",
+                              "--base-url", server.base_url, "--api-key", "k", "hi"],
+                             capture_output=True, text=True, check=True, env=env, cwd=home)
+    return int(re.search(r"Collected : (\d+)", out.stderr).group(1))  # type: ignore[union-attr]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=21, help="runs per command")
@@ -129,6 +144,9 @@ def main() -> None:
         for code in ("pass", "import loopwright", "from loopwright import Agent"):
             count = instructions(code)
             print(f"| `{code}` | {count / 1e6:.0f} M | {(count - bare) / 1e6:+.0f} M |")
+        count = run_instructions(cli)
+        print(f"| `loopwright run hi` (to its exit) | {count / 1e6:.0f} M "
+              f"| {(count - bare) / 1e6:+.0f} M |")
     print(f"load average: {os.getloadavg()[0]:.2f}")
 
 

@@ -134,12 +134,14 @@ async def test_tasks_that_touch_no_files_share_one_read_only_directory(tmp_path:
     the batch's own CPU per task, also for tasks with no files, tools or file-reading checker.
     Those share one empty, read-only directory; every other task still gets its own."""
     workdirs: dict[str, str] = {}
+    modes: dict[str, int] = {}
 
     def reply(request: RecordedRequest) -> Reply:
         text = json.dumps(request.body["messages"])  # where the prompt put it (window-dependent)
         where = text.split("- Working directory: ", 1)[1].split("\\n", 1)[0]
         prompt = re.findall(r"task:(\w+)", text)[0]
         workdirs[prompt] = where
+        modes[prompt] = Path(where).stat().st_mode & 0o777
         if prompt == "write" and request.body["messages"][-1]["role"] != "tool":
             return Reply(tool_calls=[call("write_file", {"path": "out.txt", "content": "x"})])
         return Reply("x")
@@ -158,5 +160,6 @@ async def test_tasks_that_touch_no_files_share_one_read_only_directory(tmp_path:
     assert len(shared) == 1
     own = [workdirs[name] for name in ("files", "checker", "write")]
     assert len(set(own)) == 3 and not shared & set(own)
+    assert modes["plain0"] == 0o555 and modes["files"] & 0o200  # read-only; its own writable
     assert Path(shared.pop()).parent == Path(own[0]).parent  # under the batch's one root
     assert not Path(own[0]).parent.exists()  # removed with the batch
