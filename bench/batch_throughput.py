@@ -12,7 +12,10 @@ is, as part of the batch.
     python bench/batch_throughput.py --tasks 500 --local 16,64 --ray-workers 1
 
 Each local setting is followed by the same tasks run through the library (one `Agent`,
-`run()` at the same concurrency) and the ratio of the batch's CPU per run to it.
+`run()` at the same concurrency) and the ratio of the batch's CPU per run to it. Both sides
+first run WARMUP tasks the same way in the same process, not timed: the imports and first-use
+work of the runtime (a few hundred ms of CPU, loaded by the first agent made or run) are not a
+cost per run, and were counted on the batch's side only.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ def own_cpu() -> float:
 
 
 async def one_setting(args: argparse.Namespace) -> dict[str, Any]:
-    tasks = [{"id": n, "prompt": f"task {n}", "expected": "ok"} for n in range(args.tasks)]
+    tasks = [{"id": n, "prompt": f"task {n}", "expected": "ok"}
+             for n in range(max(args.tasks, args.warmup))]
     ray_address = None
     if args.workers:
         import ray
@@ -101,8 +105,13 @@ async def one_setting(args: argparse.Namespace) -> dict[str, Any]:
                  log_to_driver=False)
         ray_address = "auto"
     with tempfile.TemporaryDirectory() as out, TreeCpu() as tree:
+        if args.warmup and not args.workers:
+            await run_batch(tasks[:args.warmup], Path(out) / "warmup",
+                            concurrency=args.concurrency, model="bench",
+                            base_url=args.base_url, api_key="k", context_window=32_000)
         cpu, wall = own_cpu(), time.perf_counter()
-        report = await run_batch(tasks, out, concurrency=args.concurrency, ray=ray_address,
+        report = await run_batch(tasks[:args.tasks], Path(out) / "timed",
+                                 concurrency=args.concurrency, ray=ray_address,
                                  ray_workers=args.workers or None, model="bench",
                                  base_url=args.base_url, api_key="k", context_window=32_000)
         wall, cpu = time.perf_counter() - wall, own_cpu() - cpu
@@ -127,6 +136,7 @@ async def library_setting(args: argparse.Namespace) -> dict[str, Any]:
                 result = await agent.run(f"task {n}")
             return result.output == "ok"
 
+        await asyncio.gather(*(one(n) for n in range(args.warmup)))
         cpu, wall = own_cpu(), time.perf_counter()
         solved = sum(await asyncio.gather(*(one(n) for n in range(args.tasks))))
         wall, cpu = time.perf_counter() - wall, own_cpu() - cpu
@@ -141,10 +151,11 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(asyncio.run(setting)), flush=True)
 
 
-def run_child(base_url: str, tasks: int, concurrency: int, workers: int,
+def run_child(base_url: str, tasks: int, concurrency: int, workers: int, warmup: int,
               library: bool = False) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", "--base-url", base_url, "--tasks",
                str(tasks), "--concurrency", str(concurrency), "--workers", str(workers),
+               "--warmup", str(warmup),
                *(["--library"] if library else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -159,6 +170,8 @@ def main() -> None:
                         help="Ray worker counts to measure ('' for none)")
     parser.add_argument("--ray-concurrency", type=int, default=256,
                         help="concurrency per Ray worker")
+    parser.add_argument("--warmup", type=int, default=50,
+                        help="tasks run first on each side, not timed (local settings)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, default=16, help=argparse.SUPPRESS)
@@ -180,9 +193,10 @@ def main() -> None:
                   "| driver CPU/run | Ray processes CPU/run |")
             print("|---|---|---|---|---|---|---|---|---|")
             for concurrency, workers in settings:
-                rows = [run_child(base_url, args.tasks, concurrency, workers)]
+                rows = [run_child(base_url, args.tasks, concurrency, workers, args.warmup)]
                 if not workers:  # the same tasks through the library, for the ratio
-                    rows.append(run_child(base_url, args.tasks, concurrency, 0, library=True))
+                    rows.append(run_child(base_url, args.tasks, concurrency, 0, args.warmup,
+                                          library=True))
                 for row in rows:
                     others = f"{row['others_cpu_ms']:.2f} ms" if workers else "—"
                     print(f"| {row['where']} | {row['workers']} | {row['concurrency']} | "
