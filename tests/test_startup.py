@@ -53,13 +53,15 @@ def test_the_agent_class_loads_no_runtime_until_an_agent_is_made() -> None:
     """Issue 31: the settings, endpoints, loop, hooks and tool executor (half of
     `from loopwright import Agent`'s instructions, each dataclass a few million of generated
     code) load with the first `Agent` made, not with the class."""
-    runtime = ("loopwright.config", "loopwright.loop", "loopwright.run_state",
-               "loopwright.events", "loopwright.hooks", "loopwright.endpoints.client",
-               "loopwright.tools.execute", "loopwright.store.services")
+    runtime = ("loopwright.config", "loopwright.settings", "loopwright.loop",
+               "loopwright.run_state", "loopwright.events", "loopwright.hooks",
+               "loopwright.endpoints.client", "loopwright.tools.execute",
+               "loopwright.store.services")
     assert modules_loaded_by("from loopwright import Agent", runtime) == []
     made = modules_loaded_by("from loopwright import Agent\n"
                              "Agent('m', base_url='http://127.0.0.1:9/v1', api_key='k')", runtime)
-    assert {"loopwright.config", "loopwright.hooks", "loopwright.store.services"} <= set(made)
+    assert {"loopwright.config", "loopwright.settings", "loopwright.hooks",
+            "loopwright.store.services"} <= set(made)
 
 
 def test_the_agent_class_loads_no_part_it_needs_only_to_run() -> None:
