@@ -39,10 +39,11 @@ class CountedPostgres(PostgresStore):
         self.writes: list[str] = []
 
     @contextlib.asynccontextmanager
-    async def _db(self, action: str, *, transaction: bool = False) -> AsyncIterator[Any]:
+    async def _db(self, action: str, *, transaction: bool = False, pipeline: bool = False
+                  ) -> AsyncIterator[Any]:
         if action not in READS:
             self.writes.append(action)
-        async with super()._db(action, transaction=transaction) as conn:
+        async with super()._db(action, transaction=transaction, pipeline=pipeline) as conn:
             yield conn
 
 

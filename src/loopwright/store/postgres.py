@@ -30,7 +30,8 @@ from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_
 from loopwright.store.rows import (
     USAGE_COLUMNS,
     call_at,
-    event_at,
+    events_at,
+    events_row,
     message_at,
     message_row,
     run_row,
@@ -139,16 +140,21 @@ class PostgresStore:
                                    (SCHEMA_VERSION,))
 
     @contextlib.asynccontextmanager
-    async def _db(self, action: str, *, transaction: bool = False
+    async def _db(self, action: str, *, transaction: bool = False, pipeline: bool = False
                   ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """The connection, its statements serialised; psycopg errors become `SessionError`s
-        (`StoreBusy` for lock timeouts and lost connections: worth another try)."""
+        (`StoreBusy` for lock timeouts and lost connections: worth another try). `pipeline`:
+        the transaction's statements are sent together and answered together, one round trip
+        in all (where libpq supports pipeline mode), rather than one per statement."""
         import psycopg
 
         conn, lock = await self._connection()
         async with lock:
             try:
-                if transaction:
+                if pipeline and psycopg.Pipeline.is_supported():
+                    async with conn.pipeline(), conn.transaction():
+                        yield conn
+                elif transaction or pipeline:
                     async with conn.transaction():
                         yield conn
                 else:
@@ -393,7 +399,7 @@ class PostgresStore:
     async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
-        async with self._db("writing a run's records", transaction=True) as conn:
+        async with self._db("writing a run's records", pipeline=True) as conn:
             for write in merged(writes):
                 if isinstance(write, AppendMessages):
                     await self._insert(conn, session_id, write.messages, now)
@@ -412,7 +418,7 @@ class PostgresStore:
     async def events(self, session_id: str) -> list[dict[str, Any]]:
         rows = await self._rows("reading events", "SELECT run_id, created, data FROM events "
                                 "WHERE session_id = %s ORDER BY id", (session_id,))
-        return [event_at(session_id, *row) for row in rows]
+        return [event for row in rows for event in events_at(session_id, *row)]
 
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -474,13 +480,10 @@ async def _next_epoch(conn: psycopg.AsyncConnection[Any], session_id: str) -> in
 
 async def _insert_events(conn: psycopg.AsyncConnection[Any], session_id: str, run_id: str,
                          events: list[dict[str, Any]], now: float) -> None:
-    import json
-
     split = [split_model_call(run_id, original) for original in events]
     calls = [(session_id, *call) for _, call in split if call is not None]
     async with conn.cursor() as cursor:
         if calls:
             await cursor.executemany(_INSERT_CALL, calls)
-        await cursor.executemany(_INSERT_EVENT, [
-            (session_id, run_id, now, str(event.get("type", "")),
-             json.dumps(event, ensure_ascii=False, default=str)) for event, _ in split])
+        row = events_row(session_id, run_id, now, [event for event, _ in split])
+        await cursor.execute(_INSERT_EVENT, (*row[:4], row[-1]))

@@ -31,16 +31,28 @@ def message_row(message: Message) -> tuple[str, str, str]:
     return message.role, message.content, data
 
 
-def event_row(session_id: str, run_id: str, now: float, event: dict[str, Any]
-              ) -> tuple[Any, ...]:
-    """An event's row: its type, the tool call it is about, and the whole as JSON."""
+BATCH = "batch"  # the `type` of an events row holding several events (a JSON array)
+
+
+def events_row(session_id: str, run_id: str, now: float, events: list[dict[str, Any]]
+               ) -> tuple[Any, ...]:
+    """One row for the events of a run written together (one transaction: one turn, as a
+    rule), so a turn costs one event row and one JSON encoding: several events as a JSON array
+    in `data` with the type `batch`; a single event as its own object, with its type and, for a
+    tool event, the call it is about in columns of their own."""
+    if len(events) != 1:
+        return (session_id, run_id, now, BATCH, None, None, None, None, None, _json(events))
+    event = events[0]
     kind = event.get("type", "")
     tool = kind in ("tool_call", "tool_result")
     is_error = event.get("is_error")
     return (session_id, run_id, now, kind, event.get("id") if tool else None,
             event.get("name") if tool else None, None if is_error is None else int(is_error),
-            event.get("duration"), event.get("content_chars"),
-            json.dumps(event, ensure_ascii=False, default=str, separators=(",", ":")))
+            event.get("duration"), event.get("content_chars"), _json(event))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
 
 
 def run_row(session_id: str, record: RunRecord, model: str, ended: bool, now: float
@@ -81,11 +93,14 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
         raise damaged(session_id, f"message {seq}", exc) from None
 
 
-def event_at(session_id: str, run_id: str, created: float, data: str) -> dict[str, Any]:
-    """A stored event row back as its dict, with `run_id` and `created` added."""
+def events_at(session_id: str, run_id: str, created: float, data: str
+              ) -> list[dict[str, Any]]:
+    """A stored events row back as its events (one, or a batch's), each with `run_id` and
+    `created` added."""
     try:
-        event = json.loads(data)
-        return {**event, "run_id": run_id, "created": created}
+        found = json.loads(data)
+        events = found if isinstance(found, list) else [found]
+        return [{**event, "run_id": run_id, "created": created} for event in events]
     except _DECODING as exc:
         raise damaged(session_id, f"an event of run {run_id}", exc) from None
 

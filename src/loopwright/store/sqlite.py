@@ -26,8 +26,8 @@ from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.rows import (
     USAGE_COLUMNS,
     call_at,
-    event_at,
-    event_row,
+    events_at,
+    events_row,
     message_at,
     message_row,
     run_row,
@@ -439,7 +439,7 @@ class SQLiteStore:
         with self._read("reading events") as db:
             rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
                               "ORDER BY id", (session_id,)).fetchall()
-        return [event_at(session_id, *row) for row in rows]
+        return [event for row in rows for event in events_at(session_id, *row)]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -497,8 +497,7 @@ _UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created
 def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
                    events: list[dict[str, Any]], now: float) -> None:
     split = [split_model_call(run_id, event) for event in events]
-    db.executemany(_INSERT_EVENT, [event_row(session_id, run_id, now, event)
-                                   for event, _ in split])
+    db.execute(_INSERT_EVENT, events_row(session_id, run_id, now, [e for e, _ in split]))
     calls = [(session_id, *call) for _, call in split if call is not None]
     if calls:
         db.executemany(_INSERT_CALL, calls)

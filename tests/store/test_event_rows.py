@@ -1,0 +1,85 @@
+"""The event log costs one row per transaction: the events a run queued together (a turn's) are
+one row, a JSON array, read back as the events they were, in order; rows written one event
+each (as every store before issue 30 item 5 did) still read as before."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.errors import SessionError
+from loopwright.events import Event
+from loopwright.store import open_store
+from loopwright.store.sqlite import SQLiteStore
+from loopwright.testing import FakeModelServer, Reply, call
+
+
+@tool(read_only=True)
+async def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+async def test_a_turn_is_one_event_row_and_reads_back_as_every_event_in_order(
+        store_spec: str) -> None:
+    seen: list[Event] = []
+    script = [Reply(tool_calls=[call("lookup", {"key": f"k{n}"})]) for n in range(4)]
+    with FakeModelServer([*script, Reply("done")]) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store_spec,
+                      tools=[lookup], session_id="batched", callbacks=[seen.append])
+        result = await agent.run("go")
+        await agent.aclose()
+    assert result.stop_reason == "completed"
+    store = open_store(store_spec)
+    assert store is not None
+    try:
+        stored = await store.events("batched")
+    finally:
+        await store.aclose()
+    kept = [e for e in seen if e.type not in ("text_delta", "reasoning_delta", "done")]
+    assert [e["type"] for e in stored if e["type"] != "done"] == [e.type for e in kept]
+    calls = [e for e in stored if e["type"] == "tool_call"]
+    assert [json.loads(e["arguments"])["key"] if isinstance(e["arguments"], str)
+            else e["arguments"]["key"] for e in calls] == ["k0", "k1", "k2", "k3"]
+    assert len({e["run_id"] for e in stored}) == 1 and all(e["created"] > 0 for e in stored)
+    if not store_spec.startswith("postgresql"):
+        rows = sqlite3.connect(store_spec).execute(
+            "SELECT count(*) FROM events WHERE session_id = 'batched'").fetchone()[0]
+        assert rows < len(stored) / 3  # five events a turn, one row
+
+
+def old_row(store: SQLiteStore, session_id: str, event: dict[str, Any]) -> None:
+    """An event row as stores before batched rows wrote it: one event, one object."""
+    store._db.execute(
+        "INSERT INTO events (session_id, run_id, created, type, data) VALUES (?, 'r0', 1.0, ?, "
+        "?)", (session_id, event["type"], json.dumps(event)))
+
+
+def test_rows_of_one_event_each_and_batched_rows_read_back_in_order(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("mixed")
+        old_row(store, "mixed", {"type": "turn_start", "turn": 1})
+        old_row(store, "mixed", {"type": "tool_call", "id": "c1", "name": "lookup"})
+        store.record_events("mixed", "r1", [{"type": "turn_start", "turn": 2},
+                                            {"type": "tool_call", "id": "c2", "name": "x"}])
+        store.record_events("mixed", "r1", [{"type": "done"}])
+        events = store.events("mixed")
+    assert [(e["type"], e["run_id"]) for e in events] == [
+        ("turn_start", "r0"), ("tool_call", "r0"), ("turn_start", "r1"), ("tool_call", "r1"),
+        ("done", "r1")]
+    assert [e.get("id") for e in events] == [None, "c1", None, "c2", None]
+
+
+def test_a_batched_row_with_a_foreign_element_is_a_session_error(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("odd")
+        store.record_events("odd", "r1", [{"type": "turn_start"}, {"type": "done"}])
+        store._db.execute("UPDATE events SET data = '[{\"type\": \"done\"}, 7]'")
+        with pytest.raises(SessionError, match="odd"):
+            store.events("odd")
+
