@@ -146,6 +146,26 @@ ALTER TABLE sessions ADD COLUMN base_url TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN api_mode TEXT NOT NULL DEFAULT '';
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# v5: a turn writes fewer pages. Message text is indexed for search in bulk, not row by row:
+# `fts_progress.upto` is the newest message id in `messages_fts`; the store indexes the rest in
+# one statement before a search and when a run ends (`SQLiteStore.index_messages`). A deleted
+# message leaves the index only if it was in it, and the mark never stays above the newest id
+# (a later message may take a deleted one's id). `sessions.updated` is set by the store (at most
+# every few seconds while a run writes), not by a trigger on every message
+_V5 = """
+DROP TRIGGER messages_fts_insert;
+DROP TRIGGER messages_fts_delete;
+DROP TRIGGER messages_touch_session;
+CREATE TABLE fts_progress (upto INTEGER NOT NULL);
+INSERT INTO fts_progress SELECT coalesce(max(id), 0) FROM messages;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        SELECT 'delete', OLD.id, OLD.content FROM fts_progress WHERE OLD.id <= upto;
+    UPDATE fts_progress SET upto = (SELECT coalesce(max(id), 0) FROM messages)
+        WHERE upto > (SELECT coalesce(max(id), 0) FROM messages);
+END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 
 SCHEMA_VERSION = len(MIGRATIONS)

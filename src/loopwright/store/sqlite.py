@@ -53,6 +53,7 @@ _INSERT_MESSAGE = (
     "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?1), "
     "(SELECT epoch FROM sessions WHERE id = ?1), ?2, ?3, ?4, ?5)")
 _WORD = re.compile(r"\w+", re.UNICODE)
+TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
 SNIPPET_START, SNIPPET_END = "\x02", "\x03"  # markers around matched words in search snippets
 
 
@@ -93,6 +94,7 @@ class SQLiteStore:
         self.path = str(path) if str(path) == ":memory:" else Path(path).expanduser()
         self.timeout = timeout
         self._lock = threading.RLock()
+        self._touched: dict[str, float] = {}  # session id → when this process last set `updated`
         self._db = self._open()
 
     # -- connection, errors, migrations --
@@ -304,9 +306,7 @@ class SQLiteStore:
         return self.load_page(session_id)
 
     def append(self, session_id: str, message: Message) -> None:
-        row = message_row(message)
-        with self._lock, self._translate("writing a message"):
-            self._db.execute(_INSERT_MESSAGE, (session_id, *row, time.time()))
+        self.append_many(session_id, [message])
 
     def append_many(self, session_id: str, history: list[Message]) -> None:
         """Write several messages in one transaction."""
@@ -316,6 +316,20 @@ class SQLiteStore:
         rows = [(session_id, *message_row(m), now) for m in history]
         with self._write("writing messages") as db:
             db.executemany(_INSERT_MESSAGE, rows)
+            self._touch(db, session_id, now, always=True)
+
+    def _touch(self, db: sqlite3.Connection, session_id: str, now: float, *,
+               always: bool = False) -> None:
+        """Set the session's `updated` time: always, or (a run's batches) at most every
+        TOUCH_SECONDS, since the update rewrites two indexes' pages in every transaction."""
+        if always or now - self._touched.get(session_id, 0.0) >= TOUCH_SECONDS:
+            db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
+            self._touched[session_id] = now
+
+    def index_messages(self) -> None:
+        """Index for search every message not yet in the index (one statement for all)."""
+        with self._write("indexing messages for search") as db:
+            _index_messages(db)
 
     def compact(self, session_id: str, history: list[Message]) -> int:
         """Start the session's next epoch with `history`, in one transaction (a crash leaves
@@ -416,13 +430,15 @@ class SQLiteStore:
                 _insert_events(db, session_id, run_id, events, time.time())
 
     def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
-        """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order. The
+        messages of a run that ended are indexed for search in the same transaction."""
         now = time.time()
         with self._write("writing a run's records") as db:
             for write in merged(writes):
                 if isinstance(write, AppendMessages):
                     db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now)
                                                      for m in write.messages])
+                    self._touch(db, session_id, now)
                 elif isinstance(write, Compact):
                     _compact(db, session_id, write.messages, now)
                 elif isinstance(write, RecordEvents):
@@ -430,6 +446,9 @@ class SQLiteStore:
                 elif isinstance(write, RecordRun):
                     db.execute(_UPSERT_RUN, run_row(session_id, write.record, write.model,
                                                      write.ended, now))
+                    if write.ended:
+                        self._touch(db, session_id, now, always=True)
+                        _index_messages(db)
                 else:
                     db.execute(_UPSERT_TURN, turn_row(session_id, write.run_id, write.turn,
                                                        write.usage, write.cost, now))
@@ -465,6 +484,8 @@ class SQLiteStore:
         query = fts_query(text, any_word=any_word)
         if not query:
             return []
+        with contextlib.suppress(SessionError):  # read-only or busy: search what is indexed
+            self.index_messages()
         where = ["messages_fts MATCH ?"]
         params: list[Any] = [query]
         if exclude_session is not None:
@@ -510,7 +531,16 @@ def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], no
     if found is None:
         raise SessionError(f"no session {session_id!r} to compact")
     db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now) for m in history])
+    db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
     return int(found[0])
+
+
+def _index_messages(db: sqlite3.Connection) -> None:
+    """Add the messages newer than `fts_progress.upto` to the search index, in one statement
+    (inside the caller's transaction)."""
+    db.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+               "WHERE id > (SELECT upto FROM fts_progress) ORDER BY id")
+    db.execute("UPDATE fts_progress SET upto = (SELECT coalesce(max(id), 0) FROM messages)")
 
 
 _INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
