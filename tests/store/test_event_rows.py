@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -83,3 +83,47 @@ def test_a_batched_row_with_a_foreign_element_is_a_session_error(tmp_path: Path)
         with pytest.raises(SessionError, match="odd"):
             store.events("odd")
 
+
+
+async def test_a_write_batch_keeps_order_numbering_and_every_record(store_spec: str) -> None:
+    """A batch as a turn writes it (PostgreSQL: one statement): messages numbered on from the
+    ones stored, events in order, every model call, the run and the turn."""
+    from loopwright.messages import ToolCall, Usage, assistant, tool_result, user
+    from loopwright.store import RunRecord
+    from loopwright.store.writes import AppendMessages, RecordEvents, RecordRun, RecordTurn
+
+    store = open_store(store_spec)
+    assert store is not None
+    write_batch = cast(Any, store).write_batch  # not part of the SessionStore protocol
+    try:
+        await store.create("b1")
+        await store.append_many("b1", [user("first")])
+        calls = [{"type": "model_call", "record": {
+            "id": f"m{n}", "turn": 1, "purpose": "turn", "model": "x", "request": {},
+            "response": {}, "usage": {"input_tokens": n}, "run_id": "r1", "session_id": "b1",
+            "agent": "", "provider": "p", "endpoint": "e", "mode": "m", "started": 1.0,
+            "latency": 0.1, "attempts": 1, "streamed": False}} for n in (1, 2)]
+        for turn in (1, 2):
+            made = ToolCall(id=f"c{turn}", name="lookup", arguments="{}")
+            await write_batch("b1", [
+                RecordEvents(run_id="r1", events=[{"type": "turn_start", "turn": turn}]),
+                AppendMessages(messages=[assistant("", tool_calls=[made])]),
+                RecordEvents(run_id="r1", events=calls if turn == 1 else []),
+                AppendMessages(messages=[tool_result(made, f"result {turn}")]),
+                RecordRun(record=RunRecord(run_id="r1", turns=turn, usage=Usage(requests=turn))),
+                RecordTurn(run_id="r1", turn=turn, usage=Usage(requests=1), cost=None),
+                RecordEvents(run_id="r1", events=[{"type": "turn_end", "turn": turn}])])
+        history = await store.load("b1")
+        events = await store.events("b1")
+        records = await store.model_calls("b1")
+        runs = await store.runs("b1")
+        turns = await store.turns("b1")
+    finally:
+        await store.aclose()
+    assert [m.content for m in history] == ["first", "", "result 1", "", "result 2"]
+    assert [(e["type"], e.get("turn")) for e in events] == [
+        ("turn_start", 1), ("model_call", None), ("model_call", None), ("turn_end", 1),
+        ("turn_start", 2), ("turn_end", 2)]
+    assert [r.id for r in records] == ["m1", "m2"]
+    assert [(r["turns"], r["requests"]) for r in runs] == [(2, 2)]
+    assert [t["turn"] for t in turns] == [1, 2]

@@ -26,6 +26,7 @@ from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
+from loopwright.store.postgres_batch import one_statement
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.rows import (
     USAGE_COLUMNS,
@@ -399,8 +400,14 @@ class PostgresStore:
     async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
+        batch = merged(writes)
+        statement = one_statement(session_id, batch, now)
+        if statement is not None:  # as a rule: one statement, atomic on its own
+            async with self._db("writing a run's records") as conn:
+                await conn.execute(statement[0], statement[1])
+            return
         async with self._db("writing a run's records", pipeline=True) as conn:
-            for write in merged(writes):
+            for write in batch:
                 if isinstance(write, AppendMessages):
                     await self._insert(conn, session_id, write.messages, now)
                 elif isinstance(write, Compact):
