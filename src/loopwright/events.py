@@ -256,19 +256,25 @@ _BY_TYPE: dict[str, type[Any]] = {
 }
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per event class: `dataclasses.fields` is slow
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON form of an event (what `--json`, SSE and the store carry)."""
+    names = _FIELD_NAMES.get(type(event))
+    if names is None:
+        names = _FIELD_NAMES[type(event)] = tuple(f.name for f in dataclasses.fields(event))
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if f.name in ("result", "record") and value is not None:
+    for name in names:
+        value = getattr(event, name)
+        if name in ("result", "record") and value is not None:
             value = value.to_dict()
-        if (f.name == "agent" and not value) or f.name == "exception":
+        if (name == "agent" and not value) or name == "exception":
             continue
-        if isinstance(event, PartialOutput) and f.name in ("output", "data"):
+        if name in ("output", "data") and isinstance(event, PartialOutput):
             out["output"] = event.data if event.data is not None else event.output
             continue
-        out[f.name] = value
+        out[name] = value
     return out
 
 

@@ -125,7 +125,7 @@ class SessionRecorder(LoopPlugin):
                 await store.append_many(sid, repaired_suffix)
         else:
             conversation = given
-            if stored == given[:len(stored)]:
+            if stored == given[:len(stored)] and len(given) > len(stored):
                 await store.append_many(sid, given[len(stored):])
         if exists:
             await store.update(sid, system_prompt=system_prompt, model=self.model,
