@@ -13,6 +13,13 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py                 # everything
     python bench/store_overhead.py --quick         # fewer runs
     python bench/store_overhead.py --no-serve --json
+    python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
+
+`--instructions` counts instead of timing: each store's workload runs in a child under
+`valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
+110 turns between them is the instructions per turn of the process, every thread included. It is
+not moved by the machine's load (CPU time is: a hop to the store's thread and back costs more on
+a busy machine), but it does not see cache misses or thread wake-ups either.
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -171,9 +178,67 @@ async def measure(args: argparse.Namespace, base_url: str, pg_dsn: str) -> dict[
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
 
 
+# --- instructions (callgrind) -------------------------------------------------------------------
+
+COUNTED_RUNS = (2, 12)
+
+
+def count_child(base_url: str, store_spec: str, runs: int) -> None:
+    """`runs` runs of the workload in a row (the process callgrind counts)."""
+    async def go() -> None:
+        agent = Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
+                      store=store_spec or None, max_turns=ROUNDS + 5)
+        try:
+            for _ in range(runs):
+                result = await agent.run("look the keys up")
+                if result.stop_reason != "completed":
+                    raise SystemExit(f"the run ended {result.stop_reason}: {result.error}")
+        finally:
+            await agent.aclose()
+            await close_shared_client()
+
+    asyncio.run(go())
+
+
+def instructions(base_url: str, stores: dict[str, str]) -> dict[str, float]:
+    """Instructions per turn of the workload with each store (see `--instructions`)."""
+    import re
+    import subprocess
+
+    out: dict[str, float] = {}
+    for name, spec in stores.items():
+        counts = []
+        for runs in COUNTED_RUNS:
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                 sys.executable, str(HERE), "--count-child", base_url, spec, str(runs)],
+                capture_output=True, text=True, check=False)
+            found = re.search(r"refs:\s+([\d,]+)", done.stderr)
+            if done.returncode or found is None:
+                raise SystemExit(f"{name}: the counted child failed: {done.stderr[-2000:]}")
+            counts.append(int(found.group(1).replace(",", "")))
+        out[name] = (counts[1] - counts[0]) / ((COUNTED_RUNS[1] - COUNTED_RUNS[0]) * (ROUNDS + 1))
+    return out
+
+
+def print_instructions(base_url: str, pg_dsn: str) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        counted = instructions(base_url, {"none": "", "sqlite": str(Path(scratch) / "s.db"),
+                                          "postgres": pg_dsn})
+    none = counted["none"]
+    print(f"instructions per turn (callgrind, the whole process; load average "
+          f"{os.getloadavg()[0]:.1f}, which does not move these)")
+    for name, label in (("none", "no store  "), ("sqlite", "SQLite    "),
+                        ("postgres", "PostgreSQL")):
+        print(f"  library, {label} {counted[name] / 1e6:7.3f} M  x{counted[name] / none:.2f}")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--count-child":
+        count_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per batch")
@@ -182,11 +247,16 @@ def main() -> None:
     parser.add_argument("--no-serve", action="store_true")
     parser.add_argument("--postgres", help="a PostgreSQL DSN (default: start a throwaway one)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind instead of timing")
     args = parser.parse_args()
     model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
                                    str(ROUNDS)])
     try:
         with postgres(args.postgres) as pg_dsn:
+            if args.instructions:
+                print_instructions(base_url, pg_dsn)
+                return
             row = asyncio.run(measure(args, base_url, pg_dsn))
     finally:
         model.terminate()
