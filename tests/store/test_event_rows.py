@@ -75,6 +75,16 @@ def test_rows_of_one_event_each_and_batched_rows_read_back_in_order(tmp_path: Pa
     assert [e.get("id") for e in events] == [None, "c1", None, "c2", None]
 
 
+def test_a_batch_without_events_writes_no_event_row(tmp_path: Path) -> None:
+    from loopwright.store.writes import RecordEvents
+
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("quiet")
+        store.write_batch("quiet", [RecordEvents(run_id="r1", events=[])])
+        assert store._db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+        assert store.events("quiet") == []
+
+
 def test_a_batched_row_with_a_foreign_element_is_a_session_error(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "s.db") as store:
         store.create("odd")

@@ -78,7 +78,8 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
         else:
             history.append(write)
     return [*history, *runs.values(), *turns.values(),
-            *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items())]
+            *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items()
+              if rows)]
 
 
 async def write_all(store: SessionStore, session_id: str, writes: Sequence[StoreWrite]) -> None:
