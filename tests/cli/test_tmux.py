@@ -115,6 +115,9 @@ def test_chat_in_a_terminal_paste_slash_commands_and_ctrl_c(pane: Pane, tmp_path
         pane.type("again")
         pane.keys("Enter")
         shown = pane.wait_text("Back again.")
+        # Ctrl-D is read at the prompt: one typed while the terminal is still in cooked mode
+        # (the run's last lines being drawn) is an EOF with no reader, and it is lost.
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt again")
         keep = os.environ.get("LOOPWRIGHT_SCREENSHOT")
         if keep:
             Path(keep).write_text(pane.screen(ansi=True), encoding="utf-8")
