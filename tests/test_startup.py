@@ -199,3 +199,41 @@ def test_loopwright_run_on_a_pipe_loads_no_markdown_renderer(tmp_path: Path) -> 
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "**done**", out.stderr
     assert json.loads(lines[-1]) == []
+
+
+GC_WHILE_RUNNING = """
+import gc, json, sys
+from loopwright.testing import FakeModelServer, Reply
+seen = []
+def answer(request):
+    seen.append([gc.isenabled(), gc.get_freeze_count() > 0])
+    return Reply("done")
+server = FakeModelServer(handler=answer).__enter__()
+sys.argv = ["loopwright", COMMAND, "--model", "m", "--base-url", server.base_url,
+            "--api-key", "k", *ARGS]
+from loopwright.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps({"at_request": seen, "after": gc.isenabled()}))
+"""
+
+
+def gc_while_running(tmp_path: Path, command: str, args: list[str], stdin: str = "") -> object:
+    code = GC_WHILE_RUNNING.replace("COMMAND", repr(command)).replace("ARGS", repr(args))
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         input=stdin, timeout=120, cwd=tmp_path, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_run_and_chat_collect_garbage_again_before_the_agent_runs(tmp_path: Path) -> None:
+    """Issue 31: the collector is paused while `run` and `chat` load their modules (a sixth of
+    the CPU before the first request); it must be on, with start-up frozen, while the agent
+    runs, and a resumed or failed start must not leave it off."""
+    assert gc_while_running(tmp_path, "run", ["hi"]) == {
+        "at_request": [[True, True]], "after": True}
+    assert gc_while_running(tmp_path, "chat", [], stdin="hi\n") == {
+        "at_request": [[True, True]], "after": True}

@@ -12,6 +12,10 @@ def main() -> None:
 
         print(f"loopwright {__version__}")
         return
+    if sys.argv[1:2] in (["run"], ["chat"]):
+        from loopwright.cli.startup import pause_collection
+
+        pause_collection()  # resumed by the command before its agent runs
     from loopwright.cli.main import main as run_cli
 
     run_cli()

@@ -96,8 +96,10 @@ async def _run_and_close(agent: "Agent", prompt: str,
     from loopwright.cli.interrupt import interruptible_run
     from loopwright.cli.sandbox import agent_sandbox_notice
     from loopwright.cli.setup import check_provider
+    from loopwright.cli.startup import resume_collection
     from loopwright.endpoints.base import close_shared_client
 
+    resume_collection()
     try:
         notice = await agent_sandbox_notice(agent)
         if notice:
