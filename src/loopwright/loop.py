@@ -132,7 +132,8 @@ async def _run_turns(run: RunState) -> Answer | Stop:
         if isinstance(step, Answer):
             if run.steering_pending:
                 continue
-            verdict = await run.review.review_answer(_view(run, answer=step.text))  # 16
+            verdict = (await run.review.review_answer(_view(run, answer=step.text))  # 16
+                       if run.review.reviews_answers else None)
             if verdict is not None and _apply_review(run, [verdict], answer=True).again:
                 continue
             feedback = await _answer_feedback(run, step.text)
@@ -215,10 +216,11 @@ async def turn(run: RunState) -> Next:
         _close_calls(run, calls, notes.text(notes.NOT_RUN_TURN_LIMIT))
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
     verdicts = await run.review.review_calls(  # 13
-        _view(run, calls=calls, offered=offered, truncated=truncated))
+        _view(run, calls=calls, offered=offered, truncated=truncated)) \
+        if run.review.call_checks else []
     review = _apply_review(run, verdicts)
     await _execute(run, calls, review.skipped, truncated=truncated)  # 14, 15
-    for plugin in run.plugins:
+    for plugin in run.hooks.after_tools:
         await plugin.after_tools(run)
     if review.stop is not None:
         return Stop("loop_detected", review.stop)
@@ -231,11 +233,11 @@ async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelRe
     # the plugins estimate the request synchronously: what reads a file for its estimate is
     # read now, off the loop (the history: the request's attachments are its objects)
     await measure_attachments(run.history)
-    for plugin in run.plugins:  # 8
+    for plugin in run.hooks.before_model:  # 8
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request, purpose)  # 9
     run.reply_raw = response.message.content  # as written, before call markup is taken out
-    for plugin in reversed(run.plugins):  # 10: inside-out
+    for plugin in reversed(run.hooks.after_model):  # 10: inside-out
         await plugin.after_model(run, response)
     run.reply_unreadable = response.unreadable_calls
     return response
@@ -293,14 +295,17 @@ async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> Mod
         run.emit(ReasoningDelta(text=delta, agent=run.agent_tag))
 
     text_listener: DeltaListener = on_text
-    for plugin in run.plugins:  # 9: text_filter wraps in list order
+    for plugin in run.hooks.text_filter:  # 9: text_filter wraps in list order
         text_listener = plugin.text_filter(run, text_listener)
+    watchers = run.hooks.on_tool_args
+
     def on_tool_args(name: str, delta: str) -> None:
-        for plugin in run.plugins:
+        for plugin in watchers:
             plugin.on_tool_args(run, name, delta)
 
     return await run.calls.call(request, purpose=purpose, on_text=text_listener,
-                                on_reasoning=on_reasoning, on_tool_args=on_tool_args)
+                                on_reasoning=on_reasoning,
+                                on_tool_args=on_tool_args if watchers else None)
 
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
@@ -368,9 +373,10 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
           offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
     specs = _offered(run) if offered is None else offered
     schemas = {spec.name: spec.parameters for spec in specs}
+    # the history itself, not a copy: the checks read it while the run awaits them
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
                       reply_calls=calls or (), tools=frozenset(schemas), schema_of=schemas.get,
-                      request=run.request, history=tuple(run.history),
+                      request=run.request, history=run.history,
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable)
@@ -401,7 +407,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
                                  agent=tag))
         appended = results.add(outcome)
         if appended:
-            for plugin in run.plugins:
+            for plugin in run.hooks.on_results:
                 await plugin.on_results(run, appended)
 
     batch = run.settings.executor.run_batch(

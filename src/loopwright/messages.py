@@ -222,6 +222,15 @@ INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check
 _OLD_INTERRUPTED = "Error: this tool call did not complete (the run was interrupted)."
 
 
+def any_attachments(messages: Iterable[Message], *, role: str | None = None) -> bool:
+    """Whether one of `messages` (of `role`, when given) carries an attachment. A plain loop,
+    not a generator: every request walks the whole history with it."""
+    for message in messages:
+        if message.attachments and (role is None or message.role == role):
+            return True
+    return False
+
+
 def is_interrupted_result(message: Message) -> bool:
     """Whether `message` is the note a resumed run gave a call cut off by a crash."""
     return message.role == "tool" and message.is_error and message.content.startswith(
