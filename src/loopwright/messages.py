@@ -11,7 +11,12 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from loopwright.arguments import OFF_LOOP_CHARS, is_json_object, storable_arguments
+from loopwright.arguments import (
+    OFF_LOOP_CHARS,
+    canonical_arguments,
+    is_json_object,
+    storable_arguments,
+)
 from loopwright.attachments import Attachment
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -32,6 +37,12 @@ class ToolCall:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+def call_signature(call: ToolCall) -> str:
+    """The tool and its arguments, the same however the JSON was spaced or ordered: what makes
+    two calls one (the review's copy and doom-loop checks, idempotency keys)."""
+    return f"{call.name}\0{canonical_arguments(call.arguments)}"
 
 
 @dataclass(kw_only=True, slots=True)

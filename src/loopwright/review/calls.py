@@ -3,38 +3,13 @@ per-reply limit."""
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Sequence
 
 from loopwright import notes
-from loopwright.arguments import loads_bounded
-from loopwright.messages import ToolCall
+from loopwright.messages import ToolCall, call_signature
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, skip_call
 from loopwright.review.view import ReviewView
-
-_MEMO_CHARS = 2_000
-"""Longest arguments whose signature is remembered: the doom loop and the copy check ask for
-the same call's signature five times per reply; longer ones are rare and computed each time."""
-
-
-def call_signature(call: ToolCall) -> str:
-    """Name plus canonical arguments, so `{"a":1,"b":2}` and `{"b": 2, "a": 1}` are one call."""
-    if len(call.arguments) <= _MEMO_CHARS:
-        return _remembered_signature(call.name, call.arguments)
-    return _signature(call.name, call.arguments)
-
-
-def _signature(name: str, arguments: str) -> str:
-    try:
-        canonical = json.dumps(loads_bounded(arguments or "{}"), sort_keys=True)
-    except ValueError:
-        canonical = arguments.strip()
-    return f"{name}\x00{canonical}"
-
-
-_remembered_signature = functools.lru_cache(maxsize=512)(_signature)
 
 
 def copied_signatures(calls: Sequence[ToolCall]) -> set[str]:
