@@ -184,6 +184,7 @@ def _check_limits(run: RunState) -> Stop | None:
 async def turn(run: RunState) -> Next:
     """One model call and the tools it asks for."""
     s = run.settings
+    run.offered = s.tool_specs(run.turn) if s.tool_specs else []
     if not run.budget.consume():  # 5: the last call is a tool-less summary
         return await _budget_summary(run)
     _drain_steering(run)  # 6
@@ -192,7 +193,7 @@ async def turn(run: RunState) -> Next:
     request = ModelRequest(  # 7
         model=s.chain.model,
         messages=run.request_history(),
-        tools=s.tool_specs(run.turn) if s.tool_specs else [],
+        tools=list(run.offered),  # the plugins may edit the request's list
         max_tokens=s.max_tokens,
         temperature=s.temperature,
         reasoning_effort=s.reasoning_effort,
@@ -204,7 +205,7 @@ async def turn(run: RunState) -> Next:
         request.tool_choice = "none" if request.tools else None
     run.tools_off = answer_only
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
-    offered = _offered(run) if response.message.tool_calls else []
+    offered = run.offered if response.message.tool_calls else []
     if offered:
         response.message = without_ignored_arguments(response.message, offered)
     truncated = response.finish_reason == "length"
@@ -371,7 +372,7 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
 
 def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = None,
           offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
-    specs = _offered(run) if offered is None else offered
+    specs = run.offered if offered is None else offered
     schemas = {spec.name: spec.parameters for spec in specs}
     # the history itself, not a copy: the checks read it while the run awaits them
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
@@ -380,11 +381,6 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable)
-
-
-def _offered(run: RunState) -> list[ToolSpec]:
-    specs = run.settings.tool_specs
-    return specs(run.turn) if specs else []
 
 
 
@@ -468,7 +464,7 @@ async def _budget_summary(run: RunState) -> Stop:
     apply."""
     run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
     s = run.settings
-    tools = s.tool_specs(run.turn) if s.tool_specs else []
+    tools = list(run.offered)
     request = ModelRequest(
         model=s.chain.model,
         messages=[*run.request_history(), messages.user(notes.text(notes.BUDGET_SUMMARY))],

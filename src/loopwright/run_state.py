@@ -119,6 +119,7 @@ class RunState:
                                 side=settings.side_chains, route=settings.route)
         self.review = ReviewStage(settings.review)
         self.reply_raw = ""  # the last reply's text as the model wrote it (`review.ReviewView`)
+        self.offered: list[ToolSpec] = []  # the tools offered this turn (step 7)
         self.tools_off = False  # the last request asked for an answer without tools
         self.reply_unreadable: list[str] = []  # its unreadable call markup (`ModelResponse`)
         self.sanitizer = messages.Sanitizer()
