@@ -173,3 +173,33 @@ async def test_the_view_reports_the_run_as_the_result_does() -> None:
                              "cost": result.cost, "session_id": result.session_id,
                              "max_turns": 7}]
     assert result.cost is not None and result.cost > 0
+
+
+class OnlyAfterTools(LoopPlugin):
+    """Overrides one hook: the loop calls only the hooks a plugin overrides."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def after_tools(self, run: RunView) -> None:
+        self.log.append("after_tools")
+
+
+class OnlyAfterToolsAndResults(OnlyAfterTools):
+    async def on_results(self, run: RunView, results: list[Message]) -> None:
+        self.log.append(f"on_results({len(results)})")
+
+
+async def test_a_hook_overridden_in_a_subclass_or_set_on_the_object_is_called() -> None:
+    log: list[str] = []
+    on_object = LoopPlugin()
+    on_object.on_message = lambda run, message: log.append(  # type: ignore[method-assign]
+        f"on_message({message.role})")
+    script = [Reply(tool_calls=[call("add", {"a": 1, "b": 2})]), Reply("3")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add], retry=FAST,
+                      plugins=[OnlyAfterToolsAndResults(log), on_object])
+        result = await agent.run("1+2?")
+    assert result.output == "3"
+    assert log == ["on_message(user)", "on_message(assistant)", "on_message(tool)",
+                   "on_results(1)", "after_tools", "on_message(assistant)"]

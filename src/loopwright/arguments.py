@@ -388,6 +388,27 @@ def _short_is_json_object(raw: str) -> bool:
     return _is_json_object(raw)
 
 
+def canonical_arguments(raw: str) -> str:
+    """The arguments as one canonical JSON text (keys sorted, no spaces), so `{"a":1,"b":2}`
+    and `{"b": 2, "a": 1}` are the same; text that does not parse, stripped. Remembered for
+    short ones: each call's is asked for several times a turn (review checks, idempotency)."""
+    if len(raw) <= _MEMO_CHARS:
+        return _short_canonical_arguments(raw)
+    return _canonical_arguments(raw)
+
+
+def _canonical_arguments(raw: str) -> str:
+    try:
+        return json.dumps(loads_bounded(raw or EMPTY), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return raw.strip()
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_canonical_arguments(raw: str) -> str:
+    return _canonical_arguments(raw)
+
+
 def storable_arguments(raw: str, *, cut: bool = False) -> str:
     """`raw` if it is a JSON object; else the object it repairs to (what the tool ran with);
     else `{}`. Arguments cut off by the output limit are stored as `{}`: the call never ran."""

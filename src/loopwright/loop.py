@@ -132,7 +132,8 @@ async def _run_turns(run: RunState) -> Answer | Stop:
         if isinstance(step, Answer):
             if run.steering_pending:
                 continue
-            verdict = await run.review.review_answer(_view(run, answer=step.text))  # 16
+            verdict = (await run.review.review_answer(_view(run, answer=step.text))  # 16
+                       if run.review.reviews_answers else None)
             if verdict is not None and _apply_review(run, [verdict], answer=True).again:
                 continue
             feedback = await _answer_feedback(run, step.text)
@@ -183,6 +184,7 @@ def _check_limits(run: RunState) -> Stop | None:
 async def turn(run: RunState) -> Next:
     """One model call and the tools it asks for."""
     s = run.settings
+    run.offered = s.tool_specs(run.turn) if s.tool_specs else []
     if not run.budget.consume():  # 5: the last call is a tool-less summary
         return await _budget_summary(run)
     _drain_steering(run)  # 6
@@ -191,7 +193,7 @@ async def turn(run: RunState) -> Next:
     request = ModelRequest(  # 7
         model=s.chain.model,
         messages=run.request_history(),
-        tools=s.tool_specs(run.turn) if s.tool_specs else [],
+        tools=list(run.offered),  # the plugins may edit the request's list
         max_tokens=s.max_tokens,
         temperature=s.temperature,
         reasoning_effort=s.reasoning_effort,
@@ -203,7 +205,7 @@ async def turn(run: RunState) -> Next:
         request.tool_choice = "none" if request.tools else None
     run.tools_off = answer_only
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
-    offered = _offered(run) if response.message.tool_calls else []
+    offered = run.offered if response.message.tool_calls else []
     if offered:
         response.message = without_ignored_arguments(response.message, offered)
     truncated = response.finish_reason == "length"
@@ -215,10 +217,11 @@ async def turn(run: RunState) -> Next:
         _close_calls(run, calls, notes.text(notes.NOT_RUN_TURN_LIMIT))
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
     verdicts = await run.review.review_calls(  # 13
-        _view(run, calls=calls, offered=offered, truncated=truncated))
+        _view(run, calls=calls, offered=offered, truncated=truncated)) \
+        if run.review.call_checks else []
     review = _apply_review(run, verdicts)
     await _execute(run, calls, review.skipped, truncated=truncated)  # 14, 15
-    for plugin in run.plugins:
+    for plugin in run.hooks.after_tools:
         await plugin.after_tools(run)
     if review.stop is not None:
         return Stop("loop_detected", review.stop)
@@ -231,11 +234,11 @@ async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelRe
     # the plugins estimate the request synchronously: what reads a file for its estimate is
     # read now, off the loop (the history: the request's attachments are its objects)
     await measure_attachments(run.history)
-    for plugin in run.plugins:  # 8
+    for plugin in run.hooks.before_model:  # 8
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request, purpose)  # 9
     run.reply_raw = response.message.content  # as written, before call markup is taken out
-    for plugin in reversed(run.plugins):  # 10: inside-out
+    for plugin in reversed(run.hooks.after_model):  # 10: inside-out
         await plugin.after_model(run, response)
     run.reply_unreadable = response.unreadable_calls
     return response
@@ -293,14 +296,17 @@ async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> Mod
         run.emit(ReasoningDelta(text=delta, agent=run.agent_tag))
 
     text_listener: DeltaListener = on_text
-    for plugin in run.plugins:  # 9: text_filter wraps in list order
+    for plugin in run.hooks.text_filter:  # 9: text_filter wraps in list order
         text_listener = plugin.text_filter(run, text_listener)
+    watchers = run.hooks.on_tool_args
+
     def on_tool_args(name: str, delta: str) -> None:
-        for plugin in run.plugins:
+        for plugin in watchers:
             plugin.on_tool_args(run, name, delta)
 
     return await run.calls.call(request, purpose=purpose, on_text=text_listener,
-                                on_reasoning=on_reasoning, on_tool_args=on_tool_args)
+                                on_reasoning=on_reasoning,
+                                on_tool_args=on_tool_args if watchers else None)
 
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
@@ -366,19 +372,15 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
 
 def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = None,
           offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
-    specs = _offered(run) if offered is None else offered
+    specs = run.offered if offered is None else offered
     schemas = {spec.name: spec.parameters for spec in specs}
+    # the history itself, not a copy: the checks read it while the run awaits them
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
                       reply_calls=calls or (), tools=frozenset(schemas), schema_of=schemas.get,
-                      request=run.request, history=tuple(run.history),
+                      request=run.request, history=run.history,
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable)
-
-
-def _offered(run: RunState) -> list[ToolSpec]:
-    specs = run.settings.tool_specs
-    return specs(run.turn) if specs else []
 
 
 
@@ -401,7 +403,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
                                  agent=tag))
         appended = results.add(outcome)
         if appended:
-            for plugin in run.plugins:
+            for plugin in run.hooks.on_results:
                 await plugin.on_results(run, appended)
 
     batch = run.settings.executor.run_batch(
@@ -462,7 +464,7 @@ async def _budget_summary(run: RunState) -> Stop:
     apply."""
     run.status("budget_exhausted", "iteration budget exhausted; asking for a final summary")
     s = run.settings
-    tools = s.tool_specs(run.turn) if s.tool_specs else []
+    tools = list(run.offered)
     request = ModelRequest(
         model=s.chain.model,
         messages=[*run.request_history(), messages.user(notes.text(notes.BUDGET_SUMMARY))],

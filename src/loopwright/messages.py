@@ -11,7 +11,12 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from loopwright.arguments import OFF_LOOP_CHARS, is_json_object, storable_arguments
+from loopwright.arguments import (
+    OFF_LOOP_CHARS,
+    canonical_arguments,
+    is_json_object,
+    storable_arguments,
+)
 from loopwright.attachments import Attachment
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -32,6 +37,12 @@ class ToolCall:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+def call_signature(call: ToolCall) -> str:
+    """The tool and its arguments, the same however the JSON was spaced or ordered: what makes
+    two calls one (the review's copy and doom-loop checks, idempotency keys)."""
+    return f"{call.name}\0{canonical_arguments(call.arguments)}"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -220,6 +231,15 @@ INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check
                       "before repeating it.")
 """The note for an interrupted call whose effect nobody recorded (`bash`, most tools)."""
 _OLD_INTERRUPTED = "Error: this tool call did not complete (the run was interrupted)."
+
+
+def any_attachments(messages: Iterable[Message], *, role: str | None = None) -> bool:
+    """Whether one of `messages` (of `role`, when given) carries an attachment. A plain loop,
+    not a generator: every request walks the whole history with it."""
+    for message in messages:
+        if message.attachments and (role is None or message.role == role):
+            return True
+    return False
 
 
 def is_interrupted_result(message: Message) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
-import uuid
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,7 +122,7 @@ class ModelCalls:
         owner = self.owner
         last = call.reports[-1] if call.reports else None
         record = ModelCallRecord(
-            id=uuid.uuid4().hex[:16], purpose=call.purpose, run_id=owner.run_id,
+            id=os.urandom(8).hex(), purpose=call.purpose, run_id=owner.run_id,  # 64 bits
             session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
             model=last.model if last else model,
             provider=last.label if last else chain.current.label,

@@ -77,6 +77,28 @@ class Stop:
 Next = RunAgain | Answer | Stop
 
 
+class PluginHooks:
+    """For each hook the loop calls on every turn, the run's plugins that override it, in list
+    order: a plugin's no-op default is not called (each is a call, an async one a coroutine,
+    per plugin per turn). A hook set on the object itself counts as overriding."""
+
+    def __init__(self, plugins: list[LoopPlugin]) -> None:
+        self.on_message = _overriding(plugins, "on_message")
+        self.before_model = _overriding(plugins, "before_model")
+        self.text_filter = _overriding(plugins, "text_filter")
+        self.on_tool_args = _overriding(plugins, "on_tool_args")
+        self.after_model = _overriding(plugins, "after_model")
+        self.on_results = _overriding(plugins, "on_results")
+        self.after_tools = _overriding(plugins, "after_tools")
+
+
+def _overriding(plugins: list[LoopPlugin], hook: str) -> list[LoopPlugin]:
+    default = getattr(LoopPlugin, hook)
+    return [plugin for plugin in plugins
+            if getattr(type(plugin), hook, default) is not default
+            or hook in getattr(plugin, "__dict__", ())]
+
+
 class RunState:
     """One run's mutable state; plugins see it as a `plugins.RunView`. Thread-safe entry
     points: `steer()` and `cancel()`."""
@@ -97,6 +119,7 @@ class RunState:
                                 side=settings.side_chains, route=settings.route)
         self.review = ReviewStage(settings.review)
         self.reply_raw = ""  # the last reply's text as the model wrote it (`review.ReviewView`)
+        self.offered: list[ToolSpec] = []  # the tools offered this turn (step 7)
         self.tools_off = False  # the last request asked for an answer without tools
         self.reply_unreadable: list[str] = []  # its unreadable call markup (`ModelResponse`)
         self.sanitizer = messages.Sanitizer()
@@ -125,6 +148,7 @@ class RunState:
                 self.plugins.append(plugin.for_run(self))
             except Exception as exc:  # fails the run when it starts, with an error event
                 self._start_failure = self._start_failure or exc
+        self.hooks = PluginHooks(self.plugins)
 
     # -- thread-safe controls --
 
@@ -188,7 +212,7 @@ class RunState:
         self.history.append(message)
         if message.role == "assistant":
             self.last_reply = message
-        for plugin in self.plugins:  # 2
+        for plugin in self.hooks.on_message:  # 2
             plugin.on_message(self, message)
 
     def set_aside_answer(self) -> None:

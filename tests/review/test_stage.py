@@ -187,3 +187,50 @@ async def test_a_runtime_note_is_marked_in_the_session(tmp_path: Path) -> None:
     await store.aclose()
     [note] = [m for m in stored if "runtime_note" in m.marks]
     assert note.role == "user" and note.content.startswith("You said you would use a tool")
+
+
+class SeesCalls(Check):
+    """A calls-stage user check that writes down the calls (and the whole reply's) it is shown."""
+
+    name = "sees_calls"
+    stage = "calls"
+
+    def __init__(self, seen: list[tuple[list[str], list[str]]], position: str = "last") -> None:
+        self.seen, self.position = seen, position
+
+    async def review(self, view: ReviewView) -> None:
+        self.seen.append(([c.id for c in view.calls], [c.id for c in view.reply_calls]))
+
+
+async def test_a_call_an_earlier_check_stopped_is_not_shown_to_a_later_one() -> None:
+    seen: list[tuple[list[str], list[str]]] = []
+    script = [Reply(tool_calls=[call("read_file", {"path": "config.ini"}, id="c1"),
+                                call("read_file", {"path": "config.ini"}, id="c2")]),
+              Reply("8417")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, review_checks=[SeesCalls(seen, "after:duplicate_calls")]
+                         ).run("Port?")
+    assert seen == [(["c1"], ["c1", "c2"])]
+
+
+async def test_a_check_sees_every_call_when_none_was_stopped() -> None:
+    seen: list[tuple[list[str], list[str]]] = []
+    script = [Reply(tool_calls=[call("read_file", {"path": "config.ini"}, id="c1"),
+                                call("read_file", {"path": "other.ini"}, id="c2")]),
+              Reply("8417")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, review_checks=[SeesCalls(seen, "first")]).run("Port?")
+    assert seen == [(["c1", "c2"], ["c1", "c2"])]
+
+
+async def test_copies_with_long_arguments_are_one_call_too() -> None:
+    """Signatures of arguments over the remembered length are computed each time, the same
+    way: two copies of a long call in one reply still run once."""
+    events: list[Event] = []
+    long_path = "d/" * 1_500 + "config.ini"
+    script = [Reply(tool_calls=[call("read_file", {"path": long_path}),
+                                call("read_file", {"path": long_path})]),
+              Reply("done")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, events=events).run("Read it.")
+    assert [(e.check, e.verdict) for e in reviews(events)] == [("duplicate_calls", "skip_call")]

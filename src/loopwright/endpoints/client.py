@@ -26,7 +26,7 @@ from loopwright.errors import (
     RequestRejectedError,
     StreamError,
 )
-from loopwright.messages import ModelRequest, ModelResponse, Usage
+from loopwright.messages import ModelRequest, ModelResponse, Usage, any_attachments
 from loopwright.profiles import Profile
 from loopwright.settings import DEFAULTS
 from loopwright.wire.base import WireFormat
@@ -203,7 +203,7 @@ class ModelClient:
         request would pay a thread hop for nothing. The run awaits this call, so nothing on the
         loop edits its messages meanwhile; the thread's writes to their `wire_cache` are single
         dict stores."""
-        if any(m.attachments for m in request.messages):
+        if any_attachments(request.messages):
             return await asyncio.to_thread(self.wire.encode_body, request, stream=stream,
                                            profile=self.profile)
         return self.wire.encode_body(request, stream=stream, profile=self.profile)

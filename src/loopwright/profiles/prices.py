@@ -10,6 +10,7 @@ or written to the provider's prompt cache; `reasoning_tokens` are part of `outpu
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from loopwright.messages import Usage
@@ -60,6 +61,7 @@ def _bare_name(model: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
+@functools.lru_cache(maxsize=64)  # asked twice per model call, for the same few names
 def price_for(model: str) -> Price | None:
     """The list price of `model`, or `None` when the table does not know it."""
     name = _bare_name(model)

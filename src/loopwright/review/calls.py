@@ -3,24 +3,13 @@ per-reply limit."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from loopwright import notes
-from loopwright.arguments import loads_bounded
-from loopwright.messages import ToolCall
+from loopwright.messages import ToolCall, call_signature
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, skip_call
 from loopwright.review.view import ReviewView
-
-
-def call_signature(call: ToolCall) -> str:
-    """Name plus canonical arguments, so `{"a":1,"b":2}` and `{"b": 2, "a": 1}` are one call."""
-    try:
-        canonical = json.dumps(loads_bounded(call.arguments or "{}"), sort_keys=True)
-    except ValueError:
-        canonical = call.arguments.strip()
-    return f"{call.name}\x00{canonical}"
 
 
 def copied_signatures(calls: Sequence[ToolCall]) -> set[str]:

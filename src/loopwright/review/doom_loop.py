@@ -20,8 +20,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from loopwright import notes
-from loopwright.messages import ToolCall
-from loopwright.review.calls import call_signature, copied_signatures
+from loopwright.messages import ToolCall, call_signature
+from loopwright.review.calls import copied_signatures
 from loopwright.review.check import Check
 from loopwright.review.fallback import preview
 from loopwright.review.verdicts import Verdict, answer_without_tools, skip_call, stop

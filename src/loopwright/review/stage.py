@@ -31,18 +31,25 @@ class ReviewStage:
     def __init__(self, plan: ReviewPlan) -> None:
         self.plan = plan
         self.checks = [check.for_run() for check in plan.checks]
+        # split once per run: every reply walks one of them
+        self.call_checks = [check for check in self.checks if check.stage == "calls"]
+        self.answer_checks = [check for check in self.checks if check.stage == "answer"]
         self.budget_left = plan.budget
+
+    @property
+    def reviews_answers(self) -> bool:
+        """Whether `review_answer` may run a check (else its view need not be built)."""
+        return bool(self.answer_checks) and self.budget_left > 0
 
     async def review_calls(self, view: ReviewView) -> list[Verdict]:
         """Every verdict on the reply's calls, in table order."""
         out: list[Verdict] = []
         stopped: set[str] = set()
-        for check in self.checks:
-            if check.stage != "calls":
-                continue
-            calls = [c for c in view.calls if c.id not in stopped]
-            found = _as_list(await check.review(dataclasses.replace(view, calls=calls)))
-            for verdict in found:
+        for check in self.call_checks:
+            if stopped:  # a narrower view only once an earlier check stopped a call
+                view = dataclasses.replace(
+                    view, calls=[c for c in view.calls if c.id not in stopped])
+            for verdict in _as_list(await check.review(view)):
                 if verdict.kind == "skip_call" and verdict.call_id:
                     stopped.add(verdict.call_id)
                 out.append(dataclasses.replace(verdict, check=check.name))
@@ -53,9 +60,7 @@ class ReviewStage:
         check runs: each non-accept answer verdict costs a model call."""
         if self.budget_left <= 0:
             return None
-        for check in self.checks:
-            if check.stage != "answer":
-                continue
+        for check in self.answer_checks:
             for verdict in _as_list(await check.review(view)):
                 return dataclasses.replace(verdict, check=check.name)
         return None
@@ -70,9 +75,8 @@ class ReviewStage:
         return True
 
     def ran(self, call: ToolCall, content: str, *, is_error: bool) -> None:
-        for check in self.checks:
-            if check.stage == "calls":
-                check.ran(call, content, is_error=is_error)
+        for check in self.call_checks:
+            check.ran(call, content, is_error=is_error)
 
 
 def _as_list(found: Verdict | Sequence[Verdict] | None) -> list[Verdict]:

@@ -121,6 +121,8 @@ class Tool:
     preview: ChangePreview | None = None  # the diff a call would make, for approval prompts
 
     _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
+    # (function, whether it is async): `inspect` asked once, not on every call
+    _kind_cache: tuple[ToolFunction, bool] | None = field(default=None, init=False, repr=False)
 
     def spec(self, *, strict: bool = False) -> ToolSpec:
         """The tool as advertised. `strict=True` gives an OpenAI strict-mode schema when the
@@ -147,6 +149,13 @@ class Tool:
         check_against_schema(arguments, self.parameters)
         return arguments
 
+    def _is_async(self) -> bool:
+        known = self._kind_cache
+        if known is None or known[0] is not self.function:
+            known = self._kind_cache = (self.function,
+                                        inspect.iscoroutinefunction(self.function))
+        return known[1]
+
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the function with validated arguments (sync functions in a worker thread)."""
         if self.raw_arguments:
@@ -157,7 +166,7 @@ class Tool:
             kwargs = dict(arguments)
             if self.takes_context:
                 kwargs["ctx"] = ctx
-        if inspect.iscoroutinefunction(self.function):
+        if self._is_async():
             return await self.function(*call_args, **kwargs)
         result = await asyncio.to_thread(functools.partial(self.function, *call_args, **kwargs))
         if inspect.isawaitable(result):

@@ -206,14 +206,18 @@ class ToolExecutor:
     async def _invoke(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
         tool = prepared.tool
         timeout = tool.timeout or self.default_timeout
-        limit = asyncio.timeout(timeout)  # None: no limit
+        limit = asyncio.timeout(timeout) if timeout is not None else None
         try:
-            async with limit:
+            if limit is None:  # no limit: no timer armed and disarmed around every call
                 value = await tool.invoke(prepared.arguments, ctx)
+            else:
+                async with limit:
+                    value = await tool.invoke(prepared.arguments, ctx)
         except ToolError as exc:
             return ToolOutcome(call=prepared.call, content=f"Error: {exc}", is_error=True)
         except TimeoutError as exc:
-            if not limit.expired():  # the tool's own TimeoutError (a socket, an HTTP client)
+            # without a limit, or before it expired, it is the tool's own (a socket, a client)
+            if limit is None or not limit.expired():
                 return _raised(prepared, exc)
             return ToolOutcome(call=prepared.call, is_error=True, data={"timeout": True},
                                content=f"Error: {tool.name!r} timed out after {timeout:g}s.")

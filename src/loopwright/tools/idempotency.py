@@ -13,10 +13,8 @@ first attempt. A call made twice in a healthy run gets two keys.
 from __future__ import annotations
 
 import hashlib
-import json
 
-from loopwright.arguments import loads_bounded
-from loopwright.messages import Message, ToolCall, is_interrupted_result
+from loopwright.messages import Message, ToolCall, call_signature, is_interrupted_result
 
 KEY_CHARS = 32
 
@@ -50,26 +48,16 @@ class IdempotencyKeys:
         elif message.role == "tool" and is_interrupted_result(message):
             cut = self._calls.get(message.tool_call_id or "")
             if cut is not None:
-                self._reopened.setdefault(signature(cut), []).append(self._keys[cut.id])
+                self._reopened.setdefault(call_signature(cut), []).append(self._keys[cut.id])
 
     def _key_of(self, call: ToolCall) -> str:
         key = self._keys.get(call.id)
         if key is None:
-            waiting = self._reopened.get(signature(call))
+            waiting = self._reopened.get(call_signature(call))
             key = waiting.pop(0) if waiting else _new_key(self.scope, call.id)
             self._keys[call.id] = key
             self._calls[call.id] = call
         return key
-
-
-def signature(call: ToolCall) -> str:
-    """The tool and its arguments, the same however the JSON was spaced or ordered."""
-    try:
-        arguments = json.dumps(loads_bounded(call.arguments or "{}"), sort_keys=True,
-                               separators=(",", ":"))
-    except ValueError:
-        arguments = call.arguments.strip()
-    return f"{call.name}\0{arguments}"
 
 
 def _new_key(scope: str, call_id: str) -> str:

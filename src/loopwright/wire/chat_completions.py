@@ -14,6 +14,7 @@ from loopwright.messages import (
     ToolCall,
     ToolSpec,
     Usage,
+    any_attachments,
 )
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
@@ -87,7 +88,7 @@ def _tool_attachments_as_user(history: list[Message],
                               wire_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A tool message holds text only: what tools returned as images or PDFs follows the
     batch's last result as one user message (tool results must stay together)."""
-    if not any(m.attachments for m in history if m.role == "tool"):
+    if not any_attachments(history, role="tool"):
         return wire_messages
     out: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
@@ -187,7 +188,7 @@ class ChatCompletionsFormat(splice.SplicedBodyFormat):
             lambda: splice.join_pieces(history, JOINED_KEY, _piece),
             lambda: [message_to_wire(m) for m in history],
         )
-        tool_files = any(m.attachments for m in history if m.role == "tool")
+        tool_files = any_attachments(history, role="tool")
         if tool_files or not profile.supports_system_role:  # rare: a plain list, not spliced
             wire_messages = _tool_attachments_as_user(history,
                                                       [message_to_wire(m) for m in history])
