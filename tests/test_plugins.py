@@ -144,7 +144,7 @@ async def test_plugins_keep_nothing_of_their_own_in_the_tools_state() -> None:
 
     with FakeModelServer(handler=handler) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", tools=[peek], retry=FAST,
-                      rubric="Any answer will do.")
+                      rubric="Any answer will do.", review=["auto", "narration"])
         result = await agent.run("look")
     assert result.stop_reason == "completed" and result.output == "Done."
     assert result.grade is not None and result.grade["graded"]

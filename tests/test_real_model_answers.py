@@ -78,6 +78,14 @@ def make_agent(server: FakeModelServer, mode: str = "chat_completions", *, strea
                  callbacks=[events.append] if events is not None else [], **kw)
 
 
+# the prose checks are opt-in (issue 28): each test of one names it on top of the structural ones
+ECHOED_NOTE = ["auto", "echoed_note"]
+IMITATED_MARKUP = ["auto", "imitated_markup"]
+DANGLING_COLON = ["auto", "dangling_colon"]
+NARRATION = ["auto", "narration"]
+COPIED_PREAMBLE = ["auto", "copied_preamble"]
+
+
 def tools_off(request: RecordedRequest) -> bool:
     choice = request.body.get("tool_choice")
     return choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none")
@@ -155,7 +163,8 @@ async def test_a_runtime_note_echoed_as_the_answer_is_sent_back_not_returned(
     script = [Reply(first), Reply(first if second is None else second), Reply(echo),
               Reply(answer)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, mode, tools=[get_weather, list_files]).run(prompt)
+        result = await make_agent(server, mode, review=ECHOED_NOTE,
+                                  tools=[get_weather, list_files]).run(prompt)
     assert result.stop_reason == "completed", result.error
     assert result.output == answer
     assert ECHO_FEEDBACK in server.model_requests[3].raw_body.decode()
@@ -166,7 +175,8 @@ async def test_an_answer_that_only_echoes_guard_text_is_never_the_output() -> No
     script = [Reply(call)] + [Reply(ECHOED_GUARD)] * 3
     events: list[Event] = []
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tools=[get_weather], events=events).run(
+        result = await make_agent(server, review=ECHOED_NOTE, tools=[get_weather],
+                                  events=events).run(
             "Weather in Oslo?")
     assert result.stop_reason == "completed"
     assert "times in a row" not in result.output
@@ -192,7 +202,8 @@ async def test_imitated_runtime_markup_never_reaches_the_user(
               Reply("The weather service is unavailable right now.", chunk_size=5)]
     events: list[Event] = []
     with FakeModelServer(script) as server:
-        result = await make_agent(server, stream=True, events=events, tools=[get_weather],
+        result = await make_agent(server, review=IMITATED_MARKUP, stream=True, events=events,
+                                  tools=[get_weather],
                                   tool_call_format=fmt).run("Weather in Oslo?")
     assert result.output == "The weather service is unavailable right now."
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -315,7 +326,7 @@ async def test_a_reworded_echo_of_the_answer_now_note_is_sent_back(echo: str) ->
     # the answer-only reply after a replayed call
     script = [Reply(tool_calls=[call("add", {"a": 1234, "b": 5678})]), Reply(echo), Reply(ANSWER)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server).run("What is 1234 + 5678?")
+        result = await make_agent(server, review=ECHOED_NOTE).run("What is 1234 + 5678?")
     assert result.output == ANSWER
     assert ECHO_FEEDBACK in server.model_requests[2].raw_body.decode()
 
@@ -449,7 +460,7 @@ async def test_an_answer_that_stops_at_a_colon_is_sent_back(mode: str) -> None:
                     f"follows:\n\n{add_call}\n\n{lead_in}\n{add_call}"),
               Reply(lead_in), Reply("The result is 75.")]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, mode).run(
+        result = await make_agent(server, mode, review=DANGLING_COLON).run(
             "Add -45 and 120 with the add tool. What is the result?")
     assert result.output == "The result is 75." and ran == [(-45, 120)]
     assert DANGLING_FEEDBACK in server.model_requests[2].raw_body.decode()
@@ -459,7 +470,7 @@ async def test_a_run_whose_every_answer_stops_at_a_colon_returns_the_results() -
     add_call = '{"name": "add", "arguments": {"a": -45, "b": 120}}'
     script = [Reply(add_call)] + [Reply("The result of this call would be:")] * 3
     with FakeModelServer(script) as server:
-        result = await make_agent(server).run("Add -45 and 120.")
+        result = await make_agent(server, review=DANGLING_COLON).run("Add -45 and 120.")
     assert result.output.startswith(FALLBACK_HEAD) and "→ 75" in result.output
 
 
@@ -472,7 +483,8 @@ async def test_an_answer_that_describes_a_call_instead_of_making_it_is_sent_back
     script = [Reply(calls_text(("get_stock", {"item": "apples"}))), Reply(described),
               Reply(calls_text(("get_stock", {"item": "pears"}))), Reply("59 in all.")]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, mode, stream=True, tools=[get_stock]).run(
+        result = await make_agent(server, mode, review=NARRATION, stream=True,
+                                  tools=[get_stock]).run(
             "How many apples and pears are in stock together?")
     assert result.output == "59 in all."
     assert "17" in server.model_requests[3].raw_body.decode()
@@ -521,7 +533,7 @@ async def test_a_made_up_result_of_a_tool_is_set_aside_and_answered_with_the_cal
               Reply(call_tag.format(calls_text(("orders_of", {"user_id": 7})))),
               Reply("Alice ordered a book and a lamp.")]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tools=[find_user, orders_of],
+        result = await make_agent(server, review=IMITATED_MARKUP, tools=[find_user, orders_of],
                                   tool_call_format=fmt).run(
             "What items did the user alice order? Look up her id first.")
     assert result.output == "Alice ordered a book and a lamp." and ran == [(7, 0)]
@@ -566,7 +578,7 @@ async def test_an_answer_that_copies_the_text_around_earlier_calls_is_set_aside(
     answer = "The version recorded in `package.json` is `3.14.1`."
     script = [Reply(text, chunk_size=9) for text in JQ_REPLIES] + [Reply(answer)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, stream=stream, tools=[read_file],
+        result = await make_agent(server, review=COPIED_PREAMBLE, stream=stream, tools=[read_file],
                                   tool_call_format="prompt").run(
             "What version is recorded in package.json?")
     assert result.output == answer
@@ -585,7 +597,7 @@ async def test_an_imitated_note_that_restates_the_error_stays_in_view() -> None:
     script = [Reply('{"name": "get_weather", "arguments": {"city": "Oslo"}}'), Reply(reminder),
               Reply(answer)]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tools=[get_weather]).run(
+        result = await make_agent(server, review=IMITATED_MARKUP, tools=[get_weather]).run(
             "What is the weather in Oslo right now? Use the tool.")
     assert result.output == answer
     third = server.model_requests[2]
@@ -600,7 +612,8 @@ async def test_a_run_with_no_answer_and_no_tool_result_says_so() -> None:
     # (the unread-file nudge would now give it a fourth request, naming the call to make:
     # tests/tools/test_unread_files.py; switched off here to reach the end without an answer)
     with FakeModelServer([Reply(text) for text in made_up]) as server:
-        result = await make_agent(server, tools=[read_file], tool_call_format="prompt",
+        result = await make_agent(server, review=IMITATED_MARKUP, tools=[read_file],
+                                  tool_call_format="prompt",
                                   review_off=["unread_file"]).run(
             "What does missing.txt say? Read it.")
     assert result.stop_reason == "completed"

@@ -111,7 +111,8 @@ def test_sharegpt_parallel_calls_keep_their_text_and_every_result() -> None:
 
 INTERVENED = {"id": "notes", "prompt": "What does notes.txt say?", "files": {"notes.txt": "hi"},
               "tools": ["read_file"]}
-# a guess about a file no tool read (set aside), then a narration (sent back), then the work
+# a guess about a file no tool read (set aside), then a narration (sent back), then the work;
+# both checks read prose, so they are opted in (`review = "all"`)
 INTERVENED_SCRIPT = [Reply("notes.txt says bye."), Reply("Let me read notes.txt now."),
                      Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]),
                      Reply("notes.txt says hi.")]
@@ -121,7 +122,7 @@ async def intervened_run(tmp_path: Path, fmt: str, **kw: Any) -> dict[str, Any]:
     with FakeModelServer(INTERVENED_SCRIPT) as server:
         await run_batch([INTERVENED], tmp_path / "out", trajectories=fmt,
                         model="qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
-                        stream=False, **kw)
+                        stream=False, review="all", **kw)
     [item] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
     return item
 
@@ -169,7 +170,7 @@ def test_drop_interventions_is_a_batch_flag(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, [
             "batch", str(tasks), "--out", str(tmp_path / "out"), "--trajectories", "messages",
             "--drop-interventions", "--model", "qwen2.5-coder-0.5b", "--base-url",
-            server.base_url, "--no-progress"])
+            server.base_url, "--no-progress"], env={"LOOPWRIGHT_REVIEW": "all"})
     assert result.exit_code == 0, result.output
     [item] = read_jsonl(tmp_path / "out" / "trajectories.jsonl")
     assert [m["role"] for m in item["messages"]] == ["system", "user", "assistant", "tool",

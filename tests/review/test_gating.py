@@ -1,6 +1,6 @@
-"""Review gated per model (`review = "auto"`): a frontier model that calls tools natively gets
-the structural checks only, whatever the endpoint's address; small models keep the checks that
-read prose, and those checks leave good answers alone."""
+"""Review gating (`review = "auto"`): every model gets the structural checks only, whatever the
+endpoint's address; the checks that read prose are opt-in (`review = "all"` or named), and
+when opted in they leave good answers alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ReviewEvent
 from loopwright.testing import FakeModelServer, Reply, call
@@ -68,8 +68,8 @@ async def test_no_good_answer_of_a_frontier_model_is_sent_back_or_set_aside(
 
 
 async def test_no_good_answer_of_a_small_model_is_sent_back_either(tmp_path: Path) -> None:
-    # the prose-reading checks run for a small model: they must leave good answers alone too,
-    # "I need to…", "Let me…", a how-to naming a tool, other languages included
+    # the prose-reading checks opted in for a small model: they must leave good answers alone
+    # too, "I need to…", "Let me…", a how-to naming a tool, other languages included
     answers = [item for item in CORPUS["answers"] if not item.get("small_models_read_a_call")]
     script: list[Reply] = []
     for item in answers:
@@ -79,7 +79,8 @@ async def test_no_good_answer_of_a_small_model_is_sent_back_either(tmp_path: Pat
     events: list[Event] = []
     with FakeModelServer(script) as server:
         agent = Agent("qwen2.5-coder-1.5b", base_url=server.base_url, api_key="k", stream=False,
-                      retry=FAST, tools=TOOLS, callbacks=[events.append], workdir=str(tmp_path))
+                      retry=FAST, tools=TOOLS, callbacks=[events.append], workdir=str(tmp_path),
+                      review="all")
         outputs = [(await agent.run("Answer the question about config.ini.")).output
                    for _ in answers]
     assert not [e for e in events if isinstance(e, ReviewEvent)]
@@ -191,3 +192,50 @@ async def test_runtime_markup_written_as_code_is_text_even_for_a_small_model(
     assert result.output == answer and len(server.model_requests) == 1
     if stream:
         assert "".join(e.text for e in events if e.type == "text_delta") == answer
+
+
+# --- small models under "auto": the prose checks are opt-in ---------------------------------
+# a reply of a small local model that each prose check sends back or sets aside when named, and
+# the calls before it: under "auto" (the default) it is the answer, with no extra request
+PORT_GUESS = "The port number set in config.ini is 8080."
+PREAMBLE = "I will look up how many apples are in stock with the inventory tool now."
+PROSE_REPLIES: dict[str, tuple[list[Reply], str]] = {
+    "unread_file": ([], PORT_GUESS),
+    "imitated_markup": ([], '<tool_response>\n{"city": "Oslo", "weather": "sunny"}\n'
+                            "</tool_response>"),
+    "echoed_note": ([], notes.text(notes.LAST_ROUND)),
+    "copied_preamble": ([Reply(PREAMBLE, tool_calls=[call("get_stock", {"item": "apples"})])],
+                        PREAMBLE),
+    "dangling_colon": ([], "The result of this call would be:"),
+    "narration": ([], "Let me read config.ini now."),
+}
+
+
+async def run_small(check: str, review: Any, tmp_path: Path) -> tuple[str, list[str], int]:
+    """The output, the checks that gave a verdict and the number of requests of a run of the
+    0.5B whose last reply is `PROSE_REPLIES[check]`, then (if sent back) "Fine."."""
+    (tmp_path / "config.ini").write_text("port = 8417\n")
+    before, reply = PROSE_REPLIES[check]
+    events: list[Event] = []
+    with FakeModelServer([*before, Reply(reply), Reply("Fine.")], strict=False) as server:
+        result = await Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
+                             retry=FAST, stream=False, tools=TOOLS, workdir=str(tmp_path),
+                             callbacks=[events.append], review=review).run(
+            "What port number is set in config.ini?")
+        requests = len(server.model_requests)
+    return (result.output, [e.check for e in events if isinstance(e, ReviewEvent)], requests)
+
+
+@pytest.mark.parametrize("check", PROSE_REPLIES)
+async def test_under_auto_a_small_model_reply_a_prose_check_would_send_back_is_the_answer(
+        check: str, tmp_path: Path) -> None:
+    output, checks, requests = await run_small(check, "auto", tmp_path)
+    assert output == PROSE_REPLIES[check][1] and checks == []
+    assert requests == len(PROSE_REPLIES[check][0]) + 1
+
+
+@pytest.mark.parametrize("check", PROSE_REPLIES)
+async def test_a_prose_check_named_on_top_of_auto_fires_on_the_same_reply(
+        check: str, tmp_path: Path) -> None:
+    output, checks, _ = await run_small(check, ["auto", check], tmp_path)
+    assert checks == [check] and output == "Fine."

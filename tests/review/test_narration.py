@@ -22,6 +22,7 @@ def read_file(path: str) -> str:
 
 def make_agent(server: FakeModelServer, **kwargs: Any) -> Agent:
     kwargs.setdefault("tools", [read_file])
+    kwargs.setdefault("review", ["auto", "narration"])  # opt-in: it reads English prose
     return Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST, **kwargs)
 
 

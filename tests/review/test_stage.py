@@ -114,7 +114,7 @@ async def test_a_user_check_joins_the_table_at_its_position_and_shares_the_budge
               Reply("I'll read the file now.")]
     with FakeModelServer(script) as server:
         result = await make_agent(server, events=events, review_checks=[SaysPlease()],
-                                  tools=[read_file]).run("Hello?")
+                                  tools=[read_file], review=["auto", "narration"]).run("Hello?")
     assert result.output == "I'll read the file now."
     seen = [(e.check, e.verdict, e.budget_left, e.applied) for e in reviews(events)]
     assert seen == [("says_please", "send_back", 1, True), ("narration", "send_back", 0, True)]
@@ -125,7 +125,7 @@ async def test_a_user_check_placed_after_a_built_in_one_runs_after_it() -> None:
     events: list[Event] = []
     script = [Reply("Let me read config.ini now."), Reply("Hello, please.")]
     with FakeModelServer(script) as server:
-        await make_agent(server, events=events,
+        await make_agent(server, events=events, review=["auto", "narration"],
                          review_checks=[SaysPlease("after:narration")]).run("Hello?")
     assert [e.check for e in reviews(events)] == ["narration"]
 
@@ -180,7 +180,8 @@ async def test_a_verdict_on_calls_given_to_an_answer_is_reported_not_applied() -
 async def test_a_runtime_note_is_marked_in_the_session(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     with FakeModelServer([Reply("Let me read config.ini now."), Reply("8417")]) as server:
-        result = await make_agent(server, store=str(db)).run("Port?")
+        result = await make_agent(server, store=str(db), review=["auto", "narration"]).run(
+            "Port?")
     store = open_store(str(db))
     assert store is not None and result.session_id is not None
     stored = await store.load(result.session_id)

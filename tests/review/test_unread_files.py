@@ -42,6 +42,7 @@ def make_agent(server: FakeModelServer, workdir: Path, *, tools: list[Any] | Non
         added.append((a, b))
         return a + b
 
+    kw.setdefault("review", ["auto", "unread_file"])  # opt-in: it reads what an answer is about
     agent = Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k", retry=FAST,
                   tools=tools if tools is not None else [read_file, add], workdir=str(workdir),
                   callbacks=[events.append] if events is not None else [], **kw)
@@ -169,16 +170,30 @@ async def test_the_note_is_given_at_most_twice(tmp_path: Path) -> None:
     assert len(server.model_requests) < 6  # the other answer checks are bounded too
 
 
-async def test_a_file_the_request_asks_to_read_counts_even_when_it_does_not_exist(
+@pytest.mark.parametrize("request_text", ["What does missing.txt say? Read it.",
+                                          "Que dit missing.txt ? Lis-le."])
+async def test_a_file_that_does_not_exist_is_never_unread_whatever_the_request_says(
+        tmp_path: Path, request_text: str) -> None:
+    # the check once also counted a missing file when the request's English words asked to read
+    # it ("read", "says"): a French request was treated otherwise (issue 28). It reads no words
+    # now: only a file in the workspace counts, in any language
+    with FakeModelServer([Reply('missing.txt says "Missing file."')]) as server:
+        result = await make_agent(server, tmp_path).run(request_text)
+    assert result.output == 'missing.txt says "Missing file."'
+    assert len(server.model_requests) == 1
+
+
+async def test_a_request_in_french_about_a_file_in_the_workspace_gets_the_note(
         tmp_path: Path) -> None:
-    # bench task `missing_file`, native, plain: 'missing.txt says "Missing file."', no call
-    script = [Reply('missing.txt says "Missing file."'),
-              Reply(call_text("read_file", {"path": "missing.txt"})),
-              Reply("missing.txt does not exist in the workspace.")]
+    (tmp_path / "config.ini").write_text(CONFIG)
+    script = [Reply("Le port défini dans config.ini est 8080."),
+              Reply(call_text("read_file", {"path": "config.ini"})),
+              Reply("Le port est 8417.")]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tmp_path).run("What does missing.txt say? Read it.")
-    assert result.output == "missing.txt does not exist in the workspace."
-    assert "No such file" in body(server.model_requests[2])
+        result = await make_agent(server, tmp_path).run(
+            "Quel numéro de port est défini dans config.ini ?")
+    assert result.output == "Le port est 8417."
+    assert "You have not read config.ini yet" in body(server.model_requests[1])
 
 
 @pytest.mark.parametrize(("prompt", "reads"), [
@@ -229,14 +244,16 @@ async def test_a_call_of_a_tool_that_does_not_exist_read_nothing(tmp_path: Path)
 async def test_a_made_up_result_for_a_file_gets_the_call_to_make_first(tmp_path: Path) -> None:
     # bench task `missing_file`, prompt mode, 1.5B: three made-up results and no call; the run
     # ended with no answer. Told twice that only the runtime writes results, it made up two
-    # more; the nudge naming the call now answers the first.
+    # more; the nudge naming the call now answers the first. (Here the file exists: the check
+    # counts only files in the workspace.)
+    (tmp_path / "missing.txt").write_text("draft\n")
     made_up = MISSING_FILE_MADE_UP
     script = [Reply(made_up[0]), Reply(call_text("read_file", {"path": "missing.txt"})),
-              Reply("missing.txt does not exist.")]
+              Reply("missing.txt says draft.")]
     with FakeModelServer(script) as server:
-        result = await make_agent(server, tmp_path, tool_call_format="prompt").run(
-            "What does missing.txt say? Read it.")
-    assert result.output == "missing.txt does not exist."
+        result = await make_agent(server, tmp_path, tool_call_format="prompt",
+                                  review="all").run("What does missing.txt say? Read it.")
+    assert result.output == "missing.txt says draft."
     second = body(server.model_requests[1])
     assert "You have not read missing.txt yet" in second
     assert "imitated the runtime's markup" not in second

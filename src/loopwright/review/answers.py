@@ -1,6 +1,9 @@
 """Checks of a final answer that is no answer: an imitation of the runtime's markup, an echo of
-one of its notes, a copy of an earlier reply's preamble, a lead-in that stops at a colon. All
-read prose: under `review = "auto"` they run for small or local models and text-written calls.
+one of its notes, a copy of an earlier reply's preamble, a lead-in that stops at a colon. They
+guess what a reply meant, so they are opt-in (`review = "all"` or named; never under "auto"):
+written for small local models (Qwen2.5-Coder 0.5B/1.5B), they did not help them on the
+held-out split (docs/benchmarks.md). None reads words of a language: they compare the reply
+with the runtime's own markup and notes, with earlier replies, or look at its last character.
 
 A small model's imitated note is kept in view (a `<system-reminder>` restating the tool's error
 led the 1.5B to the right answer; with it set aside the 1.5B invented the weather); a made-up

@@ -16,10 +16,10 @@ Stage = Literal["calls", "answer"]
 class Check:
     """Override `review`. `stage`: "answer" (a final text) or "calls" (the calls of a reply,
     before they run). `reads_prose`: the check reads the model's words or guesses its intent;
-    under `review = "auto"` it runs only for small or local models and for calls written as
-    text (docs/settings.md). `position` places a user check in the table: "first", "last" (the
-    default), "before:NAME" or "after:NAME". A check with state for one run returns a fresh
-    object from `for_run`."""
+    it is opt-in (`review = "all"`, or named in the `review` list), never run under
+    `review = "auto"` (docs/settings.md). `position` places a user check in the table:
+    "first", "last" (the default), "before:NAME" or "after:NAME". A check with state for one run
+    returns a fresh object from `for_run`."""
 
     name: ClassVar[str] = "check"
     stage: ClassVar[Stage] = "answer"

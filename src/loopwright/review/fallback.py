@@ -21,8 +21,8 @@ def preview(text: str) -> str:
 
 
 def is_dangling(text: str) -> bool:
-    """Whether the text ends at a colon, with nothing after it."""
-    return text.rstrip().endswith(":")
+    """Whether the text ends at a colon (ASCII or full-width), with nothing after it."""
+    return text.rstrip().endswith((":", "："))
 
 
 def is_answer(text: str, *, prose: bool = True) -> bool:

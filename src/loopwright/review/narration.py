@@ -12,8 +12,9 @@ narrates again after being nudged is taken at its word, so the run can never loo
 
 Only the last sentence counts: a reply that begins "I need to look at the inventory file…" and
 ends "…the cost is not provided, so I cannot determine it." is an answer (a real 1.5B answer was
-sent back so). The words are English: under `review = "auto"` the check runs for small or local
-models only, and a reply in another language is never sent back by it.
+sent back so). It reads English words ("I'll", "let me", "you can call"): it is for small local
+models prompted in English, it is opt-in (`review = "all"` or named; never under "auto"), and a
+reply in another language is never sent back by it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""From an agent's settings and the model's profile to the review plan of its runs."""
+"""From an agent's settings (and, for reading calls written as text, the model's profile) to
+the review plan of its runs."""
 
 from __future__ import annotations
 
@@ -12,21 +13,15 @@ if TYPE_CHECKING:
     from loopwright.settings import Settings
 
 
-def prose_for(profile: Profile, *, prompt_mode: bool) -> bool:
-    """Whether checks that read prose suit this model: a small or local one (any model whose
-    profile is not a hosted frontier family), or calls written as text."""
-    return prompt_mode or not profile.frontier
-
-
-def review_plan(settings: Settings, profile: Profile, *, prompt_mode: bool) -> ReviewPlan:
-    """The checks a run of this model gets, in table order, and the budget they share."""
+def review_plan(settings: Settings, *, prompt_mode: bool) -> ReviewPlan:
+    """The checks a run gets, in table order, and the budget they share. The same for every
+    model: the checks that read prose are opt-in (`table.active_checks`)."""
     table = with_user_checks(
         default_checks(doom_loop_threshold=settings.doom_loop_threshold,
                        max_calls_per_reply=settings.max_tool_calls_per_reply,
                        prompt_mode=prompt_mode),
         settings.review_checks)
-    checks = active_checks(table, mode=settings.review, off=settings.review_off,
-                           prose=prose_for(profile, prompt_mode=prompt_mode))
+    checks = active_checks(table, mode=settings.review, off=settings.review_off)
     return ReviewPlan(checks=tuple(checks), budget=settings.review_budget,
                       prose=any(c.reads_prose for c in checks))
 

@@ -11,16 +11,17 @@ to the note repeats the note). Measured on the 0.5B with the guess set aside: th
 the call got the `read_file` call for each of six such tasks, in native and prompt mode; a note
 without the example call, or with the guess left in view, mostly got the note or the guess back.
 
-A named file counts when it exists in the workspace, or when the request asks to read it ("What
-does missing.txt say? Read it."), so that "What is Node.js?" costs nothing; a request with a
-fenced block carries what its answer needs.
+A named file counts when it exists in the workspace (so "What is Node.js?" costs nothing): a
+structural signal, the same in any language — no word of the request or the answer is read. A
+request with a fenced block carries what its answer needs. Opt-in (`review = "all"` or named;
+never under "auto"): written for small local models (Qwen2.5-Coder 0.5B/1.5B); a frontier model
+may rightly answer about a file from the request alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from loopwright.messages import Message
     from loopwright.review.view import ReviewView
 
-_ASKS_TO_READ = re.compile(r"\b(?:read|open|cat|says?|contents?|contains?)\b", re.IGNORECASE)
 _READ_WORDS = ("read", "view", "cat", "open", "show", "get")
 
 
@@ -103,8 +103,7 @@ class UnreadFile(Check):
         tool = reading_tool(view.tools, view.schema_of) if unread else None
         if tool is None:
             return None
-        if not _ASKS_TO_READ.search(view.request):
-            unread = await asyncio.to_thread(_existing, view.workdir, unread)
+        unread = await asyncio.to_thread(_existing, view.workdir, unread)
         if not unread:
             return None
         self.nudges += 1
