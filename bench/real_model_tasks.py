@@ -271,11 +271,14 @@ TASKS: list[Task] = [
 
 
 def select(patterns: list[str] | None, split: str = "dev") -> list[Task]:
-    """Tasks of `split` ("dev", "heldout" or "all") named by `patterns` (task names or kinds;
-    every task of the split when none)."""
-    from real_model_heldout import TASKS as HELDOUT  # imports this module: not at the top
+    """Tasks of `split` ("dev", "dev2", "heldout" or "all") named by `patterns` (task names or
+    kinds; every task of the split when none)."""
+    # these import this module: not at the top
+    from real_model_dev2 import TASKS as DEV2
+    from real_model_heldout import TASKS as HELDOUT
 
-    pool = {"dev": TASKS, "heldout": HELDOUT, "all": TASKS + HELDOUT}[split]
+    pool = {"dev": TASKS, "dev2": DEV2, "heldout": HELDOUT,
+            "all": TASKS + DEV2 + HELDOUT}[split]
     if not patterns:
         return list(pool)
     chosen = [t for t in pool if t.name in patterns or t.kind in patterns]
