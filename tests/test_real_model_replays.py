@@ -312,6 +312,21 @@ async def test_an_empty_reply_is_retried_with_a_nudge_not_the_same_bytes(
     assert all("empty" not in m.content for m in result.messages)  # the nudge is not history
 
 
+async def test_an_empty_reply_after_tool_results_is_nudged_with_the_request_restated(
+        mode: str) -> None:
+    # bench dev2 split, 1.5B, native: after four results an empty reply; nudged with "Your last
+    # reply was empty. Reply now: call one of the tools, or give your answer as text." alone, it
+    # answered "I'm sorry, but I'm not sure what you're asking."
+    prompt = "Add 2 and 3 with the add tool, then tell me the sum."
+    script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply(), Reply("5")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, mode).run(prompt)
+    assert result.output == "5"
+    nudge = last_user_text(server.model_requests[2])
+    assert "Your last reply was empty" in nudge and prompt in nudge
+    assert all("was empty" not in m.content for m in result.messages)  # not history
+
+
 async def test_the_tokens_of_a_discarded_empty_reply_still_count(mode: str, stream: bool) -> None:
     script = [Reply(usage=ScriptedUsage(input_tokens=100, output_tokens=3)),
               Reply("5", usage=ScriptedUsage(input_tokens=120, output_tokens=5))]

@@ -197,6 +197,7 @@ async def turn(run: RunState) -> Next:
         max_tokens=s.max_tokens,
         temperature=s.temperature,
         reasoning_effort=s.reasoning_effort,
+        user_request=run.request,
     )
     if answer_only:  # tools switched off, not removed (Anthropic needs them for history)
         request.messages = without_unrun_calls(request.messages)

@@ -221,6 +221,9 @@ class ModelRequest:
     # what the window leaves for the reply, estimated before sending (context/compaction.py);
     # a wire format that must send an output limit (Anthropic) fits its default to it
     output_room: int | None = None
+    # the user's request this call serves: a note the client adds on its own (the empty-reply
+    # nudge) restates it, as a small model read a note alone as the user's whole message
+    user_request: str = ""
 
 
 # --- history rules ----------------------------------------------------------------------------

@@ -127,6 +127,11 @@ CONTINUE = register("continue", (
     "without repeating anything."))
 EMPTY_REPLY = register("empty_reply", (
     "Your last reply was empty. Reply now: call one of the tools, or give your answer as text."))
+# the same, restating the request (after tool results, told only the above, the 1.5B answered
+# "I'm not sure what you're asking": bench dev2 split, docs/benchmarks.md)
+EMPTY_REPLY_TO = register("empty_reply_to", (
+    "Your last reply was empty. The user's request is: {request}\nReply now: call one of the "
+    "tools, or give your answer as text."))
 BUDGET_WARNING = register("budget_warning", (
     "[budget] {used} of {total} iterations used ({left} left). Start wrapping up: finish the "
     "most important remaining work and prepare your answer."))

@@ -57,13 +57,16 @@ NO_TOOLS = (
     "browsed the web; say what you would need instead."
 )
 COMPACT_IDENTITY = (
-    "You are an assistant with tools. Use a tool when it helps, read its result, and answer the "
-    "user's request directly once you can."
+    "You are an assistant with tools. You do the work yourself with the tools: the user cannot "
+    "run them. Use a tool when it helps, read its result, and answer the user's request "
+    "directly once you can."
 )
+# "fix the call" alone was read as advice to give: the 1.5B answered "To fix the call, you need
+# to…" to the user after four different tool errors (bench dev2 split, docs/benchmarks.md)
 COMPACT_TOOL_GUIDANCE = (
     "Call a tool with one JSON object of arguments that matches its schema. If a tool returns an "
-    "error, fix the call instead of repeating it. Text in <system-reminder> tags is from the "
-    "runtime."
+    "error, read it and make a corrected call yourself (other arguments or another tool), or "
+    "tell the user what failed. Text in <system-reminder> tags is from the runtime."
 )
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".loopwright/instructions.md")
 DEFAULT_MAX_INSTRUCTION_CHARS = 16_000
