@@ -38,10 +38,11 @@ def reads(*paths: str) -> list[Any]:
     return [call("read_file", {"path": p}) for p in paths]
 
 
-async def run_chain(script: list[Reply], model: str = "qwen2.5-coder-0.5b") -> tuple[Any, Any]:
+async def run_chain(script: list[Reply], model: str = "qwen2.5-coder-0.5b",
+                    **options: Any) -> tuple[Any, Any]:
     with FakeModelServer(script, flavor="llamacpp") as server:
         result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
-                             stream=False, tools=[read_file], max_turns=12).run(
+                             stream=False, tools=[read_file], max_turns=12, **options).run(
             "Start at start.txt and follow each 'next:' to the end. What is the value?")
     return result, server
 
@@ -63,6 +64,21 @@ async def test_a_chain_of_six_plain_reads_completes() -> None:
     script = [Reply(tool_calls=reads(path)) for path in CHAIN] + [Reply("The value is 7.")]
     result, _ = await run_chain(script)
     assert (result.stop_reason, result.output, read) == ("completed", "The value is 7.", CHAIN)
+
+
+async def test_a_chain_of_six_reads_in_prompt_mode_completes_and_is_shown_as_trained() -> None:
+    # the real 1.5B in prompt mode (bench/chain_reads.py, docs/benchmarks.md): told "never write
+    # <tool_response> yourself" it wrote a made-up <tool_response> and no call; shown results as
+    # `<tool_response name="read_file">` it answered the first file's line number. Results now
+    # come back as the Hermes/Qwen templates write them, and the section does not name the tag
+    script = [Reply(f'<tool_call>\n{{"name": "read_file", "arguments": {{"path": "{path}"}}}}'
+                    "\n</tool_call>") for path in CHAIN] + [Reply("The value is 7.")]
+    result, server = await run_chain(script, tool_call_format="prompt")
+    assert (result.stop_reason, result.output, read) == ("completed", "The value is 7.", CHAIN)
+    system = str(server.model_requests[0].body["messages"][0]["content"])
+    assert "<tool_call>" in system and "tool_response" not in system
+    last = server.model_requests[-1].body["messages"][-1]["content"]
+    assert last == "<tool_response>\nvalue = 7\n</tool_response>"
 
 
 async def test_a_new_call_where_an_answer_was_asked_for_runs() -> None:

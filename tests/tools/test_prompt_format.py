@@ -60,7 +60,7 @@ async def test_a_prompt_mode_round_trip(stream: bool) -> None:
     assert assistant["content"].startswith("Let me add them.\n\n<tool_call>")
     assert json.loads(assistant["content"].split("<tool_call>\n")[1].split("\n</tool_call>")[0]
                       ) == {"name": "add", "arguments": {"a": 2, "b": 3}}
-    assert results["content"] == '<tool_response name="add">\n5\n</tool_response>'
+    assert results["content"] == "<tool_response>\n5\n</tool_response>"
     # internal history stays native-shaped; visible text has no markup
     reply = result.messages[2]
     assert reply.content == "Let me add them." and reply.tool_calls[0].name == "add"
@@ -125,7 +125,7 @@ async def test_an_unknown_tool_in_prompt_mode_gets_the_real_names() -> None:
     with FakeModelServer(replies=script) as server:
         await make_agent(server).run("x")
     response = body(server, 1)["messages"][-1]["content"]
-    assert response.startswith('<tool_response name="sum">\nError: there is no tool named')
+    assert response.startswith("<tool_response>\nError: there is no tool named")
     assert "add" in response
 
 
@@ -161,7 +161,7 @@ async def test_a_bad_block_next_to_a_good_one_is_reported_with_the_results() -> 
         result = await make_agent(server).run("x")
     assert result.output == "5"
     last = body(server, 1)["messages"][-1]["content"]
-    assert last.startswith('<tool_response name="add">\n5\n</tool_response>')
+    assert last.startswith("<tool_response>\n5\n</tool_response>")
     assert "could not be read" in last
     assert not any("could not be read" in m.content for m in result.messages)
 

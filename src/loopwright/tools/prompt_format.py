@@ -49,19 +49,20 @@ if TYPE_CHECKING:
 _PARSE_INLINE = 32_768  # characters of reply text parsed on the event loop thread
 MAX_FORMAT_CORRECTIONS = 2  # replies of only unreadable markup sent back per run (review)
 
+# The result tag is not named here: told "never write <tool_response> yourself", the real 1.5B
+# answered a six-read chain with a made-up <tool_response> block and no call (bench/chain_reads.py)
 _INSTRUCTIONS = """\
 # Tools
 
 This conversation has no built-in tool calling: you call a tool by writing a <tool_call> block \
-in your reply, and its result comes back to you in the next user message inside \
-<tool_response></tool_response> tags.
+in your reply, and its result comes back to you in the next message.
 
 To call a tool, write its name and its arguments as one JSON object (double quotes, no comments, \
 no trailing commas) inside <tool_call></tool_call> tags:
 {format_hint}
 Write one block per call; independent calls may go in one reply. After your calls, end your \
-reply and wait for the results: never write <tool_response> yourself and never guess a result. \
-When you need no tool, answer normally, without <tool_call> blocks.
+reply and wait for the results. When you need no tool, answer normally, without <tool_call> \
+blocks.
 {example}
 The tools you can call, one JSON signature per line:
 <tools>
@@ -96,9 +97,10 @@ def render_call(call: ToolCall) -> str:
 
 
 def render_results(results: list[Message]) -> str:
-    """Tool results as `<tool_response>` blocks, in call order."""
-    return "\n".join(f'<tool_response name="{m.name or "tool"}">\n{m.content}\n</tool_response>'
-                     for m in results)
+    """Tool results as `<tool_response>` blocks, in call order, as Hermes-style chat templates
+    (Qwen's among them) write them: with a `name` attribute the real 1.5B answered a chain of
+    reads with the line number of the first file's one line (bench/chain_reads.py)."""
+    return "\n".join(f"<tool_response>\n{m.content}\n</tool_response>" for m in results)
 
 
 @dataclass
