@@ -5,7 +5,9 @@ list of check names). `--review-off NAME[,NAME]` turns named checks off: a name 
 Agent setting (before the review stage: `narration_nudge`, `unread_file_nudge`,
 `text_tool_calls`) is set to false; any other name is a check of the review stage, passed as
 its `review_off` setting (or, without that setting, left out of the list of every check it
-registers — what "auto" runs for the small local models).
+registers). Since the prose checks became opt-in (`review="auto"` runs the structural checks
+only), an ablation of them is `--review all` against the default; `--review-off` of a prose
+check changes nothing under "auto".
 Whatever the installed loopwright cannot do is refused before any model runs, with what it can.
 """
 
