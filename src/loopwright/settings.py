@@ -197,8 +197,9 @@ class Settings:
         "provider; needs `pip install 'loopwright[otel]'`"))
 
     review: Literal["auto", "all", "off"] | list[str] = field(default="auto", metadata=doc(REVIEW,
-        "which checks of the review stage run (below): `auto`, `all`, `off`, or a list of check "
-        "names"))
+        "which checks of the review stage run (below): `auto` (the structural ones), `all`, "
+        "`off`, or a list of check names (`\"auto\"` in it stands for the structural ones: "
+        '`["auto", "narration"]`)'))
     review_off: list[str] = field(default_factory=list, metadata=doc(REVIEW,
         "checks turned off by name, in every `review` mode (for an ablation: `review_off = "
         '["narration"]`)'))
