@@ -391,7 +391,8 @@ async def main(argv: list[str] | None = None) -> None:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
         outcomes = [rescored(Outcome(**row)) if "answered" not in row else Outcome(**row)
                     for row in rows if not args.task_list or row["task"] in args.task_list]
-        reps = max(Counter((o.model, o.runner, o.task) for o in outcomes).values(), default=0)
+        reps = max(Counter((o.model, o.runner, o.variant, o.task) for o in outcomes).values(),
+                   default=0)  # an ablation row is a row of its own, not a repetition
         print_table(outcomes, len({o.task for o in outcomes}), reps)
         return
     tasks = select(args.task_list, args.split)
