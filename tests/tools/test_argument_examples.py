@@ -69,7 +69,8 @@ async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
         tmp_path: Path, fmt: str) -> None:
     # the same task a step later: given notes.txt by a reply of `{"path": "notes.txt"}` and the
     # call, it answered `{"path": "notes.txt"}` — too short for the copied-preamble check; a
-    # copy of the arguments is sent back, and the object beside the call is not kept as text
+    # copy of the arguments is sent back, and the object beside the call is not kept as text.
+    # The check reads prose and is opt-in (issue 28): named here on top of the defaults.
     (tmp_path / "notes.txt").write_text("Meeting moved to Friday.\nThe password hint is: "
                                         "marmalade\n")
 
@@ -84,7 +85,8 @@ async def test_an_answer_that_copies_the_arguments_of_a_call_is_set_aside(
     with FakeModelServer(script) as server:
         agent = Agent("qwen2.5-coder-0.5b", base_url=server.base_url, api_key="k",
                       retry=RetryPolicy(base_delay=0.01, jitter=0), tools=[read_file],
-                      workdir=str(tmp_path), tool_call_format=fmt)
+                      workdir=str(tmp_path), tool_call_format=fmt,
+                      review=["auto", "copied_preamble"])
         result = await agent.run(READ_HINT)
     assert result.output == "The password hint is marmalade."
     third = server.model_requests[2].raw_body.decode()
