@@ -50,7 +50,9 @@ async def test_a_real_model_call_is_run_and_its_result_is_accepted_by_llamacpp(
 
     # llama.cpp answered every request, including the one carrying the call and its result
     assert result.stop_reason in {"completed", "max_turns"}, (result.error, result.output)
-    assert result.usage.requests == result.turns == 2, (result.turns, result.usage)
+    # a request retried under load (a time-out on a busy 2-core machine) counts in usage
+    # (issue 30) without a turn of its own: the turns are the figure that must be two
+    assert result.turns == 2 and result.usage.requests >= 2, (result.turns, result.usage)
     assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
     assert calls and set(calls[0]) == {37, 43}
     results = [m for m in result.messages if m.role == "tool"]
