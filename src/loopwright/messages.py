@@ -166,6 +166,13 @@ class Usage:
         self.reasoning_tokens += other.reasoning_tokens
         self.requests += other.requests
 
+    def copy(self) -> Usage:
+        """A copy, without `dataclasses.replace`'s walk over the fields (once a model call)."""
+        return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                     cache_read_tokens=self.cache_read_tokens,
+                     cache_write_tokens=self.cache_write_tokens,
+                     reasoning_tokens=self.reasoning_tokens, requests=self.requests)
+
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens

@@ -133,7 +133,7 @@ class ModelCalls:
             streamed=last.streamed if last else call.streamed,
             request=describe_request(call.request, stream=call.streamed),
             response=describe_response(response) if response is not None else None,
-            usage=dataclasses.replace(usage),
+            usage=usage.copy(),
             cost=cost_of(model, usage) if usage.requests else None, error=error,
             status=status if status is not None else (last.status if last else None),
         )

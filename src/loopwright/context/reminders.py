@@ -143,7 +143,8 @@ class ReminderPlugin(LoopPlugin):
 
     def _quiet_todos(self, run: RunView) -> str | None:
         todos = run.tool_state.get(TODOS_KEY) or []
-        signature = json.dumps(todos, sort_keys=True, default=str)
+        # most runs keep no list: skip the encoder json.dumps builds for its keyword arguments
+        signature = json.dumps(todos, sort_keys=True, default=str) if todos else "[]"
         if signature != self.todo_signature:
             self.todo_signature, self.todos_changed = signature, run.turn
             return None

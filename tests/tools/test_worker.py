@@ -1,0 +1,76 @@
+"""Plain `def` tools on worker threads (tools/worker.py): off the event loop's thread, with the
+caller's contextvars, errors handed back, and a cancelled caller never waiting for the thread."""
+
+import asyncio
+import contextvars
+import threading
+
+import pytest
+
+from loopwright import ToolContext, tool
+from loopwright.tools import worker
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+async def test_a_plain_tool_sees_the_callers_contextvars_on_another_thread(tmp_path) -> None:
+    @tool
+    def where() -> str:
+        """Report the thread and the request id."""
+        return f"{threading.get_ident()} {REQUEST_ID.get()}"
+
+    REQUEST_ID.set("r-7")
+    thread, seen = (await where.invoke({}, ToolContext(workdir=tmp_path))).split()
+    assert int(thread) != threading.get_ident()
+    assert seen == "r-7"
+
+
+async def test_a_tools_change_to_a_contextvar_stays_in_its_call(tmp_path) -> None:
+    @tool
+    def change() -> str:
+        """Set the request id."""
+        REQUEST_ID.set("changed")
+        return REQUEST_ID.get()
+
+    REQUEST_ID.set("mine")
+    assert await change.invoke({}, ToolContext(workdir=tmp_path)) == "changed"
+    assert REQUEST_ID.get() == "mine"
+
+
+async def test_an_error_raised_on_the_thread_reaches_the_caller(tmp_path) -> None:
+    @tool
+    def broken() -> str:
+        """Fail."""
+        raise KeyError("gone")
+
+    with pytest.raises(KeyError, match="gone"):
+        await broken.invoke({}, ToolContext(workdir=tmp_path))
+
+
+async def test_a_cancelled_caller_does_not_wait_for_a_stuck_thread() -> None:
+    release, started = threading.Event(), threading.Event()
+
+    def stuck() -> str:
+        started.set()
+        release.wait(30)
+        return "late"
+
+    task = asyncio.create_task(worker.run_in_thread(stuck))
+    assert await asyncio.to_thread(started.wait, 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task  # returns while the thread still blocks
+    assert not release.is_set()
+    release.set()
+
+
+async def test_a_call_abandoned_before_a_thread_took_it_never_runs() -> None:
+    ran: list[str] = []
+    loop = asyncio.get_running_loop()
+    abandoned = worker._Job(lambda: ran.append("ran"), loop, loop.create_future())
+    abandoned.abandoned = True  # what a cancelled caller marks
+    worker._submit(abandoned)
+    assert await worker.run_in_thread(lambda: "after") == "after"
+    await asyncio.to_thread(lambda: None)  # every thread past its last job's check
+    assert ran == []
+    assert not abandoned.future.done()
