@@ -74,3 +74,32 @@ async def test_a_call_abandoned_before_a_thread_took_it_never_runs() -> None:
     await asyncio.to_thread(lambda: None)  # every thread past its last job's check
     assert ran == []
     assert not abandoned.future.done()
+
+
+def test_a_forked_child_runs_plain_tools_on_threads_of_its_own(tmp_path) -> None:
+    """The parent's idle worker threads do not exist in a forked child (multiprocessing's
+    default start method on Linux): counted as idle there, they took the child's first call
+    and it waited for ever."""
+    import multiprocessing
+    import os
+
+    @tool
+    def pid() -> str:
+        """Report the process id."""
+        return str(os.getpid())
+
+    async def call() -> str:
+        return str(await pid.invoke({}, ToolContext(workdir=tmp_path)))
+
+    assert asyncio.run(call()) == str(os.getpid())  # the parent now has an idle thread
+
+    def child(results: "multiprocessing.Queue[str]") -> None:
+        results.put(asyncio.run(asyncio.wait_for(call(), 30)))
+
+    fork = multiprocessing.get_context("fork")
+    results: multiprocessing.Queue[str] = fork.Queue()
+    process = fork.Process(target=child, args=(results,))
+    process.start()
+    answer = results.get(timeout=60)
+    process.join(60)
+    assert answer == str(process.pid)

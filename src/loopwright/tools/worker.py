@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -66,6 +67,16 @@ def _submit(job: _Job) -> None:
     _jobs.put(job)
     if start:
         threading.Thread(target=_work, name="loopwright-tool", daemon=True).start()
+
+
+def _forget_threads() -> None:
+    """A forked child has none of its parent's threads: counted as idle, they would take no job
+    and the child's first `def` tool would wait for ever."""
+    global _jobs, _lock, _threads, _idle
+    _jobs, _lock, _threads, _idle = queue.SimpleQueue(), threading.Lock(), 0, 0
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 def _work() -> None:
