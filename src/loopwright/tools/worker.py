@@ -1,6 +1,8 @@
 """Plain `def` tools run on worker threads, never on the event loop's thread.
 
-`asyncio.to_thread` costs about 0.13 M instructions a call: a `concurrent.futures.Future`
+`asyncio.to_thread` costs about 0.06 M instructions a call more than this module (callgrind,
+docs/benchmarks.md; waking the loop, which any off-loop call needs, is the rest of a hop's
+0.13 M): a `concurrent.futures.Future`
 (a `Condition` each), the executor's idle semaphore on submit and on finish, and the two
 futures chained by callbacks. A tool call needs less: a job on a queue, the result handed back
 with one `call_soon_threadsafe`. What stays as `to_thread` had it: the caller's contextvars are
