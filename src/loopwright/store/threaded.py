@@ -9,9 +9,12 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import queue
+import threading
+import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
@@ -23,6 +26,42 @@ if TYPE_CHECKING:
     from loopwright.store.writes import StoreWrite
 
 T = TypeVar("T")
+# A queued call: the work, the future awaiting it and that future's loop; None stops the thread.
+_Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop] | None
+
+
+def _serve(jobs: queue.SimpleQueue[_Job]) -> None:
+    """The worker thread: run each job in turn and hand its outcome to the job's loop.
+
+    A bare queue and one `call_soon_threadsafe` per call, rather than `run_in_executor`: a
+    turn's store call is a hop there and back, and the executor's futures, work items and
+    callbacks around it cost the loop more than the hop itself (bench/store_overhead.py)."""
+    while (job := jobs.get()) is not None:
+        work, future, loop = job
+        if future.cancelled():  # its caller gave up before it started, as an executor skips it
+            continue
+        try:
+            outcome: tuple[Any, BaseException | None] = (work(), None)
+        except BaseException as exc:  # handed to the caller, raised there
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, future, *outcome)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _stop(jobs: queue.SimpleQueue[_Job], thread: threading.Thread) -> None:
+    """Let the calls already queued finish, then end the thread (at `aclose` or at exit)."""
+    jobs.put(None)
+    if thread is not threading.current_thread():
+        thread.join()
 
 
 class ThreadedStore:
@@ -30,12 +69,19 @@ class ThreadedStore:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="loopwright-store")
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        # A daemon thread, so a store never closed does not hold the process at exit; the
+        # finalizer (run at exit too) still lets its queued writes finish first.
+        thread = threading.Thread(target=_serve, args=(self._jobs,), daemon=True,
+                                  name="loopwright-store")
+        thread.start()
+        self._stop = weakref.finalize(self, _stop, self._jobs, thread)
 
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker,
-                                          functools.partial(method, *args, **kwargs))
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((functools.partial(method, *args, **kwargs), future, loop))
+        return await future
 
     async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
                      parent_id: str | None = None, system_prompt: str | None = None) -> None:
@@ -121,4 +167,5 @@ class ThreadedStore:
 
     async def aclose(self) -> None:
         await self._call(self.sync.close)
-        self._worker.shutdown(wait=False)
+        self._jobs.put(None)  # the thread ends once the close has run; nothing waits for it
+        self._stop.detach()
