@@ -57,25 +57,18 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_result(result)
 
 
-def _stop(jobs: queue.SimpleQueue[_Job], thread: threading.Thread) -> None:
-    """Let the calls already queued finish, then end the thread (at `aclose` or at exit)."""
-    jobs.put(None)
-    if thread is not threading.current_thread():
-        thread.join()
-
-
 class ThreadedStore:
     """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        # A daemon thread, so a store never closed does not hold the process at exit; the
-        # finalizer (run at exit too) still lets its queued writes finish first.
-        thread = threading.Thread(target=_serve, args=(self._jobs,), daemon=True,
-                                  name="loopwright-store")
-        thread.start()
-        self._stop = weakref.finalize(self, _stop, self._jobs, thread)
+        # A daemon thread, so a store never closed does not hold the process at exit (every
+        # write a caller awaited is committed by then; one cut off is rolled back, as a kill's
+        # is); a store dropped unclosed ends its thread. Nothing joins it: the loop never waits.
+        threading.Thread(target=_serve, args=(self._jobs,), daemon=True,
+                         name="loopwright-store").start()
+        self._stop = weakref.finalize(self, self._jobs.put, None)
 
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -167,5 +160,4 @@ class ThreadedStore:
 
     async def aclose(self) -> None:
         await self._call(self.sync.close)
-        self._jobs.put(None)  # the thread ends once the close has run; nothing waits for it
-        self._stop.detach()
+        self._stop()  # the thread ends once the close has run
