@@ -67,7 +67,7 @@ async def test_a_cancelled_caller_does_not_wait_for_a_stuck_thread() -> None:
 async def test_a_call_abandoned_before_a_thread_took_it_never_runs() -> None:
     ran: list[str] = []
     loop = asyncio.get_running_loop()
-    abandoned = worker._Job(lambda: ran.append("ran"), loop, loop.create_future())
+    abandoned = worker.Job(lambda: ran.append("ran"), loop, loop.create_future())
     abandoned.abandoned = True  # what a cancelled caller marks
     worker._submit(abandoned)
     assert await worker.run_in_thread(lambda: "after") == "after"

@@ -8,8 +8,6 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import queue
 import threading
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
+from loopwright.tools.worker import Job, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -26,35 +25,6 @@ if TYPE_CHECKING:
     from loopwright.store.writes import StoreWrite
 
 T = TypeVar("T")
-# A queued call: the work, the future awaiting it and that future's loop; None stops the thread.
-_Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop] | None
-
-
-def _serve(jobs: queue.SimpleQueue[_Job]) -> None:
-    """The worker thread: run each job in turn and hand its outcome to the job's loop.
-
-    A bare queue and one `call_soon_threadsafe` per call, rather than `run_in_executor`: a
-    turn's store call is a hop there and back, and the executor's futures, work items and
-    callbacks around it cost the loop more than the hop itself (bench/store_overhead.py)."""
-    while (job := jobs.get()) is not None:
-        work, future, loop = job
-        if future.cancelled():  # its caller gave up before it started, as an executor skips it
-            continue
-        try:
-            outcome: tuple[Any, BaseException | None] = (work(), None)
-        except BaseException as exc:  # handed to the caller, raised there
-            outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            loop.call_soon_threadsafe(_settle, future, *outcome)
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 class ThreadedStore:
@@ -62,19 +32,20 @@ class ThreadedStore:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
-        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        # A queue and one `call_soon_threadsafe` per result (tools/worker.py) rather than
+        # `run_in_executor`, whose futures and callbacks cost a turn's hop more (0.16 M
+        # instructions a turn, docs/benchmarks.md); one thread of its own keeps calls in order.
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         # A daemon thread, so a store never closed does not hold the process at exit (every
         # write a caller awaited is committed by then; one cut off is rolled back, as a kill's
         # is); a store dropped unclosed ends its thread. Nothing joins it: the loop never waits.
-        threading.Thread(target=_serve, args=(self._jobs,), daemon=True,
+        threading.Thread(target=serve, args=(self._jobs,), daemon=True,
                          name="loopwright-store").start()
         self._stop = weakref.finalize(self, self._jobs.put, None)
 
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((functools.partial(method, *args, **kwargs), future, loop))
-        return await future
+        result: T = await run_job(self._jobs.put, functools.partial(method, *args, **kwargs))
+        return result
 
     async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
                      parent_id: str | None = None, system_prompt: str | None = None) -> None:

@@ -27,7 +27,9 @@ from typing import Any
 MAX_THREADS = 32
 
 
-class _Job:
+class Job:
+    """A call to run off the loop: the function, the caller's contextvars, where the result goes."""
+
     __slots__ = ("abandoned", "context", "function", "future", "loop")
 
     def __init__(self, function: Callable[[], Any], loop: asyncio.AbstractEventLoop,
@@ -39,7 +41,7 @@ class _Job:
         self.abandoned = False
 
 
-_jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+_jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
 _lock = threading.Lock()
 _threads = 0
 _idle = 0
@@ -47,10 +49,16 @@ _idle = 0
 
 async def run_in_thread(function: Callable[[], Any]) -> Any:
     """`function()` on a worker thread, with the caller's contextvars; its result or error."""
+    return await run_job(_submit, function)
+
+
+async def run_job(submit: Callable[[Job], None], function: Callable[[], Any]) -> Any:
+    """`function()` as a `Job` handed to `submit` (a queue some thread serves, as `serve`
+    does); its result or error once that thread has run it."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
-    job = _Job(function, loop, future)
-    _submit(job)
+    job = Job(function, loop, future)
+    submit(job)
     try:
         return await future
     except asyncio.CancelledError:
@@ -58,7 +66,7 @@ async def run_in_thread(function: Callable[[], Any]) -> Any:
         raise
 
 
-def _submit(job: _Job) -> None:
+def _submit(job: Job) -> None:
     global _threads, _idle
     with _lock:
         start = _idle == 0 and _threads < MAX_THREADS
@@ -92,7 +100,16 @@ def _work() -> None:
             _idle += 1
 
 
-def _run(job: _Job) -> None:
+def serve(jobs: queue.SimpleQueue[Job | None]) -> None:
+    """A thread of one's own: run the jobs of `jobs` in order until a None (the session
+    store's thread, store/threaded.py, where calls must keep their order)."""
+    while (job := jobs.get()) is not None:
+        if not job.abandoned:
+            _run(job)
+        del job
+
+
+def _run(job: Job) -> None:
     try:
         result = job.context.run(job.function)
     except BaseException as exc:  # handed to the awaiting task, as to_thread does
@@ -101,7 +118,7 @@ def _run(job: _Job) -> None:
         _hand_back(job, _succeed, result)
 
 
-def _hand_back(job: _Job, settle: Callable[[asyncio.Future[Any], Any], None],
+def _hand_back(job: Job, settle: Callable[[asyncio.Future[Any], Any], None],
                value: Any) -> None:
     with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
         job.loop.call_soon_threadsafe(settle, job.future, value)
