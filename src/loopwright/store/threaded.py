@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
-from loopwright.tools.worker import Job, run_job, serve
+from loopwright.worker_threads import Job, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -32,7 +32,7 @@ class ThreadedStore:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
-        # A queue and one `call_soon_threadsafe` per result (tools/worker.py) rather than
+        # A queue and one `call_soon_threadsafe` per result (worker_threads.py) rather than
         # `run_in_executor`, whose futures and callbacks cost a turn's hop more (0.16 M
         # instructions a turn, docs/benchmarks.md); one thread of its own keeps calls in order.
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()

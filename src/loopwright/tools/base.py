@@ -168,7 +168,7 @@ class Tool:
                 kwargs["ctx"] = ctx
         if self._is_async():
             return await self.function(*call_args, **kwargs)
-        from loopwright.tools.worker import run_in_thread  # the first plain tool call loads it
+        from loopwright.worker_threads import run_in_thread  # the first plain tool call loads it
 
         result = await run_in_thread(functools.partial(self.function, *call_args, **kwargs))
         if inspect.isawaitable(result):

@@ -1,4 +1,4 @@
-"""Plain `def` tools on worker threads (tools/worker.py): off the event loop's thread, with the
+"""Plain `def` tools on worker threads (worker_threads.py): off the event loop's thread, with the
 caller's contextvars, errors handed back, and a cancelled caller never waiting for the thread."""
 
 import asyncio
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from loopwright import ToolContext, tool
-from loopwright.tools import worker
+from loopwright import worker_threads as worker
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
 
