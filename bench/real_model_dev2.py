@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from real_model_heldout import PYTHON, sandboxed
-from real_model_tasks import Checker, Task, says_all, says_any
+from real_model_tasks import (
+    Checker,
+    Task,
+    both,
+    numbers_in,
+    says_all,
+    says_amount,
+    says_any,
+    says_none_of,
+)
 
 # the chain tools' world: a package index and a support desk
 PACKAGES = {"webkit-lite": ["tinycss", "htmlparse"], "tinycss": ["colorlib"], "htmlparse": [],
@@ -169,29 +178,6 @@ def dev2(name: str, kind: str, prompt: str, tools: tuple[str, ...], check: Check
                 prepare=prepare, split="dev2")
 
 
-def _numbers(text: str) -> list[float]:
-    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?",
-                                         re.sub(r"(?<=\d),(?=\d{3})", "", text))]
-
-
-def says_amount(value: float, tolerance: float = 0.01) -> Checker:
-    def check(output: str, _: Path) -> bool:
-        return any(abs(n - value) <= tolerance for n in _numbers(output))
-    return check
-
-
-def both(*checks: Checker) -> Checker:
-    def check(output: str, workspace: Path) -> bool:
-        return all(c(output, workspace) for c in checks)
-    return check
-
-
-def says_none_of(*words: str) -> Checker:
-    def check(output: str, _: Path) -> bool:
-        return not any(w.lower() in output.lower() for w in words)
-    return check
-
-
 LACKS = ("not ", "no ", "n't", "missing", "unavailable", "unknown", "lack", "absent", "unable",
          "cannot", "could not", "unreachable", "refused", "failed", "error")
 
@@ -314,7 +300,7 @@ TASKS: list[Task] = [
     dev2("sum_to_file", "data", "Add up the numbers in numbers.txt and write the total to "
          "total.txt.", ("read_file", "write_file", "run_python"),
          lambda _, ws: (ws / "total.txt").is_file()
-         and _numbers((ws / "total.txt").read_text()) == [60.0],
+         and [float(n) for n in numbers_in((ws / "total.txt").read_text())] == [60.0],
          {"numbers.txt": NUMBERS_TXT}),
     # tools that fail
     dev2("ci_down", "tool fails", "Did CI build 512 pass?", ("get_build_status",),

@@ -26,7 +26,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from real_model_tasks import Checker, Task, says_all, says_any
+from real_model_tasks import (
+    Checker,
+    Task,
+    both,
+    says_all,
+    says_amount,
+    says_any,
+    says_none_of,
+)
 
 PYTHON = "/usr/bin/python3"  # the system interpreter (the sandbox binds /usr); run with -E -s: not
 # the bench's PYTHONPATH nor a user site
@@ -219,30 +227,6 @@ def make_tools(workspace: Path) -> dict[str, Callable[..., Any]]:
 
 
 # --- checkers ----------------------------------------------------------------------------------
-
-def _numbers(text: str) -> list[float]:
-    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?",
-                                         re.sub(r"(?<=\d),(?=\d{3})", "", text))]
-
-
-def says_amount(value: float, tolerance: float = 0.01) -> Checker:
-    """The answer contains `value` as a number, within `tolerance` (rounding to cents)."""
-    def check(output: str, _: Path) -> bool:
-        return any(abs(n - value) <= tolerance for n in _numbers(output))
-    return check
-
-
-def both(*checks: Checker) -> Checker:
-    def check(output: str, workspace: Path) -> bool:
-        return all(c(output, workspace) for c in checks)
-    return check
-
-
-def says_none_of(*words: str) -> Checker:
-    def check(output: str, _: Path) -> bool:
-        return not any(w.lower() in output.lower() for w in words)
-    return check
-
 
 def workspace_check(test: Callable[[Path], bool]) -> Checker:
     """A check of the workspace alone; a file the model left unreadable counts as a failure."""

@@ -149,14 +149,33 @@ class Task:
         return [tools[name] for name in self.tools]
 
 
-def _numbers(text: str) -> list[str]:
+def numbers_in(text: str) -> list[str]:
     return re.findall(r"-?\d+(?:\.\d+)?", re.sub(r"(?<=\d),(?=\d{3})", "", text))
 
 
 def says_number(value: float) -> Checker:
     """The answer contains `value` as a number (1,591 and 1591.0 both count)."""
     def check(output: str, _: Path) -> bool:
-        return any(float(n) == value for n in _numbers(output))
+        return any(float(n) == value for n in numbers_in(output))
+    return check
+
+
+def says_amount(value: float, tolerance: float = 0.01) -> Checker:
+    """The answer contains `value` as a number, within `tolerance` (rounding to cents)."""
+    def check(output: str, _: Path) -> bool:
+        return any(abs(float(n) - value) <= tolerance for n in numbers_in(output))
+    return check
+
+
+def both(*checks: Checker) -> Checker:
+    def check(output: str, workspace: Path) -> bool:
+        return all(c(output, workspace) for c in checks)
+    return check
+
+
+def says_none_of(*words: str) -> Checker:
+    def check(output: str, _: Path) -> bool:
+        return not any(w.lower() in output.lower() for w in words)
     return check
 
 
