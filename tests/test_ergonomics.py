@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loopwright import Agent
+from loopwright import Agent, ToolContext
 from loopwright.config import load_settings
 from loopwright.errors import ConfigError
 from loopwright.testing import FakeModelServer, Reply, ScriptedUsage, call
-from loopwright.tools.base import tool
+from loopwright.tools.base import CallingRun, tool
 
 
 @tool
@@ -101,3 +101,29 @@ async def test_a_content_filter_finish_is_a_refusal_with_the_models_text(api_mod
     assert result.stop_reason == "refused"
     assert result.output == text
     assert len(server.model_requests) == 1
+
+
+async def test_a_tool_sees_a_narrow_view_of_its_run_not_the_run_state() -> None:
+    """Issue 31: `ToolContext.services["run"]` handed every tool the run's whole mutable state;
+    a tool now gets `ctx.run`, a frozen view of what it may use (the tag, the session, the
+    shared budget, the history, the event sink and the usage charge)."""
+    seen: list[ToolContext] = []
+
+    @tool
+    async def look(ctx: ToolContext) -> str:
+        """Look at the run."""
+        seen.append(ctx)
+        return "looked"
+
+    script = [Reply(tool_calls=[call("look", {})]), Reply("done")]
+    with FakeModelServer(script) as server:
+        result = await Agent("fake-model", base_url=server.base_url, api_key="k",
+                             tools=[look]).run("look around")
+    (ctx,) = seen
+    assert "run" not in ctx.services
+    assert isinstance(ctx.run, CallingRun)
+    assert ctx.run.session_id == result.session_id
+    assert [m.role for m in ctx.run.history][:2] == ["system", "user"]
+    with pytest.raises(AttributeError):
+        ctx.run.history = []  # type: ignore[misc]
+    assert not hasattr(ctx.run, "replace_history") and not hasattr(ctx.run, "settings")

@@ -23,7 +23,7 @@ from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
 from loopwright.review.stage import ReviewPlan, ReviewStage
-from loopwright.tools.base import ApprovalGate, ToolContext, _deny_all
+from loopwright.tools.base import ApprovalGate, CallingRun, ToolContext, _deny_all
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.idempotency import IdempotencyKeys
 
@@ -128,6 +128,7 @@ class RunState:
         self.last_reply: Message | None = None  # this run's, never an earlier run's answer
         self.auto_continues = 0
         self.tool_state: dict[str, Any] = {}
+        self._calling: CallingRun | None = None  # what tools see of this run (`tool_context`)
         self.answer_now = False  # the next request goes without tools: the model has its results
         self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
@@ -309,5 +310,12 @@ class RunState:
             call_id=call.id, idempotency_key=self._keys.key_for(call, self.history),
             approve=self.settings.approve, cancelled=self.cancelled,
             state=self.tool_state, emit_status=self.status,
-            services={**self.settings.services, "run": self}, deps=self.deps,
+            services=dict(self.settings.services), run=self._calling_run(), deps=self.deps,
         )
+
+    def _calling_run(self) -> CallingRun:
+        if self._calling is None or self._calling.session_id != self.session_id:
+            self._calling = CallingRun(agent_tag=self.agent_tag, session_id=self.session_id,
+                                       budget=self.budget, history=self.history,
+                                       emit=self.emit, charge=self.charge)
+        return self._calling

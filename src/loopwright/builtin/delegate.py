@@ -25,16 +25,15 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import ToolError
-from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.base import CallingRun, Tool, ToolContext
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
     from loopwright.events import Event
-    from loopwright.guards import IterationBudget
-    from loopwright.messages import Message, Usage
+    from loopwright.messages import Message
     from loopwright.result import RunResult
 
 DELEGATE_TAG = "delegate"
@@ -54,19 +53,6 @@ and returns a report. Use it for independent pieces of work (research, a separat
 check) so your own context stays small; several delegate calls in one turn run in parallel, so \
 give them disjoint work. Describe the task completely: the sub-agent sees nothing of this \
 conversation."""
-
-
-class ParentRun(Protocol):
-    """What a delegation needs of the run it is made from (`ToolContext.services["run"]`)."""
-
-    @property
-    def agent_tag(self) -> str: ...
-    @property
-    def session_id(self) -> str | None: ...
-    @property
-    def budget(self) -> IterationBudget: ...
-    def emit(self, event: Event) -> None: ...
-    def charge(self, usage: Usage, cost: float | None) -> None: ...
 
 
 @dataclass(kw_only=True)
@@ -132,7 +118,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
             model=arguments.get("model") or None,
             instructions=arguments.get("instructions") or None,
             timeout=timeout,
-            parent_run=ctx.services.get("run"),
+            parent_run=ctx.run,
             child_tool=child_tool if _depth + 1 < max_depth else None,
         )
         if outcome.failed:
@@ -169,7 +155,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
 
 async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
-                   timeout: float | None = DEFAULT_TIMEOUT, parent_run: ParentRun | None = None,
+                   timeout: float | None = DEFAULT_TIMEOUT, parent_run: CallingRun | None = None,
                    child_tool: Callable[[], Tool] | None = None
                    ) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
@@ -303,7 +289,7 @@ def partial_work(history: list[Message], *, results: int = 5, clip: int = 500) -
     return "\n".join(parts) or "(nothing yet)"
 
 
-def _charge(parent_run: ParentRun, child: RunResult) -> None:
+def _charge(parent_run: CallingRun, child: RunResult) -> None:
     """A parent run's usage and cost include its children's."""
     parent_run.charge(child.usage, child.cost)
 

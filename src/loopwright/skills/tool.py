@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loopwright.errors import ToolError
 from loopwright.messages import Message
 from loopwright.skills.discovery import Skill, SkillCatalog, read_head
 from loopwright.tools.base import Tool, ToolContext, tool_from_function
-
-if TYPE_CHECKING:
-    from loopwright.run_state import RunState
 
 SKILL_TOOL = "skill"
 MAX_BODY_BYTES = 100_000
@@ -62,7 +59,7 @@ def skill_header(skill: Skill) -> str:
     return f'<skill name="{skill.name}">'
 
 
-def loaded_skills(history: list[Message]) -> list[str]:
+def loaded_skills(history: Sequence[Message]) -> list[str]:
     """Names of the skills whose instructions are in `history` (loaded by the `skill` tool)."""
     names: list[str] = []
     for message in history:
@@ -87,8 +84,7 @@ def skill_tool(catalog: SkillCatalog) -> Tool:
         if chosen is None:
             known = ", ".join(s.name for s in catalog.skills) or "(none)"
             raise ToolError(f"no skill named {name!r}; the skills are: {known}")
-        run: RunState | None = ctx.services.get("run")
-        if run is not None and chosen.name in loaded_skills(run.history):
+        if ctx.run is not None and chosen.name in loaded_skills(ctx.run.history):
             ctx.status("skill_loaded", f"skill {chosen.name} is already loaded",
                        name=chosen.name, source=chosen.root.source, already_loaded=True)
             return (f"The skill {chosen.name!r} is already loaded earlier in this conversation; "

@@ -11,14 +11,14 @@ import re
 import sys
 import time
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
 from typing_extensions import TypeVar
 
-from loopwright.messages import ToolSpec
+from loopwright.messages import Message, ToolSpec, Usage
 from loopwright.tools.schema import (
     check_against_schema,
     drop_null_optionals,
@@ -29,7 +29,8 @@ from loopwright.tools.schema import (
 if TYPE_CHECKING:
     import pydantic
 
-    from loopwright.events import StatusKind
+    from loopwright.events import Event, StatusKind
+    from loopwright.guards import IterationBudget
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
 StatusEmitter = Callable[["StatusKind", str, dict[str, Any]], None]
@@ -44,6 +45,20 @@ async def _deny_all(action: str, detail: str) -> bool:
 
 
 DepsT = TypeVar("DepsT", default=Any)
+
+
+@dataclass(frozen=True, slots=True)
+class CallingRun:
+    """What a tool may see of the run that called it (`ToolContext.run`), and no more: a
+    sub-agent shares the run's budget, its events and its usage; a tool reads the history
+    (live, not to be changed)."""
+
+    agent_tag: str
+    session_id: str | None
+    budget: IterationBudget
+    history: Sequence[Message]
+    emit: Callable[[Event], None]
+    charge: Callable[[Usage, float | None], None]
 
 
 @dataclass(kw_only=True)
@@ -69,6 +84,7 @@ class ToolContext(Generic[DepsT]):
     state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
     emit_status: StatusEmitter | None = None
     services: dict[str, Any] = field(default_factory=dict)  # agent, store, memory… by name
+    run: CallingRun | None = None  # None outside a run (a tool called directly)
     approval_wait: float = 0.0  # seconds this call spent waiting for the user's approval
 
     def __post_init__(self) -> None:
