@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from loopwright import Agent
+from loopwright.budget import IterationBudget
 from loopwright.config import load_settings
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import ConfigError
-from loopwright.guards import IterationBudget
 from loopwright.settings import CONCERNS, DEFAULTS, AgentOptions, Settings, TextOrPath
 from loopwright.trust import UntrustedConfigWarning
 

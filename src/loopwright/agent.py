@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import httpx
 
     from loopwright.attachments import Attachment
+    from loopwright.budget import IterationBudget
     from loopwright.builtin.delegate import DelegationResult
     from loopwright.builtin.questions import ClarifyCallback
     from loopwright.context.summary import SummaryCooldown
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from loopwright.endpoints.resolve import Resolved
     from loopwright.endpoints.retry import RetryPolicy
     from loopwright.events import Event
-    from loopwright.guards import IterationBudget
     from loopwright.mcp.client import MCPManager
     from loopwright.messages import Message
     from loopwright.output import OutputSpec
@@ -249,9 +249,9 @@ class Agent(Generic[DepsT, OutputT]):
         (`loopwright.image(...)`, `document(...)`)."""
         from loopwright import messages
         from loopwright.attachments import refuse_unsupported, split_prompt
+        from loopwright.budget import IterationBudget
         from loopwright.endpoints.base import hold_shared_client
         from loopwright.events import StatusEvent
-        from loopwright.guards import IterationBudget
         from loopwright.loop import drive
         from loopwright.run_state import RunState
         from loopwright.store.services import first_user_turn

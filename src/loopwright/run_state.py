@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright import guards, messages, notes
+from loopwright import messages, notes
+from loopwright.budget import IterationBudget
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.events import Event, StatusEvent, StatusKind
 from loopwright.messages import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
@@ -104,7 +105,7 @@ class RunState:
     points: `steer()` and `cancel()`."""
 
     def __init__(self, *, settings: LoopSettings, history: list[Message],
-                 emit: Callable[[Event], None], budget: guards.IterationBudget,
+                 emit: Callable[[Event], None], budget: IterationBudget,
                  session_id: str | None = None, agent_tag: str = "") -> None:
         self.settings = settings
         self.history = history

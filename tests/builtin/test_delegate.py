@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from loopwright import Agent, ToolContext, notes, tool
+from loopwright.budget import IterationBudget
 from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
-from loopwright.guards import IterationBudget
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
 from shared_helpers import wait_until
 

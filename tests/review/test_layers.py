@@ -1,6 +1,6 @@
 """The review stage sits above the tools and below the loop: the tools never import it or the
-guards (the cycle `guards.py` ↔ `tools/` of issue 28 stays broken), and the note registry is a
-leaf every layer may write notes from."""
+loop (the cycle `guards.py` ↔ `tools/` of issue 28 stays broken; guards.py itself is gone), and
+the note registry is a leaf every layer may write notes from."""
 
 from __future__ import annotations
 

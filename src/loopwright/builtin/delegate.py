@@ -174,7 +174,7 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
     else:
-        from loopwright.guards import IterationBudget  # with the run, not with `Agent`'s import
+        from loopwright.budget import IterationBudget  # with the run, not with `Agent`'s import
 
         budget = IterationBudget(total=parent.settings.iteration_budget)
         sink = _callbacks_sink(parent)

@@ -29,8 +29,8 @@ from loopwright.tools.schema import (
 if TYPE_CHECKING:
     import pydantic
 
+    from loopwright.budget import IterationBudget
     from loopwright.events import Event, StatusKind
-    from loopwright.guards import IterationBudget
 
 ApprovalGate = Callable[[str, str], Awaitable[bool]]
 StatusEmitter = Callable[["StatusKind", str, dict[str, Any]], None]

@@ -1,18 +1,15 @@
-"""The iteration budget a run shares with every sub-agent it starts.
-
-The checks of a model's replies (the doom loop, the per-reply screen, the answer checks) are the
-review stage, `loopwright.review`. `FALLBACK_HEAD` stays importable here for older code
-(bench/real_model.py); its home is `loopwright.notes`."""
+"""The iteration budget a run shares with every sub-agent it starts (it was `guards.py`; the
+checks of a model's replies are the review stage, `loopwright.review`)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 
-from loopwright.notes import BUDGET_WARNING, FALLBACK_HEAD, render
+from loopwright.notes import BUDGET_WARNING, render
 from loopwright.settings import DEFAULTS
 
-__all__ = ["FALLBACK_HEAD", "IterationBudget"]
+__all__ = ["IterationBudget"]
 
 
 @dataclass
