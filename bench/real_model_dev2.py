@@ -22,7 +22,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from real_model_heldout import PYTHON, sandboxed
+from real_model_heldout import PYTHON, inside_workspace, sandboxed
 from real_model_tasks import (
     Checker,
     Task,
@@ -53,10 +53,7 @@ def make_tools(workspace: Path) -> dict[str, Callable[..., Any]]:
     calls: dict[str, int] = {}
 
     def inside(path: str) -> Path:
-        target = (workspace / path).resolve()
-        if target != workspace.resolve() and workspace.resolve() not in target.parents:
-            raise ValueError(f"{path} is outside the workspace")
-        return target
+        return inside_workspace(workspace, path)
 
     def read_file(path: str) -> str:
         """Return the text of a file in the workspace (a path relative to it)."""

@@ -9,20 +9,11 @@ Run it after editing a checker; it calls the split's own tools, so the sandbox r
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from real_model_dev2 import TASKS, make_tools
-
-Tools = dict[str, Callable[..., Any]]
-
-
-def edit(tools: Tools, path: str, old: str, new: str) -> None:
-    tools["write_file"](path, tools["read_file"](path).replace(old, new))
+from real_model_heldout_solutions import Tools, check_solutions, edit
 
 
 def rename_constant(tools: Tools) -> str:
@@ -98,22 +89,7 @@ SOLUTIONS: dict[str, Callable[[Tools], str]] = {
 
 
 def main() -> int:
-    wrong: list[str] = []
-    for task in TASKS:
-        for solve in (SOLUTIONS[task.name], None):
-            workspace = Path(tempfile.mkdtemp(prefix="lw-dev2-check-"))
-            try:
-                task.setup(workspace)
-                answer = str(solve(make_tools(workspace))) if solve else ""
-                if task.check(answer, workspace) != (solve is not None):
-                    verdict = ("rejects the solution" if solve
-                               else "accepts the untouched workspace")
-                    wrong.append(f"{task.name}: {verdict}")
-            finally:
-                shutil.rmtree(workspace)
-    print("\n".join(wrong) or f"all {len(TASKS)} checkers accept their solution and reject "
-          "the untouched workspace")
-    return 1 if wrong else 0
+    return check_solutions(TASKS, SOLUTIONS, make_tools, "dev2")
 
 
 if __name__ == "__main__":

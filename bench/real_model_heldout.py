@@ -85,16 +85,21 @@ TICKETS = {4521: "resolved", 4600: "open"}
 ARCHIVED = {4521}
 
 
+def inside_workspace(workspace: Path, path: str) -> Path:
+    """`path` (relative to `workspace`) resolved, refused if it leads out of the workspace."""
+    target = (workspace / path).resolve()
+    if target != workspace.resolve() and workspace.resolve() not in target.parents:
+        raise ValueError(f"{path} is outside the workspace")
+    return target
+
+
 def make_tools(workspace: Path) -> dict[str, Callable[..., Any]]:
     """The held-out split's tools, bound to `workspace`; each task offers a few of them. A new
     set each run: the flaky exchange-rate service keeps its one failure per run."""
     flaky = {"calls": 0}
 
     def inside(path: str) -> Path:
-        target = (workspace / path).resolve()
-        if target != workspace.resolve() and workspace.resolve() not in target.parents:
-            raise ValueError(f"{path} is outside the workspace")
-        return target
+        return inside_workspace(workspace, path)
 
     def read_file(path: str) -> str:
         """Return the text of a file in the workspace (path relative to the workspace)."""

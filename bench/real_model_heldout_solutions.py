@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from real_model_heldout import TASKS, make_tools
+from real_model_tasks import Task
 
 Tools = dict[str, Callable[..., Any]]
 MARCH = "select count(*) from orders where placed like '2024-03-%'"
@@ -108,11 +109,14 @@ SOLUTIONS: dict[str, Callable[[Tools], str]] = {
 }
 
 
-def main() -> int:
+def check_solutions(tasks: list[Task], solutions: dict[str, Callable[[Tools], object]],
+                    make_tools: Callable[[Path], Tools], split: str) -> int:
+    """Each task's checker against its solution (must accept) and against the untouched
+    workspace with an empty answer (must reject); prints what is wrong, 1 if anything is."""
     wrong: list[str] = []
-    for task in TASKS:
-        for solve in (SOLUTIONS[task.name], None):
-            workspace = Path(tempfile.mkdtemp(prefix="lw-heldout-check-"))
+    for task in tasks:
+        for solve in (solutions[task.name], None):
+            workspace = Path(tempfile.mkdtemp(prefix=f"lw-{split}-check-"))
             try:
                 task.setup(workspace)
                 answer = str(solve(make_tools(workspace))) if solve else ""
@@ -122,9 +126,13 @@ def main() -> int:
                     wrong.append(f"{task.name}: {verdict}")
             finally:
                 shutil.rmtree(workspace)
-    print("\n".join(wrong) or f"all {len(TASKS)} checkers accept their solution and reject "
+    print("\n".join(wrong) or f"all {len(tasks)} checkers accept their solution and reject "
           "the untouched workspace")
     return 1 if wrong else 0
+
+
+def main() -> int:
+    return check_solutions(TASKS, SOLUTIONS, make_tools, "heldout")
 
 
 if __name__ == "__main__":
