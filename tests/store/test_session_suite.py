@@ -325,3 +325,20 @@ def test_a_version_2_database_migrates_and_keeps_its_sessions(tmp_path: Path) ->
     with SQLiteStore(path) as store:
         info = store.get("old1")
     assert info is not None and (info.model, info.base_url, info.api_mode) == ("m", "", "")
+
+
+async def test_opening_a_session_creates_it_once_and_respects_a_live_lease(
+        store_spec: str) -> None:
+    store: Any = opened(store_spec)
+    assert await store.open_session("s1", "worker-a", title="first", base_url="u1",
+                                    api_mode="responses") is False  # new
+    with pytest.raises(SessionError, match="in use by another run"):
+        await store.open_session("s1", "worker-b", title="second", base_url="u2")
+    info = await store.get("s1")
+    assert info is not None
+    assert (info.title, info.base_url, info.api_mode, info.locked_by) == (
+        "first", "u1", "responses", os.getpid())
+    assert await store.open_session("s1", "worker-a", title="ignored") is True  # existed
+    await store.release("s1", "worker-a")
+    assert await store.open_session("s1", "worker-b") is True  # free once released
+    await store.aclose()

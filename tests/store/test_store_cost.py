@@ -90,3 +90,57 @@ async def test_a_call_that_may_change_something_adds_one_before_it_runs(
     few = await writes_of_a_run(store_spec, 3, "note")
     many = await writes_of_a_run(store_spec, 9, "note")
     assert (many - few) / 6 == 2
+
+
+LATE = {"record_events", "recording events"}  # the terminal event, written in the background
+
+
+async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_last(
+        store_spec: str) -> None:
+    store = counted(store_spec)
+    try:
+        with FakeModelServer([Reply("done"), Reply("again")]) as server:
+            agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
+                          session_id="s1")
+            assert (await agent.run("go")).stop_reason == "completed"
+            writes = [w for w in store.writes if w not in LATE]
+            info = await store.get("s1")
+            assert info is not None and info.locked_by is None  # given back
+            assert (await agent.run("once more")).output == "again"  # and so free to take
+    finally:
+        await store.aclose()
+    # opening (find, create, provider, lease), the prompt, the answer with the lease back
+    opening, batch = (("open_session", "write_batch") if isinstance(store, CountedSQLite)
+                      else ("opening a session", "writing a run's records"))
+    assert writes == [opening, batch, batch]
+
+
+class PlainStore:
+    """A store with only the `SessionStore` protocol's calls (one a user wrote): no
+    `open_session`, no `write_batch`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("open_session", "write_batch"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+async def test_a_store_without_the_folded_calls_opens_and_releases_call_by_call(
+        store_spec: str) -> None:
+    store = counted(store_spec)
+    try:
+        with FakeModelServer([Reply("done")]) as server:
+            url = server.base_url
+            result = await Agent("test-model", base_url=url, api_key="k",
+                                 store=PlainStore(store), session_id="p1").run("go")
+        assert result.stop_reason == "completed"
+        info = await store.get("p1")
+        assert info is not None and info.locked_by is None and info.message_count == 2
+        assert info.base_url == url
+    finally:
+        await store.aclose()
+    if isinstance(store, CountedSQLite):
+        assert {"create", "update", "acquire", "release"} <= set(store.writes)

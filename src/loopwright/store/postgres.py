@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
+from loopwright.store.audit import AuditEntry, audit_entries
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_batch import one_statement
@@ -38,18 +39,13 @@ from loopwright.store.rows import (
     run_row,
     turn_row,
 )
-from loopwright.store.sqlite import (
-    SNIPPET_END,
-    SNIPPET_START,
-    AuditEntry,
-    SearchHit,
-    audit_entries,
-)
+from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START, SearchHit
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
     RecordEvents,
     RecordRun,
+    ReleaseLease,
     StoreWrite,
     merged,
 )
@@ -339,22 +335,24 @@ class PostgresStore:
 
     async def acquire(self, session_id: str, owner: str) -> None:
         async with self._db("locking a session", transaction=True) as conn:
-            row = await (await conn.execute(
-                f"SELECT lock_owner, lock_pid, lock_host, lock_expires, {_NOW} FROM sessions "
-                "WHERE id = %s FOR UPDATE", (session_id,))).fetchone()
-            if row is None:
-                raise SessionError(f"no session {session_id!r} to lock; create it first")
-            holder, pid, host, expires, now = row
-            # the expiry is on the database's clock: shift it onto ours to judge it
-            if holder and holder != owner and lease_is_live(
-                    pid, host, None if expires is None else expires - float(now) + time.time()):
-                where = "" if host == HOST else f" on {host}"
-                raise SessionError(f"session {session_id} is in use by another run "
-                                   f"(pid {pid}{where})")
-            await conn.execute(
-                f"UPDATE sessions SET lock_owner = %s, lock_pid = %s, lock_host = %s, "
-                f"lock_expires = {_NOW} + %s WHERE id = %s",
-                (owner, os.getpid(), HOST, LEASE_SECONDS, session_id))
+            await _take_lease(conn, session_id, owner)
+
+    async def open_session(self, session_id: str, owner: str, *, model: str = "", cwd: str = "",
+                           title: str = "", parent_id: str | None = None,
+                           system_prompt: str | None = None, base_url: str = "",
+                           api_mode: str = "") -> bool:
+        """A run's opening in one transaction: the session created unless it exists, then its
+        lease taken (see `SQLiteStore.open_session`). Whether the session existed before."""
+        now = time.time()
+        async with self._db("opening a session", transaction=True) as conn:
+            created = (await conn.execute(
+                "INSERT INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+                "base_url, api_mode, created, updated) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s) ON CONFLICT (id) DO NOTHING",
+                (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
+                 now, now))).rowcount
+            await _take_lease(conn, session_id, owner)
+        return not created
 
     async def renew(self, session_id: str, owner: str) -> None:
         async with self._db("renewing a session lease") as conn:
@@ -366,10 +364,7 @@ class PostgresStore:
             raise SessionError(f"session {session_id}: this run lost its lease to another run")
 
     async def release(self, session_id: str, owner: str) -> None:
-        await self._rows("unlocking a session",
-                         "UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = "
-                         "NULL, lock_expires = NULL WHERE id = %s AND lock_owner = %s",
-                         (session_id, owner))
+        await self._rows("unlocking a session", _RELEASE, (session_id, owner))
 
     # -- runs, turns, events --
 
@@ -418,6 +413,8 @@ class PostgresStore:
                 elif isinstance(write, RecordRun):
                     await conn.execute(_UPSERT_RUN, run_row(session_id, write.record,
                                                             write.model, write.ended, now))
+                elif isinstance(write, ReleaseLease):
+                    await conn.execute(_RELEASE, (session_id, write.owner))
                 else:
                     await conn.execute(_UPSERT_TURN, turn_row(
                         session_id, write.run_id, write.turn, write.usage, write.cost, now))
@@ -475,6 +472,30 @@ def _first_line(exc: BaseException) -> str:
 def _redacted(dsn: str) -> str:
     """The DSN without its password (it appears in errors and reprs)."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
+
+
+_RELEASE = ("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = NULL, "
+            "lock_expires = NULL WHERE id = %s AND lock_owner = %s")
+
+
+async def _take_lease(conn: psycopg.AsyncConnection[Any], session_id: str, owner: str) -> None:
+    """Take the session's write lease for `owner` (inside the caller's transaction)."""
+    row = await (await conn.execute(
+        f"SELECT lock_owner, lock_pid, lock_host, lock_expires, {_NOW} FROM sessions "
+        "WHERE id = %s FOR UPDATE", (session_id,))).fetchone()
+    if row is None:
+        raise SessionError(f"no session {session_id!r} to lock; create it first")
+    holder, pid, host, expires, now = row
+    # the expiry is on the database's clock: shift it onto ours to judge it
+    if holder and holder != owner and lease_is_live(
+            pid, host, None if expires is None else expires - float(now) + time.time()):
+        where = "" if host == HOST else f" on {host}"
+        raise SessionError(f"session {session_id} is in use by another run "
+                           f"(pid {pid}{where})")
+    await conn.execute(
+        f"UPDATE sessions SET lock_owner = %s, lock_pid = %s, lock_host = %s, "
+        f"lock_expires = {_NOW} + %s WHERE id = %s",
+        (owner, os.getpid(), HOST, LEASE_SECONDS, session_id))
 
 
 async def _next_epoch(conn: psycopg.AsyncConnection[Any], session_id: str) -> int:

@@ -6,7 +6,8 @@ each of the ~8 a turn writes.
 The parts run on one snapshot and cannot see each other's rows, which is why a batch that starts
 a new epoch (`Compact`: the messages after it must see the new epoch) is left to the
 statement-per-write path (`None`). Messages are numbered from the session's highest `seq` as
-the statement starts, plus their place in the batch."""
+the statement starts, plus their place in the batch. A part may change a row once only, so the
+session's row is updated by one part: its `updated` time and the lease given back together."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.rows import USAGE_COLUMNS, events_row, message_row, run_row, turn_row
-from loopwright.store.writes import AppendMessages, Compact, RecordEvents, RecordRun, StoreWrite
+from loopwright.store.writes import (
+    AppendMessages,
+    Compact,
+    RecordEvents,
+    RecordRun,
+    ReleaseLease,
+    StoreWrite,
+)
 
 _MESSAGE_VALUES = (
     "(%s, (SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = %s) + {n}, "
@@ -34,6 +42,7 @@ def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
     `Compact`."""
     parts: list[str] = []
     params: list[Any] = []
+    touched, release = False, None
 
     def part(sql: str, values: list[tuple[Any, ...]]) -> None:
         parts.append(sql)
@@ -45,6 +54,9 @@ def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
             return None
         if isinstance(write, AppendMessages):
             _messages(session_id, write, now, part)
+            touched = True
+        elif isinstance(write, ReleaseLease):
+            release = write.owner
         elif isinstance(write, RecordEvents):
             _events(session_id, write, now, part)
         elif isinstance(write, RecordRun):
@@ -57,6 +69,8 @@ def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
             part("INSERT INTO turns (session_id, run_id, turn, created, "
                  + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (" + _marks(len(row)) + ") "
                  + _TURN_UPDATE, [row])
+    if touched or release is not None:
+        _session_row(session_id, now if touched else None, release, part)
     if not parts:
         return None
     head = ", ".join(f"w{n} AS ({sql})" for n, sql in enumerate(parts[:-1]))
@@ -67,7 +81,23 @@ def _messages(session_id: str, write: AppendMessages, now: float, part: Any) -> 
     rows = [(session_id, session_id, session_id, *message_row(m), now) for m in write.messages]
     part("INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
          + ", ".join(_MESSAGE_VALUES.format(n=n) for n in range(1, len(rows) + 1)), rows)
-    part("UPDATE sessions SET updated = %s WHERE id = %s", [(now, session_id)])
+
+
+def _session_row(session_id: str, updated: float | None, release: str | None, part: Any
+                 ) -> None:
+    """The session's `updated` time (when messages were written) and its lease given back
+    (when `release` holds it), in one part."""
+    sets: list[str] = []
+    values: list[Any] = []
+    if updated is not None:
+        sets.append("updated = %s")
+        values.append(updated)
+    if release is not None:
+        sets.extend(f"{column} = CASE WHEN lock_owner = %s THEN NULL ELSE {column} END"
+                    for column in ("lock_pid", "lock_host", "lock_expires"))
+        sets.append("lock_owner = nullif(lock_owner, %s)")  # every right side reads the old row
+        values.extend([release] * 4)
+    part(f"UPDATE sessions SET {', '.join(sets)} WHERE id = %s", [(*values, session_id)])
 
 
 def _events(session_id: str, write: RecordEvents, now: float, part: Any) -> None:

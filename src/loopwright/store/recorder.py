@@ -33,6 +33,7 @@ from loopwright.store.writes import (
     RecordEvents,
     RecordRun,
     RecordTurn,
+    ReleaseLease,
     StoreWrite,
     write_all,
 )
@@ -98,15 +99,22 @@ class SessionRecorder(LoopPlugin):
     async def _open_once(self, history: list[Message] | None, system_prompt: str, prompt: str
                          ) -> list[Message]:
         store, sid = self.store, self.session_id
-        existing = await store.get(sid)
-        if existing is None:
-            await store.create(sid, model=self.model, cwd=self.cwd, system_prompt=system_prompt,
-                               title=_title(prompt, history), parent_id=self.parent_id)
-            await store.update(sid, **self.provider)
-        await store.acquire(sid, self.owner)
+        title = _title(prompt, history)
+        open_session = getattr(store, "open_session", None)
+        if open_session is not None:  # the built-in stores: one transaction (one hop)
+            exists = await open_session(sid, self.owner, model=self.model, cwd=self.cwd,
+                                        title=title, parent_id=self.parent_id,
+                                        system_prompt=system_prompt, **self.provider)
+        else:
+            exists = await store.get(sid) is not None
+            if not exists:
+                await store.create(sid, model=self.model, cwd=self.cwd, title=title,
+                                   parent_id=self.parent_id, system_prompt=system_prompt)
+                await store.update(sid, **self.provider)
+            await store.acquire(sid, self.owner)
         self._leased = True
         try:
-            return await self._initial_history(history, system_prompt, existing is not None)
+            return await self._initial_history(history, system_prompt, exists)
         except BaseException:
             await self.release()
             raise
@@ -245,8 +253,13 @@ class SessionRecorder(LoopPlugin):
             self._heartbeat.cancel()
         self._writes.put(RecordRun(record=self._record(run, result), model=self.model,
                                    ended=True))
+        folded = self._leased and self._writes.open  # given back in the run's last transaction
+        if folded:
+            self._writes.put(ReleaseLease(owner=self.owner))
         await self._writes.close()
-        await self.release()
+        if folded and self._writes.failure is None:
+            self._leased = False
+        await self.release()  # not written with it (the store failed): given back on its own
 
     def _late_write(self, write: Awaitable[Any]) -> None:
         """A write after the run's queue closed (its terminal event): best effort, in the

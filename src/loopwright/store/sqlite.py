@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
+from loopwright.store.audit import AuditEntry, audit_entries
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.rows import (
@@ -39,6 +40,7 @@ from loopwright.store.writes import (
     Compact,
     RecordEvents,
     RecordRun,
+    ReleaseLease,
     StoreWrite,
     merged,
 )
@@ -68,21 +70,6 @@ class SearchHit:
     title: str
     updated: float
     score: float  # BM25: lower is better
-
-
-@dataclass(kw_only=True)
-class AuditEntry:
-    """One tool call as the audit log tells it."""
-
-    run_id: str
-    call_id: str
-    name: str
-    arguments: Any
-    created: float
-    is_error: bool | None = None  # None: the call never finished
-    duration: float | None = None
-    size: int | None = None  # characters of the result the model read
-    decision: str = "allowed"  # "allowed" | "denied: <reason>" | "intercepted" | "not run"
 
 
 class SQLiteStore:
@@ -367,18 +354,25 @@ class SQLiteStore:
 
     def acquire(self, session_id: str, owner: str) -> None:
         with self._write("locking a session") as db:
-            row = db.execute("SELECT lock_owner, lock_pid, lock_host, lock_expires FROM sessions "
-                             "WHERE id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise SessionError(f"no session {session_id!r} to lock; create it first")
-            holder, pid, host, expires = row
-            if holder and holder != owner and lease_is_live(pid, host, expires):
-                where = "" if host == HOST else f" on {host}"
-                raise SessionError(f"session {session_id} is in use by another run "
-                                   f"(pid {pid}{where})")
-            db.execute("UPDATE sessions SET lock_owner = ?, lock_pid = ?, lock_host = ?, "
-                       "lock_expires = ? WHERE id = ?",
-                       (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
+            _take_lease(db, session_id, owner)
+
+    def open_session(self, session_id: str, owner: str, *, model: str = "", cwd: str = "",
+                     title: str = "", parent_id: str | None = None,
+                     system_prompt: str | None = None, base_url: str = "",
+                     api_mode: str = "") -> bool:
+        """A run's opening in one transaction: the session created unless it exists (with
+        these fields), then its write lease taken for `owner` (as `acquire`: `SessionError`
+        while another live run holds it, and nothing is created then). Whether the session
+        existed before."""
+        now = time.time()
+        with self._write("opening a session") as db:
+            created = db.execute(
+                "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+                "base_url, api_mode, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
+                 now, now)).rowcount
+            _take_lease(db, session_id, owner)
+        return not created
 
     def renew(self, session_id: str, owner: str) -> None:
         with self._lock, self._translate("renewing a session lease"):
@@ -390,9 +384,7 @@ class SQLiteStore:
 
     def release(self, session_id: str, owner: str) -> None:
         with self._lock, self._translate("unlocking a session"):
-            self._db.execute("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, "
-                             "lock_host = NULL, lock_expires = NULL "
-                             "WHERE id = ? AND lock_owner = ?", (session_id, owner))
+            self._db.execute(_RELEASE, (session_id, owner))
 
     # -- runs and events --
 
@@ -449,6 +441,8 @@ class SQLiteStore:
                     if write.ended:
                         self._touch(db, session_id, now, always=True)
                         _index_messages(db)
+                elif isinstance(write, ReleaseLease):
+                    db.execute(_RELEASE, (session_id, write.owner))
                 else:
                     db.execute(_UPSERT_TURN, turn_row(session_id, write.run_id, write.turn,
                                                        write.usage, write.cost, now))
@@ -515,6 +509,26 @@ _UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created
                 + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+_RELEASE = ("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = NULL, "
+            "lock_expires = NULL WHERE id = ? AND lock_owner = ?")
+
+
+def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
+    """Take the session's write lease for `owner` (inside the caller's transaction)."""
+    row = db.execute("SELECT lock_owner, lock_pid, lock_host, lock_expires FROM sessions "
+                     "WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionError(f"no session {session_id!r} to lock; create it first")
+    holder, pid, host, expires = row
+    if holder and holder != owner and lease_is_live(pid, host, expires):
+        where = "" if host == HOST else f" on {host}"
+        raise SessionError(f"session {session_id} is in use by another run "
+                           f"(pid {pid}{where})")
+    db.execute("UPDATE sessions SET lock_owner = ?, lock_pid = ?, lock_host = ?, "
+               "lock_expires = ? WHERE id = ?",
+               (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
+
+
 def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
                    events: list[dict[str, Any]], now: float) -> None:
     split = [split_model_call(run_id, event) for event in events]
@@ -547,34 +561,6 @@ _INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}
                 f"({', '.join('?' * (len(CALL_COLUMNS) + 1))})")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def audit_entries(events: list[dict[str, Any]]) -> list[AuditEntry]:
-    """The audit log (one entry per tool call) from a session's stored events."""
-    entries: dict[tuple[str, str], AuditEntry] = {}
-    for event in events:
-        key = (event["run_id"], str(event.get("id", "")))
-        if event["type"] == "tool_call":
-            entries[key] = AuditEntry(run_id=event["run_id"], call_id=key[1],
-                                      name=event.get("name", ""),
-                                      arguments=event.get("arguments"), created=event["created"])
-        elif event["type"] == "tool_result" and key in entries:
-            entry = entries[key]
-            entry.is_error = bool(event.get("is_error"))
-            entry.duration = event.get("duration")
-            entry.size = event.get("content_chars")
-            entry.decision = _decision(event.get("data") or {})
-    return list(entries.values())
-
-
-def _decision(data: dict[str, Any]) -> str:
-    if data.get("denied"):
-        return f"denied: {data.get('reason') or 'not allowed'}"
-    if data.get("intercepted"):
-        return "intercepted"
-    if data.get("unknown_tool") or data.get("bad_arguments") or data.get("truncated"):
-        return "not run"
-    return "allowed"
 
 
 def fts_query(text: str, *, any_word: bool = False) -> str:

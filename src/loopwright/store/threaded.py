@@ -90,6 +90,10 @@ class ThreadedStore:
     async def acquire(self, session_id: str, owner: str) -> None:
         await self._call(self.sync.acquire, session_id, owner)
 
+    async def open_session(self, session_id: str, owner: str, **fields: Any) -> bool:
+        """Create unless it exists and take the lease: one hop (`SQLiteStore.open_session`)."""
+        return await self._call(self.sync.open_session, session_id, owner, **fields)
+
     async def renew(self, session_id: str, owner: str) -> None:
         await self._call(self.sync.renew, session_id, owner)
 

@@ -50,18 +50,27 @@ class RecordTurn:
     cost: float | None
 
 
-StoreWrite = AppendMessages | Compact | RecordEvents | RecordRun | RecordTurn
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReleaseLease:
+    """Give the run's write lease on the session back (`SessionStore.release`): a run's last
+    write, so its end costs one transaction rather than two."""
+
+    owner: str
+
+
+StoreWrite = AppendMessages | Compact | RecordEvents | RecordRun | RecordTurn | ReleaseLease
 
 
 def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
     """The same writes in fewer statements: messages and compactions in their order
     (neighbouring messages joined), then each run's newest record (an upsert: it says all the
-    older ones said), each turn's, and each run's events joined. One transaction takes them all,
-    so only the order within a table matters."""
+    older ones said), each turn's, and each run's events joined; a lease given back goes last.
+    One transaction takes them all, so only the order within a table matters."""
     history: list[AppendMessages | Compact] = []
     events: dict[str, list[dict[str, Any]]] = {}
     runs: dict[str, RecordRun] = {}
     turns: dict[tuple[str, int], RecordTurn] = {}
+    releases: dict[str, ReleaseLease] = {}
     for write in writes:
         if isinstance(write, AppendMessages):
             last = history[-1] if history else None
@@ -75,11 +84,13 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
             runs[write.record.run_id] = write
         elif isinstance(write, RecordTurn):
             turns[(write.run_id, write.turn)] = write
+        elif isinstance(write, ReleaseLease):
+            releases[write.owner] = write
         else:
             history.append(write)
     return [*history, *runs.values(), *turns.values(),
             *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items()
-              if rows)]
+              if rows), *releases.values()]
 
 
 async def write_all(store: SessionStore, session_id: str, writes: Sequence[StoreWrite]) -> None:
@@ -101,5 +112,7 @@ async def _write_one(store: SessionStore, session_id: str, write: StoreWrite) ->
         await store.record_events(session_id, write.run_id, write.events)
     elif isinstance(write, RecordRun):
         await store.record_run(session_id, write.record, model=write.model, ended=write.ended)
+    elif isinstance(write, ReleaseLease):
+        await store.release(session_id, write.owner)
     else:
         await store.record_turn(session_id, write.run_id, write.turn, write.usage, write.cost)
