@@ -166,6 +166,56 @@ CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
 END;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+# v6: a turn's transaction writes fewer B-trees (each a page or more of the WAL a turn). `turns`
+# is kept in its primary key's order (WITHOUT ROWID: one B-tree, not a table and its key's
+# index), and `messages` has one index for both of its orders, (session_id, epoch, seq), not
+# (session_id, seq) and (session_id, epoch, seq): a session's newest seq is in its newest epoch
+# (a compaction numbers on from the highest seq), which is where `SQLiteStore` looks for it.
+# Message ids are kept, so the search index stays valid; its delete trigger is made again
+_V6 = """
+CREATE TABLE turns_v6 (
+    session_id          TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id              TEXT NOT NULL,
+    turn                INTEGER NOT NULL,
+    created             REAL NOT NULL,
+    input_tokens        INTEGER NOT NULL DEFAULT 0,
+    output_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens   INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens  INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens    INTEGER NOT NULL DEFAULT 0,
+    requests            INTEGER NOT NULL DEFAULT 0,
+    cost                REAL,
+    PRIMARY KEY (session_id, run_id, turn)
+) WITHOUT ROWID;
+INSERT INTO turns_v6 SELECT session_id, run_id, turn, created, input_tokens, output_tokens,
+    cache_read_tokens, cache_write_tokens, reasoning_tokens, requests, cost FROM turns;
+DROP TABLE turns;
+ALTER TABLE turns_v6 RENAME TO turns;
+
+CREATE TABLE messages_v6 (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    role        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    data        TEXT NOT NULL,
+    created     REAL NOT NULL,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (session_id, epoch, seq)
+);
+INSERT INTO messages_v6 (id, session_id, seq, role, content, data, created, epoch)
+    SELECT id, session_id, seq, role, content, data, created, epoch FROM messages ORDER BY id;
+DROP TRIGGER messages_fts_delete;
+DROP TABLE messages;
+ALTER TABLE messages_v6 RENAME TO messages;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        SELECT 'delete', OLD.id, OLD.content FROM fts_progress WHERE OLD.id <= upto;
+    UPDATE fts_progress SET upto = (SELECT coalesce(max(id), 0) FROM messages)
+        WHERE upto > (SELECT coalesce(max(id), 0) FROM messages);
+END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -52,7 +52,8 @@ _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_ow
                     "lock_host, lock_expires, epoch, base_url, api_mode")
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
-    "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?1), "
+    "(?1, coalesce((SELECT seq FROM messages WHERE session_id = ?1 "
+    "ORDER BY epoch DESC, seq DESC LIMIT 1), 0) + 1, "
     "(SELECT epoch FROM sessions WHERE id = ?1), ?2, ?3, ?4, ?5)")
 _WORD = re.compile(r"\w+", re.UNICODE)
 TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
@@ -404,7 +405,7 @@ class SQLiteStore:
         """What each turn of the session's runs spent, in order, as dicts of their columns."""
         with self._read("reading turns") as db:
             cursor = db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY created, "
-                                "rowid", (session_id,))
+                                "turn", (session_id,))
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
