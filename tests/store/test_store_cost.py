@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, tool
 from loopwright.store.postgres import PostgresStore
 from loopwright.store.sqlite import SQLiteStore
@@ -144,3 +146,28 @@ async def test_a_store_without_the_folded_calls_opens_and_releases_call_by_call(
         await store.aclose()
     if isinstance(store, CountedSQLite):
         assert {"create", "update", "acquire", "release"} <= set(store.writes)
+
+
+async def test_a_steady_postgresql_turn_is_not_parsed_again_on_the_client(
+        store_spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn's statement has ~60 parameters, past psycopg's cache of parsed `%s` statements
+    (50): it was parsed for its placeholders on every turn, more client CPU than the rest of
+    the write. Written with `$n` and sent by a raw cursor, it is not parsed at all."""
+    if not store_spec.startswith("postgresql://"):
+        pytest.skip("PostgreSQL's client only")
+    import psycopg._queries as queries
+
+    parsed: list[int] = []
+    split = queries._split_query
+
+    def counted_split(*args: Any, **kwargs: Any) -> Any:
+        parsed.append(1)
+        return split(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "_split_query", counted_split)
+    await writes_of_a_run(store_spec, 3, "lookup")  # what every run sends, parsed (and kept)
+    parsed.clear()
+    await writes_of_a_run(store_spec, 3, "lookup")
+    few, parsed[:] = len(parsed), []
+    await writes_of_a_run(store_spec, 9, "lookup")
+    assert len(parsed) == few  # as many for 9 turns as for 3: none per turn

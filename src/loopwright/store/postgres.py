@@ -398,8 +398,11 @@ class PostgresStore:
         batch = merged(writes)
         statement = one_statement(session_id, batch, now)
         if statement is not None:  # as a rule: one statement, atomic on its own
-            async with self._db("writing a run's records") as conn:
-                await conn.execute(statement[0], statement[1])
+            import psycopg
+
+            async with self._db("writing a run's records") as conn, \
+                    psycopg.AsyncRawCursor(conn) as cursor:  # `$n` placeholders, as they are
+                await cursor.execute(statement[0], statement[1])
             return
         async with self._db("writing a run's records", pipeline=True) as conn:
             for write in batch:
