@@ -9,11 +9,9 @@ twice."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    pass
+from loopwright.store.rows import record_json
 
 CALL_COLUMNS = ("run_id", "call_id", "turn", "purpose", "model", "provider", "started",
                 "latency", "attempts", "input_tokens", "output_tokens", "cost", "error", "data")
@@ -35,6 +33,6 @@ def split_model_call(run_id: str, event: dict[str, Any]
            float(record.get("latency") or 0.0), int(record.get("attempts") or 0),
            int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
            record.get("cost"), record.get("error"),
-           json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")))
+           record_json(record))
     slim = {k: v for k, v in record.items() if k not in _BULKY}
     return {**event, "record": slim}, row

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "reasoning_tokens", "requests")
+# made once: `json.dumps` with arguments builds an encoder on every call, ~2.7 µs of the ~11 µs
+# of an event row's encoding, and a turn encodes four or five
+_MESSAGE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
 
 
 def message_row(message: Message) -> tuple[str, str, str]:
@@ -25,7 +29,7 @@ def message_row(message: Message) -> tuple[str, str, str]:
     fields = message.to_dict()
     del fields["role"], fields["content"]
     try:
-        data = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+        data = _MESSAGE_JSON.encode(fields)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"cannot store a {message.role} message: {exc}") from exc
     return message.role, message.content, data
@@ -41,18 +45,19 @@ def events_row(session_id: str, run_id: str, now: float, events: list[dict[str, 
     in `data` with the type `batch`; a single event as its own object, with its type and, for a
     tool event, the call it is about in columns of their own."""
     if len(events) != 1:
-        return (session_id, run_id, now, BATCH, None, None, None, None, None, _json(events))
+        return (session_id, run_id, now, BATCH, None, None, None, None, None, record_json(events))
     event = events[0]
     kind = event.get("type", "")
     tool = kind in ("tool_call", "tool_result")
     is_error = event.get("is_error")
     return (session_id, run_id, now, kind, event.get("id") if tool else None,
             event.get("name") if tool else None, None if is_error is None else int(is_error),
-            event.get("duration"), event.get("content_chars"), _json(event))
+            event.get("duration"), event.get("content_chars"), record_json(event))
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+def record_json(value: Any) -> str:
+    """An event or a model call record as compact JSON (what JSON cannot hold, as text)."""
+    return _RECORD_JSON.encode(value)
 
 
 def run_row(session_id: str, record: RunRecord, model: str, ended: bool, now: float
