@@ -14,12 +14,17 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --quick         # fewer runs
     python bench/store_overhead.py --no-serve --json
     python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
+    python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
 110 turns between them is the instructions per turn of the process, every thread included. It is
 not moved by the machine's load (CPU time is: a hop to the store's thread and back costs more on
 a busy machine), but it does not see cache misses or thread wake-ups either.
+
+`--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU of the
+event loop's thread and of the store's thread (from /proc/self/task, Linux), and the pages a
+turn writes to the WAL (with automatic checkpoints off for the count, so the file only grows).
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -233,6 +238,62 @@ def print_instructions(base_url: str, pg_dsn: str) -> None:
         print(f"  library, {label} {counted[name] / 1e6:7.3f} M  x{counted[name] / none:.2f}")
 
 
+# --- where SQLite's cost goes -------------------------------------------------------------------
+
+WAL_FRAME_HEADER, WAL_HEADER = 24, 32
+
+
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of this process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in os.listdir("/proc/self/task"):
+        fields = Path(f"/proc/self/task/{task}/stat").read_text().rsplit(")", 1)[1].split()
+        out[int(task)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+async def breakdown(base_url: str, runs: int, *, sqlite: bool) -> dict[str, float]:
+    """Per turn, with SQLite or no store: CPU ms of the loop's thread and of the others (the
+    store's), and WAL pages written."""
+    from loopwright.store.sqlite import SQLiteStore
+    from loopwright.store.threaded import ThreadedStore
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "s.db"
+        store = SQLiteStore(path) if sqlite else None
+        if store is not None:
+            store._db.execute("PRAGMA wal_autocheckpoint = 0")  # the WAL only grows
+        page = 4096 if store is None else store._db.execute("PRAGMA page_size").fetchone()[0]
+        agent = Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
+                      store=ThreadedStore(store) if store is not None else None,
+                      max_turns=ROUNDS + 5)
+        wal = path.with_name("s.db-wal")
+        try:
+            await agent.run("look the keys up")  # warm up
+            size = wal.stat().st_size if wal.exists() else WAL_HEADER
+            before, turns = thread_cpu(), 0
+            for _ in range(runs):
+                turns += (await agent.run("look the keys up")).turns
+            after = thread_cpu()
+            grown = (wal.stat().st_size if wal.exists() else WAL_HEADER) - max(size, WAL_HEADER)
+        finally:
+            await agent.aclose()
+            await close_shared_client()
+    spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    return {"loop_thread_ms": spent.pop(os.getpid(), 0.0) / turns * 1000,
+            "other_threads_ms": sum(spent.values()) / turns * 1000,
+            "wal_pages": grown / (page + WAL_FRAME_HEADER) / turns}
+
+
+def print_breakdown(base_url: str, runs: int) -> None:
+    print(f"per turn, {runs} runs each (load average {os.getloadavg()[0]:.1f}):")
+    for label, sqlite in (("no store", False), ("SQLite  ", True)):
+        split = asyncio.run(breakdown(base_url, runs, sqlite=sqlite))
+        print(f"  {label}  loop thread {split['loop_thread_ms']:.3f} ms, other threads "
+              f"{split['other_threads_ms']:.3f} ms, {split['wal_pages']:.1f} WAL pages")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
@@ -249,14 +310,20 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under callgrind instead of timing")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="SQLite only: CPU by thread and WAL pages a turn")
     args = parser.parse_args()
     model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
                                    str(ROUNDS)])
     try:
+        if args.breakdown:
+            print_breakdown(base_url, args.runs * args.repeats)
+            return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:
                 print_instructions(base_url, pg_dsn)
                 return
+
             row = asyncio.run(measure(args, base_url, pg_dsn))
     finally:
         model.terminate()
