@@ -24,7 +24,8 @@ a busy machine), but it does not see cache misses or thread wake-ups either.
 
 `--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU of the
 event loop's thread and of the store's thread (from /proc/self/task, Linux), and the pages a
-turn writes to the WAL (with automatic checkpoints off for the count, so the file only grows).
+turn writes to the WAL, by table and index (with automatic checkpoints off for the count, so the
+file only grows; SQLite's `dbstat` names the B-tree of each page).
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -276,14 +277,32 @@ async def breakdown(base_url: str, runs: int, *, sqlite: bool) -> dict[str, floa
             for _ in range(runs):
                 turns += (await agent.run("look the keys up")).turns
             after = thread_cpu()
-            grown = (wal.stat().st_size if wal.exists() else WAL_HEADER) - max(size, WAL_HEADER)
+            trees = pages_by_tree(store, wal, max(size, WAL_HEADER), page) if store else {}
         finally:
             await agent.aclose()
             await close_shared_client()
     spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
     return {"loop_thread_ms": spent.pop(os.getpid(), 0.0) / turns * 1000,
             "other_threads_ms": sum(spent.values()) / turns * 1000,
-            "wal_pages": grown / (page + WAL_FRAME_HEADER) / turns}
+            "wal_pages": sum(trees.values()) / turns,
+            **{f"pages {tree}": count / turns for tree, count in trees.items()}}
+
+
+def pages_by_tree(store: Any, wal: Path, start: int, page: int) -> dict[str, int]:
+    """How many WAL frames from `start` on hold a page of each table or index (SQLite's
+    `dbstat` tells which B-tree a page belongs to; page 1 is the file's header too)."""
+    import struct
+
+    data = wal.read_bytes()[start:]
+    step = page + WAL_FRAME_HEADER
+    numbers = [struct.unpack(">I", data[at:at + 4])[0]
+               for at in range(0, len(data) - step + 1, step)]
+    owner = dict(store._db.execute("SELECT pageno, name FROM dbstat").fetchall())
+    counts: dict[str, int] = {}
+    for number in numbers:
+        tree = owner.get(number, "free list") + (" (page 1)" if number == 1 else "")
+        counts[tree] = counts.get(tree, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def print_breakdown(base_url: str, runs: int) -> None:
@@ -292,6 +311,9 @@ def print_breakdown(base_url: str, runs: int) -> None:
         split = asyncio.run(breakdown(base_url, runs, sqlite=sqlite))
         print(f"  {label}  loop thread {split['loop_thread_ms']:.3f} ms, other threads "
               f"{split['other_threads_ms']:.3f} ms, {split['wal_pages']:.1f} WAL pages")
+        for name, count in split.items():
+            if name.startswith("pages ") and count >= 0.05:
+                print(f"      {count:5.2f}  {name[6:]}")
 
 
 def main() -> None:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopwright import Agent, tool
+from loopwright.messages import user
+from loopwright.store import RunRecord
 from loopwright.store.postgres import PostgresStore
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.threaded import ThreadedStore
+from loopwright.store.writes import AppendMessages, RecordRun
 from loopwright.testing import FakeModelServer, Reply, call
 
 READS = {"get", "load", "load_page", "message_count", "system_prompt", "lineage", "resolve",
@@ -171,3 +175,21 @@ async def test_a_steady_postgresql_turn_is_not_parsed_again_on_the_client(
     few, parsed[:] = len(parsed), []
     await writes_of_a_run(store_spec, 9, "lookup")
     assert len(parsed) == few  # as many for 9 turns as for 3: none per turn
+
+
+def test_a_new_sessions_first_write_leaves_its_row_alone_and_its_end_touches_it(
+        tmp_path: Path) -> None:
+    """`updated` was just set when the session was made: the run's first batch does not
+    rewrite the session's row and its two indexes again; the run's end does."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        assert store.open_session("s", "me") is False
+        created = store._db.execute("SELECT updated FROM sessions").fetchone()[0]
+        store.write_batch("s", [AppendMessages(messages=[user("hi")])])
+        assert store._db.execute("SELECT updated FROM sessions").fetchone()[0] == created
+        store.write_batch("s", [RecordRun(record=RunRecord(run_id="r"), ended=True)])
+        assert store._db.execute("SELECT updated FROM sessions").fetchone()[0] > created
+        other = SQLiteStore(tmp_path / "s.db")  # a session it did not make: touched at once
+        other.open_session("s", "me")
+        other.write_batch("s", [AppendMessages(messages=[user("again")])])
+        assert other._db.execute("SELECT updated FROM sessions").fetchone()[0] > created
+        other.close()

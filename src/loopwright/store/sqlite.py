@@ -373,6 +373,8 @@ class SQLiteStore:
                 (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
                  now, now)).rowcount
             _take_lease(db, session_id, owner)
+        if created:  # just set: the run's first write need not set it again
+            self._touched[session_id] = now
         return not created
 
     def renew(self, session_id: str, owner: str) -> None:
