@@ -342,3 +342,22 @@ async def test_opening_a_session_creates_it_once_and_respects_a_live_lease(
     await store.release("s1", "worker-a")
     assert await store.open_session("s1", "worker-b") is True  # free once released
     await store.aclose()
+
+
+async def test_a_lease_given_back_with_a_write_is_only_the_writers_own(store_spec: str) -> None:
+    from loopwright.store.writes import AppendMessages, ReleaseLease
+
+    store: Any = opened(store_spec)
+    await store.open_session("s1", "worker-a")
+    await store.write_batch("s1", [AppendMessages(messages=[user("hi")]),
+                                   ReleaseLease(owner="worker-b")])  # not b's to give back
+    info = await store.get("s1")
+    assert info is not None and info.locked_by == os.getpid()
+    with pytest.raises(SessionError, match="in use by another run"):
+        await store.open_session("s1", "worker-b")
+    await store.write_batch("s1", [AppendMessages(messages=[user("bye")]),
+                                   ReleaseLease(owner="worker-a")])
+    info = await store.get("s1")
+    assert info is not None and info.locked_by is None and info.message_count == 2
+    assert await store.open_session("s1", "worker-b") is True  # free once given back
+    await store.aclose()
