@@ -98,7 +98,8 @@ async def test_a_call_that_may_change_something_adds_one_before_it_runs(
     assert (many - few) / 6 == 2
 
 
-LATE = {"record_events", "recording events"}  # the terminal event, written in the background
+# the terminal event, written in the background, and a lease renewal (every 15 s: a slow machine)
+ASIDE = {"record_events", "recording events", "renew", "renewing a session lease"}
 
 
 async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_last(
@@ -109,7 +110,7 @@ async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_la
             agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
                           session_id="s1")
             assert (await agent.run("go")).stop_reason == "completed"
-            writes = [w for w in store.writes if w not in LATE]
+            writes = [w for w in store.writes if w not in ASIDE]
             info = await store.get("s1")
             assert info is not None and info.locked_by is None  # given back
             assert (await agent.run("once more")).output == "again"  # and so free to take
