@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
+from loopwright import agent_parts
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
-from loopwright.errors import ConfigError, LoopwrightError
+from loopwright.errors import LoopwrightError
 from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.tools.base import DepsT, Tool
 
@@ -31,16 +32,12 @@ if TYPE_CHECKING:
     from loopwright.endpoints.resolve import Resolved
     from loopwright.endpoints.retry import RetryPolicy
     from loopwright.events import Event
-    from loopwright.mcp.client import MCPManager
     from loopwright.messages import Message
-    from loopwright.output import OutputSpec
     from loopwright.plugins import LoopPlugin
-    from loopwright.routing.choose import ChooseModel
     from loopwright.run_state import LoopSettings, RunState
     from loopwright.safety.policy import ApprovalCallback
     from loopwright.safety.sandbox import SandboxPolicy
     from loopwright.settings import AgentOptions, Settings
-    from loopwright.skills import AgentSkills
 
 # Imported where first used, not here, so that `from loopwright import Agent` stays cheap and an
 # agent that does not use a part never loads it (tests/test_startup.py): the runtime (settings,
@@ -122,18 +119,18 @@ class Agent(Generic[DepsT, OutputT]):
         self.settings: Settings = load_settings({"model": model, **options})
         self.output_type = output_type
         self.http_client = http_client
-        self._output = _output_spec(output_type)
+        self._output = agent_parts.output_spec(output_type)
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
-        self.skills = _skills(self.settings, self.state_services.workdir)
+        self.skills = agent_parts.skills(self.settings, self.state_services.workdir)
         for extra in [*self.state_services.tools(), *(self.skills.tools() if self.skills else [])]:
             self.registry.add(extra)
         self.callbacks = list(callbacks)
         if self.settings.otel:
-            self.callbacks.append(_otel_tracer())
-        self.plugins = [*_router_plugins(self.settings), *plugins,
+            self.callbacks.append(agent_parts.otel_tracer())
+        self.plugins = [*agent_parts.router_plugins(self.settings), *plugins,
                         *(self.skills.plugins() if self.skills else [])]
-        self.mcp = _mcp_manager(self.settings)  # None without mcp_servers
+        self.mcp = agent_parts.mcp_manager(self.settings)  # None without mcp_servers
         if self.mcp is not None:  # connects when the first run starts; tools join the registry
             from loopwright.mcp.client import MCPToolsPlugin
 
@@ -150,7 +147,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         self.policy = Policy.from_config(self.settings.policy)
         self._sandbox: SandboxPolicy | None = None
-        if _sandbox_configured(self.settings) or self._runs_commands():
+        if agent_parts.sandbox_configured(self.settings) or self._runs_commands():
             self._sandbox = self.sandbox  # a bad mode fails here
         self._sandbox_note: str | None = None  # told to the model when a tool runs commands
         self._approvals = ApprovalCache(ttl=self.settings.approval_ttl)
@@ -165,8 +162,8 @@ class Agent(Generic[DepsT, OutputT]):
                                          http_client=http_client)
         self._live: set[RunHandle] = set()
         self._summary_cooldown: SummaryCooldown | None = None  # made with the first run
-        self._side_models = _side_models(self.settings)  # bad side models fail here
-        self._chooser = _chooser(self.settings.choose_model)  # and bad rules
+        self._side_models = agent_parts.side_models(self.settings)  # bad side models fail here
+        self._chooser = agent_parts.chooser(self.settings.choose_model)  # and bad rules
         # what a host lends every tool call by name (an editor's buffers: builtin/editor.py)
         self.services: dict[str, Any] = {}
 
@@ -251,7 +248,6 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright.attachments import refuse_unsupported, split_prompt
         from loopwright.budget import IterationBudget
         from loopwright.endpoints.base import hold_shared_client
-        from loopwright.events import StatusEvent
         from loopwright.loop import drive
         from loopwright.run_state import RunState
         from loopwright.store.services import first_user_turn
@@ -263,42 +259,19 @@ class Agent(Generic[DepsT, OutputT]):
                                [messages.user("", attachments)])
         hold_shared_client(self)  # until aclose(), or until this event loop ends
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
-
-        def emit(event: Event) -> None:
-            failure: Exception | None = None
-            for callback in callbacks:  # one failing callback must not starve the others
-                try:
-                    callback(event)
-                except Exception as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-
+        emit = _fan_out(callbacks)
         session_id = session_id or self.settings.session_id or uuid.uuid4().hex
         from loopwright.context.economy import small_window
 
         compact = small_window(self.windows, chain)
         await self._prepare_sandbox_note(compact=compact)
         # instruction files, memory and skills are read from disk: not on the event loop
-        where = _run_workdir(workdir if workdir is not None else self.settings.workdir)
+        where = agent_parts.run_workdir(workdir if workdir is not None else self.settings.workdir)
         system_prompt = await asyncio.to_thread(self._system_prompt, where, compact)
         settings = self._loop_settings(chain, session_id, where)
-        primary = (await self._providers.resolve())[0]
-        recorder = self.state_services.recorder(
-            session_id, model=chain.model, base_url=primary.endpoint.base_url,
-            api_mode=primary.mode, parent_id=parent_session_id)
-        if recorder is not None:  # persist, and resume a stored session given no history
-            run_history = await recorder.open(
-                history, system_prompt=system_prompt, prompt=prompt,
-                on_busy=lambda text: emit(StatusEvent(kind="store_busy", message=text,
-                                                      agent=agent_tag)))
-            settings.plugins.append(recorder)
-            settings.executor.gates.insert(0, recorder.before_tool)
-            callbacks.append(recorder)
-        else:
-            run_history = list(history or [])
-            if not run_history or run_history[0].role != "system":
-                run_history.insert(0, messages.system(system_prompt))
+        run_history = await self._open_history(
+            chain, session_id, parent_session_id, history, system_prompt, prompt,
+            settings=settings, callbacks=callbacks, agent_tag=agent_tag)
         state = RunState(
             settings=settings,
             history=run_history,
@@ -315,6 +288,35 @@ class Agent(Generic[DepsT, OutputT]):
         self._live.add(handle)
         task.add_done_callback(lambda _: self._live.discard(handle))
         return handle
+
+    async def _open_history(self, chain: ProviderChain, session_id: str,
+                            parent_session_id: str | None, history: list[Message] | None,
+                            system_prompt: str, prompt: str, *, settings: LoopSettings,
+                            callbacks: list[EventCallback], agent_tag: str) -> list[Message]:
+        """The run's starting history: with a store, recorded (and a stored session resumed
+        when no history is given), the recorder hooked into the run; else the history given,
+        under the system prompt."""
+        from loopwright import messages
+        from loopwright.events import StatusEvent
+
+        primary = (await self._providers.resolve())[0]
+        recorder = self.state_services.recorder(
+            session_id, model=chain.model, base_url=primary.endpoint.base_url,
+            api_mode=primary.mode, parent_id=parent_session_id)
+        if recorder is None:
+            run_history = list(history or [])
+            if not run_history or run_history[0].role != "system":
+                run_history.insert(0, messages.system(system_prompt))
+            return run_history
+        emit = _fan_out(callbacks)
+        run_history = await recorder.open(
+            history, system_prompt=system_prompt, prompt=prompt,
+            on_busy=lambda text: emit(StatusEvent(kind="store_busy", message=text,
+                                                  agent=agent_tag)))
+        settings.plugins.append(recorder)
+        settings.executor.gates.insert(0, recorder.before_tool)
+        callbacks.append(recorder)
+        return run_history
 
     @property
     def live_runs(self) -> int:
@@ -441,7 +443,7 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright.tools.prompt_format import tool_call_plugins
 
         s = self.settings
-        fmt = _tool_format(s, chain)
+        fmt = agent_parts.tool_format(s, chain)
         safety = safety_layers(hooks=self.hooks, policy=self.policy, approval=self.approval,
                                approve_all=s.approve_all, cache=self._approvals,
                                session_id=session_id, clarify=self.clarify,
@@ -561,87 +563,19 @@ class Agent(Generic[DepsT, OutputT]):
         return list(await self._providers.resolve())
 
 
-def _otel_tracer() -> EventCallback:
-    """Imported only when asked for: without `otel`, OpenTelemetry is never loaded."""
-    try:
-        from loopwright.tracing import OtelTracer
-    except ImportError as exc:
-        raise ConfigError("otel = true needs OpenTelemetry: pip install 'loopwright[otel]' "
-                          f"({exc})") from None
-    return OtelTracer()
+def _fan_out(callbacks: list[EventCallback]) -> EventCallback:
+    """One callback that calls each of `callbacks` (read when called, so one added later is
+    called too); one failing callback does not starve the others, and the first failure is
+    raised after all have run."""
 
+    def emit(event: Event) -> None:
+        failure: Exception | None = None
+        for callback in callbacks:
+            try:
+                callback(event)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
-def _tool_format(settings: Settings, chain: ProviderChain) -> Settings:
-    """A model whose profile has no native tool calling gets prompt mode by itself."""
-    if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
-        return dataclasses.replace(settings, tool_call_format="prompt")
-    return settings
-
-
-def _run_workdir(workdir: str | Path | None) -> Path:
-    """A run's working directory: the one given (resolved), else the current one."""
-    return Path(workdir).resolve() if workdir else Path.cwd()
-
-
-def _output_spec(output_type: type[Any] | None) -> OutputSpec | None:
-    if output_type in (None, str):
-        return None
-    from loopwright.output import OutputSpec
-
-    return OutputSpec.of(output_type)
-
-
-def _skills(settings: Settings, workdir: Path) -> AgentSkills | None:
-    """The agent's skills; None (the skills package not even loaded) when they are off."""
-    if not settings.skills:
-        return None
-    from loopwright.skills import AgentSkills
-
-    return AgentSkills.from_settings(settings, workdir)
-
-
-def _router_plugins(settings: Settings) -> list[LoopPlugin]:
-    if not settings.router:
-        return []
-    from loopwright.routing.router import IntentRouter
-
-    return [IntentRouter()]
-
-
-def _side_models(settings: Settings) -> dict[str, list[Resolved]]:
-    """Each side task's own chain (routing/side.py), loaded only when one is set."""
-    from loopwright.settings import SIDE_TASKS
-
-    if not any(getattr(settings, f"{task}_model") or getattr(settings, f"{task}_fallbacks")
-               for task in SIDE_TASKS):
-        return {}
-    from loopwright.routing.side import resolve_side_models
-
-    return resolve_side_models(settings)
-
-
-def _chooser(value: Any) -> ChooseModel | None:
-    if value is None or value == []:
-        return None
-    from loopwright.routing.choose import chooser_from_setting
-
-    return chooser_from_setting(value)
-
-
-def _sandbox_configured(settings: Settings) -> bool:
-    """A sandbox setting differs from its default: checked when the agent is made."""
-    from loopwright.settings import DEFAULTS
-
-    return any(getattr(settings, name) != getattr(DEFAULTS, name)
-               for name in ("sandbox_mode", "sandbox_network", "env_passthrough",
-                            "sandbox_bwrap"))
-
-
-def _mcp_manager(settings: Settings) -> MCPManager | None:
-    if not settings.mcp_servers:
-        return None
-    from loopwright.mcp.client import MCPManager
-    from loopwright.settings import default_cache_dir
-
-    cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
-    return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")
+    return emit

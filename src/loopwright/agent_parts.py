@@ -1,0 +1,109 @@
+"""The parts an `Agent` is built from that a setting may leave out: each is imported only when
+its setting asks for it, so an agent that does not use a part never loads its modules
+(tests/test_startup.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopwright.errors import ConfigError
+
+if TYPE_CHECKING:
+    from loopwright.endpoints.fallback import ProviderChain
+    from loopwright.endpoints.resolve import Resolved
+    from loopwright.events import Event
+    from loopwright.mcp.client import MCPManager
+    from loopwright.output import OutputSpec
+    from loopwright.plugins import LoopPlugin
+    from loopwright.routing.choose import ChooseModel
+    from loopwright.settings import Settings
+    from loopwright.skills import AgentSkills
+
+
+def otel_tracer() -> Callable[[Event], None]:
+    """Imported only when asked for: without `otel`, OpenTelemetry is never loaded."""
+    try:
+        from loopwright.tracing import OtelTracer
+    except ImportError as exc:
+        raise ConfigError("otel = true needs OpenTelemetry: pip install 'loopwright[otel]' "
+                          f"({exc})") from None
+    return OtelTracer()
+
+
+def tool_format(settings: Settings, chain: ProviderChain) -> Settings:
+    """A model whose profile has no native tool calling gets prompt mode by itself."""
+    if settings.tool_call_format == "native" and not chain.current.profile.supports_tools:
+        return dataclasses.replace(settings, tool_call_format="prompt")
+    return settings
+
+
+def run_workdir(workdir: str | Path | None) -> Path:
+    """A run's working directory: the one given (resolved), else the current one."""
+    return Path(workdir).resolve() if workdir else Path.cwd()
+
+
+def output_spec(output_type: type[Any] | None) -> OutputSpec | None:
+    if output_type in (None, str):
+        return None
+    from loopwright.output import OutputSpec
+
+    return OutputSpec.of(output_type)
+
+
+def skills(settings: Settings, workdir: Path) -> AgentSkills | None:
+    """The agent's skills; None (the skills package not even loaded) when they are off."""
+    if not settings.skills:
+        return None
+    from loopwright.skills import AgentSkills
+
+    return AgentSkills.from_settings(settings, workdir)
+
+
+def router_plugins(settings: Settings) -> list[LoopPlugin]:
+    if not settings.router:
+        return []
+    from loopwright.routing.router import IntentRouter
+
+    return [IntentRouter()]
+
+
+def side_models(settings: Settings) -> dict[str, list[Resolved]]:
+    """Each side task's own chain (routing/side.py), loaded only when one is set."""
+    from loopwright.settings import SIDE_TASKS
+
+    if not any(getattr(settings, f"{task}_model") or getattr(settings, f"{task}_fallbacks")
+               for task in SIDE_TASKS):
+        return {}
+    from loopwright.routing.side import resolve_side_models
+
+    return resolve_side_models(settings)
+
+
+def chooser(value: Any) -> ChooseModel | None:
+    if value is None or value == []:
+        return None
+    from loopwright.routing.choose import chooser_from_setting
+
+    return chooser_from_setting(value)
+
+
+def sandbox_configured(settings: Settings) -> bool:
+    """A sandbox setting differs from its default: checked when the agent is made."""
+    from loopwright.settings import DEFAULTS
+
+    return any(getattr(settings, name) != getattr(DEFAULTS, name)
+               for name in ("sandbox_mode", "sandbox_network", "env_passthrough",
+                            "sandbox_bwrap"))
+
+
+def mcp_manager(settings: Settings) -> MCPManager | None:
+    if not settings.mcp_servers:
+        return None
+    from loopwright.mcp.client import MCPManager
+    from loopwright.settings import default_cache_dir
+
+    cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
+    return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")
