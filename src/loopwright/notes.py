@@ -107,6 +107,15 @@ def is_runtime_note(message: Message) -> bool:
                                        or is_note(message.content))
 
 
+_RESTATED_CHARS = 600  # of the user's request, in a note that restates it
+
+
+def restated(request: str) -> str:
+    """The user's request on one line, cut at 600 characters, for a note that restates it."""
+    wanted = " ".join(request.split())
+    return wanted if len(wanted) <= _RESTATED_CHARS else wanted[:_RESTATED_CHARS] + " …"
+
+
 def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
@@ -189,6 +198,14 @@ UNREAD_FILE = register("unread_file", (
     "You have not read {files} yet: no tool has opened it in this conversation, so your answer "
     "was a guess and was set aside. Call {tool} on it now, for example {example}, then answer "
     "from its result."))
+# no words of the reply are read: the note follows a tool error and a reply with no call
+# (review/after_error.py), and restates the request (told only "make the corrected call", a small
+# model that had lost the thread answered something else)
+AFTER_ERROR = register("after_error", (
+    "Your reply made no tool call, and the last call failed ({tool}: {error}). The user's "
+    "request is: {request}\nIf a corrected call can get what is needed, make it now, as a real "
+    "tool call. If no call can, give your final answer: say what failed and what that means "
+    "for the request."))
 NARRATION_TOOLS_OFF = register("narration_tools_off", (
     "Your reply announced a tool action, but this reply was asked to answer without tools. "
     "Give your final answer now, from the results above."))

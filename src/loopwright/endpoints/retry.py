@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from loopwright import messages
 from loopwright.messages import ModelRequest
-from loopwright.notes import EMPTY_REPLY, EMPTY_REPLY_TO, render
+from loopwright.notes import EMPTY_REPLY, EMPTY_REPLY_TO, render, restated
 from loopwright.notes import text as note_text
 from loopwright.settings import DEFAULTS
 
@@ -87,9 +87,6 @@ def demanded_pause(headers: httpx.Headers) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
-_RESTATED_CHARS = 600  # of the user's request, in a note that restates it
-
-
 def with_empty_reply_nudge(request: ModelRequest) -> ModelRequest:
     """The request to retry after an empty reply: the same one plus a short note, because at low
     temperature the very same bytes get the very same empty reply. The note is not history. After
@@ -98,10 +95,8 @@ def with_empty_reply_nudge(request: ModelRequest) -> ModelRequest:
     if notes and notes[-1].role == "user":  # merged: some chat templates demand alternation
         notes[-1] = messages.user(f"{notes[-1].content}\n\n{note_text(EMPTY_REPLY)}")
     elif request.user_request.strip():
-        wanted = " ".join(request.user_request.split())
-        if len(wanted) > _RESTATED_CHARS:
-            wanted = wanted[:_RESTATED_CHARS] + " …"
-        notes.append(messages.user(render(EMPTY_REPLY_TO, request=wanted)))
+        notes.append(messages.user(render(EMPTY_REPLY_TO,
+                                          request=restated(request.user_request))))
     else:
         notes.append(messages.user(note_text(EMPTY_REPLY)))
     return dataclasses.replace(request, messages=notes)

@@ -17,13 +17,16 @@ class Check:
     """Override `review`. `stage`: "answer" (a final text) or "calls" (the calls of a reply,
     before they run). `reads_prose`: the check reads the model's words or guesses its intent;
     it is opt-in (`review = "all"`, or named in the `review` list), never run under
-    `review = "auto"` (docs/settings.md). `position` places a user check in the table:
+    `review = "auto"` (docs/settings.md). `small_models_only`: a structural check written for
+    small local models; under "auto" it runs only for a model whose profile is not a frontier
+    family (`Profile.frontier`). `position` places a user check in the table:
     "first", "last" (the default), "before:NAME" or "after:NAME". A check with state for one run
     returns a fresh object from `for_run`."""
 
     name: ClassVar[str] = "check"
     stage: ClassVar[Stage] = "answer"
     reads_prose: ClassVar[bool] = False
+    small_models_only: ClassVar[bool] = False
     position: str = "last"
 
     def for_run(self) -> Check:

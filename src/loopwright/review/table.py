@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from loopwright.errors import ConfigError
+from loopwright.review.after_error import AfterError
 from loopwright.review.answers import CopiedPreamble, DanglingColon, EchoedNote, ImitatedMarkup
 from loopwright.review.call_format import CallFormat
 from loopwright.review.calls import CallLimit, DuplicateCalls
@@ -26,7 +27,7 @@ CHECK_NAMES: tuple[str, ...] = (
     # answers: the unread-file note names the call to make, so it comes before the others (told
     # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
     "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
-    "call_format", "narration",
+    "call_format", "narration", "after_error",
 )
 
 
@@ -35,7 +36,7 @@ def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
     """The built-in checks, in table order."""
     return [DuplicateCalls(), CallLimit(max_calls_per_reply), DoomLoop(doom_loop_threshold),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
-            CallFormat(), Narration(prompt_mode=prompt_mode)]
+            CallFormat(), Narration(prompt_mode=prompt_mode), AfterError()]
 
 
 def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Check]:
@@ -59,11 +60,13 @@ def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Chec
     return out
 
 
-def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str]) -> list[Check]:
+def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str],
+                  frontier: bool = False) -> list[Check]:
     """The checks that run: none for "off"; every one for "all"; for "auto", the structural ones
-    (those that do not read prose). A list runs the checks it names; the name "auto" in it
-    stands for the structural ones, so `["auto", "narration"]` adds one prose check on top of
-    them. `off` removes checks by name in every mode.
+    (those that do not read prose), less those for small models only when `frontier`. A list
+    runs the checks it names; the name "auto" in it stands for the structural ones, so
+    `["auto", "narration"]` adds one prose check on top of them. `off` removes checks by name
+    in every mode.
 
     The prose checks are opt-in for every model: on the held-out split they did not help the
     small local models they were written for (docs/benchmarks.md, the ablation)."""
@@ -80,6 +83,7 @@ def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str
         chosen = list(table)
     else:
         structural = mode == "auto" or "auto" in mode
-        chosen = [c for c in table if c.name in named or (structural and not c.reads_prose)]
+        chosen = [c for c in table if c.name in named or (
+            structural and not c.reads_prose and not (frontier and c.small_models_only))]
     skipped = set(off)
     return [c for c in chosen if c.name not in skipped]
