@@ -166,12 +166,14 @@ async def test_an_answer_that_begins_i_need_to_look_at_is_not_a_narration() -> N
 
 async def test_a_json_answer_equal_to_a_refused_calls_arguments_is_the_answer() -> None:
     # a correct `{"response": "1.0842"}` was set aside as a copy of a call's arguments: the
-    # model had first sent it to a tool that does not exist
+    # model had first sent it to a tool that does not exist (after_error, which sends any
+    # answer after a failed call back once, is left out: the copy check is what is replayed)
     script = [Reply(tool_calls=[call("respond", {"response": "1.0842"})]),
               Reply('{"response": "1.0842"}')]
     with FakeModelServer(script) as server:
         result = await Agent("qwen2.5-coder-1.5b", base_url=server.base_url, api_key="k",
-                             retry=FAST, stream=False, tools=[read_inventory]).run(
+                             retry=FAST, stream=False, tools=[read_inventory],
+                             review=["auto", "copied_preamble"], review_off=["after_error"]).run(
             'What is 1 EUR in USD at 1.0842? Answer as {"response": "<value>"}.')
     assert result.output == '{"response": "1.0842"}' and len(server.model_requests) == 2
 

@@ -46,11 +46,12 @@ class AfterError(Check):
 
 def last_failed_result(history: Sequence[Message]) -> Message | None:
     """The failed result among the tool results just before the reply (the last message), or
-    None when the latest results all succeeded or no tool ran. The runtime's own notes between
-    them and the reply do not count as a result."""
+    None when the latest results all succeeded or no tool ran. The runtime's own notes (a call
+    it did not run, a note between the results and the reply) are not failed results."""
     for message in reversed(history[:-1]):
         if message.role == "tool":
-            if message.is_error:
+            # a call the review stage held back ("Not run: …") did not fail: the note says why
+            if message.is_error and not notes.is_note(message.content):
                 return message
             continue
         if message.role == "user" and notes.is_runtime_note(message):
