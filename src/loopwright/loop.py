@@ -190,6 +190,7 @@ async def turn(run: RunState) -> Next:
     _drain_steering(run)  # 6
     last_round = run.turn >= s.max_turns
     answer_only, run.answer_now = last_round or run.answer_now, False
+    answer_note, run.answer_note = run.answer_note, ""
     request = ModelRequest(  # 7
         model=s.chain.model,
         messages=run.request_history(),
@@ -201,8 +202,9 @@ async def turn(run: RunState) -> Next:
     )
     if answer_only:  # tools switched off, not removed (Anthropic needs them for history)
         request.messages = without_unrun_calls(request.messages)
-        note = notes.LAST_ROUND if last_round else notes.ANSWER_NOW
-        request.messages.append(messages.user(notes.text(note)))
+        note = notes.text(notes.LAST_ROUND if last_round else notes.ANSWER_NOW)
+        request.messages.append(messages.user(answer_note if answer_note and not last_round
+                                              else note))
         request.tool_choice = "none" if request.tools else None
     run.tools_off = answer_only
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
@@ -360,7 +362,7 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
         if verdict.kind == "skip_call" and verdict.call_id is not None:
             out.skipped.setdefault(verdict.call_id, verdict.note)
         elif verdict.kind == "answer_without_tools":
-            run.answer_now = True
+            run.answer_now, run.answer_note = True, verdict.note
         elif verdict.kind == "stop":
             out.stop = verdict.reason
         elif verdict.kind in ("send_back", "set_aside"):
@@ -381,7 +383,8 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
                       request=run.request, history=run.history,
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
-                      truncated=truncated, unreadable=run.reply_unreadable)
+                      truncated=truncated, unreadable=run.reply_unreadable,
+                      budget_left=run.review.budget_left)
 
 
 

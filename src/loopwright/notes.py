@@ -128,6 +128,11 @@ LAST_ROUND = register("last_round", (
 ANSWER_NOW = register("answer_now", (
     "Do not call any tool now. Using the tool results above, answer the user's request "
     "directly."))
+# a small model asked to answer that called again, asked once more (review/doom_loop.py)
+ANSWER_FROM_RESULT = register("answer_from_result", (
+    "Tools are off now: do not write a tool call. You already called {tool}, and its result "
+    "was: {result}\nThe user's request is: {request}\nAnswer it now, in plain words, from "
+    "that result."))
 BUDGET_SUMMARY = register("budget_summary", (
     "The iteration budget for this task is exhausted. Do not call tools. Summarise the work "
     "done so far, what remains, and your best current answer."))

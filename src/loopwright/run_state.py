@@ -131,6 +131,7 @@ class RunState:
         self.tool_state: dict[str, Any] = {}
         self._calling: CallingRun | None = None  # what tools see of this run (`tool_context`)
         self.answer_now = False  # the next request goes without tools: the model has its results
+        self.answer_note = ""  # the note that asks for it, when a check wrote its own
         self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began

@@ -1,5 +1,5 @@
-"""after_error: after a failed call, a reply with no call is sent back once (small models only),
-with a note that restates the request; it never fires for a frontier model, after a call that
+"""after_error (opt-in): after a failed call, a reply with no call is sent back once, with a
+note that restates the request; never under `review = "auto"`, never after a call that
 succeeded, after a call the review stage held back, or twice in a run."""
 
 from __future__ import annotations
@@ -26,8 +26,12 @@ def read_file(path: str) -> str:
     return FILES[path]
 
 
+AFTER_ERROR = ["auto", "after_error"]
+
+
 async def run(script: list[Reply], model: str = "qwen2.5-coder-1.5b",
               **options: Any) -> tuple[Any, FakeModelServer, list[ReviewEvent]]:
+    options.setdefault("review", AFTER_ERROR)
     events: list[Event] = []
     with FakeModelServer(script, strict=False) as server:
         result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
@@ -75,10 +79,11 @@ async def test_it_sends_back_only_once_a_run() -> None:
 
 
 @pytest.mark.parametrize(("model", "mode"), [("gpt-4.1", "chat_completions"),
-                                             ("claude-sonnet-4-5", "anthropic_messages")])
-async def test_a_frontier_model_behind_a_local_address_is_never_sent_back(
-        model: str, mode: str) -> None:
-    result, server, reviews = await run([WRONG_PATH, PROMISE], model=model, api_mode=mode)
+                                             ("claude-sonnet-4-5", "anthropic_messages"),
+                                             ("qwen2.5-coder-1.5b", "chat_completions")])
+async def test_under_auto_no_model_is_sent_back(model: str, mode: str) -> None:
+    result, server, reviews = await run([WRONG_PATH, PROMISE], model=model, api_mode=mode,
+                                        review="auto")
     assert result.output == PROMISE_TEXT and len(server.model_requests) == 2
     assert reviews == []
 
@@ -102,7 +107,8 @@ async def test_an_answer_after_a_call_the_review_stage_held_back_is_the_answer()
     assert [e.check for e in reviews] == ["duplicate_calls"]
 
 
-@pytest.mark.parametrize("options", [{"review": "off"}, {"review_off": ["after_error"]}],
+@pytest.mark.parametrize("options", [{"review": "off"},
+                                     {"review": "all", "review_off": ["after_error"]}],
                          ids=["review-off", "check-off"])
 async def test_it_can_be_turned_off(options: dict[str, Any]) -> None:
     result, server, _ = await run([WRONG_PATH, PROMISE], **options)

@@ -93,9 +93,41 @@ async def test_a_new_call_where_an_answer_was_asked_for_runs() -> None:
     assert result.stop_reason == "completed" and read == CHAIN[:2]
 
 
-async def test_the_same_call_where_an_answer_was_asked_for_still_stops() -> None:
-    script = [Reply(tool_calls=reads(CHAIN[0])),
-              Reply(tool_calls=reads(CHAIN[0], CHAIN[0])),
-              Reply(tool_calls=reads(CHAIN[0]))]
-    result, _ = await run_chain(script)
+ANSWER_AGAIN = ["auto", "answer_again"]  # opt-in
+RUNAWAY = [Reply(tool_calls=reads(CHAIN[0])), Reply(tool_calls=reads(CHAIN[0], CHAIN[0])),
+           Reply(tool_calls=reads(CHAIN[0]))]  # the last one where an answer was asked for
+
+
+@pytest.mark.parametrize("review", ["auto", ANSWER_AGAIN])
+async def test_the_same_call_where_an_answer_was_asked_for_stops(review: Any) -> None:
+    # at once under auto; asked once more with answer_again, then stopped
+    script = [*RUNAWAY, Reply(tool_calls=reads(CHAIN[0]))] if review != "auto" else RUNAWAY
+    result, server = await run_chain(script, review=review)
     assert result.stop_reason == "loop_detected" and read == CHAIN[:1]
+    assert [tools_off(r) for r in server.model_requests] == [False, False, *[True] * (
+        len(script) - 2)]
+
+
+async def test_a_model_that_calls_where_an_answer_was_asked_for_is_asked_once_more() -> None:
+    # Qwen2.5-Coder-0.5B on the dev2 split, told to answer, wrote the same run_tests call again
+    # with the counts in hand, and the run stopped without an answer: it is given the result
+    # and the request, and asked once more
+    result, server = await run_chain([*RUNAWAY, Reply("start.txt says next: b.txt.")],
+                                     review=ANSWER_AGAIN)
+    assert (result.stop_reason, result.output) == ("completed", "start.txt says next: b.txt.")
+    assert read == CHAIN[:1] and tools_off(server.model_requests[3])
+    asked = str(server.model_requests[3].body["messages"][-1]["content"])
+    assert "next: b.txt" in asked and "follow each 'next:'" in asked
+    assert asked != server.model_requests[2].body["messages"][-1]["content"]
+
+
+async def test_with_the_review_budget_spent_it_stops_at_once() -> None:
+    result, server = await run_chain(RUNAWAY, review=ANSWER_AGAIN, review_budget=0)
+    assert result.stop_reason == "loop_detected" and len(server.model_requests) == 3
+
+
+async def test_a_new_call_where_an_answer_was_asked_for_still_runs_with_it_on() -> None:
+    script = [Reply(tool_calls=reads(CHAIN[0])), Reply(tool_calls=reads(CHAIN[0], CHAIN[0])),
+              Reply(tool_calls=reads(CHAIN[1])), Reply("b.txt says next: c.txt.")]
+    result, _ = await run_chain(script, review=ANSWER_AGAIN)
+    assert result.stop_reason == "completed" and read == CHAIN[:2]

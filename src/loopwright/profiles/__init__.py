@@ -30,6 +30,10 @@ class Profile:
     # address (`claude-sonnet-4-5` behind a proxy on 127.0.0.1 is still one); an unknown name
     # counts as small (local servers name their models freely)
     frontier: bool = False
+    # an open-weights family most often run small on a local server (Qwen, Llama, …): the review
+    # checks written for small local models (`Check.small_models_only`) run for it under
+    # `review = "auto"`; not for a frontier family, nor for an unknown name
+    small_local: bool = False
 
 
 GENERIC = Profile()
@@ -49,9 +53,10 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
                           frontier=True)),
     (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000,
                           frontier=True)),
-    (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False)),
+    (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False,
+                                     small_local=True)),
     (("qwen", "llama", "mistral", "gemma", "phi", "hermes", "deepseek"),
-     Profile(family="open-weights")),
+     Profile(family="open-weights", small_local=True)),
 )
 
 

@@ -6,7 +6,8 @@ tool error with a promise and no call (Qwen2.5-Coder-1.5B, 8 of its 11 failures 
 split: docs/benchmarks.md); the run then ends with no answer. A good answer after an error
 (the file is missing, so the figure is unknown) is sent back too, once: the model may give it
 again, and then it stands. So it is for small local models only: under `review = "auto"` it
-never runs for a frontier model (`Check.small_models_only`)."""
+runs only for a profile that says so (`Profile.small_local`: Qwen, Llama, …), never for a
+frontier model nor an unknown name (`Check.small_models_only`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from loopwright import notes
 from loopwright.messages import Message
 from loopwright.review.check import Check
-from loopwright.review.fallback import preview
+from loopwright.review.fallback import not_run, preview
 from loopwright.review.verdicts import Verdict, send_back
 from loopwright.review.view import ReviewView
 
@@ -25,6 +26,7 @@ class AfterError(Check):
 
     name = "after_error"
     small_models_only = True
+    opt_in = True
 
     def __init__(self) -> None:
         self.sent = False  # this run's one send-back was given
@@ -51,7 +53,7 @@ def last_failed_result(history: Sequence[Message]) -> Message | None:
     for message in reversed(history[:-1]):
         if message.role == "tool":
             # a call the review stage held back ("Not run: …") did not fail: the note says why
-            if message.is_error and not notes.is_note(message.content):
+            if message.is_error and not not_run(message):
                 return message
             continue
         if message.role == "user" and notes.is_runtime_note(message):

@@ -18,15 +18,18 @@ class Check:
     before they run). `reads_prose`: the check reads the model's words or guesses its intent;
     it is opt-in (`review = "all"`, or named in the `review` list), never run under
     `review = "auto"` (docs/settings.md). `small_models_only`: a structural check written for
-    small local models; under "auto" it runs only for a model whose profile is not a frontier
-    family (`Profile.frontier`). `position` places a user check in the table:
-    "first", "last" (the default), "before:NAME" or "after:NAME". A check with state for one run
-    returns a fresh object from `for_run`."""
+    small local models; under "auto" it runs only for a model whose profile says so
+    (`Profile.small_local`: Qwen, Llama, … — never a frontier family, nor an unknown name).
+    `opt_in`: a structural check not yet shown to help out of sample: it runs only when named
+    (or under "all"). `position` places a user check in the table: "first", "last" (the
+    default), "before:NAME" or "after:NAME". A check with state for one run returns a fresh
+    object from `for_run`."""
 
     name: ClassVar[str] = "check"
     stage: ClassVar[Stage] = "answer"
     reads_prose: ClassVar[bool] = False
     small_models_only: ClassVar[bool] = False
+    opt_in: ClassVar[bool] = False
     position: str = "last"
 
     def for_run(self) -> Check:

@@ -149,6 +149,8 @@ class DoomLoop(Check):
     async def review(self, view: ReviewView) -> list[Verdict]:
         guard = self.guard
         calls = list(view.calls)
+        if not calls:  # an earlier check stopped them all
+            return []
         if view.tools_off:  # asked to answer: a call never made before is progress, it runs
             if any(guard.is_new(c) for c in calls):
                 return []

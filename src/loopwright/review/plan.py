@@ -15,15 +15,15 @@ if TYPE_CHECKING:
 
 def review_plan(settings: Settings, profile: Profile, *, prompt_mode: bool) -> ReviewPlan:
     """The checks a run gets, in table order, and the budget they share. The checks that read
-    prose are opt-in for every model; those for small models only never run under "auto" for a
-    frontier family (`table.active_checks`)."""
+    prose are opt-in for every model; those for small models only run under "auto" only for a
+    profile that says small and local (`Profile.small_local`; `table.active_checks`)."""
     table = with_user_checks(
         default_checks(doom_loop_threshold=settings.doom_loop_threshold,
                        max_calls_per_reply=settings.max_tool_calls_per_reply,
                        prompt_mode=prompt_mode),
         settings.review_checks)
     checks = active_checks(table, mode=settings.review, off=settings.review_off,
-                           frontier=profile.frontier)
+                           small_local=profile.small_local)
     return ReviewPlan(checks=tuple(checks), budget=settings.review_budget,
                       prose=any(c.reads_prose for c in checks))
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from loopwright.messages import ToolCall
 from loopwright.review.check import Check
-from loopwright.review.verdicts import COSTLY, Verdict
+from loopwright.review.verdicts import Verdict
 from loopwright.review.view import ReviewView
 
 
@@ -67,7 +67,7 @@ class ReviewStage:
 
     def spend(self, verdict: Verdict) -> bool:
         """Charge a verdict to the budget; False when it costs a call and none is left."""
-        if verdict.kind not in COSTLY:
+        if not verdict.costly:
             return True
         if self.budget_left <= 0:
             return False

@@ -11,6 +11,7 @@ from typing import Literal
 
 from loopwright.errors import ConfigError
 from loopwright.review.after_error import AfterError
+from loopwright.review.answer_again import AnswerAgain
 from loopwright.review.answers import CopiedPreamble, DanglingColon, EchoedNote, ImitatedMarkup
 from loopwright.review.call_format import CallFormat
 from loopwright.review.calls import CallLimit, DuplicateCalls
@@ -23,7 +24,8 @@ ReviewMode = Literal["auto", "all", "off"] | list[str]
 
 # every built-in check, by name, in table order (docs/settings.md lists them)
 CHECK_NAMES: tuple[str, ...] = (
-    "duplicate_calls", "call_limit", "doom_loop",  # calls: structural
+    # calls: structural; answer_again before the doom loop, which would stop the run
+    "duplicate_calls", "call_limit", "answer_again", "doom_loop",
     # answers: the unread-file note names the call to make, so it comes before the others (told
     # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
     "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
@@ -34,7 +36,8 @@ CHECK_NAMES: tuple[str, ...] = (
 def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
                    prompt_mode: bool) -> list[Check]:
     """The built-in checks, in table order."""
-    return [DuplicateCalls(), CallLimit(max_calls_per_reply), DoomLoop(doom_loop_threshold),
+    return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(),
+            DoomLoop(doom_loop_threshold),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
             CallFormat(), Narration(prompt_mode=prompt_mode), AfterError()]
 
@@ -61,10 +64,10 @@ def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Chec
 
 
 def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str],
-                  frontier: bool = False) -> list[Check]:
+                  small_local: bool = False) -> list[Check]:
     """The checks that run: none for "off"; every one for "all"; for "auto", the structural ones
-    (those that do not read prose), less those for small models only when `frontier`. A list
-    runs the checks it names; the name "auto" in it stands for the structural ones, so
+    (those that do not read prose), less those for small models only unless `small_local`. A
+    list runs the checks it names; the name "auto" in it stands for the structural ones, so
     `["auto", "narration"]` adds one prose check on top of them. `off` removes checks by name
     in every mode.
 
@@ -84,6 +87,7 @@ def active_checks(table: Sequence[Check], *, mode: ReviewMode, off: Iterable[str
     else:
         structural = mode == "auto" or "auto" in mode
         chosen = [c for c in table if c.name in named or (
-            structural and not c.reads_prose and not (frontier and c.small_models_only))]
+            structural and not c.reads_prose and not c.opt_in
+            and (small_local or not c.small_models_only))]
     skipped = set(off)
     return [c for c in chosen if c.name not in skipped]

@@ -9,6 +9,7 @@ from typing import Literal
 VerdictKind = Literal["accept", "send_back", "set_aside", "skip_call", "answer_without_tools",
                       "stop"]
 # the verdicts that cost one more model call: they count against the run's `review_budget`
+# (as does a verdict marked `extra_call`)
 COSTLY: frozenset[str] = frozenset({"send_back", "set_aside"})
 
 
@@ -17,16 +18,23 @@ class Verdict:
     """`accept`: nothing to do. `send_back`: the answer is not final, the model reads `note`.
     `set_aside`: the same, and the reply is left out of every later request (a small model shown
     its own mistake copies it). `skip_call`: call `call_id` does not run; its result is `note`.
-    `answer_without_tools`: the next request asks for an answer with tools off. `stop`: the run
+    `answer_without_tools`: the next request asks for an answer with tools off (with `note`
+    when given, else the runtime's own request for an answer). `stop`: the run
     ends (`loop_detected`). An answer takes `send_back` and `set_aside`; calls take the others
     (any other verdict is reported with `applied: false`). `check` is filled in by the stage;
-    `reason` goes to the event."""
+    `reason` goes to the event. `extra_call`: the verdict makes a model call the run would not
+    have made (an answer asked for once more instead of a stop): it is charged to the budget."""
 
     kind: VerdictKind
     note: str = ""
     reason: str = ""
     call_id: str | None = None
     check: str = ""
+    extra_call: bool = False
+
+    @property
+    def costly(self) -> bool:
+        return self.extra_call or self.kind in COSTLY
 
 
 ACCEPT = Verdict(kind="accept")
@@ -44,8 +52,8 @@ def skip_call(call_id: str, note: str, reason: str) -> Verdict:
     return Verdict(kind="skip_call", call_id=call_id, note=note, reason=reason)
 
 
-def answer_without_tools(reason: str) -> Verdict:
-    return Verdict(kind="answer_without_tools", reason=reason)
+def answer_without_tools(reason: str, *, note: str = "", extra_call: bool = False) -> Verdict:
+    return Verdict(kind="answer_without_tools", reason=reason, note=note, extra_call=extra_call)
 
 
 def stop(reason: str) -> Verdict:

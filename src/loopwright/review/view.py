@@ -20,7 +20,8 @@ class ReviewView:
     `schema_of` for their parameters. `request`: the user's request. `history`: the
     conversation, the reply last. `tools_off`: the reply was asked for without tools.
     `truncated`: the reply was cut by the output limit (its last call is a fragment).
-    `unreadable`: what was wrong with call markup in the text that could not be read."""
+    `unreadable`: what was wrong with call markup in the text that could not be read.
+    `budget_left`: the extra model calls the review stage may still cause in this run."""
 
     answer: str = ""
     raw: str = ""
@@ -36,3 +37,4 @@ class ReviewView:
     tools_off: bool = False
     unreadable: Sequence[str] = ()
     truncated: bool = False
+    budget_left: int = 0
