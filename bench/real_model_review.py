@@ -26,7 +26,7 @@ CHECK_LISTS = ("CHECK_NAMES", "CHECKS", "DEFAULT_CHECKS", "check_names", "defaul
 
 def agent_options() -> dict[str, Any]:
     """The keyword settings `Agent` accepts, with their types."""
-    for home in ("loopwright.config", "loopwright.agent"):
+    for home in ("loopwright.settings", "loopwright.config", "loopwright.agent"):
         options = getattr(importlib.import_module(home), "AgentOptions", None)
         if options is not None:
             return typing.get_type_hints(options)
