@@ -204,13 +204,14 @@ UNREAD_FILE = register("unread_file", (
     "was a guess and was set aside. Call {tool} on it now, for example {example}, then answer "
     "from its result."))
 # no words of the reply are read: the note follows a tool error and a reply with no call
-# (review/after_error.py), and restates the request (told only "make the corrected call", a small
-# model that had lost the thread answered something else)
+# (review/after_error.py) and restates the request. It offers no "or answer": offered "if no
+# call can, give your final answer", the 1.5B answered "The last call failed because…" in 4 of
+# the 5 dev2 runs it was sent back in (docs/benchmarks.md); the check fires once a run, so after
+# a second failure the model's answer stands
 AFTER_ERROR = register("after_error", (
-    "Your reply made no tool call, and the last call failed ({tool}: {error}). The user's "
-    "request is: {request}\nIf a corrected call can get what is needed, make it now, as a real "
-    "tool call. If no call can, give your final answer: say what failed and what that means "
-    "for the request."))
+    "Your reply made no tool call, so nothing ran after {tool} failed: {error}\nThe user's "
+    "request is: {request}\nMake the corrected call now, as a real tool call, or call another "
+    "tool that gets what is needed."))
 NARRATION_TOOLS_OFF = register("narration_tools_off", (
     "Your reply announced a tool action, but this reply was asked to answer without tools. "
     "Give your final answer now, from the results above."))
