@@ -133,6 +133,10 @@ ANSWER_FROM_RESULT = register("answer_from_result", (
     "Tools are off now: do not write a tool call. You already called {tool}, and its result "
     "was: {result}\nThe user's request is: {request}\nAnswer it now, in plain words, from "
     "that result."))
+ANSWER_AFTER_FAILURES = register("answer_after_failures", (
+    "Tools are off now: do not write a tool call. You called {tool} with the same arguments "
+    "{count} times and it failed: {error}\nThe user's request is: {request}\nAnswer it now, "
+    "in plain words, from what you have, and say what could not be done."))
 BUDGET_SUMMARY = register("budget_summary", (
     "The iteration budget for this task is exhausted. Do not call tools. Summarise the work "
     "done so far, what remains, and your best current answer."))

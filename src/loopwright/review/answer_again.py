@@ -1,12 +1,13 @@
-"""Asked to answer, a small model calls again: it is asked once more, with the result it has.
+"""Before the doom loop stops a run with no answer, a small model is asked once for one.
 
-When a request asks for an answer without tools (the doom loop's "answer now") and the reply
-makes only calls that already returned a result in this run, the doom loop would stop the run
-with no answer. This check, before it in the table, gives a small local model one more request
-(charged to the review budget) whose note names the call, gives its last result again and
-restates the user's request: the request must differ from the last one, or greedy decoding
-writes the same call (Qwen2.5-Coder-0.5B wrote `run_tests` again with the counts in hand: bench
-dev2 split, docs/benchmarks.md). A second such reply is the doom loop's: the run stops.
+The doom loop stops a run in two places: a reply asked to answer without tools that makes a call
+it already has the result of, and a call that failed in each of the last `threshold` replies
+made once more after the warning. This check, before it in the table, gives a small local
+model one request for an answer instead (charged to the review budget), whose note names the
+call, gives its last result or error and restates the user's request: the request must differ
+from the last one, or greedy decoding writes the same call (Qwen2.5-Coder-0.5B wrote `run_tests`
+again with the counts in hand, and copied a failing `get_build_status` call until the run
+stopped: bench dev2 split, docs/benchmarks.md). A call there ends the run, as before.
 Structural: it compares calls with earlier calls and their results, never the reply's words."""
 
 from __future__ import annotations
@@ -22,52 +23,71 @@ from loopwright.review.view import ReviewView
 
 
 class AnswerAgain(Check):
-    """Once a run: calls made when asked to answer, all with a result in hand, do not stop the
-    run; the answer is asked for once more."""
+    """Once a run, a small model's repeated calls do not stop the run before it was asked for
+    an answer with what it has: calls made when asked to answer that all have a result in
+    hand, or a call that failed in each of the last `threshold` replies and is made once more
+    (the doom loop's two stops)."""
 
     name = "answer_again"
     stage = "calls"
     small_models_only = True
     opt_in = True
 
-    def __init__(self) -> None:
+    def __init__(self, threshold: int = 3) -> None:
+        self.threshold = threshold
         self.asked = False
 
     def for_run(self) -> Check:
-        return AnswerAgain()
+        return AnswerAgain(self.threshold)
 
     async def review(self, view: ReviewView) -> list[Verdict]:
-        if self.asked or not view.tools_off or not view.calls or view.budget_left <= 0:
+        if self.asked or not view.calls or view.budget_left <= 0 or self.threshold <= 0:
             return []
-        results = last_results(view.history)
-        known = [results.get(call_signature(c)) for c in view.calls]
-        if any(r is None for r in known):  # a new call: the doom loop lets it run
+        outcomes = last_outcomes(view.history)
+        known = [outcomes.get(call_signature(c)) for c in view.calls]
+        if any(k is None for k in known):  # a new call: the doom loop lets it run
+            return []
+        first = known[0] or (True, "")
+        if view.tools_off and all(ok for ok, _ in filter(None, known)):
+            note = notes.render(notes.ANSWER_FROM_RESULT, tool=view.calls[0].name,
+                                result=preview(first[1]), request=notes.restated(view.request))
+            reason = "the model called a tool it has the result of when asked to answer"
+        elif not view.tools_off and not any(ok for ok, _ in filter(None, known)) and all(
+                _streak(view.history, call_signature(c)) >= self.threshold for c in view.calls):
+            note = notes.render(notes.ANSWER_AFTER_FAILURES, tool=view.calls[0].name,
+                                count=self.threshold + 1, error=preview(first[1]),
+                                request=notes.restated(view.request))
+            reason = "the model made a failing call once more after the doom loop's warning"
+        else:
             return []
         self.asked = True
-        first = view.calls[0]
-        again = notes.render(notes.ANSWER_FROM_RESULT, tool=first.name,
-                             result=preview(known[0] or ""), request=notes.restated(view.request))
         skipped = notes.text(notes.NOT_RUN_ANSWER_ONLY)
-        return [*(skip_call(c.id, skipped, f"{c.name}: called when asked to answer")
+        return [*(skip_call(c.id, skipped, f"{c.name}: not run; an answer is asked for")
                   for c in view.calls),
-                answer_without_tools("the model called a tool it has the result of when asked "
-                                     "to answer; asked once more", note=again, extra_call=True)]
+                answer_without_tools(f"{reason}; asked once more for an answer", note=note,
+                                     extra_call=True)]
 
 
-def last_results(history: Sequence[Message]) -> dict[str, str]:
-    """For each call whose last run in `history` succeeded, that result, by call signature. A
-    copy the runtime did not run leaves the result it had; a run that failed removes it."""
+def last_outcomes(history: Sequence[Message]) -> dict[str, tuple[bool, str]]:
+    """For each call that ran in `history`, whether its last run succeeded and what it
+    returned, by call signature. A copy the runtime did not run leaves the outcome it had."""
     calls: dict[str, ToolCall] = {}
-    out: dict[str, str] = {}
+    out: dict[str, tuple[bool, str]] = {}
     for message in history:
         for call in message.tool_calls if message.role == "assistant" else ():
             calls[call.id] = call
-        if message.role == "tool" and message.tool_call_id in calls:
-            signature = call_signature(calls[message.tool_call_id])
-            if not_run(message):  # held back: the result it had stands
-                continue
-            if message.is_error:
-                out.pop(signature, None)
-            else:
-                out[signature] = message.content
+        if message.role == "tool" and message.tool_call_id in calls and not not_run(message):
+            out[call_signature(calls[message.tool_call_id])] = (not message.is_error,
+                                                                message.content)
     return out
+
+
+def _streak(history: Sequence[Message], signature: str) -> int:
+    """How many replies in a row before the last one (the reply under review) made the call."""
+    count = 0
+    replies = [m for m in history[:-1] if m.role == "assistant"]
+    for reply in reversed(replies):
+        if not any(call_signature(c) == signature for c in reply.tool_calls):
+            break
+        count += 1
+    return count
