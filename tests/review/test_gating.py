@@ -13,6 +13,7 @@ import pytest
 from loopwright import Agent, notes, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ReviewEvent
+from loopwright.review import Check, ReviewView, Verdict, send_back
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.base import Tool
 
@@ -241,3 +242,31 @@ async def test_a_prose_check_named_on_top_of_auto_fires_on_the_same_reply(
         check: str, tmp_path: Path) -> None:
     output, checks, _ = await run_small(check, ["auto", check], tmp_path)
     assert checks == [check] and output == "Fine."
+
+
+# --- a structural check for small models only (`Check.small_models_only`) --------------------
+class SmallModelsOnly(Check):
+    """Sends back every first answer: it shows where it runs."""
+
+    name = "small_only"
+    small_models_only = True
+
+    async def review(self, view: ReviewView) -> Verdict | None:
+        return send_back("Again.", "shows where it runs") if len(view.history) < 4 else None
+
+
+@pytest.mark.parametrize(("model", "runs"), [
+    ("qwen2.5-coder-0.5b", True), ("llama-3.2-3b-instruct", True),  # small local families
+    ("gpt-4.1", False), ("claude-sonnet-4-5", False),  # frontier, even on 127.0.0.1
+    ("my-finetune", False),  # an unknown name: not known to be small
+])
+async def test_under_auto_a_small_models_only_check_runs_for_a_small_local_profile_only(
+        model: str, runs: bool) -> None:
+    events: list[Event] = []
+    with FakeModelServer([Reply("First."), Reply("Second.")], strict=False) as server:
+        result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
+                             stream=False, review_checks=[SmallModelsOnly()],
+                             callbacks=[events.append]).run("Say something.")
+    assert result.output == ("Second." if runs else "First.")
+    assert [e.check for e in events if isinstance(e, ReviewEvent)] == (
+        ["small_only"] if runs else [])
