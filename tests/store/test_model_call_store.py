@@ -1,6 +1,7 @@
 """Every model call's record is stored: SQLite and PostgreSQL keep each run's `ModelCallRecord`s
-(request, response, latency, attempts, usage, cost) in `model_calls`, the event log keeps the
-`model_call` events without their bulky parts, and an existing SQLite file is migrated."""
+(request, response, latency, attempts, usage, cost; PostgreSQL in `model_calls`, SQLite in the
+event's own row since schema v7), the event log gives the `model_call` events back without their
+bulky parts, and an existing SQLite file is migrated."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ async def test_each_runs_model_calls_are_stored_with_request_and_response(
                for row in rows)
 
 
-def test_a_version_2_file_gets_the_model_calls_table_and_keeps_its_sessions(
+def test_a_version_2_file_keeps_its_sessions_and_stores_model_calls(
         tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)
@@ -98,10 +99,8 @@ def test_a_version_2_file_gets_the_model_calls_table_and_keeps_its_sessions(
         store.close()
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    columns = db.execute("SELECT purpose, model, attempts, latency, input_tokens, data "
-                         "FROM model_calls").fetchall()
-    assert columns[0][:5] == ("turn", "m", 1, 0.5, 3)
-    assert json.loads(columns[0][5])["request"] == {"messages": 1}
+    (data,) = db.execute("SELECT data FROM events WHERE type = 'model_call'").fetchone()
+    assert json.loads(data)["record"]["request"] == {"messages": 1}  # the record whole, once
 
 
 async def test_a_version_1_postgres_database_gets_the_model_calls_table(

@@ -1,11 +1,14 @@
-"""Model call records in the session store: the `model_calls` row of a `model_call` event, one
-form for the SQLite and the PostgreSQL store.
+"""Model call records in the session store: where a `model_call` event's record is kept, and
+the event as the log gives it back.
 
-A run's `model_call` events reach the store through `record_events` like every other event. The
-store keeps the whole `ModelCallRecord` in `model_calls` (what is queried — purpose, model,
-attempts, latency, tokens, cost, error — in columns of its own, the record as JSON in `data`);
-the event log keeps the event without the record's request and response, so nothing is stored
-twice."""
+A run's `model_call` events reach the store through `record_events` like every other event.
+PostgreSQL keeps the whole `ModelCallRecord` in `model_calls` (what is queried — purpose, model,
+attempts, latency, tokens, cost, error — in columns of its own, the record as JSON in `data`) and
+the event without the record's request and response in the log (`split_model_call`). SQLite
+(schema v7) keeps the whole record in the event's own row, one B-tree a turn fewer, and gives
+the event back without them (`slim_event`); its calls are the records that carry a request
+(`full_records`: an event written before v7 was stored slim, its record moved to a row of its
+own by the migration). Either way a reader sees the same events and the same records."""
 
 from __future__ import annotations
 
@@ -34,5 +37,21 @@ def split_model_call(run_id: str, event: dict[str, Any]
            int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
            record.get("cost"), record.get("error"),
            record_json(record))
-    slim = {k: v for k, v in record.items() if k not in _BULKY}
-    return {**event, "record": slim}, row
+    return slim_event(event), row
+
+
+def slim_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as the log gives it back: a `model_call` event without its record's request
+    and response (any other event as it is)."""
+    record = event.get("record")
+    if event.get("type") != "model_call" or not isinstance(record, dict):
+        return event
+    return {**event, "record": {k: v for k, v in record.items() if k not in _BULKY}}
+
+
+def full_records(events: list[dict[str, Any]]) -> list[Any]:
+    """The whole records of the `model_call` events among `events` (those stored with their
+    request: a record as `ModelCallRecord.to_dict` writes it always has one)."""
+    return [event["record"] for event in events
+            if event.get("type") == "model_call" and isinstance(event.get("record"), dict)
+            and "request" in event["record"]]

@@ -36,6 +36,9 @@ def message_row(message: Message) -> tuple[str, str, str]:
 
 
 BATCH = "batch"  # the `type` of an events row holding several events (a JSON array)
+# the `type` of an events row (SQLite) holding a model call record written before schema v7, when
+# the record had a table of its own and its event was stored slim; not an event of the log
+CALL_RECORD = "call_record"
 
 
 def events_row(session_id: str, run_id: str, now: float, events: list[dict[str, Any]]
@@ -111,10 +114,19 @@ def events_at(session_id: str, run_id: str, created: float, data: str
 
 
 def call_at(session_id: str, data: str) -> ModelCallRecord:
-    """A stored `model_calls` row back as a `ModelCallRecord`."""
+    """A stored model call record (JSON) back as a `ModelCallRecord`."""
+    try:
+        found = json.loads(data)
+    except _DECODING as exc:
+        raise damaged(session_id, "a model call record", exc) from None
+    return record_at(session_id, found)
+
+
+def record_at(session_id: str, record: Any) -> ModelCallRecord:
+    """A model call record as JSON decoded it back as a `ModelCallRecord`."""
     from loopwright.events import ModelCallRecord
 
     try:
-        return ModelCallRecord.from_dict(json.loads(data))
+        return ModelCallRecord.from_dict(record)
     except _DECODING as exc:
         raise damaged(session_id, "a model call record", exc) from None

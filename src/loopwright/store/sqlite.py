@@ -22,15 +22,18 @@ from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo, StoreBusy, unique_prefix_match
 from loopwright.store.audit import AuditEntry, audit_entries
-from loopwright.store.calls import CALL_COLUMNS, split_model_call
+from loopwright.store.calls import full_records, slim_event
 from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.rows import (
+    BATCH,
+    CALL_RECORD,
     USAGE_COLUMNS,
     call_at,
     events_at,
     events_row,
     message_at,
     message_row,
+    record_at,
     run_row,
     turn_row,
 )
@@ -451,11 +454,12 @@ class SQLiteStore:
                                                        write.usage, write.cost, now))
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
-        """The stored events of a session in order; each has `run_id` and `created` added."""
+        """The stored events of a session in order; each has `run_id` and `created` added (a
+        `model_call` event without its record's request and response: `model_calls`)."""
         with self._read("reading events") as db:
             rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
-                              "ORDER BY id", (session_id,)).fetchall()
-        return [event for row in rows for event in events_at(session_id, *row)]
+                              "AND type != ? ORDER BY id", (session_id, CALL_RECORD)).fetchall()
+        return [slim_event(event) for row in rows for event in events_at(session_id, *row)]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
@@ -464,9 +468,17 @@ class SQLiteStore:
     def model_calls(self, session_id: str) -> list[ModelCallRecord]:
         """Every model call of the session's runs, in order, as recorded."""
         with self._read("reading model calls") as db:
-            rows = db.execute("SELECT data FROM model_calls WHERE session_id = ? ORDER BY id",
-                              (session_id,)).fetchall()
-        return [call_at(session_id, data) for (data,) in rows]
+            rows = db.execute("SELECT run_id, created, type, data FROM events WHERE session_id "
+                              "= ? AND type IN (?, ?, 'model_call') ORDER BY id",
+                              (session_id, BATCH, CALL_RECORD)).fetchall()
+        calls = []
+        for run_id, created, kind, data in rows:
+            if kind == CALL_RECORD:  # written before schema v7
+                calls.append(call_at(session_id, data))
+            else:
+                calls += [record_at(session_id, record) for record in
+                          full_records(events_at(session_id, run_id, created, data))]
+        return calls
 
     def latest(self, *, cwd: str | None = None) -> SessionInfo | None:
         """The most recently updated session (in `cwd`, if given)."""
@@ -534,11 +546,8 @@ def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
 
 def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
                    events: list[dict[str, Any]], now: float) -> None:
-    split = [split_model_call(run_id, event) for event in events]
-    db.execute(_INSERT_EVENT, events_row(session_id, run_id, now, [e for e, _ in split]))
-    calls = [(session_id, *call) for _, call in split if call is not None]
-    if calls:
-        db.executemany(_INSERT_CALL, calls)
+    """One row for the events, `model_call` records whole (schema v7: no table of their own)."""
+    db.execute(_INSERT_EVENT, events_row(session_id, run_id, now, events))
 
 
 def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], now: float
@@ -560,8 +569,6 @@ def _index_messages(db: sqlite3.Connection) -> None:
     db.execute("UPDATE fts_progress SET upto = (SELECT coalesce(max(id), 0) FROM messages)")
 
 
-_INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
-                f"({', '.join('?' * (len(CALL_COLUMNS) + 1))})")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
