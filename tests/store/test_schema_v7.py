@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from loopwright.errors import SessionError
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.rows import record_json
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -119,3 +120,25 @@ def test_a_model_call_event_alone_in_its_row_is_a_call_too(tmp_path: Path) -> No
         assert [r.id for r in store.model_calls("s")] == ["c1"]
         assert [e["type"] for e in store.events("s")] == ["model_call", "turn_start"]
         assert "request" not in store.events("s")[0]["record"]
+
+
+def test_a_damaged_row_is_a_session_error_for_model_calls_too(tmp_path: Path) -> None:
+    """A cut events row, a moved record cut short, a record of the wrong shape: each a
+    `SessionError` naming the session, never a raw decoding error."""
+    cases = ["INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+             "('s', 'r1', 1, 'batch', '[{\"type\": \"model_call\", \"rec')",
+             "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+             "('s', 'r1', 1, 'call_record', '{\"id\": \"c1\", \"usa')",
+             "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+             "('s', 'r1', 1, 'model_call', '{\"type\": \"model_call\", \"record\": "
+             "{\"request\": {}, \"usage\": {\"tokens_of_no_kind\": 1}}}')"]
+    for number, sql in enumerate(cases):
+        with SQLiteStore(tmp_path / f"{number}.db") as store:
+            store.create("s")
+            store._db.execute(sql)
+            try:
+                store.model_calls("s")
+            except SessionError as exc:
+                assert "session s" in str(exc) and "damaged" in str(exc)
+            else:
+                raise AssertionError(f"case {number}: no error")
