@@ -96,3 +96,27 @@ def test_the_incremental_sanitizer_matches_a_full_sanitize_as_history_grows() ->
     # a replaced history is cleaned from scratch
     fresh = [system("s"), user("new task")]
     assert clean(fresh) == sanitize(fresh)
+
+
+def test_a_new_message_has_every_field_s_declared_default() -> None:
+    """Message's __init__ is written out (no __setattr__ call per field): its defaults must
+    stay the fields' own, and no two messages may share a mutable default."""
+    import dataclasses
+
+    first, second = Message(role="user"), Message(role="user")
+    for spec in dataclasses.fields(Message):
+        if spec.default is not dataclasses.MISSING:
+            assert getattr(first, spec.name) == spec.default, spec.name
+        elif spec.default_factory is not dataclasses.MISSING:
+            assert getattr(first, spec.name) == spec.default_factory(), spec.name
+            assert getattr(first, spec.name) is not getattr(second, spec.name), spec.name
+    every = {spec.name: f"{spec.name}-value" for spec in dataclasses.fields(Message) if spec.init}
+    made = Message(**every)  # every field the dataclass declares is a keyword of __init__
+    assert all(getattr(made, name) == value for name, value in every.items())
+
+
+def test_editing_a_message_with_cached_forms_empties_its_cache() -> None:
+    message = assistant("text")
+    message.wire_cache["chat_completions"] = {"role": "assistant"}
+    message.content = "edited"
+    assert message.wire_cache == {}

@@ -78,7 +78,6 @@ from loopwright.messages import (
     ModelResponse,
     ToolCall,
     ToolSpec,
-    Usage,
     with_storable_arguments_async,
 )
 from loopwright.result import RunResult, StopReason
@@ -159,17 +158,16 @@ async def _turn_with_events(run: RunState) -> Next:
         return stop
     run.turn += 1
     run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
-    usage_before = Usage()
-    usage_before.add(run.usage)
+    usage_before = run.usage.to_dict()
     cost_before = run.cost
     try:
         step = await turn(run)
     finally:
-        turn_usage = _usage_delta(run.usage, usage_before)
+        usage_now = run.usage.to_dict()
         cost_after = run.cost
         cost = None if cost_after is None or cost_before is None else cost_after - cost_before
-        run.emit(TurnEnd(turn=run.turn, usage=turn_usage.to_dict(), cost=cost,
-                         agent=run.agent_tag))
+        run.emit(TurnEnd(turn=run.turn, cost=cost, agent=run.agent_tag,
+                         usage={key: usage_now[key] - usage_before[key] for key in usage_now}))
     return step
 
 
@@ -533,14 +531,3 @@ def _last_answer_text(run: RunState) -> str:
     run's answer in the same session is not this run's."""
     reply = run.last_reply
     return reply.content if reply is not None and not reply.tool_calls else ""
-
-
-def _usage_delta(now: Usage, before: Usage) -> Usage:
-    return Usage(
-        input_tokens=now.input_tokens - before.input_tokens,
-        output_tokens=now.output_tokens - before.output_tokens,
-        cache_read_tokens=now.cache_read_tokens - before.cache_read_tokens,
-        cache_write_tokens=now.cache_write_tokens - before.cache_write_tokens,
-        reasoning_tokens=now.reasoning_tokens - before.reasoning_tokens,
-        requests=now.requests - before.requests,
-    )

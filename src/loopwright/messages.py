@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, Literal
 
 from loopwright.arguments import (
@@ -45,7 +46,7 @@ def call_signature(call: ToolCall) -> str:
     return f"{call.name}\0{canonical_arguments(call.arguments)}"
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, init=False)
 class Message:
     """One entry of a conversation.
 
@@ -54,9 +55,8 @@ class Message:
     """
 
     # wire forms, their JSON and token estimates already computed for this message, by key.
-    # Declared first so __init__ sets it before the fields below; assigning any
-    # field later empties it (see __setattr__). `tool_calls` and `provider_data` are replaced,
-    # never edited in place, for the same reason.
+    # Assigning any field after __init__ empties it (see __setattr__). `tool_calls` and
+    # `provider_data` are replaced, never edited in place, for the same reason.
     wire_cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False,
                                        compare=False)
     role: Role
@@ -71,6 +71,28 @@ class Message:
     # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
     # (a reply its review left out of later requests); never sent to a model (notes.py)
     marks: frozenset[str] = frozenset()
+
+    # Written out rather than generated: the generated __init__ assigns each field through
+    # __setattr__ below, a Python call per field (about 22 a turn); a new message has nothing
+    # cached, so its fields are set directly. The defaults are the fields' above.
+    def __init__(self, *, role: Role, content: str = "", tool_calls: list[ToolCall] | None = None,
+                 tool_call_id: str | None = None, name: str | None = None,
+                 reasoning: str | None = None, is_error: bool = False,
+                 provider_data: dict[str, Any] | None = None,
+                 attachments: list[Attachment] | None = None,
+                 marks: frozenset[str] = frozenset()) -> None:
+        put = object.__setattr__
+        put(self, "wire_cache", {})
+        put(self, "role", role)
+        put(self, "content", content)
+        put(self, "tool_calls", [] if tool_calls is None else tool_calls)
+        put(self, "tool_call_id", tool_call_id)
+        put(self, "name", name)
+        put(self, "reasoning", reasoning)
+        put(self, "is_error", is_error)
+        put(self, "provider_data", {} if provider_data is None else provider_data)
+        put(self, "attachments", [] if attachments is None else attachments)
+        put(self, "marks", marks)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -243,13 +265,16 @@ INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check
 _OLD_INTERRUPTED = "Error: this tool call did not complete (the run was interrupted)."
 
 
-def any_attachments(messages: Iterable[Message], *, role: str | None = None) -> bool:
-    """Whether one of `messages` (of `role`, when given) carries an attachment. A plain loop,
-    not a generator: every request walks the whole history with it."""
-    for message in messages:
-        if message.attachments and (role is None or message.role == role):
-            return True
-    return False
+_attachments_of = attrgetter("attachments")
+
+
+def any_attachments(messages: Sequence[Message], *, role: str | None = None) -> bool:
+    """Whether one of `messages` (of `role`, when given) carries an attachment. Every request
+    walks the whole history with it, so the common answer (none at all) is found at C speed,
+    without a Python step per message."""
+    if not any(map(_attachments_of, messages)):
+        return False
+    return any(m.attachments and m.role == role for m in messages) if role is not None else True
 
 
 def is_interrupted_result(message: Message) -> bool:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from loopwright.attachments import Attachment
-from loopwright.messages import Message, ModelRequest, ToolSpec, edits_so_far
+from loopwright.messages import Message, ModelRequest, ToolSpec, any_attachments, edits_so_far
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  # role markers and separators every chat template adds
@@ -49,11 +49,13 @@ def estimate_message(msg: Message) -> int:
     return tokens
 
 
-async def measure_attachments(messages: Iterable[Message]) -> None:
+async def measure_attachments(messages: Sequence[Message]) -> None:
     """Measure in a worker thread the attachments whose token cost is not known yet (a path's
     file read whole, a PDF's pages counted), so that the estimates plugins make synchronously
-    during a turn never read a file on the event loop. Without attachments: one truth test per
-    message, no thread."""
+    during a turn never read a file on the event loop. Without attachments: one scan at C speed,
+    no thread."""
+    if not any_attachments(messages):
+        return
     pending = [a for m in messages if m.attachments for a in m.attachments if not a.measured]
     if pending:
         await asyncio.to_thread(_measure, pending)

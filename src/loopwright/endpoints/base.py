@@ -9,7 +9,7 @@ import os
 import re
 import ssl
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -215,9 +215,8 @@ def _loop_client() -> _LoopClient:
     return entry
 
 
-@contextlib.asynccontextmanager
-async def request_slot(own: httpx.AsyncClient | None = None, *, url: str | httpx.URL = ""
-                       ) -> AsyncIterator[httpx.AsyncClient]:
+def request_slot(own: httpx.AsyncClient | None = None, *, url: str | httpx.URL = ""
+                 ) -> RequestSlot:
     """A client of the process's shared HTTP client for the running event loop, once one of its
     pools has a free connection for this request (or `own`, the user's client given as
     `Agent(http_client=)`, as it is: its pool and limits are the user's). `url`: the request's;
@@ -229,17 +228,43 @@ async def request_slot(own: httpx.AsyncClient | None = None, *, url: str | httpx
     (`asyncio.run`, `asyncio.Runner`), or earlier when its last holder (`hold_shared_client`)
     lets go. httpx retries nothing (`retries=0` on the transport): ours is the only retry layer.
     """
-    if own is not None:
-        yield own
-        return
-    entry = _loop_client()
-    async with entry.gate:
-        shard = entry.free_shard()
-        shard.in_flight += 1
+    return RequestSlot(own, url)
+
+
+class RequestSlot:
+    """`request_slot`'s context manager. A class rather than `contextlib.asynccontextmanager`:
+    every model request enters one, and the generator-based form costs a generator, its
+    frames and contextlib's bookkeeping on each."""
+
+    __slots__ = ("_gate", "_own", "_shard", "_url")
+
+    def __init__(self, own: httpx.AsyncClient | None, url: str | httpx.URL) -> None:
+        self._own = own
+        self._url = url
+        self._gate: asyncio.Semaphore | None = None
+        self._shard: _Shard | None = None
+
+    async def __aenter__(self) -> httpx.AsyncClient:
+        if self._own is not None:
+            return self._own
+        entry = _loop_client()
+        await entry.gate.acquire()
         try:
-            yield shard.open(secure=not str(url).startswith("http://"))
-        finally:
+            shard = entry.free_shard()
+            client = shard.open(secure=not str(self._url).startswith("http://"))
+        except BaseException:
+            entry.gate.release()
+            raise
+        shard.in_flight += 1
+        self._gate, self._shard = entry.gate, shard
+        return client
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        shard, gate = self._shard, self._gate
+        if shard is not None and gate is not None:
+            self._shard = self._gate = None
             shard.in_flight -= 1
+            gate.release()
 
 
 def hold_shared_client(holder: object) -> None:

@@ -8,16 +8,28 @@ those pieces around a small freshly serialised head, so a turn serialises only w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopwright.messages import Message, ModelRequest, edits_so_far
 from loopwright.profiles import GENERIC, Profile
 
+# One encoder for every body, made once: `json.dumps` with options builds a `JSONEncoder` per
+# call, and `JSONEncoder.encode` a C encoder per call (Python frames, several times a turn).
+# Without the cycle check (`markers=None`), which a long-lived C encoder cannot share safely: a
+# body is built from our own messages, the model's parsed JSON and settings, never a cycle.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_make_c_encoder: Callable[..., Callable[[Any, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None)  # the accelerator's, untyped in typeshed
+_C_ENCODE = (_make_c_encoder(None, _ENCODER.default, json.encoder.encode_basestring, None, ":",
+                             ",", False, False, True) if _make_c_encoder is not None else None)
+
 
 def dumps(value: Any) -> str:
     """The one JSON spelling of request bodies (compact, UTF-8 kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if _C_ENCODE is None:  # an interpreter without the json accelerator
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def cached_piece(msg: Message, key: str, items: Callable[[Message], list[Any]]) -> str:
