@@ -120,3 +120,24 @@ def test_editing_a_message_with_cached_forms_empties_its_cache() -> None:
     message.wire_cache["chat_completions"] = {"role": "assistant"}
     message.content = "edited"
     assert message.wire_cache == {}
+
+
+def test_the_incremental_sanitizer_matches_a_full_sanitize_when_results_come_one_by_one() -> None:
+    """A request may end on a group whose results answer every call (the boundary is then
+    kept after it) or only some of them (it must not be: the missing result may still come)."""
+    from loopwright.messages import Sanitizer
+
+    clean = Sanitizer()
+    history: list[Message] = [system("s"), user("u")]
+    for n in range(4):
+        first, second = ToolCall(id=f"a{n}", name="t"), ToolCall(id=f"b{n}", name="t")
+        history.append(assistant("", [first, second]))
+        history.append(tool_result(first, f"first {n}"))
+        assert clean(history) == sanitize(history)  # one call unanswered: dropped for now
+        history.append(tool_result(second, f"second {n}"))
+        assert clean(history) == sanitize(history)  # both answered: kept, and remembered
+        assert [c.id for c in clean(history)[-3].tool_calls] == [f"a{n}", f"b{n}"]
+        history.append(tool_result(first, "a copy of the first result"))
+        assert clean(history) == sanitize(history)  # a late copy is dropped either way
+        history.append(tool_result(ToolCall(id="stray", name="t"), "an orphan"))
+        assert clean(history) == sanitize(history)

@@ -364,12 +364,16 @@ class Sanitizer:
         return out
 
     def _remember(self, history: list[Message], out: list[Message]) -> None:
-        # the last tool result followed by a non-tool message ends a group known to be complete
-        j = len(history) - 2
-        while j >= self._boundary and not (
-            history[j].role == "tool" and history[j + 1].role != "tool"
-        ):
+        # a group is known to be complete when a non-tool message follows its last result, or
+        # when its results answer every call (a tool loop's request ends so: then the next turn
+        # cleans only its own reply and results, not the previous turn's again)
+        j = len(history) - 1
+        if j < self._boundary or not _answers_every_call(history, j):
             j -= 1
+            while j >= self._boundary and not (
+                history[j].role == "tool" and history[j + 1].role != "tool"
+            ):
+                j -= 1
         if j < self._boundary:
             return
         marker = history[j]
@@ -379,6 +383,20 @@ class Sanitizer:
                 self._source_prefix = history[: j + 1]
                 self._prefix = out[: k + 1]
                 return
+
+
+def _answers_every_call(history: list[Message], last: int) -> bool:
+    """Whether `history[last]` ends a run of tool results that answers every call of the
+    assistant message before it. Nothing appended later changes how such a group is cleaned:
+    a result that follows it can only be a copy or an orphan, dropped either way."""
+    answered: set[str | None] = set()
+    i = last
+    while i >= 0 and history[i].role == "tool":
+        answered.add(history[i].tool_call_id)
+        i -= 1
+    if i < 0 or i == last or history[i].role != "assistant" or not history[i].tool_calls:
+        return False
+    return all(call.id in answered for call in history[i].tool_calls)
 
 
 def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:

@@ -112,7 +112,8 @@ class ModelCalls:
                 error: str | None = None, status: int | None = None) -> None:
         chain = call.chain
         model = chain.model
-        attempts = sum(r.attempts for r in call.reports)
+        reports = call.reports
+        attempts = reports[0].attempts if len(reports) == 1 else sum(r.attempts for r in reports)
         if attempts > usage.requests:  # every request made counts, failed ones included
             usage = dataclasses.replace(usage, requests=attempts)
         self.usage.add(usage)
@@ -180,10 +181,15 @@ def describe_request(request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         "model": request.model, "stream": stream, "messages": len(request.messages),
         "tools": [t.name for t in request.tools],
     }
-    for key in ("max_tokens", "temperature", "reasoning_effort", "tool_choice"):
-        value = getattr(request, key)
-        if value is not None:
-            out[key] = value
+    # written out, not a loop over the names with getattr: once a model call
+    if request.max_tokens is not None:
+        out["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        out["temperature"] = request.temperature
+    if request.reasoning_effort is not None:
+        out["reasoning_effort"] = request.reasoning_effort
+    if request.tool_choice is not None:
+        out["tool_choice"] = request.tool_choice
     if last is not None:
         out["last_message"] = {"role": last.role, "content": last.content[:LAST_MESSAGE_CHARS],
                                "chars": len(last.content)}

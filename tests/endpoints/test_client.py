@@ -191,6 +191,20 @@ async def test_a_retried_reply_that_differs_is_shown_whole_after_a_discard_notic
     assert after == "Another answer" == result.output
 
 
+
+async def test_a_plain_reply_retried_as_empty_shows_its_reasoning_once() -> None:
+    """Unstreamed: an empty reply's reasoning is shown, and the retry's reply shows only what
+    extends it (a plain call keeps no record of what it showed until it needs one)."""
+    events: list[Event] = []
+    script = [Reply(text="", reasoning="Thinking it over."),
+              Reply(text="ok", reasoning="Thinking it over. Done.")]
+    with FakeModelServer(replies=script) as server:
+        result = await agent_for(server, events, stream=False).run("go")
+    assert result.output == "ok" and len(server.model_requests) == 2
+    shown = "".join(e.text for e in events if e.type == "reasoning_delta")
+    assert shown == "Thinking it over. Done."
+    assert not statuses(events, "discard_partial")
+
 TLS_COUNT = """
 import asyncio, ssl
 made = []

@@ -108,14 +108,18 @@ class ModelClient:
         listeners: CallListeners | None = None,
     ) -> ModelResponse:
         """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
-        shown = _Shown(listeners or CallListeners())
-        listeners = shown.listeners
+        listeners = listeners or CallListeners()
+        # what reached the listeners, for a plain call after a dead stream; a call plain from
+        # the start shows each reply whole and needs none of it
+        shown = _Shown(listeners) if stream else None
+        if shown is not None:
+            listeners = shown.listeners
         streaming = stream
         fell_back = False
         empty_retried = False
         attempt = 0
         last: ProviderError | None = None
-        discarded = Usage()  # replies thrown away: they still cost tokens and a request
+        discarded: Usage | None = None  # replies thrown away: they still cost tokens, a request
         while attempt < self.retry.attempts:
             attempt += 1
             try:
@@ -129,7 +133,7 @@ class ModelClient:
                 continue
             except StreamError as exc:
                 last = exc
-                discarded.add(exc.discarded_usage or Usage())
+                discarded = _plus(discarded, exc.discarded_usage)
                 if streaming and not fell_back:
                     fell_back, streaming = True, False
                     _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
@@ -145,7 +149,10 @@ class ModelClient:
                 await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
                 continue
             if _is_empty(response):
-                discarded.add(response.usage)
+                discarded = _plus(discarded, response.usage)
+                if shown is None:  # plain from the start: the retry's reply is shown against
+                    shown = _Shown(listeners)  # what this one showed (its reasoning)
+                    shown.seen(response.message.reasoning or "", response.message.content)
                 if empty_retried:
                     last = EmptyReplyError("the model returned an empty reply twice")
                     break
@@ -157,14 +164,15 @@ class ModelClient:
                 request = with_empty_reply_nudge(request)
                 continue
             self._report(listeners, attempt, streaming, None)
-            response.usage.add(discarded)
+            if discarded is not None:
+                response.usage.add(discarded)
             return response
         assert last is not None
         self._report(listeners, attempt, streaming, last)
         if not isinstance(last, EmptyReplyError):
             last = ProviderError(f"{self.label}: gave up after {attempt} attempts: {last}",
                                  status=last.status, body=last.body)
-        last.discarded_usage = discarded
+        last.discarded_usage = discarded or Usage()
         raise last
 
     async def _pause_or_raise(
@@ -212,7 +220,7 @@ class ModelClient:
         return _parsed_headers(tuple(self.endpoint.request_headers().items()))
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
-                          shown: _Shown) -> ModelResponse:
+                          shown: _Shown | None) -> ModelResponse:
         import httpx
 
         body = await self._encode(request, stream=False)
@@ -240,7 +248,14 @@ class ModelClient:
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
-        shown.replay(response.message.reasoning or "", response.message.content)
+        reasoning, text = response.message.reasoning or "", response.message.content
+        if shown is not None:
+            shown.replay(reasoning, text)
+        else:
+            if reasoning and listeners.on_reasoning is not None:
+                listeners.on_reasoning(reasoning)
+            if text and listeners.on_text is not None:
+                listeners.on_text(text)
         return response
 
     async def _call_streaming(
@@ -327,6 +342,11 @@ class _Shown:
 
         return forward
 
+    def seen(self, reasoning: str, text: str) -> None:
+        """`reasoning` and `text` reached the listeners already."""
+        self._reasoning.append(reasoning)
+        self._text.append(text)
+
     def replay(self, reasoning: str, text: str) -> None:
         """Show a whole reply: only its unseen tail if it extends what was shown."""
         old_reasoning, old_text = "".join(self._reasoning), "".join(self._text)
@@ -341,6 +361,15 @@ class _Shown:
             self.listeners.on_reasoning(reasoning[len(old_reasoning):])
         if self.listeners.on_text and len(text) > len(old_text):
             self.listeners.on_text(text[len(old_text):])
+
+
+def _plus(total: Usage | None, more: Usage | None) -> Usage | None:
+    """`total` with `more` added (made on first use: most calls throw nothing away)."""
+    if more is None:
+        return total
+    total = total or Usage()
+    total.add(more)
+    return total
 
 
 def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:

@@ -44,7 +44,7 @@ class ProviderChain:
     async def complete(self, request: ModelRequest, *, stream: bool,
                        listeners: CallListeners) -> ModelResponse:
         errors: list[str] = []
-        discarded = Usage()  # replies a failed provider returned and we threw away still count
+        discarded: Usage | None = None  # replies a failed provider returned still count
         while True:
             client = self.current
             try:
@@ -53,7 +53,9 @@ class ProviderChain:
                 raise  # another provider would not fit it either; compaction must act
             except ProviderError as exc:
                 errors.append(str(exc))
-                discarded.add(exc.discarded_usage or Usage())
+                if exc.discarded_usage is not None:
+                    discarded = discarded or Usage()
+                    discarded.add(exc.discarded_usage)
                 if self.active + 1 >= len(self.clients):
                     if len(errors) == 1:
                         raise
@@ -62,7 +64,7 @@ class ProviderChain:
                         ProviderError
                     final = kind("every provider failed: " + " | ".join(errors),
                                  status=exc.status, body=exc.body)
-                    final.discarded_usage = discarded
+                    final.discarded_usage = discarded or Usage()
                     raise final from exc
                 self.active += 1
                 if listeners.on_status is not None:
@@ -72,7 +74,8 @@ class ProviderChain:
                         {"from": client.label, "to": self.current.label, "error": str(exc)},
                     )
                 continue
-            response.usage.add(discarded)
+            if discarded is not None:
+                response.usage.add(discarded)
             return response
 
     async def _complete_with_refresh(self, client: ModelClient, request: ModelRequest,
