@@ -142,3 +142,41 @@ async def test_a_hook_editing_an_earlier_message_reaches_the_server(mode: str) -
     second, third = (json.dumps(r.body) for r in server.model_requests[1:3])
     assert "value of a" in second
     assert "EDITED BY HOOK" in third and "value of a" not in third
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_tools_json_is_written_once_and_never_sent_stale(mode: str) -> None:
+    from loopwright.messages import ToolSpec
+
+    wire = get_wire_format(mode)
+    schema = {"type": "object", "properties": {"key": {"type": "string"}}}
+    spec = ToolSpec(name="lookup", description="Look a key up.", parameters=schema)
+    messages = history(3)
+
+    def tools_sent(specs: list[ToolSpec], upto: int) -> Any:
+        request = ModelRequest(model="m", messages=messages[:upto], tools=specs)
+        encoded = json.loads(wire.encode_body(request, stream=False))
+        assert encoded == wire.build_body(request, stream=False)
+        return encoded["tools"]
+
+    first = tools_sent([spec], 4)
+    assert tools_sent([spec], 6) == first  # the same specs: the same JSON, reused
+    renamed = dataclasses.replace(spec, description="Find a key.")
+    assert "Find a key." in json.dumps(tools_sent([renamed], 6))
+    wider = dataclasses.replace(spec, parameters={**schema, "required": ["key"]})
+    assert "required" in json.dumps(tools_sent([wider], 6))
+    two = tools_sent([spec, renamed], 6)
+    assert [t.get("name") or t["function"]["name"] for t in two] == ["lookup", "lookup"]
+    assert tools_sent([spec], 6) == first
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_edited_system_prompt_is_sent_as_edited(mode: str) -> None:
+    messages = history(3)
+    sent(mode, messages)
+    sent(mode, messages)
+    messages[0].content = "Be thorough."
+    assert sent(mode, messages) == uncached(mode, messages)
+    assert "Be thorough." in json.dumps(sent(mode, messages))
+    messages[0] = system("Be kind.")  # a new message, not an edit
+    assert "Be kind." in json.dumps(sent(mode, messages))

@@ -42,6 +42,7 @@ from loopwright.wire.stream import StreamAccumulator
 MODE = "anthropic_messages"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's blocks as JSON text
 JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the turns up to it (splice.Joined)
+_MARKED = f"{MODE}/marked"  # the tools' wire form with a cache breakpoint (splice.encoded_tools)
 
 STOP_REASONS: dict[str, FinishReason] = {
     "tool_use": "tool_calls",
@@ -257,9 +258,9 @@ def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], str, li
     return system, text, tail
 
 
-def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]],
-                          tools: list[dict[str, Any]]) -> None:
-    """Mark the last one or two turns and the last tool, within the API's limit of four.
+def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]]) -> bool:
+    """Mark the last one or two turns, within the API's limit of four breakpoints; True when one
+    is left for the last tool (`tools_to_wire(..., marked=True)`).
 
     The static system block already carries one (see `system_blocks`). Marked blocks are copied,
     never changed in place: the unmarked originals live in the per-message wire cache.
@@ -268,8 +269,19 @@ def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, An
     for turn in reversed(turns[-2:]):
         if budget > 0 and _mark_last_block(turn["content"]):
             budget -= 1
-    if budget > 0 and tools:
+    return budget > 0
+
+
+def tools_to_wire(specs: list[ToolSpec], *, marked: bool = False) -> list[dict[str, Any]]:
+    """The `tools` field; `marked`: the last tool carries a cache breakpoint."""
+    tools = [tool_to_wire(spec) for spec in specs]
+    if marked and tools:
         tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    return tools
+
+
+def _marked_tools(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    return tools_to_wire(specs, marked=True)
 
 
 def _mark_last_block(content: list[dict[str, Any]]) -> bool:
@@ -371,11 +383,10 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
         history = request.messages
         system, head_json, last_two = _split_turns(history)
         refuse_unsupported(profile.supports_images, request.model, request.messages)
-        tools = [tool_to_wire(t) for t in request.tools]
         # only the last two turns can carry breakpoints or decide thinking: they are built as
         # objects; the turns before them are joined from each message's cached JSON
         tail = [turn_object(t) for t in last_two]
-        add_cache_breakpoints(system, tail, tools)
+        mark_tool = add_cache_breakpoints(system, tail)
         body: dict[str, Any] = {"model": request.model, "messages": splice.Spliced(
             lambda: ",".join([p for p in (head_json, *map(splice.dumps, tail)) if p]),
             lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]), *tail])}
@@ -386,8 +397,10 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
                 lambda: ",".join([p for m in leading
                                   if (p := splice.cached_piece(m, JSON_KEY, system_blocks))]),
                 lambda: system)
-        if tools:
-            body["tools"] = tools
+        if request.tools:  # the same every turn: their JSON is written once
+            body["tools"] = (splice.encoded_tools(_MARKED, request.tools, _marked_tools)
+                             if mark_tool else
+                             splice.encoded_tools(MODE, request.tools, tools_to_wire))
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
             if not profile.parallel_tool_calls and request.tool_choice != "none":

@@ -126,6 +126,10 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
+def _tools_to_wire(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [tool_to_wire(spec) for spec in specs]
+
+
 def usage_from_wire(data: dict[str, Any] | None) -> Usage:
     if not data:
         return Usage(requests=1)
@@ -197,7 +201,7 @@ class ChatCompletionsFormat(splice.SplicedBodyFormat):
             messages_value = wire_messages
         body: dict[str, Any] = {"model": request.model, "messages": messages_value}
         if request.tools:
-            body["tools"] = [tool_to_wire(t) for t in request.tools]
+            body["tools"] = splice.encoded_tools(MODE, request.tools, _tools_to_wire)
             if request.tool_choice:
                 body["tool_choice"] = request.tool_choice
             if not profile.parallel_tool_calls:

@@ -35,6 +35,8 @@ from loopwright.wire.stream import StreamAccumulator
 MODE = "responses"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's items as JSON text
 JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the items up to it (splice.Joined)
+# … of the first system message: the instructions and their JSON (the same text every turn)
+INSTRUCTIONS_KEY = f"{MODE}/instructions"
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -121,6 +123,10 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
             "parameters": spec.parameters, "strict": spec.strict}
 
 
+def _tools_to_wire(specs: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [tool_to_wire(spec) for spec in specs]
+
+
 def _tool_choice(choice: str) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
@@ -145,6 +151,14 @@ def conversation_to_wire(messages: list[Message]) -> tuple[str, splice.Spliced]:
 
 def _piece(msg: Message) -> str:
     return splice.cached_piece(msg, JSON_KEY, message_to_items)
+
+
+def _encoded_instructions(first: Message, instructions: str) -> splice.Encoded:
+    """The instructions as JSON, kept on the first (system) message while they stay the same."""
+    kept = first.wire_cache.get(INSTRUCTIONS_KEY)
+    if kept is None or kept[0] != instructions:
+        kept = first.wire_cache[INSTRUCTIONS_KEY] = (instructions, splice.dumps(instructions))
+    return splice.Encoded(kept[1])
 
 
 # --- wire → internal --------------------------------------------------------------------------
@@ -237,9 +251,9 @@ class ResponsesFormat(splice.SplicedBodyFormat):
         instructions, items = conversation_to_wire(request.messages)
         body: dict[str, Any] = {"model": request.model, "input": items, "store": False}
         if instructions:
-            body["instructions"] = instructions
+            body["instructions"] = _encoded_instructions(request.messages[0], instructions)
         if request.tools:
-            body["tools"] = [tool_to_wire(t) for t in request.tools]
+            body["tools"] = splice.encoded_tools(MODE, request.tools, _tools_to_wire)
             if request.tool_choice:
                 body["tool_choice"] = _tool_choice(request.tool_choice)
             if not profile.parallel_tool_calls:

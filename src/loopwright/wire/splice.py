@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from loopwright.messages import Message, ModelRequest, edits_so_far
+from loopwright.messages import Message, ModelRequest, ToolSpec, edits_so_far
 from loopwright.profiles import GENERIC, Profile
 
 # One encoder for every body, made once: `json.dumps` with options builds a `JSONEncoder` per
@@ -50,6 +50,40 @@ class Spliced:
     def __init__(self, json_text: Callable[[], str], objects: Callable[[], list[Any]]) -> None:
         self.json = json_text
         self.objects = objects
+
+
+class Encoded:
+    """A body value given as its JSON text, written once and reused: a part of the body that
+    is the same every turn (the tools, the instructions)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+# the tools' JSON by what it was written from: the spec objects' names, descriptions,
+# strictness and schema dicts (identity; a schema is replaced, never edited in place, as
+# context/tokens.estimate_tool assumes too). Specs are built once per tool and sent every turn.
+_ToolsKey = tuple[Any, ...]
+_tools_json: dict[_ToolsKey, tuple[list[dict[str, Any]], str]] = {}
+_TOOLS_KEPT = 256
+
+
+def encoded_tools(kind: str, tools: list[ToolSpec],
+                  to_wire: Callable[[list[ToolSpec]], list[Any]]) -> Encoded:
+    """`to_wire(tools)` as JSON, written once for the same specs (`kind` tells the wire forms
+    of one list apart: the API mode, a cache mark)."""
+    key = (kind, *[(spec.name, spec.description, spec.strict, id(spec.parameters))
+                   for spec in tools])
+    hit = _tools_json.get(key)
+    if hit is not None and all(a is b.parameters for a, b in zip(hit[0], tools, strict=True)):
+        return Encoded(hit[1])
+    text = dumps(to_wire(tools))
+    if len(_tools_json) >= _TOOLS_KEPT:
+        _tools_json.clear()
+    _tools_json[key] = ([spec.parameters for spec in tools], text)  # keeps the ids in use
+    return Encoded(text)
 
 
 class Joined:
@@ -107,22 +141,29 @@ def join_pieces(messages: list[Message], key: str, piece: Callable[[Message], st
     return f"{kept},{fresh[-1]}" if kept and fresh[-1] else kept or fresh[-1]
 
 
+_READY = (Spliced, Encoded)  # body values whose JSON text is (mostly) written already
+
+
 def materialize(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` with every spliced array turned into ordinary objects."""
-    return {k: v.objects() if isinstance(v, Spliced) else v for k, v in body.items()}
+    """`body` with every spliced array and encoded value turned into ordinary objects (an
+    encoded one read back from its text: a fresh object, never the one kept for reuse)."""
+    return {k: v.objects() if isinstance(v, Spliced)
+            else json.loads(v.text) if isinstance(v, Encoded) else v for k, v in body.items()}
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
     """The bytes of `body`: plain values serialised now, spliced arrays joined from their cached
-    pieces (placed after the plain keys; key order means nothing in JSON)."""
-    spliced = [(k, v) for k, v in body.items() if isinstance(v, Spliced)]
-    if not spliced:
+    pieces and encoded values as their text (placed after the plain keys; key order means
+    nothing in JSON)."""
+    ready = [(k, v) for k, v in body.items() if isinstance(v, _READY)]
+    if not ready:
         return dumps(body).encode()
-    head = dumps({k: v for k, v in body.items() if not isinstance(v, Spliced)})
+    head = dumps({k: v for k, v in body.items() if not isinstance(v, _READY)})
     parts = [head[:-1]]
     separator = "," if len(head) > 2 else ""
-    for key, value in spliced:
-        parts.append(f"{separator}{dumps(key)}:[{value.json()}]")
+    for key, value in ready:  # keys of our own (messages, tools…): no escaping needed
+        text = f"[{value.json()}]" if isinstance(value, Spliced) else value.text
+        parts.append(f'{separator}"{key}":{text}')
         separator = ","
     parts.append("}")
     return "".join(parts).encode()
