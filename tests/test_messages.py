@@ -141,3 +141,16 @@ def test_the_incremental_sanitizer_matches_a_full_sanitize_when_results_come_one
         assert clean(history) == sanitize(history)  # a late copy is dropped either way
         history.append(tool_result(ToolCall(id="stray", name="t"), "an orphan"))
         assert clean(history) == sanitize(history)
+
+
+def test_usage_since_is_the_difference_in_the_dict_form() -> None:
+    from loopwright.messages import Usage
+
+    total = Usage(input_tokens=10, output_tokens=2, cache_read_tokens=4, requests=1)
+    before = total.copy()
+    total.add(Usage(input_tokens=7, output_tokens=3, cache_write_tokens=5, reasoning_tokens=1,
+                    requests=2))
+    added = total.since(before)
+    assert list(added) == list(total.to_dict())  # the same keys, in the same order
+    assert added == {"input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0,
+                     "cache_write_tokens": 5, "reasoning_tokens": 1, "requests": 2}

@@ -47,6 +47,7 @@ import asyncio
 import dataclasses
 import logging
 import typing
+from collections.abc import Coroutine
 from typing import Any
 
 from loopwright import messages, notes
@@ -158,16 +159,15 @@ async def _turn_with_events(run: RunState) -> Next:
         return stop
     run.turn += 1
     run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
-    usage_before = run.usage.to_dict()
+    usage_before = run.usage.copy()
     cost_before = run.cost
     try:
         step = await turn(run)
     finally:
-        usage_now = run.usage.to_dict()
         cost_after = run.cost
         cost = None if cost_after is None or cost_before is None else cost_after - cost_before
-        run.emit(TurnEnd(turn=run.turn, cost=cost, agent=run.agent_tag,
-                         usage={key: usage_now[key] - usage_before[key] for key in usage_now}))
+        run.emit(TurnEnd(turn=run.turn, usage=run.usage.since(usage_before), cost=cost,
+                         agent=run.agent_tag))
     return step
 
 
@@ -289,7 +289,10 @@ def _drain_steering(run: RunState) -> None:
         run.append(messages.user(text))
 
 
-async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> ModelResponse:
+def _call_model(run: RunState, request: ModelRequest, purpose: str
+                ) -> Coroutine[Any, Any, ModelResponse]:
+    """The call, to be awaited (a plain function: no coroutine of its own around it)."""
+
     def on_text(delta: str) -> None:
         run.emit(TextDelta(text=delta, agent=run.agent_tag))
 
@@ -305,9 +308,9 @@ async def _call_model(run: RunState, request: ModelRequest, purpose: str) -> Mod
         for plugin in watchers:
             plugin.on_tool_args(run, name, delta)
 
-    return await run.calls.call(request, purpose=purpose, on_text=text_listener,
-                                on_reasoning=on_reasoning,
-                                on_tool_args=on_tool_args if watchers else None)
+    return run.calls.call(request, purpose=purpose, on_text=text_listener,
+                          on_reasoning=on_reasoning,
+                          on_tool_args=on_tool_args if watchers else None)
 
 
 def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:

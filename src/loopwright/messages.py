@@ -195,6 +195,17 @@ class Usage:
                      cache_write_tokens=self.cache_write_tokens,
                      reasoning_tokens=self.reasoning_tokens, requests=self.requests)
 
+    def since(self, before: Usage) -> dict[str, int]:
+        """What was added after `before` (a `copy()` of this), in `to_dict()`'s form."""
+        return {
+            "input_tokens": self.input_tokens - before.input_tokens,
+            "output_tokens": self.output_tokens - before.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens - before.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens - before.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens - before.reasoning_tokens,
+            "requests": self.requests - before.requests,
+        }
+
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens

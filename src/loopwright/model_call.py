@@ -117,7 +117,8 @@ class ModelCalls:
         if attempts > usage.requests:  # every request made counts, failed ones included
             usage = dataclasses.replace(usage, requests=attempts)
         self.usage.add(usage)
-        self.cost.add(model, usage)
+        cost = cost_of(model, usage)  # once, for the run's total and the record
+        self.cost.charge(cost)
         if call.purpose != "turn":
             self.side_usage.setdefault(call.purpose, SideUsage()).add(model, usage)
         owner = self.owner
@@ -135,7 +136,7 @@ class ModelCalls:
             request=describe_request(call.request, stream=call.streamed),
             response=describe_response(response) if response is not None else None,
             usage=usage.copy(),
-            cost=cost_of(model, usage) if usage.requests else None, error=error,
+            cost=cost if usage.requests else None, error=error,
             status=status if status is not None else (last.status if last else None),
         )
         owner.emit(ModelCallEvent(record=record, agent=owner.agent_tag))
@@ -155,7 +156,8 @@ class SideUsage:
         if model not in self.models:
             self.models.append(model)
         self.usage.add(usage)
-        self.cost.add(model, usage)
+        cost = cost_of(model, usage)  # once, for the run's total and the record
+        self.cost.charge(cost)
 
     def to_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "models": list(self.models),

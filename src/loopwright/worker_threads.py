@@ -17,7 +17,6 @@ they are daemon threads, so a tool stuck forever does not keep the process from 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import os
 import queue
@@ -121,8 +120,10 @@ def _run(job: Job) -> None:
 
 def _hand_back(job: Job, settle: Callable[[asyncio.Future[Any], Any], None],
                value: Any) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+    try:  # (not contextlib.suppress: a context manager's frames on every call)
         job.loop.call_soon_threadsafe(settle, job.future, value)
+    except RuntimeError:  # the loop closed meanwhile: nobody waits
+        return
 
 
 def _succeed(future: asyncio.Future[Any], result: Any) -> None:

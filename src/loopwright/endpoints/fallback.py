@@ -47,8 +47,14 @@ class ProviderChain:
         discarded: Usage | None = None  # replies a failed provider returned still count
         while True:
             client = self.current
+            call = request if request.model == client.model else dataclasses.replace(
+                request, model=client.model)
             try:
-                response = await self._complete_with_refresh(client, request, stream, listeners)
+                try:  # (inline, not a coroutine of its own: every model call passes here)
+                    response = await client.complete(call, stream=stream, listeners=listeners)
+                except AuthError as exc:
+                    response = await self._with_new_credentials(client, call, stream, listeners,
+                                                                exc)
             except ContextOverflowError:
                 raise  # another provider would not fit it either; compaction must act
             except ProviderError as exc:
@@ -78,20 +84,18 @@ class ProviderChain:
                 response.usage.add(discarded)
             return response
 
-    async def _complete_with_refresh(self, client: ModelClient, request: ModelRequest,
-                                     stream: bool, listeners: CallListeners) -> ModelResponse:
-        call = request if request.model == client.model else dataclasses.replace(
-            request, model=client.model)
-        try:
-            return await client.complete(call, stream=stream, listeners=listeners)
-        except AuthError:
-            if self.refresh_credentials is None:
-                raise
-            key = await self.refresh_credentials(client)
-            if not key:
-                raise
-            client.endpoint.api_key = key
-            if listeners.on_status is not None:
-                listeners.on_status("credentials_refreshed",
-                                    f"{client.label}: credentials refreshed; retrying", {})
-            return await client.complete(call, stream=stream, listeners=listeners)
+    async def _with_new_credentials(self, client: ModelClient, call: ModelRequest,
+                                    stream: bool, listeners: CallListeners,
+                                    refused: AuthError) -> ModelResponse:
+        """`call` once more after a 401/403, when the credentials could be refreshed; else the
+        refusal, raised again."""
+        if self.refresh_credentials is None:
+            raise refused
+        key = await self.refresh_credentials(client)
+        if not key:
+            raise refused
+        client.endpoint.api_key = key
+        if listeners.on_status is not None:
+            listeners.on_status("credentials_refreshed",
+                                f"{client.label}: credentials refreshed; retrying", {})
+        return await client.complete(call, stream=stream, listeners=listeners)

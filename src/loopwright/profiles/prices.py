@@ -102,7 +102,10 @@ class CostMeter:
         self.total: float | None = 0.0
 
     def add(self, model: str, usage: Usage) -> None:
-        if self.total is None:
-            return
-        cost = cost_of(model, usage)
-        self.total = None if cost is None else self.total + cost
+        if self.total is not None:
+            self.charge(cost_of(model, usage))
+
+    def charge(self, cost: float | None) -> None:
+        """Add a cost already worked out (`cost_of`); None: unpriced from now on."""
+        if self.total is not None:
+            self.total = None if cost is None else self.total + cost

@@ -187,10 +187,13 @@ class Tool:
         from loopwright.worker_threads import run_in_thread  # the first plain tool call loads it
 
         result = await run_in_thread(functools.partial(self.function, *call_args, **kwargs))
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        # most tools return text: no `inspect.isawaitable` (an ABC instance check) for it
+        if type(result) in _PLAIN_RESULTS or not inspect.isawaitable(result):
+            return result
+        return await result
 
+
+_PLAIN_RESULTS = frozenset({str, bytes, dict, list, tuple, int, float, bool, type(None)})
 
 P = ParamSpec("P")
 R = TypeVar("R")

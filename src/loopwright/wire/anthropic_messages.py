@@ -239,12 +239,13 @@ def _turn_json(turn: Turn) -> str:
     return f'{{"role":"{turn.role}","content":[{blocks}]}}'
 
 
-def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], str, list[Turn]]:
-    """(system blocks, the JSON of every turn but the last two, the last two turns).
+def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], int, str, list[Turn]]:
+    """(system blocks, how many system messages lead, the JSON of every turn but the last two,
+    the last two turns).
 
     The JSON of the earlier turns is joined onto the text kept from the previous turn of the run
     (`splice.Joined`, ending on a turn boundary) when that is still true, and kept again."""
-    system = _system_part(messages)[0]
+    system, leading = _system_part(messages)
     entry = splice.find_joined(messages, JOINED_KEY)
     turns = _group(messages, entry.count) if entry is not None else []
     if entry is None or len(turns) < 2 or turns[0].role == entry.extra:
@@ -255,7 +256,7 @@ def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], str, li
     if head:
         text = ",".join([p for p in (text, *map(_turn_json, head)) if p])
         splice.remember_joined(messages, head[-1].end, text, JOINED_KEY, entry, head[-1].role)
-    return system, text, tail
+    return system, leading, text, tail
 
 
 def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]]) -> bool:
@@ -381,7 +382,7 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages
-        system, head_json, last_two = _split_turns(history)
+        system, system_count, head_json, last_two = _split_turns(history)
         refuse_unsupported(profile.supports_images, request.model, request.messages)
         # only the last two turns can carry breakpoints or decide thinking: they are built as
         # objects; the turns before them are joined from each message's cached JSON
@@ -391,8 +392,7 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
             lambda: ",".join([p for p in (head_json, *map(splice.dumps, tail)) if p]),
             lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]), *tail])}
         if system:  # the system prompt's JSON too is written once, on its message
-            leading = history[: next((i for i, m in enumerate(history) if m.role != "system"),
-                                     len(history))]
+            leading = history[:system_count]
             body["system"] = splice.Spliced(
                 lambda: ",".join([p for m in leading
                                   if (p := splice.cached_piece(m, JSON_KEY, system_blocks))]),
