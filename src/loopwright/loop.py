@@ -91,6 +91,7 @@ from loopwright.tools.schema_echo import without_ignored_arguments
 from loopwright.wire.stream import DeltaListener
 
 logger = logging.getLogger("loopwright")
+_AGAIN = RunAgain()  # no fields, frozen: one for every turn that asks for another
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ async def turn(run: RunState) -> Next:
         await plugin.after_tools(run)
     if review.stop is not None:
         return Stop("loop_detected", review.stop)
-    return RunAgain()
+    return _AGAIN
 
 
 async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelResponse:
@@ -284,6 +285,8 @@ def _repair_rejected(run: RunState, request: ModelRequest, exc: RequestRejectedE
 
 
 def _drain_steering(run: RunState) -> None:
+    if not run.steering_pending:  # the common case, without taking the lock
+        return
     for text in run.drain_steering():
         run.status("steering", f"steering message added: {text[:80]}", {"text": text})
         run.append(messages.user(text))
@@ -332,7 +335,7 @@ def _answer_or_continue(run: RunState, response: ModelResponse) -> Next:
         note = notes.note_message(notes.text(notes.CONTINUE))
         run.append(note)
         run.answer_messages.append(note)
-        return RunAgain()
+        return _AGAIN
     answer = "".join(run.output_parts)
     run.output_parts.clear()
     run.auto_continues = 0

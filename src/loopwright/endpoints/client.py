@@ -221,8 +221,6 @@ class ModelClient:
 
     async def _call_plain(self, request: ModelRequest, listeners: CallListeners,
                           shown: _Shown | None) -> ModelResponse:
-        import httpx
-
         body = await self._encode(request, stream=False)
         try:
             url = _parsed_url(self.endpoint.url(self.wire.path))
@@ -233,9 +231,9 @@ class ModelClient:
                     headers=self._headers(),
                     timeout=_timeout(self.request_timeout),
                 )
-        except httpx.PoolTimeout as exc:
+        except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
-        except httpx.TransportError as exc:
+        except _httpx().TransportError as exc:
             raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                 retryable=True) from exc
         if reply.status_code >= 400:
@@ -261,8 +259,6 @@ class ModelClient:
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
-        import httpx
-
         body = await self._encode(request, stream=True)
         acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
                                 on_tool_args=listeners.on_tool_args)
@@ -292,12 +288,12 @@ class ModelClient:
                                           retryable=True) from exc
                     # no break on the end marker: reading the body to its end is what lets
                     # httpx return the connection to the pool for the next turn
-        except httpx.PoolTimeout as exc:
+        except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
-        except httpx.TimeoutException as exc:
+        except _httpx().TimeoutException as exc:
             raise _abandoned(acc, f"{self.label}: stream idle for over "
                              f"{self.stream_idle_timeout:g}s") from exc
-        except httpx.TransportError as exc:
+        except _httpx().TransportError as exc:
             if acc.events_seen == 0:
                 raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
                                     retryable=True) from exc
@@ -388,6 +384,16 @@ def _is_empty(response: ModelResponse) -> bool:
     msg = response.message
     return (not msg.content.strip() and not msg.tool_calls
             and response.finish_reason not in ("length", "content_filter"))  # refusals are replies
+
+
+@functools.cache
+def _httpx() -> Any:
+    """The httpx module, for the `except` clauses of a request: an `except` expression is
+    evaluated only when something was raised, so a request that succeeds runs no import
+    statement (one costs a module lookup and a check of its spec every time)."""
+    import httpx
+
+    return httpx
 
 
 # Parsed once, not on every request: httpx would parse the URL string (and build the timeout)

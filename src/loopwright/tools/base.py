@@ -184,8 +184,7 @@ class Tool:
                 kwargs["ctx"] = ctx
         if self._is_async():
             return await self.function(*call_args, **kwargs)
-        from loopwright.worker_threads import run_in_thread  # the first plain tool call loads it
-
+        run_in_thread = _thread_runner()  # the first plain tool call loads it
         result = await run_in_thread(functools.partial(self.function, *call_args, **kwargs))
         # most tools return text: no `inspect.isawaitable` (an ABC instance check) for it
         if type(result) in _PLAIN_RESULTS or not inspect.isawaitable(result):
@@ -194,6 +193,15 @@ class Tool:
 
 
 _PLAIN_RESULTS = frozenset({str, bytes, dict, list, tuple, int, float, bool, type(None)})
+
+
+@functools.cache
+def _thread_runner() -> Callable[[Callable[[], Any]], Awaitable[Any]]:
+    """`worker_threads.run_in_thread`, imported by the first plain tool call (not an import
+    statement per call: each costs a module lookup and a check of its spec)."""
+    from loopwright.worker_threads import run_in_thread
+
+    return run_in_thread
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from loopwright.arguments import ArgumentsError, loads_bounded, parse_arguments
 from loopwright.attachments import Attachment, refuse_unsupported
 from loopwright.errors import ConfigError, StreamError
 from loopwright.messages import (
@@ -142,12 +143,9 @@ def _tool_use_block(call: ToolCall) -> dict[str, Any]:
 
 def _input_object(call: ToolCall) -> dict[str, Any]:
     """`input` must be an object; arguments the model broke are repaired, else sent empty."""
-    from loopwright.arguments import ArgumentsError, loads_bounded, parse_arguments
-
     try:
         value = loads_bounded(call.arguments or "{}")
     except ValueError:
-
         try:
             return parse_arguments(call.arguments).value
         except ArgumentsError:
