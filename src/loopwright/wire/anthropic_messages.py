@@ -213,7 +213,9 @@ def _group(messages: list[Message], start: int) -> list[Turn]:
     turns: list[Turn] = []
     for i in range(start, len(messages)):
         msg = messages[i]
-        if not message_to_blocks(msg):
+        # the cached blocks read here (a call only for a message not seen yet): every turn
+        # groups the messages after the joined text
+        if not (msg.wire_cache.get(MODE) or message_to_blocks(msg)):
             continue  # an empty message would be rejected; its neighbours merge instead
         role = "assistant" if msg.role == "assistant" else "user"
         if turns and turns[-1].role == role:
