@@ -11,6 +11,7 @@ bench/context_growth.py --rounds 300.
     python bench/overhead.py                 # all modes, both stream settings, c=1 and c=50
     python bench/overhead.py --quick         # fewer repetitions
     python bench/overhead.py --mode chat_completions
+    python bench/overhead.py --concurrency 1 --repeats 60 --sync-tool
 
 Target: loopwright <= 1.5x the hand loop per turn in every setting.
 """
@@ -117,6 +118,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print results as JSON lines")
     parser.add_argument("--sync-tool", action="store_true",
                         help="give loopwright a sync tool (run in a worker thread)")
+    parser.add_argument("--concurrency", action="append", type=int, choices=[1, 50],
+                        help="only these concurrencies (default: both)")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="interleaved pairs per setting (default: 30 at c=1, 7 at c=50; "
+                             "--quick: 10 and 3)")
     args = parser.parse_args()
     modes = args.mode or ["chat_completions", "responses", "anthropic_messages"]
     proc, base_url = start_server()
@@ -128,9 +134,9 @@ def main() -> None:
     try:
         for mode in modes:
             for stream in (False, True):
-                for concurrency in (1, 50):
-                    repeats = (3 if args.quick else 7) if concurrency == 50 else \
-                        (10 if args.quick else 30)
+                for concurrency in args.concurrency or (1, 50):
+                    repeats = args.repeats or ((3 if args.quick else 7) if concurrency == 50
+                                               else (10 if args.quick else 30))
                     row = asyncio.run(bench_setting(mode, stream, concurrency, base_url, repeats,
                                                    lookup_sync if args.sync_tool else lookup))
                     rows.append(row)
