@@ -30,6 +30,8 @@ from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.postgres_batch import one_statement
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.rows import (
+    RUN_ON_CONFLICT,
+    TURN_ON_CONFLICT,
     USAGE_COLUMNS,
     call_at,
     events_at,
@@ -58,14 +60,10 @@ if TYPE_CHECKING:
 _USAGE = USAGE_COLUMNS
 _UPSERT_RUN = (
     "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
-    + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") "
-    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
-    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
-    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+    + ", ".join(_USAGE) + ", cost) VALUES (" + ", ".join(["%s"] * 16) + ") " + RUN_ON_CONFLICT)
 _UPSERT_TURN = (
     "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE) + ", cost) "
-    "VALUES (" + ", ".join(["%s"] * 11) + ") ON CONFLICT (session_id, run_id, turn) DO UPDATE "
-    "SET cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in _USAGE))
+    "VALUES (" + ", ".join(["%s"] * 11) + ") " + TURN_ON_CONFLICT)
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
                  "(%s, %s, %s, %s, %s)")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "

@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
-from loopwright.store.rows import USAGE_COLUMNS, events_row, message_row, run_row, turn_row
+from loopwright.store.rows import (
+    RUN_ON_CONFLICT,
+    TURN_ON_CONFLICT,
+    USAGE_COLUMNS,
+    events_row,
+    message_row,
+    run_row,
+    turn_row,
+)
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -29,13 +37,6 @@ from loopwright.store.writes import (
     ReleaseLease,
     StoreWrite,
 )
-
-_RUN_UPDATE = (
-    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
-    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
-    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
-_TURN_UPDATE = ("ON CONFLICT (session_id, run_id, turn) DO UPDATE SET cost = excluded.cost, "
-                + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
 
 
 class _Statement:
@@ -81,13 +82,13 @@ def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
             statement.parts.append(
                 "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, "
                 "error, turns, " + ", ".join(USAGE_COLUMNS) + ", cost) VALUES ("
-                + statement.values(row) + ") " + _RUN_UPDATE)
+                + statement.values(row) + ") " + RUN_ON_CONFLICT)
         elif not isinstance(write, Compact):
             row = turn_row(session_id, write.run_id, write.turn, write.usage, write.cost, now)
             statement.parts.append(
                 "INSERT INTO turns (session_id, run_id, turn, created, "
                 + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (" + statement.values(row) + ") "
-                + _TURN_UPDATE)
+                + TURN_ON_CONFLICT)
     if touched or release is not None:
         _session_row(statement, sid, at if touched else None, release)
     if not statement.parts:

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "reasoning_tokens", "requests")
+# what a second write of a run's or a turn's row updates (both stores, SQL they both speak): a
+# run's row is written at every turn, so a killed run keeps its usage so far
+RUN_ON_CONFLICT = (
+    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
+    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
+    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
+TURN_ON_CONFLICT = ("ON CONFLICT (session_id, run_id, turn) DO UPDATE SET cost = excluded.cost, "
+                    + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
 # made once: `json.dumps` with arguments builds an encoder on every call, ~2.7 µs of the ~11 µs
 # of an event row's encoding, and a turn encodes four or five
 _MESSAGE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))

@@ -27,6 +27,7 @@ from loopwright.store.lease import HOST, LEASE_SECONDS, lease_is_live
 from loopwright.store.rows import (
     BATCH,
     CALL_RECORD,
+    RUN_ON_CONFLICT,
     USAGE_COLUMNS,
     call_at,
     events_at,
@@ -517,9 +518,7 @@ class SQLiteStore:
 _UPSERT_RUN = (
     "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
     + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
-    "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "
-    "cost = excluded.cost, " + ", ".join(f"{c} = excluded.{c}" for c in USAGE_COLUMNS))
+    + RUN_ON_CONFLICT)
 _UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created, "
                 + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
