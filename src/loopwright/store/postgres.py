@@ -64,6 +64,10 @@ _UPSERT_RUN = (
 _UPSERT_TURN = (
     "INSERT INTO turns (session_id, run_id, turn, created, " + ", ".join(_USAGE) + ", cost) "
     "VALUES (" + ", ".join(["%s"] * 11) + ") " + TURN_ON_CONFLICT)
+# a session's row unless it exists (its `created` and `updated` the same time)
+_INSERT_SESSION = ("INSERT INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+                   "base_url, api_mode, created, updated) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+                   "%s, %s, %s) ON CONFLICT (id) DO NOTHING")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
                  "(%s, %s, %s, %s, %s)")
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
@@ -186,11 +190,9 @@ class PostgresStore:
     async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
                      parent_id: str | None = None, system_prompt: str | None = None) -> None:
         now = time.time()
-        await self._rows("creating a session",
-                         "INSERT INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-                         "created, updated) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-                         "ON CONFLICT (id) DO NOTHING",
-                         (session_id, parent_id, title, model, cwd, system_prompt, now, now))
+        await self._rows("creating a session", _INSERT_SESSION,
+                         (session_id, parent_id, title, model, cwd, system_prompt, "", "", now,
+                          now))
 
     async def update(self, session_id: str, **fields: Any) -> None:
         unknown = set(fields) - {"title", "model", "base_url", "api_mode", "cwd", "system_prompt"}
@@ -344,11 +346,8 @@ class PostgresStore:
         now = time.time()
         async with self._db("opening a session", transaction=True) as conn:
             created = (await conn.execute(
-                "INSERT INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-                "base_url, api_mode, created, updated) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s) ON CONFLICT (id) DO NOTHING",
-                (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
-                 now, now))).rowcount
+                _INSERT_SESSION, (session_id, parent_id, title, model, cwd, system_prompt,
+                                  base_url, api_mode, now, now))).rowcount
             await _take_lease(conn, session_id, owner)
         return not created
 

@@ -196,12 +196,9 @@ class SQLiteStore:
 
     def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
                parent_id: str | None = None, system_prompt: str | None = None) -> None:
-        now = time.time()
         with self._write("creating a session") as db:
-            db.execute(
-                "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, parent_id, title, model, cwd, system_prompt, now, now))
+            _insert_session(db, session_id, parent_id=parent_id, title=title, model=model,
+                            cwd=cwd, system_prompt=system_prompt, now=time.time())
 
     def update(self, session_id: str, **fields: Any) -> None:
         """Change `title`, `model`, `base_url`, `api_mode`, `cwd` or `system_prompt` of a
@@ -371,11 +368,9 @@ class SQLiteStore:
         existed before."""
         now = time.time()
         with self._write("opening a session") as db:
-            created = db.execute(
-                "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-                "base_url, api_mode, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
-                 now, now)).rowcount
+            created = _insert_session(db, session_id, parent_id=parent_id, title=title,
+                                      model=model, cwd=cwd, system_prompt=system_prompt,
+                                      base_url=base_url, api_mode=api_mode, now=now)
             _take_lease(db, session_id, owner)
         if created:  # just set: the run's first write need not set it again
             self._touched[session_id] = now
@@ -525,6 +520,18 @@ _UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created
 
 _RELEASE = ("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = NULL, "
             "lock_expires = NULL WHERE id = ? AND lock_owner = ?")
+
+
+def _insert_session(db: sqlite3.Connection, session_id: str, *, parent_id: str | None,
+                    title: str, model: str, cwd: str, system_prompt: str | None, now: float,
+                    base_url: str = "", api_mode: str = "") -> bool:
+    """Create the session's row unless it exists (inside the caller's transaction); whether
+    this made it."""
+    return db.execute(
+        "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
+        "base_url, api_mode, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
+         now, now)).rowcount > 0
 
 
 def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
