@@ -362,7 +362,7 @@ class WriteQueue:
         delay, waited = BUSY_FIRST_DELAY, 0.0
         while True:
             try:
-                await self._write_out(writes)
+                await self._write_whole(writes)
             except StoreBusy as exc:
                 if not waited:
                     self._report(run, "store_busy", f"the session store is busy; waiting for it "
@@ -380,6 +380,22 @@ class WriteQueue:
                 self._report(run, "store_ready", "the session store is writable again "
                              f"(waited ~{waited:.1f}s)")
             return
+
+    async def _write_whole(self, writes: list[StoreWrite]) -> None:
+        """One try at `writes`, seen through to its end even if the run is cancelled meanwhile:
+        once handed to the store it may sit in its thread's queue (a job a cancel abandons) or
+        be inside a transaction, and one cut off there would be lost while later writes land
+        (a cancelled call's result stored without its call). The cancel is raised after it; a
+        try the store turned away (busy) stays queued for the next flush."""
+        attempt = asyncio.ensure_future(self._write_out(writes))
+        try:
+            await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            await asyncio.wait([attempt])
+            if not attempt.cancelled() and attempt.exception() is not None:
+                self._pending[:0] = writes
+                self._durable = True
+            raise
 
 
 def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:
