@@ -21,7 +21,7 @@ from loopwright.safety.egress import EGRESS_SERVICE, Egress, EgressGate
 from loopwright.safety.policy import ApprovalCache, ApprovalCallback, Approver, Policy, PolicyGate
 from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
 from loopwright.safety.shell import parse_command
-from loopwright.safety.shell.parse import join_path
+from loopwright.safety.shell.paths import join_path
 from loopwright.tools.execute import ResultFilter, ToolGate
 
 

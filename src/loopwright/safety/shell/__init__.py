@@ -27,9 +27,9 @@ from loopwright.safety.shell.parse import (
     MAX_COMMAND_CHARS,
     Script,
     SimpleCommand,
-    join_path,
     parse_command,
 )
+from loopwright.safety.shell.paths import join_path
 from loopwright.safety.shell.rules import (
     Targets,
     canonical_text,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from loopwright.safety.shell.paths import normalise_path_word
 from loopwright.safety.shell.words import (
     Piece,
     Word,
@@ -109,27 +110,6 @@ class Script:
     def note(self, reason: str) -> None:
         if reason not in self.opaque:
             self.opaque.append(reason)
-
-
-def normalise_path_word(word: str) -> str:
-    """`./a//b/../c/` → `a/c/`; words without a slash are left alone."""
-    if "/" not in word or "://" in word:
-        return word
-    leading = word.startswith("/")
-    trailing = word.endswith("/") and word.strip("/") != ""
-    normal = posixpath.normpath(word)
-    if leading:
-        normal = "/" + normal.lstrip("/")
-    return normal + "/" if trailing and normal != "/" else normal
-
-
-def join_path(cwd: str | None, path: str) -> str | None:
-    """`path` made absolute against `cwd` and normalised (None if `cwd` is unknown)."""
-    if path.startswith("/"):
-        return normalise_path_word(path).rstrip("/") or "/"
-    if cwd is None:
-        return None
-    return normalise_path_word(posixpath.join(cwd, path)).rstrip("/") or "/"
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable, Iterator
 
 from loopwright.safety.sensitive import is_secret_path
-from loopwright.safety.shell.parse import SimpleCommand, join_path
+from loopwright.safety.shell.parse import SimpleCommand
+from loopwright.safety.shell.paths import join_path
 from loopwright.safety.shell.words import Word
 
 TOP_LEVEL = frozenset({

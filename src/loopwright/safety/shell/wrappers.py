@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from loopwright.safety.shell.parse import Context, SimpleCommand, State, Walker, join_path
+from loopwright.safety.shell.parse import Context, SimpleCommand, State, Walker
+from loopwright.safety.shell.paths import join_path
 from loopwright.safety.shell.words import Word
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash", "rbash", "fish",
