@@ -122,7 +122,8 @@ async def test_a_write_batch_keeps_order_numbering_and_every_record(store_spec: 
                 AppendMessages(messages=[tool_result(made, f"result {turn}")]),
                 RecordRun(record=RunRecord(run_id="r1", turns=turn, usage=Usage(requests=turn))),
                 RecordTurn(run_id="r1", turn=turn, usage=Usage(requests=1), cost=None),
-                RecordEvents(run_id="r1", events=[{"type": "turn_end", "turn": turn}])])
+                RecordEvents(run_id="r1", events=[{"type": "turn_end", "turn": turn,
+                                                   "usage": {"requests": 1}}])])
         history = await store.load("b1")
         events = await store.events("b1")
         records = await store.model_calls("b1")
@@ -135,5 +136,6 @@ async def test_a_write_batch_keeps_order_numbering_and_every_record(store_spec: 
         ("turn_start", 1), ("model_call", None), ("model_call", None), ("turn_end", 1),
         ("turn_start", 2), ("turn_end", 2)]
     assert [r.id for r in records] == ["m1", "m2"]
+    # the run has not ended: its totals so far are its turns' (store/turns.py)
     assert [(r["turns"], r["requests"]) for r in runs] == [(2, 2)]
     assert [t["turn"] for t in turns] == [1, 2]

@@ -147,10 +147,12 @@ async def test_a_store_without_the_folded_calls_opens_and_releases_call_by_call(
         info = await store.get("p1")
         assert info is not None and info.locked_by is None and info.message_count == 2
         assert info.base_url == url
+        # its turn recorded call by call too (from the turn's turn_end event: store/turns.py)
+        assert [(t["turn"], t["requests"]) for t in await store.turns("p1")] == [(1, 1)]
     finally:
         await store.aclose()
     if isinstance(store, CountedSQLite):
-        assert {"create", "update", "acquire", "release"} <= set(store.writes)
+        assert {"create", "update", "acquire", "release", "record_turn"} <= set(store.writes)
 
 
 async def test_a_steady_postgresql_turn_is_not_parsed_again_on_the_client(

@@ -157,11 +157,14 @@ class SessionStore(Protocol):
 
     async def record_run(self, session_id: str, record: RunRecord, *, model: str = "",
                          ended: bool = False) -> None:
-        """Insert or update a run's row (usage so far; stop reason once `ended`)."""
+        """Insert or update a run's row: the recorder writes it when the run starts and when
+        it ends (with its stop reason); a run not ended is read with its turns' totals."""
 
     async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                           cost: float | None) -> None:
-        """Store what one turn of a run spent (tokens, and cost when the price is known)."""
+        """Store what one turn of a run spent (tokens, and cost when the price is known). The
+        recorder does not call it for a store with `write_batch`: a turn's record is its
+        `turn_end` event (`store/turns.py`); `write_all` calls it for one without."""
 
     async def record_events(self, session_id: str, run_id: str,
                             events: list[dict[str, Any]]) -> None:

@@ -42,14 +42,17 @@ from loopwright.store.rows import (
     turn_row,
 )
 from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START, SearchHit
+from loopwright.store.turns import run_totals, with_running_totals
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
     RecordEvents,
     RecordRun,
+    RecordTurn,
     ReleaseLease,
     StoreWrite,
     merged,
+    with_turns,
 )
 
 if TYPE_CHECKING:
@@ -227,25 +230,19 @@ class PostgresStore:
     async def _info(self, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
          lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
-        sums = (await self._rows(
-            "reading a session", "SELECT count(*), " + ", ".join(
-                f"coalesce(sum({c}), 0)" for c in _USAGE) + ", sum(cost), "
-            "count(*) FILTER (WHERE cost IS NULL AND requests > 0) FROM runs "
-            "WHERE session_id = %s", (sid,)))[0]
-        latest = await self._rows("reading a session", "SELECT stop_reason FROM runs WHERE "
-                                  "session_id = %s ORDER BY started DESC LIMIT 1", (sid,))
+        runs = await self.runs(sid)
+        usage, cost = run_totals(runs)
         count = (await self._rows("reading a session", "SELECT count(*) FROM messages WHERE "
                                   "session_id = %s AND epoch = %s", (sid, epoch)))[0][0]
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
         stop_reason = None
-        if latest:
-            stop_reason = latest[0][0] or ("running" if live else "interrupted")
+        if runs:
+            stop_reason = runs[-1]["stop_reason"] or ("running" if live else "interrupted")
         return SessionInfo(
             id=sid, parent_id=parent_id, title=title, model=model, base_url=base_url,
             api_mode=api_mode, cwd=cwd, created=created,
             updated=updated, stop_reason=stop_reason, message_count=int(count), epoch=epoch,
-            usage=Usage(**{c: int(v) for c, v in zip(_USAGE, sums[1:7], strict=True)}),
-            cost=None if sums[8] or sums[7] is None else float(sums[7]), runs=int(sums[0]),
+            usage=usage, cost=cost, runs=len(runs),
             locked_by=lock_pid if live else None)
 
     async def delete(self, session_id: str) -> None:
@@ -371,8 +368,13 @@ class PostgresStore:
                          run_row(session_id, record, model, ended, time.time()))
 
     async def runs(self, session_id: str) -> list[dict[str, Any]]:
-        return await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
+        """The session's runs, oldest first (a run that has not ended with its totals so far,
+        from its turns: `store/turns.py`)."""
+        runs = await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
                                  "ORDER BY started", session_id)
+        if all(run["ended"] is not None for run in runs):
+            return runs
+        return with_running_totals(runs, await self.turns(session_id))
 
     async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                           cost: float | None) -> None:
@@ -385,14 +387,20 @@ class PostgresStore:
 
     async def record_events(self, session_id: str, run_id: str,
                             events: list[dict[str, Any]]) -> None:
-        if events:
-            async with self._db("recording events", transaction=True) as conn:
-                await _insert_events(conn, session_id, run_id, events, time.time())
+        if not events:
+            return
+        now = time.time()
+        async with self._db("recording events", transaction=True) as conn:
+            for turn in with_turns([RecordEvents(run_id=run_id, events=events)]):
+                if isinstance(turn, RecordTurn):  # a turn_end event's row of `turns`
+                    await conn.execute(_UPSERT_TURN, turn_row(
+                        session_id, run_id, turn.turn, turn.usage, turn.cost, now))
+            await _insert_events(conn, session_id, run_id, events, now)
 
     async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order."""
         now = time.time()
-        batch = merged(writes)
+        batch = with_turns(merged(writes))
         statement = one_statement(session_id, batch, now)
         if statement is not None:  # as a rule: one statement, atomic on its own
             import psycopg

@@ -1,7 +1,8 @@
 """`SessionRecorder`: persists one run into a `SessionStore` as it happens.
 
 It is both a `LoopPlugin` (every appended message is queued) and an event callback (the run's
-events become the session's event log and audit trail; its run and turn records follow). The
+events become the session's event log and audit trail; a turn's record is its `turn_end` event,
+and the run's row is written when it starts and when it ends: `store/turns.py`). The
 queue is written out, all of it in one transaction (`store/writes.py`), whenever something the
 model saw must be durable: before each model request, before a tool that is not read-only runs
 (a crash inside it resumes knowing the call was made), and as soon as tool results are appended
@@ -32,7 +33,6 @@ from loopwright.store.writes import (
     Compact,
     RecordEvents,
     RecordRun,
-    RecordTurn,
     ReleaseLease,
     StoreWrite,
     write_all,
@@ -70,7 +70,6 @@ class SessionRecorder(LoopPlugin):
         self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
         self._writes = WriteQueue(self._write_out, self._report_wait)
-        self._turn_cost: float | None = 0.0  # the run's cost at the end of the previous turn
         self._turn_messages: list[Message] = []  # user/assistant messages since the last turn_end
 
     # -- before the run: create or resume the session, take its lease --
@@ -236,11 +235,9 @@ class SessionRecorder(LoopPlugin):
         if not self._writes.open:  # the terminal event comes after `on_run_end`
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return
+        # a turn's record (usage, cost) is its turn_end event, and the run's row is written
+        # when it starts and ends: a run not ended is summed from its turns (store/turns.py)
         self._writes.put(RecordEvents(run_id=run.run_id, events=[row]))
-        if event.type == "turn_end" and not event.agent:
-            self._writes.put(RecordRun(record=self._record(run, None), model=self.model))
-            self._writes.put(RecordTurn(run_id=run.run_id, turn=run.turn,
-                                        usage=_turn_usage(event), cost=self._cost_of_turn(run)))
 
     def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
@@ -275,17 +272,9 @@ class SessionRecorder(LoopPlugin):
     def _report_wait(self, run: RunView, kind: StatusKind, text: str) -> None:
         run.status(kind, text, {"session_id": self.session_id})
 
-    def _record(self, run: RunView, result: RunResult | None) -> RunRecord:
-        return RunRecord(
-            run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
-            cost=result.cost if result is not None else run.cost,
-            stop_reason=result.stop_reason if result is not None else None,
-            error=result.error if result is not None else None)
-
-    def _cost_of_turn(self, run: RunView) -> float | None:
-        total, before = run.cost, self._turn_cost
-        self._turn_cost = total
-        return None if total is None or before is None else total - before
+    def _record(self, run: RunView, result: RunResult) -> RunRecord:
+        return RunRecord(run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
+                         cost=result.cost, stop_reason=result.stop_reason, error=result.error)
 
     async def _renew_forever(self, run: RunView, driver: asyncio.Task[Any] | None) -> None:
         """Keep the lease while the run's task lives (a task killed without reaching
@@ -418,14 +407,6 @@ def _copy(usage: Usage) -> Usage:
     out = Usage()
     out.add(usage)
     return out
-
-
-def _turn_usage(event: Event) -> Usage:
-    fields = getattr(event, "usage", None) or {}
-    try:
-        return Usage(**fields)
-    except TypeError:
-        return Usage()
 
 
 def _slim(row: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,13 @@ append a new one, so every existing database can be walked forward.
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable, Iterator
+
+from loopwright.messages import Usage
+from loopwright.store.rows import USAGE_COLUMNS, record_json
+from loopwright.store.turns import TURN_RECORD, turn_record
+
 _V1 = """
 CREATE TABLE sessions (
     id                 TEXT PRIMARY KEY,
@@ -228,6 +235,50 @@ INSERT INTO events (session_id, run_id, created, type, call_id, data)
 DROP TABLE model_calls;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+
+def _v8(db: sqlite3.Connection) -> None:
+    """v8: a turn's transaction writes one B-tree fewer. A turn's record (what it spent) is
+    read from its `turn_end` event, which the turn's events row holds anyway
+    (`store/turns.py`), not written again into `turns`. Each row of `turns` becomes an events
+    row of type 'turn_record' (`turns.TURN_RECORD`), after every row there is, so it replaces
+    what the turn's event says, as the table did. In Python, not SQL: SQLite's JSON keeps 15
+    digits of a cost, and a cost read back must be the cost stored."""
+    rows = db.execute("SELECT session_id, run_id, turn, created, input_tokens, output_tokens, "
+                      "cache_read_tokens, cache_write_tokens, reasoning_tokens, requests, cost "
+                      "FROM turns ORDER BY created, turn").fetchall()
+    db.executemany(
+        "INSERT INTO events (session_id, run_id, created, type, data) VALUES (?, ?, ?, ?, ?)",
+        [(sid, run_id, created, TURN_RECORD, record_json(
+            turn_record(turn, Usage(**dict(zip(USAGE_COLUMNS, usage, strict=True))), cost)))
+         for sid, run_id, turn, created, *usage, cost in rows])
+    db.execute("DROP TABLE turns")
+
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _v8]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection, version: int) -> None:
+    """Run every migration after `version` (inside the caller's transaction)."""
+    for step in MIGRATIONS[version:]:
+        if callable(step):
+            step(db)
+            continue
+        for statement in _statements(step):
+            db.execute(statement)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into statements (trigger bodies hold semicolons of their own)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip():
+        yield pending.strip()

@@ -35,10 +35,19 @@ from loopwright.store.rows import (
     message_at,
     message_row,
     record_at,
+    record_json,
     run_row,
-    turn_row,
 )
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION, migrate
+from loopwright.store.turns import (
+    TURN_RECORD,
+    is_turn_end,
+    run_totals,
+    turn_at,
+    turn_record,
+    turns_in_order,
+    with_running_totals,
+)
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -127,9 +136,7 @@ class SQLiteStore:
             if version == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                 raise SessionError(f"{self.path} is an SQLite database but not a loopwright "
                                    "session store; give another path")
-            for script in MIGRATIONS[version:]:
-                for statement in _statements(script):
-                    db.execute(statement)
+            migrate(db, version)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -268,25 +275,19 @@ class SQLiteStore:
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
          lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
-        sums = db.execute(
-            "SELECT count(*), " + ", ".join(f"coalesce(sum({c}), 0)" for c in USAGE_COLUMNS)
-            + ", sum(cost), sum(cost IS NULL AND requests > 0) FROM runs WHERE session_id = ?",
-            (sid,)).fetchone()
-        latest = db.execute("SELECT stop_reason, ended FROM runs WHERE session_id = ? "
-                            "ORDER BY started DESC, rowid DESC LIMIT 1", (sid,)).fetchone()
+        runs = _runs(db, sid)
+        usage, cost = run_totals(runs)
         count = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ?",
                            (sid, epoch)).fetchone()[0]
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
         stop_reason = None
-        if latest is not None:
-            stop_reason = latest[0] or ("running" if live else "interrupted")
-        usage = Usage(**dict(zip(USAGE_COLUMNS, sums[1:7], strict=True)))
-        unpriced = sums[8] or 0
+        if runs:
+            stop_reason = runs[-1]["stop_reason"] or ("running" if live else "interrupted")
         return SessionInfo(
             id=sid, parent_id=parent_id, title=title, model=model, base_url=base_url,
             api_mode=api_mode, cwd=cwd, created=created,
             updated=updated, stop_reason=stop_reason, usage=usage, message_count=count, epoch=epoch,
-            cost=None if unpriced or sums[7] is None else float(sums[7]), runs=sums[0],
+            cost=cost, runs=len(runs),
             locked_by=lock_pid if live else None)
 
     # -- messages --
@@ -398,25 +399,21 @@ class SQLiteStore:
 
     def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                     cost: float | None) -> None:
+        """Store a turn's record (it replaces what the turn's `turn_end` event says)."""
         with self._lock, self._translate("recording a turn"):
-            self._db.execute(_UPSERT_TURN, turn_row(session_id, run_id, turn, usage, cost,
-                                                     time.time()))
+            _insert_turn(self._db, session_id, run_id, turn, usage, cost, time.time())
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
-        """What each turn of the session's runs spent, in order, as dicts of their columns."""
+        """What each turn of the session's runs spent, in order, as dicts of the columns the
+        v7 table had: read from the runs' `turn_end` events (`store/turns.py`)."""
         with self._read("reading turns") as db:
-            cursor = db.execute("SELECT * FROM turns WHERE session_id = ? ORDER BY created, "
-                                "turn", (session_id,))
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            return _turns(db, session_id)
 
     def runs(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's runs, oldest first, as dicts of their columns."""
+        """The session's runs, oldest first, as dicts of their columns (a run that has not
+        ended with its totals so far, from its turns)."""
         with self._read("reading runs") as db:
-            cursor = db.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY started, rowid",
-                                (session_id,))
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            return _runs(db, session_id)
 
     def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
         if events:
@@ -446,15 +443,16 @@ class SQLiteStore:
                 elif isinstance(write, ReleaseLease):
                     db.execute(_RELEASE, (session_id, write.owner))
                 else:
-                    db.execute(_UPSERT_TURN, turn_row(session_id, write.run_id, write.turn,
-                                                       write.usage, write.cost, now))
+                    _insert_turn(db, session_id, write.run_id, write.turn, write.usage,
+                                 write.cost, now)
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
         """The stored events of a session in order; each has `run_id` and `created` added (a
         `model_call` event without its record's request and response: `model_calls`)."""
         with self._read("reading events") as db:
             rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
-                              "AND type != ? ORDER BY id", (session_id, CALL_RECORD)).fetchall()
+                              "AND type NOT IN (?, ?) ORDER BY id",
+                              (session_id, CALL_RECORD, TURN_RECORD)).fetchall()
         return [slim_event(event) for row in rows for event in events_at(session_id, *row)]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
@@ -514,8 +512,6 @@ _UPSERT_RUN = (
     "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
     + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     + RUN_ON_CONFLICT)
-_UPSERT_TURN = ("INSERT OR REPLACE INTO turns (session_id, run_id, turn, created, "
-                + ", ".join(USAGE_COLUMNS) + ", cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 _RELEASE = ("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = NULL, "
@@ -556,6 +552,33 @@ def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
     db.execute(_INSERT_EVENT, events_row(session_id, run_id, now, events))
 
 
+def _insert_turn(db: sqlite3.Connection, session_id: str, run_id: str, turn: int,
+                 usage: Usage, cost: float | None, now: float) -> None:
+    """A turn's record as an events row of its own (inside the caller's transaction)."""
+    db.execute(_INSERT_EVENT, (session_id, run_id, now, TURN_RECORD, None, None, None, None,
+                               None, record_json(turn_record(turn, usage, cost))))
+
+
+def _turns(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's turns (`SQLiteStore.turns`), inside the caller's read."""
+    rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? AND type "
+                      "IN (?, 'turn_end', ?) ORDER BY id",
+                      (session_id, BATCH, TURN_RECORD)).fetchall()
+    return turns_in_order(
+        turn_at(session_id, run_id, created, event) for run_id, created, data in rows
+        for event in events_at(session_id, run_id, created, data) if is_turn_end(event))
+
+
+def _runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's runs (`SQLiteStore.runs`), inside the caller's read."""
+    cursor = db.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY started, rowid",
+                        (session_id,))
+    names = [d[0] for d in cursor.description]
+    runs = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    ended = all(run["ended"] is not None for run in runs)
+    return with_running_totals(runs, [] if ended else _turns(db, session_id))
+
+
 def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], now: float
              ) -> int:
     found = db.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = ? RETURNING epoch",
@@ -583,17 +606,3 @@ def fts_query(text: str, *, any_word: bool = False) -> str:
     """A safe FTS5 query for free text: each word quoted; all words required unless `any_word`."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
     return (" OR " if any_word else " ").join(f'"{w}"' for w in words)
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration script into statements (trigger bodies hold semicolons of their own)."""
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        if line.strip().startswith("--"):
-            continue
-        pending += line
-        if sqlite3.complete_statement(pending):
-            yield pending.strip()
-            pending = ""
-    if pending.strip():
-        yield pending.strip()

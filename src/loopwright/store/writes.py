@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright.messages import Message, Usage
 from loopwright.store import RunRecord
+from loopwright.store.turns import is_turn_end
 
 if TYPE_CHECKING:
     from loopwright.store import SessionStore
@@ -93,13 +94,38 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
               if rows), *releases.values()]
 
 
+def with_turns(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
+    """`writes` (already `merged`) and, before their events, a `RecordTurn` for each of the
+    run's own `turn_end` events among them, for a store that keeps a table of turns (one of a
+    run's turns recorded both ways is written once, from its event)."""
+    derived = {(w.run_id, int(event["turn"])): RecordTurn(
+        run_id=w.run_id, turn=int(event["turn"]), usage=_usage(event.get("usage")),
+        cost=event.get("cost"))
+        for w in writes if isinstance(w, RecordEvents) for event in w.events
+        if is_turn_end(event)}
+    if not derived:
+        return list(writes)
+    kept = [w for w in writes
+            if not (isinstance(w, RecordTurn) and (w.run_id, w.turn) in derived)]
+    first_events = next((n for n, w in enumerate(kept) if isinstance(w, RecordEvents)),
+                        len(kept))
+    return [*kept[:first_events], *derived.values(), *kept[first_events:]]
+
+
+def _usage(fields: Any) -> Usage:
+    try:
+        return Usage(**fields) if isinstance(fields, dict) else Usage()
+    except TypeError:
+        return Usage()
+
+
 async def write_all(store: SessionStore, session_id: str, writes: Sequence[StoreWrite]) -> None:
     """Write `writes` in order: in one transaction when the store has `write_batch`."""
     batch = getattr(store, "write_batch", None)
     if batch is not None:
         await batch(session_id, writes)
         return
-    for write in merged(writes):
+    for write in with_turns(merged(writes)):
         await _write_one(store, session_id, write)
 
 
