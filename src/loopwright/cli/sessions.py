@@ -174,7 +174,7 @@ def search(
     from rich.table import Table
     from rich.text import Text
 
-    from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START
+    from loopwright.store.search import SNIPPET_END, SNIPPET_START
 
     store = _open(db, must_exist=False)
     cwd = str(Path.cwd().resolve()) if here else None

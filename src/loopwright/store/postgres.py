@@ -41,7 +41,7 @@ from loopwright.store.rows import (
     run_row,
     turn_row,
 )
-from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START, SearchHit
+from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, search_words
 from loopwright.store.turns import run_totals, with_running_totals
 from loopwright.store.writes import (
     AppendMessages,
@@ -83,7 +83,6 @@ _INSERT_MESSAGE = (
     "%(now)s)")
 _INSERT_CALL = (f"INSERT INTO model_calls (session_id, {', '.join(CALL_COLUMNS)}) VALUES "
                 f"({', '.join(['%s'] * (len(CALL_COLUMNS) + 1))})")
-_WORD = re.compile(r"\w+", re.UNICODE)
 LOCK_TIMEOUT_MS = 2000  # a row lock held longer surfaces as StoreBusy (the recorder waits on)
 
 
@@ -454,7 +453,7 @@ class PostgresStore:
                      exclude_session: str | None = None, cwd: str | None = None
                      ) -> list[SearchHit]:
         """Messages matching `text` (every word, or any word), best `ts_rank` first."""
-        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
+        words = search_words(text)
         if not words:
             return []
         query = (" | " if any_word else " & ").join(words)  # \w+ only: no tsquery syntax

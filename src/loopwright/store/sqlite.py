@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +37,7 @@ from loopwright.store.rows import (
     run_row,
 )
 from loopwright.store.schema import SCHEMA_VERSION, migrate
+from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, fts_query
 from loopwright.store.turns import (
     TURN_RECORD,
     is_turn_end,
@@ -68,22 +67,7 @@ _INSERT_MESSAGE = (
     "(?1, coalesce((SELECT seq FROM messages WHERE session_id = ?1 "
     "ORDER BY epoch DESC, seq DESC LIMIT 1), 0) + 1, "
     "(SELECT epoch FROM sessions WHERE id = ?1), ?2, ?3, ?4, ?5)")
-_WORD = re.compile(r"\w+", re.UNICODE)
 TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
-SNIPPET_START, SNIPPET_END = "\x02", "\x03"  # markers around matched words in search snippets
-
-
-@dataclass(kw_only=True)
-class SearchHit:
-    """One matching message: where it is and a snippet with the matched words marked."""
-
-    session_id: str
-    seq: int
-    role: str
-    snippet: str  # matched words are wrapped in SNIPPET_START / SNIPPET_END
-    title: str
-    updated: float
-    score: float  # BM25: lower is better
 
 
 class SQLiteStore:
@@ -600,9 +584,3 @@ def _index_messages(db: sqlite3.Connection) -> None:
 
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
                  "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-
-
-def fts_query(text: str, *, any_word: bool = False) -> str:
-    """A safe FTS5 query for free text: each word quoted; all words required unless `any_word`."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))[:32]
-    return (" OR " if any_word else " ").join(f'"{w}"' for w in words)

@@ -21,7 +21,8 @@ from loopwright.worker_threads import Job, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
-    from loopwright.store.sqlite import SearchHit, SQLiteStore
+    from loopwright.store.search import SearchHit
+    from loopwright.store.sqlite import SQLiteStore
     from loopwright.store.writes import StoreWrite
 
 T = TypeVar("T")
