@@ -171,7 +171,7 @@ class SessionRecorder(LoopPlugin):
     def on_message(self, run: RunView, message: Message) -> None:
         if message.role in ("user", "assistant"):
             self._turn_messages.append(message)
-        self._writes.put(AppendMessages(messages=[message]), durable=True)
+        self._writes.put_message(message)
 
     async def _write_out(self, writes: Sequence[StoreWrite]) -> None:
         """One transaction for everything queued; attachments' bytes go to files first (a
@@ -213,8 +213,8 @@ class SessionRecorder(LoopPlugin):
         """Durable at once: what the call is about to change (tools/effects.py)."""
         run = self._run
         assert run is not None
-        self._writes.put(RecordEvents(run_id=run.run_id, events=[
-            {"type": EFFECT_EVENT, "id": call_id, "name": name, **facts}]), durable=True)
+        self._writes.put_event(run.run_id, {"type": EFFECT_EVENT, "id": call_id, "name": name,
+                                            **facts}, durable=True)
         await self._writes.flush()
 
     def __call__(self, event: Event) -> None:
@@ -237,7 +237,7 @@ class SessionRecorder(LoopPlugin):
             return
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
         # when it starts and ends: a run not ended is summed from its turns (store/turns.py)
-        self._writes.put(RecordEvents(run_id=run.run_id, events=[row]))
+        self._writes.put_event(run.run_id, row)
 
     def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
@@ -329,6 +329,30 @@ class WriteQueue:
             return
         self._pending.append(write)
         self._durable = self._durable or durable
+
+    # A turn queues a message or an event at a time; each joins the write queued just before
+    # it when that is of its kind (a list only this queue holds until a flush takes it), so a
+    # turn makes one or two writes' objects rather than one for each, and the store has fewer
+    # to merge.
+
+    def put_message(self, message: Message) -> None:
+        """Queue a message, which must be durable at the next flush."""
+        last = self._pending[-1] if self._pending else None
+        if isinstance(last, AppendMessages) and self.failure is None and not self._closed:
+            last.messages.append(message)
+            self._durable = True
+        else:
+            self.put(AppendMessages(messages=[message]), durable=True)
+
+    def put_event(self, run_id: str, row: dict[str, Any], *, durable: bool = False) -> None:
+        """Queue one event's row of run `run_id`."""
+        last = self._pending[-1] if self._pending else None
+        if (isinstance(last, RecordEvents) and last.run_id == run_id and self.failure is None
+                and not self._closed):
+            last.events.append(row)
+            self._durable = self._durable or durable
+        else:
+            self.put(RecordEvents(run_id=run_id, events=[row]), durable=durable)
 
     async def flush(self, *, durable_only: bool = False) -> None:
         """Write out everything queued so far (or the store failed)."""
