@@ -10,6 +10,7 @@ calls, not four, and the model's next request lacked the call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.threaded import ThreadedStore
 from loopwright.store.writes import AppendMessages, StoreWrite
 from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.worker_threads import Job
 
 
 @tool
@@ -43,12 +45,14 @@ class BusyThreadStore(ThreadedStore):
         self.queued = asyncio.Event()
         self.holds: list[asyncio.Future[None]] = []
 
-    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+    def start_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> asyncio.Future[None]:
+        """(How the recorder writes to this store.) The hold reaches the thread first."""
         if "slow_command" in _calls(writes) and not self.holds:
-            self.holds.append(asyncio.ensure_future(self._call(time.sleep, 0.5)))
-            await asyncio.sleep(0)  # the hold reaches the thread first
+            loop = asyncio.get_running_loop()
+            self.holds.append(loop.create_future())
+            self._jobs.put(Job(functools.partial(time.sleep, 0.5), loop, self.holds[0]))
             self.queued.set()
-        await super().write_batch(session_id, writes)
+        return super().start_batch(session_id, writes)
 
 
 def _consistent(history: list[Message]) -> bool:

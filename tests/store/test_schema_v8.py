@@ -92,16 +92,19 @@ async def test_readers_give_what_the_turns_and_runs_tables_gave(store_spec: str,
 
 
 class Spied:
-    """Wraps a store's `write_batch`, keeping the kinds of writes each batch held."""
+    """Wraps the call the recorder writes a batch with (SQLite: `start_batch`, else
+    `write_batch`), keeping the kinds of writes each batch held."""
 
     def __init__(self, store: SessionStore) -> None:
         self.batches: list[list[str]] = []
-        self._write_batch = store.write_batch  # type: ignore[attr-defined]
-        store.write_batch = self.write_batch  # type: ignore[attr-defined]
+        name = "start_batch" if hasattr(store, "start_batch") else "write_batch"
+        inner = getattr(store, name)
 
-    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
-        self.batches.append([type(w).__name__ for w in writes])
-        await self._write_batch(session_id, writes)
+        def spied(session_id: str, writes: Sequence[StoreWrite]) -> Any:
+            self.batches.append([type(w).__name__ for w in writes])
+            return inner(session_id, writes)
+
+        setattr(store, name, spied)
 
 
 async def test_a_turn_writes_no_run_row_and_no_turn_row(store_spec: str) -> None:

@@ -5,7 +5,7 @@ may change something (so a crash inside it resumes knowing it was made)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from loopwright.store import RunRecord
 from loopwright.store.postgres import PostgresStore
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.threaded import ThreadedStore
-from loopwright.store.writes import AppendMessages, RecordRun
+from loopwright.store.writes import AppendMessages, RecordRun, StoreWrite
 from loopwright.testing import FakeModelServer, Reply, call
 
 READS = {"get", "load", "load_page", "message_count", "system_prompt", "lineage", "resolve",
@@ -35,6 +35,10 @@ class CountedSQLite(ThreadedStore):
         if method.__name__ not in READS:
             self.writes.append(method.__name__)
         return await super()._call(method, *args, **kwargs)
+
+    def start_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> Any:
+        self.writes.append("write_batch")  # the same hop and transaction, without a task
+        return super().start_batch(session_id, writes)
 
 
 class CountedPostgres(PostgresStore):
@@ -124,13 +128,13 @@ async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_la
 
 class PlainStore:
     """A store with only the `SessionStore` protocol's calls (one a user wrote): no
-    `open_session`, no `write_batch`."""
+    `open_session`, no `write_batch` (nor `start_batch`)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("open_session", "write_batch"):
+        if name in ("open_session", "write_batch", "start_batch"):
             raise AttributeError(name)
         return getattr(self._inner, name)
 

@@ -8,6 +8,7 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import queue
 import threading
@@ -71,6 +72,16 @@ class ThreadedStore:
     async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several writes in one transaction and one hop to the thread."""
         await self._call(self.sync.write_batch, session_id, writes)
+
+    def start_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> asyncio.Future[None]:
+        """`write_batch` handed to the thread now; its future says how it ended. Unlike a call
+        awaited, it is never taken back: a caller that stops waiting (cancelled) leaves it to
+        commit or roll back whole (the recorder waits for it, then raises its cancel)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes), loop,
+                           future))
+        return future
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
         return await self._call(self.sync.compact, session_id, history)
