@@ -408,10 +408,11 @@ class WriteQueue:
 
     async def _write_whole(self, writes: list[StoreWrite]) -> None:
         """One try at `writes`, seen through to its end even if the run is cancelled meanwhile:
-        once handed to the store it may sit in its thread's queue (a job a cancel abandons) or
-        be inside a transaction, and one cut off there would be lost while later writes land
-        (a cancelled call's result stored without its call). The cancel is raised after it; a
-        try the store turned away (busy) stays queued for the next flush."""
+        once handed to the store it may sit in its thread's queue (a job an awaited call would
+        abandon on a cancel; `start_batch`'s never is) or be inside a transaction, and one cut
+        off there would be lost while later writes land (a cancelled call's result stored
+        without its call). The cancel is raised after it; a try the store turned away (busy)
+        stays queued for the next flush."""
         attempt = self._start_write(writes)
         try:
             await asyncio.shield(attempt)
