@@ -75,3 +75,12 @@ async def test_a_call_that_failed_fewer_times_runs_as_before() -> None:
     result, server, reviews = await run(script, review=["auto", "answer_again"])
     assert result.output == ANSWER and len(server.model_requests) == 4
     assert "answer_again" not in [e.check for e in reviews]
+
+
+async def test_without_the_doom_loop_there_is_no_stop_to_head_off() -> None:
+    # it reads the doom loop's record of the run: with the doom loop off the calls run on
+    result, server, reviews = await run([*FAILING, Reply(ANSWER)],
+                                        review=["auto", "answer_again"], review_off=["doom_loop"])
+    assert (result.stop_reason, result.output) == ("completed", ANSWER)
+    assert len(server.model_requests) == 5
+    assert "answer_again" not in [e.check for e in reviews]

@@ -8,16 +8,18 @@ call, gives its last result or error and restates the user's request: the reques
 from the last one, or greedy decoding writes the same call (Qwen2.5-Coder-0.5B wrote `run_tests`
 again with the counts in hand, and copied a failing `get_build_status` call until the run
 stopped: bench dev2 split, docs/benchmarks.md). A call there ends the run, as before.
-Structural: it compares calls with earlier calls and their results, never the reply's words."""
+Structural: it reads the doom loop's own record of the run's calls (how many replies in a row
+made each, and what each last returned), never the reply's words; without the doom loop in the
+run there is no stop to head off, and it does nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from loopwright import notes
-from loopwright.messages import Message, ToolCall, call_signature
 from loopwright.review.check import Check
-from loopwright.review.fallback import not_run, preview
+from loopwright.review.doom_loop import DoomLoop, DoomLoopGuard
+from loopwright.review.fallback import preview
 from loopwright.review.verdicts import Verdict, answer_without_tools, skip_call
 from loopwright.review.view import ReviewView
 
@@ -26,25 +28,29 @@ class AnswerAgain(Check):
     """Once a run, a small model's repeated calls do not stop the run before it was asked for
     an answer with what it has: calls made when asked to answer that all have a result in
     hand, or a call that failed in each of the last `threshold` replies and is made once more
-    (the doom loop's two stops)."""
+    (the doom loop's two stops, counted by the doom loop's guard)."""
 
     name = "answer_again"
     stage = "calls"
     small_models_only = True
     opt_in = True
 
-    def __init__(self, threshold: int = 3) -> None:
-        self.threshold = threshold
+    def __init__(self) -> None:
+        self.guard: DoomLoopGuard | None = None
         self.asked = False
 
     def for_run(self) -> Check:
-        return AnswerAgain(self.threshold)
+        return AnswerAgain()
+
+    def joined(self, checks: Sequence[Check]) -> None:
+        self.guard = next((c.guard for c in checks if isinstance(c, DoomLoop)), None)
 
     async def review(self, view: ReviewView) -> list[Verdict]:
-        if self.asked or not view.calls or view.budget_left <= 0 or self.threshold <= 0:
+        guard = self.guard
+        if guard is None or self.asked or not view.calls or view.budget_left <= 0 \
+                or guard.threshold <= 0:
             return []
-        outcomes = last_outcomes(view.history)
-        known = [outcomes.get(call_signature(c)) for c in view.calls]
+        known = [guard.last_outcome(c) for c in view.calls]
         if any(k is None for k in known):  # a new call: the doom loop lets it run
             return []
         first = known[0] or (True, "")
@@ -53,9 +59,9 @@ class AnswerAgain(Check):
                                 result=preview(first[1]), request=notes.restated(view.request))
             reason = "the model called a tool it has the result of when asked to answer"
         elif not view.tools_off and not any(ok for ok, _ in filter(None, known)) and all(
-                _streak(view.history, call_signature(c)) >= self.threshold for c in view.calls):
+                guard.streak(c) >= guard.threshold for c in view.calls):
             note = notes.render(notes.ANSWER_AFTER_FAILURES, tool=view.calls[0].name,
-                                count=self.threshold + 1, error=preview(first[1]),
+                                count=guard.threshold + 1, error=preview(first[1]),
                                 request=notes.restated(view.request))
             reason = "the model made a failing call once more after the doom loop's warning"
         else:
@@ -66,28 +72,3 @@ class AnswerAgain(Check):
                   for c in view.calls),
                 answer_without_tools(f"{reason}; asked once more for an answer", note=note,
                                      extra_call=True)]
-
-
-def last_outcomes(history: Sequence[Message]) -> dict[str, tuple[bool, str]]:
-    """For each call that ran in `history`, whether its last run succeeded and what it
-    returned, by call signature. A copy the runtime did not run leaves the outcome it had."""
-    calls: dict[str, ToolCall] = {}
-    out: dict[str, tuple[bool, str]] = {}
-    for message in history:
-        for call in message.tool_calls if message.role == "assistant" else ():
-            calls[call.id] = call
-        if message.role == "tool" and message.tool_call_id in calls and not not_run(message):
-            out[call_signature(calls[message.tool_call_id])] = (not message.is_error,
-                                                                message.content)
-    return out
-
-
-def _streak(history: Sequence[Message], signature: str) -> int:
-    """How many replies in a row before the last one (the reply under review) made the call."""
-    count = 0
-    replies = [m for m in history[:-1] if m.role == "assistant"]
-    for reply in reversed(replies):
-        if not any(call_signature(c) == signature for c in reply.tool_calls):
-            break
-        count += 1
-    return count

@@ -23,7 +23,7 @@ class Check:
     `opt_in`: a structural check not yet shown to help out of sample: it runs only when named
     (or under "all"). `position` places a user check in the table: "first", "last" (the
     default), "before:NAME" or "after:NAME". A check with state for one run returns a fresh
-    object from `for_run`."""
+    object from `for_run`; one that reads another check's state finds it in `joined`."""
 
     name: ClassVar[str] = "check"
     stage: ClassVar[Stage] = "answer"
@@ -34,6 +34,11 @@ class Check:
 
     def for_run(self) -> Check:
         return self
+
+    def joined(self, checks: Sequence[Check]) -> None:
+        """Called once a run, after every check's `for_run`, with the run's checks in table
+        order: a check that reads another one's state (rather than keeping a copy of it) finds
+        that check here."""
 
     async def review(self, view: ReviewView) -> Verdict | Sequence[Verdict] | None:
         """The verdicts on this reply; None (or `ACCEPT`) to let it pass."""

@@ -37,7 +37,8 @@ class DoomLoopGuard:
     _streaks: dict[str, int] = field(default_factory=dict)
     _results: dict[str, str] = field(default_factory=dict)
     _failed: set[str] = field(default_factory=set)  # signatures whose last result was an error
-    _ever: set[str] = field(default_factory=set)  # every call that ran in this run
+    # every call that ran in this run: whether its last run succeeded, and what it returned
+    _outcomes: dict[str, tuple[bool, str]] = field(default_factory=dict)
 
     def check_reply(self, calls: Sequence[ToolCall], copied: Collection[str] = (),
                     tools: Collection[str] | None = None) -> dict[str, str]:
@@ -73,7 +74,7 @@ class DoomLoopGuard:
         """The result a call that really ran returned."""
         signature = call_signature(call)
         self._results[signature] = content
-        self._ever.add(signature)
+        self._outcomes[signature] = (not is_error, content)
         if is_error:
             self._failed.add(signature)
         else:
@@ -81,7 +82,16 @@ class DoomLoopGuard:
 
     def is_new(self, call: ToolCall) -> bool:
         """Whether no call with these arguments ran in this run."""
-        return call_signature(call) not in self._ever
+        return call_signature(call) not in self._outcomes
+
+    def last_outcome(self, call: ToolCall) -> tuple[bool, str] | None:
+        """Whether the last run of this call in this run succeeded, and what it returned; None
+        when it never ran (a copy the review stage did not run leaves the outcome it had)."""
+        return self._outcomes.get(call_signature(call))
+
+    def streak(self, call: ToolCall) -> int:
+        """How many replies in a row, up to the last one this guard counted, made the call."""
+        return self._streaks.get(call_signature(call), 0)
 
     def answered(self, call: ToolCall) -> bool:
         """Whether the call's last run returned a result rather than an error."""

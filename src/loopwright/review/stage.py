@@ -31,6 +31,8 @@ class ReviewStage:
     def __init__(self, plan: ReviewPlan) -> None:
         self.plan = plan
         self.checks = [check.for_run() for check in plan.checks]
+        for check in self.checks:
+            check.joined(self.checks)
         # split once per run: every reply walks one of them
         self.call_checks = [check for check in self.checks if check.stage == "calls"]
         self.answer_checks = [check for check in self.checks if check.stage == "answer"]

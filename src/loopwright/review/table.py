@@ -36,7 +36,7 @@ CHECK_NAMES: tuple[str, ...] = (
 def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
                    prompt_mode: bool) -> list[Check]:
     """The built-in checks, in table order."""
-    return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(doom_loop_threshold),
+    return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(),
             DoomLoop(doom_loop_threshold),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
             CallFormat(), Narration(prompt_mode=prompt_mode), AfterError()]
