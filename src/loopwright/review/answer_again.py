@@ -27,8 +27,8 @@ from loopwright.review.view import ReviewView
 class AnswerAgain(Check):
     """Once a run, a small model's repeated calls do not stop the run before it was asked for
     an answer with what it has: calls made when asked to answer that all have a result in
-    hand, or a call that failed in each of the last `threshold` replies and is made once more
-    (the doom loop's two stops, counted by the doom loop's guard)."""
+    hand, or a call that failed in each of the doom loop's last `threshold` replies and is made
+    once more (the doom loop's two stops, read from the doom loop's own counts)."""
 
     name = "answer_again"
     stage = "calls"

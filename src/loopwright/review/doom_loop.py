@@ -31,7 +31,8 @@ from loopwright.tools.corrections import corrected_call
 
 @dataclass
 class DoomLoopGuard:
-    """The per-run counts behind `DoomLoop` (see the module docstring)."""
+    """The per-run counts behind `DoomLoop` (see the module docstring); `answer_again` reads
+    them too (`last_outcome`, `streak`) rather than counting again."""
 
     threshold: int = 3
     _streaks: dict[str, int] = field(default_factory=dict)
