@@ -6,11 +6,15 @@ Each setting runs in its own child process under `valgrind --tool=callgrind
 --collect-atstart=no`; the child warms up (imports, connections, caches), then switches
 collection on for the measured runs only, through callgrind's client request
 (`CALLGRIND_TOGGLE_COLLECT`, a tiny C helper compiled at start: needs gcc and valgrind's
-headers). The fake model server runs in a process of its own, not under valgrind.
+headers), and dumps the count after each measured batch (`CALLGRIND_DUMP_STATS`): a setting's
+figure is the median of its batches' instructions per turn, so one batch disturbed by the
+machine (a pool left larger by a slow moment) does not make it. The fake model server runs in a
+process of its own, not under valgrind.
 
     python bench/instructions.py                       # every setting (slow: ~1 min each)
     python bench/instructions.py --mode chat_completions --concurrency 1
     python bench/instructions.py --tool def --stream no
+    python bench/instructions.py --concurrency 50 --rounds 5 --repeats 3   # c=50, median of 3
 
 Target (issue 31): loopwright <= 1.2x the bare loop's instructions per turn in every setting.
 """
@@ -33,6 +37,7 @@ ROUNDS = 20  # bench_server.py answers with ROUNDS tool calls, then the answer
 _TOGGLE_C = """
 #include <valgrind/callgrind.h>
 void toggle(void) { CALLGRIND_TOGGLE_COLLECT; }
+void dump(void) { CALLGRIND_DUMP_STATS; }
 """
 
 
@@ -63,13 +68,13 @@ async def child(args: argparse.Namespace) -> None:
         """Look a key up."""
         return f"value-of-{key}"
 
-    toggle = ctypes.CDLL(args.toggle).toggle
+    helper = ctypes.CDLL(args.toggle)
     stream = args.stream == "yes"
     client = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=500,
                                                                max_keepalive_connections=500))
     agent = Agent("bench-model", base_url=args.base_url, api_key="k", api_mode=args.mode,
                   tools=[lookup_async if args.tool == "async" else lookup_def], stream=stream,
-                  max_turns=ROUNDS + 5, skills=False)
+                  max_turns=args.rounds + 5, skills=False)
 
     async def batch() -> int:
         if args.side == "loopwright":
@@ -80,30 +85,54 @@ async def child(args: argparse.Namespace) -> None:
             return sum(r.turns for r in results)
         hand = HAND_LOOPS[args.mode]
         return sum(await asyncio.gather(*(hand(client, args.base_url, f"task {n}",
-                                               stream=stream, rounds=ROUNDS)
+                                               stream=stream, rounds=args.rounds)
                                           for n in range(args.concurrency))))
 
     await batch()  # warm-up, not counted
-    toggle()
-    turns = sum([await batch() for _ in range(args.repeats)])
-    toggle()
+    for _ in range(args.repeats):
+        helper.toggle()
+        turns = await batch()
+        helper.toggle()
+        helper.dump()  # this batch's count, in a file of its own
+        print(f"TURNS {turns}", flush=True)
     await client.aclose()
     await close_shared_client()
-    print(f"TURNS {turns}")
 
 
 # -- the parent: every setting ------------------------------------------------------------------
 
-def measure(setting: dict[str, str], base_url: str, toggle: Path, repeats: int) -> float:
-    """Instructions per turn of one setting."""
-    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-               "--callgrind-out-file=/dev/null", sys.executable, __file__, "--child",
-               "--base-url", base_url, "--toggle", str(toggle), "--repeats", str(repeats),
-               *[f"--{key}={value}" for key, value in setting.items()]]
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
-    turns = int(re.search(r"TURNS (\d+)", out.stdout).group(1))  # type: ignore[union-attr]
-    collected = int(re.search(r"Collected : (\d+)", out.stderr).group(1))  # type: ignore[union-attr]
-    return collected / turns
+def measure(setting: dict[str, str], base_url: str, toggle: Path, repeats: int,
+            rounds: int) -> list[float]:
+    """Instructions per turn of one setting's measured batches, least first."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out_file = Path(scratch) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                   f"--callgrind-out-file={out_file}", sys.executable, __file__, "--child",
+                   "--base-url", base_url, "--toggle", str(toggle), "--repeats", str(repeats),
+                   "--rounds", str(rounds), *[f"--{key}={value}" for key, value in setting.items()]]
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
+        turns = [int(n) for n in re.findall(r"TURNS (\d+)", out.stdout)]
+        # one file per dump, numbered in the order of the batches (the last, at exit, is empty)
+        counts = [_dumped_total(Path(f"{out_file}.{n + 1}")) for n in range(len(turns))]
+    return sorted(count / turn for count, turn in zip(counts, turns, strict=True))
+
+
+def _median(values: list[float]) -> float:
+    return values[len(values) // 2]
+
+
+def _shown(values: list[float]) -> str:
+    """The median, and the batches' range when there are several."""
+    if len(values) == 1:
+        return f"{values[0] / 1e6:.2f} M"
+    return f"{_median(values) / 1e6:.2f} M ({values[0] / 1e6:.2f}-{values[-1] / 1e6:.2f})"
+
+
+def _dumped_total(path: Path) -> int:
+    match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"no total in {path}")
+    return int(match.group(1))
 
 
 def main() -> None:
@@ -112,7 +141,11 @@ def main() -> None:
     parser.add_argument("--side", default="loopwright", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--toggle", help=argparse.SUPPRESS)
-    parser.add_argument("--repeats", type=int, default=0, help="measured batches per setting")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="measured batches per setting, each counted apart: the figure is "
+                             "their median (default 3 at c=1, 1 at c=50)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"tool rounds per run before the answer (default {ROUNDS})")
     parser.add_argument("--mode", action="append", choices=MODES)
     parser.add_argument("--stream", action="append", choices=["no", "yes"])
     parser.add_argument("--concurrency", action="append", type=int, choices=[1, 50])
@@ -126,8 +159,9 @@ def main() -> None:
     from server_process import start_ready
 
     proc, base_url = start_ready([sys.executable, str(Path(__file__).with_name("bench_server.py")),
-                                  str(ROUNDS)])
-    print("instructions per turn (callgrind); ratio = loopwright / bare httpx loop")
+                                  str(args.rounds)])
+    print(f"instructions per turn (callgrind), {args.rounds} tool rounds a run, the median of "
+          "each side's batches (their range in brackets); ratio = loopwright / bare httpx loop")
     print("| API mode | stream | concurrency | tool | bare loop | loopwright | ratio |")
     print("|---|---|---|---|---|---|---|")
     worst = 0.0
@@ -140,14 +174,16 @@ def main() -> None:
                         repeats = args.repeats or (3 if concurrency == 1 else 1)
                         base = {"mode": mode, "stream": stream, "concurrency": str(concurrency),
                                 "tool": "async"}
-                        bare = measure({**base, "side": "hand"}, base_url, toggle, repeats)
+                        bare = measure({**base, "side": "hand"}, base_url, toggle, repeats,
+                                       args.rounds)
                         for kind in args.tool or ["async", "def"]:
                             ours = measure({**base, "tool": kind, "side": "loopwright"},
-                                           base_url, toggle, repeats)
-                            worst = max(worst, ours / bare)
+                                           base_url, toggle, repeats, args.rounds)
+                            ratio = _median(ours) / _median(bare)
+                            worst = max(worst, ratio)
                             print(f"| {mode} | {stream} | {concurrency} | {kind} "
-                                  f"| {bare / 1e6:.2f} M | {ours / 1e6:.2f} M "
-                                  f"| {ours / bare:.2f} |", flush=True)
+                                  f"| {_shown(bare)} | {_shown(ours)} | {ratio:.2f} |",
+                                  flush=True)
     finally:
         proc.kill()
     print(f"worst ratio: {worst:.2f} (target <= 1.2)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from typing import Any
 
 import pytest
 
@@ -52,8 +53,8 @@ async def test_many_runs_share_a_small_pool_and_all_finish(
 
 async def test_requests_fill_every_pool_of_the_shared_client_and_never_exceed_its_size(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # 120 connections are two pools of 60 (httpcore walks a whole pool per request, so it is
-    # split): all 120 requests are at the server at once only when both pools serve, and a pool
+    # 120 connections are twelve pools of 10 (httpcore walks a whole pool per request, so it is
+    # split): all 120 requests are at the server at once only when every pool serves, and a pool
     # given more requests than it holds would queue them inside httpcore instead of our gate
     size = 120
     monkeypatch.setenv(MAX_CONNECTIONS_ENV, str(size))
@@ -91,3 +92,80 @@ def test_a_bad_pool_size_is_named(monkeypatch: pytest.MonkeyPatch, raw: str) -> 
 def test_the_pool_size_defaults_to_500(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MAX_CONNECTIONS_ENV, raising=False)
     assert max_connections() == 500
+
+
+async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_connections(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 31: at c=50 the first burst of 50 requests left the shared client's one pool of 100
+    # holding 50 connections (kept 60 s), and httpcore walks every connection of a pool, once
+    # per idle one, at each request's start and end: later requests, with far fewer in flight,
+    # paid for the burst's peak. Pools of a few connections each, filled first to last, keep
+    # the walk to one small pool however many connections the burst opened.
+    import httpcore
+
+    monkeypatch.delenv(MAX_CONNECTIONS_ENV, raising=False)
+    burst = 50
+    walked: list[int] = []
+    assign = httpcore.AsyncConnectionPool._assign_requests_to_connections
+
+    def counting(pool: httpcore.AsyncConnectionPool) -> list[httpcore.AsyncConnectionInterface]:
+        walked.append(len(pool.connections))
+        return assign(pool)
+
+    monkeypatch.setattr(httpcore.AsyncConnectionPool, "_assign_requests_to_connections",
+                        counting)
+    arrived = 0
+    all_arrived = asyncio.Event()
+
+    async def handler(request: RecordedRequest) -> Reply:
+        nonlocal arrived
+        arrived += 1
+        if arrived == burst:
+            all_arrived.set()
+        if arrived <= burst:  # the burst is held until all of it is at the server
+            with contextlib.suppress(TimeoutError):  # a deadline, so a failure ends the test
+                await asyncio.wait_for(all_arrived.wait(), 20)
+        return Reply("done")
+
+    loop = asyncio.get_running_loop()
+    connect, opened = loop.create_connection, 0
+
+    async def counting_connect(*args: Any, **kwargs: Any) -> Any:
+        nonlocal opened
+        opened += 1
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "create_connection", counting_connect)
+    with FakeModelServer(handler=handler) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
+            first = await asyncio.gather(*(agent.run(f"burst {i}") for i in range(burst)))
+            walked.clear()
+            after_burst = opened
+            later = [await agent.run(f"later {i}") for i in range(5)]
+    assert arrived == burst + 5
+    assert [r.output for r in first + later] == ["done"] * (burst + 5)
+    assert after_burst >= burst and opened == after_burst  # kept and reused: none reopened
+    assert walked and max(walked) <= 10  # before: 50, the burst's peak, at every later request
+
+
+
+async def test_runs_one_at_a_time_keep_reusing_one_connection(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the other side of the small pools: few runs at a time stay on the first pool's
+    # connections, so splitting costs them no connection of their own
+    loop = asyncio.get_running_loop()
+    connect, opened = loop.create_connection, 0
+
+    async def counting_connect(*args: Any, **kwargs: Any) -> Any:
+        nonlocal opened
+        opened += 1
+        return await connect(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "create_connection", counting_connect)
+    with FakeModelServer(handler=lambda r: Reply("done")) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
+            await agent.run("first")
+            after_first = opened
+            outputs = [(await agent.run(f"run {i}")).output for i in range(12)]
+    assert outputs == ["done"] * 12
+    assert opened == after_first

@@ -93,10 +93,14 @@ class Endpoint:
         return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
 
 
-SHARD_CONNECTIONS = 100
-"""Connections per pool of the shared client: httpcore walks every connection of a pool (with
-a socket check on each idle one) whenever a request starts or ends, so one pool of 500 spent
-~38 % of the client's CPU at 10,000 concurrent runs; pools of 100 cut that walk five-fold."""
+SHARD_CONNECTIONS = 10
+"""Connections per pool of the shared client. httpcore 1.0 walks every connection of a pool
+whenever a request starts or ends there — for each idle one, every connection again — so the
+walk grows with the square of a pool's connections; and connections are kept (`KEEP_ALIVE`), so
+a burst leaves a pool at its peak. One pool of 500 spent ~38 % of the client's CPU at 10,000
+concurrent runs; at 50 runs, a burst left a pool of 100 holding 50 connections that every later
+request walked. Small pools, filled first to last (`_LoopClient.free_shard`), bound each walk by
+the pool's size, and the pools the concurrency in use does not reach are never walked."""
 
 
 def shard_sizes(total: int) -> list[int]:
