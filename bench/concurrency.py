@@ -4,8 +4,9 @@ Each run is ROUNDS tool rounds then an answer (ROUNDS + 1 model turns) against t
 server in a separate process (its CPU is not counted). Each setting runs in a fresh child
 process so that its peak RSS is its own. Prints, per setting: runs completed, wall time, client
 CPU per turn (user + system of the client process / turns), peak RSS, RSS per run (peak minus
-the RSS before the runs started, / runs) and the TCP connections the client opened (no more
-than the pool holds: a connection closed while idle and reopened is churn).
+the RSS before the runs started, / runs), the TCP connections the client opened and the most
+that were open at once: more opened than were ever open together means some were closed and
+replaced (churn).
 
     python bench/concurrency.py                       # 1,000 and 10,000 runs; 1,000 at 20 s
     python bench/concurrency.py --runs 10000 --delay 20
@@ -54,11 +55,16 @@ def cpu_seconds() -> float:
 
 async def measure(base_url: str, runs: int) -> dict[str, float]:
     loop = asyncio.get_running_loop()
-    connect, opened = loop.create_connection, [0]
+    connect, opened, most_open = loop.create_connection, [0], [0]
+    transports: list[asyncio.BaseTransport] = []
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
         opened[0] += 1
-        return await connect(*args, **kwargs)
+        made = await connect(*args, **kwargs)
+        transports.append(made[0])
+        # opened beyond the most open at once were reopened: a connection closed, then replaced
+        most_open[0] = max(most_open[0], sum(not t.is_closing() for t in transports))
+        return made
 
     loop.create_connection = counted  # type: ignore[method-assign]
     async with Agent("bench", base_url=base_url, api_key="k", tools=[lookup],
@@ -76,6 +82,7 @@ async def measure(base_url: str, runs: int) -> dict[str, float]:
     return {"runs": runs, "completed": len(done), "wall_s": wall,
             "cpu_ms_per_turn": 1000 * cpu / max(turns, 1), "peak_rss_mb": peak_kb / 1024,
             "rss_kb_per_run": (peak_kb - before_rss) / runs, "connections": opened[0],
+            "most_open": most_open[0],
             "failures": sorted(failures)[:3]}
 
 
@@ -113,8 +120,8 @@ def main() -> None:
         return
     settings = [(args.runs, args.delay)] if args.runs else DEFAULT_SETTINGS
     print("| runs | model reply | completed | wall | client CPU/turn | peak RSS | RSS/run "
-          "| connections opened |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| connections opened | most open at once |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for runs, delay in settings:
         out = subprocess.run([sys.executable, __file__, "--child", "--runs", str(runs),
                               "--delay", str(delay)], capture_output=True, text=True)
@@ -124,7 +131,8 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {runs:,} | {delay:g} s | {r['completed']:,}/{runs:,} | {r['wall_s']:.1f} s "
               f"| {r['cpu_ms_per_turn']:.2f} ms | {r['peak_rss_mb']:.0f} MB "
-              f"| {r['rss_kb_per_run']:.1f} KB | {r['connections']:,} |", flush=True)
+              f"| {r['rss_kb_per_run']:.1f} KB | {r['connections']:,} | {r['most_open']:,} |",
+              flush=True)
         for failure in r["failures"]:
             print(f"  failure: {failure}")
 
