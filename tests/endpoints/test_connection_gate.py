@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from loopwright import Agent
-from loopwright.endpoints.base import MAX_CONNECTIONS_ENV, max_connections
+from loopwright.endpoints.base import KEEP_ALIVE, MAX_CONNECTIONS_ENV, max_connections
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply
@@ -173,12 +173,12 @@ async def test_runs_one_at_a_time_keep_reusing_one_connection(
     assert opened == after_first
 
 
-async def test_a_connection_idle_for_long_is_reused_not_reopened(
+async def test_a_connection_idle_past_the_keep_alive_is_replaced_and_one_idle_less_is_reused(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # issue 31: 10,000 concurrent runs opened 111 connections but never held more than 82 at
-    # once: connections of pools that went unused for over a minute (the keep-alive was 60 s)
-    # were closed by the next request there and replaced. Here the clock httpcore reads jumps
-    # an hour between two runs: the second must reuse the first's connection.
+    # A connection idle for an hour may have died without a word (a laptop that slept, a NAT
+    # that forgot it): a request on it would wait out the 600 s read timeout, so it is replaced.
+    # One idle for less than KEEP_ALIVE is reused. The clock httpcore reads is moved, not the
+    # loop's.
     import httpcore._async.http11 as http11
 
     loop = asyncio.get_running_loop()
@@ -189,13 +189,18 @@ async def test_a_connection_idle_for_long_is_reused_not_reopened(
         opened += 1
         return await connect(*args, **kwargs)
 
+    def idle_for(seconds: float) -> None:
+        monkeypatch.setattr(http11, "time",
+                            SimpleNamespace(monotonic=lambda: time.monotonic() + seconds))
+
     monkeypatch.setattr(loop, "create_connection", counting_connect)
     with FakeModelServer(handler=lambda r: Reply("done")) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             await agent.run("first")
             after_first = opened
-            later = SimpleNamespace(monotonic=lambda: time.monotonic() + 3600)
-            monkeypatch.setattr(http11, "time", later)  # httpcore's clock only, not the loop's
-            second = await agent.run("an hour later")
-    assert second.output == "done"
-    assert opened == after_first
+            idle_for(KEEP_ALIVE / 2)
+            assert (await agent.run("half a keep-alive later")).output == "done"
+            assert opened == after_first  # reused
+            idle_for(3600)
+            assert (await agent.run("an hour later")).output == "done"
+    assert opened == after_first + 1  # replaced

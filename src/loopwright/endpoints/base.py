@@ -110,15 +110,14 @@ def shard_sizes(total: int) -> list[int]:
     return [size + 1 if n < extra else size for n in range(count)]
 
 
-KEEP_ALIVE: float | None = None
-"""How long an idle connection is kept: until the server closes it. httpcore applies a time
-limit only when a request walks the connection's pool, so a limit frees nothing in the pools
-no request reaches — it only replaces a working connection with a new one (a TCP, and for
-https a TLS, handshake) when a request next lands there. With httpx's default (5 s), and then
-60 s, 10,000 concurrent runs reopened connections of pools idle a while (111 opened, never
-more than 82 at once). A connection the server closed is noticed before reuse (httpcore checks
-the socket of an idle connection) and replaced; how many are kept is bounded by the pools'
-sizes (`max_connections`)."""
+KEEP_ALIVE = 60.0
+"""Seconds an idle connection is kept. A connection the server closed is noticed before reuse
+(httpcore checks an idle connection's socket), but one that died silently is not: a laptop that
+slept or changed networks, a NAT or firewall that forgot the flow. A request sent on it waits
+for the read timeout (600 s, a long generation's). Past a minute idle a connection is replaced
+instead, as the request that next walks its pool starts (httpcore applies the limit only then).
+The cost: at 10,000 concurrent runs, pools left idle over a minute reopened 29 connections
+(111 opened, never more than 82 at once; docs/benchmarks.md), against none kept for ever."""
 
 
 @functools.cache
