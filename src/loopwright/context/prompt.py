@@ -133,12 +133,15 @@ def find_project_files(workdir: Path) -> list[Path]:
     found: list[Path] = []
     seen: set[Path] = set()
     for directory in reversed(directories):
-        boundary = (root or directory).resolve()
-        for name in PROJECT_FILES:
+        boundary: Path | None = None  # resolved only where a file is found: a run's prompt is
+        for name in PROJECT_FILES:    # built on every run, and most directories hold none
             path = directory / name
             try:
+                if not path.is_file():
+                    continue
+                boundary = boundary or (root or directory).resolve()
                 real = path.resolve()
-                if real in seen or not path.is_file() or not real.is_relative_to(boundary):
+                if real in seen or not real.is_relative_to(boundary):
                     continue  # a link out of the project is never read into the prompt
             except OSError:
                 continue
