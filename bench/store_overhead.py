@@ -15,6 +15,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --no-serve --json
     python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
     python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
+    python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
@@ -26,6 +27,10 @@ a busy machine), but it does not see cache misses or thread wake-ups either.
 event loop's thread and of the store's thread (from /proc/self/task, Linux), and the pages a
 turn writes to the WAL, by table and index (with automatic checkpoints off for the count, so the
 file only grows; SQLite's `dbstat` names the B-tree of each page).
+
+`--parts` splits SQLite's cost a turn in three, each store adding one part to the one before:
+the recorder alone (its writes end at once on the loop's thread: no hop, no SQL), the hop to
+the store's thread and back (the SQL left out), then SQLite whole.
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -316,6 +321,40 @@ def print_breakdown(base_url: str, runs: int) -> None:
                 print(f"      {count:5.2f}  {name[6:]}")
 
 
+def part_stores(directory: Path) -> dict[str, Any]:
+    """The stores of `--parts`, each adding one part of SQLite's cost to the one before: the
+    recorder alone (writes end at once, on the loop's thread: no hop, no SQL), the hop to the
+    store's thread (the writes' SQL left out), and SQLite whole."""
+    from loopwright.store.sqlite import SQLiteStore
+    from loopwright.store.threaded import ThreadedStore
+
+    class WithoutSQL(SQLiteStore):
+        def write_batch(self, session_id: str, writes: Any) -> None:
+            return None
+
+    class WithoutHop(ThreadedStore):
+        def start_batch(self, session_id: str, writes: Any) -> asyncio.Future[None]:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+
+    return {"none": False, "recorder": WithoutHop(WithoutSQL(directory / "recorder.db")),
+            "hop": ThreadedStore(WithoutSQL(directory / "hop.db")),
+            "sqlite": str(directory / "sqlite.db")}
+
+
+def print_parts(base_url: str, runs: int, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        ms = asyncio.run(library(base_url, part_stores(Path(directory)), runs, repeats))
+    print(f"client CPU per turn, median of {repeats} batches of {runs} runs (load average "
+          f"{os.getloadavg()[0]:.1f}); each part added to the one above:")
+    previous = None
+    for name, value in ms.items():
+        added = "" if previous is None else f"  +{value - previous:.3f} ms"
+        print(f"  {name:9} {value:7.3f} ms  x{value / ms['none']:.3f}{added}")
+        previous = value
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
@@ -334,12 +373,17 @@ def main() -> None:
                         help="count instructions under callgrind instead of timing")
     parser.add_argument("--breakdown", action="store_true",
                         help="SQLite only: CPU by thread and WAL pages a turn")
+    parser.add_argument("--parts", action="store_true",
+                        help="SQLite's CPU a turn split: the recorder, the hop, the SQL")
     args = parser.parse_args()
     model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
                                    str(ROUNDS)])
     try:
         if args.breakdown:
             print_breakdown(base_url, args.runs * args.repeats)
+            return
+        if args.parts:
+            print_parts(base_url, args.runs, args.repeats)
             return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:
