@@ -3,6 +3,7 @@ bench/overhead.py compares loopwright against. Deliberately bare: no retries, no
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +17,12 @@ HEADERS = {"authorization": "Bearer k", "x-api-key": "k", "anthropic-version": "
 
 def lookup(key: str) -> str:
     return f"value-of-{key}"
+
+
+# The tool runs inline, blocking the loop while it runs (the floor the issue names); True runs it
+# on a worker thread as `asyncio.to_thread` does, as a loop that never blocks must run a plain
+# `def` tool (bench/overhead.py --threaded-floor)
+TOOL_IN_THREAD = False
 
 
 async def _sse(response: httpx.Response) -> Any:
@@ -73,7 +80,8 @@ async def chat_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, st
         for tc in tool_calls:
             args = json.loads(tc["function"]["arguments"])
             messages.append({"role": "tool", "tool_call_id": tc["id"],
-                             "content": lookup(**args)})
+                             "content": (await asyncio.to_thread(lookup, **args))
+                             if TOOL_IN_THREAD else lookup(**args)})
 
 
 async def anthropic_loop(client: httpx.AsyncClient, base_url: str, prompt: str, *, stream: bool,
@@ -118,7 +126,9 @@ async def anthropic_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
             return turns
         messages.append({"role": "assistant", "content": content})
         messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b["id"], "content": lookup(**b["input"])}
+            {"type": "tool_result", "tool_use_id": b["id"],
+             "content": (await asyncio.to_thread(lookup, **b["input"])) if TOOL_IN_THREAD
+             else lookup(**b["input"])}
             for b in uses]})
 
 
@@ -152,7 +162,9 @@ async def responses_loop(client: httpx.AsyncClient, base_url: str, prompt: str, 
             items.append({"type": "function_call", "call_id": call["call_id"],
                           "name": call["name"], "arguments": call["arguments"]})
             items.append({"type": "function_call_output", "call_id": call["call_id"],
-                          "output": lookup(**json.loads(call["arguments"]))})
+                          "output": (await asyncio.to_thread(
+                              lookup, **json.loads(call["arguments"]))) if TOOL_IN_THREAD
+                          else lookup(**json.loads(call["arguments"]))})
 
 
 HandLoop = Callable[..., Awaitable[int]]

@@ -12,6 +12,7 @@ bench/context_growth.py --rounds 300.
     python bench/overhead.py --quick         # fewer repetitions
     python bench/overhead.py --mode chat_completions
     python bench/overhead.py --concurrency 1 --repeats 60 --sync-tool
+    python bench/overhead.py --concurrency 1 --sync-tool --threaded-floor
 
 Target: loopwright <= 1.5x the hand loop per turn in every setting.
 """
@@ -32,6 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import hand_loops
 from hand_loops import HAND_LOOPS
 from server_process import start_ready
 
@@ -118,12 +120,16 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print results as JSON lines")
     parser.add_argument("--sync-tool", action="store_true",
                         help="give loopwright a sync tool (run in a worker thread)")
+    parser.add_argument("--threaded-floor", action="store_true",
+                        help="the hand loop runs its tool on a worker thread (asyncio.to_thread), "
+                             "as a loop that never blocks must run a plain def tool")
     parser.add_argument("--concurrency", action="append", type=int, choices=[1, 50],
                         help="only these concurrencies (default: both)")
     parser.add_argument("--repeats", type=int, default=0,
                         help="interleaved pairs per setting (default: 30 at c=1, 7 at c=50; "
                              "--quick: 10 and 3)")
     args = parser.parse_args()
+    hand_loops.TOOL_IN_THREAD = args.threaded_floor
     modes = args.mode or ["chat_completions", "responses", "anthropic_messages"]
     proc, base_url = start_server()
     rows = []
