@@ -55,6 +55,24 @@ class BusyThreadStore(ThreadedStore):
         return super().start_batch(session_id, writes)
 
 
+class SlowAsyncStore(ThreadedStore):
+    """A store whose write awaits (as PostgreSQL's, or one a user wrote against
+    `SessionStore`): the recorder writes through `write_batch`, in a task of its own; the call's
+    write takes 0.3 s, inside which the run is cancelled."""
+
+    start_batch = None  # type: ignore[assignment]  # the path of every store but SQLite's
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(SQLiteStore(path))
+        self.writing = asyncio.Event()
+
+    async def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
+        if "slow_command" in _calls(writes) and not self.writing.is_set():
+            self.writing.set()
+            await asyncio.sleep(0.3)
+        await super().write_batch(session_id, writes)
+
+
 def _consistent(history: list[Message]) -> bool:
     """Every tool result answers a call made before it."""
     made: set[str] = set()
@@ -87,5 +105,23 @@ async def test_a_cancel_while_the_calls_write_waits_keeps_the_call(tmp_path: Pat
         assert again.output == "Still here after the cancel."
         sent = server.model_requests[-1].body["messages"]
         assert any("sleep 30" in str(m) for m in sent)
+        await agent.aclose()
+        await store.aclose()
+
+
+async def test_a_cancel_inside_an_awaited_write_keeps_the_call(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("slow_command", {"command": "sleep 30"})])]
+    with FakeModelServer(script) as server:
+        store = SlowAsyncStore(tmp_path / "s.db")
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
+                      session_id="s1", tools=[slow_command])
+        handle = await agent.start("Wait a while")
+        await asyncio.wait_for(store.writing.wait(), 20)
+        handle.cancel()
+        result = await asyncio.wait_for(handle.task, 20)
+        assert result.stop_reason == "cancelled"
+        stored = await store.load("s1")
+        assert [c.name for m in stored for c in m.tool_calls] == ["slow_command"]
+        assert _consistent(stored)
         await agent.aclose()
         await store.aclose()
