@@ -221,6 +221,16 @@ class Usage:
         }
 
 
+def usage_plus(total: Usage | None, more: Usage | None) -> Usage | None:
+    """`total` with `more` added, made on first use (a model call's thrown-away replies: most
+    calls have none, and they pay for no `Usage` then)."""
+    if more is None:
+        return total
+    total = total or Usage()
+    total.add(more)
+    return total
+
+
 @dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """One normalised model reply."""

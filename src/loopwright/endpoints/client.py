@@ -26,7 +26,13 @@ from loopwright.errors import (
     RequestRejectedError,
     StreamError,
 )
-from loopwright.messages import ModelRequest, ModelResponse, Usage, any_attachments
+from loopwright.messages import (
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    any_attachments,
+    usage_plus,
+)
 from loopwright.profiles import Profile
 from loopwright.settings import DEFAULTS
 from loopwright.wire.base import WireFormat
@@ -133,7 +139,7 @@ class ModelClient:
                 continue
             except StreamError as exc:
                 last = exc
-                discarded = _plus(discarded, exc.discarded_usage)
+                discarded = usage_plus(discarded, exc.discarded_usage)
                 if streaming and not fell_back:
                     fell_back, streaming = True, False
                     _notify(listeners, "retrying", f"stream failed ({exc}); retrying without "
@@ -149,7 +155,7 @@ class ModelClient:
                 await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
                 continue
             if _is_empty(response):
-                discarded = _plus(discarded, response.usage)
+                discarded = usage_plus(discarded, response.usage)
                 if shown is None:  # plain from the start: the retry's reply is shown against
                     shown = _Shown(listeners)  # what this one showed (its reasoning)
                     shown.seen(response.message.reasoning or "", response.message.content)
@@ -357,15 +363,6 @@ class _Shown:
             self.listeners.on_reasoning(reasoning[len(old_reasoning):])
         if self.listeners.on_text and len(text) > len(old_text):
             self.listeners.on_text(text[len(old_text):])
-
-
-def _plus(total: Usage | None, more: Usage | None) -> Usage | None:
-    """`total` with `more` added (made on first use: most calls throw nothing away)."""
-    if more is None:
-        return total
-    total = total or Usage()
-    total.add(more)
-    return total
 
 
 def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:

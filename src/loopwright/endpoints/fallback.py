@@ -17,7 +17,7 @@ from loopwright.errors import (
     ProviderError,
     RequestRejectedError,
 )
-from loopwright.messages import ModelRequest, ModelResponse, Usage
+from loopwright.messages import ModelRequest, ModelResponse, Usage, usage_plus
 
 # Called with the failing client after a 401/403; returns a new key, or None to give up on it.
 CredentialRefresher = Callable[[ModelClient], Awaitable[str | None]]
@@ -59,9 +59,7 @@ class ProviderChain:
                 raise  # another provider would not fit it either; compaction must act
             except ProviderError as exc:
                 errors.append(str(exc))
-                if exc.discarded_usage is not None:
-                    discarded = discarded or Usage()
-                    discarded.add(exc.discarded_usage)
+                discarded = usage_plus(discarded, exc.discarded_usage)
                 if self.active + 1 >= len(self.clients):
                     if len(errors) == 1:
                         raise
