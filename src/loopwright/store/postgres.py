@@ -42,7 +42,7 @@ from loopwright.store.rows import (
     turn_row,
 )
 from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, search_words
-from loopwright.store.turns import run_totals, with_running_totals
+from loopwright.store.turns import run_totals, running, with_running_totals
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -371,9 +371,8 @@ class PostgresStore:
         from its turns: `store/turns.py`)."""
         runs = await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
                                  "ORDER BY started", session_id)
-        if all(run["ended"] is not None for run in runs):
-            return runs
-        return with_running_totals(runs, await self.turns(session_id))
+        return (with_running_totals(runs, await self.turns(session_id)) if running(runs)
+                else runs)
 
     async def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                           cost: float | None) -> None:

@@ -337,20 +337,28 @@ class WriteQueue:
 
     def put(self, write: StoreWrite, *, durable: bool = False) -> None:
         """Queue a write (writes queued before `start` wait for the first flush after it)."""
-        if self.failure is not None or self._closed:
-            return
-        self._pending.append(write)
-        self._durable = self._durable or durable
+        if self._taking:
+            self._pending.append(write)
+            self._durable = self._durable or durable
+
+    @property
+    def _taking(self) -> bool:
+        """Writes are still queued: the store has not failed and the run's queue is open."""
+        return self.failure is None and not self._closed
 
     # A turn queues a message or an event at a time; each joins the write queued just before
     # it when that is of its kind (a list only this queue holds until a flush takes it), so a
     # turn makes one or two writes' objects rather than one for each, and the store has fewer
     # to merge.
 
+    def _last(self) -> StoreWrite | None:
+        """The write queued last, which a new one may join (None when nothing may be queued)."""
+        return self._pending[-1] if self._pending and self._taking else None
+
     def put_message(self, message: Message) -> None:
         """Queue a message, which must be durable at the next flush."""
-        last = self._pending[-1] if self._pending else None
-        if isinstance(last, AppendMessages) and self.failure is None and not self._closed:
+        last = self._last()
+        if isinstance(last, AppendMessages):
             last.messages.append(message)
             self._durable = True
         else:
@@ -358,9 +366,8 @@ class WriteQueue:
 
     def put_event(self, run_id: str, row: dict[str, Any], *, durable: bool = False) -> None:
         """Queue one event's row of run `run_id`."""
-        last = self._pending[-1] if self._pending else None
-        if (isinstance(last, RecordEvents) and last.run_id == run_id and self.failure is None
-                and not self._closed):
+        last = self._last()
+        if isinstance(last, RecordEvents) and last.run_id == run_id:
             last.events.append(row)
             self._durable = self._durable or durable
         else:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "reasoning_tokens", "requests")
 # what a second write of a run's or a turn's row updates (both stores, SQL they both speak): a
-# run's row is written at every turn, so a killed run keeps its usage so far
+# run's row is written when it starts and again when it ends (store/turns.py)
 RUN_ON_CONFLICT = (
     "ON CONFLICT (session_id, id) DO UPDATE SET ended = excluded.ended, "
     "stop_reason = excluded.stop_reason, error = excluded.error, turns = excluded.turns, "

@@ -42,6 +42,7 @@ from loopwright.store.turns import (
     TURN_RECORD,
     is_turn_end,
     run_totals,
+    running,
     turn_at,
     turn_record,
     turns_in_order,
@@ -559,8 +560,7 @@ def _runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
                         (session_id,))
     names = [d[0] for d in cursor.description]
     runs = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    ended = all(run["ended"] is not None for run in runs)
-    return with_running_totals(runs, [] if ended else _turns(db, session_id))
+    return with_running_totals(runs, _turns(db, session_id)) if running(runs) else runs
 
 
 def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], now: float

@@ -57,12 +57,16 @@ def turns_in_order(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(latest.values(), key=lambda row: (row["created"], row["turn"]))
 
 
+def running(runs: Sequence[dict[str, Any]]) -> bool:
+    """Whether one of `runs` (rows of `runs`) has not ended: only then are its turns read."""
+    return any(run["ended"] is None for run in runs)
+
+
 def with_running_totals(runs: list[dict[str, Any]], turns: Sequence[dict[str, Any]]
                         ) -> list[dict[str, Any]]:
     """`runs` (rows of `runs`) with each run that has not ended given its turns, usage and
-    cost so far, summed from its `turns` (a run with no turn stored keeps its row)."""
-    if all(run["ended"] is not None for run in runs):
-        return runs
+    cost so far, summed from its `turns` (a run with no turn stored keeps its row); for
+    `runs` that are `running`."""
     by_run: dict[str, list[dict[str, Any]]] = {}
     for turn in turns:
         by_run.setdefault(turn["run_id"], []).append(turn)
