@@ -96,6 +96,20 @@ def test_the_pool_size_defaults_to_500(monkeypatch: pytest.MonkeyPatch) -> None:
     assert max_connections() == 500
 
 
+class Opened:
+    """Counts the connections the running event loop opens (its `create_connection`)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        loop = asyncio.get_running_loop()
+        connect, self.count = loop.create_connection, 0
+
+        async def counting_connect(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return await connect(*args, **kwargs)
+
+        monkeypatch.setattr(loop, "create_connection", counting_connect)
+
+
 async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_connections(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 31: at c=50 the first burst of 50 requests left the shared client's one pool of 100
@@ -129,24 +143,16 @@ async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_co
                 await asyncio.wait_for(all_arrived.wait(), 20)
         return Reply("done")
 
-    loop = asyncio.get_running_loop()
-    connect, opened = loop.create_connection, 0
-
-    async def counting_connect(*args: Any, **kwargs: Any) -> Any:
-        nonlocal opened
-        opened += 1
-        return await connect(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "create_connection", counting_connect)
+    opened = Opened(monkeypatch)
     with FakeModelServer(handler=handler) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             first = await asyncio.gather(*(agent.run(f"burst {i}") for i in range(burst)))
             walked.clear()
-            after_burst = opened
+            after_burst = opened.count
             later = [await agent.run(f"later {i}") for i in range(5)]
     assert arrived == burst + 5
     assert [r.output for r in first + later] == ["done"] * (burst + 5)
-    assert after_burst >= burst and opened == after_burst  # kept and reused: none reopened
+    assert after_burst >= burst and opened.count == after_burst  # kept and reused: none reopened
     assert walked and max(walked) <= 10  # before: 50, the burst's peak, at every later request
 
 
@@ -155,22 +161,14 @@ async def test_runs_one_at_a_time_keep_reusing_one_connection(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # the other side of the small pools: few runs at a time stay on the first pool's
     # connections, so splitting costs them no connection of their own
-    loop = asyncio.get_running_loop()
-    connect, opened = loop.create_connection, 0
-
-    async def counting_connect(*args: Any, **kwargs: Any) -> Any:
-        nonlocal opened
-        opened += 1
-        return await connect(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "create_connection", counting_connect)
+    opened = Opened(monkeypatch)
     with FakeModelServer(handler=lambda r: Reply("done")) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             await agent.run("first")
-            after_first = opened
+            after_first = opened.count
             outputs = [(await agent.run(f"run {i}")).output for i in range(12)]
     assert outputs == ["done"] * 12
-    assert opened == after_first
+    assert opened.count == after_first
 
 
 async def test_a_connection_idle_past_the_keep_alive_is_replaced_and_one_idle_less_is_reused(
@@ -181,26 +179,18 @@ async def test_a_connection_idle_past_the_keep_alive_is_replaced_and_one_idle_le
     # loop's.
     import httpcore._async.http11 as http11
 
-    loop = asyncio.get_running_loop()
-    connect, opened = loop.create_connection, 0
-
-    async def counting_connect(*args: Any, **kwargs: Any) -> Any:
-        nonlocal opened
-        opened += 1
-        return await connect(*args, **kwargs)
-
+    opened = Opened(monkeypatch)
     def idle_for(seconds: float) -> None:
         monkeypatch.setattr(http11, "time",
                             SimpleNamespace(monotonic=lambda: time.monotonic() + seconds))
 
-    monkeypatch.setattr(loop, "create_connection", counting_connect)
     with FakeModelServer(handler=lambda r: Reply("done")) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             await agent.run("first")
-            after_first = opened
+            after_first = opened.count
             idle_for(KEEP_ALIVE / 2)
             assert (await agent.run("half a keep-alive later")).output == "done"
-            assert opened == after_first  # reused
+            assert opened.count == after_first  # reused
             idle_for(3600)
             assert (await agent.run("an hour later")).output == "done"
-    assert opened == after_first + 1  # replaced
+    assert opened.count == after_first + 1  # replaced

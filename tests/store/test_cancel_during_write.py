@@ -83,20 +83,27 @@ def _consistent(history: list[Message]) -> bool:
     return True
 
 
+async def _cancelled_when(reached: asyncio.Event, store: ThreadedStore,
+                          server: FakeModelServer) -> tuple[Agent, list[Message]]:
+    """Session s1's run of the `slow_command` call, cancelled once `reached` is set (the call's
+    write is under way); the agent, and the session as stored once the run has ended."""
+    agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
+                  session_id="s1", tools=[slow_command])
+    handle = await agent.start("Wait a while")
+    await asyncio.wait_for(reached.wait(), 20)
+    handle.cancel()
+    result = await asyncio.wait_for(handle.task, 20)
+    assert result.stop_reason == "cancelled"
+    return agent, await store.load("s1")
+
+
 async def test_a_cancel_while_the_calls_write_waits_keeps_the_call(tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("slow_command", {"command": "sleep 30"})]),
               Reply("Still here after the cancel.")]
     with FakeModelServer(script) as server:
         store = BusyThreadStore(tmp_path / "s.db")
-        agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
-                      session_id="s1", tools=[slow_command])
-        handle = await agent.start("Wait a while")
-        await asyncio.wait_for(store.queued.wait(), 20)
-        handle.cancel()
-        result = await asyncio.wait_for(handle.task, 20)
-        assert result.stop_reason == "cancelled"
-        await asyncio.gather(*store.holds)
-        stored = await store.load("s1")
+        agent, stored = await _cancelled_when(store.queued, store, server)
+        await asyncio.gather(*store.holds)  # done before the load: the thread runs in order
         assert [c.name for m in stored for c in m.tool_calls] == ["slow_command"]
         assert _consistent(stored)
         assert stored[-1].role == "tool"  # the cancelled call's result, after its call
@@ -113,14 +120,7 @@ async def test_a_cancel_inside_an_awaited_write_keeps_the_call(tmp_path: Path) -
     script = [Reply(tool_calls=[call("slow_command", {"command": "sleep 30"})])]
     with FakeModelServer(script) as server:
         store = SlowAsyncStore(tmp_path / "s.db")
-        agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
-                      session_id="s1", tools=[slow_command])
-        handle = await agent.start("Wait a while")
-        await asyncio.wait_for(store.writing.wait(), 20)
-        handle.cancel()
-        result = await asyncio.wait_for(handle.task, 20)
-        assert result.stop_reason == "cancelled"
-        stored = await store.load("s1")
+        agent, stored = await _cancelled_when(store.writing, store, server)
         assert [c.name for m in stored for c in m.tool_calls] == ["slow_command"]
         assert _consistent(stored)
         await agent.aclose()

@@ -21,7 +21,7 @@ from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import SessionError
 from loopwright.messages import Usage
-from loopwright.store import SessionStore, open_store
+from loopwright.store import SessionInfo, SessionStore, open_store
 from loopwright.store.rows import record_json
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
@@ -53,6 +53,21 @@ def answer(request: RecordedRequest) -> Reply:
     return Reply("the answer is 5", usage=usage)
 
 
+async def read_back(store_spec: str, session_id: str
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], SessionInfo | None,
+                               list[SessionInfo]]:
+    """What the readers give for `session_id`: its turns, its runs, its info, and the list of
+    sessions, from a store opened afresh."""
+    store = open_store(store_spec)
+    assert store is not None
+    try:
+        return (await store.turns(session_id),  # type: ignore[attr-defined]
+                await store.runs(session_id),  # type: ignore[attr-defined]
+                await store.get(session_id), await store.list_sessions())
+    finally:
+        await store.aclose()
+
+
 async def test_readers_give_what_the_turns_and_runs_tables_gave(store_spec: str,
                                                                tmp_path: Path) -> None:
     """The figures main (7710975, with its tables) gave for this workload, read the same."""
@@ -61,15 +76,7 @@ async def test_readers_give_what_the_turns_and_runs_tables_gave(store_spec: str,
                                tools=[make_delegate_tool(), lookup], retry=FAST,
                                store=store_spec, session_id="p1", workdir=str(tmp_path)
                                ).run(prompt) for prompt in ("delegate it", "again")]
-    store = open_store(store_spec)
-    assert store is not None
-    try:
-        turns = await store.turns("p1")  # type: ignore[attr-defined]
-        runs = await store.runs("p1")  # type: ignore[attr-defined]
-        info = await store.get("p1")
-        listed = await store.list_sessions()
-    finally:
-        await store.aclose()
+    turns, runs, info, listed = await read_back(store_spec, "p1")
     assert [(t["turn"], t["input_tokens"], t["output_tokens"], t["requests"])
             for t in turns] == [(1, 2000, 200, 2), (2, 1007, 101, 1), (3, 1014, 102, 1),
                         (4, 1021, 103, 1), (1, 1028, 104, 1)]  # turn 1 ran the sub-agent's
@@ -169,14 +176,7 @@ async def test_a_killed_runs_totals_are_its_turns_so_far(store_spec: str, tmp_pa
         finally:
             child.kill()
             child.wait(10)
-    store = open_store(store_spec)
-    assert store is not None
-    try:
-        runs = await store.runs("killed")  # type: ignore[attr-defined]
-        turns = await store.turns("killed")  # type: ignore[attr-defined]
-        info = await store.get("killed")
-    finally:
-        await store.aclose()
+    turns, runs, info, _ = await read_back(store_spec, "killed")
     # the turns whose turn_end was written with the messages after it (turn 2's waits for the
     # next durable write, as its run row did before v8)
     done = len(turns)
