@@ -16,7 +16,15 @@ from loopwright.events import Event, ModelCallEvent, ModelCallRecord
 from loopwright.grading import GRADER_PROMPT
 from loopwright.messages import Message, ModelRequest, assistant, system, user
 from loopwright.plugins import LoopPlugin, RunView
-from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
+from loopwright.testing import (
+    FakeModelServer,
+    Fault,
+    RecordedRequest,
+    Reply,
+    ScriptedUsage,
+    ScriptItem,
+    call,
+)
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -206,3 +214,67 @@ async def test_a_pause_too_long_to_wait_still_reports_its_attempt() -> None:
     (record,) = records(events)
     assert record.attempts == 1 and record.status == 429
     assert record.error and "wait" in record.error
+
+
+async def test_a_run_nobody_listens_to_builds_no_records_yet_counts_usage_and_cost(
+        monkeypatch: Any) -> None:
+    """Without a callback (a library user's `agent.run()`), no event of the run's turns, calls
+    and tools is made: nothing would read it. Usage, cost and turns are counted all the same."""
+    import loopwright.loop
+    import loopwright.model_call
+
+    built: list[str] = []
+
+    def counting(cls: Any) -> Any:
+        class Counted(cls):  # type: ignore[misc, valid-type]
+            def __init__(self, **fields: Any) -> None:
+                built.append(cls.__name__)
+                super().__init__(**fields)
+        return Counted
+
+    monkeypatch.setattr(loopwright.model_call, "ModelCallRecord",
+                        counting(loopwright.model_call.ModelCallRecord))
+    for name in ("TurnStart", "TurnEnd", "ToolCallEvent", "ToolResultEvent"):
+        monkeypatch.setattr(loopwright.loop, name, counting(getattr(loopwright.loop, name)))
+    script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})],
+                    usage=ScriptedUsage(input_tokens=10, output_tokens=5)),
+              Reply("It is 5.", usage=ScriptedUsage(input_tokens=20, output_tokens=3))]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", tools=[add],
+                      retry=FAST, stream=False)
+        result = await agent.run("2+3?")
+        await agent.aclose()
+    assert result.stop_reason == "completed" and result.turns == 2
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 8)
+    assert result.usage.requests == 2
+    assert built == []
+    events: list[Event] = []  # the same run with a listener: every one of them is made
+    with FakeModelServer(replies=list(script)) as server:
+        agent = make_agent(server, events, stream=False)
+        await agent.run("2+3?")
+        await agent.aclose()
+    assert sorted(set(built)) == ["ModelCallRecord", "ToolCallEvent", "ToolResultEvent",
+                                  "TurnEnd", "TurnStart"]
+    assert [e.type for e in events if e.type in ("turn_start", "model_call")] == [
+        "turn_start", "model_call", "turn_start", "model_call"]
+
+
+async def test_a_store_without_callbacks_still_gets_every_calls_record(tmp_path: Any) -> None:
+    """The session recorder listens too: with a store and no callback of the user's, each model
+    call's record is still made and stored."""
+    from loopwright.store import open_store
+
+    script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply("It is 5.")]
+    spec = str(tmp_path / "sessions.db")
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", tools=[add],
+                      retry=FAST, stream=False, store=spec)
+        result = await agent.run("2+3?")
+        await agent.aclose()
+    store = open_store(spec)
+    assert store is not None and result.session_id
+    try:
+        stored = await store.model_calls(result.session_id)  # type: ignore[attr-defined]
+    finally:
+        await store.aclose()  # type: ignore[attr-defined]
+    assert [(r.purpose, r.turn) for r in stored] == [("turn", 1), ("turn", 2)]

@@ -279,6 +279,7 @@ class Agent(Generic[DepsT, OutputT]):
             budget=budget or IterationBudget(total=self.settings.iteration_budget),
             session_id=session_id,
             agent_tag=agent_tag,
+            listeners=callbacks,
         )
         state.deps = deps
         state.begin(messages.user(prompt, attachments) if attachments

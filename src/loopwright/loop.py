@@ -159,6 +159,8 @@ async def _turn_with_events(run: RunState) -> Next:
     if stop is not None:
         return stop
     run.turn += 1
+    if not run.listened:  # no turn_start / turn_end to build, nor the usage they carry
+        return await turn(run)
     run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
     usage_before = run.usage.copy()
     cost_before = run.cost
@@ -405,10 +407,11 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     async def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
             run.review.ran(outcome.call, outcome.content, is_error=outcome.is_error)
-        run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
-                                 content=outcome.content, is_error=outcome.is_error,
-                                 duration=round(outcome.duration, 6), data=outcome.data,
-                                 agent=tag))
+        if run.listened:
+            run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
+                                     content=outcome.content, is_error=outcome.is_error,
+                                     duration=round(outcome.duration, 6), data=outcome.data,
+                                     agent=tag))
         appended = results.add(outcome)
         if appended:
             for plugin in run.hooks.on_results:
@@ -416,7 +419,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
     batch = run.settings.executor.run_batch(
         calls, run.tool_context, truncated=truncated, intercepted=intercepted,
-        on_call=on_call, on_outcome=on_outcome, request=run.request)
+        on_call=on_call if run.listened else None, on_outcome=on_outcome, request=run.request)
     try:
         outcomes: list[ToolOutcome] = await run.interruptible(batch)
     except asyncio.CancelledError:

@@ -45,6 +45,8 @@ class CallOwner(Protocol):
     def turn(self) -> int: ...
     @property
     def cancel_requested(self) -> bool: ...
+    @property
+    def listened(self) -> bool: ...
     def emit(self, event: Event) -> None: ...
     def status(self, kind: StatusKind, message: str,
                data: dict[str, Any] | None = None) -> None: ...
@@ -122,6 +124,8 @@ class ModelCalls:
         if call.purpose != "turn":
             self.side_usage.setdefault(call.purpose, SideUsage()).add(model, usage)
         owner = self.owner
+        if not owner.listened:  # the record is only ever read from its event
+            return
         last = call.reports[-1] if call.reports else None
         record = ModelCallRecord(
             id=os.urandom(8).hex(), purpose=call.purpose, run_id=owner.run_id,  # 64 bits

@@ -10,7 +10,7 @@ import asyncio
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,10 +106,15 @@ class RunState:
 
     def __init__(self, *, settings: LoopSettings, history: list[Message],
                  emit: Callable[[Event], None], budget: IterationBudget,
-                 session_id: str | None = None, agent_tag: str = "") -> None:
+                 session_id: str | None = None, agent_tag: str = "",
+                 listeners: Sized | None = None) -> None:
         self.settings = settings
         self.history = history
         self._emit = emit
+        # what `emit` fans out to, read when asked (None: someone always listens): the loop
+        # builds the events only it makes (a turn's start and end, a call's record, a tool
+        # call and result) only when they reach someone
+        self._listeners = listeners
         self.budget = budget
         self.session_id = session_id
         self.agent_tag = agent_tag
@@ -207,6 +212,12 @@ class RunState:
     @property
     def model(self) -> str:
         return self.calls.model
+
+    @property
+    def listened(self) -> bool:
+        """Whether an event emitted now reaches a callback."""
+        listeners = self._listeners
+        return listeners is None or len(listeners) > 0
 
     def emit(self, event: Event) -> None:
         self._emit(event)
