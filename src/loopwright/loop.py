@@ -127,7 +127,11 @@ async def _run_turns(run: RunState) -> Answer | Stop:
     for plugin in run.plugins:  # 3
         await plugin.on_run_start(run)
     while True:
-        step = await _turn_with_events(run)
+        step: Next | None = _check_limits(run)  # 4
+        if step is None:
+            run.turn += 1
+            # unheard, a turn has no events to frame it: no coroutine of its own around it
+            step = await (_turn_with_events(run) if run.listened else turn(run))
         if isinstance(step, RunAgain):
             continue
         if isinstance(step, Answer):
@@ -155,12 +159,7 @@ async def _answer_feedback(run: RunState, answer: str) -> str | None:
 
 
 async def _turn_with_events(run: RunState) -> Next:
-    stop = _check_limits(run)  # 4
-    if stop is not None:
-        return stop
-    run.turn += 1
-    if not run.listened:  # no turn_start / turn_end to build, nor the usage they carry
-        return await turn(run)
+    """`turn()` between its `turn_start` and `turn_end` events (the usage and cost it added)."""
     run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
     usage_before = run.usage.copy()
     cost_before = run.cost
@@ -236,8 +235,10 @@ async def _ask(run: RunState, request: ModelRequest, *, purpose: str) -> ModelRe
     """Steps 8-10: the plugins edit the request, the model answers (its text streamed through
     the plugins' filters), the plugins edit the reply."""
     # the plugins estimate the request synchronously: what reads a file for its estimate is
-    # read now, off the loop (the history: the request's attachments are its objects)
-    await measure_attachments(run.history)
+    # read now, off the loop (the history: the request's attachments are its objects); the
+    # common case, none, is one scan at C speed without a coroutine
+    if messages.any_attachments(run.history):
+        await measure_attachments(run.history)
     for plugin in run.hooks.before_model:  # 8
         await plugin.before_model(run, request)
     response = await _call_model_fitting(run, request, purpose)  # 9
@@ -400,6 +401,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     every result before it are in, and made durable before anything else happens."""
     tag = run.agent_tag
     results = _ResultsInOrder(run, calls)
+    listened = run.listened
 
     def on_call(call: ToolCall, arguments: dict[str, Any] | str) -> None:
         run.emit(ToolCallEvent(id=call.id, name=call.name, arguments=arguments, agent=tag))
@@ -407,7 +409,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     async def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
             run.review.ran(outcome.call, outcome.content, is_error=outcome.is_error)
-        if run.listened:
+        if listened:
             run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
                                      content=outcome.content, is_error=outcome.is_error,
                                      duration=round(outcome.duration, 6), data=outcome.data,
@@ -419,7 +421,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
 
     batch = run.settings.executor.run_batch(
         calls, run.tool_context, truncated=truncated, intercepted=intercepted,
-        on_call=on_call if run.listened else None, on_outcome=on_outcome, request=run.request)
+        on_call=on_call if listened else None, on_outcome=on_outcome, request=run.request)
     try:
         outcomes: list[ToolOutcome] = await run.interruptible(batch)
     except asyncio.CancelledError:
