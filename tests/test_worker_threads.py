@@ -103,3 +103,24 @@ def test_a_forked_child_runs_plain_tools_on_threads_of_its_own(tmp_path) -> None
     answer = results.get(timeout=60)
     process.join(60)
     assert answer == str(process.pid)
+
+
+async def test_calls_one_after_another_reuse_one_thread(tmp_path, monkeypatch) -> None:
+    """A thread counts itself idle before it hands its result back: the caller, woken by the
+    hand-back, found it still busy and started a second thread for its next call (and the
+    thread's bookkeeping after the hand-back cost a context switch a call). Before, this failed
+    with the process on one core (`taskset -c 0`), where the woken caller runs first."""
+    fresh_jobs: object = type(worker._jobs)()
+    monkeypatch.setattr(worker, "_jobs", fresh_jobs)  # no idle thread left by another test
+    monkeypatch.setattr(worker, "_threads", 0)
+    monkeypatch.setattr(worker, "_idle", 0)
+
+    @tool
+    def plain() -> str:
+        """Answer at once."""
+        return "done"
+
+    for _ in range(50):
+        assert await plain.invoke({}, ToolContext(workdir=tmp_path)) == "done"
+        assert worker._idle == 1  # the one thread, idle by the time its result arrived
+    assert worker._threads == 1
