@@ -212,6 +212,9 @@ def _skip_blanks(text: str, index: int) -> int:
 def _unsent_part(visible: str, sent: str) -> str:
     """The part of `visible` after what `sent` already showed, comparing without whitespace
     (markup removal and tidying change blank lines); nothing if they diverge."""
+    if visible.startswith(sent):  # the common case, at C speed: what was shown is its start
+        rest = visible[len(sent.rstrip()):]
+        return rest.lstrip() if sent[-1:].isspace() or not sent else rest
     j = 0
     for ch in sent:
         if ch.isspace():
