@@ -11,7 +11,6 @@ from loopwright.messages import (
     Message,
     ModelRequest,
     ModelResponse,
-    ToolCall,
     ToolSpec,
     Usage,
     any_attachments,
@@ -228,17 +227,11 @@ class ChatCompletionsFormat(splice.SplicedBodyFormat):
         choices = body.get("choices") or []
         choice = choices[0] if choices else {}
         wire_msg = choice.get("message") or {}
-        calls = [
-            ToolCall(
-                id=c.get("id") or "",
-                name=(c.get("function") or {}).get("name") or "",
-                arguments=(c.get("function") or {}).get("arguments") or "{}",
-            )
-            for c in wire_msg.get("tool_calls") or []
-        ]
-        acc = StreamAccumulator()
-        for n, call in enumerate(calls):
-            acc.tool_call_delta(n, id=call.id, name=call.name, arguments=call.arguments)
+        acc = StreamAccumulator()  # it builds the calls (one object each, not two)
+        for n, wire_call in enumerate(wire_msg.get("tool_calls") or []):
+            function = wire_call.get("function") or {}
+            acc.tool_call_delta(n, id=wire_call.get("id") or "", name=function.get("name") or "",
+                                arguments=function.get("arguments") or "{}")
         text, inline_reasoning = content_parts(wire_msg.get("content"))
         refusal = wire_msg.get("refusal")
         acc.reasoning(inline_reasoning or _reasoning_of(wire_msg) or "")
