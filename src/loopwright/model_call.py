@@ -4,8 +4,9 @@ usage, cost, and the call's record.
 Every call a run makes — a turn, the tool-less summary when the budget runs out, a compaction
 summary, a rubric grade, a side call of a plugin — goes through `ModelCalls.call()`. It adds the
 call's usage and cost to the run (also of replies that were thrown away before a failure), turns
-a `cancel()` into `RunCancelled`, and emits one `model_call` event carrying a `ModelCallRecord`;
-the session recorder stores that record (`SessionStore` table `model_calls`).
+a `cancel()` into `RunCancelled`, and emits one `model_call` event carrying a `ModelCallRecord`
+(made only when the run has a listener: a callback, `stream()` or the session recorder, which
+stores that record, `SessionStore` table `model_calls`).
 """
 
 from __future__ import annotations
