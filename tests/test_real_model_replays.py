@@ -480,9 +480,11 @@ async def test_a_call_that_copies_the_examples_placeholders_is_not_run(fmt: str)
     assert ran == [(len("config.ini"), len("debug = true"))]  # never the placeholder call
     told = [m.content for m in result.messages if m.role == "tool"]
     # the error shows no example with a value the model could copy and run: `old` and `new`
-    # are not in the request, so it names the parameters (issue 28); the copy replayed here is
-    # of the older example, and a placeholder is still never run
-    assert "replace_in_file takes path (string), old (string), new (string)" in told[0]
+    # are not in the request, so it names the tools, and no parameter in words either (issue 28:
+    # the 0.5B copied those words as values); the copy replayed here is of the older example,
+    # and a placeholder is still never run
+    assert "Tools you can call: replace_in_file, read_file." in told[0]
+    assert "(string)" not in told[0]
     assert '"..."' not in told[0]
     assert told[1].startswith("Error: 'path', 'old', 'new' still hold the example's placeholder")
 
@@ -584,3 +586,24 @@ async def test_schema_keywords_beside_no_value_still_get_the_example() -> None:
         await make_agent(server, tools=[get_stock]).run("How many apples?")
     assert ran == []
     assert "repeat its schema" in tool_results_sent(server.model_requests[1])[0]
+
+
+@tool
+def run_python(code: str) -> str:
+    """Run Python code."""
+    return "ran"
+
+
+async def test_the_unknown_tool_error_has_no_parameter_words_to_copy_as_a_value() -> None:
+    # Qwen2.5-Coder-0.5B on the dev2 split called a tool named after the task; told "Call one of
+    # them instead: run_python takes code (string).", it sent run_python({"code": "run_python
+    # takes code (string)."}) and read_file({"path": "read_file takes path (string)."})
+    script = [Reply(tool_calls=[call("rename_constant", {"RETURNS": "MAX_RETRIES"})]),
+              Reply("I could not rename it.")]
+    with FakeModelServer(script) as server:
+        await make_agent(server, tools=[run_python, read_file]).run(
+            "Rename the constant RETRIES in settings.py to MAX_RETRIES.")
+    [told] = tool_results_sent(server.model_requests[1])
+    assert "there is no tool named 'rename_constant'" in told
+    assert "run_python" in told and "read_file" in told
+    assert "takes" not in told and "(string)" not in told

@@ -77,16 +77,19 @@ def example_or_parameters(schema: dict[str, Any], *, written: dict[str, Any] | N
 def unknown_tool_message(name: str, suggested: list[str],
                          closest_schema: dict[str, Any] | None, *, request: str = "") -> str:
     """What the model reads after calling a tool that does not exist: the tools it has, and a
-    filled-in call of the closest one (`suggested[0]`) — small models that only get the names
-    apologise instead of calling (seen with Qwen2.5-Coder-1.5B asking for `grep` when it had
-    `read_file`)."""
+    filled-in call of the closest one (`suggested[0]`) when every value of it comes from the
+    request — small models that only get the names apologise instead of calling (seen with
+    Qwen2.5-Coder-1.5B asking for `grep` when it had `read_file`). Without such a call, no
+    parameter is described in words: the 0.5B copied "run_python takes code (string)." into
+    its next call as the code to run, and "read_file takes path (string)." as a path (bench
+    dev2 split, docs/benchmarks.md); the parameters are in the tool's definition."""
     names = ", ".join(suggested) or "(none)"
     message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
     if suggested and closest_schema is not None:
         example = example_call(suggested[0], closest_schema, request=request, grounded=True)
         message += (f" Call one of them instead, for example: {example}" if example else
-                    f" Call one of them instead: {suggested[0]} takes "
-                    f"{describe_parameters(closest_schema)}.")
+                    " Call one of them instead, by its name, with the arguments its "
+                    "definition lists.")
     return message
 
 
