@@ -160,8 +160,7 @@ class StatusEvent:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReviewEvent:
     """A check of the review stage did not accept a reply: which check, its verdict
-    (`send_back`, `set_aside`, `skip_call`, `answer_without_tools`, `sample_again`, `stop`), why,
-    and the
+    (`send_back`, `set_aside`, `skip_call`, `answer_without_tools`, `stop`), why, and the
     review budget left. `applied` is False for a send-back the spent budget did not allow."""
 
     type: Literal["review"] = "review"
