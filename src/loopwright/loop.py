@@ -200,9 +200,6 @@ async def turn(run: RunState) -> Next:
         reasoning_effort=s.reasoning_effort,
         user_request=run.request,
     )
-    if run.sample_again is not None:  # the same request again, warmer (review/sample_again.py)
-        warmer, request.extra_body["seed"] = run.sample_again
-        request.temperature, run.sample_again = max(warmer, s.temperature or 0.0), None
     if answer_only:  # tools switched off, not removed (Anthropic needs them for history)
         request.messages = without_unrun_calls(request.messages)
         note = notes.text(notes.LAST_ROUND if last_round else notes.ANSWER_NOW)
@@ -373,9 +370,6 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
             out.skipped.setdefault(verdict.call_id, verdict.note)
         elif verdict.kind == "answer_without_tools":
             run.answer_now, run.answer_note = True, verdict.note
-        elif verdict.kind == "sample_again" and verdict.temperature is not None:
-            run.set_aside_reply()
-            run.sample_again = (verdict.temperature, verdict.seed or 0)
         elif verdict.kind == "stop":
             out.stop = verdict.reason
         elif verdict.kind in ("send_back", "set_aside"):

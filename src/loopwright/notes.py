@@ -159,9 +159,6 @@ NOT_RUN_TURN_LIMIT = register("not_run_turn_limit",
 NOT_RUN_ANSWER_ONLY = register("not_run_answer_only",
                                f"{RUNTIME_MARK} Not run: this reply was asked to answer "
                                "without tools.")
-NOT_RUN_SAMPLED_AGAIN = register("not_run_sampled_again",
-                                 f"{RUNTIME_MARK} Not run: this reply repeated a call that "
-                                 "had just failed, and was asked for again.")
 DUPLICATE = register("duplicate", (
     f"{RUNTIME_MARK} Not run: duplicate of call {{first}} in this reply (same tool, same "
     "arguments); its result is the one above."))

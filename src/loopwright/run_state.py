@@ -137,8 +137,6 @@ class RunState:
         self._calling: CallingRun | None = None  # what tools see of this run (`tool_context`)
         self.answer_now = False  # the next request goes without tools: the model has its results
         self.answer_note = ""  # the note that asks for it, when a check wrote its own
-        # the next request's temperature and seed: the review stage asked for a reply again
-        self.sample_again: tuple[float, int] | None = None
         self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began
@@ -237,12 +235,6 @@ class RunState:
         part left in view, the 0.5B wrote the same description again)."""
         for message in self.answer_messages:  # the mark stays through a history repair
             notes.mark_set_aside(message)
-            self._any_set_aside = True
-
-    def set_aside_reply(self) -> None:
-        """Leave the last reply (one with calls) out of later requests."""
-        if self.last_reply is not None:
-            notes.mark_set_aside(self.last_reply)
             self._any_set_aside = True
 
     def request_history(self) -> list[Message]:

@@ -18,16 +18,14 @@ from loopwright.review.calls import CallLimit, DuplicateCalls
 from loopwright.review.check import Check
 from loopwright.review.doom_loop import DoomLoop
 from loopwright.review.narration import Narration
-from loopwright.review.sample_again import SampleAgain
 from loopwright.review.unread_files import UnreadFile
 
 ReviewMode = Literal["auto", "all", "off"] | list[str]
 
 # every built-in check, by name, in table order (docs/settings.md lists them)
 CHECK_NAMES: tuple[str, ...] = (
-    # calls: structural; sample_again and answer_again before the doom loop, which would
-    # warn or stop the run
-    "duplicate_calls", "call_limit", "sample_again", "answer_again", "doom_loop",
+    # calls: structural; answer_again before the doom loop, which would stop the run
+    "duplicate_calls", "call_limit", "answer_again", "doom_loop",
     # answers: the unread-file note names the call to make, so it comes before the others (told
     # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
     "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
@@ -38,7 +36,7 @@ CHECK_NAMES: tuple[str, ...] = (
 def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
                    prompt_mode: bool) -> list[Check]:
     """The built-in checks, in table order."""
-    return [DuplicateCalls(), CallLimit(max_calls_per_reply), SampleAgain(), AnswerAgain(),
+    return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(),
             DoomLoop(doom_loop_threshold),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
             CallFormat(), Narration(prompt_mode=prompt_mode), AfterError()]

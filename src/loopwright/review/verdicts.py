@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 VerdictKind = Literal["accept", "send_back", "set_aside", "skip_call", "answer_without_tools",
-                      "sample_again", "stop"]
+                      "stop"]
 # the verdicts that cost one more model call: they count against the run's `review_budget`
 # (as does a verdict marked `extra_call`)
 COSTLY: frozenset[str] = frozenset({"send_back", "set_aside"})
@@ -19,9 +19,7 @@ class Verdict:
     `set_aside`: the same, and the reply is left out of every later request (a small model shown
     its own mistake copies it). `skip_call`: call `call_id` does not run; its result is `note`.
     `answer_without_tools`: the next request asks for an answer with tools off (with `note`
-    when given, else the runtime's own request for an answer). `sample_again`: the reply is
-    set aside and the same request sent once more at `temperature` with `seed` (always an
-    extra call: charged to the budget). `stop`: the run
+    when given, else the runtime's own request for an answer). `stop`: the run
     ends (`loop_detected`). An answer takes `send_back` and `set_aside`; calls take the others
     (any other verdict is reported with `applied: false`). `check` is filled in by the stage;
     `reason` goes to the event. `extra_call`: the verdict makes a model call the run would not
@@ -33,8 +31,6 @@ class Verdict:
     call_id: str | None = None
     check: str = ""
     extra_call: bool = False
-    temperature: float | None = None
-    seed: int | None = None
 
     @property
     def costly(self) -> bool:
@@ -58,11 +54,6 @@ def skip_call(call_id: str, note: str, reason: str) -> Verdict:
 
 def answer_without_tools(reason: str, *, note: str = "", extra_call: bool = False) -> Verdict:
     return Verdict(kind="answer_without_tools", reason=reason, note=note, extra_call=extra_call)
-
-
-def sample_again(reason: str, *, temperature: float, seed: int) -> Verdict:
-    return Verdict(kind="sample_again", reason=reason, temperature=temperature, seed=seed,
-                   extra_call=True)
 
 
 def stop(reason: str) -> Verdict:
