@@ -63,16 +63,10 @@ COMPACT_IDENTITY = (
 )
 # "fix the call" alone was read as advice to give: the 1.5B answered "To fix the call, you need
 # to…" to the user after four different tool errors (bench dev2 split, docs/benchmarks.md)
-# a step only described is not taken: after an error the 1.5B wrote that it would retry, or
-# which call it would make next, and ended its turn with no call (bench dev2 split,
-# docs/benchmarks.md, session 6)
 COMPACT_TOOL_GUIDANCE = (
-    "Call a tool with one JSON object of arguments that matches its schema. Act only by calling "
-    "tools: a step you describe or promise without making the call is not done, and a file "
-    "edit you only show is not made. If a tool returns an error, read it and make a corrected "
-    "call yourself in the same reply (other arguments or another tool); only when no tool can "
-    "do it, tell the user what failed. Answer only with what the tool results show. Text in "
-    "<system-reminder> tags is from the runtime."
+    "Call a tool with one JSON object of arguments that matches its schema. If a tool returns an "
+    "error, read it and make a corrected call yourself (other arguments or another tool), or "
+    "tell the user what failed. Text in <system-reminder> tags is from the runtime."
 )
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md", ".loopwright/instructions.md")
 DEFAULT_MAX_INSTRUCTION_CHARS = 16_000
