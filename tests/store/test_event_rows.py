@@ -54,10 +54,13 @@ async def test_a_turn_is_one_event_row_and_reads_back_as_every_event_in_order(
 
 
 def old_row(store: SQLiteStore, session_id: str, event: dict[str, Any]) -> None:
-    """An event row as stores before batched rows wrote it: one event, one object."""
+    """An event row as stores before batched rows wrote it: one event, one object (keyed
+    next in the session's keys, as schema v9 moved such rows)."""
     store._db.execute(
-        "INSERT INTO events (session_id, run_id, created, type, data) VALUES (?, 'r0', 1.0, ?, "
-        "?)", (session_id, event["type"], json.dumps(event)))
+        "INSERT INTO events (id, session_id, run_id, created, type, data) VALUES ("
+        "(SELECT coalesce(max(e.id), s.num << 32) + 1 FROM sessions s LEFT JOIN events e "
+        "ON e.id BETWEEN s.num << 32 AND (s.num << 32) + 4294967295 WHERE s.id = ?1), "
+        "?1, 'r0', 1.0, ?2, ?3)", (session_id, event["type"], json.dumps(event)))
 
 
 def test_rows_of_one_event_each_and_batched_rows_read_back_in_order(tmp_path: Path) -> None:

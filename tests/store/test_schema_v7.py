@@ -124,13 +124,15 @@ def test_a_model_call_event_alone_in_its_row_is_a_call_too(tmp_path: Path) -> No
 
 def test_a_damaged_row_is_a_session_error_for_model_calls_too(tmp_path: Path) -> None:
     """A cut events row, a moved record cut short, a record of the wrong shape: each a
-    `SessionError` naming the session, never a raw decoding error."""
-    cases = ["INSERT INTO events (session_id, run_id, created, type, data) VALUES "
-             "('s', 'r1', 1, 'batch', '[{\"type\": \"model_call\", \"rec')",
-             "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
-             "('s', 'r1', 1, 'call_record', '{\"id\": \"c1\", \"usa')",
-             "INSERT INTO events (session_id, run_id, created, type, data) VALUES "
-             "('s', 'r1', 1, 'model_call', '{\"type\": \"model_call\", \"record\": "
+    `SessionError` naming the session, never a raw decoding error (each row keyed as the
+    first of the file's first session: schema v9)."""
+    cases = ["INSERT INTO events (id, session_id, run_id, created, type, data) VALUES "
+             "((1 << 32) + 1, 's', 'r1', 1, 'batch', '[{\"type\": \"model_call\", \"rec')",
+             "INSERT INTO events (id, session_id, run_id, created, type, data) VALUES "
+             "((1 << 32) + 1, 's', 'r1', 1, 'call_record', '{\"id\": \"c1\", \"usa')",
+             "INSERT INTO events (id, session_id, run_id, created, type, data) VALUES "
+             "((1 << 32) + 1, 's', 'r1', 1, 'model_call', '{\"type\": \"model_call\", "
+             "\"record\": "
              "{\"request\": {}, \"usage\": {\"tokens_of_no_kind\": 1}}}')"]
     for number, sql in enumerate(cases):
         with SQLiteStore(tmp_path / f"{number}.db") as store:

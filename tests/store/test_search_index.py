@@ -57,7 +57,7 @@ def test_messages_are_not_indexed_per_insert_but_before_a_search(tmp_path: Path)
         indexed = store._db.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()[0]
         assert indexed == 0
         assert words(store, "heron") != [] and len(words(store, "heron")) == 2
-        assert store._db.execute("SELECT upto FROM fts_progress").fetchone()[0] == 2
+        assert store._db.execute("SELECT indexed FROM sessions").fetchone()[0] == 2
 
 
 async def test_a_run_that_ends_leaves_its_messages_indexed(tmp_path: Path) -> None:
@@ -68,8 +68,8 @@ async def test_a_run_that_ends_leaves_its_messages_indexed(tmp_path: Path) -> No
         await agent.run("tell me of otters")
         await agent.aclose()
     db = sqlite3.connect(path)
-    upto = db.execute("SELECT upto FROM fts_progress").fetchone()[0]
-    assert upto == db.execute("SELECT max(id) FROM messages").fetchone()[0]
+    indexed = db.execute("SELECT indexed FROM sessions WHERE id = 'ran'").fetchone()[0]
+    assert indexed == db.execute("SELECT max(seq) FROM messages").fetchone()[0] == 2
     hits = db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'otter'").fetchall()
     assert len(hits) == 2  # the prompt and the answer, found without a search catching up
 
@@ -81,11 +81,11 @@ def test_deleting_a_session_keeps_the_index_consistent_when_ids_are_taken_again(
         store.append_many("keep", [user("a quiet badger")])
         store.create("gone")
         store.append_many("gone", [user("a loud badger"), user("a louder badger")])
-        assert len(words(store, "badger")) == 3  # everything indexed (upto = 3)
-        store.delete("gone")  # ids 2 and 3 leave the index; the mark falls back to 1
-        assert store._db.execute("SELECT upto FROM fts_progress").fetchone()[0] == 1
-        store.create("new")
-        store.append_many("new", [user("a new badger")])  # takes id 2 again, not indexed yet
+        assert len(words(store, "badger")) == 3  # everything indexed
+        store.delete("gone")  # its two messages leave the index
+        assert store._db.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()[0] == 1
+        store.create("new")  # takes gone's number, so its message takes gone's first key
+        store.append_many("new", [user("a new badger")])  # not indexed yet
         assert sorted(words(store, "badger")) == [("keep", 1), ("new", 1)]
         store.delete("new")  # an unindexed message leaves nothing behind in the index
         store.append_many("keep", [user("another badger")])

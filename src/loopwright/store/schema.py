@@ -254,8 +254,74 @@ def _v8(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE turns")
 
 
+# v9: a turn's transaction writes two B-trees fewer. A session has a number (`num`), and its
+# messages and events are keyed `(num << 32) + n` (a message's n is its seq;
+# `store/sqlite_rows.py`): a session's rows are one run of each table's own keys, in order, so
+# the index of messages by (session_id, epoch, seq) and `events_by_session` (~3.2 WAL pages a turn
+# together) go, and with them the foreign keys (a session's rows are deleted by their keys; a
+# cascade without an index would read the whole table). The search index is rebuilt for the new
+# message ids; `sessions.indexed` (the newest seq it holds of the session) replaces
+# `fts_progress`. Messages are numbered on from a session's highest seq, so its epochs are
+# consecutive runs of seqs and keys
+_V9 = """
+ALTER TABLE sessions ADD COLUMN num INTEGER;
+UPDATE sessions SET num = rowid;
+CREATE UNIQUE INDEX sessions_by_num ON sessions(num);
+ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE events_v9 (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    run_id      TEXT NOT NULL,
+    created     REAL NOT NULL,
+    type        TEXT NOT NULL,
+    call_id     TEXT,
+    name        TEXT,
+    is_error    INTEGER,
+    duration    REAL,
+    size        INTEGER,
+    data        TEXT NOT NULL
+);
+INSERT INTO events_v9 (id, session_id, run_id, created, type, call_id, name, is_error, duration,
+                       size, data)
+    SELECT (s.num << 32) + row_number() OVER (PARTITION BY e.session_id ORDER BY e.id),
+           e.session_id, e.run_id, e.created, e.type, e.call_id, e.name, e.is_error,
+           e.duration, e.size, e.data
+    FROM events e JOIN sessions s ON s.id = e.session_id ORDER BY 1;
+DROP TABLE events;
+ALTER TABLE events_v9 RENAME TO events;
+
+-- `epoch` before the text: counting an epoch's messages reads no overflow page
+CREATE TABLE messages_v9 (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    seq         INTEGER NOT NULL,
+    role        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    data        TEXT NOT NULL,
+    created     REAL NOT NULL
+);
+INSERT INTO messages_v9 (id, session_id, epoch, seq, role, content, data, created)
+    SELECT (s.num << 32) + m.seq, m.session_id, m.epoch, m.seq, m.role, m.content, m.data,
+           m.created
+    FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY 1;
+DROP TRIGGER messages_fts_delete;
+DROP TABLE messages;
+ALTER TABLE messages_v9 RENAME TO messages;
+DROP TABLE fts_progress;
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+UPDATE sessions SET indexed = coalesce((SELECT seq FROM messages WHERE id BETWEEN num << 32
+    AND (num << 32) + 4294967295 ORDER BY id DESC LIMIT 1), 0);
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+        SELECT 'delete', OLD.id, OLD.content FROM sessions
+        WHERE id = OLD.session_id AND OLD.seq <= indexed;
+END;
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _v8]
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _v8, _V9]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

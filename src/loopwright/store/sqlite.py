@@ -29,22 +29,26 @@ from loopwright.store.rows import (
     USAGE_COLUMNS,
     call_at,
     events_at,
-    events_row,
     message_at,
-    message_row,
     record_at,
-    record_json,
     run_row,
 )
 from loopwright.store.schema import SCHEMA_VERSION, migrate
 from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, fts_query
+from loopwright.store.sqlite_rows import (
+    IN_RANGE,
+    NEXT_NUM,
+    SessionRows,
+    delete_rows,
+    index_all,
+    key_range,
+)
 from loopwright.store.turns import (
     TURN_RECORD,
     is_turn_end,
     run_totals,
     running,
     turn_at,
-    turn_record,
     turns_in_order,
     with_running_totals,
 )
@@ -63,11 +67,6 @@ if TYPE_CHECKING:
 
 _SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
                     "lock_host, lock_expires, epoch, base_url, api_mode")
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
-    "(?1, coalesce((SELECT seq FROM messages WHERE session_id = ?1 "
-    "ORDER BY epoch DESC, seq DESC LIMIT 1), 0) + 1, "
-    "(SELECT epoch FROM sessions WHERE id = ?1), ?2, ?3, ?4, ?5)")
 TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
 
 
@@ -169,14 +168,7 @@ class SQLiteStore:
     def message_count(self, session_id: str, *, epoch: int | None = None) -> int:
         """Messages in one epoch of the session (default: the live one)."""
         with self._read("counting messages") as db:
-            if epoch is None:
-                row = db.execute("SELECT count(*) FROM messages WHERE session_id = ?1 AND epoch "
-                                 "= (SELECT epoch FROM sessions WHERE id = ?1)",
-                                 (session_id,)).fetchone()
-            else:
-                row = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
-                                 "epoch = ?", (session_id, epoch)).fetchone()
-        return int(row[0])
+            return _count(db, session_id, epoch)
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -255,6 +247,7 @@ class SQLiteStore:
             if row[0] and lease_is_live(row[1], row[2], row[3]):
                 raise SessionError(f"session {session_id} is in use by another run "
                                    f"(pid {row[1]}); stop it first")
+            delete_rows(db, session_id)
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
@@ -262,8 +255,7 @@ class SQLiteStore:
          lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
         runs = _runs(db, sid)
         usage, cost = run_totals(runs)
-        count = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND epoch = ?",
-                           (sid, epoch)).fetchone()[0]
+        count = _count(db, sid, epoch)
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
         stop_reason = None
         if runs:
@@ -288,9 +280,8 @@ class SQLiteStore:
         if not history:
             return
         now = time.time()
-        rows = [(session_id, *message_row(m), now) for m in history]
         with self._write("writing messages") as db:
-            db.executemany(_INSERT_MESSAGE, rows)
+            SessionRows(db, session_id).append(history, now)
             self._touch(db, session_id, now, always=True)
 
     def _touch(self, db: sqlite3.Connection, session_id: str, now: float, *,
@@ -304,31 +295,30 @@ class SQLiteStore:
     def index_messages(self) -> None:
         """Index for search every message not yet in the index (one statement for all)."""
         with self._write("indexing messages for search") as db:
-            _index_messages(db)
+            index_all(db)
 
     def compact(self, session_id: str, history: list[Message]) -> int:
         """Start the session's next epoch with `history`, in one transaction (a crash leaves
         either the old epoch or the whole new one); earlier epochs stay as the lineage."""
         with self._write("compacting a session") as db:
-            return _compact(db, session_id, history, time.time())
+            return SessionRows(db, session_id).compact(history, time.time())
 
     def lineage(self, session_id: str) -> list[Epoch]:
         """The session's epochs, oldest first (one per compaction, plus the live one)."""
         with self._read("reading a session's lineage") as db:
             rows = db.execute("SELECT epoch, count(*), min(created), max(created) FROM messages "
-                              "WHERE session_id = ? GROUP BY epoch ORDER BY epoch",
-                              (session_id,)).fetchall()
+                              f"WHERE {IN_RANGE} GROUP BY epoch ORDER BY epoch",
+                              key_range(db, session_id)).fetchall()
         return [Epoch(epoch=r[0], messages=r[1], first=r[2], last=r[3]) for r in rows]
 
     def load_page(self, session_id: str, *, epoch: int | None = None, offset: int = 0,
                   limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
-        sql = ("SELECT seq, role, content, data FROM messages WHERE session_id = ?1 AND epoch = "
-               + ("?2" if epoch is not None else "(SELECT epoch FROM sessions WHERE id = ?1)")
-               + " ORDER BY seq LIMIT ?3 OFFSET ?4")
         with self._read("loading a session") as db:
-            rows = db.execute(sql, (session_id, epoch, -1 if limit is None else limit,
-                                    offset)).fetchall()
+            rows = db.execute(f"SELECT seq, role, content, data FROM messages WHERE {IN_RANGE} "
+                              f"AND epoch = {_EPOCH} ORDER BY id LIMIT ?5 OFFSET ?6",
+                              (*key_range(db, session_id), epoch, session_id,
+                               -1 if limit is None else limit, offset)).fetchall()
         return [message_at(session_id, *row) for row in rows]
 
     def children(self, session_id: str) -> list[SessionInfo]:
@@ -386,7 +376,7 @@ class SQLiteStore:
                     cost: float | None) -> None:
         """Store a turn's record (it replaces what the turn's `turn_end` event says)."""
         with self._lock, self._translate("recording a turn"):
-            _insert_turn(self._db, session_id, run_id, turn, usage, cost, time.time())
+            SessionRows(self._db, session_id).turn(run_id, turn, usage, cost, time.time())
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """What each turn of the session's runs spent, in order, as dicts of the columns the
@@ -403,41 +393,40 @@ class SQLiteStore:
     def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
         if events:
             with self._write("recording events") as db:
-                _insert_events(db, session_id, run_id, events, time.time())
+                SessionRows(db, session_id).events(run_id, events, time.time())
 
     def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order. The
         messages of a run that ended are indexed for search in the same transaction."""
         now = time.time()
         with self._write("writing a run's records") as db:
+            rows = SessionRows(db, session_id)
             for write in merged(writes):
                 if isinstance(write, AppendMessages):
-                    db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now)
-                                                     for m in write.messages])
+                    rows.append(write.messages, now)
                     self._touch(db, session_id, now)
                 elif isinstance(write, Compact):
-                    _compact(db, session_id, write.messages, now)
+                    rows.compact(write.messages, now)
                 elif isinstance(write, RecordEvents):
-                    _insert_events(db, session_id, write.run_id, write.events, now)
+                    rows.events(write.run_id, write.events, now)
                 elif isinstance(write, RecordRun):
                     db.execute(_UPSERT_RUN, run_row(session_id, write.record, write.model,
                                                      write.ended, now))
                     if write.ended:
                         self._touch(db, session_id, now, always=True)
-                        _index_messages(db)
+                        rows.index()
                 elif isinstance(write, ReleaseLease):
                     db.execute(_RELEASE, (session_id, write.owner))
                 else:
-                    _insert_turn(db, session_id, write.run_id, write.turn, write.usage,
-                                 write.cost, now)
+                    rows.turn(write.run_id, write.turn, write.usage, write.cost, now)
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
         """The stored events of a session in order; each has `run_id` and `created` added (a
         `model_call` event without its record's request and response: `model_calls`)."""
         with self._read("reading events") as db:
-            rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? "
-                              "AND type NOT IN (?, ?) ORDER BY id",
-                              (session_id, CALL_RECORD, TURN_RECORD)).fetchall()
+            rows = db.execute(f"SELECT run_id, created, data FROM events WHERE {IN_RANGE} "
+                              "AND type NOT IN (?3, ?4) ORDER BY id",
+                              (*key_range(db, session_id), CALL_RECORD, TURN_RECORD)).fetchall()
         return [slim_event(event) for row in rows for event in events_at(session_id, *row)]
 
     def audit(self, session_id: str) -> list[AuditEntry]:
@@ -447,9 +436,9 @@ class SQLiteStore:
     def model_calls(self, session_id: str) -> list[ModelCallRecord]:
         """Every model call of the session's runs, in order, as recorded."""
         with self._read("reading model calls") as db:
-            rows = db.execute("SELECT run_id, created, type, data FROM events WHERE session_id "
-                              "= ? AND type IN (?, ?, 'model_call') ORDER BY id",
-                              (session_id, BATCH, CALL_RECORD)).fetchall()
+            rows = db.execute(f"SELECT run_id, created, type, data FROM events WHERE {IN_RANGE} "
+                              "AND type IN (?3, ?4, 'model_call') ORDER BY id",
+                              (*key_range(db, session_id), BATCH, CALL_RECORD)).fetchall()
         calls = []
         for run_id, created, kind, data in rows:
             if kind == CALL_RECORD:  # written before schema v7
@@ -510,7 +499,8 @@ def _insert_session(db: sqlite3.Connection, session_id: str, *, parent_id: str |
     this made it."""
     return db.execute(
         "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-        "base_url, api_mode, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"base_url, api_mode, created, updated, num) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        f"{NEXT_NUM})",
         (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
          now, now)).rowcount > 0
 
@@ -531,24 +521,11 @@ def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
                (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
 
 
-def _insert_events(db: sqlite3.Connection, session_id: str, run_id: str,
-                   events: list[dict[str, Any]], now: float) -> None:
-    """One row for the events, `model_call` records whole (schema v7: no table of their own)."""
-    db.execute(_INSERT_EVENT, events_row(session_id, run_id, now, events))
-
-
-def _insert_turn(db: sqlite3.Connection, session_id: str, run_id: str, turn: int,
-                 usage: Usage, cost: float | None, now: float) -> None:
-    """A turn's record as an events row of its own (inside the caller's transaction)."""
-    db.execute(_INSERT_EVENT, (session_id, run_id, now, TURN_RECORD, None, None, None, None,
-                               None, record_json(turn_record(turn, usage, cost))))
-
-
 def _turns(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     """The session's turns (`SQLiteStore.turns`), inside the caller's read."""
-    rows = db.execute("SELECT run_id, created, data FROM events WHERE session_id = ? AND type "
-                      "IN (?, 'turn_end', ?) ORDER BY id",
-                      (session_id, BATCH, TURN_RECORD)).fetchall()
+    rows = db.execute(f"SELECT run_id, created, data FROM events WHERE {IN_RANGE} AND type "
+                      "IN (?3, 'turn_end', ?4) ORDER BY id",
+                      (*key_range(db, session_id), BATCH, TURN_RECORD)).fetchall()
     return turns_in_order(
         turn_at(session_id, run_id, created, event) for run_id, created, data in rows
         for event in events_at(session_id, run_id, created, data) if is_turn_end(event))
@@ -563,24 +540,11 @@ def _runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     return with_running_totals(runs, _turns(db, session_id)) if running(runs) else runs
 
 
-def _compact(db: sqlite3.Connection, session_id: str, history: list[Message], now: float
-             ) -> int:
-    found = db.execute("UPDATE sessions SET epoch = epoch + 1 WHERE id = ? RETURNING epoch",
-                       (session_id,)).fetchone()
-    if found is None:
-        raise SessionError(f"no session {session_id!r} to compact")
-    db.executemany(_INSERT_MESSAGE, [(session_id, *message_row(m), now) for m in history])
-    db.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
-    return int(found[0])
+# `?3`: an epoch, or None for the live one of session `?4`
+_EPOCH = "coalesce(?3, (SELECT epoch FROM sessions WHERE id = ?4))"
 
 
-def _index_messages(db: sqlite3.Connection) -> None:
-    """Add the messages newer than `fts_progress.upto` to the search index, in one statement
-    (inside the caller's transaction)."""
-    db.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
-               "WHERE id > (SELECT upto FROM fts_progress) ORDER BY id")
-    db.execute("UPDATE fts_progress SET upto = (SELECT coalesce(max(id), 0) FROM messages)")
-
-
-_INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, call_id, name, is_error, "
-                 "duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+def _count(db: sqlite3.Connection, session_id: str, epoch: int | None) -> int:
+    """Messages in one epoch of the session (None: the live one), inside the caller's read."""
+    return int(db.execute(f"SELECT count(*) FROM messages WHERE {IN_RANGE} AND epoch = {_EPOCH}",
+                          (*key_range(db, session_id), epoch, session_id)).fetchone()[0])

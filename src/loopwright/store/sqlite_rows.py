@@ -1,0 +1,140 @@
+"""A session's rows in the SQLite file (schema v9): where they sit, how a transaction writes
+them, and the search index kept up with them.
+
+Each session has a number (`sessions.num`, given when it is created), and its messages and
+events are keyed `(num << 32) + n` (a message's `n` is its `seq`): a session's rows are one run
+of keys of each table's own B-tree, in the order they were written. A reader finds them by a
+range of keys, and a write adds to the table alone, with no index of sessions to keep up (each
+such index cost a turn's commit one to two pages of the WAL). The keys are given by the
+transaction writing (it holds the database's write lock: `BEGIN IMMEDIATE`), from the newest key
+stored, so two processes writing one file never take the same one.
+
+Message text is indexed for search in bulk, not row by row: `sessions.indexed` is the newest
+`seq` of the session in `messages_fts`; a run's messages are indexed when it ends, and every
+session's unindexed messages before a search.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from loopwright.errors import SessionError
+from loopwright.messages import Message, Usage
+from loopwright.store.rows import events_row, message_row, record_json
+from loopwright.store.turns import TURN_RECORD, turn_record
+
+LAST = (1 << 32) - 1  # a session's last key, from its first (its base)
+
+# the number a new session gets (inside the transaction creating it)
+NEXT_NUM = "(SELECT coalesce(max(num), 0) + 1 FROM sessions)"
+# `?1`..`?2`: the first and last key of a session's rows (`key_range`)
+IN_RANGE = "id BETWEEN ?1 AND ?2"
+
+_INSERT_MESSAGE = ("INSERT INTO messages (id, session_id, epoch, seq, role, content, data, "
+                   "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_EVENT = ("INSERT INTO events (id, session_id, run_id, created, type, call_id, name, "
+                 "is_error, duration, size, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def key_range(db: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """(first key, last key) of the session's rows: the parameters of a reader's `IN_RANGE`
+    (an empty range for a session that does not exist)."""
+    row = db.execute("SELECT num FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return 0, -1
+    base = int(row[0]) << 32
+    return base, base + LAST
+
+
+def _last_key(db: sqlite3.Connection, table: str, base: int) -> int:
+    """The session's newest key in `table` (`base` when it has no rows there)."""
+    row = db.execute(f"SELECT id FROM {table} WHERE id BETWEEN ? AND ? ORDER BY id DESC "
+                     "LIMIT 1", (base, base + LAST)).fetchone()
+    return base if row is None else int(row[0])
+
+
+class SessionRows:
+    """One transaction's writes to a session's rows: each message and event keyed next after
+    the session's newest (read once, when first needed)."""
+
+    def __init__(self, db: sqlite3.Connection, session_id: str) -> None:
+        row = db.execute("SELECT num, epoch FROM sessions WHERE id = ?",
+                         (session_id,)).fetchone()
+        if row is None:
+            raise SessionError(f"no session {session_id!r}; create it first")
+        self.db, self.session_id = db, session_id
+        self.base, self.epoch = int(row[0]) << 32, int(row[1])
+        self._message: int | None = None  # the newest message's key
+        self._event: int | None = None  # the newest events row's key
+
+    def append(self, messages: Sequence[Message], now: float) -> None:
+        """Messages after the session's newest, in its live epoch."""
+        key = _last_key(self.db, "messages", self.base) if self._message is None \
+            else self._message
+        rows = []
+        for message in messages:
+            key += 1
+            rows.append((key, self.session_id, self.epoch, key - self.base,
+                         *message_row(message), now))
+        self.db.executemany(_INSERT_MESSAGE, rows)
+        self._message = key
+
+    def compact(self, history: Sequence[Message], now: float) -> int:
+        """Start the session's next epoch with `history`; the new epoch's number."""
+        self.epoch = int(self.db.execute(
+            "UPDATE sessions SET epoch = epoch + 1, updated = ? WHERE id = ? RETURNING epoch",
+            (now, self.session_id)).fetchone()[0])
+        self.append(history, now)
+        return self.epoch
+
+    def events(self, run_id: str, events: list[dict[str, Any]], now: float) -> None:
+        """One row for events of run `run_id` written together (`rows.events_row`)."""
+        self._add_event(events_row(self.session_id, run_id, now, events))
+
+    def turn(self, run_id: str, turn: int, usage: Usage, cost: float | None, now: float
+             ) -> None:
+        """A turn's record as an events row of its own (it replaces its `turn_end` event's)."""
+        self._add_event((self.session_id, run_id, now, TURN_RECORD, None, None, None, None,
+                         None, record_json(turn_record(turn, usage, cost))))
+
+    def _add_event(self, row: tuple[Any, ...]) -> None:
+        key = (_last_key(self.db, "events", self.base) if self._event is None
+               else self._event) + 1
+        self.db.execute(_INSERT_EVENT, (key, *row))
+        self._event = key
+
+    def index(self) -> None:
+        """Index the session's messages not yet in the search index."""
+        last = _last_key(self.db, "messages", self.base) - self.base
+        _index(self.db, self.session_id, self.base, last)
+
+
+def index_all(db: sqlite3.Connection) -> None:
+    """Index every session's messages not yet in the search index (inside the caller's
+    transaction): one pass over the sessions, one range of each that has any."""
+    pending = db.execute(
+        "SELECT id, base, last - base FROM (SELECT id, indexed, num << 32 AS base, (SELECT m.id "
+        "FROM messages m WHERE m.id BETWEEN s.num << 32 AND (s.num << 32) + ? ORDER BY m.id "
+        "DESC LIMIT 1) AS last FROM sessions s) WHERE last - base > indexed",
+        (LAST,)).fetchall()
+    for session_id, base, last in pending:
+        _index(db, session_id, base, last)
+
+
+def _index(db: sqlite3.Connection, session_id: str, base: int, last: int) -> None:
+    """Add the session's messages after `sessions.indexed`, up to seq `last`, to the index."""
+    db.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+               "WHERE id BETWEEN (SELECT ?1 + indexed + 1 FROM sessions WHERE id = ?3) "
+               "AND ?1 + ?2", (base, last, session_id))
+    db.execute("UPDATE sessions SET indexed = ? WHERE id = ? AND indexed < ?",
+               (last, session_id, last))
+
+
+def delete_rows(db: sqlite3.Connection, session_id: str) -> None:
+    """Remove the session's messages and events (before its row: no foreign key reaches
+    them, and their index entries are found through it)."""
+    keys = key_range(db, session_id)
+    db.execute(f"DELETE FROM messages WHERE {IN_RANGE}", keys)
+    db.execute(f"DELETE FROM events WHERE {IN_RANGE}", keys)

@@ -1,0 +1,131 @@
+"""Schema v9 (issue 30 item 5): a turn's transaction writes two B-trees fewer. A session's messages
+and events are keyed by its number (`(num << 32) + n`, `store/sqlite_rows.py`), so they need no
+index of their own: a reader takes a range of the table's keys. A database the v8 schema made
+opens with every message, epoch, event, model call, turn and search hit it had, in order, and
+goes on numbering, indexing and deleting."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from loopwright.errors import SessionError
+from loopwright.messages import assistant, user
+from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.sqlite import SQLiteStore
+
+
+def v8_database(path: Path) -> None:
+    """A file as the v8 schema made it: two sessions written in turns (their rows' ids
+    interleaved), one compacted once; messages indexed for search up to id 3; events rows of
+    both kinds (a batch, a single event, a turn's record)."""
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:8]:
+        if callable(step):
+            step(db)
+        else:
+            db.executescript(step)
+    db.execute("PRAGMA user_version = 8")
+    db.executemany("INSERT INTO sessions (id, title, model, cwd, created, updated, epoch) "
+                   "VALUES (?, 't', 'm', '/', 0, 0, ?)", [("a", 1), ("b", 0)])
+    rows = [("a", 1, 0, "user", "the walrus migrates"), ("b", 1, 0, "user", "a badger digs"),
+            ("a", 2, 0, "assistant", "walrus noted"), ("b", 2, 0, "assistant", "badger seen"),
+            ("a", 3, 1, "user", "summary of the walrus"), ("a", 4, 1, "assistant", "a heron")]
+    db.executemany("INSERT INTO messages (session_id, seq, epoch, role, content, data, created)"
+                   " VALUES (?, ?, ?, ?, ?, '{}', ?)",
+                   [(*row, float(n)) for n, row in enumerate(rows)])
+    db.execute("INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages "
+               "WHERE id <= 3")
+    db.execute("UPDATE fts_progress SET upto = 3")
+    events = [("a", "batch", [{"type": "turn_start", "turn": 1},
+                              {"type": "turn_end", "turn": 1, "usage": {"input_tokens": 10}}]),
+              ("b", "turn_start", {"type": "turn_start", "turn": 1}),
+              ("a", "turn_record", {"type": "turn_end", "turn": 1,
+                                    "usage": {"input_tokens": 11}, "cost": 0.25}),
+              ("b", "done", {"type": "done"}), ("a", "done", {"type": "done"})]
+    db.executemany("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
+                   "(?, 'r1', 1.0, ?, ?)",
+                   [(sid, kind, json.dumps(data)) for sid, kind, data in events])
+    db.commit()
+    db.close()
+
+
+def hits(store: SQLiteStore, text: str) -> list[tuple[str, int]]:
+    return sorted((hit.session_id, hit.seq) for hit in store.search(text))
+
+
+def test_a_v8_database_migrates_with_every_row_in_its_order(tmp_path: Path) -> None:
+    path = tmp_path / "v8.db"
+    v8_database(path)
+    with SQLiteStore(path) as store:
+        assert [m.content for m in store.load("a")] == ["summary of the walrus", "a heron"]
+        assert [m.content for m in store.load_page("a", epoch=0)] == ["the walrus migrates",
+                                                                      "walrus noted"]
+        assert [(e.epoch, e.messages) for e in store.lineage("a")] == [(0, 2), (1, 2)]
+        assert [m.content for m in store.load("b")] == ["a badger digs", "badger seen"]
+        assert store.message_count("a") == 2 and store.message_count("a", epoch=0) == 2
+        assert [e["type"] for e in store.events("a")] == ["turn_start", "turn_end", "done"]
+        assert [e["type"] for e in store.events("b")] == ["turn_start", "done"]
+        assert [(t["turn"], t["input_tokens"], t["cost"]) for t in store.turns("a")] == [
+            (1, 11, 0.25)]  # the turn's record replaces its event, as before
+        assert hits(store, "walrus") == [("a", 1), ("a", 2), ("a", 3)]
+        assert hits(store, "badger") == [("b", 1), ("b", 2)]  # b's 2nd was not indexed yet
+        store.append_many("a", [user("a pelican arrives")])
+        assert [m.content for m in store.load_page("a", offset=2)] == ["a pelican arrives"]
+        assert hits(store, "pelican") == [("a", 5)]  # numbered on from the newest
+        store.record_events("b", "r2", [{"type": "turn_start", "turn": 1}])
+        assert [e["run_id"] for e in store.events("b")] == ["r1", "r1", "r2"]
+        store.delete("a")
+        assert hits(store, "walrus") == [] and store.events("a") == []
+        assert hits(store, "badger") == [("b", 1), ("b", 2)]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES "
+                      "('integrity-check', 1)") is not None  # raises if out of step
+
+
+def test_messages_and_events_have_no_index(tmp_path: Path) -> None:
+    """A turn's commit writes the two tables and no index of them: on a new file and on a
+    migrated one."""
+    v8_database(tmp_path / "v8.db")
+    for path in (tmp_path / "new.db", tmp_path / "v8.db"):
+        SQLiteStore(path).close()
+        db = sqlite3.connect(path)
+        for table in ("messages", "events"):
+            assert db.execute(f"PRAGMA index_list({table})").fetchall() == [], table
+        db.close()
+
+
+def test_sessions_written_in_turns_keep_their_rows_apart_and_in_order(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        for sid in ("x", "y", "z"):
+            store.create(sid)
+        for n in range(1, 4):
+            for sid in ("z", "x", "y"):
+                store.append_many(sid, [user(f"{sid}{n}"), assistant(f"{sid}{n}!")])
+                store.record_events(sid, "r", [{"type": "turn_start", "turn": n}])
+        store.compact("y", [user("y summary")])
+        store.append_many("y", [assistant("y after")])
+        for sid in ("x", "z"):
+            assert [m.content for m in store.load(sid)] == [
+                text for n in range(1, 4) for text in (f"{sid}{n}", f"{sid}{n}!")]
+            assert [e["turn"] for e in store.events(sid)] == [1, 2, 3]
+        assert [m.content for m in store.load("y")] == ["y summary", "y after"]
+        assert [(e.epoch, e.messages) for e in store.lineage("y")] == [(0, 6), (1, 2)]
+        store.delete("x")
+        store.create("w")  # takes x's number: none of x's rows is left to show through
+        assert store.load("w") == [] and store.events("w") == []
+        assert len(store.load("z")) == 6
+
+
+def test_a_write_to_a_session_that_does_not_exist_is_a_session_error(tmp_path: Path) -> None:
+    """No foreign key stops it any more: the store does, naming the session."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        with pytest.raises(SessionError, match="no session 'ghost'"):
+            store.append_many("ghost", [user("boo")])
+        with pytest.raises(SessionError, match="no session 'ghost'"):
+            store.record_events("ghost", "r", [{"type": "done"}])
+        assert store._db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
