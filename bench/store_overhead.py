@@ -16,6 +16,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
     python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
     python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
+    python bench/store_overhead.py --replay        # SQLite: its writes alone, replayed
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
@@ -31,6 +32,12 @@ file only grows; SQLite's `dbstat` names the B-tree of each page).
 `--parts` splits SQLite's cost a turn in three, each store adding one part to the one before:
 the recorder alone (its writes end at once on the loop's thread: no hop, no SQL), the hop to
 the store's thread and back (the SQL left out), then SQLite whole.
+
+`--replay` takes the SQL alone: the write batches of 12 runs (captured at `write_batch`) are
+written again into a fresh file, in this thread (no hop, hot caches), CPU per turn of the
+writes, the median of REPEATS replays of 10 rounds: "fresh", each round into sessions of its own
+(as the bench's runs: a new session each); "resumed", each round into the same 12 sessions again
+(each run's rows going after those of the sessions made since, as a resumed session's do).
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -355,6 +362,53 @@ def print_parts(base_url: str, runs: int, repeats: int) -> None:
         previous = value
 
 
+def replay(base_url: str, repeats: int) -> dict[str, float]:
+    """CPU microseconds a turn of the workload's SQLite writes alone (see `--replay`)."""
+    import copy
+
+    from loopwright.store.sqlite import SQLiteStore
+    from loopwright.store.threaded import ThreadedStore
+
+    batches: list[tuple[str, Any]] = []
+
+    class Capture(SQLiteStore):
+        def write_batch(self, session_id: str, writes: Any) -> None:
+            batches.append((session_id, copy.deepcopy(list(writes))))
+            super().write_batch(session_id, writes)
+
+    async def capture(path: Path) -> int:
+        agent = Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
+                      store=ThreadedStore(Capture(path)), max_turns=ROUNDS + 5)
+        try:
+            return sum([(await agent.run("look the keys up")).turns for _ in range(12)])
+        finally:
+            await agent.aclose()
+            await close_shared_client()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        turns = asyncio.run(capture(Path(scratch) / "capture.db"))
+        sessions = list(dict.fromkeys(session_id for session_id, _ in batches))
+        out: dict[str, float] = {}
+        for mode in ("fresh", "resumed"):
+            samples = []
+            for number in range(repeats):
+                store = SQLiteStore(Path(scratch) / f"{mode}{number}.db")
+                store._db.execute("PRAGMA wal_autocheckpoint = 0")  # as `--breakdown`
+                spent = 0.0
+                for round_ in range(10):
+                    suffix = f"-{round_}" if mode == "fresh" or round_ == 0 else "-0"
+                    for session_id in sessions:
+                        store.open_session(session_id + suffix, "bench")
+                    cpu = time.process_time()
+                    for session_id, writes in batches:
+                        store.write_batch(session_id + suffix, writes)
+                    spent += time.process_time() - cpu
+                store.close()
+                samples.append(spent / (10 * turns) * 1e6)
+            out[mode] = statistics.median(samples)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
@@ -375,6 +429,8 @@ def main() -> None:
                         help="SQLite only: CPU by thread and WAL pages a turn")
     parser.add_argument("--parts", action="store_true",
                         help="SQLite's CPU a turn split: the recorder, the hop, the SQL")
+    parser.add_argument("--replay", action="store_true",
+                        help="SQLite's writes alone, replayed in this thread")
     args = parser.parse_args()
     model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
                                    str(ROUNDS)])
@@ -384,6 +440,12 @@ def main() -> None:
             return
         if args.parts:
             print_parts(base_url, args.runs, args.repeats)
+            return
+        if args.replay:
+            us = replay(base_url, args.repeats)
+            print(f"SQLite's writes replayed, CPU per turn, median of {args.repeats} (load "
+                  f"average {os.getloadavg()[0]:.1f}): into new sessions {us['fresh']:.1f} us, "
+                  f"into resumed sessions {us['resumed']:.1f} us")
             return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:

@@ -48,31 +48,30 @@ def key_range(db: sqlite3.Connection, session_id: str) -> tuple[int, int]:
     return base, base + LAST
 
 
-def _last_key(db: sqlite3.Connection, table: str, base: int) -> int:
-    """The session's newest key in `table` (`base` when it has no rows there)."""
-    row = db.execute(f"SELECT id FROM {table} WHERE id BETWEEN ? AND ? ORDER BY id DESC "
-                     "LIMIT 1", (base, base + LAST)).fetchone()
-    return base if row is None else int(row[0])
+# a session's number, live epoch and newest message and event keys, in one statement
+_SESSION_KEYS = (
+    "SELECT num << 32, epoch, "
+    + ", ".join(f"(SELECT id FROM {table} WHERE id BETWEEN num << 32 AND (num << 32) + {LAST} "
+                "ORDER BY id DESC LIMIT 1)" for table in ("messages", "events"))
+    + " FROM sessions WHERE id = ?")
 
 
 class SessionRows:
     """One transaction's writes to a session's rows: each message and event keyed next after
-    the session's newest (read once, when first needed)."""
+    the session's newest (read once, with the session's number and epoch)."""
 
     def __init__(self, db: sqlite3.Connection, session_id: str) -> None:
-        row = db.execute("SELECT num, epoch FROM sessions WHERE id = ?",
-                         (session_id,)).fetchone()
+        row = db.execute(_SESSION_KEYS, (session_id,)).fetchone()
         if row is None:
             raise SessionError(f"no session {session_id!r}; create it first")
         self.db, self.session_id = db, session_id
-        self.base, self.epoch = int(row[0]) << 32, int(row[1])
-        self._message: int | None = None  # the newest message's key
-        self._event: int | None = None  # the newest events row's key
+        self.base, self.epoch = int(row[0]), int(row[1])
+        self._message = self.base if row[2] is None else int(row[2])  # the newest keys
+        self._event = self.base if row[3] is None else int(row[3])
 
     def append(self, messages: Sequence[Message], now: float) -> None:
         """Messages after the session's newest, in its live epoch."""
-        key = _last_key(self.db, "messages", self.base) if self._message is None \
-            else self._message
+        key = self._message
         rows = []
         for message in messages:
             key += 1
@@ -100,15 +99,12 @@ class SessionRows:
                          None, record_json(turn_record(turn, usage, cost))))
 
     def _add_event(self, row: tuple[Any, ...]) -> None:
-        key = (_last_key(self.db, "events", self.base) if self._event is None
-               else self._event) + 1
-        self.db.execute(_INSERT_EVENT, (key, *row))
-        self._event = key
+        self._event += 1
+        self.db.execute(_INSERT_EVENT, (self._event, *row))
 
     def index(self) -> None:
         """Index the session's messages not yet in the search index."""
-        last = _last_key(self.db, "messages", self.base) - self.base
-        _index(self.db, self.session_id, self.base, last)
+        _index(self.db, self.session_id, self.base, self._message - self.base)
 
 
 def index_all(db: sqlite3.Connection) -> None:
