@@ -87,15 +87,17 @@ def test_a_v8_database_migrates_with_every_row_in_its_order(tmp_path: Path) -> N
                       "('integrity-check', 1)") is not None  # raises if out of step
 
 
-def test_messages_and_events_have_no_index(tmp_path: Path) -> None:
-    """A turn's commit writes the two tables and no index of them: on a new file and on a
-    migrated one."""
+def test_messages_and_events_have_no_index_and_runs_only_its_key(tmp_path: Path) -> None:
+    """A turn's commit writes the two tables and no index of them, a run's first write one
+    index of runs: on a new file and on a migrated one."""
     v8_database(tmp_path / "v8.db")
     for path in (tmp_path / "new.db", tmp_path / "v8.db"):
         SQLiteStore(path).close()
         db = sqlite3.connect(path)
         for table in ("messages", "events"):
             assert db.execute(f"PRAGMA index_list({table})").fetchall() == [], table
+        assert [row[1] for row in db.execute("PRAGMA index_list(runs)")] == [
+            "sqlite_autoindex_runs_1"]  # its key, (session_id, id), which readers use
         db.close()
 
 
