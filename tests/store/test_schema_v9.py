@@ -131,3 +131,32 @@ def test_a_write_to_a_session_that_does_not_exist_is_a_session_error(tmp_path: P
         with pytest.raises(SessionError, match="no session 'ghost'"):
             store.record_events("ghost", "r", [{"type": "done"}])
         assert store._db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+
+
+def test_message_counts_equal_the_rows_of_each_epoch(tmp_path: Path) -> None:
+    """The live epoch's count is a subtraction of keys (sessions v9 made) or a count of rows
+    (a migrated session): both give what counting the rows gives, through compactions, an
+    empty epoch included, and in `get` and `list_sessions`."""
+    v8_database(tmp_path / "s.db")
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("new")
+        store.append_many("new", [user("one"), assistant("two"), user("three")])
+        steps = [lambda: None, lambda: store.compact("new", [user("summary")]),
+                 lambda: store.append_many("new", [assistant("four")]),
+                 lambda: store.compact("new", []),
+                 lambda: store.append_many("a", [user("more")])]
+        for step in steps:
+            step()
+            for sid in ("new", "a", "b"):
+                rows = store._db.execute(
+                    "SELECT epoch, count(*) FROM messages WHERE session_id = ? GROUP BY epoch",
+                    (sid,)).fetchall()
+                counted = dict(rows)
+                info = store.get(sid)
+                assert info is not None
+                assert store.message_count(sid) == counted.get(info.epoch, 0) == \
+                    info.message_count
+                assert [store.message_count(sid, epoch=e) for e in counted] == list(
+                    counted.values())
+        listed = {s.id: s.message_count for s in store.list_sessions()}
+        assert listed == {"new": 0, "a": 3, "b": 2}

@@ -261,15 +261,18 @@ def _v8(db: sqlite3.Connection) -> None:
 # together) go, and with them the foreign keys (a session's rows are deleted by their keys; a
 # cascade without an index would read the whole table). The search index is rebuilt for the new
 # message ids; `sessions.indexed` (the newest seq it holds of the session) replaces
-# `fts_progress`. Messages are numbered on from a session's highest seq, so its epochs are
-# consecutive runs of seqs and keys. `runs_by_session` goes too: the runs' key (session_id, id)
-# finds a session's runs, and a run's first write no longer adds to a second index
+# `fts_progress`; `sessions.live_from` (the live epoch's first seq, for sessions v9 made: null
+# here) makes counting the live epoch's messages a subtraction. Messages are numbered on from a
+# session's highest seq, so its epochs are consecutive runs of seqs and keys. `runs_by_session`
+# goes too: the runs' key (session_id, id) finds a session's runs, and a run's first write no
+# longer adds to a second index
 _V9 = """
 DROP INDEX runs_by_session;
 ALTER TABLE sessions ADD COLUMN num INTEGER;
 UPDATE sessions SET num = rowid;
 CREATE UNIQUE INDEX sessions_by_num ON sessions(num);
 ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN live_from INTEGER;
 
 CREATE TABLE events_v9 (
     id          INTEGER PRIMARY KEY,

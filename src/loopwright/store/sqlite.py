@@ -39,6 +39,7 @@ from loopwright.store.sqlite_rows import (
     IN_RANGE,
     NEXT_NUM,
     SessionRows,
+    count_messages,
     delete_rows,
     index_all,
     key_range,
@@ -168,7 +169,7 @@ class SQLiteStore:
     def message_count(self, session_id: str, *, epoch: int | None = None) -> int:
         """Messages in one epoch of the session (default: the live one)."""
         with self._read("counting messages") as db:
-            return _count(db, session_id, epoch)
+            return count_messages(db, session_id, epoch)
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -255,7 +256,7 @@ class SQLiteStore:
          lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
         runs = _runs(db, sid)
         usage, cost = run_totals(runs)
-        count = _count(db, sid, epoch)
+        count = count_messages(db, sid, epoch)
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
         stop_reason = None
         if runs:
@@ -499,8 +500,8 @@ def _insert_session(db: sqlite3.Connection, session_id: str, *, parent_id: str |
     this made it."""
     return db.execute(
         "INSERT OR IGNORE INTO sessions (id, parent_id, title, model, cwd, system_prompt, "
-        f"base_url, api_mode, created, updated, num) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        f"{NEXT_NUM})",
+        f"base_url, api_mode, created, updated, num, live_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+        f"?, ?, {NEXT_NUM}, 1)",
         (session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode,
          now, now)).rowcount > 0
 
@@ -542,9 +543,3 @@ def _runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
 
 # `?3`: an epoch, or None for the live one of session `?4`
 _EPOCH = "coalesce(?3, (SELECT epoch FROM sessions WHERE id = ?4))"
-
-
-def _count(db: sqlite3.Connection, session_id: str, epoch: int | None) -> int:
-    """Messages in one epoch of the session (None: the live one), inside the caller's read."""
-    return int(db.execute(f"SELECT count(*) FROM messages WHERE {IN_RANGE} AND epoch = {_EPOCH}",
-                          (*key_range(db, session_id), epoch, session_id)).fetchone()[0])

@@ -9,6 +9,11 @@ such index cost a turn's commit one to two pages of the WAL). The keys are given
 transaction writing (it holds the database's write lock: `BEGIN IMMEDIATE`), from the newest key
 stored, so two processes writing one file never take the same one.
 
+A session's messages are keyed one after another, never one removed alone, so those of its live
+epoch are the keys from the epoch's first (`sessions.live_from`, its seq) to the newest: a count
+of them is a subtraction, where counting the rows would read every page they are on (files
+older than v9 have no `live_from` and are counted row by row).
+
 Message text is indexed for search in bulk, not row by row: `sessions.indexed` is the newest
 `seq` of the session in `messages_fts`; a run's messages are indexed when it ends, and every
 session's unindexed messages before a search.
@@ -56,6 +61,12 @@ _SESSION_KEYS = (
     + " FROM sessions WHERE id = ?")
 
 
+# a session's number, live epoch, its first seq and the newest message's key
+_LIVE = ("SELECT num << 32, epoch, live_from, (SELECT id FROM messages WHERE id BETWEEN "
+         f"num << 32 AND (num << 32) + {LAST} ORDER BY id DESC LIMIT 1) FROM sessions "
+         "WHERE id = ?")
+
+
 class SessionRows:
     """One transaction's writes to a session's rows: each message and event keyed next after
     the session's newest (read once, with the session's number and epoch)."""
@@ -83,8 +94,9 @@ class SessionRows:
     def compact(self, history: Sequence[Message], now: float) -> int:
         """Start the session's next epoch with `history`; the new epoch's number."""
         self.epoch = int(self.db.execute(
-            "UPDATE sessions SET epoch = epoch + 1, updated = ? WHERE id = ? RETURNING epoch",
-            (now, self.session_id)).fetchone()[0])
+            "UPDATE sessions SET epoch = epoch + 1, live_from = ?, updated = ? WHERE id = ? "
+            "RETURNING epoch", (self._message - self.base + 1, now, self.session_id)
+        ).fetchone()[0])
         self.append(history, now)
         return self.epoch
 
@@ -105,6 +117,18 @@ class SessionRows:
     def index(self) -> None:
         """Index the session's messages not yet in the search index."""
         _index(self.db, self.session_id, self.base, self._message - self.base)
+
+
+def count_messages(db: sqlite3.Connection, session_id: str, epoch: int | None) -> int:
+    """Messages in one epoch of the session (None: the live one)."""
+    row = db.execute(_LIVE, (session_id,)).fetchone()
+    if row is None:
+        return 0
+    base, live, live_from, newest = row
+    if (epoch is None or epoch == live) and live_from is not None:
+        return 0 if newest is None else max(0, int(newest) - base - live_from + 1)
+    return int(db.execute("SELECT count(*) FROM messages WHERE id BETWEEN ? AND ? AND epoch = ?",
+                          (base, base + LAST, live if epoch is None else epoch)).fetchone()[0])
 
 
 def index_all(db: sqlite3.Connection) -> None:
