@@ -7,6 +7,7 @@ goes on numbering, indexing and deleting."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sqlite3
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from loopwright.errors import SessionError
 from loopwright.messages import assistant, user
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
+from loopwright.store.writes import AppendMessages, RecordEvents
 
 
 def v8_database(path: Path) -> None:
@@ -160,3 +162,40 @@ def test_message_counts_equal_the_rows_of_each_epoch(tmp_path: Path) -> None:
                     counted.values())
         listed = {s.id: s.message_count for s in store.list_sessions()}
         assert listed == {"new": 0, "a": 3, "b": 2}
+
+
+def _write_sessions(path: str, worker: int, batches: int) -> None:
+    """Two sessions made in this process, written batch by batch in turns (as two runs of one
+    `serve` would), while other processes do the same to the same file."""
+    store = SQLiteStore(path, timeout=60)
+    names = [f"p{worker}-{k}" for k in range(2)]
+    for name in names:
+        store.open_session(name, f"owner-{name}")
+    for n in range(batches):
+        for name in names:
+            store.write_batch(name, [AppendMessages(messages=[user(f"{name} {n}")]),
+                                     RecordEvents(run_id="r", events=[{"type": "turn_start",
+                                                                       "turn": n}])])
+    store.close()
+
+
+def test_eight_processes_writing_one_file_lose_and_mix_nothing(tmp_path: Path) -> None:
+    """Sessions made at once get numbers of their own, and the keys each transaction gives
+    never collide: every message and event is read back in its session, in order."""
+    path = str(tmp_path / "s.db")
+    SQLiteStore(path).close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_write_sessions, args=(path, n, 30)) for n in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    with SQLiteStore(path) as store:
+        names = [f"p{w}-{k}" for w in range(8) for k in range(2)]
+        for name in names:
+            assert [m.content for m in store.load(name)] == [f"{name} {n}" for n in range(30)]
+            assert [e["turn"] for e in store.events(name)] == list(range(30))
+            assert store.message_count(name) == 30
+        nums = [row[0] for row in store._db.execute("SELECT num FROM sessions")]
+        assert sorted(nums) == list(range(1, 17))
