@@ -43,10 +43,13 @@ class ContextBudget:
     @property
     def info(self) -> WindowInfo:
         """The window of the provider answering now."""
-        if not self.windows:
+        windows = self.windows
+        if len(windows) == 1:  # one provider (the common case): whichever is active, this one
+            return windows[0]
+        if not windows:
             return WindowInfo(tokens=DEFAULT_LOCAL_WINDOW, source="default")
         active = self.chain.active if self.chain is not None else 0
-        return self.windows[min(active, len(self.windows) - 1)]
+        return windows[min(active, len(windows) - 1)]
 
     def learn(self, tokens: int, source: str) -> None:
         """The active provider's window is smaller than we thought (it said so)."""
