@@ -116,9 +116,9 @@ class RunningEstimate:
         known = len(self._messages)
         edits = edits_so_far()
         if edits == self._edits and known <= len(history) and history[:known] == self._messages:
-            total = self._total + estimate_messages(history[known:])
+            total = self._total + sum(map(estimate_message, history[known:]))
         else:
-            total = estimate_messages(history)
+            total = sum(map(estimate_message, history))
         self._messages, self._total, self._edits = history[:], total, edits
         return total
 

@@ -43,13 +43,10 @@ class ContextBudget:
     @property
     def info(self) -> WindowInfo:
         """The window of the provider answering now."""
-        windows = self.windows
-        if len(windows) == 1:  # one provider (the common case): whichever is active, this one
-            return windows[0]
-        if not windows:
+        if not self.windows:
             return WindowInfo(tokens=DEFAULT_LOCAL_WINDOW, source="default")
         active = self.chain.active if self.chain is not None else 0
-        return windows[min(active, len(windows) - 1)]
+        return self.windows[min(active, len(self.windows) - 1)]
 
     def learn(self, tokens: int, source: str) -> None:
         """The active provider's window is smaller than we thought (it said so)."""
@@ -64,6 +61,10 @@ class ContextBudget:
 
     @property
     def window(self) -> int:
+        """The active provider's window in tokens (read a few times a turn)."""
+        windows = self.windows
+        if len(windows) == 1:  # one provider, the common case: it is the active one
+            return windows[0].tokens
         return self.info.tokens
 
     @property
