@@ -114,6 +114,42 @@ async def test_quiet_open_todos_are_recalled_at_most_every_eight_turns(tmp_path:
     assert "old chore" not in request_texts(server)[9]
 
 
+async def test_a_tools_note_comes_before_a_changed_files_in_one_reminder(
+        tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("v1")
+
+    @tool
+    def read_then_flag(ctx: ToolContext) -> str:
+        """Read the notes, then someone edits them; leave a note too."""
+        note_file_read(ctx, target)
+        stamp = target.stat().st_mtime_ns
+        target.write_text("v2")
+        os.utime(target, ns=(stamp + 5_000_000_000, stamp + 5_000_000_000))
+        add_reminder(ctx, "REMEMBER-THE-FLAG")
+        return "ok"
+
+    script = [Reply(tool_calls=[call("read_then_flag")]), Reply(text="done")]
+    server, _ = await run_script(script, [read_then_flag], tmp_path)
+    second = json.dumps(server.model_requests[1].body["messages"][-1])
+    assert second.count("<system-reminder>") == 1
+    assert 0 <= second.index("REMEMBER-THE-FLAG") < second.index("was modified after you")
+
+
+async def test_an_emptied_todo_list_is_never_recalled(tmp_path: Path) -> None:
+    @tool
+    def clear(ctx: ToolContext) -> str:
+        """Empty the todo list."""
+        ctx.state["todos"] = []
+        return "cleared"
+
+    script = [Reply(tool_calls=[call("plan")]), Reply(tool_calls=[call("clear")]),
+              *[Reply(tool_calls=[call("noop", {"n": n})]) for n in range(12)],
+              Reply(text="done")]
+    server, _ = await run_script(script, [plan, clear, noop], tmp_path)
+    assert not any("todo list has open items" in text for text in request_texts(server))
+
+
 async def test_reminders_can_be_switched_off(tmp_path: Path) -> None:
     script = [Reply(tool_calls=[call("flag")]), Reply(text="done")]
     server, _ = await run_script(script, [flag], tmp_path, reminders=False)

@@ -86,8 +86,10 @@ def changed_files(state: dict[str, Any], announced: dict[str, int]) -> list[str]
 
     `read_files` itself is left alone (the edit tools compare against it to refuse stale
     edits); what was already announced is kept in `announced` (path → mtime, -1 if deleted)."""
-    seen: dict[str, int] = state.get(READ_FILES_KEY) or {}
+    seen: dict[str, int] | None = state.get(READ_FILES_KEY)
     notes: list[str] = []
+    if not seen:
+        return notes
     for path, stamp in list(seen.items()):
         try:
             now = os.stat(path).st_mtime_ns
@@ -133,8 +135,10 @@ class ReminderPlugin(LoopPlugin):
 
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         state = run.tool_state
-        notes = [*state.pop(PENDING_KEY, [])]
-        notes.extend(changed_files(state, self.announced))
+        pending = state.pop(PENDING_KEY, None)
+        notes = changed_files(state, self.announced)
+        if pending:
+            notes[:0] = pending
         todo_note = self._quiet_todos(run)
         if todo_note:
             notes.append(todo_note)
@@ -142,11 +146,14 @@ class ReminderPlugin(LoopPlugin):
             attach_note(request, "\n".join(notes))
 
     def _quiet_todos(self, run: RunView) -> str | None:
-        todos = run.tool_state.get(TODOS_KEY) or []
-        # most runs keep no list: skip the encoder json.dumps builds for its keyword arguments
+        todos = run.tool_state.get(TODOS_KEY)
+        # most runs keep no list: skip the encoder json.dumps builds for its keyword arguments,
+        # and the open items' scan (an empty list has none to remind of)
         signature = json.dumps(todos, sort_keys=True, default=str) if todos else "[]"
         if signature != self.todo_signature:
             self.todo_signature, self.todos_changed = signature, run.turn
+            return None
+        if not todos:
             return None
         pending = open_todos(run.tool_state)
         quiet = run.turn - self.todos_changed

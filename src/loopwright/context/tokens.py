@@ -40,7 +40,9 @@ def estimate_message(msg: Message) -> int:
     cached = msg.wire_cache.get(CACHE_KEY)
     if cached is not None:
         return int(cached)
-    tokens = MESSAGE_OVERHEAD + estimate_text(msg.content) + estimate_text(msg.reasoning or "")
+    tokens = MESSAGE_OVERHEAD + estimate_text(msg.content)
+    if msg.reasoning:
+        tokens += estimate_text(msg.reasoning)
     for call in msg.tool_calls:
         tokens += TOOL_CALL_OVERHEAD + estimate_text(call.name) + estimate_text(call.arguments)
     for attachment in msg.attachments:  # by pixels / pages, not by the base64 text
@@ -67,11 +69,11 @@ def _measure(attachments: list[Attachment]) -> None:
 
 
 def estimate_messages(messages: Iterable[Message]) -> int:
-    return sum(estimate_message(m) for m in messages)
+    return sum(map(estimate_message, messages))  # map: no generator frame a message
 
 
 def estimate_tools(tools: Iterable[ToolSpec]) -> int:
-    return sum(estimate_tool(spec) for spec in tools)
+    return sum(map(estimate_tool, tools))
 
 
 _tool_estimates: dict[tuple[str, str, int], tuple[dict[str, object], int]] = {}
@@ -114,9 +116,9 @@ class RunningEstimate:
         known = len(self._messages)
         edits = edits_so_far()
         if edits == self._edits and known <= len(history) and history[:known] == self._messages:
-            total = self._total + estimate_messages(history[known:])
+            total = self._total + sum(map(estimate_message, history[known:]))
         else:
-            total = estimate_messages(history)
+            total = sum(map(estimate_message, history))
         self._messages, self._total, self._edits = history[:], total, edits
         return total
 

@@ -61,6 +61,10 @@ class ContextBudget:
 
     @property
     def window(self) -> int:
+        """The active provider's window in tokens (read a few times a turn)."""
+        windows = self.windows
+        if len(windows) == 1:  # one provider, the common case: it is the active one
+            return windows[0].tokens
         return self.info.tokens
 
     @property
