@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
 from loopwright.errors import SessionError
-from loopwright.messages import assistant, user
+from loopwright.messages import Usage, assistant, user
 from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.writes import AppendMessages, RecordEvents
@@ -119,10 +120,10 @@ def test_sessions_written_in_turns_keep_their_rows_apart_and_in_order(tmp_path: 
             assert [e["turn"] for e in store.events(sid)] == [1, 2, 3]
         assert [m.content for m in store.load("y")] == ["y summary", "y after"]
         assert [(e.epoch, e.messages) for e in store.lineage("y")] == [(0, 6), (1, 2)]
-        store.delete("x")
-        store.create("w")  # takes x's number: none of x's rows is left to show through
+        store.delete("z")
+        store.create("w")  # takes z's number, the highest: none of z's rows shows through
         assert store.load("w") == [] and store.events("w") == []
-        assert len(store.load("z")) == 6
+        assert len(store.load("x")) == 6
 
 
 def test_a_write_to_a_session_that_does_not_exist_is_a_session_error(tmp_path: Path) -> None:
@@ -133,6 +134,35 @@ def test_a_write_to_a_session_that_does_not_exist_is_a_session_error(tmp_path: P
         with pytest.raises(SessionError, match="no session 'ghost'"):
             store.record_events("ghost", "r", [{"type": "done"}])
         assert store._db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+
+
+def test_a_turns_record_takes_its_key_inside_the_write_lock(tmp_path: Path) -> None:
+    """`record_turn` reads the session's newest key and writes the next in one transaction:
+    read before another connection's write commits, the key was taken twice (an integrity
+    error) once that write committed."""
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as store:
+        store.create("s")
+        store.record_events("s", "r", [{"type": "turn_start", "turn": 1}])
+        other = sqlite3.connect(path, isolation_level=None)
+        (base,) = other.execute("SELECT num << 32 FROM sessions WHERE id = 's'").fetchone()
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO events (id, session_id, run_id, created, type, data) "
+                      "VALUES (?, 's', 'r', 1.0, 'turn_start', '{}')", (base + 2,))
+        done = threading.Event()
+
+        def record() -> None:
+            store.record_turn("s", "r", 1, Usage(input_tokens=3), None)
+            done.set()
+
+        writer = threading.Thread(target=record)
+        writer.start()
+        writer.join(0.3)  # it reads (or waits for the lock) while the other write is open
+        other.execute("COMMIT")
+        other.close()
+        writer.join()
+        assert done.is_set()
+        assert [t["input_tokens"] for t in store.turns("s")] == [3]
 
 
 def test_message_counts_equal_the_rows_of_each_epoch(tmp_path: Path) -> None:

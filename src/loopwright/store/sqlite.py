@@ -376,8 +376,9 @@ class SQLiteStore:
     def record_turn(self, session_id: str, run_id: str, turn: int, usage: Usage,
                     cost: float | None) -> None:
         """Store a turn's record (it replaces what the turn's `turn_end` event says)."""
-        with self._lock, self._translate("recording a turn"):
-            SessionRows(self._db, session_id).turn(run_id, turn, usage, cost, time.time())
+        # one transaction: the key is read from the newest stored, then taken
+        with self._write("recording a turn") as db:
+            SessionRows(db, session_id).turn(run_id, turn, usage, cost, time.time())
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """What each turn of the session's runs spent, in order, as dicts of the columns the
