@@ -131,3 +131,26 @@ async def test_a_new_call_where_an_answer_was_asked_for_still_runs_with_it_on() 
               Reply(tool_calls=reads(CHAIN[1])), Reply("b.txt says next: c.txt.")]
     result, _ = await run_chain(script, review=ANSWER_AGAIN)
     assert result.stop_reason == "completed" and read == CHAIN[:2]
+
+
+async def test_a_call_left_out_of_one_reply_is_not_a_replay_when_it_comes_back() -> None:
+    """The guard forgets the result of a call a reply did not make: `start.txt`, then
+    `b.txt`, then `start.txt` with `c.txt` is two new steps (both run), not a replay of the
+    first reply whose second call is skipped. Fails if a result outlives its streak."""
+    script = [Reply(tool_calls=reads("start.txt")), Reply(tool_calls=reads("b.txt")),
+              Reply(tool_calls=reads("start.txt", "c.txt")), Reply("done")]
+    result, server = await run_chain(script)
+    assert result.stop_reason == "completed", result.error
+    assert read == ["start.txt", "b.txt", "start.txt", "c.txt"]
+    assert not any(tools_off(r) for r in server.model_requests)
+
+
+async def test_a_reply_that_opens_with_the_last_replys_call_is_still_a_replay() -> None:
+    """Where the rule must fire: the same reply shape right after the call it opens with."""
+    script = [Reply(tool_calls=reads("start.txt")),
+              Reply(tool_calls=reads("start.txt", "start.txt", "b.txt", "c.txt")),
+              Reply("done")]
+    result, _ = await run_chain(script)
+    assert result.stop_reason == "completed", result.error
+    # the copies given their known result, the next step run, the rest of the replay not
+    assert read == ["start.txt", "b.txt"]

@@ -235,3 +235,36 @@ async def test_copies_with_long_arguments_are_one_call_too() -> None:
     with FakeModelServer(script) as server:
         await make_agent(server, events=events).run("Read it.")
     assert [(e.check, e.verdict) for e in reviews(events)] == [("duplicate_calls", "skip_call")]
+
+
+class RecordsResults(Check):
+    """A call check that keeps its own record of what ran, as the doom loop does."""
+
+    name = "records_results"
+    stage = "calls"
+
+    def __init__(self, told: list[tuple[str, str, bool]]) -> None:
+        self.told = told
+
+    def ran(self, call: Any, content: str, *, is_error: bool) -> None:
+        self.told.append((call.name, content, is_error))
+
+
+async def test_a_call_check_with_its_own_ran_is_told_every_result() -> None:
+    """Only the checks that keep a record are told what ran; one whose class or object has
+    its own `ran` is told every result (the stage skips only the no-op one)."""
+    on_class: list[tuple[str, str, bool]] = []
+    on_object: list[tuple[str, str, bool]] = []
+    plain = SeesCalls([], "last")
+    plain.name = "plain_calls"
+    plain.ran = lambda call, content, *, is_error: on_object.append(  # type: ignore[method-assign]
+        (call.name, content, is_error))
+    script = [Reply(tool_calls=[call("read_file", {"path": "config.ini"})]),
+              Reply(tool_calls=[call("read_file", {"path": "none.ini"})]), Reply("8417")]
+    with FakeModelServer(script) as server:
+        result = await make_agent(server, review_checks=[RecordsResults(on_class), plain]
+                                  ).run("Port?")
+    assert result.output == "8417"
+    expected = [("read_file", "port = 8417\n", False), ("read_file", "no such file", False)]
+    assert on_class == expected
+    assert on_object == expected

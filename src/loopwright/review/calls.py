@@ -14,6 +14,8 @@ from loopwright.review.view import ReviewView
 
 def copied_signatures(calls: Sequence[ToolCall]) -> set[str]:
     """The signatures written more than once in one reply."""
+    if len(calls) < 2:  # the common reply: one call, no signature to compute
+        return set()
     seen: set[str] = set()
     copied: set[str] = set()
     for call in calls:
@@ -30,6 +32,8 @@ class DuplicateCalls(Check):
     stage = "calls"
 
     async def review(self, view: ReviewView) -> list[Verdict]:
+        if len(view.calls) < 2:
+            return []
         first_of: dict[str, int] = {}
         out = []
         for n, call in enumerate(view.calls, 1):

@@ -48,7 +48,7 @@ class DoomLoopGuard:
         In a replayed reply, the first new call to one of `tools` that is a next step runs."""
         streaks: dict[str, int] = {}
         verdicts: dict[str, str] = {}
-        signatures = [call_signature(call) for call in calls]
+        signatures = list(map(call_signature, calls))
         replay = len(calls) > 1 and signatures[0] in self._results
         candidate = replay  # only the first call after the replayed ones may be the next step
         for call, signature in zip(calls, signatures, strict=True):
@@ -67,8 +67,11 @@ class DoomLoopGuard:
             else:
                 verdicts[call.id] = "ok"
         self._streaks = streaks
-        self._results = {k: v for k, v in self._results.items() if k in streaks}
-        self._failed &= self._results.keys()
+        gone = self._results.keys() - streaks.keys()  # results of calls this reply did not make
+        if gone:
+            for signature in gone:
+                del self._results[signature]
+            self._failed -= gone
         return verdicts
 
     def remember(self, call: ToolCall, content: str, *, is_error: bool = False) -> None:
@@ -170,10 +173,12 @@ class DoomLoop(Check):
                       for c in calls),
                     stop("the model kept calling tools when asked to answer")]
         states = guard.check_reply(calls, copied_signatures(view.reply_calls), tools=view.tools)
+        found = set(states.values())
+        if found == {"ok"}:  # every call runs: nothing to skip, no answer to ask for
+            return []
         out: list[Verdict] = []
-        answered_first = bool(calls) and guard.answered(calls[0])
-        replay_note = (guard.replayed_note(answered_first, stepped="ok" in states.values())
-                       if "replayed" in states.values() else "")
+        replay_note = (guard.replayed_note(guard.answered(calls[0]), stepped="ok" in found)
+                       if "replayed" in found else "")
         repeated: list[ToolCall] = []  # warned, and made once more
         for call in calls:
             state = states.get(call.id, "ok")

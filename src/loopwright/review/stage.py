@@ -36,6 +36,8 @@ class ReviewStage:
         # split once per run: every reply walks one of them
         self.call_checks = [check for check in self.checks if check.stage == "calls"]
         self.answer_checks = [check for check in self.checks if check.stage == "answer"]
+        # the call checks that keep a record of what ran: `ran` is called for every result
+        self._recording = [check for check in self.call_checks if _records(check)]
         self.budget_left = plan.budget
 
     @property
@@ -51,7 +53,10 @@ class ReviewStage:
             if stopped:  # a narrower view only once an earlier check stopped a call
                 view = dataclasses.replace(
                     view, calls=[c for c in view.calls if c.id not in stopped])
-            for verdict in _as_list(await check.review(view)):
+            found = await check.review(view)
+            if not found:  # what a check says of most replies
+                continue
+            for verdict in _as_list(found):
                 if verdict.kind == "skip_call" and verdict.call_id:
                     stopped.add(verdict.call_id)
                 out.append(dataclasses.replace(verdict, check=check.name))
@@ -77,12 +82,17 @@ class ReviewStage:
         return True
 
     def ran(self, call: ToolCall, content: str, *, is_error: bool) -> None:
-        for check in self.call_checks:
+        for check in self._recording:
             check.ran(call, content, is_error=is_error)
 
 
+def _records(check: Check) -> bool:
+    """Whether `check` has its own `ran` (on its class, or set on the object)."""
+    return type(check).ran is not Check.ran or "ran" in getattr(check, "__dict__", ())
+
+
 def _as_list(found: Verdict | Sequence[Verdict] | None) -> list[Verdict]:
-    if found is None:
+    if not found:  # None or no verdicts: what a check says of most replies
         return []
     items = [found] if isinstance(found, Verdict) else list(found)
     return [v for v in items if v.kind != "accept"]
