@@ -48,6 +48,26 @@ def test_duplicate_results_keep_the_first_and_follow_call_order() -> None:
     assert [m.content for m in clean if m.role == "tool"] == ["A1", "B"]
 
 
+def test_a_group_answered_in_order_is_kept_as_it_is() -> None:
+    """The run's own group (one result per call, in order) is reused, not rebuilt."""
+    a, b = ToolCall(id="a", name="t", arguments='{"k":1}'), ToolCall(id="b", name="t")
+    reply = assistant("", [a, b])
+    results = [tool_result(a, "A"), tool_result(b, "B")]
+    clean = sanitize([user("u"), reply, *results])
+    assert clean[1] is reply and clean[2] is results[0] and clean[3] is results[1]
+
+
+def test_calls_sharing_an_id_are_not_taken_for_a_group_answered_in_order() -> None:
+    """A hostile reply's two calls with one id, each "answered": the first result is kept
+    (copies of one call's result are dropped) and both calls stay, as they always did."""
+    first, second = ToolCall(id="x", name="t", arguments="{}"), ToolCall(id="x", name="u")
+    clean = sanitize([user("u"), assistant("", [first, second]), tool_result(first, "1"),
+                      tool_result(second, "2")])
+    assert _roles(clean) == ["user", "assistant", "tool"]
+    assert [c.name for c in clean[1].tool_calls] == ["t", "u"]
+    assert clean[2].content == "1"
+
+
 def test_consecutive_user_and_assistant_messages_are_merged() -> None:
     clean = sanitize([system("s"), user("one"), user("two"), assistant("x"), assistant("y")])
     assert _roles(clean) == ["system", "user", "assistant"]

@@ -332,23 +332,12 @@ def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int
             while j < n and history[j].role == "tool":
                 results.append(history[j])
                 j += 1
-            call_ids = {c.id for c in msg.tool_calls}
-            seen: set[str] = set()
-            kept_results: list[Message] = []
-            for r in results:
-                if r.tool_call_id in call_ids and r.tool_call_id not in seen:
-                    seen.add(r.tool_call_id)
-                    kept_results.append(r)
-            kept_calls = [c for c in msg.tool_calls if c.id in seen]
-            if len(kept_calls) != len(msg.tool_calls):
-                msg = _replace_calls(msg, kept_calls)
+            if not _answered_in_order(msg.tool_calls, results):
+                msg, results = _paired(msg, results)
             msg = with_storable_arguments(msg)
             if msg.tool_calls or msg.content or msg.reasoning:
                 _append(out, msg, apart)
-            # results keep the order of the calls so every wire format pairs them correctly
-            order = {c.id: k for k, c in enumerate(kept_calls)}
-            kept_results.sort(key=lambda r: order[r.tool_call_id or ""])
-            out.extend(kept_results)
+            out.extend(results)
             i = j
             continue
         if msg.role == "tool":
@@ -357,6 +346,36 @@ def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int
         _append(out, msg, apart)
         i += 1
     return out
+
+
+_call_id = attrgetter("id")
+_result_id = attrgetter("tool_call_id")
+
+
+def _answered_in_order(calls: list[ToolCall], results: list[Message]) -> bool:
+    """Whether `results` answer `calls` one each, in their order, with distinct ids: the group
+    a run writes, kept as it is (checked at C speed, no Python step per call)."""
+    ids = list(map(_call_id, calls))
+    return list(map(_result_id, results)) == ids and len(set(ids)) == len(ids)
+
+
+def _paired(msg: Message, results: list[Message]) -> tuple[Message, list[Message]]:
+    """An assistant message's calls and the results after it, made to pair: calls with no
+    result dropped, results of no call or a copy's dropped, results in the calls' order."""
+    call_ids = {c.id for c in msg.tool_calls}
+    seen: set[str] = set()
+    kept_results: list[Message] = []
+    for r in results:
+        if r.tool_call_id in call_ids and r.tool_call_id not in seen:
+            seen.add(r.tool_call_id)
+            kept_results.append(r)
+    kept_calls = [c for c in msg.tool_calls if c.id in seen]
+    if len(kept_calls) != len(msg.tool_calls):
+        msg = _replace_calls(msg, kept_calls)
+    # results keep the order of the calls so every wire format pairs them correctly
+    order = {c.id: k for k, c in enumerate(kept_calls)}
+    kept_results.sort(key=lambda r: order[r.tool_call_id or ""])
+    return msg, kept_results
 
 
 class Sanitizer:
@@ -417,7 +436,7 @@ def _answers_every_call(history: list[Message], last: int) -> bool:
         i -= 1
     if i < 0 or i == last or history[i].role != "assistant" or not history[i].tool_calls:
         return False
-    return all(call.id in answered for call in history[i].tool_calls)
+    return answered.issuperset(map(_call_id, history[i].tool_calls))
 
 
 def _replace_calls(msg: Message, calls: list[ToolCall]) -> Message:
