@@ -79,6 +79,20 @@ def test_a_newer_schema_is_refused_clearly(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "s.db")
 
 
+def test_a_write_the_schema_refuses_is_not_called_a_corrupt_file(tmp_path: Path) -> None:
+    """A child session whose parent does not exist: the store says what failed, and does not
+    tell the user to move a sound file aside."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        with pytest.raises(SessionError) as raised:
+            store.create("child", parent_id="no-such-parent")
+        message = str(raised.value)
+        assert "FOREIGN KEY constraint failed" in message and "not damaged" in message
+        assert "corrupt" not in message and "move it aside" not in message
+        store.create("parent")
+        store.create("child", parent_id="parent")  # the file goes on working
+        assert [s.id for s in store.children("parent")] == ["child"]
+
+
 def test_a_corrupt_file_gives_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     path.write_bytes(os.urandom(8192))

@@ -140,6 +140,9 @@ class SQLiteStore:
                     f"the session database {self.path} is locked by another process (waited "
                     f"{self.timeout:g}s while {action}); try again once it finishes") from exc
             raise SessionError(f"session database {self.path}: {action} failed: {text}") from exc
+        except sqlite3.IntegrityError as exc:  # a write the schema refuses: the file is sound
+            raise SessionError(f"session database {self.path}: {action} failed: {exc}; nothing "
+                               "of it was stored (the file itself is not damaged)") from exc
         except sqlite3.DatabaseError as exc:
             raise SessionError(
                 f"{self.path} is not a loopwright session database or is corrupt ({exc}); move it "
