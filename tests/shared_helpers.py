@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
 import os
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -148,3 +150,31 @@ def wait_for_child(condition: Callable[[], Any], child: subprocess.Popen[str]) -
         if time.monotonic() > deadline:
             pytest.fail("timed out waiting for the child")
         time.sleep(0.02)
+
+
+def schema_file(path: Path, version: int) -> sqlite3.Connection:
+    """A new SQLite session file as loopwright's schema `version` made it (its first `version`
+    migrations, its `user_version`), open for the caller to add rows in that version's form."""
+    from loopwright.store.schema import MIGRATIONS
+
+    db = sqlite3.connect(path)
+    for step in MIGRATIONS[:version]:
+        if callable(step):
+            step(db)
+        else:
+            db.executescript(step)
+    db.execute(f"PRAGMA user_version = {version}")
+    return db
+
+
+def run_in_processes(target: Callable[..., None], argsets: list[tuple[Any, ...]], *,
+                     timeout: float) -> None:
+    """`target(*args)` for each of `argsets`, each in a spawned process, all at once; fails
+    unless every one exits cleanly within `timeout` seconds."""
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=target, args=args) for args in argsets]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout)
+        assert worker.exitcode == 0

@@ -15,10 +15,11 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ModelCallEvent
 from loopwright.grading import GRADER_PROMPT
 from loopwright.store import open_store
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Fault, RecordedRequest, Reply, ScriptItem, call
 from pg_server import fresh_database
+from shared_helpers import schema_file
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -75,11 +76,8 @@ async def test_each_runs_model_calls_are_stored_with_request_and_response(
 def test_a_version_2_file_keeps_its_sessions_and_stores_model_calls(
         tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:2]:
-        db.executescript(script)
+    db = schema_file(path, 2)
     db.execute("INSERT INTO sessions (id, created, updated) VALUES ('kept', 1.0, 1.0)")
-    db.execute("PRAGMA user_version = 2")
     db.commit()
     db.close()
     store = SQLiteStore(path)

@@ -8,17 +8,15 @@ import sqlite3
 from pathlib import Path
 
 from loopwright.messages import Usage, assistant, user
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
+from shared_helpers import schema_file
 
 
 def v5_database(path: Path) -> None:
     """A file as the v5 schema made it: a session compacted once (two epochs), its first
     messages indexed for search and the newest not yet, two turns recorded."""
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:5]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 5")
+    db = schema_file(path, 5)
     db.execute("INSERT INTO sessions (id, title, model, cwd, created, updated, epoch) "
                "VALUES ('old', 't', 'm', '/', 0, 0, 1)")
     rows = [(1, 0, "user", "the walrus migrates"), (2, 0, "assistant", "walrus noted"),

@@ -13,8 +13,9 @@ from typing import Any
 from loopwright.errors import SessionError
 from loopwright.store.calls import CALL_COLUMNS, split_model_call
 from loopwright.store.rows import record_json
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
+from shared_helpers import schema_file
 
 
 def model_call(call_id: str, turn: int) -> dict[str, Any]:
@@ -39,10 +40,7 @@ def v6_database(path: Path) -> None:
     """A file as the v6 schema wrote it (its own row forms): two turns of session `old`, each
     one events row with the model call slim and the whole record in `model_calls`, and a
     second session with a call of its own."""
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:6]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 6")
+    db = schema_file(path, 6)
     for session in ("old", "other"):
         db.execute("INSERT INTO sessions (id, created, updated) VALUES (?, 0, 0)", (session,))
     writes = [("old", "c1", 1), ("other", "x1", 1), ("old", "c2", 2)]

@@ -23,11 +23,11 @@ from loopwright.errors import SessionError
 from loopwright.messages import Usage
 from loopwright.store import SessionInfo, SessionStore, open_store
 from loopwright.store.rows import record_json
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.writes import StoreWrite
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply, ScriptedUsage, call
-from shared_helpers import wait_for_child
+from shared_helpers import schema_file, wait_for_child
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -212,11 +212,7 @@ def v7_database(path: Path) -> list[dict[str, Any]]:
     the turn's events row (with a cost that differs in its last digits, as the recorder's own
     sum could; the table's is what readers gave), a sub-agent's forwarded turn_end, a run row
     each. What `turns('old')` gave then."""
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:7]:
-        assert isinstance(script, str)
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 7")
+    db = schema_file(path, 7)
     for session in ("old", "other"):
         db.execute("INSERT INTO sessions (id, created, updated) VALUES (?, 0, 0)", (session,))
     for session, run, turn, created, tokens, cost in V7_TURNS:

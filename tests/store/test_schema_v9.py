@@ -7,7 +7,6 @@ goes on numbering, indexing and deleting."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sqlite3
 import threading
 from pathlib import Path
@@ -16,22 +15,17 @@ import pytest
 
 from loopwright.errors import SessionError
 from loopwright.messages import Usage, assistant, user
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.writes import AppendMessages, RecordEvents
+from shared_helpers import run_in_processes, schema_file
 
 
 def v8_database(path: Path) -> None:
     """A file as the v8 schema made it: two sessions written in turns (their rows' ids
     interleaved), one compacted once; messages indexed for search up to id 3; events rows of
     both kinds (a batch, a single event, a turn's record)."""
-    db = sqlite3.connect(path)
-    for step in MIGRATIONS[:8]:
-        if callable(step):
-            step(db)
-        else:
-            db.executescript(step)
-    db.execute("PRAGMA user_version = 8")
+    db = schema_file(path, 8)
     db.executemany("INSERT INTO sessions (id, title, model, cwd, created, updated, epoch) "
                    "VALUES (?, 't', 'm', '/', 0, 0, ?)", [("a", 1), ("b", 0)])
     rows = [("a", 1, 0, "user", "the walrus migrates"), ("b", 1, 0, "user", "a badger digs"),
@@ -214,13 +208,7 @@ def test_eight_processes_writing_one_file_lose_and_mix_nothing(tmp_path: Path) -
     never collide: every message and event is read back in its session, in order."""
     path = str(tmp_path / "s.db")
     SQLiteStore(path).close()
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_write_sessions, args=(path, n, 30)) for n in range(8)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(120)
-        assert worker.exitcode == 0
+    run_in_processes(_write_sessions, [(path, n, 30) for n in range(8)], timeout=120)
     with SQLiteStore(path) as store:
         names = [f"p{w}-{k}" for w in range(8) for k in range(2)]
         for name in names:

@@ -10,18 +10,16 @@ from pathlib import Path
 
 from loopwright import Agent
 from loopwright.messages import assistant, user
-from loopwright.store.schema import MIGRATIONS, SCHEMA_VERSION
+from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply
+from shared_helpers import schema_file
 
 
 def v4_database(path: Path) -> None:
     """A session file as the v4 schema (main before this change) made it, with one indexed
     message written through its triggers."""
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:4]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 4")
+    db = schema_file(path, 4)
     db.execute("INSERT INTO sessions (id, title, model, cwd, created, updated) "
                "VALUES ('old', 't', 'm', '/', 0, 0)")
     db.execute("INSERT INTO messages (session_id, seq, role, content, data, created) "

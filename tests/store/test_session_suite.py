@@ -41,6 +41,7 @@ from loopwright.testing import (
     ScriptItem,
     call,
 )
+from shared_helpers import schema_file
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 TASK = "Collect every part and report how many there were."
@@ -310,14 +311,10 @@ async def test_a_session_stores_its_provider_but_never_the_key(store_spec: str) 
 
 
 def test_a_version_2_database_migrates_and_keeps_its_sessions(tmp_path: Path) -> None:
-    from loopwright.store.schema import MIGRATIONS
     from loopwright.store.sqlite import SQLiteStore
 
     path = tmp_path / "old.db"
-    db = sqlite3.connect(path)
-    for script in MIGRATIONS[:2]:
-        db.executescript(script)
-    db.execute("PRAGMA user_version = 2")
+    db = schema_file(path, 2)
     db.execute("INSERT INTO sessions (id, title, model, cwd, created, updated) "
                "VALUES ('old1', 't', 'm', '/', 0, 0)")
     db.commit()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -18,6 +17,7 @@ from loopwright.store.postgres import PostgresStore
 from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SNIPPET_END, SNIPPET_START, SQLiteStore
 from loopwright.store.threaded import ThreadedStore
+from shared_helpers import run_in_processes
 
 
 def rich_history() -> list[Message]:
@@ -226,14 +226,7 @@ def _write_session(path: str, session_id: str, count: int) -> None:
 def test_several_processes_write_their_sessions_to_one_file(tmp_path: Path) -> None:
     path = str(tmp_path / "s.db")
     SQLiteStore(path).close()
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_write_session, args=(path, f"w{n}", 150))
-               for n in range(4)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
+    run_in_processes(_write_session, [(path, f"w{n}", 150) for n in range(4)], timeout=60)
     with SQLiteStore(path) as store:
         for n in range(4):
             texts = [m.content for m in store.load(f"w{n}")]
