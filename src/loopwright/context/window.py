@@ -45,8 +45,13 @@ class ContextBudget:
         """The window of the provider answering now."""
         if not self.windows:
             return WindowInfo(tokens=DEFAULT_LOCAL_WINDOW, source="default")
-        active = self.chain.active if self.chain is not None else 0
-        return self.windows[min(active, len(self.windows) - 1)]
+        return self.windows[self._active()]
+
+    def _active(self) -> int:
+        """Where the answering provider's window is in `windows` (which is not empty)."""
+        if len(self.windows) == 1 or self.chain is None:  # one provider: it is answering
+            return 0
+        return min(self.chain.active, len(self.windows) - 1)
 
     def learn(self, tokens: int, source: str) -> None:
         """The active provider's window is smaller than we thought (it said so)."""
@@ -56,15 +61,11 @@ class ContextBudget:
         if not self.windows:
             self.windows.append(learned)
             return
-        active = self.chain.active if self.chain is not None else 0
-        self.windows[min(active, len(self.windows) - 1)] = learned
+        self.windows[self._active()] = learned
 
     @property
     def window(self) -> int:
         """The active provider's window in tokens (read a few times a turn)."""
-        windows = self.windows
-        if len(windows) == 1:  # one provider, the common case: it is the active one
-            return windows[0].tokens
         return self.info.tokens
 
     @property
