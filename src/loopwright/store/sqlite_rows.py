@@ -53,18 +53,19 @@ def key_range(db: sqlite3.Connection, session_id: str) -> tuple[int, int]:
     return base, base + LAST
 
 
-# a session's number, live epoch and newest message and event keys, in one statement
-_SESSION_KEYS = (
-    "SELECT num << 32, epoch, "
-    + ", ".join(f"(SELECT id FROM {table} WHERE id BETWEEN num << 32 AND (num << 32) + {LAST} "
-                "ORDER BY id DESC LIMIT 1)" for table in ("messages", "events"))
-    + " FROM sessions WHERE id = ?")
+def _newest(table: str, num: str = "num") -> str:
+    """A subquery: the newest key of `table` in the range of session number `num` (a column
+    of the row of `sessions` the query reads), or null."""
+    return (f"(SELECT id FROM {table} WHERE id BETWEEN {num} << 32 AND ({num} << 32) + {LAST} "
+            "ORDER BY id DESC LIMIT 1)")
 
+
+# a session's number, live epoch and newest message and event keys, in one statement
+_SESSION_KEYS = (f"SELECT num << 32, epoch, {_newest('messages')}, {_newest('events')} "
+                 "FROM sessions WHERE id = ?")
 
 # a session's number, live epoch, its first seq and the newest message's key
-_LIVE = ("SELECT num << 32, epoch, live_from, (SELECT id FROM messages WHERE id BETWEEN "
-         f"num << 32 AND (num << 32) + {LAST} ORDER BY id DESC LIMIT 1) FROM sessions "
-         "WHERE id = ?")
+_LIVE = f"SELECT num << 32, epoch, live_from, {_newest('messages')} FROM sessions WHERE id = ?"
 
 
 class SessionRows:
@@ -135,10 +136,9 @@ def index_all(db: sqlite3.Connection) -> None:
     """Index every session's messages not yet in the search index (inside the caller's
     transaction): one pass over the sessions, one range of each that has any."""
     pending = db.execute(
-        "SELECT id, base, last - base FROM (SELECT id, indexed, num << 32 AS base, (SELECT m.id "
-        "FROM messages m WHERE m.id BETWEEN s.num << 32 AND (s.num << 32) + ? ORDER BY m.id "
-        "DESC LIMIT 1) AS last FROM sessions s) WHERE last - base > indexed",
-        (LAST,)).fetchall()
+        "SELECT id, base, last - base FROM (SELECT id, indexed, num << 32 AS base, "
+        f"{_newest('messages', 's.num')} AS last FROM sessions s) WHERE last - base > indexed"
+    ).fetchall()
     for session_id, base, last in pending:
         _index(db, session_id, base, last)
 
