@@ -203,3 +203,22 @@ async def test_a_hook_overridden_in_a_subclass_or_set_on_the_object_is_called() 
     assert result.output == "3"
     assert log == ["on_message(user)", "on_message(assistant)", "on_message(tool)",
                    "on_results(1)", "after_tools", "on_message(assistant)"]
+
+
+async def test_a_hook_set_on_an_object_is_called_after_a_run_of_its_plain_class() -> None:
+    # which hooks a class overrides is looked up once per class: an object's own hook is still
+    # read from the object, in a run after one whose object of that class had none
+    log: list[str] = []
+
+    async def after_tools(run: RunView) -> None:
+        log.append("after_tools")
+
+    on_object = LoopPlugin()
+    on_object.after_tools = after_tools  # type: ignore[method-assign]
+    script = [Reply(tool_calls=[call("add", {"a": 1, "b": 2})]), Reply("3")] * 2
+    with FakeModelServer(replies=script) as server:
+        for plugin in (LoopPlugin(), on_object):
+            agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add], retry=FAST,
+                          plugins=[plugin])
+            assert (await agent.run("1+2?")).output == "3"
+    assert log == ["after_tools"]

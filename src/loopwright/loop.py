@@ -382,11 +382,10 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
 
 def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = None,
           offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
-    specs = run.offered if offered is None else offered
-    schemas = {spec.name: spec.parameters for spec in specs}
+    names, schemas = run.tool_schemas(run.offered if offered is None else offered)
     # the history itself, not a copy: the checks read it while the run awaits them
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
-                      reply_calls=calls or (), tools=frozenset(schemas), schema_of=schemas.get,
+                      reply_calls=calls or (), tools=names, schema_of=schemas.get,
                       request=run.request, history=run.history,
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,

@@ -78,26 +78,42 @@ class Stop:
 Next = RunAgain | Answer | Stop
 
 
+_HOOKS = ("on_message", "before_model", "text_filter", "on_tool_args", "after_model",
+          "on_results", "after_tools")
+# by plugin class: the hooks it overrides, looked up once per class (a class is not given new
+# hooks after its first run). Plugins are made for every run (`for_run`) from a few classes;
+# looking each hook up on each class again cost ~700 bytecodes a run
+_class_hooks: dict[type, frozenset[str]] = {}
+
+
 class PluginHooks:
     """For each hook the loop calls on every turn, the run's plugins that override it, in list
     order: a plugin's no-op default is not called (each is a call, an async one a coroutine,
     per plugin per turn). A hook set on the object itself counts as overriding."""
 
     def __init__(self, plugins: list[LoopPlugin]) -> None:
-        self.on_message = _overriding(plugins, "on_message")
-        self.before_model = _overriding(plugins, "before_model")
-        self.text_filter = _overriding(plugins, "text_filter")
-        self.on_tool_args = _overriding(plugins, "on_tool_args")
-        self.after_model = _overriding(plugins, "after_model")
-        self.on_results = _overriding(plugins, "on_results")
-        self.after_tools = _overriding(plugins, "after_tools")
+        by_hook: dict[str, list[LoopPlugin]] = {hook: [] for hook in _HOOKS}
+        for plugin in plugins:
+            hooks = _class_hooks.get(type(plugin))
+            if hooks is None:
+                hooks = _class_hooks[type(plugin)] = _overridden(type(plugin))
+            own = getattr(plugin, "__dict__", None)
+            if own:  # a hook set on the object itself
+                hooks = hooks.union(own.keys() & by_hook.keys())
+            for hook in hooks:
+                by_hook[hook].append(plugin)
+        self.on_message = by_hook["on_message"]
+        self.before_model = by_hook["before_model"]
+        self.text_filter = by_hook["text_filter"]
+        self.on_tool_args = by_hook["on_tool_args"]
+        self.after_model = by_hook["after_model"]
+        self.on_results = by_hook["on_results"]
+        self.after_tools = by_hook["after_tools"]
 
 
-def _overriding(plugins: list[LoopPlugin], hook: str) -> list[LoopPlugin]:
-    default = getattr(LoopPlugin, hook)
-    return [plugin for plugin in plugins
-            if getattr(type(plugin), hook, default) is not default
-            or hook in getattr(plugin, "__dict__", ())]
+def _overridden(cls: type) -> frozenset[str]:
+    return frozenset(hook for hook in _HOOKS
+                     if getattr(cls, hook, default := getattr(LoopPlugin, hook)) is not default)
 
 
 class RunState:
@@ -126,6 +142,9 @@ class RunState:
         self.review = ReviewStage(settings.review)
         self.reply_raw = ""  # the last reply's text as the model wrote it (`review.ReviewView`)
         self.offered: list[ToolSpec] = []  # the tools offered this turn (step 7)
+        # the last offered tools' names and schemas by name (`tool_schemas`)
+        self._schemas: tuple[list[ToolSpec], frozenset[str], dict[str, dict[str, Any]]] | None \
+            = None
         self.tools_off = False  # the last request asked for an answer without tools
         self.reply_unreadable: list[str] = []  # its unreadable call markup (`ModelResponse`)
         self.sanitizer = messages.Sanitizer()
@@ -157,6 +176,17 @@ class RunState:
             except Exception as exc:  # fails the run when it starts, with an error event
                 self._start_failure = self._start_failure or exc
         self.hooks = PluginHooks(self.plugins)
+
+    def tool_schemas(self, specs: list[ToolSpec]
+                     ) -> tuple[frozenset[str], dict[str, dict[str, Any]]]:
+        """The names of `specs` and their parameter schemas by name, made again only when the
+        tools differ from the last ones asked about (a turn offers the same spec objects as
+        the last one: the list is compared at C speed, element by identity first)."""
+        kept = self._schemas
+        if kept is None or kept[0] != specs:
+            schemas = {spec.name: spec.parameters for spec in specs}
+            kept = self._schemas = (list(specs), frozenset(schemas), schemas)
+        return kept[1], kept[2]
 
     # -- thread-safe controls --
 

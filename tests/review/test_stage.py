@@ -130,6 +130,23 @@ async def test_a_user_check_placed_after_a_built_in_one_runs_after_it() -> None:
     assert [e.check for e in reviews(events)] == ["narration"]
 
 
+async def test_every_run_of_an_agent_starts_its_checks_afresh() -> None:
+    # the plan is made once for the agent's settings; the narration check's one nudge a run
+    # is each run's own, and a second agent with it off in the same process gets none
+    script = [Reply("Let me read config.ini now."), Reply("8417")] * 2
+    with FakeModelServer([*script, Reply("Let me read config.ini now.")]) as server:
+        events: list[Event] = []
+        agent = make_agent(server, events=events, review=["auto", "narration"])
+        first = await agent.run("Port?")
+        second = await agent.run("Port?")
+        other: list[Event] = []
+        third = await make_agent(server, events=other, review=["auto", "narration"],
+                                 review_off=["narration"]).run("Port?")
+    assert first.output == second.output == "8417"
+    assert [e.check for e in reviews(events)] == ["narration", "narration"]
+    assert third.output == "Let me read config.ini now." and not reviews(other)
+
+
 async def test_a_spent_budget_lets_the_answer_through() -> None:
     events: list[Event] = []
     with FakeModelServer([Reply("Let me read config.ini now.")]) as server:

@@ -10,22 +10,43 @@ from loopwright.review.table import active_checks, default_checks, with_user_che
 
 if TYPE_CHECKING:
     from loopwright.profiles import Profile
+    from loopwright.review.check import Check
     from loopwright.settings import Settings
 
 
 def review_plan(settings: Settings, profile: Profile, *, prompt_mode: bool) -> ReviewPlan:
     """The checks a run gets, in table order, and the budget they share. The checks that read
     prose are opt-in for every model; those for small models only run under "auto" only for a
-    profile that says small and local (`Profile.small_local`; `table.active_checks`)."""
+    profile that says small and local (`Profile.small_local`; `table.active_checks`).
+
+    Made once for the same settings (a plan holds check templates: every run takes its own
+    from them, `Check.for_run`), not again for every run of an agent."""
+    mode = settings.review
+    user = tuple(settings.review_checks)
+    key = (settings.doom_loop_threshold, settings.max_tool_calls_per_reply, prompt_mode,
+           tuple(mode) if isinstance(mode, list) else mode, tuple(settings.review_off),
+           settings.review_budget, profile.small_local, tuple(map(id, user)))
+    kept = _plans.get(key)
+    if kept is not None:
+        return kept[1]
     table = with_user_checks(
         default_checks(doom_loop_threshold=settings.doom_loop_threshold,
                        max_calls_per_reply=settings.max_tool_calls_per_reply,
                        prompt_mode=prompt_mode),
-        settings.review_checks)
-    checks = active_checks(table, mode=settings.review, off=settings.review_off,
+        user)
+    checks = active_checks(table, mode=mode, off=settings.review_off,
                            small_local=profile.small_local)
-    return ReviewPlan(checks=tuple(checks), budget=settings.review_budget,
+    plan = ReviewPlan(checks=tuple(checks), budget=settings.review_budget,
                       prose=any(c.reads_prose for c in checks))
+    if len(_plans) >= _PLANS_KEPT:
+        _plans.clear()
+    _plans[key] = (user, plan)  # the user's checks kept alive: their ids stay theirs
+    return plan
+
+
+_PlanKey = tuple[object, ...]
+_plans: dict[_PlanKey, tuple[tuple[Check, ...], ReviewPlan]] = {}
+_PLANS_KEPT = 64
 
 
 def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool) -> bool:
