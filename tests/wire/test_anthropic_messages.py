@@ -184,6 +184,27 @@ def test_thinking_and_redacted_blocks_go_back_unchanged_in_order() -> None:
     assert content[3]["type"] == "tool_use" and content[3]["input"] == {"a": 1, "b": 2}
 
 
+def test_a_plain_replys_call_arguments_read_as_json_dumps_writes_them() -> None:
+    value = {"path": "caf\u00e9/\u2028x", "n": [1, 2.5, None, True], "deep": {"k": "\"q\""}}
+    reply = WIRE.parse_body({"content": [{"type": "text", "text": "Reading."},
+                                         {"type": "tool_use", "id": "t1", "name": "read",
+                                          "input": value}],
+                             "stop_reason": "tool_use"}).message
+    assert reply.tool_calls[0].arguments == json.dumps(value)
+    assert reply.provider_data == {}  # no reasoning: the block sequence is not kept
+
+
+def test_a_reply_with_only_a_redacted_thinking_block_keeps_its_blocks() -> None:
+    reply = WIRE.parse_body({"content": [{"type": "redacted_thinking", "data": "opaque"},
+                                         {"type": "tool_use", "id": "t1", "name": "add",
+                                          "input": {}}],
+                             "stop_reason": "tool_use"}).message
+    assert reply.tool_calls[0].arguments == "{}"
+    assert reply.provider_data["anthropic_messages"]["content"] == [
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "tool_use", "id": "t1", "name": "add"}]
+
+
 def test_thinking_blocks_for_other_tool_calls_are_stale_and_not_sent() -> None:
     reply = thinking_reply()
     changed = Message(role="assistant", content=reply.content,

@@ -426,22 +426,25 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
 
     def parse_body(self, body: dict[str, Any]) -> ModelResponse:
         acc = StreamAccumulator()
-        content: list[dict[str, Any]] = []
-        for index, block in enumerate(body.get("content") or ()):
+        blocks = body.get("content") or ()
+        reasoning = False
+        for index, block in enumerate(blocks):
             kind = block.get("type")
             if kind == "text":
                 acc.text(block.get("text") or "")
             elif kind == "thinking":
                 acc.reasoning(block.get("thinking") or "")
+                reasoning = True
             elif kind == "tool_use":
                 value = block.get("input")
-                arguments = value if isinstance(value, str) else json.dumps(value or {})
+                arguments = (value if isinstance(value, str)
+                             else splice.dumps_as_json_dumps(value or {}))
                 acc.tool_call_delta(index, id=block.get("id"), name=block.get("name"),
                                     arguments=arguments)
-            stored = _stored_block(block)
-            if stored is not None:
-                content.append(stored)
-        _store(acc, content)
+            elif kind == "redacted_thinking":
+                reasoning = True
+        if reasoning:  # the block sequence is kept only to send reasoning back verbatim
+            _store(acc, [s for b in blocks if (s := _stored_block(b)) is not None])
         acc.finish_reason = STOP_REASONS.get(body.get("stop_reason") or "")
         acc.usage = usage_from_wire(body.get("usage"))
         acc.model = body.get("model") or ""

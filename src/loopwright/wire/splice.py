@@ -32,6 +32,23 @@ def dumps(value: Any) -> str:
     return "".join(_C_ENCODE(value, 0))
 
 
+# `json.dumps(value)`'s own spelling (", " and ": ", ASCII only), for text that must read as
+# the standard library writes it (a parsed object turned back into call arguments): without
+# the `JSONEncoder.encode` / `iterencode` frames and the C encoder `json.dumps` makes per call.
+# Without the cycle check, as `_C_ENCODE`: what it writes was parsed from JSON, never a cycle
+_DEFAULT = json.JSONEncoder()
+_C_ENCODE_DEFAULT = (_make_c_encoder(None, _DEFAULT.default, json.encoder.encode_basestring_ascii,
+                                     None, ": ", ", ", False, False, True)
+                     if _make_c_encoder is not None else None)
+
+
+def dumps_as_json_dumps(value: Any) -> str:
+    """`json.dumps(value)`, the same text, for a value parsed from JSON."""
+    if _C_ENCODE_DEFAULT is None:
+        return json.dumps(value)
+    return "".join(_C_ENCODE_DEFAULT(value, 0))
+
+
 def cached_piece(msg: Message, key: str, items: Callable[[Message], list[Any]]) -> str:
     """The JSON of `items(msg)` as comma-joined array elements (no brackets; "" for none),
     written once per message under `key`."""
