@@ -87,6 +87,15 @@ def test_reasoning_items_go_back_encrypted_and_without_their_server_id() -> None
                                 "output": "3"}
 
 
+def test_a_reply_without_reasoning_keeps_no_output_markers() -> None:
+    reply = WIRE.parse_body({"output": [
+        {"type": "message", "content": [{"type": "output_text", "text": "Adding."}]},
+        {"type": "function_call", "call_id": "call_1", "name": "add", "arguments": "{}"}],
+        "status": "completed"}).message
+    assert reply.content == "Adding." and reply.tool_calls[0].id == "call_1"
+    assert reply.provider_data == {}
+
+
 def test_reasoning_without_encrypted_content_cannot_go_back_statelessly() -> None:
     reply = reasoning_reply(encrypted=None)
     body = body_for([messages.user("go"), reply, messages.tool_result(reply.tool_calls[0], "3")])

@@ -278,9 +278,9 @@ class ResponsesFormat(splice.SplicedBodyFormat):
         if body.get("status") == "failed":
             raise failure_of(body, streaming=False)
         acc = StreamAccumulator()
-        output: list[dict[str, Any]] = []
-        refused = False
-        for index, item in enumerate(body.get("output") or ()):
+        items = body.get("output") or ()
+        refused = reasoning = False
+        for index, item in enumerate(items):
             kind = item.get("type")
             if kind == "message":
                 text, refusal = _message_text(item)
@@ -288,13 +288,12 @@ class ResponsesFormat(splice.SplicedBodyFormat):
                 refused = refused or refusal
             elif kind == "reasoning":
                 acc.reasoning(_summary_text(item))
+                reasoning = True
             elif kind == "function_call":
                 acc.tool_call_delta(index, id=item.get("call_id"), name=item.get("name"),
                                     arguments=item.get("arguments") or "{}")
-            marker = _marker(item)
-            if marker is not None:
-                output.append(marker)
-        _store(acc, output)
+        if reasoning:  # the markers are kept only to send reasoning back in its place
+            _store(acc, [m for item in items if (m := _marker(item)) is not None])
         acc.finish_reason = "content_filter" if refused else finish_reason_of(body)
         acc.usage = usage_from_wire(body.get("usage"))
         acc.model = body.get("model") or ""
