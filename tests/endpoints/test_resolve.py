@@ -137,3 +137,16 @@ def test_loopwright_provider_url_moves_a_local_provider() -> None:
 def test_a_base_url_without_a_scheme_is_a_configuration_error_naming_the_fix() -> None:
     with pytest.raises(ConfigError, match=r"has no scheme: write http://localhost:8000/v1"):
         resolve_model("m", base_url="localhost:8000/v1", environ=NO_ENV)
+
+
+@pytest.mark.parametrize(("base_url", "local"), [
+    ("http://127.0.0.1:8080/v1", True), ("http://LOCALHOST:11434", True),
+    ("http://[::1]:8000/v1", True), ("http://gpu-box.local:8000/v1", True),
+    ("https://api.openai.com/v1", False), ("http://127.0.0.1.example.com/v1", False),
+    ("https://local.example.com/v1", False)])
+def test_an_endpoint_is_local_by_its_host_every_time_it_is_asked(base_url: str,
+                                                                 local: bool) -> None:
+    # the answer is kept per base URL (asked for every run): the same on the second asking
+    endpoint = resolve_model("m", base_url=base_url, environ=NO_ENV).endpoint
+    assert endpoint.is_local is local
+    assert endpoint.is_local is local

@@ -87,10 +87,16 @@ class Endpoint:
 
     @property
     def is_local(self) -> bool:
-        import httpx
+        return _is_local_url(self.base_url)
 
-        host = httpx.URL(self.base_url).host
-        return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
+
+# by base URL: asked again for every run (its settings), and parsing the URL is ~900 bytecodes
+@functools.lru_cache(maxsize=256)
+def _is_local_url(base_url: str) -> bool:
+    import httpx
+
+    host = httpx.URL(base_url).host
+    return host in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or host.endswith(".local")
 
 
 SHARD_CONNECTIONS = 10

@@ -5,6 +5,7 @@ A profile says what a family of models can and cannot do; adapters and the loop 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -60,6 +61,7 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=256)  # asked for every run's clients: ~500 bytecodes a name
 def profile_for(model: str) -> Profile:
     """The profile of the family a model name belongs to (generic when unknown)."""
     name = model.lower().rsplit("/", 1)[-1]
