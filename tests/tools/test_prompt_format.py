@@ -14,6 +14,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, TextDelta, ToolCallEvent, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply
 from loopwright.tools.prompt_format import MarkupFilter
+from loopwright.wire.text_calls.registry import MARKERS, could_be_call_prefix
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 CALL_ADD = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
@@ -217,6 +218,15 @@ def test_markup_filter_releases_json_data_once_its_first_key_shows_it_is_no_call
         markup(piece)
     markup.finish("Look:")
     assert "".join(sent) == "Look: "
+
+
+def test_a_marker_cut_anywhere_is_held_and_a_tag_that_is_no_marker_is_shown() -> None:
+    for marker in MARKERS:
+        for cut in range(1, len(marker) + 1):
+            assert could_be_call_prefix(marker[:cut]), marker[:cut]
+        assert could_be_call_prefix(marker + "tail")
+    for text in ["<b>bold</b>", "<tool_callx", "<|tool_call|y", "[TOOL_CALLX", "plain words"]:
+        assert not could_be_call_prefix(text), text
 
 
 async def test_an_unknown_tool_call_format_is_a_config_error() -> None:

@@ -114,6 +114,9 @@ MARKERS: dict[str, str | None] = {
     **{m: None for m in harmony.MARKERS},
 }
 LONGEST_MARKER = max(len(m) for m in MARKERS)
+# for `could_be_call_prefix` at C speed: text that starts with a marker, or is the start of one
+_MARKER_HEADS = tuple(MARKERS)
+_MARKER_PREFIXES = frozenset(m[:n] for m in MARKERS for n in range(1, len(m) + 1))
 _FENCE_HEAD = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*(\n|$)")
 _FENCE_LANGS = frozenset({"", "json", "JSON", "tool_call", "tool_code", "javascript"})
 _KEY_START = re.compile(r"""\{\s*(?:["']([\w]*)(["']?)|([A-Za-z_]\w*))?""", re.S)
@@ -124,11 +127,8 @@ def could_be_call_prefix(text: str, known: Collection[str] | None = None) -> boo
     """Could `text`, which starts where a call might start, still turn out to be call markup or
     call JSON once more text arrives (or already be one)? False means it is surely ordinary text,
     so a stream may show it now."""
-    if not text:
+    if not text or text.startswith(_MARKER_HEADS) or text in _MARKER_PREFIXES:
         return True
-    for marker in MARKERS:
-        if text.startswith(marker) or marker.startswith(text):
-            return True
     first = text[0]
     if first == "{":
         return _object_could_be_call(text)
