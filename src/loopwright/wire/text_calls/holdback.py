@@ -10,6 +10,7 @@ sent yet, so nothing is lost and nothing that the parser took as a call is ever 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import Literal
 
@@ -146,7 +147,8 @@ class MarkupFilter:
         if not _MAY_START.intersection(buffer) and (
                 not known or ("\n" not in buffer and self.line.strip())):
             return None  # the common case per streamed token: nothing here can start a call
-        hits = [i for m in MARKERS if (i := buffer.find(m)) >= 0]
+        first = _ANY_MARKER.search(buffer)  # the first place a marker starts, as min(find)
+        hits = [first.start()] if first is not None else []
         hits += [i for ch in "{[`" if (i := buffer.find(ch)) >= 0]
         if known:
             hits += [i for i in _line_starts(buffer, self.line) if i < len(buffer)
@@ -180,6 +182,7 @@ class MarkupFilter:
 
 
 _MAY_START = frozenset("<[{`")  # every marker starts with "<" or "["
+_ANY_MARKER = re.compile("|".join(map(re.escape, MARKERS)))
 _PREFIX_WINDOW = 200  # enough to see a marker, a fence's language, or an object's first key
 
 
