@@ -89,6 +89,28 @@ def test_breakpoints_on_system_last_two_turns_and_last_tool_never_more_than_four
     assert "cache_control" not in body["tools"][0] and "cache_control" in body["tools"][1]
 
 
+@pytest.mark.parametrize("last_assistant", ["calls", "thinking only", "marked text"])
+def test_the_sent_breakpoints_are_the_built_bodys(last_assistant: str) -> None:
+    # the last two turns are joined from cached JSON with the breakpoint written into their
+    # last block's text; a turn ending in a thinking block, or in a block already carrying a
+    # cache_control (from stored provider blocks), is built as objects: the same body each way
+    call = ToolCall(id="t1", name="add", arguments='{"a": 1}')
+    stored: list[dict[str, Any]] = {
+        "calls": [],
+        "thinking only": [{"type": "thinking", "thinking": "hm", "signature": "s"}],
+        "marked text": [{"type": "text", "text": "Hi.", "cache_control": {"type": "x"}}],
+    }[last_assistant]
+    reply = Message(role="assistant", content="Hi." if last_assistant == "marked text" else "",
+                    provider_data={"anthropic_messages": {"content": stored}} if stored else {})
+    history = [messages.system(f"static{CACHE_BOUNDARY}run"), messages.user("go"),
+               messages.assistant("", [call]), messages.tool_result(call, "1"), reply,
+               messages.user("and?")]
+    request = ModelRequest(model="claude", messages=history, tools=[SPEC])
+    sent = WIRE.encode_body(request, stream=False)
+    assert json.loads(sent) == WIRE.build_body(request, stream=False)
+    assert sent.count(b'"cache_control"') == cache_marks(WIRE.build_body(request, stream=False))
+
+
 def test_breakpoints_do_not_leak_into_later_turns() -> None:
     history = [messages.system("s"), messages.user("a"), messages.assistant("b"),
                messages.user("c")]

@@ -273,6 +273,43 @@ def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, An
     return budget > 0
 
 
+def _marked_tail(system: list[dict[str, Any]], last_two: list[Turn]
+                 ) -> tuple[list[dict[str, Any]], bool]:
+    """The last two turns as objects with their breakpoints, and whether one is left for the
+    last tool (`add_cache_breakpoints`)."""
+    tail = [turn_object(t) for t in last_two]
+    return tail, add_cache_breakpoints(system, tail)
+
+
+# a breakpoint written into the JSON text of a block (`{**block, "cache_control": EPHEMERAL}`
+# serialised: the key after the block's own)
+_MARK_JSON = ',"cache_control":' + splice.dumps(EPHEMERAL) + "}"
+
+
+def _marked_tail_json(system: list[dict[str, Any]], last_two: list[Turn]
+                      ) -> tuple[str | None, bool]:
+    """`_marked_tail` as JSON text joined from each message's cached JSON, the breakpoint
+    written into the text of each turn's last block: the same text, without building the
+    turns' objects and serialising them again every turn. (None, False) when a turn is the
+    opening placeholder or its last block does not take the breakpoint as it stands (a
+    reasoning block, one already marked): those turns go the object way."""
+    budget = MAX_CACHE_BREAKPOINTS - sum(1 for b in system if "cache_control" in b)
+    texts: list[str] = []
+    for turn in reversed(last_two):
+        if not turn.held:
+            return None, False
+        last = message_to_blocks(turn.held[-1])[-1]
+        if last["type"] in _REASONING_BLOCKS or "cache_control" in last:
+            return None, False
+        pieces = [splice.cached_piece(m, JSON_KEY, message_to_blocks) for m in turn.held]
+        if budget > 0:
+            pieces[-1] = pieces[-1][:-1] + _MARK_JSON
+            budget -= 1
+        texts.append(f'{{"role":"{turn.role}","content":[{",".join(pieces)}]}}')
+    texts.reverse()
+    return ",".join(texts), budget > 0
+
+
 def tools_to_wire(specs: list[ToolSpec], *, marked: bool = False) -> list[dict[str, Any]]:
     """The `tools` field; `marked`: the last tool carries a cache breakpoint."""
     tools = [tool_to_wire(spec) for spec in specs]
@@ -384,13 +421,18 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
         history = request.messages
         system, system_count, head_json, last_two = _split_turns(history)
         refuse_unsupported(profile.supports_images, request.model, request.messages)
-        # only the last two turns can carry breakpoints or decide thinking: they are built as
-        # objects; the turns before them are joined from each message's cached JSON
-        tail = [turn_object(t) for t in last_two]
-        mark_tool = add_cache_breakpoints(system, tail)
+        # only the last two turns carry breakpoints: joined from each message's cached JSON
+        # with the breakpoint written into their last block, or else built as objects; the
+        # turns before them are joined from each message's cached JSON
+        tail_json, mark_tool = _marked_tail_json(system, last_two)
+        if tail_json is None:
+            tail, mark_tool = _marked_tail(system, last_two)
+            tail_json = ",".join(map(splice.dumps, tail))
+        messages_json = ",".join([p for p in (head_json, tail_json) if p])
         body: dict[str, Any] = {"model": request.model, "messages": splice.Spliced(
-            lambda: ",".join([p for p in (head_json, *map(splice.dumps, tail)) if p]),
-            lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]), *tail])}
+            lambda: messages_json,
+            lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]),
+                     *_marked_tail(system, last_two)[0]])}
         if system:  # the system prompt's JSON too is written once, on its message
             leading = history[:system_count]
             body["system"] = splice.Spliced(
@@ -407,7 +449,7 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
                 choice = body.setdefault("tool_choice", {"type": "auto"})
                 choice["disable_parallel_tool_use"] = True
         budget = thinking_budget(request.reasoning_effort)
-        if budget is not None and not thinking_fits(tail):
+        if budget is not None and not thinking_fits([turn_object(t) for t in last_two]):
             budget = None
         max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS,
                                                request.output_room or DEFAULT_MAX_TOKENS)
