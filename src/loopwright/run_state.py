@@ -84,6 +84,7 @@ _HOOKS = ("on_message", "before_model", "text_filter", "on_tool_args", "after_mo
 # hooks after its first run). Plugins are made for every run (`for_run`) from a few classes;
 # looking each hook up on each class again cost ~700 bytecodes a run
 _class_hooks: dict[type, frozenset[str]] = {}
+_CLASSES_KEPT = 256
 
 
 class PluginHooks:
@@ -96,6 +97,8 @@ class PluginHooks:
         for plugin in plugins:
             hooks = _class_hooks.get(type(plugin))
             if hooks is None:
+                if len(_class_hooks) >= _CLASSES_KEPT:  # classes made on the fly: bounded
+                    _class_hooks.clear()
                 hooks = _class_hooks[type(plugin)] = _overridden(type(plugin))
             own = getattr(plugin, "__dict__", None)
             if own:  # a hook set on the object itself

@@ -20,7 +20,8 @@ def review_plan(settings: Settings, profile: Profile, *, prompt_mode: bool) -> R
     profile that says small and local (`Profile.small_local`; `table.active_checks`).
 
     Made once for the same settings (a plan holds check templates: every run takes its own
-    from them, `Check.for_run`), not again for every run of an agent."""
+    from them, `Check.for_run`), not again for every run of an agent; a user check counts by
+    identity, as it stood when the plan was made."""
     mode = settings.review
     user = tuple(settings.review_checks)
     key = (settings.doom_loop_threshold, settings.max_tool_calls_per_reply, prompt_mode,
