@@ -235,6 +235,22 @@ Event = (
 )
 
 TERMINAL_TYPES: frozenset[str] = frozenset({"done", "error", "cancelled"})
+# the stops that end a run with `done` (cancelled: `cancelled`; every other: `error`)
+_DONE_REASONS = frozenset({"completed", "max_turns", "budget_exhausted", "loop_detected",
+                           "refused", "usage_limit"})
+
+
+def terminal_event(result: RunResult, agent: str = "") -> DoneEvent | ErrorEvent | CancelledEvent:
+    """The one event a run ends with, made from its result once every plugin's `on_run_end`
+    has run: the loop emits it, and the session recorder (the last plugin) stores the same
+    event in the run's last write."""
+    reason = result.stop_reason
+    if reason in _DONE_REASONS:
+        return DoneEvent(result=result, agent=agent)
+    if reason == "cancelled":
+        return CancelledEvent(result=result, agent=agent)
+    return ErrorEvent(message=result.error or "run failed", error_type=reason, result=result,
+                      agent=agent, exception=result.exception)
 
 _BY_TYPE: dict[str, type[Any]] = {
     str(cls.__dataclass_fields__["type"].default): cls

@@ -61,10 +61,6 @@ from loopwright.errors import (
     RunStopped,
 )
 from loopwright.events import (
-    CancelledEvent,
-    DoneEvent,
-    ErrorEvent,
-    Event,
     ReasoningDelta,
     ReviewEvent,
     TextDelta,
@@ -72,6 +68,7 @@ from loopwright.events import (
     ToolResultEvent,
     TurnEnd,
     TurnStart,
+    terminal_event,
 )
 from loopwright.messages import (
     Message,
@@ -514,16 +511,7 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
             await plugin.on_run_end(run, result)
         except Exception as exc:  # a plugin must not turn a finished run into a crash
             run.status("plugin_error", f"{type(plugin).__name__}.on_run_end failed: {exc}")
-    tag = run.agent_tag
-    terminal: Event
-    if reason == "completed" or reason in ("max_turns", "budget_exhausted", "loop_detected",
-                                           "refused", "usage_limit"):
-        terminal = DoneEvent(result=result, agent=tag)
-    elif reason == "cancelled":
-        terminal = CancelledEvent(result=result, agent=tag)
-    else:
-        terminal = ErrorEvent(message=error or "run failed", error_type=reason, result=result,
-                              agent=tag, exception=exception)
+    terminal = terminal_event(result, run.agent_tag)
     try:
         run.emit(terminal)
     except Exception as exc:  # a failing callback; the others were still told (Agent.start)
