@@ -102,8 +102,8 @@ async def test_a_call_that_may_change_something_adds_one_before_it_runs(
     assert (many - few) / 6 == 2
 
 
-# the terminal event, written in the background, and a lease renewal (every 15 s: a slow machine)
-ASIDE = {"record_events", "recording events", "renew", "renewing a session lease"}
+# a lease renewal (every 15 s: a slow machine)
+ASIDE = {"renew", "renewing a session lease"}
 
 
 async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_last(
@@ -120,7 +120,8 @@ async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_la
             assert (await agent.run("once more")).output == "again"  # and so free to take
     finally:
         await store.aclose()
-    # opening (find, create, provider, lease), the prompt, the answer with the lease back
+    # opening (find, create, provider, lease), the prompt, the answer with the run's end, its
+    # terminal event and the lease back
     opening, batch = (("open_session", "write_batch") if isinstance(store, CountedSQLite)
                       else ("opening a session", "writing a run's records"))
     assert writes == [opening, batch, batch]

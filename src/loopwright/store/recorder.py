@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
-from loopwright.events import Event, StatusKind, event_to_dict
+from loopwright.events import TERMINAL_TYPES, Event, StatusKind, event_to_dict, terminal_event
 from loopwright.messages import Message, ModelRequest, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
@@ -71,6 +71,7 @@ class SessionRecorder(LoopPlugin):
         self._leased = False
         self._writes = WriteQueue(self._start_write, self._report_wait)
         self._turn_messages: list[Message] = []  # user/assistant messages since the last turn_end
+        self._ended = False  # the run's terminal event is in its last write
 
     # -- before the run: create or resume the session, take its lease --
 
@@ -244,7 +245,9 @@ class SessionRecorder(LoopPlugin):
             row["user"] = [m.content for m in said if m.role == "user"]
             row["text"] = "".join(m.content for m in replies)
             row["reasoning"] = "".join(m.reasoning or "" for m in replies)
-        if not self._writes.open:  # the terminal event comes after `on_run_end`
+        if not self._writes.open:  # after the run's last write
+            if self._ended and event.type in TERMINAL_TYPES and not event.agent:
+                return  # written with it (`on_run_end`)
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
@@ -258,14 +261,22 @@ class SessionRecorder(LoopPlugin):
         self._writes.put(Compact(messages=history), durable=True)
 
     async def on_run_end(self, run: RunView, result: RunResult) -> None:
+        """The run's last write: its row, its terminal event and the lease given back, in one
+        transaction. The recorder is the run's last plugin (`Agent.start`), so the result is
+        final here and the event is the one the loop emits next (`events.terminal_event`),
+        which `__call__` then leaves out."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._writes.open:
+            self._writes.put_event(run.run_id, _terminal_row(terminal_event(result, run.agent_tag)))
+            self._ended = True
         self._writes.put(RecordRun(record=self._record(run, result), model=self.model,
                                    ended=True))
         folded = self._leased and self._writes.open  # given back in the run's last transaction
         if folded:
             self._writes.put(ReleaseLease(owner=self.owner))
         await self._writes.close()
+        self._ended = self._ended and self._writes.failure is None  # else written late
         if folded and self._writes.failure is None:
             self._leased = False
         await self.release()  # not written with it (the store failed): given back on its own
@@ -451,6 +462,19 @@ def _copy(usage: Usage) -> Usage:
     out = Usage()
     out.add(usage)
     return out
+
+
+def _terminal_row(event: Event) -> dict[str, Any]:
+    """`_slim(event_to_dict(event))` of a terminal event, without making the dicts of the
+    whole history only to count them."""
+    result = getattr(event, "result", None)
+    if result is None:
+        return _slim(event_to_dict(event))
+    row = event_to_dict(dataclasses.replace(
+        event, result=dataclasses.replace(result, messages=[])))
+    row["result"]["message_count"] = len(result.messages)
+    del row["result"]["messages"]
+    return row
 
 
 def _slim(row: dict[str, Any]) -> dict[str, Any]:
