@@ -368,6 +368,7 @@ def replay(base_url: str, repeats: int) -> dict[str, float]:
 
     from loopwright.store.sqlite import SQLiteStore
     from loopwright.store.threaded import ThreadedStore
+    from loopwright.store.writes import OpenSession
 
     batches: list[tuple[str, Any]] = []
 
@@ -388,6 +389,9 @@ def replay(base_url: str, repeats: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         turns = asyncio.run(capture(Path(scratch) / "capture.db"))
         sessions = list(dict.fromkeys(session_id for session_id, _ in batches))
+        # a session the agent made up its id for is opened by its first batch (OpenSession)
+        opened = {session_id for session_id, writes in batches
+                  if any(isinstance(w, OpenSession) for w in writes)}
         out: dict[str, float] = {}
         for mode in ("fresh", "resumed"):
             samples = []
@@ -398,7 +402,8 @@ def replay(base_url: str, repeats: int) -> dict[str, float]:
                 for round_ in range(10):
                     suffix = f"-{round_}" if mode == "fresh" or round_ == 0 else "-0"
                     for session_id in sessions:
-                        store.open_session(session_id + suffix, "bench")
+                        if session_id not in opened:
+                            store.open_session(session_id + suffix, "bench")
                     cpu = time.process_time()
                     for session_id, writes in batches:
                         store.write_batch(session_id + suffix, writes)

@@ -260,6 +260,7 @@ class Agent(Generic[DepsT, OutputT]):
         hold_shared_client(self)  # until aclose(), or until this event loop ends
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
         emit = _fan_out(callbacks)
+        new_session = not (session_id or self.settings.session_id)  # an id made up here
         session_id = session_id or self.settings.session_id or uuid.uuid4().hex
         from loopwright.context.economy import small_window
 
@@ -271,7 +272,7 @@ class Agent(Generic[DepsT, OutputT]):
         settings = self._loop_settings(chain, session_id, where)
         run_history = await self._open_history(
             chain, session_id, parent_session_id, history, system_prompt, prompt,
-            settings=settings, callbacks=callbacks, agent_tag=agent_tag)
+            settings=settings, callbacks=callbacks, agent_tag=agent_tag, new=new_session)
         state = RunState(
             settings=settings,
             history=run_history,
@@ -293,10 +294,11 @@ class Agent(Generic[DepsT, OutputT]):
     async def _open_history(self, chain: ProviderChain, session_id: str,
                             parent_session_id: str | None, history: list[Message] | None,
                             system_prompt: str, prompt: str, *, settings: LoopSettings,
-                            callbacks: list[EventCallback], agent_tag: str) -> list[Message]:
+                            callbacks: list[EventCallback], agent_tag: str,
+                            new: bool = False) -> list[Message]:
         """The run's starting history: with a store, recorded (and a stored session resumed
-        when no history is given), the recorder hooked into the run; else the history given,
-        under the system prompt."""
+        when no history is given; `new`: no session has its id yet), the recorder hooked into
+        the run, its last plugin; else the history given, under the system prompt."""
         from loopwright import messages
         from loopwright.events import StatusEvent
 
@@ -311,7 +313,7 @@ class Agent(Generic[DepsT, OutputT]):
             return run_history
         emit = _fan_out(callbacks)
         run_history = await recorder.open(
-            history, system_prompt=system_prompt, prompt=prompt,
+            history, system_prompt=system_prompt, prompt=prompt, new=new,
             on_busy=lambda text: emit(StatusEvent(kind="store_busy", message=text,
                                                   agent=agent_tag)))
         settings.plugins.append(recorder)

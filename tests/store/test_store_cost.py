@@ -127,6 +127,34 @@ async def test_a_run_opens_in_one_transaction_and_gives_its_lease_back_in_its_la
     assert writes == [opening, batch, batch]
 
 
+async def test_a_new_session_opens_in_its_runs_first_write(store_spec: str) -> None:
+    """A session whose id the agent made up cannot exist yet: nothing to find or resume, so
+    it is created and leased in the transaction that stores the prompt. Its run is then two
+    writes in all: the prompt, and the answer with the run's end and terminal event."""
+    store = counted(store_spec)
+    try:
+        with FakeModelServer([Reply("done"), Reply("again")]) as server:
+            agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store)
+            result = await agent.run("go")
+            assert result.stop_reason == "completed" and result.session_id is not None
+            writes = [w for w in store.writes if w not in ASIDE]
+            info = await store.get(result.session_id)
+            assert info is not None and info.locked_by is None and info.message_count == 2
+            assert (info.title, info.model, info.base_url) == ("go", "test-model",
+                                                               server.base_url)
+            assert [e["type"] for e in await store.events(result.session_id)] == [
+                "turn_start", "model_call", "turn_end", "done"]
+            # the session is an ordinary one: continued by id, it is found and resumed
+            handle = await agent.start("once more", session_id=result.session_id)
+            assert (await handle.task).output == "again"
+            info = await store.get(result.session_id)
+            assert info is not None and info.message_count == 4
+    finally:
+        await store.aclose()
+    batch = "write_batch" if isinstance(store, CountedSQLite) else "writing a run's records"
+    assert writes == [batch, batch]
+
+
 class PlainStore:
     """A store with only the `SessionStore` protocol's calls (one a user wrote): no
     `open_session`, no `write_batch` (nor `start_batch`)."""

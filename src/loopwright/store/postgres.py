@@ -46,6 +46,7 @@ from loopwright.store.turns import run_totals, running, with_running_totals
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
+    OpenSession,
     RecordEvents,
     RecordRun,
     RecordTurn,
@@ -339,13 +340,11 @@ class PostgresStore:
                            api_mode: str = "") -> bool:
         """A run's opening in one transaction: the session created unless it exists, then its
         lease taken (see `SQLiteStore.open_session`). Whether the session existed before."""
-        now = time.time()
         async with self._db("opening a session", transaction=True) as conn:
-            created = (await conn.execute(
-                _INSERT_SESSION, (session_id, parent_id, title, model, cwd, system_prompt,
-                                  base_url, api_mode, now, now))).rowcount
-            await _take_lease(conn, session_id, owner)
-        return not created
+            return not await _open(conn, session_id, owner, time.time(), parent_id=parent_id,
+                                   title=title, model=model, cwd=cwd,
+                                   system_prompt=system_prompt, base_url=base_url,
+                                   api_mode=api_mode)
 
     async def renew(self, session_id: str, owner: str) -> None:
         async with self._db("renewing a session lease") as conn:
@@ -409,7 +408,9 @@ class PostgresStore:
             return
         async with self._db("writing a run's records", pipeline=True) as conn:
             for write in batch:
-                if isinstance(write, AppendMessages):
+                if isinstance(write, OpenSession):  # a new session's first write
+                    await _open(conn, session_id, write.owner, now, **write.fields)
+                elif isinstance(write, AppendMessages):
                     await self._insert(conn, session_id, write.messages, now)
                 elif isinstance(write, Compact):
                     await _next_epoch(conn, session_id)
@@ -482,6 +483,18 @@ def _redacted(dsn: str) -> str:
 
 _RELEASE = ("UPDATE sessions SET lock_owner = NULL, lock_pid = NULL, lock_host = NULL, "
             "lock_expires = NULL WHERE id = %s AND lock_owner = %s")
+
+
+async def _open(conn: psycopg.AsyncConnection[Any], session_id: str, owner: str, now: float, *,
+                parent_id: str | None = None, title: str = "", model: str = "", cwd: str = "",
+                system_prompt: str | None = None, base_url: str = "", api_mode: str = ""
+                ) -> bool:
+    """`open_session` inside the caller's transaction; whether this made the session."""
+    created = (await conn.execute(_INSERT_SESSION, (
+        session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode, now,
+        now))).rowcount
+    await _take_lease(conn, session_id, owner)
+    return bool(created)
 
 
 async def _take_lease(conn: psycopg.AsyncConnection[Any], session_id: str, owner: str) -> None:

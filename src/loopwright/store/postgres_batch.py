@@ -32,8 +32,10 @@ from loopwright.store.rows import (
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
+    OpenSession,
     RecordEvents,
     RecordRun,
+    RecordTurn,
     ReleaseLease,
     StoreWrite,
 )
@@ -63,8 +65,9 @@ class _Statement:
 def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
                   ) -> tuple[str, list[Any]] | None:
     """(SQL with `$n` placeholders, parameters) writing `writes` (already `merged`), or None
-    for a batch with a `Compact`."""
-    if any(isinstance(write, Compact) for write in writes):
+    for a batch with a `Compact` or an `OpenSession` (the parts after it must see the new
+    session's row)."""
+    if any(isinstance(write, (Compact, OpenSession)) for write in writes):
         return None
     statement = _Statement()
     sid, at = statement.value(session_id), statement.value(now)
@@ -83,7 +86,7 @@ def one_statement(session_id: str, writes: Sequence[StoreWrite], now: float
                 "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, "
                 "error, turns, " + ", ".join(USAGE_COLUMNS) + ", cost) VALUES ("
                 + statement.values(row) + ") " + RUN_ON_CONFLICT)
-        elif not isinstance(write, Compact):
+        elif isinstance(write, RecordTurn):
             row = turn_row(session_id, write.run_id, write.turn, write.usage, write.cost, now)
             statement.parts.append(
                 "INSERT INTO turns (session_id, run_id, turn, created, "

@@ -31,6 +31,7 @@ from loopwright.store.lease import RENEW_SECONDS, new_owner
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
+    OpenSession,
     RecordEvents,
     RecordRun,
     ReleaseLease,
@@ -76,15 +77,19 @@ class SessionRecorder(LoopPlugin):
     # -- before the run: create or resume the session, take its lease --
 
     async def open(self, history: list[Message] | None, *, system_prompt: str, prompt: str,
-                   on_busy: Callable[[str], None] | None = None) -> list[Message]:
+                   on_busy: Callable[[str], None] | None = None, new: bool = False
+                   ) -> list[Message]:
         """The history the run starts from (system message first), after taking the lease.
 
         A new session stores `history`. An existing one is resumed: without `history` its stored
         messages (of its newest epoch) are loaded and repaired (calls cut off by a crash get an
         error result); with `history` (a caller continuing in memory) only messages the store
         lacks are written. A busy store is waited out (`on_busy` is told once): every step is
-        safe to repeat.
+        safe to repeat. `new`: the caller made the session's id up, so it exists nowhere yet;
+        a built-in store then creates it and takes its lease in the run's first write.
         """
+        if new and _folds_opening(self.store):
+            return self._open_in_first_write(history, system_prompt, _title(prompt, history))
         delay, told = BUSY_FIRST_DELAY, False
         while True:
             try:
@@ -118,6 +123,20 @@ class SessionRecorder(LoopPlugin):
         except BaseException:
             await self.release()
             raise
+
+    def _open_in_first_write(self, history: list[Message] | None, system_prompt: str,
+                             title: str) -> list[Message]:
+        """`open` of a new session with no hop of its own: its creation, its lease and the
+        history given are queued, durable at the first flush (before the first request)."""
+        self._writes.put(OpenSession(owner=self.owner, fields={
+            "model": self.model, "cwd": self.cwd, "title": title, "parent_id": self.parent_id,
+            "system_prompt": system_prompt, **self.provider}), durable=True)
+        self._leased = True  # taken by the first write, given back in the last
+        given = list(history or [])
+        head = [given.pop(0)] if given and given[0].role == "system" else []
+        if given:
+            self._writes.put(AppendMessages(messages=list(given)), durable=True)
+        return [*(head or [messages.system(system_prompt)]), *given]
 
     async def _initial_history(self, history: list[Message] | None, system_prompt: str,
                                exists: bool) -> list[Message]:
@@ -449,6 +468,11 @@ def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWr
         dataclasses.replace(m, attachments=[a.stored(directory) for a in m.attachments])
         if any(a.data for a in m.attachments) else m for m in w.messages])
         if isinstance(w, AppendMessages) else w for w in writes]
+
+
+def _folds_opening(store: SessionStore) -> bool:
+    """Whether `store` takes a session's opening in a write batch (the built-in stores)."""
+    return hasattr(store, "open_session") and hasattr(store, "write_batch")
 
 
 def _title(prompt: str, history: list[Message] | None) -> str:

@@ -56,8 +56,10 @@ from loopwright.store.turns import (
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
+    OpenSession,
     RecordEvents,
     RecordRun,
+    RecordTurn,
     ReleaseLease,
     StoreWrite,
     merged,
@@ -348,13 +350,19 @@ class SQLiteStore:
         existed before."""
         now = time.time()
         with self._write("opening a session") as db:
-            created = _insert_session(db, session_id, parent_id=parent_id, title=title,
-                                      model=model, cwd=cwd, system_prompt=system_prompt,
-                                      base_url=base_url, api_mode=api_mode, now=now)
-            _take_lease(db, session_id, owner)
+            return not self._open_in(db, session_id, owner, now, parent_id=parent_id,
+                                     title=title, model=model, cwd=cwd,
+                                     system_prompt=system_prompt, base_url=base_url,
+                                     api_mode=api_mode)
+
+    def _open_in(self, db: sqlite3.Connection, session_id: str, owner: str, now: float,
+              **fields: Any) -> bool:
+        """`open_session` inside the caller's transaction; whether this made the session."""
+        created = _insert_session(db, session_id, now=now, **fields)
+        _take_lease(db, session_id, owner)
         if created:  # just set: the run's first write need not set it again
             self._touched[session_id] = now
-        return not created
+        return created
 
     def renew(self, session_id: str, owner: str) -> None:
         with self._lock, self._translate("renewing a session lease"):
@@ -404,9 +412,13 @@ class SQLiteStore:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order. The
         messages of a run that ended are indexed for search in the same transaction."""
         now = time.time()
+        batch = merged(writes)
         with self._write("writing a run's records") as db:
+            opening = batch[0] if batch and isinstance(batch[0], OpenSession) else None
+            if opening is not None:  # a new session's first write (merged puts it first)
+                self._open_in(db, session_id, opening.owner, now, **opening.fields)
             rows = SessionRows(db, session_id)
-            for write in merged(writes):
+            for write in batch:
                 if isinstance(write, AppendMessages):
                     rows.append(write.messages, now)
                     self._touch(db, session_id, now)
@@ -422,7 +434,7 @@ class SQLiteStore:
                         rows.index()
                 elif isinstance(write, ReleaseLease):
                     db.execute(_RELEASE, (session_id, write.owner))
-                else:
+                elif isinstance(write, RecordTurn):
                     rows.turn(write.run_id, write.turn, write.usage, write.cost, now)
 
     def events(self, session_id: str) -> list[dict[str, Any]]:

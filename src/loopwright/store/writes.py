@@ -59,14 +59,27 @@ class ReleaseLease:
     owner: str
 
 
-StoreWrite = AppendMessages | Compact | RecordEvents | RecordRun | RecordTurn | ReleaseLease
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpenSession:
+    """Create the session and take its write lease for `owner` (`open_session`, with
+    `fields`), as the first part of a run's first write: a run that made its session's id up
+    has no session to find or resume, so its opening needs no transaction of its own."""
+
+    owner: str
+    fields: dict[str, Any]
+
+
+StoreWrite = (AppendMessages | Compact | OpenSession | RecordEvents | RecordRun | RecordTurn
+              | ReleaseLease)
 
 
 def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
-    """The same writes in fewer statements: messages and compactions in their order
-    (neighbouring messages joined), then each run's newest record (an upsert: it says all the
-    older ones said), each turn's, and each run's events joined; a lease given back goes last.
-    One transaction takes them all, so only the order within a table matters."""
+    """The same writes in fewer statements: a session's opening first, then messages and
+    compactions in their order (neighbouring messages joined), then each run's newest record
+    (an upsert: it says all the older ones said), each turn's, and each run's events joined; a
+    lease given back goes last. One transaction takes them all, so only the order within a
+    table matters."""
+    opening: list[OpenSession] = []
     history: list[AppendMessages | Compact] = []
     events: dict[str, list[dict[str, Any]]] = {}
     runs: dict[str, RecordRun] = {}
@@ -87,9 +100,11 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
             turns[(write.run_id, write.turn)] = write
         elif isinstance(write, ReleaseLease):
             releases[write.owner] = write
+        elif isinstance(write, OpenSession):
+            opening.append(write)
         else:
             history.append(write)
-    return [*history, *runs.values(), *turns.values(),
+    return [*opening, *history, *runs.values(), *turns.values(),
             *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items()
               if rows), *releases.values()]
 
@@ -140,5 +155,11 @@ async def _write_one(store: SessionStore, session_id: str, write: StoreWrite) ->
         await store.record_run(session_id, write.record, model=write.model, ended=write.ended)
     elif isinstance(write, ReleaseLease):
         await store.release(session_id, write.owner)
+    elif isinstance(write, OpenSession):  # (the recorder folds it for built-in stores only)
+        await store.create(session_id, **{k: v for k, v in write.fields.items()
+                                          if k not in ("base_url", "api_mode")})
+        await store.update(session_id, base_url=write.fields.get("base_url", ""),
+                           api_mode=write.fields.get("api_mode", ""))
+        await store.acquire(session_id, write.owner)
     else:
         await store.record_turn(session_id, write.run_id, write.turn, write.usage, write.cost)
