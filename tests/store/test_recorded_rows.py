@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from loopwright import Agent, tool
-from loopwright.events import Event, event_to_dict
+from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
+from loopwright.events import TERMINAL_TYPES, Event, event_to_dict
 from loopwright.store import open_store
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 
 # what differs from one run to the next whatever was recorded: times, ids made at random and
 # the fake server's port
@@ -90,3 +91,36 @@ async def test_a_run_stores_the_same_rows_with_and_without_a_callback(store_spec
     done = event_to_dict(seen[-1])
     done["result"]["message_count"] = len(done["result"].pop("messages"))
     assert steady(heard["events"][-1]) == steady({**done, "run_id": "", "created": 0})
+
+
+def delegating(request: RecordedRequest) -> Reply:
+    body = (request.body or {})["messages"]
+    if CHILD_PROMPT.splitlines()[0] in body[0]["content"]:
+        return Reply("the child found 5")
+    if not any(m["role"] == "assistant" for m in body):
+        return Reply(tool_calls=[call("delegate", {"task": "find the number"})])
+    return Reply("the answer is 5")
+
+
+async def test_a_sub_agents_session_and_its_parents_each_end_with_one_terminal_event(
+        store_spec: str, tmp_path: Any) -> None:
+    """A sub-agent's run is tagged with its id, its own terminal event too: it is the one
+    its last write holds, not a second row (the parent keeps the child's forwarded one)."""
+    with FakeModelServer(handler=delegating) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store_spec,
+                      tools=[make_delegate_tool()], workdir=str(tmp_path))
+        result = await agent.run("delegate it")
+        await agent.aclose()
+    assert result.output == "the answer is 5" and result.session_id is not None
+    store = open_store(store_spec)
+    assert store is not None
+    try:
+        children = await store.children(result.session_id)  # type: ignore[attr-defined]
+        assert len(children) == 1
+        child = [e for e in await store.events(children[0].id) if e["type"] in TERMINAL_TYPES]
+        parent = [(e["type"], e.get("agent", ""))
+                  for e in await store.events(result.session_id) if e["type"] in TERMINAL_TYPES]
+    finally:
+        await store.aclose()
+    assert [e["type"] for e in child] == ["done"] and child[0]["agent"]
+    assert parent == [("done", child[0]["agent"]), ("done", "")]

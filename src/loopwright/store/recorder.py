@@ -265,8 +265,8 @@ class SessionRecorder(LoopPlugin):
             row["text"] = "".join(m.content for m in replies)
             row["reasoning"] = "".join(m.reasoning or "" for m in replies)
         if not self._writes.open:  # after the run's last write
-            if self._ended and event.type in TERMINAL_TYPES and not event.agent:
-                return  # written with it (`on_run_end`)
+            if self._ended and event.type in TERMINAL_TYPES and event.agent == run.agent_tag:
+                return  # this run's own, written with it (`on_run_end`)
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
