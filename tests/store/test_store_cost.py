@@ -188,6 +188,31 @@ async def test_a_store_without_the_folded_calls_opens_and_releases_call_by_call(
         assert {"create", "update", "acquire", "release", "record_turn"} <= set(store.writes)
 
 
+async def test_a_store_a_user_wrote_opens_a_new_session_call_by_call(store_spec: str) -> None:
+    """Only the built-in stores take a new session's opening in a batch (`opens_in_batch`):
+    one with the same calls but not the flag (a user's own `write_batch` may not know
+    `OpenSession`) is opened with `open_session` before the run, as any session."""
+    store = counted(store_spec)
+
+    class Unflagged(PlainStore):
+        def __getattr__(self, name: str) -> Any:
+            if name == "opens_in_batch":
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    try:
+        with FakeModelServer([Reply("done")]) as server:
+            result = await Agent("test-model", base_url=server.base_url, api_key="k",
+                                 store=Unflagged(store)).run("go")
+        assert result.stop_reason == "completed" and result.session_id is not None
+        info = await store.get(result.session_id)
+        assert info is not None and info.locked_by is None and info.message_count == 2
+    finally:
+        await store.aclose()
+    opening = "open_session" if isinstance(store, CountedSQLite) else "opening a session"
+    assert store.writes[0] == opening
+
+
 async def test_a_steady_postgresql_turn_is_not_parsed_again_on_the_client(
         store_spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A turn's statement has ~60 parameters, past psycopg's cache of parsed `%s` statements

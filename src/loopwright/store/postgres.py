@@ -90,6 +90,8 @@ LOCK_TIMEOUT_MS = 2000  # a row lock held longer surfaces as StoreBusy (the reco
 class PostgresStore:
     """A `SessionStore` in a PostgreSQL database (one connection per event loop using it)."""
 
+    opens_in_batch = True  # `write_batch` takes a new session's `OpenSession` (recorder.py)
+
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self._connections: weakref.WeakKeyDictionary[

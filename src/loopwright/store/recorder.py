@@ -471,8 +471,9 @@ def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWr
 
 
 def _folds_opening(store: SessionStore) -> bool:
-    """Whether `store` takes a session's opening in a write batch (the built-in stores)."""
-    return hasattr(store, "open_session") and hasattr(store, "write_batch")
+    """Whether `store` takes a session's opening in a write batch (`OpenSession`): the
+    built-in stores say so; a store a user wrote gets `open_session` or its calls."""
+    return getattr(store, "opens_in_batch", False) is True
 
 
 def _title(prompt: str, history: list[Message] | None) -> str:

@@ -32,6 +32,8 @@ T = TypeVar("T")
 class ThreadedStore:
     """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
 
+    opens_in_batch = True  # `write_batch` takes a new session's `OpenSession` (recorder.py)
+
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
         # A queue and one `call_soon_threadsafe` per result (worker_threads.py) rather than

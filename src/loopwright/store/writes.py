@@ -155,11 +155,7 @@ async def _write_one(store: SessionStore, session_id: str, write: StoreWrite) ->
         await store.record_run(session_id, write.record, model=write.model, ended=write.ended)
     elif isinstance(write, ReleaseLease):
         await store.release(session_id, write.owner)
-    elif isinstance(write, OpenSession):  # (the recorder folds it for built-in stores only)
-        await store.create(session_id, **{k: v for k, v in write.fields.items()
-                                          if k not in ("base_url", "api_mode")})
-        await store.update(session_id, base_url=write.fields.get("base_url", ""),
-                           api_mode=write.fields.get("api_mode", ""))
-        await store.acquire(session_id, write.owner)
-    else:
+    elif isinstance(write, RecordTurn):
         await store.record_turn(session_id, write.run_id, write.turn, write.usage, write.cost)
+    else:  # OpenSession: queued only for a store whose write_batch takes it (opens_in_batch)
+        raise TypeError(f"{type(write).__name__} needs a store's write_batch")
