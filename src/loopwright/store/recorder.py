@@ -27,7 +27,8 @@ from loopwright.events import TERMINAL_TYPES, Event, StatusKind, event_to_dict, 
 from loopwright.messages import Message, ModelRequest, ToolCall, Usage
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
-from loopwright.store.lease import RENEW_SECONDS, new_owner
+from loopwright.store.heartbeat import heartbeat
+from loopwright.store.lease import new_owner
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -68,7 +69,6 @@ class SessionRecorder(LoopPlugin):
         self.parent_id = parent_id  # the delegating session, for a sub-agent's run
         self.owner = new_owner()
         self._run: RunView | None = None
-        self._heartbeat: asyncio.Task[None] | None = None
         self._leased = False
         self._writes = WriteQueue(self._start_write, self._report_wait)
         self._turn_messages: list[Message] = []  # user/assistant messages since the last turn_end
@@ -186,7 +186,7 @@ class SessionRecorder(LoopPlugin):
         self._run = run
         self._writes.start(run)
         self._writes.put(RecordRun(record=RunRecord(run_id=run.run_id), model=self.model))
-        self._heartbeat = asyncio.ensure_future(self._renew_forever(run, asyncio.current_task()))
+        heartbeat().add(self, functools.partial(self._renew, run, asyncio.current_task()))
 
     def on_message(self, run: RunView, message: Message) -> None:
         if message.role in ("user", "assistant"):
@@ -284,8 +284,7 @@ class SessionRecorder(LoopPlugin):
         transaction. The recorder is the run's last plugin (`Agent.start`), so the result is
         final here and the event is the one the loop emits next (`events.terminal_event`),
         which `__call__` then leaves out."""
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
+        heartbeat().discard(self)
         if self._writes.open:
             self._writes.put_event(run.run_id, _terminal_row(terminal_event(result, run.agent_tag)))
             self._ended = True
@@ -318,22 +317,24 @@ class SessionRecorder(LoopPlugin):
         return RunRecord(run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
                          cost=result.cost, stop_reason=result.stop_reason, error=result.error)
 
-    async def _renew_forever(self, run: RunView, driver: asyncio.Task[Any] | None) -> None:
+    async def _renew(self, run: RunView, driver: asyncio.Task[Any] | None) -> bool:
         """Keep the lease while the run's task lives (a task killed without reaching
-        `on_run_end` still lets go of its session within one renewal period)."""
-        while True:
-            await asyncio.sleep(RENEW_SECONDS)
-            if driver is not None and driver.done():
-                await self.release()
-                return
-            try:
-                await self.store.renew(self.session_id, self.owner)
-            except StoreBusy:
-                continue  # the lease outlives a few missed renewals
-            except LoopwrightError as exc:
-                run.status("store_error", f"session {self.session_id}: {exc}",
-                           {"session_id": self.session_id})
-                return
+        `on_run_end` still lets go of its session within one renewal period); called by the
+        event loop's heartbeat (store/heartbeat.py). False: no more renewals."""
+        if driver is not None and driver.done():
+            await self.release()
+            return False
+        if not self._writes.written:  # not taken yet: a new session's comes with the first write
+            return True
+        try:
+            await self.store.renew(self.session_id, self.owner)
+        except StoreBusy:
+            return True  # the lease outlives a few missed renewals
+        except LoopwrightError as exc:
+            run.status("store_error", f"session {self.session_id}: {exc}",
+                       {"session_id": self.session_id})
+            return False
+        return True
 
 
 class WriteQueue:
@@ -356,6 +357,7 @@ class WriteQueue:
         self._run: RunView | None = None
         self._closed = False
         self.failure: str | None = None
+        self.written = 0  # writes the store took
 
     @property
     def open(self) -> bool:
@@ -438,6 +440,7 @@ class WriteQueue:
                 self._report(run, "store_error", f"the session store failed: {self.failure}")
                 self._pending.clear()
                 return
+            self.written += 1
             if waited:
                 self._report(run, "store_ready", "the session store is writable again "
                              f"(waited ~{waited:.1f}s)")
