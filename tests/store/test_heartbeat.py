@@ -88,3 +88,40 @@ async def test_runs_at_once_share_one_renewal_task(tmp_path: Path) -> None:
     finally:
         await store.aclose()
     assert with_store <= without + 1
+
+
+class FailingRenewals(CountedRenewals):
+    """A store whose renewal of one session raises an error that is no LoopwrightError (a
+    store a user wrote, or a bug in it)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.broken: set[str] = set()
+
+    async def renew(self, session_id: str, owner: str) -> None:
+        if session_id in self.broken:
+            raise RuntimeError("renewal blew up")
+        await super().renew(session_id, owner)
+
+
+async def test_one_runs_failing_renewal_does_not_stop_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs of one loop share one renewal task: an exception from one run's renewal must
+    not end that task for every run (each run had a task of its own before)."""
+    renew_every(0.02, monkeypatch)
+    store = FailingRenewals(tmp_path / "s.db")
+    try:
+        script = [Reply(tool_calls=[call("slow", {"seconds": 0.4})]), Reply("done")]
+        with FakeModelServer(script) as one, FakeModelServer(script) as other:
+            agents = [Agent("test-model", base_url=server.base_url, api_key="k", store=store,
+                            tools=[slow]) for server in (one, other)]
+            store.broken.add("broken")
+            handles = [await agent.start("go", session_id=name)
+                       for agent, name in zip(agents, ("broken", "healthy"), strict=True)]
+            results = [await handle.task for handle in handles]
+            for agent in agents:
+                await agent.aclose()
+        assert [r.stop_reason for r in results] == ["completed", "completed"]
+        assert store.renewed.count("healthy") >= 3
+    finally:
+        await store.aclose()

@@ -40,9 +40,11 @@ class Heartbeat:
             while self._renewals:
                 await asyncio.sleep(RENEW_SECONDS)
                 due = list(self._renewals.items())
-                kept = await asyncio.gather(*(renew() for _, renew in due))
+                # one run's renewal raising must not end the renewals of the loop's other runs
+                kept = await asyncio.gather(*(renew() for _, renew in due),
+                                            return_exceptions=True)
                 for (key, renew), keep in zip(due, kept, strict=True):
-                    if not keep and self._renewals.get(key) is renew:
+                    if keep is not True and self._renewals.get(key) is renew:
                         del self._renewals[key]
         finally:
             self._task = None

@@ -330,9 +330,10 @@ class SessionRecorder(LoopPlugin):
             await self.store.renew(self.session_id, self.owner)
         except StoreBusy:
             return True  # the lease outlives a few missed renewals
-        except LoopwrightError as exc:
-            run.status("store_error", f"session {self.session_id}: {exc}",
-                       {"session_id": self.session_id})
+        except Exception as exc:  # a store a user wrote may raise anything
+            run.status("store_error", f"session {self.session_id}: {exc!r}"
+                       if not isinstance(exc, LoopwrightError) else
+                       f"session {self.session_id}: {exc}", {"session_id": self.session_id})
             return False
         return True
 
