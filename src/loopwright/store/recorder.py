@@ -254,7 +254,10 @@ class SessionRecorder(LoopPlugin):
         run = self._run
         if run is None or event.type in _UNRECORDED:
             return
-        row = _slim(event_to_dict(event))
+        if (not self._writes.open and self._ended and event.type in TERMINAL_TYPES
+                and event.agent == run.agent_tag):
+            return  # this run's own terminal event, written with its last write (`on_run_end`)
+        row = _stored_row(event)
         if event.type == "turn_end" and not event.agent:
             # the deltas are not kept: the turn's own words go with it (the prompt or steering
             # it started from, its text and reasoning), so a viewer shows them under the right
@@ -265,8 +268,6 @@ class SessionRecorder(LoopPlugin):
             row["text"] = "".join(m.content for m in replies)
             row["reasoning"] = "".join(m.reasoning or "" for m in replies)
         if not self._writes.open:  # after the run's last write
-            if self._ended and event.type in TERMINAL_TYPES and event.agent == run.agent_tag:
-                return  # this run's own, written with it (`on_run_end`)
             self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
             return
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
@@ -286,7 +287,7 @@ class SessionRecorder(LoopPlugin):
         which `__call__` then leaves out."""
         heartbeat().discard(self)
         if self._writes.open:
-            self._writes.put_event(run.run_id, _terminal_row(terminal_event(result, run.agent_tag)))
+            self._writes.put_event(run.run_id, _stored_row(terminal_event(result, run.agent_tag)))
             self._ended = True
         self._writes.put(RecordRun(record=self._record(run, result), model=self.model,
                                    ended=True))
@@ -493,28 +494,18 @@ def _copy(usage: Usage) -> Usage:
     return out
 
 
-def _terminal_row(event: Event) -> dict[str, Any]:
-    """`_slim(event_to_dict(event))` of a terminal event, without making the dicts of the
-    whole history only to count them."""
-    result = getattr(event, "result", None)
-    if result is None:
-        return _slim(event_to_dict(event))
-    row = event_to_dict(dataclasses.replace(
-        event, result=dataclasses.replace(result, messages=[])))
-    row["result"]["message_count"] = len(result.messages)
-    del row["result"]["messages"]
-    return row
-
-
-def _slim(row: dict[str, Any]) -> dict[str, Any]:
-    """The stored form of an event: tool output and final results are in the messages already."""
-    kind = row.get("type")
-    if kind == "tool_result":
+def _stored_row(event: Event) -> dict[str, Any]:
+    """The stored form of an event: tool output and final results are in the messages already
+    (a final result's messages are counted, without making the dicts of the whole history)."""
+    if event.type in TERMINAL_TYPES and (result := getattr(event, "result", None)) is not None:
+        row = event_to_dict(dataclasses.replace(
+            event, result=dataclasses.replace(result, messages=[])))
+        row["result"]["message_count"] = len(result.messages)
+        del row["result"]["messages"]
+        return row
+    row = event_to_dict(event)
+    if row.get("type") == "tool_result":
         content = row.pop("content", "")
         row["content_chars"] = len(content)
         row["preview"] = content[:PREVIEW_CHARS]
-    elif kind in ("done", "error", "cancelled") and isinstance(row.get("result"), dict):
-        result = dict(row["result"])
-        result["message_count"] = len(result.pop("messages", []))
-        row["result"] = result
     return row
