@@ -167,6 +167,12 @@ def schema_file(path: Path, version: int) -> sqlite3.Connection:
     return db
 
 
+def search_hits(store: Any, text: str) -> list[tuple[str, int]]:
+    """(session, seq) of each message a session store's `search` finds for `text`, sorted: what
+    a migrated file's search index must still find."""
+    return sorted((hit.session_id, hit.seq) for hit in store.search(text))
+
+
 def run_in_processes(target: Callable[..., None], argsets: list[tuple[Any, ...]], *,
                      timeout: float) -> None:
     """`target(*args)` for each of `argsets`, each in a spawned process, all at once; fails

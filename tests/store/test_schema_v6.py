@@ -10,7 +10,7 @@ from pathlib import Path
 from loopwright.messages import Usage, assistant, user
 from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
-from shared_helpers import schema_file
+from shared_helpers import schema_file, search_hits
 
 
 def v5_database(path: Path) -> None:
@@ -33,10 +33,6 @@ def v5_database(path: Path) -> None:
     db.close()
 
 
-def hits(store: SQLiteStore, text: str) -> list[tuple[str, int]]:
-    return sorted((hit.session_id, hit.seq) for hit in store.search(text))
-
-
 def test_a_v5_database_migrates_with_every_message_hit_and_turn(tmp_path: Path) -> None:
     path = tmp_path / "v5.db"
     v5_database(path)
@@ -44,13 +40,13 @@ def test_a_v5_database_migrates_with_every_message_hit_and_turn(tmp_path: Path) 
         assert [m.content for m in store.load("old")] == ["summary of the walrus",
                                                           "a heron lands"]
         assert [(e.epoch, e.messages) for e in store.lineage("old")] == [(0, 2), (1, 2)]
-        assert hits(store, "walrus") == [("old", 1), ("old", 2), ("old", 3)]
-        assert hits(store, "heron") == [("old", 4)]  # the one not indexed yet is caught up
+        assert search_hits(store, "walrus") == [("old", 1), ("old", 2), ("old", 3)]
+        assert search_hits(store, "heron") == [("old", 4)]  # the one not indexed yet is caught up
         assert [(t["turn"], t["input_tokens"]) for t in store.turns("old")] == [(1, 100),
                                                                                (2, 200)]
         store.append_many("old", [user("a pelican arrives")])
         assert [m.content for m in store.load_page("old", offset=2)] == ["a pelican arrives"]
-        assert hits(store, "pelican") == [("old", 5)]  # numbered on from the newest epoch
+        assert search_hits(store, "pelican") == [("old", 5)]  # numbered on from the newest epoch
         store.record_turn("old", "r1", 2, Usage(input_tokens=250), None)  # replaces turn 2
         assert [t["input_tokens"] for t in store.turns("old")] == [100, 250]
         store.compact("old", [user("second summary")])

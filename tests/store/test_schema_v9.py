@@ -18,7 +18,7 @@ from loopwright.messages import Usage, assistant, user
 from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.store.writes import AppendMessages, RecordEvents
-from shared_helpers import run_in_processes, schema_file
+from shared_helpers import run_in_processes, schema_file, search_hits
 
 
 def v8_database(path: Path) -> None:
@@ -50,10 +50,6 @@ def v8_database(path: Path) -> None:
     db.close()
 
 
-def hits(store: SQLiteStore, text: str) -> list[tuple[str, int]]:
-    return sorted((hit.session_id, hit.seq) for hit in store.search(text))
-
-
 def test_a_v8_database_migrates_with_every_row_in_its_order(tmp_path: Path) -> None:
     path = tmp_path / "v8.db"
     v8_database(path)
@@ -68,16 +64,16 @@ def test_a_v8_database_migrates_with_every_row_in_its_order(tmp_path: Path) -> N
         assert [e["type"] for e in store.events("b")] == ["turn_start", "done"]
         assert [(t["turn"], t["input_tokens"], t["cost"]) for t in store.turns("a")] == [
             (1, 11, 0.25)]  # the turn's record replaces its event, as before
-        assert hits(store, "walrus") == [("a", 1), ("a", 2), ("a", 3)]
-        assert hits(store, "badger") == [("b", 1), ("b", 2)]  # b's 2nd was not indexed yet
+        assert search_hits(store, "walrus") == [("a", 1), ("a", 2), ("a", 3)]
+        assert search_hits(store, "badger") == [("b", 1), ("b", 2)]  # b's 2nd was not indexed yet
         store.append_many("a", [user("a pelican arrives")])
         assert [m.content for m in store.load_page("a", offset=2)] == ["a pelican arrives"]
-        assert hits(store, "pelican") == [("a", 5)]  # numbered on from the newest
+        assert search_hits(store, "pelican") == [("a", 5)]  # numbered on from the newest
         store.record_events("b", "r2", [{"type": "turn_start", "turn": 1}])
         assert [e["run_id"] for e in store.events("b")] == ["r1", "r1", "r2"]
         store.delete("a")
-        assert hits(store, "walrus") == [] and store.events("a") == []
-        assert hits(store, "badger") == [("b", 1), ("b", 2)]
+        assert search_hits(store, "walrus") == [] and store.events("a") == []
+        assert search_hits(store, "badger") == [("b", 1), ("b", 2)]
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES "
