@@ -259,6 +259,11 @@ def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], int, st
     return system, leading, text, tail
 
 
+def _breakpoints_left(system: list[dict[str, Any]]) -> int:
+    """How many cache breakpoints the turns and tools may still take, after the system's."""
+    return MAX_CACHE_BREAKPOINTS - sum(1 for b in system if "cache_control" in b)
+
+
 def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, Any]]) -> bool:
     """Mark the last one or two turns, within the API's limit of four breakpoints; True when one
     is left for the last tool (`tools_to_wire(..., marked=True)`).
@@ -266,7 +271,7 @@ def add_cache_breakpoints(system: list[dict[str, Any]], turns: list[dict[str, An
     The static system block already carries one (see `system_blocks`). Marked blocks are copied,
     never changed in place: the unmarked originals live in the per-message wire cache.
     """
-    budget = MAX_CACHE_BREAKPOINTS - sum(1 for b in system if "cache_control" in b)
+    budget = _breakpoints_left(system)
     for turn in reversed(turns[-2:]):
         if budget > 0 and _mark_last_block(turn["content"]):
             budget -= 1
@@ -293,7 +298,7 @@ def _marked_tail_json(system: list[dict[str, Any]], last_two: list[Turn]
     turns' objects and serialising them again every turn. (None, False) when a turn is the
     opening placeholder or its last block does not take the breakpoint as it stands (a
     reasoning block, one already marked): those turns go the object way."""
-    budget = MAX_CACHE_BREAKPOINTS - sum(1 for b in system if "cache_control" in b)
+    budget = _breakpoints_left(system)
     texts: list[str] = []
     for turn in reversed(last_two):
         if not turn.held:
