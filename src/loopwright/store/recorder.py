@@ -453,13 +453,15 @@ class WriteQueue:
         once handed to the store it may sit in its thread's queue (a job an awaited call would
         abandon on a cancel; `start_batch`'s never is) or be inside a transaction, and one cut
         off there would be lost while later writes land (a cancelled call's result stored
-        without its call). The cancel is raised after it; a try the store turned away (busy)
-        stays queued for the next flush."""
+        without its call). The cancel is raised after it (`start_batch`'s future refuses a
+        cancel, so its awaiter waits on; a task writing is shielded); a try the store turned
+        away (busy) stays queued for the next flush."""
         attempt = self._start_write(writes)
         try:
-            await asyncio.shield(attempt)
+            await (asyncio.shield(attempt) if isinstance(attempt, asyncio.Task) else attempt)
         except asyncio.CancelledError:
-            await asyncio.wait([attempt])
+            if not attempt.done():
+                await asyncio.wait([attempt])
             if not attempt.cancelled() and attempt.exception() is not None:
                 self._pending[:0] = writes
                 self._durable = True

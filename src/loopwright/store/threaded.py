@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class HeldFuture(asyncio.Future[None]):
+    """A future that a cancel cannot take back. A task cancelled while awaiting it goes on
+    waiting and raises its cancel once the future is done (asyncio's `Task.cancel`, when the
+    awaited future refuses), which is what a write under way needs, without `asyncio.shield`:
+    the shield's second future takes the result a round of the event loop later, one more
+    `epoll_wait` and wake-up on every write."""
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        return False
+
+
 class ThreadedStore:
     """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
 
@@ -75,12 +86,12 @@ class ThreadedStore:
         """Several writes in one transaction and one hop to the thread."""
         await self._call(self.sync.write_batch, session_id, writes)
 
-    def start_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> asyncio.Future[None]:
+    def start_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> HeldFuture:
         """`write_batch` handed to the thread now; its future says how it ended. Unlike a call
-        awaited, it is never taken back: a caller that stops waiting (cancelled) leaves it to
-        commit or roll back whole (the recorder waits for it, then raises its cancel)."""
+        awaited, it is never taken back: a task cancelled while awaiting it waits for it to
+        commit or roll back whole, then raises its cancel (`HeldFuture`)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future = HeldFuture(loop=loop)
         self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes), loop,
                            future))
         return future
