@@ -254,25 +254,42 @@ class SessionRecorder(LoopPlugin):
         run = self._run
         if run is None or event.type in _UNRECORDED:
             return
-        if (not self._writes.open and self._ended and event.type in TERMINAL_TYPES
-                and event.agent == run.agent_tag):
-            return  # this run's own terminal event, written with its last write (`on_run_end`)
+        writes = self._writes
+        if not writes.open:  # after the run's last write
+            self._after_close(run, event)
+            return
         row = _stored_row(event)
         if event.type == "turn_end" and not event.agent:
-            # the deltas are not kept: the turn's own words go with it (the prompt or steering
-            # it started from, its text and reasoning), so a viewer shows them under the right
-            # turn whatever steering or compaction did to the message list
-            said, self._turn_messages = self._turn_messages, []
-            replies = [m for m in said if m.role == "assistant"]
-            row["user"] = [m.content for m in said if m.role == "user"]
-            row["text"] = "".join(m.content for m in replies)
-            row["reasoning"] = "".join(m.reasoning or "" for m in replies)
-        if not self._writes.open:  # after the run's last write
-            self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
-            return
+            self._with_turn_words(row)
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
         # when it starts and ends: a run not ended is summed from its turns (store/turns.py)
-        self._writes.put_event(run.run_id, row)
+        writes.put_event(run.run_id, row)
+
+    def _with_turn_words(self, row: dict[str, Any]) -> None:
+        """The deltas are not kept: the turn's own words go with its `turn_end` row (the prompt
+        or steering it started from, its text and reasoning), so a viewer shows them under the
+        right turn whatever steering or compaction did to the message list."""
+        said, self._turn_messages = self._turn_messages, []
+        users, text, reasoning = [], [], []
+        for message in said:  # user and assistant messages only (`on_message`)
+            if message.role == "user":
+                users.append(message.content)
+            else:
+                text.append(message.content)
+                reasoning.append(message.reasoning or "")
+        row["user"] = users
+        row["text"] = "".join(text)
+        row["reasoning"] = "".join(reasoning)
+
+    def _after_close(self, run: RunView, event: Event) -> None:
+        """An event after the run's last write: its own terminal event is in that write already;
+        anything else (a sub-agent's late event) is written on its own."""
+        if self._ended and event.type in TERMINAL_TYPES and event.agent == run.agent_tag:
+            return
+        row = _stored_row(event)
+        if event.type == "turn_end" and not event.agent:
+            self._with_turn_words(row)
+        self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
 
     def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
@@ -347,27 +364,32 @@ class WriteQueue:
     (`StoreBusy`) is waited out with backoff for as long as it takes, with a `store_busy` status
     while waiting: nothing is ever skipped. Any other store error is final: later writes are
     dropped, so what is stored stays a clean prefix of the run, and `failure` says why (the
-    recorder then stops the run)."""
+    recorder then stops the run).
+
+    A turn queues a message or an event at a time. The events of a run go to one list of
+    rows, and each message joins the messages queued last (`put_message`), so a flush hands the
+    store one write of each rather than one for each run of messages between events: a store
+    writes a batch's events after its other rows anyway (`writes.merged`), and only the order
+    within each table matters."""
 
     def __init__(self, start_write: Callable[[Sequence[StoreWrite]], asyncio.Future[None]],
                  report: Callable[[RunView, StatusKind, str], None]) -> None:
         self._start_write = start_write
         self._report = report
-        self._pending: list[StoreWrite] = []
+        self._pending: list[StoreWrite] = []  # in order, but for the rows of `_events`
+        self._events: list[dict[str, Any]] = []  # rows of events of run `_events_run`
+        self._events_run = ""
         self._durable = False  # something queued must be durable at the next flush
         self._lock = asyncio.Lock()
         self._run: RunView | None = None
-        self._closed = False
+        self._taking = True  # writes are queued: the store has not failed, the queue is open
+        self.open = False  # from `start` until `close`
         self.failure: str | None = None
         self.written = 0  # writes the store took
 
-    @property
-    def open(self) -> bool:
-        """From `start` until `close`."""
-        return self._run is not None and not self._closed
-
     def start(self, run: RunView) -> None:
         self._run = run
+        self.open = True
 
     def put(self, write: StoreWrite, *, durable: bool = False) -> None:
         """Queue a write (writes queued before `start` wait for the first flush after it)."""
@@ -375,52 +397,56 @@ class WriteQueue:
             self._pending.append(write)
             self._durable = self._durable or durable
 
-    @property
-    def _taking(self) -> bool:
-        """Writes are still queued: the store has not failed and the run's queue is open."""
-        return self.failure is None and not self._closed
-
-    # A turn queues a message or an event at a time; each joins the write queued just before
-    # it when that is of its kind (a list only this queue holds until a flush takes it), so a
-    # turn makes one or two writes' objects rather than one for each, and the store has fewer
-    # to merge.
-
-    def _last(self) -> StoreWrite | None:
-        """The write queued last, which a new one may join (None when nothing may be queued)."""
-        return self._pending[-1] if self._pending and self._taking else None
-
     def put_message(self, message: Message) -> None:
         """Queue a message, which must be durable at the next flush."""
-        last = self._last()
-        if isinstance(last, AppendMessages):
+        if not self._taking:
+            return
+        pending = self._pending
+        last = pending[-1] if pending else None
+        if isinstance(last, AppendMessages):  # a list only this queue holds until a flush
             last.messages.append(message)
-            self._durable = True
         else:
-            self.put(AppendMessages(messages=[message]), durable=True)
+            pending.append(AppendMessages(messages=[message]))
+        self._durable = True
 
     def put_event(self, run_id: str, row: dict[str, Any], *, durable: bool = False) -> None:
         """Queue one event's row of run `run_id`."""
-        last = self._last()
-        if isinstance(last, RecordEvents) and last.run_id == run_id:
-            last.events.append(row)
-            self._durable = self._durable or durable
-        else:
-            self.put(RecordEvents(run_id=run_id, events=[row]), durable=durable)
+        if run_id != self._events_run or not self._taking:
+            if not self._taking:
+                return
+            self._take_events()
+            self._events_run = run_id
+        self._events.append(row)
+        if durable:
+            self._durable = True
+
+    def _take_events(self) -> None:
+        """The event rows queued so far, as one write at the end of `_pending`."""
+        if self._events:
+            self._pending.append(RecordEvents(run_id=self._events_run, events=self._events))
+            self._events = []
 
     async def flush(self, *, durable_only: bool = False) -> None:
         """Write out everything queued so far (or the store failed)."""
         if self._run is None:
             return
+        if not self._lock.locked() and not self._due(durable_only):
+            return  # nothing to write and no write in flight to wait for
         async with self._lock:  # one after the other: a flush also waits for the one in flight
-            if not self._pending or (durable_only and not self._durable):
+            if not self._due(durable_only):
                 return
+            self._take_events()
             writes, self._pending, self._durable = self._pending, [], False
             if self.failure is None:
                 await self._until_done(writes)
 
+    def _due(self, durable_only: bool) -> bool:
+        """Whether a flush has something to write."""
+        return bool(self._pending or self._events) and (self._durable or not durable_only)
+
     async def close(self) -> None:
         await self.flush()
-        self._closed = True
+        self._taking = self.open = False
 
     async def _until_done(self, writes: list[StoreWrite]) -> None:
         run = self._run
@@ -440,7 +466,9 @@ class WriteQueue:
             except Exception as exc:  # a store's own bug is a failure too, never a dead writer
                 self.failure = str(exc) or type(exc).__name__
                 self._report(run, "store_error", f"the session store failed: {self.failure}")
+                self._taking = False
                 self._pending.clear()
+                self._events.clear()
                 return
             self.written += 1
             if waited:
