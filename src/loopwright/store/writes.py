@@ -71,6 +71,9 @@ class OpenSession:
 
 StoreWrite = (AppendMessages | Compact | OpenSession | RecordEvents | RecordRun | RecordTurn
               | ReleaseLease)
+# where `merged` puts each kind of write
+_RANK: dict[type, int] = {OpenSession: 0, AppendMessages: 1, Compact: 1, RecordRun: 2,
+                          RecordTurn: 3, RecordEvents: 4, ReleaseLease: 5}
 
 
 def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
@@ -79,6 +82,8 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
     (an upsert: it says all the older ones said), each turn's, and each run's events joined; a
     lease given back goes last. One transaction takes them all, so only the order within a
     table matters."""
+    if _already_merged(writes):
+        return list(writes)  # a steady turn's batch: its messages, then its events
     opening: list[OpenSession] = []
     history: list[AppendMessages | Compact] = []
     events: dict[str, list[dict[str, Any]]] = {}
@@ -107,6 +112,14 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
     return [*opening, *history, *runs.values(), *turns.values(),
             *(RecordEvents(run_id=run_id, events=rows) for run_id, rows in events.items()
               if rows), *releases.values()]
+
+
+def _already_merged(writes: Sequence[StoreWrite]) -> bool:
+    """Whether `writes` are as `merged` gives them: at most two, of different kinds, in its
+    order, and no events write that is empty (left out)."""
+    if len(writes) > 2 or any(isinstance(w, RecordEvents) and not w.events for w in writes):
+        return False
+    return len(writes) < 2 or _RANK[type(writes[0])] < _RANK[type(writes[1])]
 
 
 def with_turns(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
