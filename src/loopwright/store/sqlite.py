@@ -130,42 +130,37 @@ class SQLiteStore:
             db.execute("ROLLBACK")
             raise
 
-    @contextlib.contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
+    def _translate(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn SQLite's errors into `SessionError`s that say what to do."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
+        return _Translating(self, action)
+
+    def _translated(self, exc: BaseException, action: str) -> BaseException | None:
+        """The `SessionError` (or `StoreBusy`) SQLite's error `exc` is raised as while `action`
+        (None: not SQLite's, raised as it is)."""
+        if isinstance(exc, sqlite3.OperationalError):
             text = str(exc)
             if "locked" in text or "busy" in text:
-                raise StoreBusy(
+                return StoreBusy(
                     f"the session database {self.path} is locked by another process (waited "
-                    f"{self.timeout:g}s while {action}); try again once it finishes") from exc
-            raise SessionError(f"session database {self.path}: {action} failed: {text}") from exc
-        except sqlite3.IntegrityError as exc:  # a write the schema refuses: the file is sound
-            raise SessionError(f"session database {self.path}: {action} failed: {exc}; nothing "
-                               "of it was stored (the file itself is not damaged)") from exc
-        except sqlite3.DatabaseError as exc:
-            raise SessionError(
+                    f"{self.timeout:g}s while {action}); try again once it finishes")
+            return SessionError(f"session database {self.path}: {action} failed: {text}")
+        if isinstance(exc, sqlite3.IntegrityError):  # a write the schema refuses: file sound
+            return SessionError(f"session database {self.path}: {action} failed: {exc}; "
+                                "nothing of it was stored (the file itself is not damaged)")
+        if isinstance(exc, sqlite3.DatabaseError):
+            return SessionError(
                 f"{self.path} is not a loopwright session database or is corrupt ({exc}); move it "
-                "aside (a fresh one is created on the next run) or give another path") from exc
+                "aside (a fresh one is created on the next run) or give another path")
+        return None
 
     @contextlib.contextmanager
     def _read(self, action: str) -> Iterator[sqlite3.Connection]:
         with self._lock, self._translate(action):
             yield self._db
 
-    @contextlib.contextmanager
-    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+    def _write(self, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One IMMEDIATE transaction (the write lock is taken up front, so no deadlock later)."""
-        with self._lock, self._translate(action):
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        return _Transaction(self, action)
 
     def close(self) -> None:
         with self._lock:
@@ -422,10 +417,10 @@ class SQLiteStore:
                 if isinstance(write, AppendMessages):
                     rows.append(write.messages, now)
                     self._touch(db, session_id, now)
-                elif isinstance(write, Compact):
-                    rows.compact(write.messages, now)
                 elif isinstance(write, RecordEvents):
                     rows.events(write.run_id, write.events, now)
+                elif isinstance(write, Compact):
+                    rows.compact(write.messages, now)
                 elif isinstance(write, RecordRun):
                     db.execute(_UPSERT_RUN, run_row(session_id, write.record, write.model,
                                                      write.ended, now))
@@ -497,6 +492,64 @@ class SQLiteStore:
             rows = db.execute(sql, (SNIPPET_START, SNIPPET_END, *params, limit)).fetchall()
         return [SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=r[3], score=r[4],
                           title=r[5], updated=r[6]) for r in rows]
+
+
+class _Translating:
+    """`SQLiteStore._translate`'s context. (This and `_Transaction` are classes, not
+    generators under `contextlib.contextmanager`: a turn's transaction made and stepped two
+    generators and their wrappers, ~170 bytecodes of the store thread's ~1,200 a turn.)"""
+
+    __slots__ = ("action", "store")
+
+    def __init__(self, store: SQLiteStore, action: str) -> None:
+        self.store, self.action = store, action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        if exc is not None and (error := self.store._translated(exc, self.action)) is not None:
+            raise error from exc
+
+
+class _Transaction:
+    """`SQLiteStore._write`'s context: the store's lock held, `BEGIN IMMEDIATE` on entry,
+    `COMMIT` on a clean exit, `ROLLBACK` on an exception; SQLite's errors translated
+    (`SQLiteStore._translated`)."""
+
+    __slots__ = ("action", "store")
+
+    def __init__(self, store: SQLiteStore, action: str) -> None:
+        self.store, self.action = store, action
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        store._lock.acquire()
+        try:
+            store._db.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            store._lock.release()
+            self._raise(exc)
+            raise
+        return store._db
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        store = self.store
+        try:
+            store._db.execute("COMMIT" if exc is None else "ROLLBACK")
+        except BaseException as failed:
+            self._raise(failed)
+            raise
+        finally:
+            store._lock.release()
+        if exc is not None:
+            self._raise(exc)
+
+    def _raise(self, exc: BaseException) -> None:
+        """Raise SQLite's error `exc` translated (nothing for any other)."""
+        error = self.store._translated(exc, self.action)
+        if error is not None:
+            raise error from exc
 
 
 _UPSERT_RUN = (

@@ -117,9 +117,15 @@ def merged(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
 def _already_merged(writes: Sequence[StoreWrite]) -> bool:
     """Whether `writes` are as `merged` gives them: at most two, of different kinds, in its
     order, and no events write that is empty (left out)."""
-    if len(writes) > 2 or any(isinstance(w, RecordEvents) and not w.events for w in writes):
+    if len(writes) > 2:
         return False
-    return len(writes) < 2 or _RANK[type(writes[0])] < _RANK[type(writes[1])]
+    if not writes:
+        return True
+    first, last = writes[0], writes[-1]
+    if ((isinstance(first, RecordEvents) and not first.events)
+            or (isinstance(last, RecordEvents) and not last.events)):
+        return False
+    return first is last or _RANK[type(first)] < _RANK[type(last)]
 
 
 def with_turns(writes: Sequence[StoreWrite]) -> list[StoreWrite]:
