@@ -51,6 +51,10 @@ async def test_a_turn_is_one_event_row_and_reads_back_as_every_event_in_order(
         rows = sqlite3.connect(store_spec).execute(
             "SELECT count(*) FROM events WHERE session_id = 'batched'").fetchone()[0]
         assert rows < len(stored) / 3  # five events a turn, one row
+        columns = sqlite3.connect(store_spec).execute(
+            "SELECT DISTINCT type, call_id, name, is_error, duration, size FROM events "
+            "WHERE session_id = 'batched' AND type = 'batch'").fetchall()
+        assert columns == [("batch", None, None, None, None, None)]  # a batch has no tool
 
 
 def old_row(store: SQLiteStore, session_id: str, event: dict[str, Any]) -> None:
