@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import httpx
@@ -127,3 +128,27 @@ async def test_a_tool_sees_a_narrow_view_of_its_run_not_the_run_state() -> None:
     with pytest.raises(AttributeError):
         ctx.run.history = []  # type: ignore[misc]
     assert not hasattr(ctx.run, "replace_history") and not hasattr(ctx.run, "settings")
+
+
+async def test_each_run_works_where_the_process_is_when_it_starts_under_ids_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[Path, str | None, str]] = []
+
+    @tool
+    async def look(ctx: ToolContext) -> str:
+        """Look around."""
+        seen.append((ctx.workdir, ctx.session_id, ctx.run_id))
+        return "looked"
+
+    script = [Reply(tool_calls=[call("look", {})]), Reply("done")] * 2
+    with FakeModelServer(script) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", tools=[look])
+        for name in ("first", "second"):
+            (tmp_path / name).mkdir()
+            monkeypatch.chdir(tmp_path / name)  # no `workdir` setting: the current directory
+            await agent.run("look around")
+    assert [workdir for workdir, _, _ in seen] == [(tmp_path / name).resolve()
+                                                   for name in ("first", "second")]
+    ids = [key for _, session_id, run_id in seen for key in (session_id, run_id)]
+    assert len(set(ids)) == 4
+    assert all(re.fullmatch("[0-9a-f]{32}", str(key)) for key in ids)

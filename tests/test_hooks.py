@@ -221,6 +221,25 @@ async def test_model_command_hooks_observe_and_failures_do_not_stop_the_run(
     assert any(isinstance(e, StatusEvent) and e.kind == "hook_error" for e in events)
 
 
+async def test_the_script_a_command_hook_runs_is_protected_in_the_runs_workdir(
+        tmp_path: Path) -> None:
+    from loopwright.builtin.files import write_file
+
+    (tmp_path / "check.py").write_text("pass\n")
+    replies = [Reply(tool_calls=[call("write_file", {"path": "check.py", "content": "x"}),
+                                 call("write_file", {"path": "notes.txt", "content": "y"})]),
+               Reply(text="done")]
+    with FakeModelServer(replies=replies) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[write_file], hooks={"after_tool": [f"{PY} check.py"]})
+        handle = await agent.start("go", workdir=tmp_path)  # not the process's directory
+        result = await handle.task
+    guarded, other = tool_results(result.messages)
+    assert "check.py is protected" in guarded and "is protected" not in other
+    assert (tmp_path / "check.py").read_text() == "pass\n"
+    assert (tmp_path / "notes.txt").read_text() == "y"  # a file no hook names: written
+
+
 # --- configuration ---
 
 

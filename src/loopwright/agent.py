@@ -7,6 +7,8 @@ import concurrent.futures
 import contextlib
 import copy
 import dataclasses
+import functools
+import os
 import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -251,6 +253,7 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright.loop import drive
         from loopwright.run_state import RunState
         from loopwright.store.services import first_user_turn
+        from loopwright.worker_threads import run_in_thread
 
         prompt, attachments = split_prompt(prompt)
         chain = await self._providers.chain()
@@ -261,14 +264,16 @@ class Agent(Generic[DepsT, OutputT]):
         callbacks = [*self.callbacks, *([extra_callback] if extra_callback else [])]
         emit = _fan_out(callbacks)
         new_session = not (session_id or self.settings.session_id)  # an id made up here
-        session_id = session_id or self.settings.session_id or uuid.uuid4().hex
+        # as long as a uuid4's hex, with no `UUID` object made for it
+        session_id = session_id or self.settings.session_id or os.urandom(16).hex()
         from loopwright.context.economy import small_window
 
         compact = small_window(self.windows, chain)
         await self._prepare_sandbox_note(compact=compact)
-        # instruction files, memory and skills are read from disk: not on the event loop
+        # instruction files, memory and skills are read from disk: not on the event loop (on
+        # the tools' worker threads: a hop costs less there than `asyncio.to_thread`'s)
         where = agent_parts.run_workdir(workdir if workdir is not None else self.settings.workdir)
-        system_prompt = await asyncio.to_thread(self._system_prompt, where, compact)
+        system_prompt = await run_in_thread(functools.partial(self._system_prompt, where, compact))
         settings = self._loop_settings(chain, session_id, where)
         run_history = await self._open_history(
             chain, session_id, parent_session_id, history, system_prompt, prompt,

@@ -5,6 +5,8 @@ its setting asks for it, so an agent that does not use a part never loads its mo
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,14 @@ def tool_format(settings: Settings, chain: ProviderChain) -> Settings:
 
 def run_workdir(workdir: str | Path | None) -> Path:
     """A run's working directory: the one given (resolved), else the current one."""
-    return Path(workdir).resolve() if workdir else Path.cwd()
+    if workdir:
+        return Path(workdir).resolve()
+    return _path_of(os.getcwd())  # every run asks: the path made once per directory
+
+
+@functools.lru_cache(maxsize=8)
+def _path_of(directory: str) -> Path:
+    return Path(directory)
 
 
 def output_spec(output_type: type[Any] | None) -> OutputSpec | None:

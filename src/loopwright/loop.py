@@ -502,7 +502,7 @@ async def _finish(run: RunState, reason: StopReason, *, output: str | None = Non
                    "output is the last tool results, headed " + notes.FALLBACK_HEAD,
                    {"replaced": (run.last_reply.content if run.last_reply else "")[:200]})
     result = RunResult(output=output, messages=run.history, stop_reason=reason, turns=run.turn,
-                       usage=dataclasses.replace(run.usage), cost=run.cost,
+                       usage=run.usage.copy(), cost=run.cost,
                        session_id=run.session_id, text=output, exception=exception,
                        error=error, side_usage={purpose: side.to_dict() for purpose, side
                                                 in run.calls.side_usage.items()})

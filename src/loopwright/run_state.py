@@ -7,8 +7,8 @@ theirs there."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Coroutine, Sized
 from dataclasses import dataclass, field
@@ -138,7 +138,7 @@ class RunState:
         self.session_id = session_id
         self.agent_tag = agent_tag
         self.deps: Any = None  # `run(..., deps=)`, handed to tools as `ctx.deps`
-        self.run_id = uuid.uuid4().hex  # a URL capability in `serve`: all 128 bits
+        self.run_id = os.urandom(16).hex()  # a URL capability in `serve`: 128 random bits
         self.turn = 0
         self.calls = ModelCalls(self, settings.chain, stream=settings.stream,
                                 side=settings.side_chains, route=settings.route)

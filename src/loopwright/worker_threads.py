@@ -1,5 +1,6 @@
-"""Blocking work off the event loop's thread: plain `def` tools (on a pool of threads) and the
-SQLite store (on a thread of its own, `store/threaded.py`, which feeds `serve` its own queue).
+"""Blocking work off the event loop's thread: plain `def` tools and a run's system prompt (on a
+pool of threads) and the SQLite store (on a thread of its own, `store/threaded.py`, which feeds
+`serve` its own queue).
 
 `asyncio.to_thread` costs about 0.06 M instructions a call more than this module (callgrind,
 docs/benchmarks.md; waking the loop, which any off-loop call needs, is the rest of a hop's

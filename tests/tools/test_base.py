@@ -79,6 +79,17 @@ def test_validation_coerces_and_rejects() -> None:
         add.validate({"a": 1, "b": 2, "c": 3})
 
 
+def test_a_tool_given_another_arguments_model_validates_with_its_fields() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert add.validate({"a": 1, "b": 2}) == {"a": 1, "b": 2}
+    add.arguments_model = pydantic.create_model("Three", a=(int, ...), b=(int, ...), c=(int, 0))
+    assert add.validate({"a": 1, "b": 2}) == {"a": 1, "b": 2, "c": 0}
+
+
 def test_a_raw_schema_tool_is_checked_against_its_schema() -> None:
     async def run(arguments: dict, ctx: ToolContext) -> str:
         return "ok"

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
@@ -49,6 +51,23 @@ async def test_a_long_result_is_spilled_whole_and_the_model_sees_head_tail_and_p
     spilled = Path(match.group(1))
     assert spilled.parent == tmp_path / "spill"
     assert spilled.read_text(encoding="utf-8") == BIG
+
+
+async def test_without_a_cache_dir_each_run_spills_where_the_environment_says_then(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spilled = []
+    for name in ("first", "second"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / name))
+        script = [Reply(tool_calls=[call("dump", {"size": len(BIG)})]), Reply(text="ok")]
+        with FakeModelServer(replies=script) as server:
+            agent = Agent("m", base_url=server.base_url, api_key="k", tools=[dump], retry=FAST,
+                          context_window=8_192)
+            await agent.run("dump it")
+        match = re.search(re.escape(SPILL_MARKER) + r"(\S+)", tool_contents(server, 1)[0])
+        assert match is not None
+        spilled.append(Path(match.group(1)).parent)
+    assert spilled == [tmp_path / "first" / "loopwright" / "spill",
+                       tmp_path / "second" / "loopwright" / "spill"]
 
 
 async def test_a_result_under_the_cap_is_untouched(tmp_path: Path) -> None:

@@ -70,26 +70,29 @@ def safety_layers(
         layers.services[CLARIFY_SERVICE] = clarify
     if allowed_roots:
         layers.services[ALLOWED_ROOTS_SERVICE] = list(allowed_roots)
-    scripts = hook_scripts(hooks, Path(workdir) if workdir else Path.cwd())
+    scripts = hook_scripts(hooks, workdir)
     if scripts:
         layers.services[PROTECTED_PATHS_SERVICE] = scripts
     return layers
 
 
-def hook_scripts(hooks: Hooks, workdir: Path) -> list[str]:
+def hook_scripts(hooks: Hooks, workdir: str | Path | None) -> list[str]:
     """The existing files that command hooks name (`python3 .hooks/check.py` → that file): the
-    model may not rewrite them without approval, or it could rewrite its own guard."""
+    model may not rewrite them without approval, or it could rewrite its own guard. Read in
+    `workdir` (None: the current directory)."""
+    commands = [hook.command for name in HOOK_NAMES for hook in getattr(hooks, name)
+                if isinstance(hook, CommandHook)]
+    if not commands:  # every run asks: no paths made for an agent without command hooks
+        return []
+    cwd, home = str((Path(workdir) if workdir else Path.cwd()).resolve()), str(Path.home())
     found: list[str] = []
-    for name in HOOK_NAMES:
-        for hook in getattr(hooks, name):
-            if not isinstance(hook, CommandHook):
-                continue
-            script = parse_command(hook.command, cwd=str(workdir.resolve()), home=str(Path.home()))
-            for command in script.commands:
-                for word in command.words:
-                    path = join_path(command.cwd, word.value)
-                    if path and not word.computed and path not in found and \
-                            not path.startswith(("/usr/", "/bin/", "/sbin/")) and \
-                            os.path.isfile(path):
-                        found.append(path)
+    for text in commands:
+        script = parse_command(text, cwd=cwd, home=home)
+        for command in script.commands:
+            for word in command.words:
+                path = join_path(command.cwd, word.value)
+                if path and not word.computed and path not in found and \
+                        not path.startswith(("/usr/", "/bin/", "/sbin/")) and \
+                        os.path.isfile(path):
+                    found.append(path)
     return found

@@ -68,6 +68,8 @@ class SkillCatalog:
     def read_only_roots(self, workdir: Path) -> list[Path]:
         """Roots holding a skill but lying outside `workdir`: the file tools may read there
         (never write) so that a user's skill can refer to its own files."""
+        if not self.skills:  # every run asks: no path resolved on the disk for no skill
+            return []
         work = workdir.resolve()
         found: dict[Path, None] = {}
         for skill in self.skills:

@@ -139,6 +139,9 @@ class Tool:
     _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
     # (function, whether it is async): `inspect` asked once, not on every call
     _kind_cache: tuple[ToolFunction, bool] | None = field(default=None, init=False, repr=False)
+    # (the arguments model, its field names): see `_field_names`
+    _fields_cache: tuple[type[pydantic.BaseModel], tuple[str, ...]] | None = field(
+        default=None, init=False, repr=False)
 
     def spec(self, *, strict: bool = False) -> ToolSpec:
         """The tool as advertised. `strict=True` gives an OpenAI strict-mode schema when the
@@ -161,9 +164,17 @@ class Tool:
         arguments = drop_null_optionals(arguments, self.parameters)
         if self.arguments_model is not None:
             model = self.arguments_model.model_validate(arguments)
-            return {name: getattr(model, name) for name in type(model).model_fields}
+            return {name: getattr(model, name) for name in self._field_names(type(model))}
         check_against_schema(arguments, self.parameters)
         return arguments
+
+    def _field_names(self, model: type[pydantic.BaseModel]) -> tuple[str, ...]:
+        """`model`'s field names, read from pydantic once per model class, not on every call
+        (`model_fields` is a descriptor that calls a class method each time it is read)."""
+        known = self._fields_cache
+        if known is None or known[0] is not model:
+            known = self._fields_cache = (model, tuple(model.model_fields))
+        return known[1]
 
     def _is_async(self) -> bool:
         known = self._kind_cache

@@ -10,6 +10,7 @@ than seven days are removed the first time a process bounds output into that dir
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import threading
@@ -32,7 +33,17 @@ _cleaned_lock = threading.Lock()
 
 
 def spill_directory(cache_dir: str | os.PathLike[str] | None) -> Path:
-    """Where spill files go for a given `cache_dir` setting."""
+    """Where spill files go for a given `cache_dir` setting (every run asks: the path is made
+    once per setting and environment, not with `pathlib` each time)."""
+    environ = os.environ
+    return _spill_directory(os.fspath(cache_dir) if cache_dir else None,
+                            environ.get("XDG_CACHE_HOME"), environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=16)
+def _spill_directory(cache_dir: str | None, xdg_cache_home: str | None,
+                     home: str | None) -> Path:
+    # the two variables are part of the key: the default and `~` are read from them
     if cache_dir:
         return Path(cache_dir).expanduser() / "spill"
     from loopwright.settings import default_cache_dir
