@@ -55,6 +55,19 @@ def test_system_prompt_is_top_level_and_split_at_the_cache_boundary() -> None:
     assert [m["role"] for m in body["messages"]] == ["user"]
 
 
+def test_every_leading_system_message_is_sent_as_the_history_has_them_at_each_turn() -> None:
+    first = messages.system("static rules" + CACHE_BOUNDARY + "today: Monday")
+    second = messages.system("be brief")
+    rules = [{"type": "text", "text": "static rules", "cache_control": {"type": "ephemeral"}},
+             {"type": "text", "text": "today: Monday"}]
+    brief = [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
+    for leading, sent in [([first], rules), ([first, second], rules + brief), ([first], rules),
+                          ([second, first], brief + rules)]:
+        request = ModelRequest(model="claude", messages=[*leading, messages.user("hi")])
+        assert json.loads(WIRE.encode_body(request, stream=False))["system"] == sent
+        assert WIRE.build_body(request, stream=False)["system"] == sent
+
+
 def test_tool_results_and_a_following_note_share_one_user_turn_results_first() -> None:
     calls = two_calls()
     body = body_for([messages.system("s"), messages.user("go"), calls,

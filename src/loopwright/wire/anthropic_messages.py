@@ -193,24 +193,47 @@ class Turn:
 
 def conversation_to_wire(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Turn]]:
     """(system blocks, turns) with roles alternating and the first turn a user turn."""
-    system, start = _system_part(messages)
-    turns = _group(messages, start)
+    system = _system_part(messages)
+    turns = _group(messages, system.count)
     if not turns or turns[0].role != "user":
-        turns.insert(0, Turn("user", [], start))
-    return system, turns
+        turns.insert(0, Turn("user", [], system.count))
+    return system.blocks, turns
 
 
-def _system_part(messages: list[Message]) -> tuple[list[dict[str, Any]], int]:
-    system: list[dict[str, Any]] = []
+class _System:
+    """The leading system messages of a request: how many, their blocks, the cache breakpoints
+    the turns and tools may still take after theirs, and the blocks' JSON (no brackets)."""
+
+    __slots__ = ("blocks", "count", "left", "text")
+
+    def __init__(self, leading: list[Message]) -> None:
+        self.count = len(leading)
+        self.blocks = [block for m in leading for block in system_blocks(m)]
+        self.left = _breakpoints_left(self.blocks)
+        self.text = ",".join([p for m in leading
+                              if (p := splice.cached_piece(m, JSON_KEY, system_blocks))])
+
+
+_SYSTEM_KEY = f"{MODE}/system"  # a lone leading system message's `_System`
+
+
+def _system_part(messages: list[Message]) -> _System:
+    """Every turn asks: for the usual request, one system message then the conversation, the
+    answer is kept on that message (its cache empties when it is edited)."""
+    if len(messages) > 1 and messages[0].role == "system" and messages[1].role != "system":
+        kept: _System | None = messages[0].wire_cache.get(_SYSTEM_KEY)
+        if kept is None:
+            kept = messages[0].wire_cache[_SYSTEM_KEY] = _System(messages[:1])
+        return kept
     start = 0
     while start < len(messages) and messages[start].role == "system":
-        system.extend(system_blocks(messages[start]))
         start += 1
-    return system, start
+    return _System(messages[:start])
 
 
 def _group(messages: list[Message], start: int) -> list[Turn]:
     turns: list[Turn] = []
+    last: Turn | None = None
     for i in range(start, len(messages)):
         msg = messages[i]
         # the cached blocks read here (a call only for a message not seen yet): every turn
@@ -218,11 +241,12 @@ def _group(messages: list[Message], start: int) -> list[Turn]:
         if not (msg.wire_cache.get(MODE) or message_to_blocks(msg)):
             continue  # an empty message would be rejected; its neighbours merge instead
         role = "assistant" if msg.role == "assistant" else "user"
-        if turns and turns[-1].role == role:
-            turns[-1].held.append(msg)
-            turns[-1].end = i + 1
+        if last is not None and last.role == role:
+            last.held.append(msg)
+            last.end = i + 1
         else:
-            turns.append(Turn(role, [msg], i + 1))
+            last = Turn(role, [msg], i + 1)
+            turns.append(last)
     return turns
 
 
@@ -239,24 +263,23 @@ def _turn_json(turn: Turn) -> str:
     return f'{{"role":"{turn.role}","content":[{blocks}]}}'
 
 
-def _split_turns(messages: list[Message]) -> tuple[list[dict[str, Any]], int, str, list[Turn]]:
-    """(system blocks, how many system messages lead, the JSON of every turn but the last two,
-    the last two turns).
+def _split_turns(messages: list[Message]) -> tuple[_System, str, list[Turn]]:
+    """(the system part, the JSON of every turn but the last two, the last two turns).
 
     The JSON of the earlier turns is joined onto the text kept from the previous turn of the run
     (`splice.Joined`, ending on a turn boundary) when that is still true, and kept again."""
-    system, leading = _system_part(messages)
+    system = _system_part(messages)
     entry = splice.find_joined(messages, JOINED_KEY)
     turns = _group(messages, entry.count) if entry is not None else []
     if entry is None or len(turns) < 2 or turns[0].role == entry.extra:
         entry = None  # none kept, or the new turns would merge into the kept ones: start over
-        system, turns = conversation_to_wire(messages)
+        turns = conversation_to_wire(messages)[1]
     head, tail = turns[:-2], turns[-2:]
     text = entry.text if entry is not None else ""
     if head:
         text = ",".join([p for p in (text, *map(_turn_json, head)) if p])
         splice.remember_joined(messages, head[-1].end, text, JOINED_KEY, entry, head[-1].role)
-    return system, leading, text, tail
+    return system, text, tail
 
 
 def _breakpoints_left(system: list[dict[str, Any]]) -> int:
@@ -291,14 +314,13 @@ def _marked_tail(system: list[dict[str, Any]], last_two: list[Turn]
 _MARK_JSON = ',"cache_control":' + splice.dumps(EPHEMERAL) + "}"
 
 
-def _marked_tail_json(system: list[dict[str, Any]], last_two: list[Turn]
-                      ) -> tuple[str | None, bool]:
+def _marked_tail_json(budget: int, last_two: list[Turn]) -> tuple[str | None, bool]:
     """`_marked_tail` as JSON text joined from each message's cached JSON, the breakpoint
-    written into the text of each turn's last block: the same text, without building the
-    turns' objects and serialising them again every turn. (None, False) when a turn is the
-    opening placeholder or its last block does not take the breakpoint as it stands (a
-    reasoning block, one already marked): those turns go the object way."""
-    budget = _breakpoints_left(system)
+    written into the text of each turn's last block (`budget`: the breakpoints left after the
+    system's): the same text, without building the turns' objects and serialising them again
+    every turn. (None, False) when a turn is the opening placeholder or its last block does
+    not take the breakpoint as it stands (a reasoning block, one already marked): those turns
+    go the object way."""
     texts: list[str] = []
     for turn in reversed(last_two):
         if not turn.held:
@@ -424,26 +446,23 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
 
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         history = request.messages
-        system, system_count, head_json, last_two = _split_turns(history)
+        system, head_json, last_two = _split_turns(history)
         refuse_unsupported(profile.supports_images, request.model, request.messages)
         # only the last two turns carry breakpoints: joined from each message's cached JSON
         # with the breakpoint written into their last block, or else built as objects; the
         # turns before them are joined from each message's cached JSON
-        tail_json, mark_tool = _marked_tail_json(system, last_two)
+        tail_json, mark_tool = _marked_tail_json(system.left, last_two)
         if tail_json is None:
-            tail, mark_tool = _marked_tail(system, last_two)
+            tail, mark_tool = _marked_tail(system.blocks, last_two)
             tail_json = ",".join(map(splice.dumps, tail))
-        messages_json = ",".join([p for p in (head_json, tail_json) if p])
+        messages_json = (f"{head_json},{tail_json}" if head_json and tail_json
+                         else head_json or tail_json)
         body: dict[str, Any] = {"model": request.model, "messages": splice.Spliced(
             lambda: messages_json,
             lambda: [*map(turn_object, conversation_to_wire(history)[1][:-2]),
-                     *_marked_tail(system, last_two)[0]])}
-        if system:  # the system prompt's JSON too is written once, on its message
-            leading = history[:system_count]
-            body["system"] = splice.Spliced(
-                lambda: ",".join([p for m in leading
-                                  if (p := splice.cached_piece(m, JSON_KEY, system_blocks))]),
-                lambda: system)
+                     *_marked_tail(system.blocks, last_two)[0]])}
+        if system.blocks:  # the system prompt's JSON too is written once, on its message
+            body["system"] = splice.Spliced(lambda: system.text, lambda: list(system.blocks))
         if request.tools:  # the same every turn: their JSON is written once
             body["tools"] = (splice.encoded_tools(_MARKED, request.tools, _marked_tools)
                              if mark_tool else

@@ -158,9 +158,6 @@ def join_pieces(messages: list[Message], key: str, piece: Callable[[Message], st
     return f"{kept},{fresh[-1]}" if kept and fresh[-1] else kept or fresh[-1]
 
 
-_READY = (Spliced, Encoded)  # body values whose JSON text is (mostly) written already
-
-
 def materialize(body: dict[str, Any]) -> dict[str, Any]:
     """`body` with every spliced array and encoded value turned into ordinary objects (an
     encoded one read back from its text: a fresh object, never the one kept for reuse)."""
@@ -172,18 +169,21 @@ def encode_body(body: dict[str, Any]) -> bytes:
     """The bytes of `body`: plain values serialised now, spliced arrays joined from their cached
     pieces and encoded values as their text (placed after the plain keys; key order means
     nothing in JSON)."""
-    ready = [(k, v) for k, v in body.items() if isinstance(v, _READY)]
+    plain: dict[str, Any] = {}
+    ready: list[str] = []  # each `,"key":text`; keys of our own (messages…): no escaping needed
+    for key, value in body.items():  # one pass, a type test a key: this runs every turn
+        kind = type(value)
+        if kind is Spliced:
+            ready.append(f',"{key}":[{value.json()}]')
+        elif kind is Encoded:
+            ready.append(f',"{key}":{value.text}')
+        else:
+            plain[key] = value
+    head = dumps(plain)
     if not ready:
-        return dumps(body).encode()
-    head = dumps({k: v for k, v in body.items() if not isinstance(v, _READY)})
-    parts = [head[:-1]]
-    separator = "," if len(head) > 2 else ""
-    for key, value in ready:  # keys of our own (messages, tools…): no escaping needed
-        text = f"[{value.json()}]" if isinstance(value, Spliced) else value.text
-        parts.append(f'{separator}"{key}":{text}')
-        separator = ","
-    parts.append("}")
-    return "".join(parts).encode()
+        return head.encode()
+    tail = "".join(ready)
+    return (f"{head[:-1]}{tail}}}" if len(head) > 2 else f"{{{tail[1:]}}}").encode()
 
 
 class SplicedBodyFormat:
