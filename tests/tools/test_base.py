@@ -102,3 +102,28 @@ def test_a_raw_schema_tool_is_checked_against_its_schema() -> None:
         raw.validate({})
     with pytest.raises(ValueError, match="should be string"):
         raw.validate({"text": 3})
+
+
+async def test_a_context_whose_gate_was_asked_is_freed_without_the_collector() -> None:
+    """The approval gate's timing wrapper held the context it is set on: a reference cycle
+    every tool call left to the garbage collector."""
+    import gc
+
+    async def gate(action: str, detail: str) -> bool:
+        return True
+
+    gc.collect()
+    gc.disable()
+    try:
+        ctx = ToolContext(approve=gate)
+        assert await ctx.approve("write", "a file")
+        assert ctx.approval_wait >= 0.0
+        del ctx
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+    finally:
+        gc.set_debug(0)
+        gc.enable()
+    left = [o for o in gc.garbage if isinstance(o, ToolContext)]
+    gc.garbage.clear()
+    assert left == []

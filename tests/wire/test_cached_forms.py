@@ -180,3 +180,30 @@ def test_an_edited_system_prompt_is_sent_as_edited(mode: str) -> None:
     assert "Be thorough." in json.dumps(sent(mode, messages))
     messages[0] = system("Be kind.")  # a new message, not an edit
     assert "Be kind." in json.dumps(sent(mode, messages))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_history_sent_turn_after_turn_is_freed_without_the_collector(mode: str) -> None:
+    """The text joined for the next turn was kept on the last message it covers, with a list
+    of the messages it covers, that message among them: a reference cycle that left the
+    whole history to the garbage collector (whose collections are CPU every turn)."""
+    import gc
+
+    wire = get_wire_format(mode)
+    full = history(6)
+    sanitizer = Sanitizer()
+    gc.collect()
+    gc.disable()
+    try:
+        for end in range(2, len(full) + 1):
+            wire.encode_body(ModelRequest(model="m", messages=sanitizer(full[:end])), stream=False)
+        assert any("joined" in key for m in full for key in m.wire_cache)  # one is kept
+        del full, sanitizer
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+    finally:
+        gc.set_debug(0)
+        gc.enable()
+    left = [o for o in gc.garbage if isinstance(o, Message)]
+    gc.garbage.clear()
+    assert left == []

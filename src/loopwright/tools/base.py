@@ -11,6 +11,7 @@ import re
 import sys
 import time
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,14 +89,19 @@ class ToolContext(Generic[DepsT]):
     approval_wait: float = 0.0  # seconds this call spent waiting for the user's approval
 
     def __post_init__(self) -> None:
-        gate = self.approve
+        # the wrapper reaches this context weakly: a strong reference would make the two a
+        # cycle, left for the garbage collector by every tool call (its collections are CPU
+        # a turn; a context is otherwise freed as soon as the call is over)
+        gate, context = self.approve, weakref.ref(self)
 
         async def timed(action: str, detail: str) -> bool:
             started = time.perf_counter()
             try:
                 return await gate(action, detail)
             finally:  # the human's time is no tool time
-                self.approval_wait += time.perf_counter() - started
+                ctx = context()
+                if ctx is not None:
+                    ctx.approval_wait += time.perf_counter() - started
 
         self.approve = timed
 

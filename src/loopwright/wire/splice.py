@@ -107,10 +107,13 @@ class Joined:
     """The joined JSON text of a request's first `count` messages, kept on the last of them
     (`wire_cache[key]`) so the next turn of the same run starts from it."""
 
-    __slots__ = ("count", "edits", "extra", "messages", "text")
+    __slots__ = ("before", "count", "edits", "extra", "text")
 
     def __init__(self, messages: list[Message], text: str, extra: Any = None) -> None:
-        self.messages = messages
+        # the messages before the one it is kept on: that one in it too would make a cycle
+        # (the message, its cache, this, the list), and a finished run's whole history
+        # garbage that only the collector frees, not its reference counts
+        self.before = messages[:-1]
         self.count = len(messages)
         self.text = text
         self.extra = extra  # what the adapter needs to continue (Anthropic: the last role)
@@ -126,7 +129,7 @@ def find_joined(messages: list[Message], key: str) -> Joined | None:
         entry = messages[i].wire_cache.get(key)
         if isinstance(entry, Joined):
             if (entry.count == i + 1 and entry.edits == edits_so_far()
-                    and messages[: i + 1] == entry.messages):
+                    and messages[:i] == entry.before):
                 return entry
             messages[i].wire_cache.pop(key, None)
             return None
@@ -136,9 +139,9 @@ def find_joined(messages: list[Message], key: str) -> Joined | None:
 def remember_joined(messages: list[Message], count: int, text: str, key: str,
                     previous: Joined | None, extra: Any = None) -> None:
     """Keep the joined `text` of `messages[:count]` for the next turn (and drop the previous
-    one, so a run holds one)."""
+    one, `find_joined`'s answer for these `messages`, so a run holds one)."""
     if previous is not None and previous.count:
-        previous.messages[-1].wire_cache.pop(key, None)
+        messages[previous.count - 1].wire_cache.pop(key, None)  # where it was found
     if count:
         messages[count - 1].wire_cache[key] = Joined(messages[:count], text, extra)
 
