@@ -103,7 +103,8 @@ async def test_probes_close_their_connections_and_model_calls_keep_theirs() -> N
     probes = [r for r in server.requests if r.format is None]
     assert [r.path for r in probes] == ["/v1/models"]  # a server that tells no window
     assert {r.headers.get("connection") for r in probes} == {"close"}
-    assert [r.headers.get("connection") for r in server.model_requests] == ["keep-alive"]
+    # HTTP/1.1: kept unless the request says "close" (loopwright sends no `connection` header)
+    assert [r.headers.get("connection") for r in server.model_requests] == [None]
 
 
 async def test_an_explicit_window_wins_and_nothing_is_probed() -> None:
