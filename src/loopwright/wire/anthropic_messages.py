@@ -259,8 +259,14 @@ def turn_object(turn: Turn) -> dict[str, Any]:
 def _turn_json(turn: Turn) -> str:
     if not turn.held:
         return splice.dumps(turn_object(turn))
-    blocks = ",".join([splice.cached_piece(m, JSON_KEY, message_to_blocks) for m in turn.held])
-    return f'{{"role":"{turn.role}","content":[{blocks}]}}'
+    return f'{{"role":"{turn.role}","content":[{_blocks_json(turn.held)}]}}'
+
+
+def _blocks_json(held: list[Message]) -> str:
+    """The JSON of the blocks of `held` (no brackets), from each message's cached JSON."""
+    if len(held) == 1:  # most turns: a reply, or one result (no list to build and join)
+        return splice.cached_piece(held[0], JSON_KEY, message_to_blocks)
+    return ",".join([splice.cached_piece(m, JSON_KEY, message_to_blocks) for m in held])
 
 
 def _split_turns(messages: list[Message]) -> tuple[_System, str, list[Turn]]:
@@ -277,7 +283,8 @@ def _split_turns(messages: list[Message]) -> tuple[_System, str, list[Turn]]:
     head, tail = turns[:-2], turns[-2:]
     text = entry.text if entry is not None else ""
     if head:
-        text = ",".join([p for p in (text, *map(_turn_json, head)) if p])
+        turns_json = ",".join(map(_turn_json, head))  # never empty: each has its role
+        text = f"{text},{turns_json}" if text else turns_json
         splice.remember_joined(messages, head[-1].end, text, JOINED_KEY, entry, head[-1].role)
     return system, text, tail
 
@@ -328,11 +335,11 @@ def _marked_tail_json(budget: int, last_two: list[Turn]) -> tuple[str | None, bo
         last = message_to_blocks(turn.held[-1])[-1]
         if last["type"] in _REASONING_BLOCKS or "cache_control" in last:
             return None, False
-        pieces = [splice.cached_piece(m, JSON_KEY, message_to_blocks) for m in turn.held]
+        blocks = _blocks_json(turn.held)  # ends with the last block's "}"
         if budget > 0:
-            pieces[-1] = pieces[-1][:-1] + _MARK_JSON
+            blocks = blocks[:-1] + _MARK_JSON
             budget -= 1
-        texts.append(f'{{"role":"{turn.role}","content":[{",".join(pieces)}]}}')
+        texts.append(f'{{"role":"{turn.role}","content":[{blocks}]}}')
     texts.reverse()
     return ",".join(texts), budget > 0
 
