@@ -50,6 +50,18 @@ def reasoning_reply(encrypted: str | None = "enc-1") -> Message:
 # --- request shapes -----------------------------------------------------------------------------
 
 
+def test_the_instructions_are_every_leading_system_message_as_the_history_has_them() -> None:
+    first = messages.system("static rules" + CACHE_BOUNDARY + "today: Monday")
+    second = messages.system("be brief")
+    for leading, sent in [([first], "static rules\n\ntoday: Monday"),
+                          ([first, second], "static rules\n\ntoday: Monday\n\nbe brief"),
+                          ([first], "static rules\n\ntoday: Monday"),
+                          ([second, first], "be brief\n\nstatic rules\n\ntoday: Monday")]:
+        request = ModelRequest(model="m", messages=[*leading, messages.user("hi")])
+        assert json.loads(WIRE.encode_body(request, stream=False))["instructions"] == sent
+        assert WIRE.build_body(request, stream=False)["instructions"] == sent
+
+
 def test_stateless_body_with_instructions_items_and_flat_tools() -> None:
     calls = messages.assistant("Let me add.", [ToolCall(id="c1", name="add",
                                                         arguments='{"a":1}')])

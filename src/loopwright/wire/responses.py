@@ -37,6 +37,7 @@ JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's items as JS
 JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the items up to it (splice.Joined)
 # … of the first system message: the instructions and their JSON (the same text every turn)
 INSTRUCTIONS_KEY = f"{MODE}/instructions"
+_LONE_KEY = f"{MODE}/lone-instructions"  # a lone system message's text, boundary taken out
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -135,18 +136,33 @@ def _tool_choice(choice: str) -> Any:
 
 def conversation_to_wire(messages: list[Message]) -> tuple[str, splice.Spliced]:
     """(instructions, the input items as an array spliced from per-message JSON)."""
-    system: list[str] = []
-    start = 0
-    while start < len(messages) and messages[start].role == "system":
-        system.append(strip_boundary(messages[start].content))
-        start += 1
+    if len(messages) > 1 and messages[0].role == "system" and messages[1].role != "system":
+        instructions, start = _lone_instructions(messages[0]), 1  # the usual request
+    else:
+        system: list[str] = []
+        start = 0
+        while start < len(messages) and messages[start].role == "system":
+            system.append(strip_boundary(messages[start].content))
+            start += 1
+        instructions = "\n\n".join(s for s in system if s)
     rest = messages[start:]
 
     def objects() -> list[dict[str, Any]]:
         return [item for msg in rest for item in message_to_items(msg)]
 
-    return "\n\n".join(s for s in system if s), splice.Spliced(
+    return instructions, splice.Spliced(
         lambda: splice.join_pieces(rest, JOINED_KEY, _piece), objects)
+
+
+def _lone_instructions(first: Message) -> str:
+    """The instructions of a request with one system message: its text without the cache
+    boundary, kept on it (every turn asks; the text is the whole system prompt, scanned and
+    copied again each time otherwise), and the same object every turn, so the check of
+    `_encoded_instructions` is one of identity."""
+    kept: str | None = first.wire_cache.get(_LONE_KEY)
+    if kept is None:
+        kept = first.wire_cache[_LONE_KEY] = strip_boundary(first.content)
+    return kept
 
 
 def _piece(msg: Message) -> str:
