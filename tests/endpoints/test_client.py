@@ -222,6 +222,8 @@ async def main():
         async with Agent("m", base_url=server.base_url, api_key="k", skills=False) as agent:
             await agent.run("a")
             await agent.run("b")
+        async with request_slot(url="http://127.0.0.1:9/v1/chat/completions"):
+            pass  # an http:// URL given as text: no TLS either
         plain = len(made)
         async with request_slot(url="https://api.example.com/v1/chat/completions"):
             pass  # the pool an https:// request would get, without sending one

@@ -268,7 +268,9 @@ class RequestSlot:
         await entry.gate.acquire()
         try:
             shard = entry.free_shard()
-            client = shard.open(secure=not str(self._url).startswith("http://"))
+            url = self._url  # its scheme, not its text: `str` of a URL writes it out again
+            scheme = url.partition(":")[0] if isinstance(url, str) else url.scheme
+            client = shard.open(secure=scheme != "http")
         except BaseException:
             entry.gate.release()
             raise
