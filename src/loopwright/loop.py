@@ -204,6 +204,10 @@ async def turn(run: RunState) -> Next:
                                               else note))
         request.tool_choice = "none" if request.tools else None
     run.tools_off = answer_only
+    if run.prefill:  # the reply begun for the model: the server continues it
+        if not answer_only:
+            request.messages.append(messages.assistant(run.prefill))
+        run.prefill = ""
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
     offered = run.offered if response.message.tool_calls else []
     if offered:
@@ -372,7 +376,10 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
         elif verdict.kind in ("send_back", "set_aside"):
             if verdict.kind == "set_aside":
                 run.set_aside_answer()
-            run.append(notes.note_message(verdict.note))
+            if verdict.prefill:  # no note: the next reply is begun as a call
+                run.prefill = verdict.prefill
+            else:
+                run.append(notes.note_message(verdict.note))
             out.again = True
     return out
 
@@ -387,7 +394,7 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable,
-                      budget_left=run.review.budget_left)
+                      budget_left=run.review.budget_left, call_opening=run.call_opening)
 
 
 

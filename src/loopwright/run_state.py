@@ -159,6 +159,7 @@ class RunState:
         self._calling: CallingRun | None = None  # what tools see of this run (`tool_context`)
         self.answer_now = False  # the next request goes without tools: the model has its results
         self.answer_note = ""  # the note that asks for it, when a check wrote its own
+        self.prefill = ""  # the next reply is begun with this for the model (a call's opening)
         self._any_set_aside = False  # a reply was set aside (`Message.marks`) in this run
         self.turns_apart = True  # see `request_history`
         self.request = ""  # the user's request: the last user message when the run began
@@ -245,6 +246,11 @@ class RunState:
     @property
     def model(self) -> str:
         return self.calls.model
+
+    async def call_opening(self) -> str:
+        """How a native call begins for the model now answering, when its server continues a
+        reply begun for it ("" otherwise): `ModelClient.call_opening`."""
+        return await self.settings.chain.current.call_opening()
 
     @property
     def listened(self) -> bool:

@@ -106,6 +106,21 @@ class ModelClient:
     def label(self) -> str:
         return f"{self.endpoint.name or self.endpoint.base_url} {self.model} ({self.mode})"
 
+    async def call_opening(self) -> str:
+        """How a native call begins in the model's chat template (`Profile.call_opening`), when
+        this server continues a reply begun for the model and reads the call it completes:
+        llama.cpp's does, in Chat Completions; "" for any other server, or when the server does
+        not say what it is (one `GET /models`, kept per base URL)."""
+        opening = self.profile.call_opening
+        if not opening or self.mode != "chat_completions":
+            return ""
+        from loopwright.endpoints.servers import fetch_listing, known_kind
+
+        base = self.endpoint.base_url
+        kind = known_kind(base) or (
+            await fetch_listing(base, headers=self.endpoint.request_headers())).kind
+        return opening if kind == "llamacpp" else ""
+
     async def complete(
         self,
         request: ModelRequest,

@@ -35,7 +35,14 @@ class Profile:
     # checks written for small local models (`Check.small_models_only`) run for it under
     # `review = "auto"`; not for a frontier family, nor for an unknown name
     small_local: bool = False
+    # how a native call begins in the family's chat template: a reply begun with it for the
+    # model (a server that continues a reply it is given: llama.cpp) is written as a call
+    # (`review/call_after_error.py`); "" when not known
+    call_opening: str = ""
 
+
+QWEN2_CALL_OPENING = '<tool_call>\n{"name": "'
+"""How Qwen2 and Qwen2.5's chat template writes a call: the tag, then the object, name first."""
 
 GENERIC = Profile()
 
@@ -56,6 +63,8 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
                           frontier=True)),
     (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False,
                                      small_local=True)),
+    (("qwen2",), Profile(family="open-weights", small_local=True,
+                         call_opening=QWEN2_CALL_OPENING)),
     (("qwen", "llama", "mistral", "gemma", "phi", "hermes", "deepseek"),
      Profile(family="open-weights", small_local=True)),
 )

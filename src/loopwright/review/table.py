@@ -13,6 +13,7 @@ from loopwright.errors import ConfigError
 from loopwright.review.after_error import AfterError
 from loopwright.review.answer_again import AnswerAgain
 from loopwright.review.answers import CopiedPreamble, DanglingColon, EchoedNote, ImitatedMarkup
+from loopwright.review.call_after_error import CallAfterError
 from loopwright.review.call_format import CallFormat
 from loopwright.review.calls import CallLimit, DuplicateCalls
 from loopwright.review.check import Check
@@ -29,7 +30,7 @@ CHECK_NAMES: tuple[str, ...] = (
     # answers: the unread-file note names the call to make, so it comes before the others (told
     # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
     "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
-    "call_format", "narration", "after_error",
+    "call_format", "narration", "after_error", "call_after_error",
 )
 
 
@@ -39,7 +40,7 @@ def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
     return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(),
             DoomLoop(doom_loop_threshold),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
-            CallFormat(), Narration(prompt_mode=prompt_mode), AfterError()]
+            CallFormat(), Narration(prompt_mode=prompt_mode), AfterError(), CallAfterError()]
 
 
 def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Check]:

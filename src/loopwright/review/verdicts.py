@@ -31,6 +31,9 @@ class Verdict:
     call_id: str | None = None
     check: str = ""
     extra_call: bool = False
+    # `set_aside` only: no note; the next reply is begun with this text for the model (a call's
+    # opening, `ReviewView.call_opening`)
+    prefill: str = ""
 
     @property
     def costly(self) -> bool:
@@ -46,6 +49,10 @@ def send_back(note: str, reason: str) -> Verdict:
 
 def set_aside(note: str, reason: str) -> Verdict:
     return Verdict(kind="set_aside", note=note, reason=reason)
+
+
+def set_aside_for_call(opening: str, reason: str) -> Verdict:
+    return Verdict(kind="set_aside", prefill=opening, reason=reason)
 
 
 def skip_call(call_id: str, note: str, reason: str) -> Verdict:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loopwright.messages import Message, ToolCall
+
+
+async def _no_opening() -> str:
+    return ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -21,7 +25,10 @@ class ReviewView:
     conversation, the reply last. `tools_off`: the reply was asked for without tools.
     `truncated`: the reply was cut by the output limit (its last call is a fragment).
     `unreadable`: what was wrong with call markup in the text that could not be read.
-    `budget_left`: the extra model calls the review stage may still cause in this run."""
+    `budget_left`: the extra model calls the review stage may still cause in this run.
+    `call_opening`: how a native call begins in the model's chat template, when the server
+    continues a reply begun for the model ("" otherwise; asked only when needed: it may ask the
+    server what it is)."""
 
     answer: str = ""
     raw: str = ""
@@ -38,3 +45,4 @@ class ReviewView:
     unreadable: Sequence[str] = ()
     truncated: bool = False
     budget_left: int = 0
+    call_opening: Callable[[], Awaitable[str]] = _no_opening
