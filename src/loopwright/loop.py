@@ -206,7 +206,7 @@ async def turn(run: RunState) -> Next:
     run.tools_off = answer_only
     if run.prefill:  # the reply begun for the model: the server continues it
         if not answer_only:
-            request.messages.append(messages.assistant(run.prefill))
+            request.prefill = run.prefill
         run.prefill = ""
     response = await _ask(run, request, purpose="turn")  # 8, 9, 10
     offered = run.offered if response.message.tool_calls else []

@@ -274,6 +274,11 @@ class ModelRequest:
     # the user's request this call serves: a note the client adds on its own (the empty-reply
     # nudge) restates it, as a small model read a note alone as the user's whole message
     user_request: str = ""
+    # the reply begun for the model (a call's opening, `Profile.call_opening`): Chat Completions
+    # sends it as a last assistant message, which llama.cpp continues; a reply that then holds
+    # no call is given back with it in front (`ModelClient.complete`), so the call markup it
+    # began can still be read from the text
+    prefill: str = ""
 
 
 # --- history rules ----------------------------------------------------------------------------

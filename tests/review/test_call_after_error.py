@@ -143,3 +143,20 @@ async def test_each_firing_is_charged_to_the_budget() -> None:
     assert result.output == PROMISE_TEXT and len(server.model_requests) == 6
     assert [(e.check, e.applied, e.budget_left) for e in reviews] == [
         ("call_after_error", True, 1), ("call_after_error", True, 0)]
+
+
+async def test_a_begun_call_the_server_did_not_read_is_read_from_the_text() -> None:
+    # the server gives back only what the model wrote after the opening; with the opening in
+    # front, the call markup is whole and read as a call
+    rest = Reply('get_quote", "arguments": {"symbol": "ACME"}}\n</tool_call>')
+    script = [QUOTE, PROMISE, rest, Reply("ACME trades at 41.37.")]
+    result, server, _ = await run(script)
+    assert result.output == "ACME trades at 41.37." and attempts == ["ACME", "ACME"]
+    assert len(server.model_requests) == 4
+
+
+async def test_a_begun_reply_that_is_no_call_is_an_answer_with_its_opening() -> None:
+    # what the model wrote after the opening is no call: the answer is all of it, as written
+    script = [QUOTE, PROMISE, Reply("nothing")]
+    result, _, _ = await run(script)
+    assert result.output == QWEN2_CALL_OPENING + "nothing"

@@ -185,6 +185,8 @@ class ModelClient:
                 request = with_empty_reply_nudge(request)
                 continue
             self._report(listeners, attempt, streaming, None)
+            if request.prefill and not response.message.tool_calls:
+                response.message.content = request.prefill + response.message.content
             if discarded is not None:
                 response.usage.add(discarded)
             return response

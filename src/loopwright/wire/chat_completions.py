@@ -14,6 +14,7 @@ from loopwright.messages import (
     ToolSpec,
     Usage,
     any_attachments,
+    assistant,
 )
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
@@ -187,6 +188,8 @@ class ChatCompletionsFormat(splice.SplicedBodyFormat):
     def _body(self, request: ModelRequest, stream: bool, profile: Profile) -> dict[str, Any]:
         refuse_unsupported(profile.supports_images, request.model, request.messages)
         history = request.messages
+        if request.prefill:  # a last assistant message: the server continues it
+            history = [*history, assistant(request.prefill)]
         messages_value: Any = splice.Spliced(
             lambda: splice.join_pieces(history, JOINED_KEY, _piece),
             lambda: [message_to_wire(m) for m in history],
