@@ -268,13 +268,6 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
     return outcomes
 
 
-def json_or_text(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
 @contextlib.contextmanager
 def fixed_workspace(model_key: str, runner: str) -> Iterator[Path]:
     """The same path on every run of a row: the system prompt names the working directory, and
@@ -340,9 +333,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--review-off", default="", metavar="NAME[,NAME]",
                         help="ablation: run loopwright with these checks off (a boolean setting "
                              "such as narration_nudge, or a check of the review stage)")
-    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
-                        help="one more Agent setting for loopwright's runs, VALUE read as JSON "
-                             "(else a string), e.g. --setting answer_by_call=true; repeatable")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
@@ -397,10 +387,6 @@ def measured_commit() -> str:
 async def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     args.review_settings, args.review_label = review_settings(args)
-    for item in args.setting:
-        name, _, value = item.partition("=")
-        args.review_settings[name] = json_or_text(value)
-        args.review_label = f"{args.review_label} {item}".strip()
     if args.table_from:
         rows = [json.loads(line) for path in args.table_from for line in path.open()]
         outcomes = [rescored(Outcome(**row)) if "answered" not in row else Outcome(**row)

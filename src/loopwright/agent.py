@@ -481,7 +481,6 @@ class Agent(Generic[DepsT, OutputT]):
                      *self._output_plugins(chain),
                      *self.state_services.plugins(),
                      *context.plugins,
-                     *self._answer_by_call(chain),
                      *tool_call_plugins(fmt, catalogue, read_text_calls=reads_text_calls(
                          fmt, chain.current.profile,
                          prompt_mode=fmt.tool_call_format == "prompt"))],
@@ -501,13 +500,6 @@ class Agent(Generic[DepsT, OutputT]):
             side_chains=self._side_chains(chain),
             route=self._route(),
         )
-
-    def _answer_by_call(self, chain: ProviderChain) -> list[LoopPlugin]:
-        if not self.settings.answer_by_call:
-            return []
-        from loopwright.tools.answer_call import AnswerByCall
-
-        return [AnswerByCall(chain)]
 
     def _tool_services(self) -> dict[str, Any]:
         """What the built-in tools read from their context: the sandbox (when one was made;

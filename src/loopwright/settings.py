@@ -233,10 +233,6 @@ class Settings:
     text_tool_calls: bool = field(default=True, metadata=doc(TOOLS,
         "in native mode, recognise calls a local model wrote as text (never for a frontier model "
         'under `review = "auto"`: a fenced JSON example in its how-to answer is not a call)'))
-    answer_by_call: bool = field(default=False, metadata=doc(TOOLS,
-        "begin every reply that may call tools as a call, and offer `final_answer` for the "
-        "answer: for a family whose call opening is known (Qwen2.5) on a server that continues "
-        "a reply it is given (llama.cpp); elsewhere it does nothing"))
     allowed_tool_tags: list[str] | None = field(default=None, metadata=doc(TOOLS,
         "on turn 1, offer only tools with these tags (plus core tools)"))
     hidden_tools: list[str] = field(default_factory=list, metadata=doc(TOOLS,
@@ -410,7 +406,6 @@ class AgentOptions(TypedDict, total=False):
 
     tool_call_format: ToolCallFormat
     text_tool_calls: bool
-    answer_by_call: bool
     allowed_tool_tags: list[str] | None
     hidden_tools: list[str]
     deferred_tools: Literal["auto", "all"] | list[str] | None
