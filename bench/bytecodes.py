@@ -71,23 +71,14 @@ async def measure(args: argparse.Namespace, base_url: str, counter: Counter) -> 
     """Turns of the measured runs (after three warm-up runs), counted by `counter`."""
     import httpx
     from hand_loops import HAND_LOOPS
+    from overhead import lookup, lookup_sync  # the workload's tool, as bench/overhead.py's
 
-    from loopwright import Agent, tool
+    from loopwright import Agent
     from loopwright.endpoints.base import close_shared_client
-
-    @tool(name="lookup", read_only=True)
-    async def lookup_async(key: str) -> str:
-        """Look a key up."""
-        return f"value-of-{key}"
-
-    @tool(name="lookup", read_only=True)
-    def lookup_def(key: str) -> str:
-        """Look a key up."""
-        return f"value-of-{key}"
 
     client = httpx.AsyncClient(timeout=60)
     agent = Agent("bench-model", base_url=base_url, api_key="k", api_mode=args.mode,
-                  tools=[lookup_async if args.tool == "async" else lookup_def],
+                  tools=[lookup if args.tool == "async" else lookup_sync],
                   stream=args.stream, max_turns=args.rounds + 5)  # as bench/overhead.py's
 
     async def one() -> int:

@@ -54,26 +54,17 @@ def build_toggle(directory: Path) -> Path:
 async def child(args: argparse.Namespace) -> None:
     import httpx
     from hand_loops import HAND_LOOPS
+    from overhead import lookup, lookup_sync  # the workload's tool, as bench/overhead.py's
 
-    from loopwright import Agent, tool
+    from loopwright import Agent
     from loopwright.endpoints.base import close_shared_client
-
-    @tool(name="lookup", read_only=True)
-    async def lookup_async(key: str) -> str:
-        """Look a key up."""
-        return f"value-of-{key}"
-
-    @tool(name="lookup", read_only=True)
-    def lookup_def(key: str) -> str:
-        """Look a key up."""
-        return f"value-of-{key}"
 
     helper = ctypes.CDLL(args.toggle)
     stream = args.stream == "yes"
     client = httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=500,
                                                                max_keepalive_connections=500))
     agent = Agent("bench-model", base_url=args.base_url, api_key="k", api_mode=args.mode,
-                  tools=[lookup_async if args.tool == "async" else lookup_def], stream=stream,
+                  tools=[lookup if args.tool == "async" else lookup_sync], stream=stream,
                   max_turns=args.rounds + 5, skills=False)
 
     async def batch() -> int:
