@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import socket
@@ -171,6 +172,25 @@ def search_hits(store: Any, text: str) -> list[tuple[str, int]]:
     """(session, seq) of each message a session store's `search` finds for `text`, sorted: what
     a migrated file's search index must still find."""
     return sorted((hit.session_id, hit.seq) for hit in store.search(text))
+
+
+@contextlib.contextmanager
+def cyclic_garbage(kind: type) -> Iterator[list[Any]]:
+    """The objects of `kind` made in the block that only the garbage collector can free (held
+    in a reference cycle), listed once the block is over: the collector is off inside it, and
+    what it then collects is kept for the list instead of freed."""
+    gc.collect()
+    gc.disable()
+    found: list[Any] = []
+    try:
+        yield found
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+    finally:
+        gc.set_debug(0)
+        gc.enable()
+    found.extend(o for o in gc.garbage if isinstance(o, kind))
+    gc.garbage.clear()
 
 
 def run_in_processes(target: Callable[..., None], argsets: list[tuple[Any, ...]], *,

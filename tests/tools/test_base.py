@@ -7,6 +7,7 @@ import pydantic
 import pytest
 
 from loopwright import Tool, ToolContext, tool
+from shared_helpers import cyclic_garbage
 
 
 class Point(pydantic.BaseModel):
@@ -107,23 +108,12 @@ def test_a_raw_schema_tool_is_checked_against_its_schema() -> None:
 async def test_a_context_whose_gate_was_asked_is_freed_without_the_collector() -> None:
     """The approval gate's timing wrapper held the context it is set on: a reference cycle
     every tool call left to the garbage collector."""
-    import gc
-
     async def gate(action: str, detail: str) -> bool:
         return True
 
-    gc.collect()
-    gc.disable()
-    try:
+    with cyclic_garbage(ToolContext) as left:
         ctx = ToolContext(approve=gate)
         assert await ctx.approve("write", "a file")
         assert ctx.approval_wait >= 0.0
         del ctx
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        gc.collect()
-    finally:
-        gc.set_debug(0)
-        gc.enable()
-    left = [o for o in gc.garbage if isinstance(o, ToolContext)]
-    gc.garbage.clear()
     assert left == []

@@ -25,6 +25,7 @@ from loopwright.messages import (
 )
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.wire import get_wire_format
+from shared_helpers import cyclic_garbage
 
 MODES = ["chat_completions", "responses", "anthropic_messages"]
 
@@ -187,23 +188,12 @@ def test_a_history_sent_turn_after_turn_is_freed_without_the_collector(mode: str
     """The text joined for the next turn was kept on the last message it covers, with a list
     of the messages it covers, that message among them: a reference cycle that left the
     whole history to the garbage collector (whose collections are CPU every turn)."""
-    import gc
-
     wire = get_wire_format(mode)
     full = history(6)
     sanitizer = Sanitizer()
-    gc.collect()
-    gc.disable()
-    try:
+    with cyclic_garbage(Message) as left:
         for end in range(2, len(full) + 1):
             wire.encode_body(ModelRequest(model="m", messages=sanitizer(full[:end])), stream=False)
         assert any("joined" in key for m in full for key in m.wire_cache)  # one is kept
         del full, sanitizer
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        gc.collect()
-    finally:
-        gc.set_debug(0)
-        gc.enable()
-    left = [o for o in gc.garbage if isinstance(o, Message)]
-    gc.garbage.clear()
     assert left == []
