@@ -258,17 +258,18 @@ class SessionRecorder(LoopPlugin):
         if not writes.open:  # after the run's last write
             self._after_close(run, event)
             return
-        row = _stored_row(event)
-        if event.type == "turn_end" and not event.agent:
-            self._with_turn_words(row)
         # a turn's record (usage, cost) is its turn_end event, and the run's row is written
         # when it starts and ends: a run not ended is summed from its turns (store/turns.py)
-        writes.put_event(run.run_id, row)
+        writes.put_event(run.run_id, self._row(event))
 
-    def _with_turn_words(self, row: dict[str, Any]) -> None:
-        """The deltas are not kept: the turn's own words go with its `turn_end` row (the prompt
-        or steering it started from, its text and reasoning), so a viewer shows them under the
-        right turn whatever steering or compaction did to the message list."""
+    def _row(self, event: Event) -> dict[str, Any]:
+        """The event's stored row. The deltas are not kept: the turn's own words go with the
+        run's `turn_end` row (the prompt or steering it started from, its text and reasoning),
+        so a viewer shows them under the right turn whatever steering or compaction did to the
+        message list."""
+        row = _stored_row(event)
+        if event.type != "turn_end" or event.agent:
+            return row
         said, self._turn_messages = self._turn_messages, []
         users, text, reasoning = [], [], []
         for message in said:  # user and assistant messages only (`on_message`)
@@ -280,16 +281,14 @@ class SessionRecorder(LoopPlugin):
         row["user"] = users
         row["text"] = "".join(text)
         row["reasoning"] = "".join(reasoning)
+        return row
 
     def _after_close(self, run: RunView, event: Event) -> None:
         """An event after the run's last write: its own terminal event is in that write already;
         anything else (a sub-agent's late event) is written on its own."""
         if self._ended and event.type in TERMINAL_TYPES and event.agent == run.agent_tag:
             return
-        row = _stored_row(event)
-        if event.type == "turn_end" and not event.agent:
-            self._with_turn_words(row)
-        self._late_write(self.store.record_events(self.session_id, run.run_id, [row]))
+        self._late_write(self.store.record_events(self.session_id, run.run_id, [self._row(event)]))
 
     def on_compaction(self, run: RunView) -> None:
         """Compaction replaced the history: the session (same id) starts its next epoch from
