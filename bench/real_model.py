@@ -86,6 +86,7 @@ class Outcome:
     output: str = ""
     detail: str = ""
     messages: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[str] = field(default_factory=list)  # "check:verdict" of each review event
     answered: bool = True  # the run ended with an answer the model wrote
     checker_ok: bool = False  # the task's checker accepted the output, answer or not
     stop: str = ""
@@ -105,22 +106,29 @@ class RunStats:
     output_tokens: int = 0
     detail: str = ""
     messages: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[str] = field(default_factory=list)
 
 
 async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: str, *,
                          fmt: str, stream: bool, args: argparse.Namespace, workspace: Path
                          ) -> RunStats:
+    reviews: list[str] = []
+
+    def note_review(event: Any) -> None:  # which checks acted: the ablation counts them
+        if getattr(event, "type", "") == "review":
+            reviews.append(f"{event.check}:{event.verdict}")
+
     agent = Agent(model_id, base_url=base_url, api_key="none", tools=tools,
                   tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
                   temperature=args.temperature, max_tokens=args.max_tokens,
                   workdir=str(workspace), retry_attempts=2, retry_base_delay=0.2,
                   raise_on_error=False,  # a failed run is a row of the table
-                  **args.review_settings)
+                  callbacks=[note_review], **args.review_settings)
     result = await agent.run(task.prompt)
     return RunStats(output=result.output, stop=result.stop_reason, turns=result.turns,
                     requests=result.usage.requests, input_tokens=result.usage.input_tokens,
                     output_tokens=result.usage.output_tokens, detail=result.error or "",
-                    messages=[m.to_dict() for m in result.messages])
+                    messages=[m.to_dict() for m in result.messages], reviews=reviews)
 
 
 async def run_pydantic_ai(task: Task, tools: list[Any], base_url: str, model_id: str, *,
@@ -209,7 +217,7 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
                    detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300],
-                   messages=s.messages)
+                   messages=s.messages, reviews=s.reviews)
 
 
 def runners(args: argparse.Namespace) -> list[str]:
