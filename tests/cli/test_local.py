@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -93,3 +95,55 @@ async def test_the_local_model_gets_the_compact_prompt_of_small_windows() -> Non
             body = server.model_requests[0].body
         sizes[window] = len(str(body["messages"][0]["content"])) + len(str(body.get("tools")))
     assert sizes[CONTEXT_SIZE] < sizes[4 * CONTEXT_SIZE] * 0.7
+
+
+async def test_the_local_model_caps_each_reply() -> None:
+    """Without a limit llama.cpp writes until its 16k window is full: a small model repeating
+    itself held the CPU past the README test's 15-minute timeout."""
+    from loopwright import Agent
+    from loopwright.local import REPLY_TOKENS, ServedModel
+    from loopwright.testing import FakeModelServer, Reply
+
+    with FakeModelServer([Reply("4")]) as server:
+        served = ServedModel(model="qwen2.5-coder-1.5b-instruct", base_url=server.base_url,
+                             context_window=CONTEXT_SIZE, title="test")
+        await Agent(**served.agent_options()).run("What is 2 + 2?")  # type: ignore[arg-type]
+        assert server.model_requests[0].body["max_tokens"] == REPLY_TOKENS
+
+
+@pytest.fixture
+def served_by_fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """`--local` with the model served by the fake server (the real llama.cpp run is the
+    README test's): what the CLI sends it."""
+    import contextlib
+
+    import loopwright.local
+    import loopwright.local.weights
+    from loopwright.local import ServedModel
+    from loopwright.testing import FakeModelServer, Reply
+
+    with FakeModelServer([Reply("4")]) as server:
+        @contextlib.contextmanager
+        def fake_local_model(key: str = DEFAULT_MODEL, **_: Any) -> Iterator[ServedModel]:
+            yield ServedModel(model="qwen2.5-coder-1.5b-instruct", base_url=server.base_url,
+                              context_window=CONTEXT_SIZE, title="test")
+
+        monkeypatch.setattr(loopwright.local, "local_model", fake_local_model)
+        monkeypatch.setattr(loopwright.local.weights, "weights_present", lambda *_: True)
+        monkeypatch.chdir(tmp_path)
+        yield server
+
+
+@pytest.mark.parametrize(("how", "expected"), [
+    ([], 2_048), (["--max-tokens", "300"], 300), ("env", 500), ("config", 700)])
+def test_a_reply_limit_the_user_chose_wins_over_the_local_cap(
+        served_by_fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        how: Any, expected: int) -> None:
+    if how == "env":
+        monkeypatch.setenv("LOOPWRIGHT_MAX_TOKENS", "500")
+    if how == "config":
+        (tmp_path / "loopwright.toml").write_text("max_tokens = 700\n")
+    done = CliRunner().invoke(app, ["run", "What is 2 + 2?", "--local",
+                                    *(how if isinstance(how, list) else [])])
+    assert done.exit_code == 0, done.output
+    assert served_by_fake.model_requests[0].body["max_tokens"] == expected

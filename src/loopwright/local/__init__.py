@@ -23,9 +23,13 @@ DEFAULT_MODEL = "1.5b"
 """Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.1 GB): the model bench/real_model.py measures."""
 CONTEXT_SIZE = 16_384
 """Tokens of context llama.cpp is started with."""
+REPLY_TOKENS = 2_048
+"""Most tokens one reply may take: without a limit llama.cpp writes until the window is full,
+and a small model that falls into repeating itself then holds a CPU for many minutes. Enough for
+a reply that writes a file of a few hundred lines."""
 
-__all__ = ["CONTEXT_SIZE", "DEFAULT_MODEL", "MODELS", "ServedModel", "ensure_weights",
-           "local_model"]
+__all__ = ["CONTEXT_SIZE", "DEFAULT_MODEL", "MODELS", "REPLY_TOKENS", "ServedModel",
+           "ensure_weights", "local_model"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,9 +42,9 @@ class ServedModel:
     title: str
 
     def agent_options(self) -> dict[str, object]:
-        """`Agent` keyword arguments that talk to this model."""
+        """`Agent` keyword arguments that talk to this model, replies capped at `REPLY_TOKENS`."""
         return {"model": self.model, "base_url": self.base_url, "api_key": "local",
-                "context_window": self.context_window}
+                "context_window": self.context_window, "max_tokens": REPLY_TOKENS}
 
 
 def default_threads() -> int:
