@@ -1,17 +1,21 @@
-"""Schema v5 (issue 30 item 5): message text is indexed for search in bulk (before a search,
-when a run ends), not by a trigger on every insert, and `sessions.updated` is set by the store.
+"""Schema v5 (issue 30 item 5): message text is indexed for search in bulk, when a search
+runs (not by a trigger on every insert, nor when a run ends), and `sessions.updated` is set by
+the store.
 A database made by the v4 schema opens, keeps its index and finds new messages; the index stays
 consistent through deletes, including when a later message takes a deleted one's id."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from loopwright import Agent
 from loopwright.messages import assistant, user
 from loopwright.store.schema import SCHEMA_VERSION
 from loopwright.store.sqlite import SQLiteStore
+from loopwright.store.writes import AppendMessages
 from loopwright.testing import FakeModelServer, Reply
 from shared_helpers import schema_file
 
@@ -58,7 +62,8 @@ def test_messages_are_not_indexed_per_insert_but_before_a_search(tmp_path: Path)
         assert store._db.execute("SELECT indexed FROM sessions").fetchone()[0] == 2
 
 
-async def test_a_run_that_ends_leaves_its_messages_indexed(tmp_path: Path) -> None:
+async def test_a_run_writes_nothing_to_the_search_index_and_a_search_finds_it(
+        tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with FakeModelServer([Reply("the otter answer")]) as server:
         agent = Agent("test-model", base_url=server.base_url, api_key="k", store=str(path),
@@ -66,10 +71,55 @@ async def test_a_run_that_ends_leaves_its_messages_indexed(tmp_path: Path) -> No
         await agent.run("tell me of otters")
         await agent.aclose()
     db = sqlite3.connect(path)
-    indexed = db.execute("SELECT indexed FROM sessions WHERE id = 'ran'").fetchone()[0]
-    assert indexed == db.execute("SELECT max(seq) FROM messages").fetchone()[0] == 2
-    hits = db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'otter'").fetchall()
-    assert len(hits) == 2  # the prompt and the answer, found without a search catching up
+    assert db.execute("SELECT indexed FROM sessions WHERE id = 'ran'").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM messages_fts_docsize").fetchone()[0] == 0
+    db.close()
+    with SQLiteStore(path) as store:  # the search catches the index up first
+        assert words(store, "otter") == [("ran", 2), ("ran", 1)]
+        assert store._db.execute("SELECT indexed FROM sessions").fetchone()[0] == 2
+
+
+def hits(store: SQLiteStore, text: str, **options: Any) -> list[tuple[Any, ...]]:
+    return [(h.session_id, h.seq, h.role, h.snippet, h.score, h.title) for h in
+            store.search(text, **options)]
+
+
+def test_a_search_caught_up_between_runs_finds_what_a_whole_index_finds(
+        tmp_path: Path) -> None:
+    """Runs on one session with searches between them (the index caught up part way each
+    time), a compaction, and a run cut off before its end: every search gives what an index
+    built from scratch over the same messages gives."""
+    caught_up, whole = tmp_path / "caught_up.db", tmp_path / "whole.db"
+    with SQLiteStore(caught_up) as store:
+        store.open_session("s", "run-1")
+        store.open_session("other", "run-9")
+        store.write_batch("s", [AppendMessages(messages=[user("the heron waits"),
+                                                assistant("a heron and a stork")])])
+        assert len(hits(store, "heron")) == 2  # indexed up to here
+        store.write_batch("other", [AppendMessages(messages=[user("one stork, no heron")])])
+        store.write_batch("s", [AppendMessages(messages=[user("where is the stork"),
+                                                assistant("by the heron pond")])])
+        assert store.compact("s", [user("summary: herons and storks"),
+                                   assistant("noted, heron")]) == 1
+        assert len(hits(store, "stork")) == 4
+        # a run cut off: its messages written, the run never ended
+        store.write_batch("s", [AppendMessages(messages=[user("a last heron, never answered")])])
+        caught = {text: hits(store, text) for text in ("heron", "stork", "pond heron")}
+        caught["any"] = hits(store, "pond stork", any_word=True)
+        caught["exclude"] = hits(store, "heron", exclude_session="other")
+    shutil.copy(caught_up, whole)
+    db = sqlite3.connect(whole)
+    db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+    db.execute("UPDATE sessions SET indexed = (SELECT max(seq) FROM messages m "
+               "WHERE m.session_id = sessions.id)")
+    db.commit()
+    db.close()
+    with SQLiteStore(whole) as store:
+        assert {text: hits(store, text) for text in ("heron", "stork", "pond heron")} == {
+            text: found for text, found in caught.items() if text not in ("any", "exclude")}
+        assert hits(store, "pond stork", any_word=True) == caught["any"]
+        assert hits(store, "heron", exclude_session="other") == caught["exclude"]
+    assert len(caught["heron"]) == 7 and len(caught["exclude"]) == 6
 
 
 def test_deleting_a_session_keeps_the_index_consistent_when_ids_are_taken_again(

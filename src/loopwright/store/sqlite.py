@@ -404,8 +404,8 @@ class SQLiteStore:
                 SessionRows(db, session_id).events(run_id, events, time.time())
 
     def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
-        """Several of a run's writes (`store/writes.py`) in one transaction, in order. The
-        messages of a run that ended are indexed for search in the same transaction."""
+        """Several of a run's writes (`store/writes.py`) in one transaction, in order. Nothing
+        is indexed for search here: `search` catches the index up first (`index_messages`)."""
         now = time.time()
         batch = merged(writes)
         with self._write("writing a run's records") as db:
@@ -426,7 +426,6 @@ class SQLiteStore:
                                                      write.ended, now))
                     if write.ended:
                         self._touch(db, session_id, now, always=True)
-                        rows.index()
                 elif isinstance(write, ReleaseLease):
                     db.execute(_RELEASE, (session_id, write.owner))
                 elif isinstance(write, RecordTurn):
