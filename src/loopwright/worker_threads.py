@@ -23,7 +23,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 MAX_THREADS = 32
 
@@ -107,7 +107,13 @@ def _work() -> None:
         del job, outcome
 
 
-def serve(jobs: queue.SimpleQueue[Job | None]) -> None:
+class JobSource(Protocol):
+    """Where a thread of one's own takes its jobs from, in order (a None: stop)."""
+
+    def get(self) -> Job | None: ...
+
+
+def serve(jobs: JobSource) -> None:
     """A thread of one's own: run the jobs of `jobs` in order until a None (the session
     store's thread, store/threaded.py, where calls must keep their order)."""
     while (job := jobs.get()) is not None:

@@ -9,8 +9,9 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
-import queue
+import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -40,6 +41,58 @@ class HeldFuture(asyncio.Future[None]):
         return False
 
 
+class JobPipe:
+    """The store thread's jobs, in order: a deque, and a pipe the thread sleeps on while the
+    deque is empty, woken by one byte.
+
+    Not a `queue.SimpleQueue`, whose `put` wakes the thread (a futex) while the loop's thread
+    still holds the interpreter's lock: the woken thread found the lock taken and slept again,
+    and on one core that was ~6 context switches a hop instead of 2 (docs/benchmarks.md). An
+    `os.write` lets go of the lock before it wakes the thread, which then takes it at once;
+    and a pipe's wake-up tells the scheduler that the writer is about to wait, so the thread
+    tends to run on the writer's core, its caches warm. The write end never blocks: a byte is
+    written only when the thread may be asleep (`_awake` false, at most one a wait), and a
+    full pipe (never, in practice) means the thread has bytes to wake on already."""
+
+    __slots__ = ("__weakref__", "_awake", "_jobs", "_read", "_write")
+
+    def __init__(self) -> None:
+        self._jobs: collections.deque[Job | None] = collections.deque()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._awake = True  # the thread is not waiting on the pipe (no byte needed)
+        # closed only once nothing can write to them (a closed descriptor's number may be
+        # another file's by then)
+        weakref.finalize(self, _close_both, self._read, self._write)
+
+    def put(self, job: Job | None) -> None:
+        """Queue `job` (None: the thread stops after the jobs before it); from any thread."""
+        self._jobs.append(job)
+        if not self._awake:
+            self._awake = True
+            try:
+                os.write(self._write, b"\0")
+            except BlockingIOError:  # full: the thread has bytes to wake on already
+                return
+
+    def get(self) -> Job | None:
+        """The next job, waiting for one (the store's thread only)."""
+        jobs = self._jobs
+        while not jobs:
+            self._awake = False
+            if jobs:  # put between the test and the flag: it saw the flag still set
+                self._awake = True
+                break
+            os.read(self._read, 512)  # the interpreter's lock let go while it waits
+            self._awake = True
+        return jobs.popleft()
+
+
+def _close_both(read: int, write: int) -> None:
+    os.close(read)
+    os.close(write)
+
+
 class ThreadedStore:
     """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
 
@@ -47,10 +100,11 @@ class ThreadedStore:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
-        # A queue and one `call_soon_threadsafe` per result (worker_threads.py) rather than
-        # `run_in_executor`, whose futures and callbacks cost a turn's hop more (0.16 M
-        # instructions a turn, docs/benchmarks.md); one thread of its own keeps calls in order.
-        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        # Jobs on a pipe (`JobPipe`) and one `call_soon_threadsafe` per result
+        # (worker_threads.py) rather than `run_in_executor`, whose futures and callbacks cost a
+        # turn's hop more (0.16 M instructions a turn, docs/benchmarks.md); one thread of its
+        # own keeps calls in order.
+        self._jobs = JobPipe()
         # A daemon thread, so a store never closed does not hold the process at exit (every
         # write a caller awaited is committed by then; one cut off is rolled back, as a kill's
         # is); a store dropped unclosed ends its thread. Nothing joins it: the loop never waits.
