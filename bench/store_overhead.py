@@ -17,6 +17,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
     python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
     python bench/store_overhead.py --replay        # SQLite: its writes alone, replayed
+    python bench/store_overhead.py --hops          # a bare hop to the store's thread and back
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
@@ -24,8 +25,9 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
 not moved by the machine's load (CPU time is: a hop to the store's thread and back costs more on
 a busy machine), but it does not see cache misses or thread wake-ups either.
 
-`--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU of the
-event loop's thread and of the store's thread (from /proc/self/task, Linux), and the pages a
+`--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU and the
+context switches of the event loop's thread and of the store's thread (from /proc/self/task,
+Linux: the scheduler's nanoseconds, not clock ticks), and the pages a
 turn writes to the WAL, by table and index (with automatic checkpoints off for the count, so the
 file only grows; SQLite's `dbstat` names the B-tree of each page).
 
@@ -38,6 +40,9 @@ written again into a fresh file, in this thread (no hop, hot caches), CPU per tu
 writes, the median of REPEATS replays of 10 rounds: "fresh", each round into sessions of its own
 (as the bench's runs: a new session each); "resumed", each round into the same 12 sessions again
 (each run's rows going after those of the sessions made since, as a resumed session's do).
+
+`--hops` takes the hop alone: `ThreadedStore.start_batch` over a store whose write does nothing,
+awaited, then one round of the event loop; CPU (both threads) and context switches a hop.
 
 Targets (issue 30): SQLite <= 1.3x no store, PostgreSQL <= 1.6x no store; serve <= 1.5x the
 library with the same store.
@@ -256,13 +261,17 @@ def print_instructions(base_url: str, pg_dsn: str) -> None:
 WAL_FRAME_HEADER, WAL_HEADER = 24, 32
 
 
-def thread_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each thread of this process."""
-    tick = os.sysconf("SC_CLK_TCK")
+def thread_cpu() -> dict[int, tuple[float, int, int]]:
+    """Of each thread of this process: CPU seconds (user + system, from the scheduler's
+    nanosecond count, /proc/.../schedstat), voluntary and involuntary context switches."""
     out = {}
     for task in os.listdir("/proc/self/task"):
-        fields = Path(f"/proc/self/task/{task}/stat").read_text().rsplit(")", 1)[1].split()
-        out[int(task)] = (int(fields[11]) + int(fields[12])) / tick
+        folder = Path(f"/proc/self/task/{task}")
+        ran = int((folder / "schedstat").read_text().split()[0]) / 1e9
+        switches = dict(line.split(":\t") for line in (folder / "status").read_text().splitlines()
+                        if line.endswith(tuple("0123456789")) and "ctxt_switches" in line)
+        out[int(task)] = (ran, int(switches["voluntary_ctxt_switches"]),
+                          int(switches["nonvoluntary_ctxt_switches"]))
     return out
 
 
@@ -293,9 +302,13 @@ async def breakdown(base_url: str, runs: int, *, sqlite: bool) -> dict[str, floa
         finally:
             await agent.aclose()
             await close_shared_client()
-    spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
-    return {"loop_thread_ms": spent.pop(os.getpid(), 0.0) / turns * 1000,
-            "other_threads_ms": sum(spent.values()) / turns * 1000,
+    spent = {tid: [now - then for now, then in zip(after[tid], before.get(tid, (0, 0, 0)),
+                                                  strict=True)] for tid in after}
+    loop = spent.pop(os.getpid(), [0, 0, 0])
+    others = [sum(values) for values in zip(*spent.values(), strict=True)] or [0, 0, 0]
+    return {"loop_thread_ms": loop[0] / turns * 1000, "other_threads_ms": others[0] / turns * 1000,
+            "loop_switches": (loop[1] + loop[2]) / turns,
+            "other_switches": (others[1] + others[2]) / turns,
             "wal_pages": sum(trees.values()) / turns,
             **{f"pages {tree}": count / turns for tree, count in trees.items()}}
 
@@ -322,7 +335,9 @@ def print_breakdown(base_url: str, runs: int) -> None:
     for label, sqlite in (("no store", False), ("SQLite  ", True)):
         split = asyncio.run(breakdown(base_url, runs, sqlite=sqlite))
         print(f"  {label}  loop thread {split['loop_thread_ms']:.3f} ms, other threads "
-              f"{split['other_threads_ms']:.3f} ms, {split['wal_pages']:.1f} WAL pages")
+              f"{split['other_threads_ms']:.3f} ms; context switches "
+              f"{split['loop_switches']:.2f} / {split['other_switches']:.2f}; "
+              f"{split['wal_pages']:.1f} WAL pages")
         for name, count in split.items():
             if name.startswith("pages ") and count >= 0.05:
                 print(f"      {count:5.2f}  {name[6:]}")
@@ -414,6 +429,38 @@ def replay(base_url: str, repeats: int) -> dict[str, float]:
     return out
 
 
+def hops(repeats: int, count: int = 3000) -> tuple[float, float]:
+    """CPU microseconds and context switches (both threads) of one bare hop to the SQLite
+    store's thread and back: `start_batch` with a store whose write does nothing, awaited,
+    then one round of the event loop; the median of `repeats` rounds of `count` hops."""
+    from loopwright.store.sqlite import SQLiteStore
+    from loopwright.store.threaded import ThreadedStore
+
+    class WithoutSQL(SQLiteStore):
+        def write_batch(self, session_id: str, writes: Any) -> None:
+            return None
+
+    def switches() -> int:
+        return sum(counts[1] + counts[2] for counts in thread_cpu().values())
+
+    async def measure(store: ThreadedStore) -> list[tuple[float, float]]:
+        samples = []
+        for _ in range(repeats + 1):  # the first warms up
+            cpu, switched = time.process_time(), switches()
+            for _ in range(count):
+                await store.start_batch("s", [])
+                await asyncio.sleep(0)
+            samples.append(((time.process_time() - cpu) / count * 1e6,
+                            (switches() - switched) / count))
+        await store.aclose()
+        return samples[1:]
+
+    with tempfile.TemporaryDirectory() as scratch:
+        samples = asyncio.run(measure(ThreadedStore(WithoutSQL(Path(scratch) / "h.db"))))
+    return (statistics.median(us for us, _ in samples),
+            statistics.median(n for _, n in samples))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
@@ -436,7 +483,15 @@ def main() -> None:
                         help="SQLite's CPU a turn split: the recorder, the hop, the SQL")
     parser.add_argument("--replay", action="store_true",
                         help="SQLite's writes alone, replayed in this thread")
+    parser.add_argument("--hops", action="store_true",
+                        help="a bare hop to the SQLite store's thread and back, alone")
     args = parser.parse_args()
+    if args.hops:
+        us, switched = hops(args.repeats)
+        print(f"a bare hop to the store's thread and back, median of {args.repeats} rounds "
+              f"(load average {os.getloadavg()[0]:.1f}): {us:.1f} us of CPU, {switched:.2f} "
+              "context switches")
+        return
     model, base_url = start_ready([sys.executable, str(HERE.with_name("bench_server.py")),
                                    str(ROUNDS)])
     try:
