@@ -39,7 +39,8 @@ the store's thread and back (the SQL left out), then SQLite whole.
 written again into a fresh file, in this thread (no hop, hot caches), CPU per turn of the
 writes, the median of REPEATS replays of 10 rounds: "fresh", each round into sessions of its own
 (as the bench's runs: a new session each); "resumed", each round into the same 12 sessions again
-(each run's rows going after those of the sessions made since, as a resumed session's do).
+(each run's rows going after those of the sessions made since, as a resumed session's do);
+with the part of it spent in the kernel (`os.times`, in clock ticks: a median over many turns).
 
 `--hops` takes the hop alone: `ThreadedStore.start_batch` over a store whose write does nothing,
 awaited, then one round of the event loop; CPU (both threads) and context switches a hop.
@@ -409,23 +410,26 @@ def replay(base_url: str, repeats: int) -> dict[str, float]:
                   if any(isinstance(w, OpenSession) for w in writes)}
         out: dict[str, float] = {}
         for mode in ("fresh", "resumed"):
-            samples = []
+            samples, system = [], []
             for number in range(repeats):
                 store = SQLiteStore(Path(scratch) / f"{mode}{number}.db")
                 store._db.execute("PRAGMA wal_autocheckpoint = 0")  # as `--breakdown`
-                spent = 0.0
+                spent = kernel = 0.0
                 for round_ in range(10):
                     suffix = f"-{round_}" if mode == "fresh" or round_ == 0 else "-0"
                     for session_id in sessions:
                         if session_id not in opened:
                             store.open_session(session_id + suffix, "bench")
-                    cpu = time.process_time()
+                    cpu, times = time.process_time(), os.times()
                     for session_id, writes in batches:
                         store.write_batch(session_id + suffix, writes)
                     spent += time.process_time() - cpu
+                    kernel += os.times().system - times.system
                 store.close()
                 samples.append(spent / (10 * turns) * 1e6)
+                system.append(kernel / (10 * turns) * 1e6)
             out[mode] = statistics.median(samples)
+            out[f"{mode}_system"] = statistics.median(system)
     return out
 
 
@@ -504,8 +508,9 @@ def main() -> None:
         if args.replay:
             us = replay(base_url, args.repeats)
             print(f"SQLite's writes replayed, CPU per turn, median of {args.repeats} (load "
-                  f"average {os.getloadavg()[0]:.1f}): into new sessions {us['fresh']:.1f} us, "
-                  f"into resumed sessions {us['resumed']:.1f} us")
+                  f"average {os.getloadavg()[0]:.1f}): into new sessions {us['fresh']:.1f} us "
+                  f"({us['fresh_system']:.1f} of it in the kernel), into resumed sessions "
+                  f"{us['resumed']:.1f} us ({us['resumed_system']:.1f})")
             return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:
