@@ -48,9 +48,8 @@ class JobPipe:
     Not a `queue.SimpleQueue`, whose `put` wakes the thread (a futex) while the loop's thread
     still holds the interpreter's lock: the woken thread found the lock taken and slept again,
     and on one core that was ~6 context switches a hop instead of 2 (docs/benchmarks.md). An
-    `os.write` lets go of the lock before it wakes the thread, which then takes it at once;
-    and a pipe's wake-up tells the scheduler that the writer is about to wait, so the thread
-    tends to run on the writer's core, its caches warm. The write end never blocks: a byte is
+    `os.write` lets go of the lock before it wakes the thread, which then takes it at once
+    (2 context switches a hop on one core). The write end never blocks: a byte is
     written only when the thread may be asleep (`_awake` false, at most one a wait), and a
     full pipe (never, in practice) means the thread has bytes to wake on already."""
 
@@ -62,8 +61,8 @@ class JobPipe:
         os.set_blocking(self._write, False)
         self._awake = True  # the thread is not waiting on the pipe (no byte needed)
         # closed only once nothing can write to them (a closed descriptor's number may be
-        # another file's by then)
-        weakref.finalize(self, _close_both, self._read, self._write)
+        # another file's by then); at exit the process's end closes them
+        weakref.finalize(self, _close_both, self._read, self._write).atexit = False
 
     def put(self, job: Job | None) -> None:
         """Queue `job` (None: the thread stops after the jobs before it); from any thread."""
