@@ -172,6 +172,9 @@ class _Shard:
             # keep-alive` says nothing, and every header costs ~700 bytecodes a request in httpx
             # and h11 (docs/benchmarks.md, issue 31, tenth session)
             del client.headers["connection"]
+            from loopwright.endpoints.cookies import keep_set_cookies_only
+
+            keep_set_cookies_only(client)  # httpx reads every response for cookies: ~950 bytecodes
         return client
 
 
