@@ -224,8 +224,10 @@ class ModelClient:
             listeners.on_report(ClientReport(
                 label=self.label, endpoint=self.endpoint.base_url, model=self.model,
                 mode=self.mode, attempts=attempts, streamed=streamed,
-                status=getattr(exc, "status", None),
-                error=str(exc) if exc else None))
+                # a call that succeeded has no error to read a status from: a failed lookup
+                # (getattr of None) formats an AttributeError message every call
+                status=None if exc is None else getattr(exc, "status", None),
+                error=None if exc is None else str(exc)))
 
     async def _encode(self, request: ModelRequest, *, stream: bool) -> bytes:
         """The request body. With images or PDFs it is encoded in a worker thread: the first
