@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+# bytes membership by the byte's value: `b"\r" in chunk` first tries the operand as an integer,
+# making and dropping a formatted TypeError on every chunk (~7x slower)
+_CR, _LF = ord("\r"), ord("\n")
+
 
 async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, str]]:
     """Yield `(event, data)` per SSE event. Comments and `id:`/`retry:` fields are ignored."""
@@ -19,9 +23,9 @@ async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | No
         if after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         after_cr = chunk.endswith(b"\r")
-        if b"\r" in chunk:
+        if _CR in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if b"\n" not in chunk:
+        if _LF not in chunk:
             if chunk:
                 partial.append(chunk)
             continue
