@@ -110,10 +110,8 @@ async def test_calls_one_after_another_reuse_one_thread(tmp_path, monkeypatch) -
     hand-back, found it still busy and started a second thread for its next call (and the
     thread's bookkeeping after the hand-back cost a context switch a call). Before, this failed
     with the process on one core (`taskset -c 0`), where the woken caller runs first."""
-    fresh_jobs: object = type(worker._jobs)()
-    monkeypatch.setattr(worker, "_jobs", fresh_jobs)  # no idle thread left by another test
+    monkeypatch.setattr(worker, "_parked", [])  # no idle thread left by another test
     monkeypatch.setattr(worker, "_threads", 0)
-    monkeypatch.setattr(worker, "_idle", 0)
 
     @tool
     def plain() -> str:
@@ -122,5 +120,5 @@ async def test_calls_one_after_another_reuse_one_thread(tmp_path, monkeypatch) -
 
     for _ in range(50):
         assert await plain.invoke({}, ToolContext(workdir=tmp_path)) == "done"
-        assert worker._idle == 1  # the one thread, idle by the time its result arrived
+        assert len(worker._parked) == 1  # the one thread, idle by the time its result arrived
     assert worker._threads == 1

@@ -6,22 +6,31 @@ pool of threads) and the SQLite store (on a thread of its own, `store/threaded.p
 docs/benchmarks.md; waking the loop, which any off-loop call needs, is the rest of a hop's
 0.13 M): a `concurrent.futures.Future`
 (a `Condition` each), the executor's idle semaphore on submit and on finish, and the two
-futures chained by callbacks. A tool call needs less: a job on a queue, the result handed back
-with one `call_soon_threadsafe`. What stays as `to_thread` had it: the caller's contextvars are
-copied into the call (a tool may read them, as serve's approvals do); a call the awaiting task
-gave up on (cancelled) before a thread took it never starts, and one already running is not
-waited for — the thread finishes it and the result is dropped. Threads are made as calls need
-them, up to `MAX_THREADS` (as many as the default executor's), and stay for the next call;
-they are daemon threads, so a tool stuck forever does not keep the process from exiting.
+futures chained by callbacks. A tool call needs less: the job handed to an idle thread, the
+result handed back with one `call_soon_threadsafe`. What stays as `to_thread` had it: the
+caller's contextvars are copied into the call (a tool may read them, as serve's approvals do);
+a call the awaiting task gave up on (cancelled) before a thread took it never starts, and one
+already running is not waited for — the thread finishes it and the result is dropped. Threads
+are made as calls need them, up to `MAX_THREADS` (as many as the default executor's), and stay
+for the next call; they are daemon threads, so a tool stuck forever does not keep the process
+from exiting.
+
+Each thread waits for its next job on a pipe of its own (`JobPipe`), and a call goes straight
+to the thread that went idle last (its code and data likeliest still in the core's caches); a
+job waits in a shared queue only while all `MAX_THREADS` threads are busy. Not one
+`queue.SimpleQueue` that every idle thread waits on: its `put` wakes a thread while the loop's
+thread still holds the interpreter's lock, and the woken thread sleeps again until it is let
+go, ~6 context switches a hop instead of 2 on one core (docs/benchmarks.md, issue 31).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import os
-import queue
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
@@ -42,10 +51,61 @@ class Job:
         self.abandoned = False
 
 
-_jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+class JobPipe:
+    """One thread's jobs, in order: a deque, and a pipe the thread sleeps on while the deque is
+    empty, woken by one byte (a pool thread's, and the session store's, store/threaded.py).
+
+    Not a `queue.SimpleQueue`, whose `put` wakes the thread (a futex) while the putting thread
+    still holds the interpreter's lock: the woken thread found the lock taken and slept again,
+    and on one core that was ~6 context switches a hop instead of 2 (docs/benchmarks.md). An
+    `os.write` lets go of the lock before it wakes the thread, which then takes it at once
+    (2 context switches a hop on one core). The write end never blocks: a byte is
+    written only when the thread may be asleep (`_awake` false, at most one a wait), and a
+    full pipe (never, in practice) means the thread has bytes to wake on already."""
+
+    __slots__ = ("__weakref__", "_awake", "_jobs", "_read", "_write")
+
+    def __init__(self) -> None:
+        self._jobs: collections.deque[Job | None] = collections.deque()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._awake = True  # the thread is not waiting on the pipe (no byte needed)
+        # closed only once nothing can write to them (a closed descriptor's number may be
+        # another file's by then); at exit the process's end closes them
+        weakref.finalize(self, _close_both, self._read, self._write).atexit = False
+
+    def put(self, job: Job | None) -> None:
+        """Queue `job` (None: the thread stops after the jobs before it); from any thread."""
+        self._jobs.append(job)
+        if not self._awake:
+            self._awake = True
+            try:
+                os.write(self._write, b"\0")
+            except BlockingIOError:  # full: the thread has bytes to wake on already
+                return
+
+    def get(self) -> Job | None:
+        """The next job, waiting for one (the pipe's own thread only)."""
+        jobs = self._jobs
+        while not jobs:
+            self._awake = False
+            if jobs:  # put between the test and the flag: it saw the flag still set
+                self._awake = True
+                break
+            os.read(self._read, 512)  # the interpreter's lock let go while it waits
+            self._awake = True
+        return jobs.popleft()
+
+
+def _close_both(read: int, write: int) -> None:
+    os.close(read)
+    os.close(write)
+
+
 _lock = threading.Lock()
+_parked: list[JobPipe] = []  # idle threads' pipes, the one idle last at the end
+_waiting: collections.deque[Job] = collections.deque()  # jobs no thread was free for
 _threads = 0
-_idle = 0
 
 
 def run_in_thread(function: Callable[[], Any]) -> Coroutine[Any, Any, Any]:
@@ -70,41 +130,50 @@ async def run_job(submit: Callable[[Job], None], function: Callable[[], Any]) ->
 
 
 def _submit(job: Job) -> None:
-    global _threads, _idle
+    """To the thread idle last; else to a new thread, up to `MAX_THREADS`; else to wait for the
+    first thread done with its job."""
+    global _threads
     with _lock:
-        start = _idle == 0 and _threads < MAX_THREADS
-        if start:
+        if _parked:
+            pipe = _parked.pop()
+        elif _threads < MAX_THREADS:
             _threads += 1
-        elif _idle:
-            _idle -= 1
-    _jobs.put(job)
-    if start:
-        threading.Thread(target=_work, name="loopwright-tool", daemon=True).start()
+            pipe = None
+        else:
+            _waiting.append(job)
+            return
+    if pipe is None:
+        threading.Thread(target=_work, args=(job,), name="loopwright-tool", daemon=True).start()
+    else:
+        pipe.put(job)  # popped: no other call hands this thread a job before it parks again
 
 
 def _forget_threads() -> None:
     """A forked child has none of its parent's threads: counted as idle, they would take no job
     and the child's first `def` tool would wait for ever."""
-    global _jobs, _lock, _threads, _idle
-    _jobs, _lock, _threads, _idle = queue.SimpleQueue(), threading.Lock(), 0, 0
+    global _lock, _parked, _waiting, _threads
+    _lock, _parked, _waiting, _threads = threading.Lock(), [], collections.deque(), 0
 
 
 os.register_at_fork(after_in_child=_forget_threads)
 
 
-def _work() -> None:
-    global _idle
-    while True:
-        job = _jobs.get()
+def _work(job: Job | None) -> None:
+    """A pool thread: `job`, then the waiting ones, then whatever its pipe brings."""
+    pipe = JobPipe()
+    while job is not None:
         outcome = None if job.abandoned else _outcome(job)
         # idle before the hand-back, not after: the hand-back wakes the loop's thread, which
         # then waited for this one to take the interpreter's lock again for its bookkeeping
         # (a context switch more per call, ~10 % of a hop's CPU pinned to one core)
         with _lock:
-            _idle += 1
+            following = _waiting.popleft() if _waiting else None
+            if following is None:
+                _parked.append(pipe)
         if outcome is not None:
             _hand_back(job, *outcome)
         del job, outcome
+        job = following or pipe.get()
 
 
 class JobSource(Protocol):

@@ -9,9 +9,7 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -19,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
-from loopwright.worker_threads import Job, run_job, serve
+from loopwright.worker_threads import Job, JobPipe, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -39,57 +37,6 @@ class HeldFuture(asyncio.Future[None]):
 
     def cancel(self, msg: Any | None = None) -> bool:
         return False
-
-
-class JobPipe:
-    """The store thread's jobs, in order: a deque, and a pipe the thread sleeps on while the
-    deque is empty, woken by one byte.
-
-    Not a `queue.SimpleQueue`, whose `put` wakes the thread (a futex) while the loop's thread
-    still holds the interpreter's lock: the woken thread found the lock taken and slept again,
-    and on one core that was ~6 context switches a hop instead of 2 (docs/benchmarks.md). An
-    `os.write` lets go of the lock before it wakes the thread, which then takes it at once
-    (2 context switches a hop on one core). The write end never blocks: a byte is
-    written only when the thread may be asleep (`_awake` false, at most one a wait), and a
-    full pipe (never, in practice) means the thread has bytes to wake on already."""
-
-    __slots__ = ("__weakref__", "_awake", "_jobs", "_read", "_write")
-
-    def __init__(self) -> None:
-        self._jobs: collections.deque[Job | None] = collections.deque()
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
-        self._awake = True  # the thread is not waiting on the pipe (no byte needed)
-        # closed only once nothing can write to them (a closed descriptor's number may be
-        # another file's by then); at exit the process's end closes them
-        weakref.finalize(self, _close_both, self._read, self._write).atexit = False
-
-    def put(self, job: Job | None) -> None:
-        """Queue `job` (None: the thread stops after the jobs before it); from any thread."""
-        self._jobs.append(job)
-        if not self._awake:
-            self._awake = True
-            try:
-                os.write(self._write, b"\0")
-            except BlockingIOError:  # full: the thread has bytes to wake on already
-                return
-
-    def get(self) -> Job | None:
-        """The next job, waiting for one (the store's thread only)."""
-        jobs = self._jobs
-        while not jobs:
-            self._awake = False
-            if jobs:  # put between the test and the flag: it saw the flag still set
-                self._awake = True
-                break
-            os.read(self._read, 512)  # the interpreter's lock let go while it waits
-            self._awake = True
-        return jobs.popleft()
-
-
-def _close_both(read: int, write: int) -> None:
-    os.close(read)
-    os.close(write)
 
 
 class ThreadedStore:
