@@ -3,6 +3,9 @@ caller's contextvars, errors handed back, and a cancelled caller never waiting f
 
 import asyncio
 import contextvars
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -122,3 +125,119 @@ async def test_calls_one_after_another_reuse_one_thread(tmp_path, monkeypatch) -
         assert await plain.invoke({}, ToolContext(workdir=tmp_path)) == "done"
         assert len(worker._parked) == 1  # the one thread, idle by the time its result arrived
     assert worker._threads == 1
+
+
+@pytest.fixture
+def fresh_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No idle thread left by another test, none counted."""
+    monkeypatch.setattr(worker, "_parked", [])
+    monkeypatch.setattr(worker, "_waiting", type(worker._waiting)())
+    monkeypatch.setattr(worker, "_threads", 0)
+
+
+async def test_the_next_call_goes_to_the_thread_idle_last(fresh_pool: None) -> None:
+    """Two threads idle: the one that finished last (warm) takes the next call."""
+    first_go, second_go = threading.Event(), threading.Event()
+
+    def blocked(go: threading.Event) -> int:
+        go.wait(30)
+        return threading.get_ident()
+
+    first = asyncio.create_task(worker.run_in_thread(lambda: blocked(first_go)))
+    second = asyncio.create_task(worker.run_in_thread(lambda: blocked(second_go)))
+    await asyncio.sleep(0)
+    first_go.set()
+    first_thread = await first
+    second_go.set()
+    second_thread = await second
+    assert first_thread != second_thread
+    assert await worker.run_in_thread(threading.get_ident) == second_thread
+    assert await worker.run_in_thread(threading.get_ident) == second_thread
+    assert worker._threads == 2
+
+
+async def test_with_every_thread_busy_a_call_waits_for_the_first_one_free(
+        fresh_pool: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At `MAX_THREADS` busy threads no thread more is made: the call waits in the shared queue
+    and the first thread done with its job takes it; one abandoned meanwhile never runs."""
+    monkeypatch.setattr(worker, "MAX_THREADS", 2)
+    go = [threading.Event(), threading.Event()]
+    ran: list[str] = []
+
+    def blocked(n: int) -> int:
+        go[n].wait(30)
+        return threading.get_ident()
+
+    busy = [asyncio.create_task(worker.run_in_thread(lambda n=n: blocked(n))) for n in (0, 1)]
+    await asyncio.sleep(0)
+    abandoned = asyncio.create_task(worker.run_in_thread(lambda: ran.append("abandoned")))
+    waiting = asyncio.create_task(worker.run_in_thread(threading.get_ident))
+    await asyncio.sleep(0)
+    assert len(worker._waiting) == 2 and worker._threads == 2
+    abandoned.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await abandoned  # given up while it waited for a thread
+    go[1].set()
+    assert await waiting == await busy[1]  # the freed thread took it
+    go[0].set()
+    await busy[0]
+    assert ran == []
+    assert worker._threads == 2 and not worker._waiting
+
+
+async def test_many_callers_on_many_threads_racing_lose_no_call(
+        fresh_pool: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Event loops on three threads, each with many tasks, hop to a pool smaller than the
+    tasks at once: threads parking, being handed calls and taking waiting ones race, and no
+    call is left unanswered (a lost wake-up would hang a caller) or answered twice."""
+    monkeypatch.setattr(worker, "MAX_THREADS", 4)
+
+    async def caller(who: int, task: int) -> list[tuple[int, int, int]]:
+        return [await worker.run_in_thread(lambda n=n: (who, task, n)) for n in range(150)]
+
+    async def loop_of(who: int) -> list[list[tuple[int, int, int]]]:
+        return await asyncio.wait_for(
+            asyncio.gather(*(caller(who, task) for task in range(12))), 120)
+
+    answers = await asyncio.gather(*(asyncio.to_thread(asyncio.run, loop_of(who))
+                                     for who in range(3)))
+    for who, tasks in enumerate(answers):
+        for task, results in enumerate(tasks):
+            assert results == [(who, task, n) for n in range(150)]
+    assert worker._threads <= 4
+    assert len(worker._parked) == worker._threads and not worker._waiting
+
+
+def test_a_hop_to_an_idle_thread_on_one_core_switches_twice_not_six_times() -> None:
+    """On one core, a call woke a thread waiting on a shared `queue.SimpleQueue` while the
+    loop's thread held the interpreter's lock: the woken thread found it taken and slept again,
+    ~6 context switches a hop, 3 voluntary and 3 not (bench/pool_hops.py). A thread waiting on
+    its own pipe is woken by an `os.write`, which lets go of the lock first: 2 a hop, the
+    loop's thread sleeping once for the result and the worker once for its next job."""
+    script = textwrap.dedent("""
+        import asyncio, os, sys
+        from loopwright.worker_threads import run_in_thread
+
+        def switches():  # every thread's, voluntary and not
+            total = 0
+            for task in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{task}/status") as status:
+                    for line in status:
+                        if "ctxt_switches" in line:
+                            total += int(line.split()[1])
+            return total
+
+        async def hops():
+            for _ in range(100):  # the thread made, everything warm
+                await run_in_thread(int)
+            before = switches()
+            for _ in range(2000):
+                await run_in_thread(int)
+            return (switches() - before) / 2000
+
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+        print(asyncio.run(hops()))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert float(done.stdout) < 4  # 2 with a pipe each, ~5.9 on a shared queue
