@@ -115,6 +115,7 @@ async def test_calls_one_after_another_reuse_one_thread(tmp_path, monkeypatch) -
     with the process on one core (`taskset -c 0`), where the woken caller runs first."""
     monkeypatch.setattr(worker, "_parked", [])  # no idle thread left by another test
     monkeypatch.setattr(worker, "_threads", 0)
+    monkeypatch.setattr(worker, "_waking", 0)
 
     @tool
     def plain() -> str:
@@ -133,19 +134,23 @@ def fresh_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker, "_parked", [])
     monkeypatch.setattr(worker, "_waiting", type(worker._waiting)())
     monkeypatch.setattr(worker, "_threads", 0)
+    monkeypatch.setattr(worker, "_waking", 0)
 
 
 async def test_the_next_call_goes_to_the_thread_idle_last(fresh_pool: None) -> None:
     """Two threads idle: the one that finished last (warm) takes the next call."""
     first_go, second_go = threading.Event(), threading.Event()
+    started = [threading.Event(), threading.Event()]
 
-    def blocked(go: threading.Event) -> int:
+    def blocked(go: threading.Event, n: int) -> int:
+        started[n].set()
         go.wait(30)
         return threading.get_ident()
 
-    first = asyncio.create_task(worker.run_in_thread(lambda: blocked(first_go)))
-    second = asyncio.create_task(worker.run_in_thread(lambda: blocked(second_go)))
-    await asyncio.sleep(0)
+    first = asyncio.create_task(worker.run_in_thread(lambda: blocked(first_go, 0)))
+    second = asyncio.create_task(worker.run_in_thread(lambda: blocked(second_go, 1)))
+    for event in started:  # each on a thread of its own
+        assert await asyncio.to_thread(event.wait, 30)
     first_go.set()
     first_thread = await first
     second_go.set()
@@ -161,15 +166,17 @@ async def test_with_every_thread_busy_a_call_waits_for_the_first_one_free(
     """At `MAX_THREADS` busy threads no thread more is made: the call waits in the shared queue
     and the first thread done with its job takes it; one abandoned meanwhile never runs."""
     monkeypatch.setattr(worker, "MAX_THREADS", 2)
-    go = [threading.Event(), threading.Event()]
+    go, started = [threading.Event(), threading.Event()], [threading.Event(), threading.Event()]
     ran: list[str] = []
 
     def blocked(n: int) -> int:
+        started[n].set()
         go[n].wait(30)
         return threading.get_ident()
 
     busy = [asyncio.create_task(worker.run_in_thread(lambda n=n: blocked(n))) for n in (0, 1)]
-    await asyncio.sleep(0)
+    for event in started:
+        assert await asyncio.to_thread(event.wait, 30)
     abandoned = asyncio.create_task(worker.run_in_thread(lambda: ran.append("abandoned")))
     waiting = asyncio.create_task(worker.run_in_thread(threading.get_ident))
     await asyncio.sleep(0)

@@ -15,12 +15,15 @@ are made as calls need them, up to `MAX_THREADS` (as many as the default executo
 for the next call; they are daemon threads, so a tool stuck forever does not keep the process
 from exiting.
 
-Each thread waits for its next job on a pipe of its own (`JobPipe`), and a call goes straight
-to the thread that went idle last (its code and data likeliest still in the core's caches); a
-job waits in a shared queue only while all `MAX_THREADS` threads are busy. Not one
-`queue.SimpleQueue` that every idle thread waits on: its `put` wakes a thread while the loop's
-thread still holds the interpreter's lock, and the woken thread sleeps again until it is let
-go, ~6 context switches a hop instead of 2 on one core (docs/benchmarks.md, issue 31).
+Calls queue up in `_waiting`; each idle thread sleeps on a pipe of its own (`JobPipe`). A call
+wakes the thread idle last (its code and data likeliest still in the core's caches), or starts
+one, unless a thread woken before is still on its way: that one takes the first call waiting
+and, if more wait, wakes the next before it runs its own, so every call soon has a thread
+(until `MAX_THREADS` are busy) while a burst of calls costs one wake-up at a time, and a thread
+done with its job takes the next waiting one without sleeping. Not one `queue.SimpleQueue`
+that every idle thread waits on: its `put` wakes a thread while the loop's thread still holds
+the interpreter's lock, and the woken thread sleeps again until it is let go, ~6 context
+switches a hop instead of 2 on one core (docs/benchmarks.md, issue 31).
 """
 
 from __future__ import annotations
@@ -104,8 +107,9 @@ def _close_both(read: int, write: int) -> None:
 
 _lock = threading.Lock()
 _parked: list[JobPipe] = []  # idle threads' pipes, the one idle last at the end
-_waiting: collections.deque[Job] = collections.deque()  # jobs no thread was free for
+_waiting: collections.deque[Job] = collections.deque()  # jobs no thread has taken yet
 _threads = 0
+_waking = 0  # threads woken (or started) that have not looked at `_waiting` yet
 
 
 def run_in_thread(function: Callable[[], Any]) -> Coroutine[Any, Any, Any]:
@@ -130,50 +134,81 @@ async def run_job(submit: Callable[[Job], None], function: Callable[[], Any]) ->
 
 
 def _submit(job: Job) -> None:
-    """To the thread idle last; else to a new thread, up to `MAX_THREADS`; else to wait for the
-    first thread done with its job."""
-    global _threads
+    """Queued for the pool; a thread woken for it unless one is on its way already (which takes
+    it, or wakes the next)."""
     with _lock:
-        if _parked:
-            pipe = _parked.pop()
-        elif _threads < MAX_THREADS:
-            _threads += 1
-            pipe = None
-        else:
-            _waiting.append(job)
-            return
-    if pipe is None:
-        threading.Thread(target=_work, args=(job,), name="loopwright-tool", daemon=True).start()
-    else:
-        pipe.put(job)  # popped: no other call hands this thread a job before it parks again
+        _waiting.append(job)
+        wake = None if _waking else _summon()
+    if wake is not None:
+        _wake(*wake)
+
+
+def _summon() -> tuple[JobPipe | None, bool] | None:
+    """(Under `_lock`.) One thread more on its way to `_waiting`: the one idle last (its pipe),
+    else a new one (True), up to `MAX_THREADS`; None: every thread busy, the first free takes
+    the job."""
+    global _threads, _waking
+    if _parked:
+        _waking += 1
+        return _parked.pop(), False
+    if _threads < MAX_THREADS:
+        _threads += 1
+        _waking += 1
+        return None, True
+    return None
+
+
+def _wake(pipe: JobPipe | None, start: bool) -> None:
+    if pipe is not None:
+        pipe.put(None)  # popped: this is its one wake-up until it parks again
+    elif start:
+        threading.Thread(target=_work, name="loopwright-tool", daemon=True).start()
 
 
 def _forget_threads() -> None:
     """A forked child has none of its parent's threads: counted as idle, they would take no job
     and the child's first `def` tool would wait for ever."""
-    global _lock, _parked, _waiting, _threads
-    _lock, _parked, _waiting, _threads = threading.Lock(), [], collections.deque(), 0
+    global _lock, _parked, _waiting, _threads, _waking
+    _lock, _parked, _waiting = threading.Lock(), [], collections.deque()
+    _threads = _waking = 0
 
 
 os.register_at_fork(after_in_child=_forget_threads)
 
 
-def _work(job: Job | None) -> None:
-    """A pool thread: `job`, then the waiting ones, then whatever its pipe brings."""
+def _work() -> None:
+    """A pool thread: the waiting jobs while there are any, then asleep on its pipe until a
+    call wakes it."""
+    global _waking
     pipe = JobPipe()
-    while job is not None:
-        outcome = None if job.abandoned else _outcome(job)
-        # idle before the hand-back, not after: the hand-back wakes the loop's thread, which
-        # then waited for this one to take the interpreter's lock again for its bookkeeping
-        # (a context switch more per call, ~10 % of a hop's CPU pinned to one core)
+    while True:
         with _lock:
-            following = _waiting.popleft() if _waiting else None
-            if following is None:
-                _parked.append(pipe)
-        if outcome is not None:
-            _hand_back(job, *outcome)
-        del job, outcome
-        job = following or pipe.get()
+            _waking -= 1
+            job, wake = _take(pipe)
+        while job is not None:
+            if wake is not None:  # more wait and no thread is on its way: one before this job
+                _wake(*wake)
+            outcome = None if job.abandoned else _outcome(job)
+            # idle before the hand-back, not after: the hand-back wakes the loop's thread,
+            # which then waited for this one to take the interpreter's lock again for its
+            # bookkeeping (a context switch more per call, ~10 % of a hop's CPU on one core)
+            with _lock:
+                following, wake = _take(pipe)
+            if outcome is not None:
+                _hand_back(job, *outcome)
+            job = following
+            del following, outcome
+        pipe.get()
+
+
+def _take(pipe: JobPipe) -> tuple[Job | None, tuple[JobPipe | None, bool] | None]:
+    """(Under `_lock`.) The next waiting job and, if more wait with no thread on its way, a
+    thread to wake for them; with none waiting, `pipe`'s thread parks."""
+    if not _waiting:
+        _parked.append(pipe)
+        return None, None
+    job = _waiting.popleft()
+    return job, (_summon() if _waiting and not _waking else None)
 
 
 class JobSource(Protocol):
