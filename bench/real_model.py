@@ -281,8 +281,12 @@ def fixed_workspace(model_key: str, runner: str) -> Iterator[Path]:
     """The same path on every run of a row: the system prompt names the working directory, and
     with a random one each run the small models' greedy replies changed from run to run (a task
     or two of 30). The name is a hash: the 0.5B read a path naming the row as package.json's
-    version. Locked, so two processes never share a row's workspace."""
-    digest = hashlib.sha256(f"{model_key} {runner}".encode()).hexdigest()[:8]
+    version. Streamed and plain rows of one format share it (the name made from the plain
+    runner's, as it always was), so that they differ only by streaming: with a directory each,
+    the names alone moved a 25-task row by two tasks (docs/benchmarks.md, issue 28, session 9).
+    Locked, so two processes never share a row's workspace."""
+    shared = runner.removesuffix("/stream") + "/plain" if runner.endswith("/stream") else runner
+    digest = hashlib.sha256(f"{model_key} {shared}".encode()).hexdigest()[:8]
     root = Path(tempfile.gettempdir()) / f"lw-real-model-{digest}"
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("w") as lock:
