@@ -2,8 +2,8 @@
 
 `run_in_thread` of a function that does nothing, awaited, from one task or from several at once;
 the CPU (process time, every thread) and the context switches (every thread's voluntary and
-involuntary, /proc/self/task, Linux) per hop, the median of REPEATS rounds of COUNT hops. The
-per-thread reading is bench/store_overhead.py's `thread_cpu`.
+involuntary, /proc/self/task, Linux) per hop, the median of REPEATS rounds of COUNT hops, as
+bench/store_overhead.py's `per_hop` takes them.
 
     python bench/pool_hops.py                    # one task, then 8 at once
     taskset -c 0 python bench/pool_hops.py       # on one core
@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_overhead import thread_cpu
+from store_overhead import per_hop
 
 from loopwright.worker_threads import run_in_thread
 
@@ -31,24 +29,17 @@ def nothing() -> None:
     return None
 
 
-def switches() -> int:
-    return sum(counts[1] + counts[2] for counts in thread_cpu().values())
-
-
 async def hops(tasks: int, repeats: int, count: int) -> tuple[float, float]:
     """Median CPU microseconds and context switches a hop, `tasks` tasks hopping at once."""
     async def hopper(n: int) -> None:
         for _ in range(n):
             await run_in_thread(nothing)
 
-    samples = []
-    for _ in range(repeats + 1):  # the first warms up (and starts the threads)
-        cpu, switched = time.process_time(), switches()
+    async def round_of_hops() -> int:
         await asyncio.gather(*(hopper(count // tasks) for _ in range(tasks)))
-        done = count // tasks * tasks
-        samples.append(((time.process_time() - cpu) / done * 1e6, (switches() - switched) / done))
-    return (statistics.median(us for us, _ in samples[1:]),
-            statistics.median(n for _, n in samples[1:]))
+        return count // tasks * tasks
+
+    return await per_hop(round_of_hops, repeats)
 
 
 def main() -> None:

@@ -60,7 +60,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +276,25 @@ def thread_cpu() -> dict[int, tuple[float, int, int]]:
     return out
 
 
+def context_switches() -> int:
+    """Voluntary and involuntary context switches of every thread of this process."""
+    return sum(voluntary + involuntary for _, voluntary, involuntary in thread_cpu().values())
+
+
+async def per_hop(round_of_hops: Callable[[], Awaitable[int]],
+                  repeats: int) -> tuple[float, float]:
+    """Median CPU microseconds (every thread) and context switches a hop over `repeats` rounds
+    of `round_of_hops` (which returns how many hops it made), after one round to warm up."""
+    samples = []
+    for _ in range(repeats + 1):
+        cpu, switched = time.process_time(), context_switches()
+        done = await round_of_hops()
+        samples.append(((time.process_time() - cpu) / done * 1e6,
+                        (context_switches() - switched) / done))
+    return (statistics.median(us for us, _ in samples[1:]),
+            statistics.median(n for _, n in samples[1:]))
+
+
 async def breakdown(base_url: str, runs: int, *, sqlite: bool) -> dict[str, float]:
     """Per turn, with SQLite or no store: CPU ms of the loop's thread and of the others (the
     store's), and WAL pages written."""
@@ -444,25 +463,20 @@ def hops(repeats: int, count: int = 3000) -> tuple[float, float]:
         def write_batch(self, session_id: str, writes: Any) -> None:
             return None
 
-    def switches() -> int:
-        return sum(counts[1] + counts[2] for counts in thread_cpu().values())
-
-    async def measure(store: ThreadedStore) -> list[tuple[float, float]]:
-        samples = []
-        for _ in range(repeats + 1):  # the first warms up
-            cpu, switched = time.process_time(), switches()
+    async def measure(store: ThreadedStore) -> tuple[float, float]:
+        async def round_of_hops() -> int:
             for _ in range(count):
                 await store.start_batch("s", [])
                 await asyncio.sleep(0)
-            samples.append(((time.process_time() - cpu) / count * 1e6,
-                            (switches() - switched) / count))
-        await store.aclose()
-        return samples[1:]
+            return count
+
+        try:
+            return await per_hop(round_of_hops, repeats)
+        finally:
+            await store.aclose()
 
     with tempfile.TemporaryDirectory() as scratch:
-        samples = asyncio.run(measure(ThreadedStore(WithoutSQL(Path(scratch) / "h.db"))))
-    return (statistics.median(us for us, _ in samples),
-            statistics.median(n for _, n in samples))
+        return asyncio.run(measure(ThreadedStore(WithoutSQL(Path(scratch) / "h.db"))))
 
 
 def main() -> None:
