@@ -141,7 +141,8 @@ async def test_a_call_left_out_of_one_reply_is_not_a_replay_when_it_comes_back()
               Reply(tool_calls=reads("start.txt", "c.txt")), Reply("done")]
     result, server = await run_chain(script)
     assert result.stop_reason == "completed", result.error
-    assert read == ["start.txt", "b.txt", "start.txt", "c.txt"]
+    # read-only calls of one reply run side by side, so their order within the reply is free
+    assert read[:2] == ["start.txt", "b.txt"] and sorted(read[2:]) == ["c.txt", "start.txt"]
     assert not any(tools_off(r) for r in server.model_requests)
 
 
