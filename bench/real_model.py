@@ -92,6 +92,7 @@ class Outcome:
     stop: str = ""
     split: str = "dev"
     variant: str = ""  # the ablation: which review checks were off
+    rep: int = 0  # the repetition, each in a directory of its own (`fixed_workspace`)
 
 
 @dataclass
@@ -212,12 +213,29 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
     return Outcome(runner=runner, model=model_key, task=task.name,
                    solved=answered and checker_ok, answered=answered, checker_ok=checker_ok,
                    stop=s.stop, split=task.split, failure=failure, turns=s.turns,
-                   variant=args.review_label if runner != "pydantic-ai" else "",
+                   variant=variant(args, runner),
                    requests=s.requests,
                    input_tokens=s.input_tokens, output_tokens=s.output_tokens, wall=wall,
                    cpu=cpu, output=s.output[:300],
                    detail=(s.detail or (f"{type(error).__name__}: {error}" if error else ""))[:300],
                    messages=s.messages, reviews=s.reviews)
+
+
+def variant(args: argparse.Namespace, runner: str) -> str:
+    """What sets a row apart from the default: review checks off, a sampling temperature."""
+    parts = [args.review_label] if runner != "pydantic-ai" and args.review_label else []
+    if args.temperature:
+        parts.append(f"temperature {args.temperature:g}")
+    return ", ".join(parts)
+
+
+def per_rep(group: list[Outcome]) -> str:
+    """"; 5, 3, 6 a rep" where a row ran more than once: the spread the total hides."""
+    reps = sorted({o.rep for o in group})
+    if len(reps) < 2:
+        return ""
+    return "; " + ", ".join(str(sum(o.solved for o in group if o.rep == r)) for r in reps) + \
+        " a rep"
 
 
 def runners(args: argparse.Namespace) -> list[str]:
@@ -247,7 +265,8 @@ def print_table(outcomes: list[Outcome], n_tasks: int, reps: int) -> None:
         accepted = sum(o.checker_ok for o in unanswered)
         wrong = len(group) - solved - len(unanswered)
         print(f"| {model} | {split} | {runner} | {solved}/{len(group)} "
-              f"({100 * solved / len(group):.0f} %) | {len(unanswered)} ({accepted}) | {wrong} "
+              f"({100 * solved / len(group):.0f} %{per_rep(group)}) | {len(unanswered)} "
+              f"({accepted}) | {wrong} "
               f"| {sum(o.turns for o in group)} | {sum(o.requests for o in group)} "
               f"| {sum(o.input_tokens for o in group)}/{sum(o.output_tokens for o in group)} "
               f"| {sum(o.wall for o in group):.0f} | {sum(o.cpu for o in group):.2f} "
@@ -266,27 +285,31 @@ async def bench_model(model_key: str, tasks: list[Task], args: argparse.Namespac
         print(f"# {spec.title}: llama.cpp at {server.base_url}", file=sys.stderr)
         model_id = str(path)
         for runner in runners(args):
-            with fixed_workspace(model_key, runner) as workspace:
-                for rep in range(args.reps):
+            for rep in range(args.first_rep, args.first_rep + args.reps):
+                with fixed_workspace(model_key, runner, rep) as workspace:
                     for task in tasks:
                         outcome = await run_one(runner, task, server.base_url, model_key,
                                                 model_id, args, workspace)
+                        outcome.rep = rep
                         outcomes.append(outcome)
                         report(outcome, rep, sink)
     return outcomes
 
 
 @contextlib.contextmanager
-def fixed_workspace(model_key: str, runner: str) -> Iterator[Path]:
+def fixed_workspace(model_key: str, runner: str, rep: int = 0) -> Iterator[Path]:
     """The same path on every run of a row: the system prompt names the working directory, and
     with a random one each run the small models' greedy replies changed from run to run (a task
     or two of 30). The name is a hash: the 0.5B read a path naming the row as package.json's
     version. Streamed and plain rows of one format share it (the name made from the plain
     runner's, as it always was), so that they differ only by streaming: with a directory each,
     the names alone moved a 25-task row by two tasks (docs/benchmarks.md, issue 28, session 9).
-    Locked, so two processes never share a row's workspace."""
+    Each repetition after the first has a directory of its own: greedy replies in one
+    directory repeat themselves, so only other names show the spread of a row. Locked, so two
+    processes never share a row's workspace."""
     shared = runner.removesuffix("/stream") + "/plain" if runner.endswith("/stream") else runner
-    digest = hashlib.sha256(f"{model_key} {shared}".encode()).hexdigest()[:8]
+    name = f"{model_key} {shared}" + (f" rep {rep}" if rep else "")
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     root = Path(tempfile.gettempdir()) / f"lw-real-model-{digest}"
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("w") as lock:
@@ -345,7 +368,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--review-off", default="", metavar="NAME[,NAME]",
                         help="ablation: run loopwright with these checks off (a boolean setting "
                              "such as narration_nudge, or a check of the review stage)")
-    parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--reps", type=int, default=1,
+                        help="repetitions of each row, each in a workspace directory of its own")
+    parser.add_argument("--first-rep", type=int, default=0,
+                        help="number the repetitions from here (0 runs in the row's usual "
+                        "directory), e.g. to add repetitions to a row run before")
     parser.add_argument("--max-turns", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--temperature", type=float, default=0.0)
