@@ -76,7 +76,7 @@ class BatchSink:
 
     async def aclose(self) -> None:
         """Every line written, the files closed (off the event loop: it waits for the disk)."""
-        await asyncio.to_thread(self.writer.close)
+        await self.writer.aclose()
 
 
 async def run_batch(
@@ -211,7 +211,7 @@ async def _open_sink(out: Path, trajectories: str | None, skip: set[str], total:
             writer.open, out / TRAJECTORIES_FILE)
         results = await asyncio.to_thread(writer.open, out / RESULTS_FILE)
     except BaseException:
-        await asyncio.to_thread(writer.close)  # its thread ends
+        await writer.aclose()  # its thread ends
         raise
     return BatchSink(writer, results, trajectory_file,
                      BatchProgress(total, console=console, enabled=progress))
