@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -142,8 +143,6 @@ class GcClock:
     """Collections per generation and the time they took (`gc.callbacks`), from `start()`."""
 
     def __init__(self) -> None:
-        import gc
-
         self.counts = [0, 0, 0]
         self.seconds = 0.0
         self._began = 0.0
@@ -190,6 +189,7 @@ async def one_setting(args: argparse.Namespace) -> dict[str, Any]:
             await run_batch(tasks[:args.warmup], Path(out) / "warmup",
                             concurrency=args.concurrency, model="bench",
                             base_url=args.base_url, api_key="k", context_window=32_000)
+        gc.collect()  # both sides start their clock with the warm-up's garbage collected
         threads, cpu, wall = thread_counters(), own_cpu(), time.perf_counter()
         args.gc.start()
         counting(args, True)
@@ -223,6 +223,7 @@ async def library_setting(args: argparse.Namespace) -> dict[str, Any]:
             return result.output == "ok"
 
         await asyncio.gather(*(one(n) for n in range(args.warmup)))
+        gc.collect()  # both sides start their clock with the warm-up's garbage collected
         threads, cpu, wall = thread_counters(), own_cpu(), time.perf_counter()
         args.gc.start()
         counting(args, True)

@@ -89,8 +89,12 @@ class TaskRunner:
         model call). Runs by itself before the first task when not called."""
         if self._opened is None:
             self._opened = asyncio.ensure_future(self._open())
-        await asyncio.shield(self._opened)
-        await asyncio.gather(*(self._window(model) for model in set(models)))
+        if self._opened.done():  # every task asks: no shield (a future, two callbacks) then
+            self._opened.result()  # raises what opening the store raised
+        else:
+            await asyncio.shield(self._opened)
+        if models:
+            await asyncio.gather(*(self._window(model) for model in set(models)))
 
     async def _open(self) -> None:
         from loopwright.endpoints.base import hold_shared_client
@@ -126,7 +130,7 @@ class TaskRunner:
         own = _brings_project(task)
         made: Path | None = None  # a workspace of this task's own, removed when it ends
         try:
-            await self.prepare([])
+            await self.prepare(())
             self._import_checker(task)
             window = await self._window(task.model)
             if own:
@@ -197,16 +201,18 @@ class TaskRunner:
 
             # the copy is as trusted as the directory it was made from (`loopwright trust`)
             trusted = await asyncio.to_thread(prompt_content_trusted, task.workspace)
+        key = (task.model, task.system_prompt, task.max_turns, rubric, trusted,
+               tuple(t.name for t in tools))
+        pending = None if own is not None else self._agents.get(key)
+        if pending is not None and pending.done() and pending.exception() is None:
+            return pending.result()  # the common case: built by an earlier task
         options = self._agent_options(task, window, rubric)
         if trusted is not None:
             options["trust_project_files"] = trusted
         if own is not None:
             options["workdir"] = str(own)
             return await asyncio.to_thread(self._build_agent, tools, options)
-        key = (task.model, task.system_prompt, task.max_turns, rubric, trusted,
-               tuple(t.name for t in tools))
-        pending = self._agents.get(key)
-        if pending is None or (pending.done() and pending.exception() is not None):
+        if pending is None or pending.done():  # none yet, or the last attempt failed
             pending = self._agents[key] = asyncio.ensure_future(
                 asyncio.to_thread(self._build_agent, tools, options))
         return await asyncio.shield(pending)
@@ -252,6 +258,8 @@ class TaskRunner:
         if pending is None:
             pending = asyncio.ensure_future(self._probe_window(model))
             self._windows[model] = pending
+        elif pending.done():
+            return pending.result()  # no shield (a future and two callbacks) once known
         return await asyncio.shield(pending)
 
     async def _probe_window(self, model: str | None) -> int | None:
