@@ -1,4 +1,4 @@
-"""`results.jsonl`: one line per task, appended the moment the task finishes.
+"""`results.jsonl`: one line per task, appended as the task finishes (within `FLUSH_SECONDS`).
 
 Lines are written by the batch's writer thread (`JsonlWriter`), in the order the tasks finish,
 to a file opened for appending and flushed at once; the event loop hands them over in groups,
