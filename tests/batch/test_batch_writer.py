@@ -9,6 +9,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from loopwright.batch.results import JsonlWriter
 
 
@@ -74,3 +76,18 @@ async def test_lines_of_two_files_keep_their_order(tmp_path: Path) -> None:
     assert ids(tmp_path / "trajectories.jsonl") == list(range(300))
     assert ids(tmp_path / "results.jsonl") == list(range(300))
 
+
+
+async def test_a_failed_write_stops_the_batch_and_closes_every_file(tmp_path: Path) -> None:
+    writer = JsonlWriter(flush_seconds=3600, flush_lines=1)  # each line handed over at once
+    full = await asyncio.to_thread(writer.open, Path("/dev/full"))  # every write: ENOSPC
+    results = await asyncio.to_thread(writer.open, tmp_path / "results.jsonl")
+    deadline = time.monotonic() + 30
+    with pytest.raises(OSError):  # a line after the failure is refused, not lost quietly
+        while True:
+            full.append({"id": 0})
+            assert time.monotonic() < deadline, "the failed write was never reported"
+            await asyncio.sleep(0.01)
+    with pytest.raises(OSError):
+        await writer.aclose()
+    assert results._handle.closed

@@ -135,7 +135,10 @@ class JsonlWriter:
         self._lines.put(None)
         self._thread.join()
         for handle in self._handles:
-            handle.close()
+            try:
+                handle.close()  # after a failed write, what it still buffers fails again
+            except OSError as exc:
+                self._failure = self._failure or exc
         if self._failure is not None:
             raise self._failure
 
