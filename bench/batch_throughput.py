@@ -10,12 +10,17 @@ is, as part of the batch.
 
     python bench/batch_throughput.py                        # 2,000 tasks, the default settings
     python bench/batch_throughput.py --tasks 500 --local 16,64 --ray-workers 1
+    taskset -c 0 python bench/batch_throughput.py --tasks 2000 --local 16 --ray-workers '' \
+        --repeats 3 --threads          # 3 alternating pairs; each thread's CPU and switches
+    python bench/batch_throughput.py --tasks 300 --local 16 --ray-workers '' --callgrind
 
 Each local setting is followed by the same tasks run through the library (one `Agent`,
 `run()` at the same concurrency) and the ratio of the batch's CPU per run to it. Both sides
 first run WARMUP tasks the same way in the same process, not timed: the imports and first-use
 work of the runtime (a few hundred ms of CPU, loaded by the first agent made or run) are not a
-cost per run, and were counted on the batch's side only.
+cost per run, and were counted on the batch's side only; then both collect their garbage.
+`--callgrind` (needs valgrind and gcc, as bench/instructions.py) counts the instructions of the
+timed tasks only; its figures move with the run's timing against the server too.
 """
 
 from __future__ import annotations
