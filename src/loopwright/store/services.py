@@ -34,6 +34,7 @@ class StateServices:
         self.memory: MemoryFiles | None = None
         self._background: BackgroundWork | None = None
         self._embedder: Embedder | None = None
+        self._attachments: Path | None = None  # where runs store attachments' bytes
         if settings.memory or settings.memory_learning:
             from loopwright.builtin.memory import memory_files_for
 
@@ -104,10 +105,13 @@ class StateServices:
             return None
         from loopwright.store.recorder import SessionRecorder
 
-        data_dir = Path(self.settings.data_dir) if self.settings.data_dir else default_data_dir()
+        if self._attachments is None:  # once per agent: the default reads the environment
+            data_dir = (Path(self.settings.data_dir) if self.settings.data_dir
+                        else default_data_dir())
+            self._attachments = data_dir / "attachments"
         return SessionRecorder(self.store, session_id, model=model, base_url=base_url,
                                api_mode=api_mode, cwd=str(self.workdir), parent_id=parent_id,
-                               attachments_dir=data_dir / "attachments")
+                               attachments_dir=self._attachments)
 
 
 def first_user_turn(history: list[Message], prompt: str) -> Message | None:
