@@ -14,6 +14,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --quick         # fewer runs
     python bench/store_overhead.py --no-serve --json
     python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
+    python bench/store_overhead.py --instructions --no-gc  # the same, cycle collector off
     python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
     python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
     python bench/store_overhead.py --replay        # SQLite: its writes alone, replayed
@@ -21,9 +22,15 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
-110 turns between them is the instructions per turn of the process, every thread included. It is
-not moved by the machine's load (CPU time is: a hop to the store's thread and back costs more on
-a busy machine), but it does not see cache misses or thread wake-ups either.
+110 turns between them is the instructions per turn of the process, every thread included (and
+each thread's own: the event loop's, the store's, the pool's). The store is made and migrated by
+a run before either count (until the eleventh session of issue 30 the 2-run count made the
+SQLite file and the 12-run count found it made, so ~0.3 M a turn of the schema's creation was
+taken off SQLite's figure). It is not moved by the machine's
+load (CPU time is: a hop to the store's thread and back costs more on a busy machine), but it
+does not see cache misses, the kernel or thread wake-ups either. `--no-gc` counts with Python's
+cycle collector off in the child: with it on, a full collection falling between the two counts
+in one store's child and not in another's moves that store's figure by ~0.15 M a turn.
 
 `--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU and the
 context switches of the event loop's thread and of the store's thread (from /proc/self/task,
@@ -207,8 +214,14 @@ async def measure(args: argparse.Namespace, base_url: str, pg_dsn: str) -> dict[
 COUNTED_RUNS = (2, 12)
 
 
-def count_child(base_url: str, store_spec: str, runs: int) -> None:
-    """`runs` runs of the workload in a row (the process callgrind counts)."""
+def count_child(base_url: str, store_spec: str, runs: int, collect: bool = True) -> None:
+    """`runs` runs of the workload in a row (the process callgrind counts; `collect` False:
+    with Python's cycle collector off)."""
+    if not collect:
+        import gc
+
+        gc.disable()
+
     async def go() -> None:
         agent = Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
                       store=store_spec or None, max_turns=ROUNDS + 5)
@@ -224,37 +237,59 @@ def count_child(base_url: str, store_spec: str, runs: int) -> None:
     asyncio.run(go())
 
 
-def instructions(base_url: str, stores: dict[str, str]) -> dict[str, float]:
-    """Instructions per turn of the workload with each store (see `--instructions`)."""
-    import re
+def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True
+                 ) -> dict[str, dict[str, float]]:
+    """Instructions per turn of the workload with each store, the process's ("all") and each
+    thread's ("thread 1" the event loop's; see `--instructions`)."""
     import subprocess
 
-    out: dict[str, float] = {}
+    out: dict[str, dict[str, float]] = {}
     for name, spec in stores.items():
+        if spec:  # made and migrated first, so neither count has the schema's creation in it
+            subprocess.run([sys.executable, str(HERE), "--count-child", base_url, spec, "1"],
+                           capture_output=True, check=True)
         counts = []
-        for runs in COUNTED_RUNS:
-            done = subprocess.run(
-                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                 sys.executable, str(HERE), "--count-child", base_url, spec, str(runs)],
-                capture_output=True, text=True, check=False)
-            found = re.search(r"refs:\s+([\d,]+)", done.stderr)
-            if done.returncode or found is None:
-                raise SystemExit(f"{name}: the counted child failed: {done.stderr[-2000:]}")
-            counts.append(int(found.group(1).replace(",", "")))
-        out[name] = (counts[1] - counts[0]) / ((COUNTED_RUNS[1] - COUNTED_RUNS[0]) * (ROUNDS + 1))
+        with tempfile.TemporaryDirectory() as scratch:
+            for runs in COUNTED_RUNS:
+                done = subprocess.run(
+                    ["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                     f"--callgrind-out-file={scratch}/{runs}.out", sys.executable, str(HERE),
+                     "--count-child", base_url, spec, str(runs), "1" if collect else "0"],
+                    capture_output=True, text=True, check=False)
+                if done.returncode or "refs:" not in done.stderr:
+                    raise SystemExit(f"{name}: the counted child failed: {done.stderr[-2000:]}")
+                counts.append(thread_counts(Path(scratch), runs))
+        turns = (COUNTED_RUNS[1] - COUNTED_RUNS[0]) * (ROUNDS + 1)
+        out[name] = {f"thread {n}": (counts[1].get(n, 0) - counts[0].get(n, 0)) / turns
+                     for n in sorted(counts[1])}
+        out[name]["all"] = sum(out[name].values())
     return out
 
 
-def print_instructions(base_url: str, pg_dsn: str) -> None:
+def thread_counts(folder: Path, runs: int) -> dict[int, int]:
+    """Instructions of each thread (callgrind's `summary:` of its `-NN` file) by its number."""
+    found = {}
+    for part in folder.glob(f"{runs}.out-*"):
+        summary = next(line for line in part.read_text().splitlines()
+                       if line.startswith("summary:"))
+        found[int(part.name.rsplit("-", 1)[1])] = int(summary.split()[1])
+    return found
+
+
+def print_instructions(base_url: str, pg_dsn: str, *, collect: bool) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         counted = instructions(base_url, {"none": "", "sqlite": str(Path(scratch) / "s.db"),
-                                          "postgres": pg_dsn})
-    none = counted["none"]
+                                          "postgres": pg_dsn}, collect=collect)
+    none = counted["none"]["all"]
     print(f"instructions per turn (callgrind, the whole process; load average "
-          f"{os.getloadavg()[0]:.1f}, which does not move these)")
+          f"{os.getloadavg()[0]:.1f}, which does not move these; cycle collector "
+          f"{'on' if collect else 'off'})")
     for name, label in (("none", "no store  "), ("sqlite", "SQLite    "),
                         ("postgres", "PostgreSQL")):
-        print(f"  library, {label} {counted[name] / 1e6:7.3f} M  x{counted[name] / none:.2f}")
+        threads = ", ".join(f"{key} {value / 1e6:.3f} M" for key, value in counted[name].items()
+                            if key != "all")
+        print(f"  library, {label} {counted[name]['all'] / 1e6:7.3f} M  "
+              f"x{counted[name]['all'] / none:.3f}  ({threads})")
 
 
 # --- where SQLite's cost goes -------------------------------------------------------------------
@@ -484,7 +519,8 @@ def main() -> None:
         serve_child(*sys.argv[2:5])
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--count-child":
-        count_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        count_child(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                    collect=len(sys.argv) < 6 or sys.argv[5] != "0")
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per batch")
@@ -495,6 +531,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under callgrind instead of timing")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="with --instructions: Python's cycle collector off in the child")
     parser.add_argument("--breakdown", action="store_true",
                         help="SQLite only: CPU by thread and WAL pages a turn")
     parser.add_argument("--parts", action="store_true",
@@ -528,7 +566,7 @@ def main() -> None:
             return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:
-                print_instructions(base_url, pg_dsn)
+                print_instructions(base_url, pg_dsn, collect=not args.no_gc)
                 return
 
             row = asyncio.run(measure(args, base_url, pg_dsn))
