@@ -373,22 +373,25 @@ class ProjectContent:
 
 def project_content(project: Path) -> ProjectContent:
     """The project's `loopwright.toml`, instruction files and skill files (blocking)."""
-    from loopwright.context.prompt import find_project_files
-    from loopwright.skills.discovery import MAX_FOLDERS_PER_ROOT, SKILL_FILE, skill_roots
+    return _content_of(project.resolve())
 
-    project = project.resolve()
+
+def _content_of(project: Path) -> ProjectContent:
+    """`project_content` of a resolved path: every run asks, and resolving a path walks it."""
+    from loopwright.context.prompt import project_files_below, repository_root
+    from loopwright.skills.discovery import MAX_FOLDERS_PER_ROOT, SKILL_FILE, project_skill_roots
+
+    repository = repository_root(project)
     config = project / PROJECT_FILE
     skills: list[Path] = []
-    for root in skill_roots(project):
-        if root.source != "project":
-            continue
+    for root in project_skill_roots(project, repository):
         with contextlib.suppress(OSError):
             with os.scandir(root.path) as listing:
                 folders = sorted(e.name for e in listing if not e.name.startswith("."))
             skills.extend(path for name in folders[:MAX_FOLDERS_PER_ROOT]
                           if (path := root.path / name / SKILL_FILE).is_file())
     return ProjectContent(config=config if config.is_file() else None,
-                          instructions=find_project_files(project), skills=skills)
+                          instructions=project_files_below(repository, project), skills=skills)
 
 
 def project_digest(project: Path, *, config: bytes | None = None,
@@ -439,7 +442,7 @@ def prompt_content_trusted(project: Path, *, store: TrustStore | None = None) ->
     or when it is trusted with exactly this content. Otherwise one notice line (once per
     content) names what was left out and how to trust it."""
     project = project.resolve()
-    content = project_content(project)
+    content = _content_of(project)
     if not content.prompt_files:
         return True
     store = store or TrustStore()

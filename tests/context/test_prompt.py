@@ -128,13 +128,13 @@ async def test_the_prompt_is_read_from_disk_off_the_event_loop(
     (tmp_path / ".git").mkdir()
     (tmp_path / "AGENTS.md").write_text("RULE")
     readers: list[int] = []
-    original = prompt_module.find_project_files
+    original = prompt_module.project_files_below
 
-    def spy(workdir: Path) -> list[Path]:
+    def spy(root: Path | None, workdir: Path) -> list[Path]:
         readers.append(threading.get_ident())
-        return original(workdir)
+        return original(root, workdir)
 
-    monkeypatch.setattr(prompt_module, "find_project_files", spy)
+    monkeypatch.setattr(prompt_module, "project_files_below", spy)
     blocks = await system_blocks(tmp_path)
     assert "RULE" in blocks[1]["text"]
     assert readers and threading.get_ident() not in readers
@@ -145,3 +145,20 @@ async def test_a_small_window_shrinks_the_instruction_budget(tmp_path: Path) -> 
     (tmp_path / "AGENTS.md").write_text("y" * 20_000)
     blocks = await system_blocks(tmp_path, context_window=16_385)
     assert blocks[1]["text"].count("y") < 7_000
+
+
+def test_instruction_files_are_found_up_a_relative_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the walk goes by strings now (pathlib was most of a run's set-up): a relative path still
+    # ends at ".", and a repository's root still bounds it
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "AGENTS.md").write_text("top")
+    (tmp_path / "a" / "CLAUDE.md").write_text("middle")
+    monkeypatch.chdir(tmp_path)
+    assert prompt_module.find_project_files(Path("a/b")) == [Path("AGENTS.md"),
+                                                              Path("a/CLAUDE.md")]
+    assert prompt_module.repository_root(Path("a/b")) is None
+    (tmp_path / "a" / ".git").mkdir()
+    assert prompt_module.repository_root(Path("a/b")) == Path("a")
+    assert prompt_module.find_project_files(Path("a/b")) == [Path("a/CLAUDE.md")]
+    assert prompt_module.find_project_files(tmp_path / "a" / "b") == [tmp_path / "a" / "CLAUDE.md"]

@@ -99,8 +99,10 @@ def static_sections(*, user_prompt: str | None, has_tools: bool,
     return sections
 
 
-def environment_section(workdir: Path, *, today: dt.date | None = None) -> PromptSection:
-    """Platform, shell, working directory and date (date only: the part stays stable all day)."""
+def environment_section(workdir: Path, *, today: dt.date | None = None,
+                        in_repository: bool | None = None) -> PromptSection:
+    """Platform, shell, working directory and date (date only: the part stays stable all day);
+    whether it is in a git repository is looked up unless given."""
     system = platform.system() or "unknown"
     shell = os.environ.get("SHELL") or os.environ.get("COMSPEC") or "unknown"
     lines = [
@@ -110,36 +112,53 @@ def environment_section(workdir: Path, *, today: dt.date | None = None) -> Promp
         f"- Shell: {shell}",
         f"- Date: {(today or dt.date.today()).isoformat()}",
     ]
-    if repository_root(workdir) is not None:
+    if in_repository is None:
+        in_repository = repository_root(workdir) is not None
+    if in_repository:
         lines.append("- The working directory is inside a git repository.")
     return PromptSection(name="environment", text="\n".join(lines), static=False)
 
 
+def _up_from(start: Path) -> list[str]:
+    """`start` and each directory above it, as strings: every run walks them (for `.git` and
+    the instruction files), and `pathlib` made that walk most of a run's set-up on its own."""
+    directories = [directory := os.fspath(start)]
+    while (parent := os.path.dirname(directory) or ".") != directory:  # "a" is in "."
+        directories.append(directory := parent)
+    return directories
+
+
 def repository_root(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
+    """The closest directory from `start` up that holds a `.git`, or None."""
+    for directory in _up_from(start):
+        if os.path.exists(os.path.join(directory, ".git")):
+            return Path(directory)
     return None
 
 
 def find_project_files(workdir: Path) -> list[Path]:
     """Instruction files from the outermost directory searched to the working directory."""
-    root = repository_root(workdir)
-    directories: list[Path] = []
-    for directory in (workdir, *workdir.parents):
+    return project_files_below(repository_root(workdir), workdir)
+
+
+def project_files_below(root: Path | None, workdir: Path) -> list[Path]:
+    """`find_project_files` where the repository's root (None: not in one) is known."""
+    top = os.fspath(root) if root is not None else None
+    directories: list[str] = []
+    for directory in _up_from(workdir):
         directories.append(directory)
-        if directory == root:
+        if directory == top:
             break
     found: list[Path] = []
     seen: set[Path] = set()
     for directory in reversed(directories):
         boundary: Path | None = None  # resolved only where a file is found: a run's prompt is
         for name in PROJECT_FILES:    # built on every run, and most directories hold none
-            path = directory / name
+            if not os.path.isfile(os.path.join(directory, name)):
+                continue
+            path = Path(directory, name)
             try:
-                if not path.is_file():
-                    continue
-                boundary = boundary or (root or directory).resolve()
+                boundary = boundary or Path(top or directory).resolve()
                 real = path.resolve()
                 if real in seen or not real.is_relative_to(boundary):
                     continue  # a link out of the project is never read into the prompt
@@ -181,14 +200,14 @@ def _bounded_files(title: str, intro: str, paths: list[Path], max_chars: int) ->
     return f"# {title}\n{intro}\n\n" + "\n\n".join(parts)
 
 
-def project_section(workdir: Path, *, max_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS
-                    ) -> PromptSection | None:
-    """The project's instruction files, or None when there are none."""
+def project_section(workdir: Path, *, root: Path | None,
+                    max_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS) -> PromptSection | None:
+    """The project's instruction files, or None when there are none (`root`: the repository's
+    root, None outside one)."""
     text = _bounded_files(
         "Project instructions",
         "From instruction files in the project; when they disagree, the closest to the working "
-        "directory (listed last) wins.",
-        find_project_files(workdir), max_chars)
+        "directory (listed last) wins.", project_files_below(root, workdir), max_chars)
     return PromptSection(name="project", text=text, static=False) if text else None
 
 
@@ -233,8 +252,10 @@ def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
     sections.extend(PromptSection(name="note", text=s, static=True)
                     for s in static_notes or [] if s)  # e.g. the sandbox: config-only, cacheable
     if workdir is not None:
-        sections.append(environment_section(workdir, today=today))
-        project = (project_section(workdir, max_chars=max_instruction_chars)
+        root = repository_root(workdir)
+        sections.append(environment_section(workdir, today=today,
+                                            in_repository=root is not None))
+        project = (project_section(workdir, max_chars=max_instruction_chars, root=root)
                    if project_instructions else None)
         for optional in (project, user_section(max_chars=max_instruction_chars)):
             if optional is not None:

@@ -84,14 +84,7 @@ def skill_roots(workdir: Path, *, extra_paths: Iterable[str] = (),
     """The directories searched, in precedence order (see the module docstring); without the
     project's own when `project` is false (an untrusted project: `loopwright.trust`)."""
     workdir = workdir.resolve()
-    repository = repository_root(workdir)
-    roots: list[SkillRoot] = []
-    for directory in (workdir, *workdir.parents) if project else ():
-        for name in PROJECT_DIRS:
-            roots.append(SkillRoot(path=directory / name, source="project",
-                                   boundary=repository or workdir))
-        if directory == repository or repository is None:
-            break
+    roots = project_skill_roots(workdir, repository_root(workdir)) if project else []
     for raw in extra_paths:
         path = Path(os.path.expanduser(raw))
         path = path if path.is_absolute() else workdir / path
@@ -102,6 +95,19 @@ def skill_roots(workdir: Path, *, extra_paths: Iterable[str] = (),
         user_dir = user_config_dir()
     user_root = user_dir / "skills"
     roots.append(SkillRoot(path=user_root, source="user", boundary=user_root.resolve()))
+    return roots
+
+
+def project_skill_roots(workdir: Path, repository: Path | None) -> list[SkillRoot]:
+    """The project's own skill directories: from `workdir` (resolved) up to `repository`, its
+    repository's root (None outside one: `workdir` alone)."""
+    roots: list[SkillRoot] = []
+    for directory in (workdir, *workdir.parents):
+        for name in PROJECT_DIRS:
+            roots.append(SkillRoot(path=directory / name, source="project",
+                                   boundary=repository or workdir))
+        if directory == repository or repository is None:
+            break
     return roots
 
 
