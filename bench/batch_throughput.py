@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from server_process import start_ready
+from thread_stats import thread_cpu
 
 from loopwright.batch import run_batch
 
@@ -111,18 +112,8 @@ def thread_counters() -> dict[str, tuple[float, int, int]]:
     names = {t.native_id: t.name for t in threading.enumerate()}
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out = {"process": (usage.ru_utime + usage.ru_stime, usage.ru_nvcsw, usage.ru_nivcsw)}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
-            status = Path(f"/proc/self/task/{tid}/status").read_text()
-        except OSError:
-            continue
-        name = names.get(int(tid), stat[stat.index("(") + 1:stat.rindex(")")])
-        fields = stat.rsplit(")", 1)[1].split()
-        switches = dict(line.split(":") for line in status.splitlines() if "ctxt_sw" in line)
-        out[f"{name}/{tid}"] = ((int(fields[11]) + int(fields[12])) / TICKS,
-                                int(switches["voluntary_ctxt_switches"]),
-                                int(switches["nonvoluntary_ctxt_switches"]))
+    for tid, counts in thread_cpu().items():
+        out[f"{names.get(tid, 'thread')}/{tid}"] = counts
     return out
 
 

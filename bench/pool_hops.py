@@ -3,7 +3,7 @@
 `run_in_thread` of a function that does nothing, awaited, from one task or from several at once;
 the CPU (process time, every thread) and the context switches (every thread's voluntary and
 involuntary, /proc/self/task, Linux) per hop, the median of REPEATS rounds of COUNT hops, as
-bench/store_overhead.py's `per_hop` takes them.
+bench/thread_stats.py's `per_hop` takes them.
 
     python bench/pool_hops.py                    # one task, then 8 at once
     taskset -c 0 python bench/pool_hops.py       # on one core
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_overhead import per_hop
+from thread_stats import per_hop
 
 from loopwright.worker_threads import run_in_thread
 

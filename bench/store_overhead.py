@@ -67,7 +67,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,7 @@ from server_process import (  # bench/ is on the path: the script's own folder
     serve_until_stopped,
     start_ready,
 )
+from thread_stats import per_hop, thread_cpu
 
 from loopwright import Agent, tool
 from loopwright.endpoints.base import close_shared_client
@@ -295,39 +296,6 @@ def print_instructions(base_url: str, pg_dsn: str, *, collect: bool) -> None:
 # --- where SQLite's cost goes -------------------------------------------------------------------
 
 WAL_FRAME_HEADER, WAL_HEADER = 24, 32
-
-
-def thread_cpu() -> dict[int, tuple[float, int, int]]:
-    """Of each thread of this process: CPU seconds (user + system, from the scheduler's
-    nanosecond count, /proc/.../schedstat), voluntary and involuntary context switches."""
-    out = {}
-    for task in os.listdir("/proc/self/task"):
-        folder = Path(f"/proc/self/task/{task}")
-        ran = int((folder / "schedstat").read_text().split()[0]) / 1e9
-        switches = dict(line.split(":\t") for line in (folder / "status").read_text().splitlines()
-                        if line.endswith(tuple("0123456789")) and "ctxt_switches" in line)
-        out[int(task)] = (ran, int(switches["voluntary_ctxt_switches"]),
-                          int(switches["nonvoluntary_ctxt_switches"]))
-    return out
-
-
-def context_switches() -> int:
-    """Voluntary and involuntary context switches of every thread of this process."""
-    return sum(voluntary + involuntary for _, voluntary, involuntary in thread_cpu().values())
-
-
-async def per_hop(round_of_hops: Callable[[], Awaitable[int]],
-                  repeats: int) -> tuple[float, float]:
-    """Median CPU microseconds (every thread) and context switches a hop over `repeats` rounds
-    of `round_of_hops` (which returns how many hops it made), after one round to warm up."""
-    samples = []
-    for _ in range(repeats + 1):
-        cpu, switched = time.process_time(), context_switches()
-        done = await round_of_hops()
-        samples.append(((time.process_time() - cpu) / done * 1e6,
-                        (context_switches() - switched) / done))
-    return (statistics.median(us for us, _ in samples[1:]),
-            statistics.median(n for _, n in samples[1:]))
 
 
 async def breakdown(base_url: str, runs: int, *, sqlite: bool) -> dict[str, float]:
