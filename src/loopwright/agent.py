@@ -185,12 +185,14 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def run(self, prompt: Prompt, *, history: list[Message] | None = None,
                   deps: DepsT | None = None, raise_on_error: bool | None = None,
-                  workdir: str | Path | None = None) -> RunResult[OutputT]:
+                  workdir: str | Path | None = None, project: bool = True
+                  ) -> RunResult[OutputT]:
         """Run to the end and return the result. Provider failures and invalid structured output
         end the run (`RunResult.stop_reason`, `.error`) unless `raise_on_error` (default: the
         setting) asks to raise them: the typed error itself (`AuthError`,
-        `OutputValidationError`, …) or `RunFailed`. `workdir`: see `start()`."""
-        handle = await self.start(prompt, history=history, deps=deps, workdir=workdir)
+        `OutputValidationError`, …) or `RunFailed`. `workdir`, `project`: see `start()`."""
+        handle = await self.start(prompt, history=history, deps=deps, workdir=workdir,
+                                  project=project)
         result = typing.cast(RunResult[OutputT], await handle.task)
         if raise_on_error if raise_on_error is not None else self.settings.raise_on_error:
             raise_for_failure(result)
@@ -238,13 +240,15 @@ class Agent(Generic[DepsT, OutputT]):
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
                     session_id: str | None = None, deps: Any = None,
-                    workdir: str | Path | None = None) -> RunHandle:
+                    workdir: str | Path | None = None, project: bool = True) -> RunHandle:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
         session to continue or create, instead of the agent's `session_id` setting; `workdir`:
         this run's working directory instead of the `workdir` setting — its instruction files,
         the tools' workspace — so one agent serves runs in many directories, as
-        `loopwright batch` does). `prompt` is text, or a list of text and attachments
+        `loopwright batch` does; `project=False`: that directory is a scratch one of the
+        caller's, not a project — no repository, instruction file or trust of a project is
+        looked for in it or above it). `prompt` is text, or a list of text and attachments
         (`loopwright.image(...)`, `document(...)`)."""
         from loopwright import messages
         from loopwright.attachments import refuse_unsupported, split_prompt
@@ -273,7 +277,8 @@ class Agent(Generic[DepsT, OutputT]):
         # instruction files, memory and skills are read from disk: not on the event loop (on
         # the tools' worker threads: a hop costs less there than `asyncio.to_thread`'s)
         where = agent_parts.run_workdir(workdir if workdir is not None else self.settings.workdir)
-        system_prompt = await run_in_thread(functools.partial(self._system_prompt, where, compact))
+        system_prompt = await run_in_thread(
+            functools.partial(self._system_prompt, where, compact, project=project))
         settings = self._loop_settings(chain, session_id, where)
         run_history = await self._open_history(
             chain, session_id, parent_session_id, history, system_prompt, prompt,
@@ -423,7 +428,8 @@ class Agent(Generic[DepsT, OutputT]):
                 note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
 
-    def _system_prompt(self, workdir: Path, compact: bool = False) -> str:
+    def _system_prompt(self, workdir: Path, compact: bool = False, *, project: bool = True
+                       ) -> str:
         from loopwright.context.economy import instruction_chars
         from loopwright.context.prompt import build_system_prompt
         from loopwright.trust import prompt_content_trusted
@@ -434,9 +440,9 @@ class Agent(Generic[DepsT, OutputT]):
                                    static_notes=[self._sandbox_note or "",
                                                  self.skills.prompt_section() if self.skills
                                                  else ""],
-                                   workdir=workdir,
-                                   project_instructions=(s.trust_project_files
-                                                         or prompt_content_trusted(workdir)),
+                                   workdir=workdir, project=project,
+                                   project_instructions=project and (
+                                       s.trust_project_files or prompt_content_trusted(workdir)),
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 

@@ -143,7 +143,9 @@ class TaskRunner:
             await self._remove(made)
             return TaskOutcome(row=failed_row(id=task.id, line=task.line, error=_describe(exc)))
         try:
-            result = await agent.run(task.prompt, workdir=workdir,
+            # the shared empty directory is the batch's, not a project, nor is what lies above
+            # it ($TMPDIR, /): no instruction file found up there is a task's (and no walk)
+            result = await agent.run(task.prompt, workdir=workdir, project=workdir != self._empty,
                                      raise_on_error=False)  # a failed task is a row
             verdict = await check(task, result, workdir, default=self.config.default_checker,
                                   functions=self.checkers)

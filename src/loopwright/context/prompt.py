@@ -239,25 +239,29 @@ def build_system_prompt(*, user_prompt: str | None, has_tools: bool,
                         workdir: Path | None = None,
                         max_instruction_chars: int = DEFAULT_MAX_INSTRUCTION_CHARS,
                         today: dt.date | None = None,
-                        project_instructions: bool = True, compact: bool = False) -> str:
+                        project: bool = True, project_instructions: bool = True,
+                        compact: bool = False) -> str:
     """The system prompt: static prefix (identical across turns and runs), boundary, per-run part.
 
     A user-supplied `system_prompt` replaces the identity section; the rest stays.
     `static_notes` join the static prefix (they must depend on configuration only). With a
     `workdir`, the per-run part holds the environment and the instruction files found from it
     (unless `project_instructions` is false: an untrusted project, `loopwright.trust`).
+    `project=False`: the workdir is not a project (a scratch directory, as the batch's shared
+    empty one): nothing is looked for in it or above it, and the environment and the user's
+    instructions file stay.
     `compact`: the short texts of a small local window (module docstring).
     """
     sections = static_sections(user_prompt=user_prompt, has_tools=has_tools, compact=compact)
     sections.extend(PromptSection(name="note", text=s, static=True)
                     for s in static_notes or [] if s)  # e.g. the sandbox: config-only, cacheable
     if workdir is not None:
-        root = repository_root(workdir)
+        root = repository_root(workdir) if project else None
         sections.append(environment_section(workdir, today=today,
                                             in_repository=root is not None))
-        project = (project_section(workdir, max_chars=max_instruction_chars, root=root)
-                   if project_instructions else None)
-        for optional in (project, user_section(max_chars=max_instruction_chars)):
+        own = (project_section(workdir, max_chars=max_instruction_chars, root=root)
+               if project and project_instructions else None)
+        for optional in (own, user_section(max_chars=max_instruction_chars)):
             if optional is not None:
                 sections.append(optional)
     sections.extend(PromptSection(name="extra", text=s, static=False)
