@@ -86,6 +86,47 @@ async def test_the_shared_directory_keeps_the_environment_and_the_users_instruct
     assert "PLANTED RULE" not in system
 
 
+PROJECT_NAMES = {".git", "AGENTS.md", "CLAUDE.md", "loopwright.toml"}
+PROJECT_DIRS = ("/.loopwright/", "/.claude/", "/.agents/")
+
+
+def count_project_lookups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths a project walk looks for (`.git`, instruction files, skill folders), as the
+    process stats, lstats or lists them: on every thread, calls passed through unchanged."""
+    seen: list[str] = []
+
+    def counted(name: str) -> None:
+        real = getattr(os, name)
+
+        def call(path: object, *args: object, **kwargs: object) -> object:
+            text = os.fspath(path) if isinstance(path, str | os.PathLike) else ""
+            if os.path.basename(text) in PROJECT_NAMES or any(d in text + "/"
+                                                              for d in PROJECT_DIRS):
+                seen.append(text)
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, call)
+
+    for name in ("stat", "lstat", "scandir"):
+        counted(name)
+    return seen
+
+
+async def test_runs_in_the_shared_directory_make_no_project_walk(
+        batch_tmpdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The set-up of each run in the shared directory looked for `.git`, the instruction files
+    and the skill folders in it and in every directory above it (42 `stat`s and 3 directory
+    listings a run on main, strace). What is left is the agent's, once a batch."""
+    lookups = count_project_lookups(monkeypatch)
+    await run([{"id": "one", "prompt": "hello"}], tmp_path / "one", trust_project_files=True)
+    once = len(lookups)
+    lookups.clear()
+    await run([{"id": f"t{n}", "prompt": f"hello {n}"} for n in range(6)], tmp_path / "six",
+              trust_project_files=True)
+    assert len(lookups) <= once  # not one more for five more runs
+    assert not [path for path in lookups if "/no-files" in path]
+
+
 @pytest.mark.parametrize("trust", ["setting", "trust store", "none"])
 async def test_a_workspace_keeps_its_own_instruction_files_as_far_as_trusted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trust: str) -> None:
