@@ -165,3 +165,24 @@ async def test_a_run_told_its_directory_is_not_a_project_reads_nothing_of_one(
     assert OWN in project and "inside a git repository" in project
     assert OWN not in bare and "inside a git repository" not in bare
     assert f"- Working directory: {scratch.resolve()}\n" in bare
+
+
+@pytest.mark.parametrize("trust", ["setting", "trust store"])
+async def test_a_workspace_copy_reads_nothing_above_the_batchs_root(
+        batch_tmpdir: Path, tmp_path: Path, trust: str) -> None:
+    """A task's workspace is copied under `$TMPDIR`; with its project trusted, the copy's walk
+    went on above it and read the `AGENTS.md` planted in `$TMPDIR`, which nobody reviewed (the
+    trust given to the source covers the source's own files), and took a `.git` planted there
+    for the copy's repository."""
+    (batch_tmpdir / ".git").mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "AGENTS.md").write_text(OWN + "\n", encoding="utf-8")
+    if trust == "trust store":
+        TrustStore().trust(project.resolve(), project_digest(project))
+    systems = await run([{"id": "repo", "prompt": "hello", "workspace": str(project)}],
+                        tmp_path / "out", trust_project_files=trust == "setting")
+    system = systems["hello"]
+    assert OWN in system
+    assert "PLANTED RULE" not in system
+    assert "inside a git repository" not in system

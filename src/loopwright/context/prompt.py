@@ -15,7 +15,8 @@ tool section (`context/cache_order.py`; in prompt mode the tool section is writt
 
 Project instruction files are `AGENTS.md`, `CLAUDE.md` and `.loopwright/instructions.md`, looked
 for in the working directory and each parent up to the repository root (the first directory with
-a `.git`), else up to the filesystem root; the outermost come first and the closest last, so the
+a `.git`), else up to the filesystem root — never in or above a shared temporary directory such
+as `/tmp` (`_up_from`); the outermost come first and the closest last, so the
 closest wins on conflicts. The user's instructions live in `~/.config/loopwright/instructions.md`.
 Both are bounded in size.
 """
@@ -23,6 +24,7 @@ Both are bounded in size.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import platform
 import re
@@ -119,11 +121,34 @@ def environment_section(workdir: Path, *, today: dt.date | None = None,
     return PromptSection(name="environment", text="\n".join(lines), static=False)
 
 
+SHARED_DIRECTORIES = ("/tmp", "/var/tmp", "/dev/shm")
+TEMPORARY_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # where `tempfile` looks, in its order
+
+
+@functools.lru_cache(maxsize=4)
+def _ceilings(named: tuple[str | None, ...]) -> frozenset[str]:
+    """The shared temporary directories, as written and resolved (`named`: the variables'
+    values, the key so that a changed `TMPDIR` is seen)."""
+    names = {*SHARED_DIRECTORIES, *(name.rstrip("/") or "/" for name in named if name)}
+    names.discard("/")  # a TMPDIR of "/" would stop every walk at its start
+    return frozenset(names | {os.path.realpath(name) for name in names})
+
+
 def _up_from(start: Path) -> list[str]:
     """`start` and each directory above it, as strings: every run walks them (for `.git` and
-    the instruction files), and `pathlib` made that walk most of a run's set-up on its own."""
+    the instruction files), and `pathlib` made that walk most of a run's set-up on its own.
+
+    The walk stops below a shared temporary directory (`/tmp`, `$TMPDIR`, …): anyone and any
+    program can leave a file there, so neither it nor anything above it is a project's — an
+    `AGENTS.md` or a `.git` left in `/tmp` must not become the instructions or the repository of
+    a run in `/tmp/x` (or of a batch task's workspace under `$TMPDIR`), as git's
+    `GIT_CEILING_DIRECTORIES` keeps git's own search out of such places. `start` itself is
+    always searched."""
+    ceilings = _ceilings(tuple(os.environ.get(name) for name in TEMPORARY_VARIABLES))
     directories = [directory := os.fspath(start)]
     while (parent := os.path.dirname(directory) or ".") != directory:  # "a" is in "."
+        if parent in ceilings:
+            break
         directories.append(directory := parent)
     return directories
 
