@@ -274,11 +274,11 @@ class Agent(Generic[DepsT, OutputT]):
 
         compact = small_window(self.windows, chain)
         await self._prepare_sandbox_note(compact=compact)
-        # instruction files, memory and skills are read from disk: not on the event loop (on
-        # the tools' worker threads: a hop costs less there than `asyncio.to_thread`'s)
-        where = agent_parts.run_workdir(workdir if workdir is not None else self.settings.workdir)
-        system_prompt = await run_in_thread(
-            functools.partial(self._system_prompt, where, compact, project=project))
+        # the workdir's path, instruction files, memory and skills are read from disk: not on
+        # the event loop (on a tools' worker thread: a cheaper hop than `asyncio.to_thread`'s)
+        where, system_prompt = await run_in_thread(functools.partial(
+            self._where_and_prompt, workdir if workdir is not None else self.settings.workdir,
+            compact, project))
         settings = self._loop_settings(chain, session_id, where)
         run_history = await self._open_history(
             chain, session_id, parent_session_id, history, system_prompt, prompt,
@@ -427,6 +427,12 @@ class Agent(Generic[DepsT, OutputT]):
                 available = (await sandbox_availability(self.sandbox)).available
                 note = sandbox_note(self.sandbox, available=available, compact=compact)
             self._sandbox_note = note
+
+    def _where_and_prompt(self, workdir: str | Path | None, compact: bool, project: bool
+                          ) -> tuple[Path, str]:
+        """The run's working directory, resolved (a walk of the disk too), and its prompt."""
+        where = agent_parts.run_workdir(workdir)
+        return where, self._system_prompt(where, compact, project=project)
 
     def _system_prompt(self, workdir: Path, compact: bool = False, *, project: bool = True
                        ) -> str:

@@ -140,6 +140,25 @@ async def test_the_prompt_is_read_from_disk_off_the_event_loop(
     assert readers and threading.get_ident() not in readers
 
 
+async def test_a_runs_working_directory_is_resolved_off_the_event_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving a path walks the disk (a `stat` of every part): a run given its `workdir`
+    resolved it on the loop's thread, as the batch's runs all do."""
+    resolvers: list[int] = []
+    resolve = Path.resolve
+
+    def resolving(path: Path, strict: bool = False) -> Path:
+        if path == tmp_path:
+            resolvers.append(threading.get_ident())
+        return resolve(path, strict)
+
+    with FakeModelServer(replies=[Reply(text="ok")]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST)
+        monkeypatch.setattr(Path, "resolve", resolving)
+        await agent.run("hello", workdir=tmp_path)
+    assert resolvers and threading.get_ident() not in resolvers
+
+
 async def test_a_small_window_shrinks_the_instruction_budget(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "AGENTS.md").write_text("y" * 20_000)
