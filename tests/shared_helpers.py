@@ -204,3 +204,32 @@ def run_in_processes(target: Callable[..., None], argsets: list[tuple[Any, ...]]
     for worker in workers:
         worker.join(timeout)
         assert worker.exitcode == 0
+
+
+class OpenedConnections:
+    """The TCP connections the running event loop opens (its `create_connection`, which httpx's
+    asyncio backend uses): `count`, and their transports for the sockets behind them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        loop = asyncio.get_running_loop()
+        connect = loop.create_connection
+        self.transports: list[asyncio.BaseTransport] = []
+
+        async def recording_connect(*args: Any, **kwargs: Any) -> Any:
+            made = await connect(*args, **kwargs)
+            self.transports.append(made[0])
+            return made
+
+        monkeypatch.setattr(loop, "create_connection", recording_connect)
+
+    @property
+    def count(self) -> int:
+        return len(self.transports)
+
+    def to_port(self, port: int) -> list[asyncio.BaseTransport]:
+        """Those connected to `port` on 127.0.0.1."""
+        return [t for t in self.transports if t.get_extra_info("peername")[1] == port]
+
+    def open_to(self, port: int) -> list[asyncio.BaseTransport]:
+        """Those connected to `port` on 127.0.0.1 and not closed."""
+        return [t for t in self.to_port(port) if not t.is_closing()]

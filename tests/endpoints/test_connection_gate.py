@@ -6,17 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from loopwright import Agent
-from loopwright.endpoints.base import KEEP_ALIVE, MAX_CONNECTIONS_ENV, max_connections
+from loopwright.endpoints.base import MAX_CONNECTIONS_ENV, max_connections
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, RecordedRequest, Reply
+from shared_helpers import OpenedConnections
 
 FIRST_REPLY_SECONDS = 16.0  # longer than the 15 s pool wait each request used to carry
 
@@ -96,24 +94,10 @@ def test_the_pool_size_defaults_to_500(monkeypatch: pytest.MonkeyPatch) -> None:
     assert max_connections() == 500
 
 
-class Opened:
-    """Counts the connections the running event loop opens (its `create_connection`)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        loop = asyncio.get_running_loop()
-        connect, self.count = loop.create_connection, 0
-
-        async def counting_connect(*args: Any, **kwargs: Any) -> Any:
-            self.count += 1
-            return await connect(*args, **kwargs)
-
-        monkeypatch.setattr(loop, "create_connection", counting_connect)
-
-
 async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_connections(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 31: at c=50 the first burst of 50 requests left the shared client's one pool of 100
-    # holding 50 connections (kept 60 s), and httpcore walks every connection of a pool, once
+    # holding 50 connections (kept), and httpcore walks every connection of a pool, once
     # per idle one, at each request's start and end: later requests, with far fewer in flight,
     # paid for the burst's peak. Pools of a few connections each, filled first to last, keep
     # the walk to one small pool however many connections the burst opened.
@@ -143,7 +127,7 @@ async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_co
                 await asyncio.wait_for(all_arrived.wait(), 20)
         return Reply("done")
 
-    opened = Opened(monkeypatch)
+    opened = OpenedConnections(monkeypatch)
     with FakeModelServer(handler=handler) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             first = await asyncio.gather(*(agent.run(f"burst {i}") for i in range(burst)))
@@ -156,12 +140,11 @@ async def test_a_burst_does_not_leave_every_later_request_walking_its_peak_of_co
     assert walked and max(walked) <= 10  # before: 50, the burst's peak, at every later request
 
 
-
 async def test_runs_one_at_a_time_keep_reusing_one_connection(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # the other side of the small pools: few runs at a time stay on the first pool's
     # connections, so splitting costs them no connection of their own
-    opened = Opened(monkeypatch)
+    opened = OpenedConnections(monkeypatch)
     with FakeModelServer(handler=lambda r: Reply("done")) as server:
         async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
             await agent.run("first")
@@ -169,28 +152,3 @@ async def test_runs_one_at_a_time_keep_reusing_one_connection(
             outputs = [(await agent.run(f"run {i}")).output for i in range(12)]
     assert outputs == ["done"] * 12
     assert opened.count == after_first
-
-
-async def test_a_connection_idle_past_the_keep_alive_is_replaced_and_one_idle_less_is_reused(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # A connection idle for an hour may have died without a word (a laptop that slept, a NAT
-    # that forgot it): a request on it would wait out the 600 s read timeout, so it is replaced.
-    # One idle for less than KEEP_ALIVE is reused. The clock httpcore reads is moved, not the
-    # loop's.
-    import httpcore._async.http11 as http11
-
-    opened = Opened(monkeypatch)
-    def idle_for(seconds: float) -> None:
-        monkeypatch.setattr(http11, "time",
-                            SimpleNamespace(monotonic=lambda: time.monotonic() + seconds))
-
-    with FakeModelServer(handler=lambda r: Reply("done")) as server:
-        async with Agent("m", base_url=server.base_url, api_key="k", stream=False) as agent:
-            await agent.run("first")
-            after_first = opened.count
-            idle_for(KEEP_ALIVE / 2)
-            assert (await agent.run("half a keep-alive later")).output == "done"
-            assert opened.count == after_first  # reused
-            idle_for(3600)
-            assert (await agent.run("an hour later")).output == "done"
-    assert opened.count == after_first + 1  # replaced

@@ -13,6 +13,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from loopwright.endpoints.keepalive import keepalive_socket_options
+
 if TYPE_CHECKING:
     import httpx
 
@@ -116,14 +118,20 @@ def shard_sizes(total: int) -> list[int]:
     return [size + 1 if n < extra else size for n in range(count)]
 
 
-KEEP_ALIVE = 60.0
-"""Seconds an idle connection is kept. A connection the server closed is noticed before reuse
-(httpcore checks an idle connection's socket), but one that died silently is not: a laptop that
-slept or changed networks, a NAT or firewall that forgot the flow. A request sent on it waits
-for the read timeout (600 s, a long generation's). Past a minute idle a connection is replaced
-instead, as the request that next walks its pool starts (httpcore applies the limit only then).
-The cost: at 10,000 concurrent runs, pools left idle over a minute reopened 29 connections
-(111 opened, never more than 82 at once; docs/benchmarks.md), against none kept for ever."""
+KEEP_ALIVE: float | None = None
+"""Seconds an idle connection is kept: for ever, until its server closes it or TCP keepalive
+finds it dead (`keepalive.py`). httpcore notices either before it reuses a connection — it polls
+an idle connection's socket, and both a close and the error the kernel leaves on a connection
+whose probes went unanswered make it readable — and replaces that one.
+
+It was 60 s, for a connection that died silently (a NAT or firewall that forgot the flow, a
+network change, a laptop that slept): a request on it waited for the 600 s read timeout. The
+limit missed the sleep itself — httpcore measures idleness with `time.monotonic`, which on
+Linux (`CLOCK_MONOTONIC`) and macOS stops while the machine is suspended — and it replaced
+working connections: httpcore applies it only as a request walks the connection's pool, so at
+10,000 concurrent runs pools left idle over a minute closed and reopened theirs (93 opened,
+at most 84 open at once; docs/benchmarks.md, issue 31). Keepalive probes the peer itself:
+a dead connection errors out after 60 s of silence, and a working one is never replaced."""
 
 
 @functools.cache
@@ -163,10 +171,12 @@ class _Shard:
             limits = httpx.Limits(max_connections=self.size,
                                   max_keepalive_connections=self.size, keepalive_expiry=KEEP_ALIVE)
             tls = _verified_tls() if secure else _no_tls()
+            transport = httpx.AsyncHTTPTransport(
+                retries=0, limits=limits, verify=tls,
+                socket_options=keepalive_socket_options())
             client = self.clients[secure] = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=None),
-                transport=httpx.AsyncHTTPTransport(retries=0, limits=limits, verify=tls),
-                follow_redirects=True,
+                transport=transport, follow_redirects=True,
             )
             # HTTP/1.1 keeps a connection unless told "close": httpx's default `connection:
             # keep-alive` says nothing, and every header costs ~700 bytecodes a request in httpx
