@@ -6,10 +6,13 @@ process so that its peak RSS is its own. Prints, per setting: runs completed, wa
 CPU per turn (user + system of the client process / turns), peak RSS, RSS per run (peak minus
 the RSS before the runs started, / runs), the TCP connections the client opened and the most
 that were open at once: more opened than were ever open together means some were closed and
-replaced (churn).
+replaced (churn). `--waves` splits the runs into waves `--gap` seconds apart (the wall time
+counts the waves, not the gaps): connections idle through a gap show whether idleness alone
+replaces them. The load average is printed with every row.
 
     python bench/concurrency.py                       # 1,000 and 10,000 runs; 1,000 at 20 s
     python bench/concurrency.py --runs 10000 --delay 20
+    python bench/concurrency.py --runs 10000 --waves 2 --gap 65
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -53,7 +57,7 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def measure(base_url: str, runs: int) -> dict[str, float]:
+async def measure(base_url: str, runs: int, waves: int, gap: float) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     connect, opened, most_open = loop.create_connection, [0], [0]
     transports: list[asyncio.BaseTransport] = []
@@ -69,10 +73,17 @@ async def measure(base_url: str, runs: int) -> dict[str, float]:
     loop.create_connection = counted  # type: ignore[method-assign]
     async with Agent("bench", base_url=base_url, api_key="k", tools=[lookup],
                      stream=False) as agent:
-        before_rss, cpu, wall = rss_kb(), cpu_seconds(), time.perf_counter()
-        results = await asyncio.gather(*(agent.run(f"task {n}") for n in range(runs)),
-                                       return_exceptions=True)
-        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+        before_rss, cpu, wall = rss_kb(), cpu_seconds(), 0.0
+        results: list[Any] = []
+        for wave in range(waves):
+            if wave:
+                await asyncio.sleep(gap)  # every connection idle
+            started = time.perf_counter()
+            results += await asyncio.gather(
+                *(agent.run(f"task {n}") for n in range(wave, runs, waves)),
+                return_exceptions=True)
+            wall += time.perf_counter() - started
+        cpu = cpu_seconds() - cpu
     done = [r for r in results if not isinstance(r, BaseException)
             and r.stop_reason == "completed" and r.turns == ROUNDS + 1]
     done_ids = {id(r) for r in done}  # not `r in done`: n² deep comparisons of results
@@ -97,13 +108,13 @@ def enough_open_files() -> None:
               file=sys.stderr)
 
 
-def one_setting(runs: int, delay: float) -> None:
+def one_setting(runs: int, delay: float, waves: int, gap: float) -> None:
     enough_open_files()
     server, base_url = start_ready(
         [sys.executable, str(Path(__file__).with_name("bench_server.py")), str(ROUNDS),
          str(delay)])
     try:
-        print(json.dumps(asyncio.run(measure(base_url, runs))), flush=True)
+        print(json.dumps(asyncio.run(measure(base_url, runs, waves, gap))), flush=True)
     finally:
         server.kill()
         server.wait()
@@ -113,28 +124,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, help="one setting: this many concurrent runs")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds per model reply")
+    parser.add_argument("--waves", type=int, default=1, help="the runs in this many waves")
+    parser.add_argument("--gap", type=float, default=65.0,
+                        help="seconds idle between waves (default 65: past a minute)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        one_setting(args.runs, args.delay)
+        one_setting(args.runs, args.delay, args.waves, args.gap)
         return
     settings = [(args.runs, args.delay)] if args.runs else DEFAULT_SETTINGS
     print("| runs | model reply | completed | wall | client CPU/turn | peak RSS | RSS/run "
           "| connections opened | most open at once |")
     print("|---|---|---|---|---|---|---|---|---|")
     for runs, delay in settings:
+        load_before = load_average()
         out = subprocess.run([sys.executable, __file__, "--child", "--runs", str(runs),
-                              "--delay", str(delay)], capture_output=True, text=True)
+                              "--delay", str(delay), "--waves", str(args.waves),
+                              "--gap", str(args.gap)], capture_output=True, text=True)
+        load = f"  load average {load_before} before, {load_average()} after"
         if out.returncode != 0:
-            print(f"| {runs:,} | {delay:g} s | failed: {out.stderr.strip()[-200:]} |")
+            print(f"| {runs:,} | {delay:g} s | failed: {out.stderr.strip()[-200:]} |\n{load}")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"| {runs:,} | {delay:g} s | {r['completed']:,}/{runs:,} | {r['wall_s']:.1f} s "
               f"| {r['cpu_ms_per_turn']:.2f} ms | {r['peak_rss_mb']:.0f} MB "
               f"| {r['rss_kb_per_run']:.1f} KB | {r['connections']:,} | {r['most_open']:,} |",
               flush=True)
+        print(load, flush=True)
         for failure in r["failures"]:
             print(f"  failure: {failure}")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":
