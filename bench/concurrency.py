@@ -7,8 +7,9 @@ CPU per turn (user + system of the client process / turns), peak RSS, RSS per ru
 the RSS before the runs started, / runs), the TCP connections the client opened and the most
 that were open at once: more opened than were ever open together means some were closed and
 replaced (churn). `--waves` splits the runs into waves `--gap` seconds apart (the wall time
-counts the waves, not the gaps): connections idle through a gap show whether idleness alone
-replaces them. The load average is printed with every row.
+counts the waves, not the gaps; RSS per run divides by the runs of one wave): connections idle
+through a gap show whether idleness alone replaces them. The load average is printed with
+every row.
 
     python bench/concurrency.py                       # 1,000 and 10,000 runs; 1,000 at 20 s
     python bench/concurrency.py --runs 10000 --delay 20
@@ -74,27 +75,38 @@ async def measure(base_url: str, runs: int, waves: int, gap: float) -> dict[str,
     async with Agent("bench", base_url=base_url, api_key="k", tools=[lookup],
                      stream=False) as agent:
         before_rss, cpu, wall = rss_kb(), cpu_seconds(), 0.0
-        results: list[Any] = []
+        completed, turns, failures = 0, 0, set()
         for wave in range(waves):
             if wave:
                 await asyncio.sleep(gap)  # every connection idle
             started = time.perf_counter()
-            results += await asyncio.gather(
+            results = await asyncio.gather(
                 *(agent.run(f"task {n}") for n in range(wave, runs, waves)),
                 return_exceptions=True)
             wall += time.perf_counter() - started
+            # tallied and dropped: a wave's results held through the next would add to its RSS
+            wave_completed, wave_turns, wave_failures = tally(results)
+            completed, turns = completed + wave_completed, turns + wave_turns
+            failures |= wave_failures
+            del results
         cpu = cpu_seconds() - cpu
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    at_once = -(-runs // waves)
+    return {"runs": runs, "completed": completed, "wall_s": wall,
+            "cpu_ms_per_turn": 1000 * cpu / max(turns, 1), "peak_rss_mb": peak_kb / 1024,
+            "rss_kb_per_run": (peak_kb - before_rss) / at_once, "connections": opened[0],
+            "most_open": most_open[0],
+            "failures": sorted(failures)[:3]}
+
+
+def tally(results: list[Any]) -> tuple[int, int, set[str]]:
+    """Runs completed with every round, model turns, and the first words of each failure."""
     done = [r for r in results if not isinstance(r, BaseException)
             and r.stop_reason == "completed" and r.turns == ROUNDS + 1]
     done_ids = {id(r) for r in done}  # not `r in done`: n² deep comparisons of results
     failures = {str(getattr(r, "error", r))[:120] for r in results if id(r) not in done_ids}
     turns = sum(getattr(r, "turns", 0) for r in results if not isinstance(r, BaseException))
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"runs": runs, "completed": len(done), "wall_s": wall,
-            "cpu_ms_per_turn": 1000 * cpu / max(turns, 1), "peak_rss_mb": peak_kb / 1024,
-            "rss_kb_per_run": (peak_kb - before_rss) / runs, "connections": opened[0],
-            "most_open": most_open[0],
-            "failures": sorted(failures)[:3]}
+    return len(done), turns, failures
 
 
 def enough_open_files() -> None:

@@ -8,8 +8,8 @@ import socket
 
 KEEPALIVE_IDLE = 30
 """Seconds a connection sends and receives nothing before the kernel probes the peer. Under the
-idle timeouts of the NATs and load balancers a flow commonly crosses (Azure's 4 minutes, AWS
-NAT's 350 s, home routers' minute or more), so the probes also keep the flow remembered."""
+idle timeouts of the NATs and load balancers a flow may cross (AWS's NAT gateway 350 s, Azure's
+load balancer 4 minutes by default), so the probes also keep the flow remembered there."""
 
 KEEPALIVE_INTERVAL = 10
 """Seconds between unanswered probes."""
