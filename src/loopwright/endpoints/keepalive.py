@@ -32,23 +32,23 @@ def keepalive_socket_options() -> tuple[SocketOption, ...]:
     gone), closes it with an error pending. httpcore checks an idle connection's socket before
     it reuses it (`has_expired`: a readable idle socket is one the server closed, and `poll`
     reports a socket with a pending error as readable), so it replaces that one connection and
-    no other. `TCP_USER_TIMEOUT` bounds what keepalive cannot see: a request written to a dead
-    connection (right after a laptop wakes, before a probe is due) fails after `DEAD_AFTER`
-    seconds without an acknowledgement instead of waiting out the 600 s read timeout, and the
-    retry layer sends it again on a new connection. It counts only unacknowledged data: a long
-    generation, with the request acknowledged and the server's kernel answering the probes, is
-    not cut.
+    no other. While a request waits for its reply the connection is idle too: a server whose
+    host died mid-generation is found in `DEAD_AFTER` seconds, not at the 600 s read timeout.
 
-    Each option is set only where the platform has it: Linux has all four; macOS names the idle
-    time `TCP_KEEPALIVE` and has no user timeout; elsewhere `SO_KEEPALIVE` alone keeps the
-    system's defaults (often two hours idle)."""
+    No `TCP_USER_TIMEOUT`: it would also bound a request written to a connection that died
+    unnoticed (right after a laptop wakes), but Linux applies it to zero-window probing as
+    well, and a busy local server that leaves a long request unread past it would have its
+    connection cut.
+
+    Each option is set only where the platform has it: Linux has all three; macOS names the
+    idle time `TCP_KEEPALIVE`; elsewhere `SO_KEEPALIVE` alone keeps the system's timings
+    (often two hours idle)."""
     tcp = socket.IPPROTO_TCP
     options: list[SocketOption] = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
     idle_option = getattr(socket, "TCP_KEEPIDLE", getattr(socket, "TCP_KEEPALIVE", None))
     for name, value in ((idle_option, KEEPALIVE_IDLE),
                         (getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
-                        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
-                        (getattr(socket, "TCP_USER_TIMEOUT", None), DEAD_AFTER * 1000)):
+                        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT)):
         if isinstance(name, int):
             options.append((tcp, name, value))
     return tuple(options)
