@@ -130,8 +130,9 @@ limit missed the sleep itself — httpcore measures idleness with `time.monotoni
 Linux (`CLOCK_MONOTONIC`) and macOS stops while the machine is suspended — and it replaced
 working connections: httpcore applies it only as a request walks the connection's pool, so at
 10,000 concurrent runs pools left idle over a minute closed and reopened theirs (93 opened,
-at most 84 open at once; docs/benchmarks.md, issue 31). Keepalive probes the peer itself:
-a dead connection errors out after 60 s of silence, and a working one is never replaced."""
+at most 84 open at once; in two waves 65 s apart, 729 opened where 496 are kept now;
+docs/benchmarks.md, issue 31). Keepalive probes the peer itself: a dead connection errors out
+after 60 s of silence, and idleness alone replaces none."""
 
 
 @functools.cache
