@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from loopwright.endpoints.keepalive import keepalive_socket_options
+from loopwright.endpoints.proxies import proxy_mounts
 
 if TYPE_CHECKING:
     import httpx
@@ -172,12 +173,14 @@ class _Shard:
             limits = httpx.Limits(max_connections=self.size,
                                   max_keepalive_connections=self.size, keepalive_expiry=KEEP_ALIVE)
             tls = _verified_tls() if secure else _no_tls()
-            transport = httpx.AsyncHTTPTransport(
-                retries=0, limits=limits, verify=tls,
-                socket_options=keepalive_socket_options())
+
+            def transport(proxy: str | None = None) -> httpx.AsyncHTTPTransport:
+                return httpx.AsyncHTTPTransport(retries=0, limits=limits, verify=tls, proxy=proxy,
+                                                socket_options=keepalive_socket_options())
+
             client = self.clients[secure] = httpx.AsyncClient(
                 timeout=httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=None),
-                transport=transport, follow_redirects=True,
+                transport=transport(), mounts=proxy_mounts(transport), follow_redirects=True,
             )
             # HTTP/1.1 keeps a connection unless told "close": httpx's default `connection:
             # keep-alive` says nothing, and every header costs ~700 bytecodes a request in httpx
