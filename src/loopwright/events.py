@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from loopwright.messages import Usage
 
@@ -234,6 +235,46 @@ Event = (
     | CancelledEvent
 )
 
+_T = TypeVar("_T")
+
+
+def _maker(cls: type[_T]) -> type[_T]:
+    """A function that makes a `cls` from the same keywords as `cls(...)`, to the same value, at
+    about half the instructions: calling a class with keywords builds a dict of them for its
+    `__init__`, and a frozen dataclass's `__init__` sets each field through
+    `object.__setattr__`; this function is called without a dict and sets each slot through its
+    own descriptor. For the events the loop makes on every turn of a listened-to run (a
+    `model_call` record alone cost ~40 k instructions made by its class). Typed as the class,
+    whose signature it has; tests/test_events.py checks each against its class."""
+    params, lines = [], ["    made = new(cls)"]
+    env: dict[str, Any] = {"new": object.__new__, "cls": cls, "MISSING": dataclasses.MISSING}
+    for number, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
+        env[f"set_{number}"] = getattr(cls, f.name).__set__
+        if f.default is not dataclasses.MISSING:
+            env[f"default_{number}"] = f.default
+            params.append(f"{f.name}=default_{number}")
+            value = f.name
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"factory_{number}"] = f.default_factory
+            params.append(f"{f.name}=MISSING")
+            value = f"factory_{number}() if {f.name} is MISSING else {f.name}"
+        else:
+            params.append(f.name)
+            value = f.name
+        lines.append(f"    set_{number}(made, {value})")
+    source = "\n".join([f"def make(*, {', '.join(params)}):", *lines, "    return made"])
+    exec(source, env)  # as `dataclasses` makes an `__init__`: from the fields, once
+    made: type[_T] = env["make"]
+    return made
+
+
+new_turn_start = _maker(TurnStart)
+new_turn_end = _maker(TurnEnd)
+new_tool_call = _maker(ToolCallEvent)
+new_tool_result = _maker(ToolResultEvent)
+new_model_call = _maker(ModelCallEvent)
+new_call_record = _maker(ModelCallRecord)
+
 TERMINAL_TYPES: frozenset[str] = frozenset({"done", "error", "cancelled"})
 # the stops that end a run with `done` (cancelled: `cancelled`; every other: `error`)
 _DONE_REASONS = frozenset({"completed", "max_turns", "budget_exhausted", "loop_detected",
@@ -272,25 +313,73 @@ _BY_TYPE: dict[str, type[Any]] = {
 }
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per event class: `dataclasses.fields` is slow
+def _with_agent(out: dict[str, Any], agent: str) -> dict[str, Any]:
+    if agent:  # the top-level run's events leave it out
+        out["agent"] = agent
+    return out
+
+
+def _result_dict(result: RunResult | None) -> dict[str, Any] | None:
+    return result.to_dict() if result is not None else None
+
+
+# Each event's JSON form written out, one function a type: a walk over the fields with
+# `getattr` and the special cases tested on every field cost ~3 times as much, on every event
+# of a listened-to run (the session store turns each into a row). tests/test_events.py checks
+# each against the fields of its class, so a field added to an event is not left out.
+_TO_DICT: dict[type, Callable[[Any], dict[str, Any]]] = {
+    TurnStart: lambda e: _with_agent({"type": e.type, "turn": e.turn}, e.agent),
+    TextDelta: lambda e: _with_agent({"type": e.type, "text": e.text}, e.agent),
+    ReasoningDelta: lambda e: _with_agent({"type": e.type, "text": e.text}, e.agent),
+    PartialOutput: lambda e: _with_agent(
+        {"type": e.type, "output": e.data if e.data is not None else e.output}, e.agent),
+    ToolCallEvent: lambda e: _with_agent(
+        {"type": e.type, "id": e.id, "name": e.name, "arguments": e.arguments}, e.agent),
+    ToolResultEvent: lambda e: _with_agent(
+        {"type": e.type, "id": e.id, "name": e.name, "content": e.content,
+         "is_error": e.is_error, "duration": e.duration, "data": e.data}, e.agent),
+    StatusEvent: lambda e: _with_agent(
+        {"type": e.type, "kind": e.kind, "message": e.message, "data": e.data}, e.agent),
+    ReviewEvent: lambda e: _with_agent(
+        {"type": e.type, "check": e.check, "verdict": e.verdict, "reason": e.reason,
+         "budget_left": e.budget_left, "call_id": e.call_id, "applied": e.applied}, e.agent),
+    ModelCallEvent: lambda e: _with_agent(
+        {"type": e.type,
+         "record": e.record.to_dict() if e.record is not None else None}, e.agent),
+    TurnEnd: lambda e: _with_agent(
+        {"type": e.type, "turn": e.turn, "usage": e.usage, "cost": e.cost}, e.agent),
+    DoneEvent: lambda e: _with_agent(
+        {"type": e.type, "result": _result_dict(e.result)}, e.agent),
+    ErrorEvent: lambda e: _with_agent(
+        {"type": e.type, "message": e.message, "error_type": e.error_type,
+         "result": _result_dict(e.result)}, e.agent),
+    CancelledEvent: lambda e: _with_agent(
+        {"type": e.type, "result": _result_dict(e.result)}, e.agent),
+}
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """The JSON form of an event (what `--json`, SSE and the store carry)."""
-    names = _FIELD_NAMES.get(type(event))
-    if names is None:
-        names = _FIELD_NAMES[type(event)] = tuple(f.name for f in dataclasses.fields(event))
+    """The JSON form of an event (what `--json`, SSE and the store carry): every field but
+    `exception`, `agent` only when set, a record or result as its own JSON form, and a
+    `partial_output`'s JSON as `output`."""
+    to_dict = _TO_DICT.get(type(event))
+    if to_dict is None:  # a subclass of an event: its fields, walked
+        return _fields_to_dict(event)
+    return to_dict(event)
+
+
+def _fields_to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in names:
-        value = getattr(event, name)
-        if name in ("result", "record") and value is not None:
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if f.name in ("result", "record") and value is not None:
             value = value.to_dict()
-        if (name == "agent" and not value) or name == "exception":
+        if (f.name == "agent" and not value) or f.name == "exception":
             continue
-        if name in ("output", "data") and isinstance(event, PartialOutput):
+        if f.name in ("output", "data") and isinstance(event, PartialOutput):
             out["output"] = event.data if event.data is not None else event.output
             continue
-        out[name] = value
+        out[f.name] = value
     return out
 
 

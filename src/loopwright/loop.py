@@ -64,10 +64,10 @@ from loopwright.events import (
     ReasoningDelta,
     ReviewEvent,
     TextDelta,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEnd,
-    TurnStart,
+    new_tool_call,
+    new_tool_result,
+    new_turn_end,
+    new_turn_start,
     terminal_event,
 )
 from loopwright.messages import (
@@ -157,7 +157,7 @@ async def _answer_feedback(run: RunState, answer: str) -> str | None:
 
 async def _turn_with_events(run: RunState) -> Next:
     """`turn()` between its `turn_start` and `turn_end` events (the usage and cost it added)."""
-    run.emit(TurnStart(turn=run.turn, agent=run.agent_tag))
+    run.emit(new_turn_start(turn=run.turn, agent=run.agent_tag))  # events.py: `_maker`
     usage_before = run.usage.copy()
     cost_before = run.cost
     try:
@@ -165,7 +165,7 @@ async def _turn_with_events(run: RunState) -> Next:
     finally:
         cost_after = run.cost
         cost = None if cost_after is None or cost_before is None else cost_after - cost_before
-        run.emit(TurnEnd(turn=run.turn, usage=run.usage.since(usage_before), cost=cost,
+        run.emit(new_turn_end(turn=run.turn, usage=run.usage.since(usage_before), cost=cost,
                          agent=run.agent_tag))
     return step
 
@@ -407,13 +407,13 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
     listened = run.listened
 
     def on_call(call: ToolCall, arguments: dict[str, Any] | str) -> None:
-        run.emit(ToolCallEvent(id=call.id, name=call.name, arguments=arguments, agent=tag))
+        run.emit(new_tool_call(id=call.id, name=call.name, arguments=arguments, agent=tag))
 
     async def on_outcome(outcome: ToolOutcome) -> None:
         if outcome.call.id not in intercepted:
             run.review.ran(outcome.call, outcome.content, is_error=outcome.is_error)
         if listened:
-            run.emit(ToolResultEvent(id=outcome.call.id, name=outcome.call.name,
+            run.emit(new_tool_result(id=outcome.call.id, name=outcome.call.name,
                                      content=outcome.content, is_error=outcome.is_error,
                                      duration=round(outcome.duration, 6), data=outcome.data,
                                      agent=tag))

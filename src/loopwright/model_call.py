@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from loopwright.endpoints.client import CallListeners, ClientReport
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import ProviderError, RunCancelled
-from loopwright.events import Event, ModelCallEvent, ModelCallRecord, StatusKind
+from loopwright.events import Event, StatusKind, new_call_record, new_model_call
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.wire.stream import DeltaListener, ToolArgsListener
@@ -128,7 +128,7 @@ class ModelCalls:
         if not owner.listened:  # the record is only ever read from its event
             return
         last = call.reports[-1] if call.reports else None
-        record = ModelCallRecord(
+        record = new_call_record(  # a `ModelCallRecord` (events.py: `_maker`)
             id=os.urandom(8).hex(), purpose=call.purpose, run_id=owner.run_id,  # 64 bits
             session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
             model=last.model if last else model,
@@ -144,7 +144,7 @@ class ModelCalls:
             cost=cost if usage.requests else None, error=error,
             status=status if status is not None else (last.status if last else None),
         )
-        owner.emit(ModelCallEvent(record=record, agent=owner.agent_tag))
+        owner.emit(new_model_call(record=record, agent=owner.agent_tag))
 
 
 @dataclass

@@ -267,9 +267,16 @@ class SessionRecorder(LoopPlugin):
         run's `turn_end` row (the prompt or steering it started from, its text and reasoning),
         so a viewer shows them under the right turn whatever steering or compaction did to the
         message list."""
-        row = _stored_row(event)
-        if event.type != "turn_end" or event.agent:
-            return row
+        if event.type in TERMINAL_TYPES:
+            return _stored_row(event)
+        row = event_to_dict(event)
+        if event.type == "tool_result":
+            _as_preview(row)
+        elif event.type == "turn_end" and not event.agent:
+            self._add_words(row)
+        return row
+
+    def _add_words(self, row: dict[str, Any]) -> None:
         said, self._turn_messages = self._turn_messages, []
         users, text, reasoning = [], [], []
         for message in said:  # user and assistant messages only (`on_message`)
@@ -281,7 +288,6 @@ class SessionRecorder(LoopPlugin):
         row["user"] = users
         row["text"] = "".join(text)
         row["reasoning"] = "".join(reasoning)
-        return row
 
     def _after_close(self, run: RunView, event: Event) -> None:
         """An event after the run's last write: its own terminal event is in that write already;
@@ -533,8 +539,13 @@ def _stored_row(event: Event) -> dict[str, Any]:
         del row["result"]["messages"]
         return row
     row = event_to_dict(event)
-    if row.get("type") == "tool_result":
-        content = row.pop("content", "")
-        row["content_chars"] = len(content)
-        row["preview"] = content[:PREVIEW_CHARS]
+    if event.type == "tool_result":
+        _as_preview(row)
     return row
+
+
+def _as_preview(row: dict[str, Any]) -> None:
+    """A `tool_result` row with its length and the start of its content, not all of it."""
+    content = row.pop("content", "")
+    row["content_chars"] = len(content)
+    row["preview"] = content[:PREVIEW_CHARS]
