@@ -238,14 +238,15 @@ Event = (
 _T = TypeVar("_T")
 
 
-def _maker(cls: type[_T]) -> type[_T]:
+def maker(cls: type[_T]) -> type[_T]:
     """A function that makes a `cls` from the same keywords as `cls(...)`, to the same value, at
     about half the instructions: calling a class with keywords builds a dict of them for its
     `__init__`, and a frozen dataclass's `__init__` sets each field through
     `object.__setattr__`; this function is called without a dict and sets each slot through its
-    own descriptor. For the events the loop makes on every turn of a listened-to run (a
-    `model_call` record alone cost ~40 k instructions made by its class). Typed as the class,
-    whose signature it has; tests/test_events.py checks each against its class."""
+    own descriptor. For the frozen, slotted dataclasses made on every turn of a listened-to
+    run: its events (a `model_call` record alone cost ~40 k instructions made by its class) and
+    the store's writes (store/writes.py). Typed as the class, whose signature it has;
+    tests/test_events.py checks each against its class."""
     params, lines = [], ["    made = new(cls)"]
     env: dict[str, Any] = {"new": object.__new__, "cls": cls, "MISSING": dataclasses.MISSING}
     for number, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
@@ -268,12 +269,12 @@ def _maker(cls: type[_T]) -> type[_T]:
     return made
 
 
-new_turn_start = _maker(TurnStart)
-new_turn_end = _maker(TurnEnd)
-new_tool_call = _maker(ToolCallEvent)
-new_tool_result = _maker(ToolResultEvent)
-new_model_call = _maker(ModelCallEvent)
-new_call_record = _maker(ModelCallRecord)
+new_turn_start = maker(TurnStart)
+new_turn_end = maker(TurnEnd)
+new_tool_call = maker(ToolCallEvent)
+new_tool_result = maker(ToolResultEvent)
+new_model_call = maker(ModelCallEvent)
+new_call_record = maker(ModelCallRecord)
 
 TERMINAL_TYPES: frozenset[str] = frozenset({"done", "error", "cancelled"})
 # the stops that end a run with `done` (cancelled: `cancelled`; every other: `error`)

@@ -157,7 +157,7 @@ async def _answer_feedback(run: RunState, answer: str) -> str | None:
 
 async def _turn_with_events(run: RunState) -> Next:
     """`turn()` between its `turn_start` and `turn_end` events (the usage and cost it added)."""
-    run.emit(new_turn_start(turn=run.turn, agent=run.agent_tag))  # events.py: `_maker`
+    run.emit(new_turn_start(turn=run.turn, agent=run.agent_tag))  # events.py: `maker`
     usage_before = run.usage.copy()
     cost_before = run.cost
     try:

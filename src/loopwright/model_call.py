@@ -128,7 +128,7 @@ class ModelCalls:
         if not owner.listened:  # the record is only ever read from its event
             return
         last = call.reports[-1] if call.reports else None
-        record = new_call_record(  # a `ModelCallRecord` (events.py: `_maker`)
+        record = new_call_record(  # a `ModelCallRecord` (events.py: `maker`)
             id=os.urandom(8).hex(), purpose=call.purpose, run_id=owner.run_id,  # 64 bits
             session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
             model=last.model if last else model,

@@ -33,10 +33,11 @@ from loopwright.store.writes import (
     AppendMessages,
     Compact,
     OpenSession,
-    RecordEvents,
     RecordRun,
     ReleaseLease,
     StoreWrite,
+    new_append_messages,
+    new_record_events,
     write_all,
 )
 from loopwright.tools.effects import EFFECT_EVENT, effect_note
@@ -205,7 +206,9 @@ class SessionRecorder(LoopPlugin):
         return asyncio.ensure_future(self._write_out(writes))
 
     def _has_bytes(self, writes: Sequence[StoreWrite]) -> bool:
-        return self.attachments_dir is not None and any(
+        if self.attachments_dir is None or not self._writes.attached:
+            return False  # no message with an attachment was queued: no walk over the writes
+        return any(
             a.data for w in writes if isinstance(w, AppendMessages)
             for m in w.messages for a in m.attachments)
 
@@ -385,12 +388,17 @@ class WriteQueue:
         self._events: list[dict[str, Any]] = []  # rows of events of run `_events_run`
         self._events_run = ""
         self._durable = False  # something queued must be durable at the next flush
-        self._lock = asyncio.Lock()
+        # one flush at a time: `_flushing` while one is under way, and `_idle`, made only when
+        # another flush has to wait, done when it ends (no `asyncio.Lock`: its entry and exit
+        # were five coroutine and method calls on every flush)
+        self._flushing = False
+        self._idle: asyncio.Future[None] | None = None
         self._run: RunView | None = None
         self._taking = True  # writes are queued: the store has not failed, the queue is open
         self.open = False  # from `start` until `close`
         self.failure: str | None = None
         self.written = 0  # writes the store took
+        self.attached = False  # a message with attachments was queued (then `_has_bytes` looks)
 
     def start(self, run: RunView) -> None:
         self._run = run
@@ -401,17 +409,21 @@ class WriteQueue:
         if self._taking:
             self._pending.append(write)
             self._durable = self._durable or durable
+            if isinstance(write, AppendMessages) and any(m.attachments for m in write.messages):
+                self.attached = True
 
     def put_message(self, message: Message) -> None:
         """Queue a message, which must be durable at the next flush."""
         if not self._taking:
             return
+        if message.attachments:
+            self.attached = True
         pending = self._pending
         last = pending[-1] if pending else None
         if isinstance(last, AppendMessages):  # a list only this queue holds until a flush
             last.messages.append(message)
         else:
-            pending.append(AppendMessages(messages=[message]))
+            pending.append(new_append_messages(messages=[message]))
         self._durable = True
 
     def put_event(self, run_id: str, row: dict[str, Any], *, durable: bool = False) -> None:
@@ -428,22 +440,31 @@ class WriteQueue:
     def _take_events(self) -> None:
         """The event rows queued so far, as one write at the end of `_pending`."""
         if self._events:
-            self._pending.append(RecordEvents(run_id=self._events_run, events=self._events))
+            self._pending.append(new_record_events(run_id=self._events_run, events=self._events))
             self._events = []
 
     async def flush(self, *, durable_only: bool = False) -> None:
-        """Write out everything queued so far (or the store failed)."""
+        """Write out everything queued so far (or the store failed); after the flush under way,
+        if there is one."""
         if self._run is None:
             return
-        if not self._lock.locked() and not self._due(durable_only):
-            return  # nothing to write and no write in flight to wait for
-        async with self._lock:  # one after the other: a flush also waits for the one in flight
-            if not self._due(durable_only):
-                return
+        while self._flushing:  # one after the other: a flush also waits for the one in flight
+            if self._idle is None:
+                self._idle = asyncio.get_running_loop().create_future()
+            await asyncio.wait([self._idle])  # a cancel here leaves the future to the others
+        if not self._due(durable_only):
+            return
+        self._flushing = True
+        try:
             self._take_events()
             writes, self._pending, self._durable = self._pending, [], False
             if self.failure is None:
                 await self._until_done(writes)
+        finally:
+            self._flushing = False
+            idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.set_result(None)
 
     def _due(self, durable_only: bool) -> bool:
         """Whether a flush has something to write."""

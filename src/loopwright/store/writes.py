@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from loopwright.events import maker
 from loopwright.messages import Message, Usage
 from loopwright.store import RunRecord
 from loopwright.store.turns import is_turn_end
@@ -68,6 +69,10 @@ class OpenSession:
     owner: str
     fields: dict[str, Any]
 
+
+# the writes a steady turn queues, made without calling their classes (events.py: `maker`)
+new_append_messages = maker(AppendMessages)
+new_record_events = maker(RecordEvents)
 
 StoreWrite = (AppendMessages | Compact | OpenSession | RecordEvents | RecordRun | RecordTurn
               | ReleaseLease)
