@@ -40,12 +40,19 @@ from typing import Any, Protocol
 MAX_THREADS = 32
 
 
+class ResultSink(Protocol):
+    """Where a job's result goes: its event loop (`call_soon_threadsafe` runs the callback
+    there), or a way of its own to that loop (the session store's, store/threaded.py)."""
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> object: ...
+
+
 class Job:
     """A call to run off the loop: the function, the caller's contextvars, where the result goes."""
 
     __slots__ = ("abandoned", "context", "function", "future", "loop")
 
-    def __init__(self, function: Callable[[], Any], loop: asyncio.AbstractEventLoop,
+    def __init__(self, function: Callable[[], Any], loop: ResultSink,
                  future: asyncio.Future[Any]) -> None:
         self.function = function
         self.context = contextvars.copy_context()

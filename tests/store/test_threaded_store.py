@@ -137,3 +137,62 @@ async def test_a_hop_wakes_the_store_thread_with_one_byte_at_most(tmp_path: Path
     assert writes and writes == [1] * len(writes) and len(writes) <= 61
     assert (await store.get("s1")).message_count == 60  # type: ignore[union-attr]
     await store.aclose()
+
+
+async def test_write_batches_come_back_through_the_loops_own_pipe(tmp_path: Path) -> None:
+    """`start_batch`'s results reach the loop through the store's pipe (`LoopPipe`), none
+    lost however they interleave, a failure as the awaiter's error; the loop's own
+    `call_soon_threadsafe` (its self-pipe) is left to the store's other calls."""
+    from loopwright.store.writes import AppendMessages, RecordEvents
+
+    store = ThreadedStore(SQLiteStore(tmp_path / "s.db"))
+    await store.create("s1")
+    loop = asyncio.get_running_loop()
+    woken: list[object] = []
+    original = loop.call_soon_threadsafe
+
+    def counting(callback: object, *args: object, **kw: object) -> object:
+        woken.append(callback)
+        return original(callback, *args, **kw)  # type: ignore[arg-type]
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    try:
+        for n in range(20):
+            await store.start_batch("s1", [AppendMessages(messages=[user(f"m{n}")])])
+        await asyncio.gather(*(store.start_batch("s1", [AppendMessages(
+            messages=[user(f"p{n}")])]) for n in range(200)))
+        with pytest.raises(SessionError):  # events of a run that has no row: refused
+            await store.start_batch("nothing-like-it", [RecordEvents(run_id="r", events=[
+                {"type": "turn_start", "turn": 1}])])
+    finally:
+        loop.call_soon_threadsafe = original  # type: ignore[method-assign]
+    assert woken == []
+    assert (await store.get("s1")).message_count == 220  # type: ignore[union-attr]
+    pipe = store._pipes[loop]
+    await store.aclose()
+    assert pipe._read not in loop._selector.get_map()  # type: ignore[attr-defined]
+
+
+def test_a_store_serves_one_event_loop_after_another(tmp_path: Path) -> None:
+    """A loop closed with the store still open leaves it working for the next loop."""
+    from loopwright.store.writes import AppendMessages
+
+    store = ThreadedStore(SQLiteStore(tmp_path / "s.db"))
+
+    async def write(text: str) -> None:
+        await store.start_batch("s1", [AppendMessages(messages=[user(text)])])
+
+    async def first() -> None:
+        await store.create("s1")
+        await write("one")
+
+    asyncio.run(first())
+    asyncio.run(write("two"))
+
+    async def last() -> list[str]:
+        try:
+            return [m.content for m in await store.load("s1")]
+        finally:
+            await store.aclose()
+
+    assert asyncio.run(last()) == ["one", "two"]

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,10 +228,11 @@ class SessionRecorder(LoopPlugin):
                                f"{self.session_id} is intact up to the failure and can be "
                                f"resumed): {failure}")
 
-    async def on_results(self, run: RunView, results: list[Message]) -> None:
+    def on_results(self, run: RunView, results: list[Message]) -> Coroutine[Any, Any, None]:
         """Tool results are durable as soon as their calls return, before anything else
-        happens in the run (a process killed next resumes with them)."""
-        await self._writes.flush()
+        happens in the run (a process killed next resumes with them). (The flush itself, to
+        be awaited: no coroutine of its own around it for the run's task to pass through.)"""
+        return self._writes.flush()
 
     async def before_tool(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         """A tool gate (first of all): a call that may change something is durable before the
@@ -475,12 +476,30 @@ class WriteQueue:
         self._taking = self.open = False
 
     async def _until_done(self, writes: list[StoreWrite]) -> None:
+        """`writes` tried until the store takes them (a busy store waited out) or fails.
+
+        Each try is seen through to its end even if the run is cancelled meanwhile: once
+        handed to the store it may sit in its thread's queue (a job an awaited call would
+        abandon on a cancel; `start_batch`'s never is) or be inside a transaction, and one cut
+        off there would be lost while later writes land (a cancelled call's result stored
+        without its call). The cancel is raised after it (`start_batch`'s future refuses a
+        cancel, so its awaiter waits on; a task writing is shielded); a try the store turned
+        away (busy) stays queued for the next flush. (One coroutine for both: the run's task
+        suspends through every frame between it and the write, on every turn.)"""
         run = self._run
         assert run is not None
         delay, waited = BUSY_FIRST_DELAY, 0.0
         while True:
+            attempt = self._start_write(writes)
             try:
-                await self._write_whole(writes)
+                await (asyncio.shield(attempt) if isinstance(attempt, asyncio.Task) else attempt)
+            except asyncio.CancelledError:
+                if not attempt.done():
+                    await asyncio.wait([attempt])
+                if not attempt.cancelled() and attempt.exception() is not None:
+                    self._pending[:0] = writes
+                    self._durable = True
+                raise
             except StoreBusy as exc:
                 if not waited:
                     self._report(run, "store_busy", f"the session store is busy; waiting for it "
@@ -501,25 +520,6 @@ class WriteQueue:
                 self._report(run, "store_ready", "the session store is writable again "
                              f"(waited ~{waited:.1f}s)")
             return
-
-    async def _write_whole(self, writes: list[StoreWrite]) -> None:
-        """One try at `writes`, seen through to its end even if the run is cancelled meanwhile:
-        once handed to the store it may sit in its thread's queue (a job an awaited call would
-        abandon on a cancel; `start_batch`'s never is) or be inside a transaction, and one cut
-        off there would be lost while later writes land (a cancelled call's result stored
-        without its call). The cancel is raised after it (`start_batch`'s future refuses a
-        cancel, so its awaiter waits on; a task writing is shielded); a try the store turned
-        away (busy) stays queued for the next flush."""
-        attempt = self._start_write(writes)
-        try:
-            await (asyncio.shield(attempt) if isinstance(attempt, asyncio.Task) else attempt)
-        except asyncio.CancelledError:
-            if not attempt.done():
-                await asyncio.wait([attempt])
-            if not attempt.cancelled() and attempt.exception() is not None:
-                self._pending[:0] = writes
-                self._durable = True
-            raise
 
 
 def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:
