@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -99,6 +98,13 @@ class TurnStart:
     turn: int
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "turn": self.turn}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextDelta:
@@ -106,12 +112,26 @@ class TextDelta:
     text: str
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReasoningDelta:
     type: Literal["reasoning_delta"] = "reasoning_delta"
     text: str
     agent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "text": self.text}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,6 +145,14 @@ class PartialOutput:
     data: Any = None
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        output = self.data if self.data is not None else self.output
+        out: dict[str, Any] = {"type": self.type, "output": output}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallEvent:
@@ -133,6 +161,14 @@ class ToolCallEvent:
     name: str
     arguments: dict[str, Any] | str
     agent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "id": self.id, "name": self.name,
+                               "arguments": self.arguments}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -146,6 +182,15 @@ class ToolResultEvent:
     data: dict[str, Any] = field(default_factory=dict)  # e.g. {"denied": True, "reason": …}
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "id": self.id, "name": self.name,
+                               "content": self.content, "is_error": self.is_error,
+                               "duration": self.duration, "data": self.data}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StatusEvent:
@@ -156,6 +201,14 @@ class StatusEvent:
     message: str
     data: dict[str, Any] = field(default_factory=dict)
     agent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "kind": self.kind, "message": self.message,
+                               "data": self.data}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -173,6 +226,15 @@ class ReviewEvent:
     applied: bool = True
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "check": self.check, "verdict": self.verdict,
+                               "reason": self.reason, "budget_left": self.budget_left,
+                               "call_id": self.call_id, "applied": self.applied}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelCallEvent:
@@ -183,6 +245,14 @@ class ModelCallEvent:
     record: ModelCallRecord
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        record = self.record.to_dict() if self.record is not None else None
+        out: dict[str, Any] = {"type": self.type, "record": record}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnEnd:
@@ -192,12 +262,27 @@ class TurnEnd:
     cost: float | None = None  # USD of this turn's model calls, when the price is known
     agent: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "turn": self.turn, "usage": self.usage,
+                               "cost": self.cost}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DoneEvent:
     type: Literal["done"] = "done"
     result: RunResult
     agent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "result": _result_dict(self.result)}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -211,12 +296,28 @@ class ErrorEvent:
     # debugging; not part of the JSON form (its type and text are in `message`)
     exception: BaseException | None = field(default=None, compare=False, repr=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "message": self.message,
+                               "error_type": self.error_type,
+                               "result": _result_dict(self.result)}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CancelledEvent:
     type: Literal["cancelled"] = "cancelled"
     result: RunResult | None = None
     agent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (`event_to_dict`)."""
+        out: dict[str, Any] = {"type": self.type, "result": _result_dict(self.result)}
+        if self.agent:  # the top-level run's events leave it out
+            out["agent"] = self.agent
+        return out
 
 
 Event = (
@@ -314,74 +415,18 @@ _BY_TYPE: dict[str, type[Any]] = {
 }
 
 
-def _with_agent(out: dict[str, Any], agent: str) -> dict[str, Any]:
-    if agent:  # the top-level run's events leave it out
-        out["agent"] = agent
-    return out
-
-
 def _result_dict(result: RunResult | None) -> dict[str, Any] | None:
     return result.to_dict() if result is not None else None
-
-
-# Each event's JSON form written out, one function a type: a walk over the fields with
-# `getattr` and the special cases tested on every field cost ~3 times as much, on every event
-# of a listened-to run (the session store turns each into a row). tests/test_events.py checks
-# each against the fields of its class, so a field added to an event is not left out.
-_TO_DICT: dict[type, Callable[[Any], dict[str, Any]]] = {
-    TurnStart: lambda e: _with_agent({"type": e.type, "turn": e.turn}, e.agent),
-    TextDelta: lambda e: _with_agent({"type": e.type, "text": e.text}, e.agent),
-    ReasoningDelta: lambda e: _with_agent({"type": e.type, "text": e.text}, e.agent),
-    PartialOutput: lambda e: _with_agent(
-        {"type": e.type, "output": e.data if e.data is not None else e.output}, e.agent),
-    ToolCallEvent: lambda e: _with_agent(
-        {"type": e.type, "id": e.id, "name": e.name, "arguments": e.arguments}, e.agent),
-    ToolResultEvent: lambda e: _with_agent(
-        {"type": e.type, "id": e.id, "name": e.name, "content": e.content,
-         "is_error": e.is_error, "duration": e.duration, "data": e.data}, e.agent),
-    StatusEvent: lambda e: _with_agent(
-        {"type": e.type, "kind": e.kind, "message": e.message, "data": e.data}, e.agent),
-    ReviewEvent: lambda e: _with_agent(
-        {"type": e.type, "check": e.check, "verdict": e.verdict, "reason": e.reason,
-         "budget_left": e.budget_left, "call_id": e.call_id, "applied": e.applied}, e.agent),
-    ModelCallEvent: lambda e: _with_agent(
-        {"type": e.type,
-         "record": e.record.to_dict() if e.record is not None else None}, e.agent),
-    TurnEnd: lambda e: _with_agent(
-        {"type": e.type, "turn": e.turn, "usage": e.usage, "cost": e.cost}, e.agent),
-    DoneEvent: lambda e: _with_agent(
-        {"type": e.type, "result": _result_dict(e.result)}, e.agent),
-    ErrorEvent: lambda e: _with_agent(
-        {"type": e.type, "message": e.message, "error_type": e.error_type,
-         "result": _result_dict(e.result)}, e.agent),
-    CancelledEvent: lambda e: _with_agent(
-        {"type": e.type, "result": _result_dict(e.result)}, e.agent),
-}
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON form of an event (what `--json`, SSE and the store carry): every field but
     `exception`, `agent` only when set, a record or result as its own JSON form, and a
-    `partial_output`'s JSON as `output`."""
-    to_dict = _TO_DICT.get(type(event))
-    if to_dict is None:  # a subclass of an event: its fields, walked
-        return _fields_to_dict(event)
-    return to_dict(event)
-
-
-def _fields_to_dict(event: Event) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if f.name in ("result", "record") and value is not None:
-            value = value.to_dict()
-        if (f.name == "agent" and not value) or f.name == "exception":
-            continue
-        if f.name in ("output", "data") and isinstance(event, PartialOutput):
-            out["output"] = event.data if event.data is not None else event.output
-            continue
-        out[f.name] = value
-    return out
+    `partial_output`'s JSON as `output`. Each type writes its own out (`to_dict`): a walk over
+    the fields with `getattr` and the special cases tested on every field cost ~3 times as
+    much, on every event of a listened-to run (the store makes a row of each);
+    tests/test_events.py checks each against the fields of its class."""
+    return event.to_dict()
 
 
 def event_to_json(event: Event) -> str:

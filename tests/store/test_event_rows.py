@@ -146,3 +146,31 @@ async def test_a_write_batch_keeps_order_numbering_and_every_record(store_spec: 
     # the run has not ended: its totals so far are its turns' (store/turns.py)
     assert [(r["turns"], r["requests"]) for r in runs] == [(2, 2)]
     assert [t["turn"] for t in turns] == [1, 2]
+
+
+def test_each_event_type_is_queued_as_its_stored_row() -> None:
+    """The recorder's short way for most of a turn's events (their JSON form as it is) gives
+    the row its one rule (`_row`) gives, for every type it takes that way."""
+    from loopwright import events as ev
+    from loopwright.store.recorder import _AS_IS, SessionRecorder
+
+    class Run:
+        run_id, agent_tag = "r1", ""
+
+    recorder = SessionRecorder(cast(Any, None), "s1")
+    recorder._run = cast(Any, Run())
+    recorder._writes.open = True
+    events: list[Event] = [
+        ev.TurnStart(turn=1), ev.ToolCallEvent(id="c", name="n", arguments={"k": 1}),
+        ev.StatusEvent(kind="custom", message="m", data={"d": 1}, agent="delegate:1"),
+        ev.ReviewEvent(check="k", verdict="stop"), ev.PartialOutput(output="o"),
+        ev.ModelCallEvent(record=ev.ModelCallRecord(
+            id="c1", purpose="turn", run_id="r1", session_id="s1", agent="", turn=1,
+            model="m", provider="p", endpoint="e", mode="chat", started=1.0, latency=0.5,
+            attempts=1, streamed=False, request={}, response=None)),
+        ev.ToolResultEvent(id="c", name="n", content="x" * 600), ev.TurnEnd(turn=1)]
+    assert {e.type for e in events} >= _AS_IS
+    for event in events:
+        recorder(event)
+        assert recorder._writes._events[-1] == recorder._row(event), event.type
+    assert recorder._writes._events[-2]["preview"] == "x" * 500  # not as is: its preview
