@@ -15,6 +15,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --no-serve --json
     python bench/store_overhead.py --instructions  # the library under callgrind (valgrind)
     python bench/store_overhead.py --instructions --no-gc  # the same, cycle collector off
+    python bench/store_overhead.py --instructions --no-gc --warm  # each count after 4 runs
     python bench/store_overhead.py --breakdown     # SQLite: CPU by thread, WAL pages a turn
     python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
     python bench/store_overhead.py --replay        # SQLite: its writes alone, replayed
@@ -31,6 +32,11 @@ load (CPU time is: a hop to the store's thread and back costs more on a busy mac
 does not see cache misses, the kernel or thread wake-ups either. `--no-gc` counts with Python's
 cycle collector off in the child: with it on, a full collection falling between the two counts
 in one store's child and not in another's moves that store's figure by ~0.15 M a turn.
+`--warm` takes each count after `WARM_RUNS` runs of the same process (callgrind's counters
+zeroed then with `callgrind_control -z`, dumped after the counted runs with `-d`): what a
+process does once (an import, a first lease renewal, a module a run loads late) falls into
+the 2-run count in one child and the 12-run count in another, which moved a cold figure by
+up to ~0.04 M a turn between two counts of one tree (issue 30's twelfth session).
 
 `--breakdown` runs the workload with SQLite in this process and splits its cost: the CPU and the
 context switches of the event loop's thread and of the store's thread (from /proc/self/task,
@@ -215,9 +221,12 @@ async def measure(args: argparse.Namespace, base_url: str, pg_dsn: str) -> dict[
 COUNTED_RUNS = (2, 12)
 
 
-def count_child(base_url: str, store_spec: str, runs: int, collect: bool = True) -> None:
+def count_child(base_url: str, store_spec: str, runs: int, collect: bool = True,
+                warm: int = 0) -> None:
     """`runs` runs of the workload in a row (the process callgrind counts; `collect` False:
-    with Python's cycle collector off)."""
+    with Python's cycle collector off). `warm`: that many runs first, then "ready" on stdout
+    and a line awaited on stdin (the counters are zeroed meanwhile), and after the runs
+    "done" and another line (the counters are dumped meanwhile)."""
     if not collect:
         import gc
 
@@ -227,10 +236,16 @@ def count_child(base_url: str, store_spec: str, runs: int, collect: bool = True)
         agent = Agent("bench-model", base_url=base_url, api_key="k", tools=[lookup],
                       store=store_spec or None, max_turns=ROUNDS + 5)
         try:
+            for _ in range(warm):
+                await agent.run("look the keys up")
+            if warm:
+                await told("ready")
             for _ in range(runs):
                 result = await agent.run("look the keys up")
                 if result.stop_reason != "completed":
                     raise SystemExit(f"the run ended {result.stop_reason}: {result.error}")
+            if warm:
+                await told("done")
         finally:
             await agent.aclose()
             await close_shared_client()
@@ -238,10 +253,44 @@ def count_child(base_url: str, store_spec: str, runs: int, collect: bool = True)
     asyncio.run(go())
 
 
-def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True
-                 ) -> dict[str, dict[str, float]]:
+async def told(word: str) -> None:
+    """`word` on stdout, then a line from stdin awaited off the loop (the parent's go-ahead)."""
+    print(word, flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+
+
+WARM_RUNS = 4
+
+
+def warm_count(command: list[str], out_file: Path) -> dict[int, int]:
+    """Each thread's instructions over the runs of `command` (a `--count-child` with warm-up
+    runs) after its warm-up: callgrind's counters zeroed once it is warm (`callgrind_control
+    -z`) and dumped once its runs are done (`-d`), so neither the imports, the first-time
+    work of the runs before nor the teardown is in it."""
+    import subprocess
+
+    child = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--separate-threads=yes",
+         f"--callgrind-out-file={out_file}", *command],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    for word, control in (("ready", "-z"), ("done", "-d")):
+        if child.stdout.readline().strip() != word:
+            child.kill()
+            raise SystemExit(f"the counted child failed before {word!r}")
+        subprocess.run(["callgrind_control", control, str(child.pid)], capture_output=True,
+                       check=True)
+        child.stdin.write("\n")
+        child.stdin.flush()
+    child.wait()
+    return thread_counts(out_file.parent, f"{out_file.name}.1")
+
+
+def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True,
+                 warm: bool = False) -> dict[str, dict[str, float]]:
     """Instructions per turn of the workload with each store, the process's ("all") and each
-    thread's ("thread 1" the event loop's; see `--instructions`)."""
+    thread's ("thread 1" the event loop's; see `--instructions`); `warm`: each count taken
+    after `WARM_RUNS` runs (`warm_count`)."""
     import subprocess
 
     out: dict[str, dict[str, float]] = {}
@@ -252,6 +301,11 @@ def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True
         counts = []
         with tempfile.TemporaryDirectory() as scratch:
             for runs in COUNTED_RUNS:
+                if warm:
+                    counts.append(warm_count(
+                        [sys.executable, str(HERE), "--count-child", base_url, spec, str(runs),
+                         "1" if collect else "0", str(WARM_RUNS)], Path(scratch) / f"{runs}.out"))
+                    continue
                 done = subprocess.run(
                     ["valgrind", "--tool=callgrind", "--separate-threads=yes",
                      f"--callgrind-out-file={scratch}/{runs}.out", sys.executable, str(HERE),
@@ -259,7 +313,7 @@ def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True
                     capture_output=True, text=True, check=False)
                 if done.returncode or "refs:" not in done.stderr:
                     raise SystemExit(f"{name}: the counted child failed: {done.stderr[-2000:]}")
-                counts.append(thread_counts(Path(scratch), runs))
+                counts.append(thread_counts(Path(scratch), f"{runs}.out"))
         turns = (COUNTED_RUNS[1] - COUNTED_RUNS[0]) * (ROUNDS + 1)
         out[name] = {f"thread {n}": (counts[1].get(n, 0) - counts[0].get(n, 0)) / turns
                      for n in sorted(counts[1])}
@@ -267,24 +321,25 @@ def instructions(base_url: str, stores: dict[str, str], *, collect: bool = True
     return out
 
 
-def thread_counts(folder: Path, runs: int) -> dict[int, int]:
-    """Instructions of each thread (callgrind's `summary:` of its `-NN` file) by its number."""
+def thread_counts(folder: Path, name: str) -> dict[int, int]:
+    """Instructions of each thread (callgrind's `summary:` of its `NAME-NN` file) by its
+    number."""
     found = {}
-    for part in folder.glob(f"{runs}.out-*"):
+    for part in folder.glob(f"{name}-*"):
         summary = next(line for line in part.read_text().splitlines()
                        if line.startswith("summary:"))
         found[int(part.name.rsplit("-", 1)[1])] = int(summary.split()[1])
     return found
 
 
-def print_instructions(base_url: str, pg_dsn: str, *, collect: bool) -> None:
+def print_instructions(base_url: str, pg_dsn: str, *, collect: bool, warm: bool) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         counted = instructions(base_url, {"none": "", "sqlite": str(Path(scratch) / "s.db"),
-                                          "postgres": pg_dsn}, collect=collect)
+                                          "postgres": pg_dsn}, collect=collect, warm=warm)
     none = counted["none"]["all"]
     print(f"instructions per turn (callgrind, the whole process; load average "
           f"{os.getloadavg()[0]:.1f}, which does not move these; cycle collector "
-          f"{'on' if collect else 'off'})")
+          f"{'on' if collect else 'off'}{f'; after {WARM_RUNS} runs' if warm else ''})")
     for name, label in (("none", "no store  "), ("sqlite", "SQLite    "),
                         ("postgres", "PostgreSQL")):
         threads = ", ".join(f"{key} {value / 1e6:.3f} M" for key, value in counted[name].items()
@@ -488,7 +543,8 @@ def main() -> None:
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--count-child":
         count_child(sys.argv[2], sys.argv[3], int(sys.argv[4]),
-                    collect=len(sys.argv) < 6 or sys.argv[5] != "0")
+                    collect=len(sys.argv) < 6 or sys.argv[5] != "0",
+                    warm=int(sys.argv[6]) if len(sys.argv) > 6 else 0)
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per batch")
@@ -501,6 +557,9 @@ def main() -> None:
                         help="count instructions under callgrind instead of timing")
     parser.add_argument("--no-gc", action="store_true",
                         help="with --instructions: Python's cycle collector off in the child")
+    parser.add_argument("--warm", action="store_true",
+                        help=f"with --instructions: each count after {WARM_RUNS} runs, its "
+                             "counters zeroed then (callgrind_control)")
     parser.add_argument("--breakdown", action="store_true",
                         help="SQLite only: CPU by thread and WAL pages a turn")
     parser.add_argument("--parts", action="store_true",
@@ -534,7 +593,7 @@ def main() -> None:
             return
         with postgres(args.postgres) as pg_dsn:
             if args.instructions:
-                print_instructions(base_url, pg_dsn, collect=not args.no_gc)
+                print_instructions(base_url, pg_dsn, collect=not args.no_gc, warm=args.warm)
                 return
 
             row = asyncio.run(measure(args, base_url, pg_dsn))

@@ -128,6 +128,10 @@ class ThreadedStore:
         self._stop = weakref.finalize(self, self._jobs.put, None)
         self._pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe] = (
             weakref.WeakKeyDictionary())  # `start_batch`'s way back to each loop (`LoopPipe`)
+        # the last loop's, looked up without the weak dictionary's Python (a weak reference
+        # made on every look-up)
+        self._back: LoopPipe | asyncio.AbstractEventLoop | None = None
+        self._back_loop: asyncio.AbstractEventLoop | None = None
 
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         result: T = await run_job(self._jobs.put, functools.partial(method, *args, **kwargs))
@@ -162,9 +166,13 @@ class ThreadedStore:
         awaited, it is never taken back: a task cancelled while awaiting it waits for it to
         commit or roll back whole, then raises its cancel (`HeldFuture`)."""
         loop = asyncio.get_running_loop()
+        back = self._back
+        if back is None or self._back_loop is not loop:
+            back = self._back = loop_pipe(self._pipes, loop)
+            self._back_loop = loop
         future = HeldFuture(loop=loop)
-        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes),
-                           loop_pipe(self._pipes, loop), future))
+        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes), back,
+                           future))
         return future
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
@@ -232,6 +240,9 @@ class ThreadedStore:
     async def aclose(self) -> None:
         await self._call(self.sync.close)
         self._stop()  # the thread ends once the close has run
-        pipe = self._pipes.pop(asyncio.get_running_loop(), None)
+        loop = asyncio.get_running_loop()
+        pipe = self._pipes.pop(loop, None)
+        if self._back_loop is loop:
+            self._back = self._back_loop = None
         if pipe is not None:
             pipe.close()
