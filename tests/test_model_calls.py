@@ -225,17 +225,17 @@ async def test_a_run_nobody_listens_to_builds_no_records_yet_counts_usage_and_co
 
     built: list[str] = []
 
-    def counting(cls: Any) -> Any:
-        class Counted(cls):  # type: ignore[misc, valid-type]
-            def __init__(self, **fields: Any) -> None:
-                built.append(cls.__name__)
-                super().__init__(**fields)
-        return Counted
+    def counting(name: str, make: Any) -> Any:  # the loop makes them with events.maker's
+        def counted(**fields: Any) -> Any:
+            built.append(name)
+            return make(**fields)
+        return counted
 
-    monkeypatch.setattr(loopwright.model_call, "ModelCallRecord",
-                        counting(loopwright.model_call.ModelCallRecord))
-    for name in ("TurnStart", "TurnEnd", "ToolCallEvent", "ToolResultEvent"):
-        monkeypatch.setattr(loopwright.loop, name, counting(getattr(loopwright.loop, name)))
+    monkeypatch.setattr(loopwright.model_call, "new_call_record",
+                        counting("ModelCallRecord", loopwright.model_call.new_call_record))
+    for name, cls in (("new_turn_start", "TurnStart"), ("new_turn_end", "TurnEnd"),
+                      ("new_tool_call", "ToolCallEvent"), ("new_tool_result", "ToolResultEvent")):
+        monkeypatch.setattr(loopwright.loop, name, counting(cls, getattr(loopwright.loop, name)))
     script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})],
                     usage=ScriptedUsage(input_tokens=10, output_tokens=5)),
               Reply("It is 5.", usage=ScriptedUsage(input_tokens=20, output_tokens=3))]
