@@ -165,3 +165,34 @@ def test_each_maker_makes_what_its_class_makes() -> None:
         ev.new_turn_start(turn=1, unknown=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         ev.new_turn_start()  # type: ignore[call-arg]
+
+
+def test_a_maker_refuses_a_class_whose_init_does_more() -> None:
+    """What the class's `__init__` would do that a maker does not (a `__post_init__`, a field
+    not set by `__init__`, instances with a `__dict__`) is refused when the maker is made."""
+    import dataclasses
+
+    import pytest
+
+    from loopwright.events import maker
+
+    @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+    class Checked:
+        value: int
+
+        def __post_init__(self) -> None:
+            if self.value < 0:
+                raise ValueError("negative")
+
+    @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+    class Derived:
+        value: int
+        twice: int = dataclasses.field(init=False, default=0)
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Unslotted:
+        value: int
+
+    for cls in (Checked, Derived, Unslotted):
+        with pytest.raises(TypeError):
+            maker(cls)

@@ -348,9 +348,15 @@ def maker(cls: type[_T]) -> type[_T]:
     run: its events (a `model_call` record alone cost ~40 k instructions made by its class) and
     the store's writes (store/writes.py). Typed as the class, whose signature it has;
     tests/test_events.py checks each against its class."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    if (hasattr(cls, "__post_init__") or not all(f.init for f in fields)
+            or "__slots__" not in vars(cls)):
+        # what the class's own `__init__` would do that this function does not
+        raise TypeError(f"maker({cls.__name__}): only slotted dataclasses whose every field is "
+                        "set by __init__ and that have no __post_init__")
     params, lines = [], ["    made = new(cls)"]
     env: dict[str, Any] = {"new": object.__new__, "cls": cls, "MISSING": dataclasses.MISSING}
-    for number, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
+    for number, f in enumerate(fields):
         env[f"set_{number}"] = getattr(cls, f.name).__set__
         if f.default is not dataclasses.MISSING:
             env[f"default_{number}"] = f.default
