@@ -14,6 +14,7 @@ import pytest
 
 from loopwright import Agent, RunResult
 from loopwright.endpoints.retry import RetryPolicy
+from loopwright.errors import ConfigError
 from loopwright.testing import FakeModelServer, Reply
 
 FAST = RetryPolicy(attempts=1, base_delay=0.01, jitter=0)
@@ -115,4 +116,17 @@ async def test_a_loopback_model_server_is_never_sent_through_a_proxy(
 async def test_without_a_proxy_nothing_changes(setting: Setting) -> None:
     result = await run(setting.local)
     assert result.output == "answered"
+    assert setting.forward.request_lines == []
+
+
+async def test_a_proxy_httpx_cannot_use_refuses_its_requests_and_breaks_no_other(
+        setting: Setting, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy httpx cannot make a transport for (an unknown scheme here; a `socks5://` one
+    without `socksio` is the same) raised while the shared client was made, so every request
+    failed, a local server's too. Now a request it would carry is refused with the reason,
+    never sent direct; a loopback server still answers."""
+    monkeypatch.setenv("HTTP_PROXY", "ftp://proxy.example.test:21")
+    assert (await run(setting.local)).output == "answered"
+    with pytest.raises(ConfigError, match=r"proxy the environment names \(ftp://proxy"):
+        await run(setting.remote)
     assert setting.forward.request_lines == []

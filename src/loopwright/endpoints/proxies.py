@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from loopwright.errors import ConfigError
+
 if TYPE_CHECKING:
     import httpx
 
@@ -45,6 +47,30 @@ def proxy_mounts(transport_for: Callable[[str], httpx.AsyncBaseTransport]
     if not any(named.values()):
         return {}
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
-        pattern: None if url is None else transport_for(url) for pattern, url in named.items()}
+        pattern: None if url is None else _usable(transport_for, url)
+        for pattern, url in named.items()}
     mounts.update(dict.fromkeys(LOOPBACK))
     return mounts
+
+
+def _usable(transport_for: Callable[[str], httpx.AsyncBaseTransport], url: str
+            ) -> httpx.AsyncBaseTransport:
+    """The proxy's transport, or, where httpx cannot make one (a `socks5://` proxy without the
+    `socksio` package, an unknown scheme), one that refuses each request it would carry with
+    the reason: never the request sent direct instead (a proxy may be there to hide where it
+    goes), and never every request broken, a local server's too."""
+    try:
+        return transport_for(url)
+    except (ImportError, ValueError) as exc:
+        return _refusing(f"the proxy the environment names ({url}) cannot be used: {exc} "
+                         "(HTTPS_PROXY, HTTP_PROXY, ALL_PROXY; NO_PROXY to go direct)")
+
+
+def _refusing(reason: str) -> httpx.AsyncBaseTransport:
+    import httpx
+
+    class Refusing(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            raise ConfigError(reason)  # not a connection failure: retrying cannot help
+
+    return Refusing()
