@@ -42,6 +42,13 @@ StatusKind = Literal[
 the two agree)."""
 
 
+def _tagged(form: dict[str, Any], agent: str) -> dict[str, Any]:
+    """An event's JSON form with its sub-agent's tag: the top-level run's events leave it out."""
+    if agent:
+        form["agent"] = agent
+    return form
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelCallRecord:
     """One model call as it happened, for audit, cost and tracing.
@@ -100,10 +107,7 @@ class TurnStart:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "turn": self.turn}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "turn": self.turn}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -114,10 +118,7 @@ class TextDelta:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "text": self.text}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "text": self.text}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -128,10 +129,7 @@ class ReasoningDelta:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "text": self.text}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "text": self.text}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -148,10 +146,7 @@ class PartialOutput:
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
         output = self.data if self.data is not None else self.output
-        out: dict[str, Any] = {"type": self.type, "output": output}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "output": output}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -164,11 +159,8 @@ class ToolCallEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "id": self.id, "name": self.name,
-                               "arguments": self.arguments}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "id": self.id, "name": self.name,
+                        "arguments": self.arguments}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,12 +176,9 @@ class ToolResultEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "id": self.id, "name": self.name,
-                               "content": self.content, "is_error": self.is_error,
-                               "duration": self.duration, "data": self.data}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "id": self.id, "name": self.name,
+                        "content": self.content, "is_error": self.is_error,
+                        "duration": self.duration, "data": self.data}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -204,11 +193,8 @@ class StatusEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "kind": self.kind, "message": self.message,
-                               "data": self.data}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "kind": self.kind, "message": self.message,
+                        "data": self.data}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -228,12 +214,9 @@ class ReviewEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "check": self.check, "verdict": self.verdict,
-                               "reason": self.reason, "budget_left": self.budget_left,
-                               "call_id": self.call_id, "applied": self.applied}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "check": self.check, "verdict": self.verdict,
+                        "reason": self.reason, "budget_left": self.budget_left,
+                        "call_id": self.call_id, "applied": self.applied}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -248,10 +231,7 @@ class ModelCallEvent:
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
         record = self.record.to_dict() if self.record is not None else None
-        out: dict[str, Any] = {"type": self.type, "record": record}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "record": record}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -264,11 +244,8 @@ class TurnEnd:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "turn": self.turn, "usage": self.usage,
-                               "cost": self.cost}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "turn": self.turn, "usage": self.usage,
+                        "cost": self.cost}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -279,10 +256,7 @@ class DoneEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "result": _result_dict(self.result)}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "result": _result_dict(self.result)}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -298,12 +272,9 @@ class ErrorEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "message": self.message,
-                               "error_type": self.error_type,
-                               "result": _result_dict(self.result)}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "message": self.message,
+                        "error_type": self.error_type,
+                        "result": _result_dict(self.result)}, self.agent)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -314,10 +285,7 @@ class CancelledEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Its JSON form (`event_to_dict`)."""
-        out: dict[str, Any] = {"type": self.type, "result": _result_dict(self.result)}
-        if self.agent:  # the top-level run's events leave it out
-            out["agent"] = self.agent
-        return out
+        return _tagged({"type": self.type, "result": _result_dict(self.result)}, self.agent)
 
 
 Event = (
