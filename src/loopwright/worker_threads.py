@@ -77,12 +77,8 @@ class JobPipe:
 
     def __init__(self) -> None:
         self._jobs: collections.deque[Job | None] = collections.deque()
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
+        self._read, self._write = wake_pipe(self)  # the thread's reads block: it sleeps there
         self._awake = True  # the thread is not waiting on the pipe (no byte needed)
-        # closed only once nothing can write to them (a closed descriptor's number may be
-        # another file's by then); at exit the process's end closes them
-        weakref.finalize(self, _close_both, self._read, self._write).atexit = False
 
     def put(self, job: Job | None) -> None:
         """Queue `job` (None: the thread stops after the jobs before it); from any thread."""
@@ -105,6 +101,19 @@ class JobPipe:
             os.read(self._read, 512)  # the interpreter's lock let go while it waits
             self._awake = True
         return jobs.popleft()
+
+
+def wake_pipe(owner: object, *, blocking_read: bool = True) -> tuple[int, int]:
+    """A pipe for waking whoever reads it (`JobPipe`'s thread, or an event loop watching it:
+    store/threaded.py): its write end never blocks, and both ends are closed once `owner` is
+    gone — only then, as nothing can write to them any more (a closed descriptor's number may
+    be another file's by then); at exit the process's end closes them."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    if not blocking_read:
+        os.set_blocking(read, False)
+    weakref.finalize(owner, _close_both, read, write).atexit = False
+    return read, write
 
 
 def _close_both(read: int, write: int) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
-from loopwright.worker_threads import Job, JobPipe, run_job, serve
+from loopwright.worker_threads import Job, JobPipe, run_job, serve, wake_pipe
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -57,11 +57,8 @@ class LoopPipe:
         self._loop = loop
         self._done: collections.deque[tuple[Callable[..., object], tuple[Any, ...]]] = (
             collections.deque())
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
+        self._read, self._write = wake_pipe(self, blocking_read=False)
         self._signalled = False  # a byte is on its way that the loop has not read yet
-        weakref.finalize(self, _close_both, self._read, self._write).atexit = False
         loop.add_reader(self._read, self._run_done)
 
     def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> None:
@@ -88,11 +85,6 @@ class LoopPipe:
         if not self._loop.is_closed():
             self._loop.remove_reader(self._read)
             self._run_done()
-
-
-def _close_both(read: int, write: int) -> None:
-    os.close(read)
-    os.close(write)
 
 
 def loop_pipe(pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe],
