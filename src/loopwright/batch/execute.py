@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.batch.checkers import (
     BUILTIN_CHECKERS,
@@ -89,10 +89,7 @@ class TaskRunner:
         model call). Runs by itself before the first task when not called."""
         if self._opened is None:
             self._opened = asyncio.ensure_future(self._open())
-        if self._opened.done():  # every task asks: no shield (a future, two callbacks) then
-            self._opened.result()  # raises what opening the store raised
-        else:
-            await asyncio.shield(self._opened)
+        await _shared(self._opened)  # raises what opening the store raised
         if models:
             await asyncio.gather(*(self._window(model) for model in set(models)))
 
@@ -217,7 +214,7 @@ class TaskRunner:
         if pending is None or pending.done():  # none yet, or the last attempt failed
             pending = self._agents[key] = asyncio.ensure_future(
                 asyncio.to_thread(self._build_agent, tools, options))
-        return await asyncio.shield(pending)
+        return await _shared(pending)
 
     @staticmethod
     def _build_agent(tools: list[Tool], options: dict[str, Any]) -> Agent:
@@ -260,9 +257,7 @@ class TaskRunner:
         if pending is None:
             pending = asyncio.ensure_future(self._probe_window(model))
             self._windows[model] = pending
-        elif pending.done():
-            return pending.result()  # no shield (a future and two callbacks) once known
-        return await asyncio.shield(pending)
+        return await _shared(pending)
 
     async def _probe_window(self, model: str | None) -> int | None:
         if self.config.agent_options.get("context_window"):
@@ -370,3 +365,13 @@ def _row(task: TaskSpec, result: RunResult, verdict: Mapping[str, Any], wall: fl
         usage=result.usage.to_dict(), tokens=result.usage.total_tokens, cost=result.cost,
         wall=wall, session_id=result.session_id, error=result.error, output=result.output,
     )
+
+
+T = TypeVar("T")
+
+
+async def _shared(future: asyncio.Future[T]) -> T:
+    """The result of work every task waits on (the store's opening, an agent, a window), a
+    cancel of one task not reaching it; once done, without a shield (a future and two
+    callbacks, on every task)."""
+    return future.result() if future.done() else await asyncio.shield(future)
