@@ -248,3 +248,77 @@ def test_a_hop_to_an_idle_thread_on_one_core_switches_twice_not_six_times() -> N
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120, check=True)
     assert float(done.stdout) < 4  # 2 with a pipe each, ~5.9 on a shared queue
+
+
+async def test_a_plain_calls_result_wakes_the_loop_without_its_self_pipe(tmp_path) -> None:
+    """A result comes back through the loop's own pipe (`LoopPipe`), not
+    `call_soon_threadsafe`: asyncio's self-pipe reader reads until `BlockingIOError`, a second
+    `recvfrom` and an exception on every call. Many calls at once still all come back."""
+    @tool
+    def read_back(path: str) -> str:
+        """Read a file."""
+        return (tmp_path / path).read_text()
+
+    (tmp_path / "a.txt").write_text("A")
+    loop = asyncio.get_running_loop()
+    wakes = 0
+    original = loop._write_to_self  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        nonlocal wakes
+        wakes += 1
+        original()
+
+    loop._write_to_self = counted  # type: ignore[attr-defined]
+    try:
+        for _ in range(20):
+            assert await read_back.invoke({"path": "a.txt"}, ToolContext()) == "A"
+        texts = await asyncio.gather(*(read_back.invoke({"path": "a.txt"}, ToolContext())
+                                       for _ in range(50)))
+    finally:
+        del loop._write_to_self  # type: ignore[attr-defined]
+    assert texts == ["A"] * 50
+    assert wakes == 0
+
+
+def test_a_loop_that_cannot_watch_a_pipe_gets_results_by_call_soon_threadsafe() -> None:
+    """Windows' proactor loop has no `add_reader`: results go back by the loop's own
+    `call_soon_threadsafe`, as before."""
+    class NoReaders(asyncio.SelectorEventLoop):
+        def add_reader(self, *args: object) -> None:
+            raise NotImplementedError
+
+    loop = NoReaders()
+    try:
+        assert loop.run_until_complete(worker.run_in_thread(lambda: "done")) == "done"
+        assert worker.loop_pipe(loop) is loop
+    finally:
+        loop.close()
+
+
+def test_a_loops_pipe_keeps_neither_the_loop_nor_its_descriptors_once_it_is_gone() -> None:
+    """Pipes are kept per loop in a weak dictionary: the pipe must not hold its loop, or no
+    loop that ever ran a plain call would be freed; once the loop is, its pipe's descriptors
+    close."""
+    import gc
+    import os
+    import weakref
+
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(worker.run_in_thread(lambda: 1)) == 1
+    pipe = worker.loop_pipe(loop)
+    assert isinstance(pipe, worker.LoopPipe)
+    descriptors = pipe._read, pipe._write
+    gone = weakref.ref(loop)
+    loop.close()
+    asyncio.run(_one_more_call())  # the pool's last-loop shortcut moves to another loop
+    del loop, pipe
+    gc.collect()
+    assert gone() is None
+    for fd in descriptors:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
+async def _one_more_call() -> None:
+    assert await worker.run_in_thread(lambda: 2) == 2

@@ -24,6 +24,11 @@ done with its job takes the next waiting one without sleeping. Not one `queue.Si
 that every idle thread waits on: its `put` wakes a thread while the loop's thread still holds
 the interpreter's lock, and the woken thread sleeps again until it is let go, ~6 context
 switches a hop instead of 2 on one core (docs/benchmarks.md, issue 31).
+
+A pool call's result goes back to its event loop through that loop's `LoopPipe` (a deque and
+a pipe the loop watches), not `call_soon_threadsafe`: asyncio's self-pipe reader reads until
+its socket raises `BlockingIOError`, so every hand-back cost the loop's thread a second
+`recvfrom` and an exception made and caught (docs/benchmarks.md, issue 31, thirteenth session).
 """
 
 from __future__ import annotations
@@ -103,6 +108,75 @@ class JobPipe:
         return jobs.popleft()
 
 
+class LoopPipe:
+    """Where worker threads hand results back to one event loop: a deque, and a pipe the loop
+    watches (`add_reader`), written one byte when the loop may not have been woken yet. Not the
+    loop's `call_soon_threadsafe`: it wakes the loop through its self-pipe, whose reader reads
+    until the socket raises `BlockingIOError` (a second `recvfrom` and an exception made and
+    caught on every call), and runs each result as a handle of its own. Neither end ever
+    blocks; the descriptors are closed once nothing holds this (a job, the loop's reader), and
+    it holds no reference to its loop, so a loop's pipe (kept per loop, `loop_pipe`) never
+    keeps the loop alive."""
+
+    __slots__ = ("__weakref__", "_done", "_read", "_signalled", "_write")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._done: collections.deque[tuple[Callable[..., object], tuple[Any, ...]]] = (
+            collections.deque())
+        self._read, self._write = wake_pipe(self, blocking_read=False)
+        self._signalled = False  # a byte is on its way that the loop has not read yet
+        loop.add_reader(self._read, self.run_done)
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> None:
+        """(A worker thread.) `callback(*args)` on the loop, soon; nothing if the loop closed
+        meanwhile (nobody waits then)."""
+        self._done.append((callback, args))
+        if not self._signalled:
+            self._signalled = True
+            try:  # (not contextlib.suppress: a context manager's frames on every call)
+                os.write(self._write, b"\0")
+            except BlockingIOError:  # full: the loop has bytes to wake on already
+                return
+
+    def run_done(self) -> None:
+        """(The loop, its pipe readable.) Every result handed back so far. The flag is let go
+        before the deque is read: a result added after it was read writes a byte again."""
+        try:  # noqa: SIM105 (contextlib.suppress: a context manager's frames on every call)
+            os.read(self._read, 512)
+        except BlockingIOError:  # (never, in practice: the loop calls this with a byte there)
+            pass
+        self._signalled = False
+        done = self._done
+        while done:
+            callback, args = done.popleft()
+            callback(*args)
+
+
+_pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe | asyncio.AbstractEventLoop]
+_pipes = weakref.WeakKeyDictionary()
+_last: tuple[weakref.ref[asyncio.AbstractEventLoop], LoopPipe | asyncio.AbstractEventLoop] | None
+_last = None  # the last loop's, found without the weak dictionary's Python (a weak reference
+# made on every look-up)
+
+
+def loop_pipe(loop: asyncio.AbstractEventLoop) -> LoopPipe | asyncio.AbstractEventLoop:
+    """The way back to `loop` for results from worker threads: its `LoopPipe`, made the first
+    time; `loop` itself where it cannot watch a pipe (Windows' proactor loop)."""
+    global _last
+    last = _last
+    if last is not None and last[0]() is loop:
+        return last[1]
+    back = _pipes.get(loop)
+    if back is None:
+        try:
+            back = LoopPipe(loop)
+        except NotImplementedError:
+            back = loop
+        _pipes[loop] = back
+    _last = (weakref.ref(loop), back)
+    return back
+
+
 def wake_pipe(owner: object, *, blocking_read: bool = True) -> tuple[int, int]:
     """A pipe for waking whoever reads it (`JobPipe`'s thread, or an event loop watching it:
     store/threaded.py): its write end never blocks, and both ends are closed once `owner` is
@@ -130,17 +204,20 @@ _waking = 0  # threads woken (or started) that have not looked at `_waiting` yet
 
 def run_in_thread(function: Callable[[], Any]) -> Coroutine[Any, Any, Any]:
     """`function()` on a worker thread, with the caller's contextvars: to await, for its result
-    or error. (A plain function: no coroutine of its own around `run_job`'s, a frame fewer to
-    make and to pass the wake-up through on every call.)"""
-    return run_job(_submit, function)
+    or error; the result comes back through the loop's `LoopPipe`. (A plain function: no
+    coroutine of its own around `run_job`'s, a frame fewer to make and to pass the wake-up
+    through on every call.)"""
+    return run_job(_submit, function, back=loop_pipe)
 
 
-async def run_job(submit: Callable[[Job], None], function: Callable[[], Any]) -> Any:
+async def run_job(submit: Callable[[Job], None], function: Callable[[], Any], *,
+                  back: Callable[[asyncio.AbstractEventLoop], ResultSink] | None = None) -> Any:
     """`function()` as a `Job` handed to `submit` (a queue some thread serves, as `serve`
-    does); its result or error once that thread has run it."""
+    does); its result or error once that thread has run it, handed back to the running loop
+    by its `call_soon_threadsafe`, or by what `back` gives for the loop."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
-    job = Job(function, loop, future)
+    job = Job(function, loop if back is None else back(loop), future)
     submit(job)
     try:
         return await future
@@ -184,9 +261,10 @@ def _wake(pipe: JobPipe | None, start: bool) -> None:
 def _forget_threads() -> None:
     """A forked child has none of its parent's threads: counted as idle, they would take no job
     and the child's first `def` tool would wait for ever."""
-    global _lock, _parked, _waiting, _threads, _waking
+    global _lock, _parked, _waiting, _threads, _waking, _pipes, _last
     _lock, _parked, _waiting = threading.Lock(), [], collections.deque()
     _threads = _waking = 0
+    _pipes, _last = weakref.WeakKeyDictionary(), None  # the parent's pipes are its loops' own
 
 
 os.register_at_fork(after_in_child=_forget_threads)
