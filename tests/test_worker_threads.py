@@ -322,3 +322,64 @@ def test_a_loops_pipe_keeps_neither_the_loop_nor_its_descriptors_once_it_is_gone
 
 async def _one_more_call() -> None:
     assert await worker.run_in_thread(lambda: 2) == 2
+
+
+async def test_a_plain_calls_caller_resumes_in_the_round_its_result_comes_back() -> None:
+    """The result wakes the awaiting task in the loop's round that reads it, not one round
+    later as an asyncio future's `set_result` would schedule it: one `epoll_wait` a call."""
+    loop = asyncio.get_running_loop()
+    selector = loop._selector  # type: ignore[attr-defined]
+    rounds = 0
+    original = selector.select
+
+    def counted(timeout: float | None = None) -> object:
+        nonlocal rounds
+        rounds += 1
+        return original(timeout)
+
+    selector.select = counted
+    try:
+        for _ in range(10):  # the thread and the loop's pipe made
+            await worker.run_in_thread(int)
+        rounds = 0
+        for _ in range(200):
+            assert await worker.run_in_thread(lambda: 7) == 7
+    finally:
+        del selector.select
+    assert rounds < 1.5 * 200  # one a call (two with asyncio's future)
+
+
+async def test_callers_resumed_after_a_plain_call_keep_their_own_contextvars() -> None:
+    """Resumed from the loop's pipe reader, each task still runs in its own context."""
+    async def caller(name: str) -> list[str]:
+        REQUEST_ID.set(name)
+        seen = []
+        for _ in range(20):
+            await worker.run_in_thread(lambda: None)
+            seen.append(REQUEST_ID.get())
+        return seen
+
+    answers = await asyncio.gather(*(caller(f"task-{n}") for n in range(8)))
+    assert answers == [[f"task-{n}"] * 20 for n in range(8)]
+    assert REQUEST_ID.get() == "none"
+
+
+async def test_a_cancel_while_waiting_for_a_plain_call_still_reaches_the_caller() -> None:
+    """The cancel wakes the task as asyncio's future would (the next round), and the result
+    that comes back later is dropped."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "late"
+
+    task = asyncio.ensure_future(worker.run_in_thread(slow))
+    while not started.is_set():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    assert await worker.run_in_thread(lambda: "next") == "next"

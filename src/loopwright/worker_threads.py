@@ -28,7 +28,9 @@ switches a hop instead of 2 on one core (docs/benchmarks.md, issue 31).
 A pool call's result goes back to its event loop through that loop's `LoopPipe` (a deque and
 a pipe the loop watches), not `call_soon_threadsafe`: asyncio's self-pipe reader reads until
 its socket raises `BlockingIOError`, so every hand-back cost the loop's thread a second
-`recvfrom` and an exception made and caught (docs/benchmarks.md, issue 31, thirteenth session).
+`recvfrom` and an exception made and caught (docs/benchmarks.md, issue 31, thirteenth session);
+and the caller's task resumes in the loop's round that reads the result (`WakingFuture`), not
+one round later.
 """
 
 from __future__ import annotations
@@ -152,6 +154,58 @@ class LoopPipe:
             callback(*args)
 
 
+Waker = tuple[Callable[["WakingFuture"], object], contextvars.Context | None]
+
+
+class WakingFuture(asyncio.Future[Any]):
+    """The future a pool call's caller awaits. Its result is set from a loop callback (the
+    `LoopPipe`'s reader, or `call_soon_threadsafe`'s handle), never from inside a task, so it
+    wakes the awaiting task there and then, where asyncio's future schedules the wake-up for the
+    loop's next round: a round of the event loop fewer a call (its `epoll_wait` and
+    `_run_once`). A task awaits it as any future-like object (asyncio's `add_done_callback`
+    protocol); a cancel still wakes the task with `call_soon`, as asyncio does."""
+
+    _wakers: tuple[Waker, ...] = ()  # the callbacks to run once it is done (set per object)
+
+    def add_done_callback(self, fn: Callable[[WakingFuture], object], /, *,
+                          context: contextvars.Context | None = None) -> None:
+        if self.done():
+            super().add_done_callback(fn, context=context)
+        else:
+            self._wakers = (*self._wakers, (fn, context))
+
+    def remove_done_callback(self, fn: Callable[[WakingFuture], object], /) -> int:
+        kept = tuple(waker for waker in self._wakers if waker[0] != fn)
+        removed = len(self._wakers) - len(kept)
+        self._wakers = kept
+        return removed + super().remove_done_callback(fn)
+
+    def set_result(self, result: Any, /) -> None:
+        super().set_result(result)
+        self._wake()
+
+    def set_exception(self, exception: type | BaseException, /) -> None:
+        super().set_exception(exception)
+        self._wake()
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        wakers, self._wakers = self._wakers, ()
+        loop = self.get_loop()
+        for fn, context in wakers:
+            loop.call_soon(fn, self, context=context)
+        return True
+
+    def _wake(self) -> None:
+        wakers, self._wakers = self._wakers, ()
+        for fn, context in wakers:
+            if context is None:
+                fn(self)
+            else:
+                context.run(fn, self)
+
+
 _pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe | asyncio.AbstractEventLoop]
 _pipes = weakref.WeakKeyDictionary()
 _last: tuple[weakref.ref[asyncio.AbstractEventLoop], LoopPipe | asyncio.AbstractEventLoop] | None
@@ -216,8 +270,12 @@ async def run_job(submit: Callable[[Job], None], function: Callable[[], Any], *,
     does); its result or error once that thread has run it, handed back to the running loop
     by its `call_soon_threadsafe`, or by what `back` gives for the loop."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    job = Job(function, loop if back is None else back(loop), future)
+    if back is None:
+        future: asyncio.Future[Any] = loop.create_future()
+        job = Job(function, loop, future)
+    else:
+        future = WakingFuture(loop=loop)
+        job = Job(function, back(loop), future)
     submit(job)
     try:
         return await future
