@@ -38,7 +38,7 @@ from loopwright.messages import (
 from loopwright.profiles import Profile
 from loopwright.wire import splice
 from loopwright.wire.base import split_system
-from loopwright.wire.stream import StreamAccumulator
+from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
 
 MODE = "anthropic_messages"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's blocks as JSON text
@@ -425,10 +425,18 @@ def usage_from_wire(data: dict[str, Any] | None, usage: Usage | None = None) -> 
     return usage
 
 
-def _store(acc: StreamAccumulator, content: list[dict[str, Any]]) -> None:
-    """Keep the block sequence when it holds reasoning that must go back verbatim."""
+def _kept(content: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a reply keeps of its blocks: the sequence, when it holds reasoning that must go
+    back verbatim."""
     if any(b["type"] in _REASONING_BLOCKS for b in content):
-        acc.provider_data = {MODE: {"content": content}}
+        return {MODE: {"content": content}}
+    return None
+
+
+def _store(acc: StreamAccumulator, content: list[dict[str, Any]]) -> None:
+    kept = _kept(content)
+    if kept is not None:
+        acc.provider_data = kept
 
 
 def _stored_block(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -498,30 +506,31 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
         return body
 
     def parse_body(self, body: dict[str, Any]) -> ModelResponse:
-        acc = StreamAccumulator()
         blocks = body.get("content") or ()
+        parts: list[tuple[bool, str]] = []  # (is it reasoning, its text), in order
+        calls: list[PlainCall] = []
         reasoning = False
-        for index, block in enumerate(blocks):
+        for block in blocks:
             kind = block.get("type")
             if kind == "text":
-                acc.text(block.get("text") or "")
+                parts.append((False, block.get("text") or ""))
             elif kind == "thinking":
-                acc.reasoning(block.get("thinking") or "")
+                parts.append((True, block.get("thinking") or ""))
                 reasoning = True
             elif kind == "tool_use":
                 value = block.get("input")
-                arguments = (value if isinstance(value, str)
-                             else splice.dumps_as_json_dumps(value or {}))
-                acc.tool_call_delta(index, id=block.get("id"), name=block.get("name"),
-                                    arguments=arguments)
+                calls.append((block.get("id"), block.get("name"),
+                              value if isinstance(value, str)
+                              else splice.dumps_as_json_dumps(value or {})))
             elif kind == "redacted_thinking":
                 reasoning = True
-        if reasoning:  # the block sequence is kept only to send reasoning back verbatim
-            _store(acc, [s for b in blocks if (s := _stored_block(b)) is not None])
-        acc.finish_reason = STOP_REASONS.get(body.get("stop_reason") or "")
-        acc.usage = usage_from_wire(body.get("usage"))
-        acc.model = body.get("model") or ""
-        return acc.build()
+        # the block sequence is kept only to send reasoning back verbatim
+        kept = (_kept([s for b in blocks if (s := _stored_block(b)) is not None]) if reasoning
+                else None)
+        return whole_reply(parts, calls,
+                           finish_reason=STOP_REASONS.get(body.get("stop_reason") or ""),
+                           usage=usage_from_wire(body.get("usage")),
+                           model=body.get("model") or "", provider_data=kept)
 
     def stream_parser(self) -> AnthropicStreamParser:
         return AnthropicStreamParser()

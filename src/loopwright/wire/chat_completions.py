@@ -19,7 +19,7 @@ from loopwright.messages import (
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
-from loopwright.wire.stream import StreamAccumulator
+from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
 
 MODE = "chat_completions"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's JSON text
@@ -230,21 +230,21 @@ class ChatCompletionsFormat(splice.SplicedBodyFormat):
         choices = body.get("choices") or []
         choice = choices[0] if choices else {}
         wire_msg = choice.get("message") or {}
-        acc = StreamAccumulator()  # it builds the calls (one object each, not two)
-        for n, wire_call in enumerate(wire_msg.get("tool_calls") or []):
+        calls: list[PlainCall] = []
+        for wire_call in wire_msg.get("tool_calls") or []:
             function = wire_call.get("function") or {}
-            acc.tool_call_delta(n, id=wire_call.get("id") or "", name=function.get("name") or "",
-                                arguments=function.get("arguments") or "{}")
+            calls.append((wire_call.get("id") or "", function.get("name") or "",
+                          function.get("arguments") or "{}"))
         text, inline_reasoning = content_parts(wire_msg.get("content"))
         refusal = wire_msg.get("refusal")
-        acc.reasoning(inline_reasoning or _reasoning_of(wire_msg) or "")
-        acc.text(text or (refusal if isinstance(refusal, str) else ""))
-        acc.finish_reason = FINISH_REASONS.get(choice.get("finish_reason") or "")
+        parts = [(True, inline_reasoning or _reasoning_of(wire_msg) or ""),
+                 (False, text or (refusal if isinstance(refusal, str) else ""))]
+        finish = FINISH_REASONS.get(choice.get("finish_reason") or "")
         if isinstance(refusal, str) and refusal:  # OpenAI's structured refusal
-            acc.finish_reason = "content_filter"
-        acc.usage = usage_from_wire(_usage_of(body))
-        acc.model = body.get("model") or ""
-        return acc.build()
+            finish = "content_filter"
+        return whole_reply(parts, calls, finish_reason=finish,
+                           usage=usage_from_wire(_usage_of(body)),
+                           model=body.get("model") or "")
 
     def stream_parser(self) -> ChatCompletionsStreamParser:
         return ChatCompletionsStreamParser()

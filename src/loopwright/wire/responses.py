@@ -30,7 +30,7 @@ from loopwright.messages import (
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
 from loopwright.wire.base import strip_boundary
-from loopwright.wire.stream import StreamAccumulator
+from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
 
 MODE = "responses"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's items as JSON text
@@ -228,9 +228,18 @@ def _marker(item: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _store(acc: StreamAccumulator, output: list[dict[str, Any]]) -> None:
+def _kept(output: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a reply keeps of its output: the markers, when they hold reasoning (sent back in
+    its place)."""
     if any(item["type"] == "reasoning" for item in output):
-        acc.provider_data = {MODE: {"output": output}}
+        return {MODE: {"output": output}}
+    return None
+
+
+def _store(acc: StreamAccumulator, output: list[dict[str, Any]]) -> None:
+    kept = _kept(output)
+    if kept is not None:
+        acc.provider_data = kept
 
 
 def _summary_text(item: dict[str, Any]) -> str:
@@ -293,27 +302,29 @@ class ResponsesFormat(splice.SplicedBodyFormat):
     def parse_body(self, body: dict[str, Any]) -> ModelResponse:
         if body.get("status") == "failed":
             raise failure_of(body, streaming=False)
-        acc = StreamAccumulator()
         items = body.get("output") or ()
+        parts: list[tuple[bool, str]] = []  # (is it reasoning, its text), in order
+        calls: list[PlainCall] = []
         refused = reasoning = False
-        for index, item in enumerate(items):
+        for item in items:
             kind = item.get("type")
             if kind == "message":
                 text, refusal = _message_text(item)
-                acc.text(text)
+                parts.append((False, text))
                 refused = refused or refusal
             elif kind == "reasoning":
-                acc.reasoning(_summary_text(item))
+                parts.append((True, _summary_text(item)))
                 reasoning = True
             elif kind == "function_call":
-                acc.tool_call_delta(index, id=item.get("call_id"), name=item.get("name"),
-                                    arguments=item.get("arguments") or "{}")
-        if reasoning:  # the markers are kept only to send reasoning back in its place
-            _store(acc, [m for item in items if (m := _marker(item)) is not None])
-        acc.finish_reason = "content_filter" if refused else finish_reason_of(body)
-        acc.usage = usage_from_wire(body.get("usage"))
-        acc.model = body.get("model") or ""
-        return acc.build()
+                calls.append((item.get("call_id"), item.get("name"),
+                              item.get("arguments") or "{}"))
+        # the markers are kept only to send reasoning back in its place
+        kept = (_kept([m for item in items if (m := _marker(item)) is not None]) if reasoning
+                else None)
+        return whole_reply(parts, calls,
+                           finish_reason="content_filter" if refused else finish_reason_of(body),
+                           usage=usage_from_wire(body.get("usage")),
+                           model=body.get("model") or "", provider_data=kept)
 
     def stream_parser(self) -> ResponsesStreamParser:
         return ResponsesStreamParser()

@@ -147,28 +147,55 @@ class StreamAccumulator:
             thought, _, text = text.partition(THINK_CLOSE)
             self._reasoning.append(thought.strip())
             text = text.lstrip()
-        calls = [
-            ToolCall(
-                id=pending.id or f"call_{n}",
-                name=pending.name,
-                arguments="".join(pending.args) or "{}",
-            )
-            for n, pending in enumerate(self._calls.values())
-            if pending.name
-        ]
-        _ensure_unique_ids(calls)
-        finish = self.finish_reason or ("tool_calls" if calls else "end_turn")
-        if calls and finish == "end_turn":
-            finish = "tool_calls"
-        message = Message(
-            role="assistant",
-            content=text,
-            tool_calls=calls,
-            reasoning="".join(self._reasoning) or None,
-            provider_data=self.provider_data,
-        )
-        return ModelResponse(message=message, finish_reason=finish, usage=self.usage,
-                             model=self.model)
+        return _response(text, "".join(self._reasoning),
+                         [(p.id, p.name, "".join(p.args)) for p in self._calls.values()],
+                         self.finish_reason, self.usage, self.model, self.provider_data)
+
+
+PlainCall = tuple[str | None, str | None, str | None]  # a call's id, name and arguments
+
+
+def whole_reply(parts: list[tuple[bool, str]], calls: list[PlainCall], *,
+                finish_reason: FinishReason | None, usage: Usage, model: str,
+                provider_data: dict[str, Any] | None = None) -> ModelResponse:
+    """A plain (unstreamed) reply, as a `StreamAccumulator` fed the same would build it:
+    `parts` its text (False) and reasoning (True) in the body's order, `calls` in order. Without
+    a think tag in the text (the common case) that is the parts joined, with no accumulator
+    (its object, a pending call per call, the state machine); with one, the accumulator's think
+    split reads the parts in order."""
+    text = "".join([piece for reasoning, piece in parts if not reasoning])
+    if THINK_OPEN in text or THINK_CLOSE in text:
+        acc = StreamAccumulator()
+        for reasoning, piece in parts:
+            if reasoning:
+                acc.reasoning(piece)
+            else:
+                acc.text(piece)
+        for n, (id, name, arguments) in enumerate(calls):
+            acc.tool_call_delta(n, id=id, name=name, arguments=arguments)
+        acc.finish_reason, acc.usage, acc.model = finish_reason, usage, model
+        if provider_data is not None:
+            acc.provider_data = provider_data
+        return acc.build()
+    return _response(text, "".join([piece for reasoning, piece in parts if reasoning]), calls,
+                     finish_reason, usage, model,
+                     {} if provider_data is None else provider_data)
+
+
+def _response(text: str, reasoning: str, calls: list[PlainCall],
+              finish_reason: FinishReason | None, usage: Usage, model: str,
+              provider_data: dict[str, Any]) -> ModelResponse:
+    """The reply: each call with a name (numbered among all of them when it has no id), the
+    finish reason the calls imply when the server gave none (or said the turn ended)."""
+    built = [ToolCall(id=id or f"call_{n}", name=name, arguments=arguments or "{}")
+             for n, (id, name, arguments) in enumerate(calls) if name]
+    _ensure_unique_ids(built)
+    finish = finish_reason or ("tool_calls" if built else "end_turn")
+    if built and finish == "end_turn":
+        finish = "tool_calls"
+    message = Message(role="assistant", content=text, tool_calls=built,
+                      reasoning=reasoning or None, provider_data=provider_data)
+    return ModelResponse(message=message, finish_reason=finish, usage=usage, model=model)
 
 
 def _ensure_unique_ids(calls: list[ToolCall]) -> None:
