@@ -60,18 +60,37 @@ _OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too m
 _OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
 class ClientReport:
-    """What one client did for a call (its part of the call's `ModelCallRecord`)."""
+    """What one client did for a call (its part of the call's `ModelCallRecord`). The client's
+    names are read from it when a record is made, not written out for every call: most calls
+    make none (nobody listens), and the label is an f-string."""
 
-    label: str
-    endpoint: str  # the base URL
-    model: str
-    mode: str
-    attempts: int  # HTTP requests made, retries included
-    streamed: bool  # how the last attempt was made
-    status: int | None = None
-    error: str | None = None
+    __slots__ = ("attempts", "client", "error", "status", "streamed")
+
+    def __init__(self, client: ModelClient, attempts: int, streamed: bool,
+                 status: int | None = None, error: str | None = None) -> None:
+        self.client = client
+        self.attempts = attempts  # HTTP requests made, retries included
+        self.streamed = streamed  # how the last attempt was made
+        self.status = status
+        self.error = error
+
+    @property
+    def label(self) -> str:
+        return self.client.label
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL."""
+        return self.client.endpoint.base_url
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def mode(self) -> str:
+        return self.client.mode
 
 
 @dataclass(kw_only=True)
@@ -220,14 +239,13 @@ class ModelClient:
 
     def _report(self, listeners: CallListeners, attempts: int, streamed: bool,
                 exc: Exception | None) -> None:
-        if listeners.on_report is not None:
-            listeners.on_report(ClientReport(
-                label=self.label, endpoint=self.endpoint.base_url, model=self.model,
-                mode=self.mode, attempts=attempts, streamed=streamed,
-                # a call that succeeded has no error to read a status from: a failed lookup
-                # (getattr of None) formats an AttributeError message every call
-                status=None if exc is None else getattr(exc, "status", None),
-                error=None if exc is None else str(exc)))
+        if listeners.on_report is None:
+            return
+        if exc is None:  # (no getattr of None: a failed lookup formats an AttributeError message)
+            listeners.on_report(ClientReport(self, attempts, streamed))
+        else:
+            listeners.on_report(ClientReport(self, attempts, streamed,
+                                             getattr(exc, "status", None), str(exc)))
 
     async def _encode(self, request: ModelRequest, *, stream: bool) -> bytes:
         """The request body. With images or PDFs it is encoded in a worker thread: the first
