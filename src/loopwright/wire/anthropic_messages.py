@@ -18,42 +18,37 @@ Conventions this adapter settles:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from loopwright.arguments import ArgumentsError, loads_bounded, parse_arguments
 from loopwright.attachments import Attachment, refuse_unsupported
-from loopwright.errors import ConfigError, StreamError
+from loopwright.errors import ConfigError
 from loopwright.messages import (
-    FinishReason,
     Message,
     ModelRequest,
     ModelResponse,
     ToolCall,
     ToolSpec,
-    Usage,
 )
 from loopwright.profiles import Profile
 from loopwright.wire import splice
+from loopwright.wire.anthropic_replies import (
+    MODE,
+    REASONING_BLOCKS,
+    STOP_REASONS,
+    AnthropicStreamParser,
+    kept_blocks,
+    stored_block,
+    usage_from_wire,
+)
 from loopwright.wire.base import split_system
-from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
+from loopwright.wire.stream import PlainCall, whole_reply
 
-MODE = "anthropic_messages"
 JSON_KEY = f"{MODE}/json"  # Message.wire_cache key of the message's blocks as JSON text
 JOINED_KEY = f"{MODE}/joined"  # … of the joined JSON of the turns up to it (splice.Joined)
 _MARKED = f"{MODE}/marked"  # the tools' wire form with a cache breakpoint (splice.encoded_tools)
-
-STOP_REASONS: dict[str, FinishReason] = {
-    "tool_use": "tool_calls",
-    "end_turn": "end_turn",
-    "stop_sequence": "end_turn",
-    "pause_turn": "end_turn",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
 
 # Anthropic requires max_tokens; this is the default answer allowance (less when the window
 # leaves less: `ModelRequest.output_room`).
@@ -64,10 +59,6 @@ THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 1024, "medium": 4096
 _NO_THINKING = frozenset({"none", "off", "disabled"})
 MAX_CACHE_BREAKPOINTS = 4  # the API rejects more
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-# Errors that will fail the same way if retried.
-_FATAL_ERRORS = frozenset({"invalid_request_error", "authentication_error", "permission_error",
-                           "not_found_error", "request_too_large"})
 # Sent when the history would otherwise open with an assistant turn, which the API rejects.
 OPENING_PLACEHOLDER = "(continuing the conversation)"
 # Anthropic's pattern for tool-use ids; ids minted by other servers ("functions.add:0") may not fit
@@ -126,7 +117,7 @@ def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
             # as received: the thinking signatures cover this exact sequence
             return [calls[b["id"]] if b["type"] == "tool_use" else b for b in stored]
         # the text was edited after the fact; the reasoning still belongs to these calls
-        thinking = [b for b in stored if b["type"] in _REASONING_BLOCKS]
+        thinking = [b for b in stored if b["type"] in REASONING_BLOCKS]
         return [*thinking, *_text_block(msg.content), *calls.values()]
     # no provider blocks, or blocks for other calls (stale): rebuild from the message alone
     return [*_text_block(msg.content), *calls.values()]
@@ -333,7 +324,7 @@ def _marked_tail_json(budget: int, last_two: list[Turn]) -> tuple[str | None, bo
         if not turn.held:
             return None, False
         last = message_to_blocks(turn.held[-1])[-1]
-        if last["type"] in _REASONING_BLOCKS or "cache_control" in last:
+        if last["type"] in REASONING_BLOCKS or "cache_control" in last:
             return None, False
         blocks = _blocks_json(turn.held)  # ends with the last block's "}"
         if budget > 0:
@@ -359,7 +350,7 @@ def _marked_tools(specs: list[ToolSpec]) -> list[dict[str, Any]]:
 def _mark_last_block(content: list[dict[str, Any]]) -> bool:
     for n in range(len(content) - 1, -1, -1):
         block = content[n]
-        if block["type"] in _REASONING_BLOCKS:
+        if block["type"] in REASONING_BLOCKS:
             continue  # thinking blocks cannot carry cache_control
         content[n] = {**block, "cache_control": EPHEMERAL}
         return True
@@ -396,61 +387,10 @@ def thinking_fits(turns: list[dict[str, Any]]) -> bool:
         return True
     if not any(b["type"] == "tool_result" for b in turns[-1]["content"]):
         return True
-    return bool(turns[-2]["content"][0]["type"] in _REASONING_BLOCKS)
+    return bool(turns[-2]["content"][0]["type"] in REASONING_BLOCKS)
 
 
-# --- wire → internal --------------------------------------------------------------------------
-
-
-def usage_from_wire(data: dict[str, Any] | None, usage: Usage | None = None) -> Usage:
-    """Merge an Anthropic usage object into `usage` (see the module docstring for the totals)."""
-    usage = usage or Usage(requests=1)
-    if not data:
-        return usage
-    fresh = data.get("input_tokens")
-    read = data.get("cache_read_input_tokens")
-    write = data.get("cache_creation_input_tokens")
-    if fresh is not None or read is not None or write is not None:
-        # a later event (message_delta) may repeat only some of the counts
-        uncached = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
-        if fresh is not None:
-            uncached = int(fresh)
-        if read is not None:
-            usage.cache_read_tokens = int(read)
-        if write is not None:
-            usage.cache_write_tokens = int(write)
-        usage.input_tokens = uncached + usage.cache_read_tokens + usage.cache_write_tokens
-    if data.get("output_tokens") is not None:
-        usage.output_tokens = int(data["output_tokens"])
-    return usage
-
-
-def _kept(content: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What a reply keeps of its blocks: the sequence, when it holds reasoning that must go
-    back verbatim."""
-    if any(b["type"] in _REASONING_BLOCKS for b in content):
-        return {MODE: {"content": content}}
-    return None
-
-
-def _store(acc: StreamAccumulator, content: list[dict[str, Any]]) -> None:
-    kept = _kept(content)
-    if kept is not None:
-        acc.provider_data = kept
-
-
-def _stored_block(block: dict[str, Any]) -> dict[str, Any] | None:
-    kind = block.get("type")
-    if kind == "thinking":
-        return {"type": "thinking", "thinking": block.get("thinking") or "",
-                "signature": block.get("signature") or ""}
-    if kind == "redacted_thinking":
-        return {"type": "redacted_thinking", "data": block.get("data") or ""}
-    if kind == "text":
-        return {"type": "text", "text": block.get("text") or ""}
-    if kind == "tool_use":  # a position marker: the input is rebuilt from the ToolCall
-        return {"type": "tool_use", "id": block.get("id") or "", "name": block.get("name") or ""}
-    return None  # server-side tool blocks are not sent back
+# --- the format (replies are read in `anthropic_replies`) ---------------------------------------
 
 
 class AnthropicMessagesFormat(splice.SplicedBodyFormat):
@@ -525,7 +465,7 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
             elif kind == "redacted_thinking":
                 reasoning = True
         # the block sequence is kept only to send reasoning back verbatim
-        kept = (_kept([s for b in blocks if (s := _stored_block(b)) is not None]) if reasoning
+        kept = (kept_blocks([s for b in blocks if (s := stored_block(b)) is not None]) if reasoning
                 else None)
         return whole_reply(parts, calls,
                            finish_reason=STOP_REASONS.get(body.get("stop_reason") or ""),
@@ -534,97 +474,3 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
 
     def stream_parser(self) -> AnthropicStreamParser:
         return AnthropicStreamParser()
-
-
-class _OpenBlock:
-    """A content block being streamed; text pieces are joined once, at its stop."""
-
-    __slots__ = ("block", "parts")
-
-    def __init__(self, block: dict[str, Any]) -> None:
-        self.block = block
-        self.parts: list[str] = []
-
-
-class AnthropicStreamParser:
-    """Feeds Anthropic SSE events (`message_start` … `message_stop`) into the accumulator."""
-
-    def __init__(self) -> None:
-        self.finished = False
-        self._open: dict[int, _OpenBlock] = {}
-        self._content: list[dict[str, Any]] = []
-
-    def feed(self, event: str | None, data: str, acc: StreamAccumulator) -> None:
-        payload = json.loads(data)
-        kind = payload.get("type") or event
-        if kind == "content_block_delta":
-            self._delta(payload["index"], payload["delta"], acc)
-        elif kind == "content_block_start":
-            self._start(payload["index"], payload["content_block"], acc)
-        elif kind == "content_block_stop":
-            self._stop(payload["index"], acc)
-        elif kind == "message_start":
-            message = payload.get("message") or {}
-            acc.model = message.get("model") or acc.model
-            acc.usage = usage_from_wire(message.get("usage"), acc.usage)
-        elif kind == "message_delta":
-            stop = (payload.get("delta") or {}).get("stop_reason")
-            if stop:
-                acc.finish_reason = STOP_REASONS.get(stop, "end_turn")
-            acc.usage = usage_from_wire(payload.get("usage"), acc.usage)
-        elif kind == "message_stop":
-            self.finished = True
-        elif kind == "error":
-            error = payload.get("error") or {}
-            error_type = error.get("type") or "error"
-            raise StreamError(f"the server sent an error mid-stream: {error_type}: "
-                              f"{error.get('message') or ''}".rstrip(": "),
-                              retryable=error_type not in _FATAL_ERRORS, body=data)
-        # "ping" and unknown future events are ignored
-
-    def _start(self, index: int, block: dict[str, Any], acc: StreamAccumulator) -> None:
-        opened = self._open[index] = _OpenBlock(block)
-        kind = block.get("type")
-        if kind == "tool_use":
-            acc.tool_call_delta(index, id=block.get("id"), name=block.get("name"))
-        elif kind == "text" and block.get("text"):
-            opened.parts.append(block["text"])
-            acc.text(block["text"])
-        elif kind == "thinking" and block.get("thinking"):
-            opened.parts.append(block["thinking"])
-            acc.reasoning(block["thinking"])
-
-    def _delta(self, index: int, delta: dict[str, Any], acc: StreamAccumulator) -> None:
-        kind = delta.get("type")
-        opened = self._open.get(index)
-        if kind == "text_delta":
-            acc.text(delta["text"])
-        elif kind == "input_json_delta":
-            acc.tool_call_delta(index, arguments=delta.get("partial_json"))
-            return  # arguments live in the accumulator only
-        elif kind == "thinking_delta":
-            acc.reasoning(delta["thinking"])
-        elif kind == "signature_delta":
-            if opened is not None:
-                opened.block["signature"] = (opened.block.get("signature") or "") + delta[
-                    "signature"]
-            return
-        else:
-            return
-        if opened is not None:
-            opened.parts.append(delta.get("text") or delta.get("thinking") or "")
-
-    def _stop(self, index: int, acc: StreamAccumulator) -> None:
-        opened = self._open.pop(index, None)
-        if opened is None:
-            return
-        block = opened.block
-        kind = block.get("type")
-        if kind == "text":
-            block = {"type": "text", "text": "".join(opened.parts)}
-        elif kind == "thinking":
-            block = {**block, "thinking": "".join(opened.parts)}
-        stored = _stored_block(block)
-        if stored is not None:
-            self._content.append(stored)
-            _store(acc, self._content)
