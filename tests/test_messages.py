@@ -174,3 +174,19 @@ def test_usage_since_is_the_difference_in_the_dict_form() -> None:
     assert list(added) == list(total.to_dict())  # the same keys, in the same order
     assert added == {"input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 0,
                      "cache_write_tokens": 5, "reasoning_tokens": 1, "requests": 2}
+
+
+def test_a_usage_copy_is_equal_independent_and_a_usage() -> None:
+    from dataclasses import fields
+
+    from loopwright.messages import Usage
+
+    usage = Usage(input_tokens=1, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4,
+                  reasoning_tokens=5, requests=6)
+    copy = usage.copy()
+    assert type(copy) is Usage and copy == usage and copy is not usage
+    assert [getattr(copy, f.name) for f in fields(Usage)] == [1, 2, 3, 4, 5, 6]
+    copy.add(usage)
+    assert usage.to_dict() == {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 3,
+                               "cache_write_tokens": 4, "reasoning_tokens": 5, "requests": 6}
+    assert copy.input_tokens == 2 and Usage().copy() == Usage()

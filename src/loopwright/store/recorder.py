@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from loopwright import messages
 from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import TERMINAL_TYPES, Event, StatusKind, event_to_dict, terminal_event
-from loopwright.messages import Message, ModelRequest, ToolCall, Usage
+from loopwright.messages import Message, ModelRequest, ToolCall
 from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.heartbeat import heartbeat
@@ -224,8 +224,10 @@ class SessionRecorder(LoopPlugin):
     async def before_model(self, run: RunView, request: ModelRequest) -> None:
         """Every message so far is durable before the next request goes out (a locked store
         is waited out here); a store that failed for good stops the run."""
-        await self._writes.flush(durable_only=True)
-        failure = self._writes.failure
+        writes = self._writes
+        if not writes.settled(durable_only=True):  # a steady turn's tool results are written
+            await writes.flush(durable_only=True)
+        failure = writes.failure
         if failure is not None:
             raise SessionError(f"the session store failed, so the run stopped (session "
                                f"{self.session_id} is intact up to the failure and can be "
@@ -345,7 +347,7 @@ class SessionRecorder(LoopPlugin):
         run.status(kind, text, {"session_id": self.session_id})
 
     def _record(self, run: RunView, result: RunResult) -> RunRecord:
-        return RunRecord(run_id=run.run_id, turns=run.turn, usage=_copy(run.usage),
+        return RunRecord(run_id=run.run_id, turns=run.turn, usage=run.usage.copy(),
                          cost=result.cost, stop_reason=result.stop_reason, error=result.error)
 
     async def _renew(self, run: RunView, driver: asyncio.Task[Any] | None) -> bool:
@@ -471,6 +473,11 @@ class WriteQueue:
             if idle is not None:
                 idle.set_result(None)
 
+    def settled(self, *, durable_only: bool = False) -> bool:
+        """Whether `flush` would neither write nor wait: nothing due and none under way (a
+        caller that would await it for nothing skips it, a coroutine fewer)."""
+        return not self._flushing and not self._due(durable_only)
+
     def _due(self, durable_only: bool) -> bool:
         """Whether a flush has something to write."""
         return bool(self._pending or self._events) and (self._durable or not durable_only)
@@ -546,12 +553,6 @@ def _title(prompt: str, history: list[Message] | None) -> str:
         (m.content for m in history or [] if m.role == "user" and m.content.strip()), "")
     line = " ".join(text.split())
     return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1] + "…"
-
-
-def _copy(usage: Usage) -> Usage:
-    out = Usage()
-    out.add(usage)
-    return out
 
 
 def _stored_row(event: Event) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import functools
 import os
 import threading
@@ -66,14 +65,20 @@ class LoopPipe:
         self._done.append((callback, args))
         if not self._signalled:
             self._signalled = True
-            with contextlib.suppress(BlockingIOError):  # full: the loop has bytes to wake on
+            # (try, not contextlib.suppress, here and in `_run_done`: a context manager's
+            # object and frames on every hop, on each side)
+            try:
                 os.write(self._write, b"\0")
+            except BlockingIOError:  # full: the loop has bytes to wake on
+                return
 
     def _run_done(self) -> None:
         """(The loop, its pipe readable.) Every result handed back so far. The flag is let go
         before the deque is read: a result added after it was read writes a byte again."""
-        with contextlib.suppress(BlockingIOError):
+        try:  # noqa: SIM105 (see `call_soon_threadsafe`)
             os.read(self._read, 512)
+        except BlockingIOError:  # nothing to read (`close`'s call)
+            pass
         self._signalled = False
         done = self._done
         while done:
