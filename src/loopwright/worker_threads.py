@@ -49,7 +49,7 @@ MAX_THREADS = 32
 
 class ResultSink(Protocol):
     """Where a job's result goes: its event loop (`call_soon_threadsafe` runs the callback
-    there), or a way of its own to that loop (the session store's, store/threaded.py)."""
+    there), or a way of its own to that loop (its `LoopPipe`)."""
 
     def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> object: ...
 
@@ -233,7 +233,7 @@ def loop_pipe(loop: asyncio.AbstractEventLoop) -> LoopPipe | asyncio.AbstractEve
 
 def wake_pipe(owner: object, *, blocking_read: bool = True) -> tuple[int, int]:
     """A pipe for waking whoever reads it (`JobPipe`'s thread, or an event loop watching it:
-    store/threaded.py): its write end never blocks, and both ends are closed once `owner` is
+    `LoopPipe`): its write end never blocks, and both ends are closed once `owner` is
     gone — only then, as nothing can write to them any more (a closed descriptor's number may
     be another file's by then); at exit the process's end closes them."""
     read, write = os.pipe()

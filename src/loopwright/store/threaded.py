@@ -9,9 +9,7 @@ timeout; the recorder waits it out (see `store/recorder.py`).
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -19,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.messages import Message, Usage
 from loopwright.store import Epoch, RunRecord, SessionInfo
-from loopwright.worker_threads import Job, JobPipe, run_job, serve, wake_pipe
+from loopwright.worker_threads import Job, JobPipe, loop_pipe, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -41,70 +39,6 @@ class HeldFuture(asyncio.Future[None]):
         return False
 
 
-class LoopPipe:
-    """Where the store's thread hands `start_batch`'s results back to one event loop: a deque,
-    and a pipe the loop watches (`add_reader`), written one byte when the loop may not have
-    been woken yet. Not the loop's `call_soon_threadsafe`: it wakes the loop through its
-    self-pipe, whose reader reads until the socket raises `BlockingIOError` (an exception made
-    and caught on every write), and runs each result as a handle of its own (~10 k instructions
-    a turn on the loop's thread, docs/benchmarks.md). Neither end ever blocks; the descriptors
-    are closed once nothing holds this (a job, the loop's reader)."""
-
-    __slots__ = ("__weakref__", "_done", "_loop", "_read", "_signalled", "_write")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._done: collections.deque[tuple[Callable[..., object], tuple[Any, ...]]] = (
-            collections.deque())
-        self._read, self._write = wake_pipe(self, blocking_read=False)
-        self._signalled = False  # a byte is on its way that the loop has not read yet
-        loop.add_reader(self._read, self._run_done)
-
-    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> None:
-        """(The store's thread.) `callback(*args)` on the loop, soon."""
-        self._done.append((callback, args))
-        if not self._signalled:
-            self._signalled = True
-            # (try, not contextlib.suppress, here and in `_run_done`: a context manager's
-            # object and frames on every hop, on each side)
-            try:
-                os.write(self._write, b"\0")
-            except BlockingIOError:  # full: the loop has bytes to wake on
-                return
-
-    def _run_done(self) -> None:
-        """(The loop, its pipe readable.) Every result handed back so far. The flag is let go
-        before the deque is read: a result added after it was read writes a byte again."""
-        try:  # noqa: SIM105 (see `call_soon_threadsafe`)
-            os.read(self._read, 512)
-        except BlockingIOError:  # nothing to read (`close`'s call)
-            pass
-        self._signalled = False
-        done = self._done
-        while done:
-            callback, args = done.popleft()
-            callback(*args)
-
-    def close(self) -> None:
-        """(The loop.) Stop watching the pipe; results still to come run as they come back."""
-        if not self._loop.is_closed():
-            self._loop.remove_reader(self._read)
-            self._run_done()
-
-
-def loop_pipe(pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe],
-              loop: asyncio.AbstractEventLoop) -> LoopPipe | asyncio.AbstractEventLoop:
-    """The pipe back to `loop` in `pipes`, made the first time; `loop` itself where it cannot
-    watch a pipe (Windows' proactor loop)."""
-    pipe = pipes.get(loop)
-    if pipe is None:
-        try:
-            pipe = pipes[loop] = LoopPipe(loop)
-        except NotImplementedError:
-            return loop
-    return pipe
-
-
 class ThreadedStore:
     """A `SessionStore` running a `SQLiteStore`'s calls on one worker thread, in call order."""
 
@@ -123,12 +57,6 @@ class ThreadedStore:
         threading.Thread(target=serve, args=(self._jobs,), daemon=True,
                          name="loopwright-store").start()
         self._stop = weakref.finalize(self, self._jobs.put, None)
-        self._pipes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopPipe] = (
-            weakref.WeakKeyDictionary())  # `start_batch`'s way back to each loop (`LoopPipe`)
-        # the last loop's, looked up without the weak dictionary's Python (a weak reference
-        # made on every look-up)
-        self._back: LoopPipe | asyncio.AbstractEventLoop | None = None
-        self._back_loop: asyncio.AbstractEventLoop | None = None
 
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         result: T = await run_job(self._jobs.put, functools.partial(method, *args, **kwargs))
@@ -163,13 +91,9 @@ class ThreadedStore:
         awaited, it is never taken back: a task cancelled while awaiting it waits for it to
         commit or roll back whole, then raises its cancel (`HeldFuture`)."""
         loop = asyncio.get_running_loop()
-        back = self._back
-        if back is None or self._back_loop is not loop:
-            back = self._back = loop_pipe(self._pipes, loop)
-            self._back_loop = loop
-        future = HeldFuture(loop=loop)
-        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes), back,
-                           future))
+        future = HeldFuture(loop=loop)  # its result comes back through the loop's `LoopPipe`
+        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes),
+                           loop_pipe(loop), future))
         return future
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
@@ -237,9 +161,3 @@ class ThreadedStore:
     async def aclose(self) -> None:
         await self._call(self.sync.close)
         self._stop()  # the thread ends once the close has run
-        loop = asyncio.get_running_loop()
-        pipe = self._pipes.pop(loop, None)
-        if self._back_loop is loop:
-            self._back = self._back_loop = None
-        if pipe is not None:
-            pipe.close()
