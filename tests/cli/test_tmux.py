@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, Fault, Reply, call
 from shared_helpers import cli_env, require_component
 
 TMUX = shutil.which("tmux")
@@ -115,8 +115,8 @@ def test_chat_in_a_terminal_paste_slash_commands_and_ctrl_c(pane: Pane, tmp_path
         pane.type("again")
         pane.keys("Enter")
         shown = pane.wait_text("Back again.")
-        # Ctrl-D is read at the prompt: one typed while the terminal is still in cooked mode
-        # (the run's last lines being drawn) is an EOF with no reader, and it is lost.
+        # the screenshot shows the prompt back (a Ctrl-D typed before it would wait for it:
+        # test_ctrl_d_typed_while_the_answer_is_still_printing_ends_the_chat)
         pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt again")
         keep = os.environ.get("LOOPWRIGHT_SCREENSHOT")
         if keep:
@@ -298,3 +298,76 @@ def test_screenshot_a_session_with_a_tool_call_a_diff_and_an_approval(pane: Pane
         pane.wait_text("[exit 0]")
     assert '+print("Hello, world!")' in shown and "│ Hello, world!" in shown
     assert not (tmp_path / "build").exists()
+
+
+FINAL = "Fixed the typo: `greet.py` now prints **Hello, world!**"
+
+
+def _answer_then_stall(seconds: float) -> Fault:
+    """The final answer's text streamed (two deltas after the role chunk), then `seconds` of
+    silence before the reply ends: the run is still on, its answer already on the screen."""
+    return Fault.stall(Reply(FINAL, chunk_size=len(FINAL)), after_chunks=3, seconds=seconds)
+
+
+def _wait_answer_while_stalled(pane: Pane, server: FakeModelServer) -> None:
+    pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+    pane.type("Fix the greeting")
+    pane.keys("Enter")
+    pane.wait_text("now prints")
+    assert "completed ·" not in pane.screen()  # the run has not ended: keys go to no prompt
+
+
+def test_ctrl_d_typed_while_the_answer_is_still_printing_ends_the_chat(pane: Pane,
+                                                                      tmp_path: Path) -> None:
+    """Ctrl-D before the next prompt reads: the kernel's canonical mode would have turned it into
+    an end-of-file for no reader (a NUL byte once prompt_toolkit's raw mode reads it)."""
+    with FakeModelServer([_answer_then_stall(2.0)]) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        _wait_answer_while_stalled(pane, server)
+        pane.keys("C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert "completed · 1 turn · " in shown  # the run finished first, then Ctrl-D was read
+
+
+def test_a_message_typed_ahead_while_the_answer_prints_is_the_next_prompt(pane: Pane,
+                                                                         tmp_path: Path) -> None:
+    """Text and Enter typed before the prompt is back are sent as the next message, once, and are
+    not echoed into the answer being drawn."""
+    with FakeModelServer([_answer_then_stall(2.0), Reply("Tests pass.")]) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        _wait_answer_while_stalled(pane, server)
+        pane.type("and run the tests")
+        pane.keys("Enter")
+        shown = pane.wait_text("Tests pass.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    assert server.model_requests[-1].body["messages"][-1]["content"] == "and run the tests"
+    assert shown.count("and run the tests") == 1  # on its prompt line only
+
+
+def test_keys_typed_before_an_approval_do_not_answer_it_and_go_to_the_next_prompt(
+        pane: Pane, tmp_path: Path) -> None:
+    """A "yes" typed ahead for the next message must not approve a command nobody has seen."""
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})], delay=2.0),
+              Reply("Kept the build."), Reply("Fine.")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Clean up")
+        pane.keys("Enter")
+        pane.wait_for(lambda _: len(server.model_requests) == 1, "the slow request")
+        pane.type("yes please")
+        pane.keys("Enter")
+        shown = pane.wait_text("Allow?")
+        assert "yes please" not in shown
+        pane.type("n")
+        pane.keys("Enter")
+        pane.wait_text("Fine.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    assert (tmp_path / "build").is_dir()  # declined
+    assert server.model_requests[-1].body["messages"][-1]["content"] == "yes please"

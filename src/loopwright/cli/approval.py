@@ -25,6 +25,7 @@ from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
 from loopwright.cli.inert import escape_controls
+from loopwright.cli.typeahead import line_mode
 from loopwright.safety.policy import ApprovalAnswer
 
 _screen: list[Callable[[], AbstractContextManager[None]]] = [contextlib.nullcontext]
@@ -95,7 +96,7 @@ async def ask_line(prompt: str, *, stdin: TextIO, out: TextIO) -> str | None:
     loop = asyncio.get_running_loop()
     lock = _locks.setdefault(loop, asyncio.Lock())
     async with lock:
-        with _screen[0]():
+        with _screen[0](), line_mode():
             return await _ask(prompt, stdin=stdin, out=out, loop=loop)
 
 

@@ -27,6 +27,7 @@ from loopwright.cli.render import (
 from loopwright.cli.sandbox import agent_sandbox_notice
 from loopwright.cli.setup import banner, check_provider, make_agent
 from loopwright.cli.startup import resume_collection
+from loopwright.cli.typeahead import hold_keys
 from loopwright.endpoints.base import close_shared_client
 from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.messages import Message, Usage, assistant, user
@@ -86,7 +87,8 @@ class ChatRepl:
     def loop(self) -> int:
         """Read prompts until /exit or end of input."""
         resume_collection()
-        with asyncio.Runner() as runner:
+        # keys typed while a run prints are kept for the next prompt (cli/typeahead.py)
+        with hold_keys(self._input.interactive), asyncio.Runner() as runner:
             try:
                 primary = runner.run(check_provider(self._agent))
             except LoopwrightError as exc:  # before the first prompt, not after it

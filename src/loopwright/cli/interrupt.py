@@ -52,6 +52,9 @@ def ctrl_c_calls(on_interrupt: Callable[[], None]) -> Iterator[None]:
 
 def quit_now() -> NoReturn:
     """Leave without waiting for the run to wind down (the second Ctrl-C)."""
+    from loopwright.cli.typeahead import release
+
+    release()  # the chat's hold on the terminal: os._exit runs no `finally`
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.write("\nloopwright: interrupted\n")

@@ -17,7 +17,11 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.input.typeahead import store_typeahead
+from prompt_toolkit.input.vt100_parser import Vt100Parser
+from prompt_toolkit.key_binding import KeyBindings, KeyPress
+
+from loopwright.cli.typeahead import take_pending
 
 PROMPT = "› "
 HISTORY_FILE = "chat_history"
@@ -72,12 +76,23 @@ class TerminalInput:
             prompt_continuation=lambda width, line, soft: "  ")
 
     async def read(self) -> str | None:
+        pending = take_pending()  # keys typed before a question that came up during the run
+        if pending:
+            store_typeahead(self.session.input, _key_presses(pending))
         try:
             return await self.session.prompt_async(PROMPT)
         except EOFError:
             return None
         except KeyboardInterrupt:
             raise Interrupted from None
+
+
+def _key_presses(typed: bytes) -> list[KeyPress]:
+    keys: list[KeyPress] = []
+    parser = Vt100Parser(keys.append)
+    parser.feed(typed.decode("utf-8", "replace"))
+    parser.flush()
+    return keys
 
 
 def make_input(commands: dict[str, str], history_dir: Path | None) -> LineInput | TerminalInput:
