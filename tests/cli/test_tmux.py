@@ -37,16 +37,24 @@ class Pane:
                               capture_output=True, text=True, timeout=30).stdout
 
     def start(self, args: list[str], *, cwd: Path, width: int = 80, height: int = 30,
-              **extra_env: str) -> None:
+              shell: bool = False, **extra_env: str) -> None:
+        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`)."""
         env = cli_env(cwd, TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
         env.pop("NO_COLOR", None)
-        env.update(extra_env)
+        env.update(extra_env, PS1="$ ")
         exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()
                            if key.isidentifier())
-        command = (f"env -i {exports} {shlex.quote(sys.executable)} -m loopwright "
-                   f"{shlex.join(args)}; echo \"[exit $?]\"; sleep 120")
+        loopwright = f"{shlex.quote(sys.executable)} -m loopwright {shlex.join(args)}"
+        command = f"env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
+        if shell:
+            command = f"env -i {exports} bash --norc --noprofile -i"
         self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "-c",
                   str(cwd), command)
+        if shell:
+            # one job: stopping a command of a list typed at bash would start the next one
+            self.wait_for(lambda shown: shown.rstrip().endswith("$"), "the shell's prompt")
+            self.type(f"({loopwright}; echo \"[exit $?]\")")
+            self.keys("Enter")
 
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "t", *keys)
@@ -371,3 +379,32 @@ def test_keys_typed_before_an_approval_do_not_answer_it_and_go_to_the_next_promp
         pane.wait_text("[exit 0]")
     assert (tmp_path / "build").is_dir()  # declined
     assert server.model_requests[-1].body["messages"][-1]["content"] == "yes please"
+
+
+def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
+        pane: Pane, tmp_path: Path) -> None:
+    """The shell puts its own cooked mode on the terminal while the chat is stopped; the chat
+    holds the keys again once continued: no echo, and a Ctrl-D during a later run still ends it."""
+    script = [_answer_then_stall(6.0),
+              Fault.stall(Reply("Tests pass.", chunk_size=11), after_chunks=3, seconds=2.0)]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, height=40, shell=True)
+        _wait_answer_while_stalled(pane, server)
+        pane.keys("C-z")
+        pane.wait_text("Stopped")
+        pane.type("fg")
+        pane.keys("Enter")
+        pane.wait_for(lambda shown: "loopwright chat" in shown.split("$ fg")[-1],
+                      "the job in the foreground again")
+        time.sleep(0.5)  # bash prints the job before it sends SIGCONT; nothing shows it arrived
+        assert "completed ·" not in pane.screen()  # still the first run
+        pane.type("and run the tests")
+        pane.keys("Enter")
+        shown = pane.wait_text("Tests pass.")
+        assert shown.count("completed ·") == 1  # the second run is on: keys go to no prompt
+        pane.keys("C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert shown.count("completed ·") == 2  # the second run finished, then Ctrl-D was read
+    assert server.model_requests[-1].body["messages"][-1]["content"] == "and run the tests"
+    assert shown.count("and run the tests") == 1  # on its prompt line only, not echoed

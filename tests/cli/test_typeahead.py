@@ -7,15 +7,18 @@ from __future__ import annotations
 import array
 import fcntl
 import os
+import signal
 import sys
 import termios
+import threading
 import time
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 import pytest
 
-from loopwright.cli.typeahead import hold_keys, line_mode, release, take_pending
+from loopwright.cli import typeahead
+from loopwright.cli.typeahead import hold_keys, line_mode, prompt_reads, release, take_pending
 
 
 @pytest.fixture
@@ -89,3 +92,61 @@ def test_off_a_terminal_nothing_is_held(tty: tuple[TextIO, int]) -> None:
         with line_mode():
             pass
         assert take_pending() == b""
+
+
+def _stopped_and_continued(stdin: TextIO, shell_mode: list[Any]) -> None:
+    """What Ctrl-Z and `fg` do to the chat: the shell puts its mode on the terminal, then the
+    chat gets a SIGCONT (its handler runs before the next line of Python)."""
+    termios.tcsetattr(stdin.fileno(), termios.TCSANOW, shell_mode)
+    os.kill(os.getpid(), signal.SIGCONT)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGCONT"), reason="no job control")
+def test_a_sigcont_sets_the_held_mode_again_and_the_own_mode_inside_a_question(
+        tty: tuple[TextIO, int]) -> None:
+    stdin, main = tty
+    own = termios.tcgetattr(stdin.fileno())
+    before = signal.getsignal(signal.SIGCONT)
+    with hold_keys():
+        held = termios.tcgetattr(stdin.fileno())
+        _stopped_and_continued(stdin, own)
+        assert termios.tcgetattr(stdin.fileno()) == held
+        _type(main, stdin, b"\x04")  # still a byte, not an end-of-file for no reader
+        assert os.read(stdin.fileno(), 16) == b"\x04"
+        with line_mode():
+            _stopped_and_continued(stdin, held)
+            assert termios.tcgetattr(stdin.fileno()) == own
+        with prompt_reads():  # the prompt's raw mode is its own: left as it is
+            _stopped_and_continued(stdin, own)
+            assert termios.tcgetattr(stdin.fileno()) == own
+        assert termios.tcgetattr(stdin.fileno()) == held  # and the hold again after the prompt
+    assert signal.getsignal(signal.SIGCONT) == before
+    assert termios.tcgetattr(stdin.fileno()) == own
+
+
+def test_off_the_main_thread_the_hold_sets_no_signal_handler(tty: tuple[TextIO, int]) -> None:
+    stdin, _ = tty
+    failed: list[BaseException] = []
+
+    def chat() -> None:
+        try:
+            with hold_keys():
+                assert not _lflag(stdin) & termios.ICANON
+        except BaseException as exc:  # reported on the test's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=chat)
+    worker.start()
+    worker.join()
+    assert not failed
+
+
+def test_without_termios_or_sigcont_nothing_breaks(tty: tuple[TextIO, int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    stdin, _ = tty
+    monkeypatch.delattr(signal, "SIGCONT", raising=False)
+    with hold_keys():  # held, no handler
+        assert not _lflag(stdin) & termios.ICANON
+    monkeypatch.setattr(typeahead, "_termios", lambda: None)  # Windows
+    with hold_keys(), line_mode(), prompt_reads():
+        assert _lflag(stdin) & termios.ICANON

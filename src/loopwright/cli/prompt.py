@@ -21,7 +21,7 @@ from prompt_toolkit.input.typeahead import store_typeahead
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyBindings, KeyPress
 
-from loopwright.cli.typeahead import take_pending
+from loopwright.cli.typeahead import prompt_reads, take_pending
 
 PROMPT = "› "
 HISTORY_FILE = "chat_history"
@@ -80,7 +80,8 @@ class TerminalInput:
         if pending:
             store_typeahead(self.session.input, _key_presses(pending))
         try:
-            return await self.session.prompt_async(PROMPT)
+            with prompt_reads():  # a SIGCONT meanwhile leaves the prompt's raw mode alone
+                return await self.session.prompt_async(PROMPT)
         except EOFError:
             return None
         except KeyboardInterrupt:

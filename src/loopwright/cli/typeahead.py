@@ -11,6 +11,12 @@ unseen, until the next prompt reads it as typed.
 A question asked during a run (approval, clarify) reads a line in the terminal's own mode. The
 keys typed before it was shown are set aside first, so they cannot answer it (a "y" typed ahead
 must not approve a command nobody has seen), and the next prompt gets them (`take_pending`).
+
+Ctrl-Z during a run stops the chat, and the shell that gets the terminal back puts its own cooked
+mode on it; `fg` does not give the chat's mode back. So on SIGCONT the mode the chat is in at that
+moment is set again: the held one during a run, the terminal's own inside `line_mode`, none while
+prompt_toolkit's prompt reads (`prompt_reads`: its raw mode is its own, and it has no SIGCONT
+handler to be clobbered by one of ours).
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import FrameType, ModuleType
 from typing import Any
 
 
@@ -29,6 +38,7 @@ class _Hold:
     fd: int
     own: list[Any]  # the terminal's attributes before the chat: restored at its end
     held: list[Any]
+    wanted: list[Any] | None  # the mode a SIGCONT sets again; None while a prompt reads
     pending: bytearray = field(default_factory=bytearray)
 
 
@@ -38,27 +48,24 @@ _holds: list[_Hold] = []  # the hold in force: one chat per process at a time
 @contextlib.contextmanager
 def hold_keys(enabled: bool = True) -> Iterator[None]:
     """Hold stdin's terminal in non-canonical mode, no echo, for the block; a no-op when not
-    `enabled` or stdin is not a terminal."""
-    import termios  # here: Windows has none, and `run` imports this module through approval.py
-
-    fd = sys.stdin.fileno() if enabled and sys.stdin.isatty() else -1
-    try:
-        own = termios.tcgetattr(fd) if fd >= 0 else None
-    except termios.error:
-        own = None
-    if own is None:
+    `enabled` or stdin is not a terminal (or the system has no termios: Windows)."""
+    termios = _termios()
+    own = _own_mode(termios) if termios is not None and enabled else None
+    if termios is None or own is None:
         yield
         return
+    fd = sys.stdin.fileno()
     held = [*own[:6], list(own[6])]
     held[0] &= ~termios.ICRNL  # Enter stays "\r", as prompt_toolkit reads it in raw mode
     held[3] &= ~(termios.ICANON | termios.ECHO | termios.IEXTEN)
     held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
-    hold = _Hold(fd, own, held)
+    hold = _Hold(fd, own, held, wanted=held)
     # TCSANOW, never TCSAFLUSH: keys typed before the chat started are kept too
     termios.tcsetattr(fd, termios.TCSANOW, held)
     _holds.append(hold)
     try:
-        yield
+        with _set_again_when_continued():
+            yield
     finally:
         _holds.remove(hold)
         _set(hold, hold.own)
@@ -80,6 +87,7 @@ def line_mode() -> Iterator[None]:
     hold = _holds[-1]
     # Switch first, then drain: on the switch the kernel makes what is queued one readable line,
     # so a select with no timeout sees all of it and the read never waits.
+    hold.wanted = hold.own
     _set(hold, hold.own)
     try:
         while select.select([hold.fd], [], [], 0)[0]:
@@ -89,6 +97,25 @@ def line_mode() -> Iterator[None]:
             hold.pending += chunk
         yield
     finally:
+        hold.wanted = hold.held
+        _set(hold, hold.held)
+
+
+@contextlib.contextmanager
+def prompt_reads() -> Iterator[None]:
+    """prompt_toolkit's prompt is reading: it sets its raw mode and puts back the mode it found,
+    so a SIGCONT sets nothing meanwhile; a no-op outside `hold_keys`."""
+    if not _holds:
+        yield
+        return
+    hold = _holds[-1]
+    hold.wanted = None
+    try:
+        yield
+    finally:
+        hold.wanted = hold.held
+        # A stop just before the prompt set its raw mode made it find, and put back, the shell's
+        # cooked mode: the hold again, whatever the prompt left.
         _set(hold, hold.held)
 
 
@@ -99,6 +126,58 @@ def take_pending() -> bytes:
     pending = bytes(_holds[-1].pending)
     _holds[-1].pending.clear()
     return pending
+
+
+@contextlib.contextmanager
+def _set_again_when_continued() -> Iterator[None]:
+    """The chat's mode set again on SIGCONT (after Ctrl-Z and `fg`), the handler before put back
+    after the block. Python lets only the main thread set handlers; elsewhere nothing is set."""
+    sigcont = getattr(signal, "SIGCONT", None)  # Windows has none
+    if sigcont is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(sigcont, _continued)
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python, which cannot be put back; the default is what
+        # SIGCONT has unless someone embeds us
+        signal.signal(sigcont, signal.SIG_DFL if before is None else before)
+
+
+def _continued(signum: int, frame: FrameType | None) -> None:
+    for hold in _holds:
+        if hold.wanted is not None and not _in_background(hold.fd):
+            _set(hold, hold.wanted)
+
+
+def _in_background(fd: int) -> bool:
+    """`bg` continues too, and a background process setting the mode would be stopped (SIGTTOU);
+    the `fg` that comes later sends its own SIGCONT."""
+    try:
+        return os.tcgetpgrp(fd) != os.getpgrp()
+    except OSError:  # not our controlling terminal: setting its mode stops nobody
+        return False
+
+
+def _own_mode(termios: ModuleType) -> list[Any] | None:
+    """stdin's terminal attributes; None off a terminal."""
+    if not sys.stdin.isatty():
+        return None
+    try:
+        return list(termios.tcgetattr(sys.stdin.fileno()))
+    except termios.error:
+        return None
+
+
+def _termios() -> ModuleType | None:
+    # imported here, not at the top: Windows has none, and `run` imports this module through
+    # approval.py
+    try:
+        import termios
+    except ImportError:
+        return None
+    return termios
 
 
 def _set(hold: _Hold, attributes: list[Any]) -> None:
