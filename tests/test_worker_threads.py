@@ -211,8 +211,14 @@ async def test_many_callers_on_many_threads_racing_lose_no_call(
     for who, tasks in enumerate(answers):
         for task, results in enumerate(tasks):
             assert results == [(who, task, n) for n in range(150)]
-    assert worker._threads <= 4
-    assert len(worker._parked) == worker._threads and not worker._waiting
+    assert worker._threads <= 4 and not worker._waiting
+    # a thread woken for a call another thread took first parks again when it next runs: on a
+    # loaded machine that can be after the last answer is in (so `_waking` is not 0 yet)
+    for _ in range(1000):
+        if not worker._waking:
+            break
+        await asyncio.sleep(0.01)
+    assert len(worker._parked) == worker._threads
 
 
 def test_a_hop_to_an_idle_thread_on_one_core_switches_twice_not_six_times() -> None:
