@@ -69,7 +69,8 @@ class Message:
     provider_data: dict[str, Any] = field(default_factory=dict)
     attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
     # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
-    # (a reply its review left out of later requests); never sent to a model (notes.py)
+    # (a reply its review left out of later requests), "interrupted" (the result it gave a call
+    # a crash cut off, `close_interrupted_calls`); never sent to a model (notes.py)
     marks: frozenset[str] = frozenset()
 
     # Written out rather than generated: the generated __init__ assigns each field through
@@ -297,7 +298,9 @@ INTERRUPTED = "Error: this tool call was interrupted: the run stopped before it 
 INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check whether it did "
                       "before repeating it.")
 """The note for an interrupted call whose effect nobody recorded (`bash`, most tools)."""
-_OLD_INTERRUPTED = "Error: this tool call did not complete (the run was interrupted)."
+INTERRUPTED_MARK = "interrupted"
+"""The `Message.marks` entry of the note for an interrupted call: what makes it one. Its text
+alone does not, as a tool's (or an MCP server's) own error can read the same."""
 
 
 _attachments_of = attrgetter("attachments")
@@ -313,9 +316,9 @@ def any_attachments(messages: Sequence[Message], *, role: str | None = None) -> 
 
 
 def is_interrupted_result(message: Message) -> bool:
-    """Whether `message` is the note a resumed run gave a call cut off by a crash."""
-    return message.role == "tool" and message.is_error and message.content.startswith(
-        (INTERRUPTED, _OLD_INTERRUPTED))
+    """Whether `message` is the note a resumed run gave a call cut off by a crash (a note
+    stored before it was marked is not: it reads like any failed call's result)."""
+    return INTERRUPTED_MARK in message.marks and message.role == "tool"
 
 
 def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int = 0,
@@ -546,7 +549,9 @@ def close_interrupted_calls(history: list[Message],
         for call in pending:
             if call.id not in answered:
                 note = note_for(call) if note_for is not None else INTERRUPTED_RESULT
-                out.append(tool_result(call, note, is_error=True))
+                out.append(Message(role="tool", content=note, tool_call_id=call.id,
+                                   name=call.name, is_error=True,
+                                   marks=frozenset({INTERRUPTED_MARK})))
         pending.clear()
         answered.clear()
 

@@ -4,9 +4,13 @@ failed ones included."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
+import subprocess
 from pathlib import Path
 
+import pytest
 from batch_support import TaskScript, read_jsonl, write_tasks
 from test_batch_resume import start_batch, wait_for
 
@@ -84,3 +88,92 @@ async def test_retried_requests_are_counted_too(tmp_path: Path) -> None:
     [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
     assert row["status"] == "done" and row["usage"]["requests"] == 2
 
+
+
+def dead_mark(path: Path) -> None:
+    """Mark `path` as the workspaces of a batch whose process is gone (one that just ran)."""
+    from loopwright.batch.workspace import OWNER_FILE
+    from loopwright.store.lease import HOST
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    (path / OWNER_FILE).write_text(f"{HOST} {ended.pid}", encoding="utf-8")
+
+
+async def batch_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One batch run to the end with `tmp_path/tmp` as its temporary directory."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    with FakeModelServer([Reply("done")]) as server:
+        await run_batch([{"id": "a", "prompt": "say done"}], tmp_path / "out",
+                        model="fake-model", base_url=server.base_url, api_key="test")
+    [row] = read_jsonl(tmp_path / "out" / "results.jsonl")
+    assert row["status"] == "done"
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A directory that is no batch's, marked as a dead batch's all the same."""
+    folder = tmp_path / "victim"
+    folder.mkdir()
+    (folder / "precious.txt").write_text("keep me")
+    dead_mark(folder)
+    (tmp_path / "tmp").mkdir()
+    return folder
+
+
+async def test_a_symlink_named_like_a_workspace_is_not_followed(
+        tmp_path: Path, victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tmp" / "loopwright-batch-link").symlink_to(victim)
+    await batch_once(tmp_path, monkeypatch)
+    assert (victim / "precious.txt").read_text() == "keep me"
+
+
+async def test_a_symlink_inside_a_dead_batchs_workspace_is_not_followed(
+        tmp_path: Path, victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dead = tmp_path / "tmp" / "loopwright-batch-dead"
+    (dead / "task-1").mkdir(parents=True)
+    dead_mark(dead)
+    (dead / "task-1" / "link").symlink_to(victim)
+    await batch_once(tmp_path, monkeypatch)
+    assert not dead.exists()  # where the rule must fire: a dead batch's, removed
+    assert (victim / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a directory to another user takes root")
+async def test_another_users_directory_is_left_alone(
+        tmp_path: Path, victim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    theirs = tmp_path / "tmp" / "loopwright-batch-theirs"
+    theirs.mkdir()
+    (theirs / "work.txt").write_text("theirs")
+    dead_mark(theirs)
+    for path in (theirs, theirs / "work.txt"):
+        os.chown(path, 65534, 65534)  # nobody's
+    await batch_once(tmp_path, monkeypatch)
+    assert (theirs / "work.txt").read_text() == "theirs"
+
+
+@pytest.mark.parametrize("mark", ["0", "-1", "1.5", "", "9" * 40])
+async def test_a_directory_marked_with_no_real_pid_is_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mark: str) -> None:
+    from loopwright.batch.workspace import OWNER_FILE
+    from loopwright.store.lease import HOST
+
+    odd = tmp_path / "tmp" / "loopwright-batch-odd"
+    odd.mkdir(parents=True)
+    (odd / OWNER_FILE).write_text(f"{HOST} {mark}", encoding="utf-8")
+    await batch_once(tmp_path, monkeypatch)
+    assert odd.exists()
+
+
+async def test_an_owner_mark_that_is_a_pipe_does_not_hang_the_next_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopwright.batch.workspace import OWNER_FILE
+
+    odd = tmp_path / "tmp" / "loopwright-batch-pipe"
+    odd.mkdir(parents=True)
+    os.mkfifo(odd / OWNER_FILE)  # reading it would wait for a writer for ever
+    await asyncio.wait_for(batch_once(tmp_path, monkeypatch), 60)
+    assert odd.exists()

@@ -119,6 +119,7 @@ async def test_a_file_changed_since_is_reported_as_uncertain(tmp_path: Path) -> 
 def test_a_tool_that_records_nothing_is_reported_as_unknown() -> None:
     from loopwright.tools.effects import effect_note
 
-    assert effect_note(None) == INTERRUPTED_RESULT  # bash, and every tool without a record
+    # bash, and every tool without a record
+    assert effect_note(None, Path.cwd()) == INTERRUPTED_RESULT
     assert "may or may not have taken effect" in INTERRUPTED_RESULT
     assert "bash" in {t.name for t in default_tools()}

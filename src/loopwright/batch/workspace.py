@@ -8,7 +8,9 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from loopwright.batch.tasks import TaskSpec
@@ -78,19 +80,41 @@ def temporary_root() -> Path:
 
 def sweep_dead_roots(directory: Path) -> list[Path]:
     """Remove the workspace directories under `directory` whose batch is gone (its process no
-    longer runs on this host); a live batch's, another host's and unmarked ones stay."""
+    longer runs on this host); a live batch's, another host's, another user's and unmarked
+    ones stay, as does anything that is not a directory (a symlink named like one)."""
     removed = []
     for root in directory.glob(f"{ROOT_PREFIX}*"):
         owner = _owner(root)
         if owner is not None and owner[0] == HOST and not pid_alive(owner[1]):
-            remove_workspace(root)
+            remove_workspace(root)  # rmtree: never follows a symlink inside, nor one put here
             removed.append(root)
     return removed
 
 
+_MARK_BYTES = 512  # a mark is "<host> <pid>": anything longer was not written by a batch
+_MAX_PID = 1 << 22  # Linux's largest pid_max
+
+
 def _owner(root: Path) -> tuple[str, int] | None:
+    """(host, pid) of the batch that marked `root`, or None when `root` is not a directory of
+    this user's holding a mark of a batch's (its mark a regular file, never read through a
+    symlink or from a pipe)."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
     try:
-        host, pid = (root / OWNER_FILE).read_text(encoding="utf-8").rsplit(" ", 1)
-        return host, int(pid)
+        if not _is_ours(os.lstat(root), uid, stat.S_ISDIR):
+            return None
+        fd = os.open(root / OWNER_FILE, os.O_RDONLY | os.O_NONBLOCK | getattr(
+            os, "O_NOFOLLOW", 0))
+        with open(fd, "rb") as mark:
+            if not _is_ours(os.fstat(fd), uid, stat.S_ISREG):
+                return None
+            host, pid = mark.read(_MARK_BYTES).decode().rsplit(" ", 1)
     except (OSError, ValueError):  # not ours, not marked yet, or written by hand: left alone
         return None
+    if not pid.isdigit() or not 1 < int(pid) <= _MAX_PID:
+        return None
+    return host, int(pid)
+
+
+def _is_ours(info: os.stat_result, uid: int | None, kind: Callable[[int], bool]) -> bool:
+    return kind(info.st_mode) and (uid is None or info.st_uid == uid)

@@ -7,9 +7,11 @@ Session ids may be given as any unique prefix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -64,6 +66,17 @@ def _open(db: str | None, *, must_exist: bool = True) -> SQLiteStore | None:
         _fail(str(exc))
 
 
+@contextlib.contextmanager
+def _damage_reported() -> Iterator[None]:
+    """A damaged row (or a store error) ends the command with what to do, not a traceback."""
+    from loopwright.errors import LoopwrightError
+
+    try:
+        yield
+    except LoopwrightError as exc:
+        _fail(str(exc))
+
+
 def _resolve(store: SQLiteStore, prefix: str) -> str:
     from loopwright.errors import SessionError
 
@@ -90,8 +103,9 @@ def list_sessions(
     """Recent sessions first."""
     store = _open(db, must_exist=False)
     directory = Path.cwd() if here else cwd
-    found = [] if store is None else store.list_sessions(
-        cwd=str(directory.resolve()) if directory else None, model=model, limit=limit)
+    with _damage_reported():
+        found = [] if store is None else store.list_sessions(
+            cwd=str(directory.resolve()) if directory else None, model=model, limit=limit)
     if json_output:
         for info in found:
             print(json.dumps(info.to_dict(), ensure_ascii=False))
@@ -125,16 +139,12 @@ def show(
 ) -> None:
     """The transcript of a session, a page at a time (and its lineage, sub-agents, turn costs,
     with --diffs its file changes and with --events its audit log)."""
-    from loopwright.errors import LoopwrightError
-
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
-    try:
+    with _damage_reported():
         _show(store, sid, epoch=epoch, page=None if all_messages else page,
               page_size=page_size, full=full, turns=turns, events=events, diffs=diffs)
-    except LoopwrightError as exc:  # a damaged row: what to do, not a traceback
-        _fail(str(exc))
 
 
 def _show(store: SQLiteStore, sid: str, *, epoch: int | None, page: int | None,
@@ -178,7 +188,8 @@ def search(
 
     store = _open(db, must_exist=False)
     cwd = str(Path.cwd().resolve()) if here else None
-    hits = [] if store is None else store.search(text, limit=limit, cwd=cwd)
+    with _damage_reported():
+        hits = [] if store is None else store.search(text, limit=limit, cwd=cwd)
     console = _console()
     if not hits:
         console.print(f"No messages match {text!r}.")
@@ -201,17 +212,14 @@ def export(
     db: DbOpt = None,
 ) -> None:
     """The conversation as JSON lines in loopwright's message format (system prompt first)."""
-    from loopwright.errors import LoopwrightError
     from loopwright.messages import messages_to_jsonl, system
 
     store = _open(db)
     assert store is not None
     sid = _resolve(store, session)
-    try:
+    with _damage_reported():
         history = store.load(sid)
-    except LoopwrightError as exc:  # a damaged row
-        _fail(str(exc))
-    system_prompt = store.system_prompt(sid)
+        system_prompt = store.system_prompt(sid)
     if system_prompt:
         history = [system(system_prompt), *history]
     text = messages_to_jsonl(history)

@@ -31,9 +31,12 @@ from loopwright.store.postgres_batch import one_statement
 from loopwright.store.postgres_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from loopwright.store.rows import (
     RUN_ON_CONFLICT,
+    SESSION_COLUMNS,
     TURN_ON_CONFLICT,
     USAGE_COLUMNS,
     call_at,
+    checked_runs,
+    checked_session_row,
     events_at,
     events_row,
     message_at,
@@ -41,7 +44,13 @@ from loopwright.store.rows import (
     run_row,
     turn_row,
 )
-from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, search_words
+from loopwright.store.search import (
+    SNIPPET_END,
+    SNIPPET_START,
+    SearchHit,
+    hit_at,
+    search_words,
+)
 from loopwright.store.turns import run_totals, running, with_running_totals
 from loopwright.store.writes import (
     AppendMessages,
@@ -74,8 +83,6 @@ _INSERT_SESSION = ("INSERT INTO sessions (id, parent_id, title, model, cwd, syst
                    "%s, %s, %s) ON CONFLICT (id) DO NOTHING")
 _INSERT_EVENT = ("INSERT INTO events (session_id, run_id, created, type, data) VALUES "
                  "(%s, %s, %s, %s, %s)")
-_SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
-                    "lock_host, lock_expires, epoch, base_url, api_mode")
 _NOW = "extract(epoch from clock_timestamp())"
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, epoch, role, content, data, created) VALUES "
@@ -210,14 +217,14 @@ class PostgresStore:
                              (*fields.values(), session_id))
 
     async def get(self, session_id: str) -> SessionInfo | None:
-        rows = await self._rows("reading a session", f"SELECT {_SESSION_COLUMNS} FROM sessions "
+        rows = await self._rows("reading a session", f"SELECT {SESSION_COLUMNS} FROM sessions "
                                 "WHERE id = %s", (session_id,))
         return await self._info(rows[0]) if rows else None
 
     async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
                             limit: int = 20) -> list[SessionInfo]:
         rows = await self._rows(
-            "listing sessions", f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE "
+            "listing sessions", f"SELECT {SESSION_COLUMNS} FROM sessions WHERE "
             "(%(cwd)s::text IS NULL OR cwd = %(cwd)s) AND "
             "(%(model)s::text IS NULL OR model = %(model)s) "
             "ORDER BY updated DESC, created DESC LIMIT %(limit)s",
@@ -225,13 +232,14 @@ class PostgresStore:
         return [await self._info(row) for row in rows]
 
     async def children(self, session_id: str) -> list[SessionInfo]:
-        rows = await self._rows("listing sub-agent sessions", f"SELECT {_SESSION_COLUMNS} FROM "
+        rows = await self._rows("listing sub-agent sessions", f"SELECT {SESSION_COLUMNS} FROM "
                                 "sessions WHERE parent_id = %s ORDER BY created", (session_id,))
         return [await self._info(row) for row in rows]
 
     async def _info(self, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
-         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
+         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode
+         ) = checked_session_row(row)
         runs = await self.runs(sid)
         usage, cost = run_totals(runs)
         count = (await self._rows("reading a session", "SELECT count(*) FROM messages WHERE "
@@ -370,8 +378,9 @@ class PostgresStore:
     async def runs(self, session_id: str) -> list[dict[str, Any]]:
         """The session's runs, oldest first (a run that has not ended with its totals so far,
         from its turns: `store/turns.py`)."""
-        runs = await self._dicts("reading runs", "SELECT * FROM runs WHERE session_id = %s "
-                                 "ORDER BY started", session_id)
+        runs = checked_runs(session_id, await self._dicts(
+            "reading runs", "SELECT * FROM runs WHERE session_id = %s ORDER BY started",
+            session_id))
         return (with_running_totals(runs, await self.turns(session_id)) if running(runs)
                 else runs)
 
@@ -469,9 +478,8 @@ class PostgresStore:
             "AND (%(cwd)s::text IS NULL OR s.cwd = %(cwd)s) "
             "ORDER BY ts_rank(m.search, q) DESC, m.id LIMIT %(limit)s",
             {"query": query, "exclude": exclude_session, "cwd": cwd, "limit": limit})
-        return [SearchHit(session_id=r[0], seq=r[1], role=r[2], title=r[5], updated=r[6],
-                          snippet=r[3].replace("<<<", SNIPPET_START).replace(">>>", SNIPPET_END),
-                          score=-float(r[4])) for r in rows]
+        return [hit_at(r[0], r[1], r[2], r[3].replace("<<<", SNIPPET_START).replace(
+            ">>>", SNIPPET_END), r[5], r[6], score=-float(r[4])) for r in rows]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -173,8 +173,9 @@ class SessionRecorder(LoopPlugin):
             return None
         records = {str(e.get("id")): e for e in await read_events(self.session_id)
                    if e.get("type") == EFFECT_EVENT and str(e.get("id")) in cut}
+        workdir = Path(self.cwd) if self.cwd else None
         notes = await asyncio.to_thread(
-            lambda: {call_id: effect_note(records.get(call_id)) for call_id in cut})
+            lambda: {call_id: effect_note(records.get(call_id), workdir) for call_id in cut})
         return lambda call: notes.get(call.id, messages.INTERRUPTED_RESULT)
 
     async def release(self) -> None:

@@ -6,14 +6,15 @@ the session, the row and what to do — never a raw decoding error."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import orjson
 
 from loopwright.errors import SessionError
-from loopwright.messages import Message, Usage
+from loopwright.messages import Message, Role, Usage
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -113,9 +114,84 @@ def damaged(session_id: str, row: str, exc: BaseException) -> SessionError:
         f"session, or delete this one with `loopwright sessions rm {session_id}`")
 
 
+# what both stores read of a session's row, in the order `checked_session_row` checks it
+SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
+                   "lock_host, lock_expires, epoch, base_url, api_mode")
+_LATEST = 1e11  # seconds since 1970 (the year 5138): no time loopwright wrote, nor one to print
+_LARGEST = 1 << 63  # a count past a signed 64-bit integer was not written by loopwright
+
+
+def is_time(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 <= value < _LATEST)
+
+
+def is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _LARGEST
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+_SESSION_CHECKS = (
+    _is_text, _is_optional(_is_text), _is_text, _is_text, _is_text, is_time, is_time,
+    _is_optional(_is_text), _is_optional(is_count), _is_optional(_is_text),
+    _is_optional(lambda value: isinstance(value, int | float) and not isinstance(value, bool)),
+    is_count, _is_text, _is_text)
+_RUN_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "id": _is_text, "started": is_time, "ended": _is_optional(is_time),
+    "stop_reason": _is_optional(_is_text), "turns": is_count,
+    "cost": _is_optional(lambda value: isinstance(value, int | float)
+                         and not isinstance(value, bool) and math.isfinite(value)),
+    **dict.fromkeys(USAGE_COLUMNS, is_count)}
+
+
+def checked_session_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A sessions row (its `SESSION_COLUMNS`) as read, once each field is of its type: a
+    time a time, a count a count, text text (SQLite keeps whatever a program wrote)."""
+    for name, value, check in zip(SESSION_COLUMNS.split(", "), row, _SESSION_CHECKS,
+                                  strict=True):
+        if not check(value):
+            sid = row[0] if isinstance(row[0], str) and row[0] else "(one with no id)"
+            raise damaged_session_row(sid, name, value)
+    return row
+
+
+def damaged_session_row(session_id: str, name: str, value: Any) -> SessionError:
+    """The error for a field of the session's row that is not of its type."""
+    return damaged(session_id, "its row of the sessions table",
+                   ValueError(f"{name} holds {_shown(value)}"))
+
+
+def checked_runs(session_id: str, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The session's runs rows as read, once each field `run_totals` and the CLI use is of its
+    type."""
+    for run in runs:
+        for name, check in _RUN_CHECKS.items():
+            if not check(run.get(name)):
+                raise damaged(session_id, f"the row of run {_shown(run.get('id'))}",
+                              ValueError(f"{name} holds {_shown(run.get(name))}"))
+    return runs
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_ROLES = frozenset(get_args(Role))
+
+
 def message_at(session_id: str, seq: int, role: str, content: str, data: str) -> Message:
     """A stored message row (`seq`: its number in the session) back as a `Message`."""
     try:
+        if role not in _ROLES or not isinstance(content, str):
+            raise ValueError(f"role {_shown(role)} with content of type {type(content).__name__}")
         fields = json.loads(data) if data != "{}" else {}
         fields["role"] = role
         fields["content"] = content
@@ -129,11 +205,13 @@ def events_at(session_id: str, run_id: str, created: float, data: str
     """A stored events row back as its events (one, or a batch's), each with `run_id` and
     `created` added."""
     try:
+        if not is_time(created) or not _is_text(run_id):
+            raise ValueError(f"created holds {_shown(created)}, run_id {_shown(run_id)}")
         found = json.loads(data)
         events = found if isinstance(found, list) else [found]
         return [{**event, "run_id": run_id, "created": created} for event in events]
     except _DECODING as exc:
-        raise damaged(session_id, f"an event of run {run_id}", exc) from None
+        raise damaged(session_id, f"an event of run {str(run_id)[:40]}", exc) from None
 
 
 def call_at(session_id: str, data: str) -> ModelCallRecord:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+from loopwright.store.rows import damaged, is_time
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SNIPPET_START, SNIPPET_END = "\x02", "\x03"  # markers around matched words in search snippets
@@ -22,6 +25,23 @@ class SearchHit:
     title: str
     updated: float
     score: float  # lower is better (SQLite's BM25; PostgreSQL's rank, negated)
+
+
+def hit_at(session_id: Any, seq: Any, role: Any, snippet: Any, title: Any, updated: Any,
+           score: float) -> SearchHit:
+    """A hit from its stored fields, once each is of its type (`damaged` otherwise: a row
+    some other program wrote, or cut short)."""
+    texts = {"id": session_id, "role": role, "content": snippet, "title": title}
+    wrong = next((name for name, value in texts.items() if not isinstance(value, str)), None)
+    if wrong is None and not isinstance(seq, int):
+        wrong = "seq"
+    if wrong is None and not is_time(updated):
+        wrong = "updated"
+    if wrong is not None:
+        sid = session_id if isinstance(session_id, str) else "(one with no id)"
+        raise damaged(sid, "a row found by the search", ValueError(f"{wrong} is not of its type"))
+    return SearchHit(session_id=session_id, seq=seq, role=role, snippet=snippet, title=title,
+                     updated=updated, score=score)
 
 
 def search_words(text: str) -> list[str]:

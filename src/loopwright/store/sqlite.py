@@ -26,15 +26,17 @@ from loopwright.store.rows import (
     BATCH,
     CALL_RECORD,
     RUN_ON_CONFLICT,
+    SESSION_COLUMNS,
     USAGE_COLUMNS,
     call_at,
+    checked_session_row,
     events_at,
     message_at,
     record_at,
     run_row,
 )
 from loopwright.store.schema import SCHEMA_VERSION, migrate
-from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, fts_query
+from loopwright.store.search import SNIPPET_END, SNIPPET_START, SearchHit, fts_query, hit_at
 from loopwright.store.sqlite_rows import (
     IN_RANGE,
     NEXT_NUM,
@@ -43,16 +45,10 @@ from loopwright.store.sqlite_rows import (
     delete_rows,
     index_all,
     key_range,
+    session_runs,
+    session_turns,
 )
-from loopwright.store.turns import (
-    TURN_RECORD,
-    is_turn_end,
-    run_totals,
-    running,
-    turn_at,
-    turns_in_order,
-    with_running_totals,
-)
+from loopwright.store.turns import TURN_RECORD, run_totals
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -68,8 +64,6 @@ from loopwright.store.writes import (
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
 
-_SESSION_COLUMNS = ("id, parent_id, title, model, cwd, created, updated, lock_owner, lock_pid, "
-                    "lock_host, lock_expires, epoch, base_url, api_mode")
 TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
 
 
@@ -201,7 +195,7 @@ class SQLiteStore:
 
     def get(self, session_id: str) -> SessionInfo | None:
         with self._read("reading a session") as db:
-            row = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+            row = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?",
                              (session_id,)).fetchone()
             return None if row is None else self._info(db, row)
 
@@ -223,7 +217,7 @@ class SQLiteStore:
             params.append(model)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         with self._read("listing sessions") as db:
-            rows = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions {clause} "
+            rows = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions {clause} "
                               "ORDER BY updated DESC, rowid DESC LIMIT ?",
                               (*params, limit)).fetchall()
             return [self._info(db, row) for row in rows]
@@ -253,8 +247,9 @@ class SQLiteStore:
 
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
-         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode) = row
-        runs = _runs(db, sid)
+         lock_owner, lock_pid, lock_host, lock_expires, epoch, base_url, api_mode
+         ) = checked_session_row(row)
+        runs = session_runs(db, sid)
         usage, cost = run_totals(runs)
         count = count_messages(db, sid, epoch)
         live = bool(lock_owner) and lease_is_live(lock_pid, lock_host, lock_expires)
@@ -325,7 +320,7 @@ class SQLiteStore:
     def children(self, session_id: str) -> list[SessionInfo]:
         """Sessions of the sub-agents this session delegated to, oldest first."""
         with self._read("listing sub-agent sessions") as db:
-            rows = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? "
+            rows = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? "
                               "ORDER BY created, rowid", (session_id,)).fetchall()
             return [self._info(db, row) for row in rows]
 
@@ -390,13 +385,13 @@ class SQLiteStore:
         """What each turn of the session's runs spent, in order, as dicts of the columns the
         v7 table had: read from the runs' `turn_end` events (`store/turns.py`)."""
         with self._read("reading turns") as db:
-            return _turns(db, session_id)
+            return session_turns(db, session_id)
 
     def runs(self, session_id: str) -> list[dict[str, Any]]:
         """The session's runs, oldest first, as dicts of their columns (a run that has not
         ended with its totals so far, from its turns)."""
         with self._read("reading runs") as db:
-            return _runs(db, session_id)
+            return session_runs(db, session_id)
 
     def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
         if events:
@@ -489,8 +484,7 @@ class SQLiteStore:
             f"WHERE {' AND '.join(where)} ORDER BY bm25(messages_fts) LIMIT ?")
         with self._read("searching") as db:
             rows = db.execute(sql, (SNIPPET_START, SNIPPET_END, *params, limit)).fetchall()
-        return [SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=r[3], score=r[4],
-                          title=r[5], updated=r[6]) for r in rows]
+        return [hit_at(r[0], r[1], r[2], r[3], r[5], r[6], score=r[4]) for r in rows]
 
 
 class _Translating:
@@ -588,25 +582,6 @@ def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
     db.execute("UPDATE sessions SET lock_owner = ?, lock_pid = ?, lock_host = ?, "
                "lock_expires = ? WHERE id = ?",
                (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
-
-
-def _turns(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-    """The session's turns (`SQLiteStore.turns`), inside the caller's read."""
-    rows = db.execute(f"SELECT run_id, created, data FROM events WHERE {IN_RANGE} AND type "
-                      "IN (?3, 'turn_end', ?4) ORDER BY id",
-                      (*key_range(db, session_id), BATCH, TURN_RECORD)).fetchall()
-    return turns_in_order(
-        turn_at(session_id, run_id, created, event) for run_id, created, data in rows
-        for event in events_at(session_id, run_id, created, data) if is_turn_end(event))
-
-
-def _runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-    """The session's runs (`SQLiteStore.runs`), inside the caller's read."""
-    cursor = db.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY started, rowid",
-                        (session_id,))
-    names = [d[0] for d in cursor.description]
-    runs = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return with_running_totals(runs, _turns(db, session_id)) if running(runs) else runs
 
 
 # `?3`: an epoch, or None for the live one of session `?4`

@@ -29,8 +29,25 @@ from typing import Any
 
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Usage
-from loopwright.store.rows import BATCH, events_row, message_row, record_json
-from loopwright.store.turns import TURN_RECORD, turn_record
+from loopwright.store.rows import (
+    BATCH,
+    checked_runs,
+    damaged_session_row,
+    events_at,
+    events_row,
+    is_count,
+    message_row,
+    record_json,
+)
+from loopwright.store.turns import (
+    TURN_RECORD,
+    is_turn_end,
+    running,
+    turn_at,
+    turn_record,
+    turns_in_order,
+    with_running_totals,
+)
 
 LAST = (1 << 32) - 1  # a session's last key, from its first (its base)
 
@@ -53,8 +70,22 @@ def key_range(db: sqlite3.Connection, session_id: str) -> tuple[int, int]:
     row = db.execute("SELECT num FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         return 0, -1
-    base = int(row[0]) << 32
+    base = _base(session_id, row[0])
     return base, base + LAST
+
+
+def _base(session_id: str, num: Any) -> int:
+    """The first key of a session's rows, from its number (`damaged` when the number is not
+    one loopwright gives: its keys would be another session's, or not fit)."""
+    if not is_count(num) or not 0 < num < 1 << 31:
+        raise damaged_session_row(session_id, "num", num)
+    return int(num) << 32
+
+
+def _epoch(session_id: str, epoch: Any) -> int:
+    if not is_count(epoch):
+        raise damaged_session_row(session_id, "epoch", epoch)
+    return int(epoch)
 
 
 def _newest(table: str, num: str = "num") -> str:
@@ -65,11 +96,11 @@ def _newest(table: str, num: str = "num") -> str:
 
 
 # a session's number, live epoch and newest message and event keys, in one statement
-_SESSION_KEYS = (f"SELECT num << 32, epoch, {_newest('messages')}, {_newest('events')} "
+_SESSION_KEYS = (f"SELECT num, epoch, {_newest('messages')}, {_newest('events')} "
                  "FROM sessions WHERE id = ?")
 
 # a session's number, live epoch, its first seq and the newest message's key
-_LIVE = f"SELECT num << 32, epoch, live_from, {_newest('messages')} FROM sessions WHERE id = ?"
+_LIVE = f"SELECT num, epoch, live_from, {_newest('messages')} FROM sessions WHERE id = ?"
 
 
 class SessionRows:
@@ -81,7 +112,7 @@ class SessionRows:
         if row is None:
             raise SessionError(f"no session {session_id!r}; create it first")
         self.db, self.session_id = db, session_id
-        self.base, self.epoch = int(row[0]), int(row[1])
+        self.base, self.epoch = _base(session_id, row[0]), _epoch(session_id, row[1])
         self._message = self.base if row[2] is None else int(row[2])  # the newest keys
         self._event = self.base if row[3] is None else int(row[3])
 
@@ -132,7 +163,10 @@ def count_messages(db: sqlite3.Connection, session_id: str, epoch: int | None) -
     row = db.execute(_LIVE, (session_id,)).fetchone()
     if row is None:
         return 0
-    base, live, live_from, newest = row
+    base, live = _base(session_id, row[0]), _epoch(session_id, row[1])
+    live_from, newest = row[2:]
+    if live_from is not None and not is_count(live_from):
+        raise damaged_session_row(session_id, "live_from", live_from)
     if (epoch is None or epoch == live) and live_from is not None:
         return 0 if newest is None else max(0, int(newest) - base - live_from + 1)
     return int(db.execute("SELECT count(*) FROM messages WHERE id BETWEEN ? AND ? AND epoch = ?",
@@ -165,3 +199,23 @@ def delete_rows(db: sqlite3.Connection, session_id: str) -> None:
     keys = key_range(db, session_id)
     db.execute(f"DELETE FROM messages WHERE {IN_RANGE}", keys)
     db.execute(f"DELETE FROM events WHERE {IN_RANGE}", keys)
+
+
+def session_turns(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's turns (`SQLiteStore.turns`), inside the caller's read."""
+    rows = db.execute(f"SELECT run_id, created, data FROM events WHERE {IN_RANGE} AND type "
+                      "IN (?3, 'turn_end', ?4) ORDER BY id",
+                      (*key_range(db, session_id), BATCH, TURN_RECORD)).fetchall()
+    return turns_in_order(
+        turn_at(session_id, run_id, created, event) for run_id, created, data in rows
+        for event in events_at(session_id, run_id, created, data) if is_turn_end(event))
+
+
+def session_runs(db: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """The session's runs (`SQLiteStore.runs`), inside the caller's read."""
+    cursor = db.execute("SELECT * FROM runs WHERE session_id = ? ORDER BY started, rowid",
+                        (session_id,))
+    names = [d[0] for d in cursor.description]
+    runs = checked_runs(session_id, [dict(zip(names, row, strict=True))
+                                     for row in cursor.fetchall()])
+    return with_running_totals(runs, session_turns(db, session_id)) if running(runs) else runs
