@@ -455,6 +455,7 @@ class Agent(Generic[DepsT, OutputT]):
     def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path
                        ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
+        from loopwright.endpoints.servers import known_kind
         from loopwright.review.plan import reads_text_calls, review_plan
         from loopwright.run_state import LoopSettings
         from loopwright.safety.plugin import safety_layers
@@ -495,7 +496,8 @@ class Agent(Generic[DepsT, OutputT]):
                      *context.plugins,
                      *tool_call_plugins(fmt, catalogue, read_text_calls=reads_text_calls(
                          fmt, chain.current.profile,
-                         prompt_mode=fmt.tool_call_format == "prompt"))],
+                         prompt_mode=fmt.tool_call_format == "prompt",
+                         server_kind=known_kind(chain.current.endpoint.base_url)))],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,
