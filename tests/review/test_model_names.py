@@ -16,7 +16,7 @@ from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ReviewEvent, ToolResultEvent
 from loopwright.review import Check, ReviewView, Verdict, send_back
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer, Fault, Reply
 from loopwright.tools.base import Tool
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -126,3 +126,26 @@ async def test_the_checks_for_small_local_models_run_for_those_names_only(
     assert output == ("Second." if small else "First.")
     assert [e.check for e in events if isinstance(e, ReviewEvent)] == (
         ["small_only"] if small else [])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_after_a_fallback_the_model_answering_decides(stream: bool) -> None:
+    # a small local model first, gpt-4.1 once it fails: the hosted model's how-to answer was
+    # read as a call and run (the first model's profile decided for the whole run)
+    with FakeModelServer([Fault.status(500)] * 3, strict=False, flavor="ollama",
+                         context_window=8192) as local, \
+            FakeModelServer([Reply(HOW_TO[0])]) as hosted:
+        result = await Agent("qwen2.5-coder:1.5b", base_url=local.base_url, api_key="k",
+                             retry=FAST, stream=stream, tools=[READ_FILE], fallbacks=[
+                                 {"model": "gpt-4.1", "base_url": hosted.base_url}]).run(
+            "How do I read a.ini with your tools?")
+    assert result.output == HOW_TO[0]
+    # and the other way round: the small model's call, written as text, runs
+    with FakeModelServer([Fault.status(500)] * 3, strict=False) as hosted, \
+            FakeModelServer([Reply(CALL), Reply("It says port = 1.")], flavor="ollama",
+                            context_window=8192) as local:
+        result = await Agent("gpt-4.1", base_url=hosted.base_url, api_key="k", retry=FAST,
+                             stream=stream, tools=[READ_FILE], fallbacks=[
+                                 {"model": "qwen2.5-coder:1.5b", "base_url": local.base_url,
+                                  "api_key": "k"}]).run("What does a.ini say?")
+    assert result.output == "It says port = 1."

@@ -10,6 +10,10 @@ from loopwright.review.stage import ReviewPlan
 from loopwright.review.table import active_checks, default_checks, with_user_checks
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from loopwright.endpoints.client import ModelClient
+    from loopwright.endpoints.fallback import ProviderChain
     from loopwright.profiles import Profile
     from loopwright.review.check import Check
     from loopwright.settings import Settings
@@ -66,6 +70,22 @@ def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool,
         return False
     unknown_on_a_local_server = profile == GENERIC and server_kind in LOCAL_SERVER_KINDS
     return settings.review == "all" or profile.small_local or unknown_on_a_local_server
+
+
+def text_call_reader(settings: Settings, chain: ProviderChain, *, prompt_mode: bool
+                     ) -> Callable[[], bool] | None:
+    """`reads_text_calls` asked of the model answering now — the chain's current client, which
+    a fallback changes mid-run (a small local model, then a hosted one) — or None when no model
+    of the chain has its text read."""
+    from loopwright.endpoints.servers import known_kind
+
+    def reads(client: ModelClient) -> bool:
+        return reads_text_calls(settings, client.profile, prompt_mode=prompt_mode,
+                                server_kind=known_kind(client.endpoint.base_url))
+
+    if not any(reads(client) for client in chain.clients):
+        return None
+    return lambda: reads(chain.current)
 
 
 LOCAL_SERVER_KINDS = frozenset({"llamacpp", "ollama", "lmstudio", "vllm"})
