@@ -25,6 +25,7 @@ HOSTED = [
     "openai/gpt-4.1", "gpt-4.1-2025-04-14", "gpt-4o-mini", "o3", "o4-mini", "gpt-5",
     "claude-sonnet-4-5-20250929", "anthropic/claude-3.5-sonnet",
     "us.anthropic.claude-sonnet-4-5-v1:0", "anthropic.claude-3-5-sonnet-20240620-v1:0",  # Bedrock
+    "meta.llama3-1-8b-instruct-v1:0",  # small, but Bedrock's: hosted
     "gemini-2.5-pro", "models/gemini-2.5-flash", "grok-4", "deepseek-chat", "deepseek-reasoner",
     "mistral-large-latest", "mistral-small-latest", "qwen-max",
     "Qwen/Qwen2.5-72B-Instruct", "meta-llama/Llama-3.3-70B-Instruct", "qwen3-coder-480b-a35b",

@@ -92,11 +92,15 @@ def profile_for(model: str) -> Profile:
     write them: any case, spaces around, a provider's path (`openai/gpt-4.1`,
     `models/gemini-2.5-flash`), a Bedrock id (`us.anthropic.claude-sonnet-4-5-v1:0`), a file
     (`./models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf`) or an Ollama tag (`qwen2.5-coder:1.5b`).
-    A name in a maker's API convention (`mistral-small-latest`) is hosted, and an open-weights
-    model larger than `_SMALL_BILLIONS` is not small."""
-    name = _BEDROCK.sub("", model.strip().lower().rsplit("/", 1)[-1])
+    A Bedrock id or a name in a maker's API convention (`mistral-small-latest`) is hosted, and
+    an open-weights model larger than `_SMALL_BILLIONS` is not small."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    bedrock = _BEDROCK.match(name)
+    if bedrock is not None:
+        name = name[bedrock.end():]
     profile = _family(name)
-    if profile.small_local and (name.endswith("-latest") or _billions(name) > _SMALL_BILLIONS):
+    hosted = bedrock is not None or name.endswith("-latest")
+    if profile.small_local and (hosted or _billions(name) > _SMALL_BILLIONS):
         return dataclasses.replace(profile, small_local=False)
     return profile
 
