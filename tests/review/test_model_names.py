@@ -16,7 +16,7 @@ from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, ReviewEvent, ToolResultEvent
 from loopwright.review import Check, ReviewView, Verdict, send_back
-from loopwright.testing import FakeModelServer, Fault, Reply
+from loopwright.testing import FakeModelServer, Fault, Reply, call
 from loopwright.tools.base import Tool
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
@@ -150,3 +150,16 @@ async def test_after_a_fallback_the_model_answering_decides(stream: bool) -> Non
                                  {"model": "qwen2.5-coder:1.5b", "base_url": local.base_url,
                                   "api_key": "k"}]).run("What does a.ini say?")
     assert result.output == "It says port = 1."
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-pro", "us.anthropic.claude-sonnet-4-5-v1:0",
+                                   "my-azure-deployment"])
+async def test_a_hosted_model_still_gets_the_structural_checks_one_event_each(model: str) -> None:
+    same = call("read_file", {"path": "a.ini"})
+    script = [Reply(tool_calls=[same, same]), Reply(tool_calls=[same]), Reply(tool_calls=[same]),
+              Reply("It says port = 1.")]
+    output, requests, events = await run(model, script)
+    assert (output, requests) == ("It says port = 1.", 4)
+    assert [(e.check, e.verdict, e.budget_left, e.applied) for e in events
+            if isinstance(e, ReviewEvent)] == [("duplicate_calls", "skip_call", 2, True),
+                                               ("doom_loop", "skip_call", 2, True)]
