@@ -48,8 +48,6 @@ QWEN2_CALL_OPENING = '<tool_call>\n{"name": "'
 """How Qwen2 and Qwen2.5's chat template writes a call: the tag, then the object, name first."""
 
 GENERIC = Profile()
-# a hosted model of a family with no quirks of its own (a generic one that is known to be hosted)
-HOSTED = Profile(family="hosted", supports_reasoning_effort=True, frontier=True)
 _SMALL_BILLIONS = 32.0
 """The largest open-weights model, in billions of parameters (`7b`, `1.5B`, `480b-a35b` counts
 its total), that the review treats as small: 70B and up is run on servers, not laptops."""
@@ -74,9 +72,13 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
                           frontier=True)),
     (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000,
                           frontier=True)),
-    # hosted only, open weights or not: served by their makers' APIs, never small on this machine
-    (("gemini", "grok", "deepseek-chat", "deepseek-reasoner", "mistral-large", "mistral-medium",
-      "qwen-max", "qwen-plus", "qwen-turbo", "qwen3-max"), HOSTED),
+    # hosted only, served by their makers' APIs: never small on this machine; reasoning effort
+    # sent to Gemini and Grok as to any unknown model, not to the open-weights makers' APIs
+    (("gemini", "grok"), Profile(family="hosted", supports_reasoning_effort=True,
+                                 frontier=True)),
+    (("deepseek-chat", "deepseek-reasoner", "mistral-large", "mistral-medium", "qwen-max",
+      "qwen-plus", "qwen-turbo", "qwen3-max"), Profile(family="hosted-open-weights",
+                                                      frontier=True)),
     (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False,
                                      small_local=True)),
     (("qwen2",), Profile(family="open-weights", small_local=True,
