@@ -455,7 +455,7 @@ class Agent(Generic[DepsT, OutputT]):
     def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path
                        ) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
-        from loopwright.review.plan import reads_text_calls, review_plan
+        from loopwright.review.plan import review_plan, text_call_reader
         from loopwright.run_state import LoopSettings
         from loopwright.safety.plugin import safety_layers
         from loopwright.tools.catalogue import RunCatalogue
@@ -493,9 +493,8 @@ class Agent(Generic[DepsT, OutputT]):
                      *self._output_plugins(chain),
                      *self.state_services.plugins(),
                      *context.plugins,
-                     *tool_call_plugins(fmt, catalogue, read_text_calls=reads_text_calls(
-                         fmt, chain.current.profile,
-                         prompt_mode=fmt.tool_call_format == "prompt"))],
+                     *tool_call_plugins(fmt, catalogue, read_text_calls=text_call_reader(
+                         fmt, chain, prompt_mode=fmt.tool_call_format == "prompt"))],
             max_turns=s.max_turns,
             stream=s.stream,
             max_tokens=s.max_tokens,

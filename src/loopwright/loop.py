@@ -141,8 +141,8 @@ async def _run_turns(run: RunState) -> Answer | Stop:
             feedback = await _answer_feedback(run, step.text)
             if run.cancel_requested:  # cancelled while the answer was checked (e.g. graded)
                 raise RunCancelled
-            if feedback is not None:
-                run.append(messages.user(feedback))
+            if feedback is not None:  # the runtime's note (a grader's, a validator's)
+                run.append(notes.note_message(feedback))
                 continue
         return step
 

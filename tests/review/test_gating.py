@@ -184,6 +184,9 @@ async def test_a_json_answer_equal_to_a_refused_calls_arguments_is_the_answer() 
     "Wrap each result in `<tool_response>` tags, for example `<tool_response>42</tool_response>`.",
     "The prompt format shows results like this:\n\n```xml\n<tool_response name=\"add\">\n5\n"
     "</tool_response>\n```",
+    # a fence of tildes is code too (CommonMark): the block was cut from the answer
+    "The prompt format shows results like this:\n\n~~~xml\n<tool_response name=\"add\">\n5\n"
+    "</tool_response>\n~~~",
 ])
 async def test_runtime_markup_written_as_code_is_text_even_for_a_small_model(
         answer: str, stream: bool) -> None:

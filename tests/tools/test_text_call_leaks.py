@@ -132,7 +132,8 @@ async def test_a_long_text_call_is_held_whole_and_run(stream: bool) -> None:
     call = json.dumps({"name": "write_file", "arguments": {"path": "big.py", "content": content}})
     events: list[Event] = []
     script = [Reply(f"Writing it.\n{call}", chunk_size=64), Reply("Done.")]
-    with FakeModelServer(replies=script) as server:
+    # a model name no profile knows, on a server that runs open weights (vLLM)
+    with FakeModelServer(replies=script, flavor="vllm") as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST, stream=stream,
                       tools=[write_file], callbacks=[events.append])
         result = await agent.run("write it")

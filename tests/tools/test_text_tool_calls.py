@@ -13,6 +13,9 @@ from loopwright.events import Event, StatusEvent, TextDelta, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
+# a server that runs open weights itself: a model name no profile knows ("test-model") has its
+# text calls read there, not behind a proxy or a hosted API (`review.plan.reads_text_calls`)
+SERVER = "vllm"
 
 
 @tool(read_only=True)
@@ -71,7 +74,7 @@ FAMILIES = {
 async def test_text_calls_to_known_tools_run_as_native(family: str, stream: bool) -> None:
     events: list[Event] = []
     script = [Reply(FAMILIES[family], chunk_size=4), Reply("Sunny.")]
-    with FakeModelServer(replies=script) as server:
+    with FakeModelServer(replies=script, flavor=SERVER) as server:
         result = await make_agent(server, stream=stream, callbacks=[events.append]).run("w?")
     assert result.output == "Sunny."
     assert tool_results(events) == ["Paris: sunny for 2 day(s)"]
@@ -90,7 +93,7 @@ async def test_text_calls_to_known_tools_run_as_native(family: str, stream: bool
 
 async def test_the_switch_turns_text_calls_off() -> None:
     text = FAMILIES["hermes"]
-    with FakeModelServer(replies=[Reply(text)]) as server:
+    with FakeModelServer(replies=[Reply(text)], flavor=SERVER) as server:
         result = await make_agent(server, text_tool_calls=False).run("w?")
     assert result.output == text and result.turns == 1
 
@@ -106,7 +109,7 @@ async def test_the_switch_turns_text_calls_off() -> None:
 async def test_text_that_is_not_a_call_to_a_known_tool_is_the_answer(text: str,
                                                                       stream: bool) -> None:
     events: list[Event] = []
-    with FakeModelServer(replies=[Reply(text, chunk_size=3)]) as server:
+    with FakeModelServer(replies=[Reply(text, chunk_size=3)], flavor=SERVER) as server:
         result = await make_agent(server, stream=stream, callbacks=[events.append]).run("x")
     assert result.output == text and result.turns == 1
     assert tool_results(events) == []

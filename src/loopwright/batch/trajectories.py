@@ -71,8 +71,12 @@ def trajectory(fmt: str, *, task_id: str, history: list[Message], tools: list[di
 
 def intervened(history: list[Message]) -> tuple[set[int], set[int]]:
     """The indices of the assistant replies the runtime set aside or sent back (a runtime note
-    answers them), and of the user turns the runtime wrote."""
-    notes = {n for n, m in enumerate(history) if is_runtime_note(m)}
+    answers them), and of the user turns the runtime wrote. The task is the user's, whatever
+    its words ("Do not call any tool now. What is 2 + 2?" begins like a note): it is never
+    taken for a note by its text."""
+    task = next((n for n, m in enumerate(history) if m.role == "user"), None)
+    notes = {n for n, m in enumerate(history) if is_runtime_note(m)
+             and (n != task or "runtime_note" in m.marks)}
     replies = {n for n, m in enumerate(history) if m.role == "assistant" and (
         is_set_aside(m) or (n + 1 in notes and not m.tool_calls))}
     return replies, notes

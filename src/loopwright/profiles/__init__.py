@@ -5,7 +5,9 @@ A profile says what a family of models can and cannot do; adapters and the loop 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 from dataclasses import dataclass
 
 
@@ -29,10 +31,11 @@ class Profile:
     # a hosted frontier model that calls tools natively: under `review = "auto"` it gets only
     # the structural review checks. Read from the model's name, never from the endpoint's
     # address (`claude-sonnet-4-5` behind a proxy on 127.0.0.1 is still one); an unknown name
-    # counts as small (local servers name their models freely)
+    # is not known to be small either (`review.plan.reads_text_calls`)
     frontier: bool = False
-    # an open-weights family most often run small on a local server (Qwen, Llama, …): the review
-    # checks written for small local models (`Check.small_models_only`) run for it under
+    # an open-weights family most often run small on a local server (Qwen, Llama, …), at no
+    # more than `_SMALL_BILLIONS` parameters where the name gives a size: the review checks
+    # written for small local models (`Check.small_models_only`) run for it under
     # `review = "auto"`; not for a frontier family, nor for an unknown name
     small_local: bool = False
     # how a native call begins in the family's chat template: a reply begun with it for the
@@ -45,6 +48,14 @@ QWEN2_CALL_OPENING = '<tool_call>\n{"name": "'
 """How Qwen2 and Qwen2.5's chat template writes a call: the tag, then the object, name first."""
 
 GENERIC = Profile()
+_SMALL_BILLIONS = 32.0
+"""The largest open-weights model, in billions of parameters (`7b`, `1.5B`, `480b-a35b` counts
+its total), that the review treats as small: 70B and up is run on servers, not laptops."""
+# a size in a model's name, not part of a version or a quantisation (`q4_k_m`, `a35b` of MoE)
+_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)b(?![a-z0-9])")
+# Bedrock's model ids: an optional region, the vendor, a dot (`us.anthropic.claude-…`)
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?(?:anthropic|meta|mistral|amazon|cohere|ai21|deepseek|"
+                      r"openai|qwen|writer)\.")
 
 # One row per family; the first whose prefix matches wins, so narrower prefixes come first.
 _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
@@ -61,6 +72,13 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
                           frontier=True)),
     (("claude",), Profile(family="claude", supports_reasoning_effort=True, context_window=200_000,
                           frontier=True)),
+    # hosted only, served by their makers' APIs: never small on this machine; reasoning effort
+    # sent to Gemini and Grok as to any unknown model, not to the open-weights makers' APIs
+    (("gemini", "grok"), Profile(family="hosted", supports_reasoning_effort=True,
+                                 frontier=True)),
+    (("deepseek-chat", "deepseek-reasoner", "mistral-large", "mistral-medium", "qwen-max",
+      "qwen-plus", "qwen-turbo", "qwen3-max"), Profile(family="hosted-open-weights",
+                                                      frontier=True)),
     (("deepseek-r1", "qwq"), Profile(family="reasoning-local", local=True, supports_images=False,
                                      small_local=True)),
     (("qwen2",), Profile(family="open-weights", small_local=True,
@@ -72,12 +90,33 @@ _FAMILIES: tuple[tuple[tuple[str, ...], Profile], ...] = (
 
 @functools.lru_cache(maxsize=256)  # asked for every run's clients: ~500 bytecodes a name
 def profile_for(model: str) -> Profile:
-    """The profile of the family a model name belongs to (generic when unknown)."""
-    name = model.lower().rsplit("/", 1)[-1]
+    """The profile of the family a model name belongs to (generic when unknown). Names as users
+    write them: any case, spaces around, a provider's path (`openai/gpt-4.1`,
+    `models/gemini-2.5-flash`), a Bedrock id (`us.anthropic.claude-sonnet-4-5-v1:0`), a file
+    (`./models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf`) or an Ollama tag (`qwen2.5-coder:1.5b`).
+    A Bedrock id or a name in a maker's API convention (`mistral-small-latest`) is hosted, and
+    an open-weights model larger than `_SMALL_BILLIONS` is not small."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    bedrock = _BEDROCK.match(name)
+    if bedrock is not None:
+        name = name[bedrock.end():]
+    profile = _family(name)
+    hosted = bedrock is not None or name.endswith("-latest")
+    if profile.small_local and (hosted or _billions(name) > _SMALL_BILLIONS):
+        return dataclasses.replace(profile, small_local=False)
+    return profile
+
+
+def _family(name: str) -> Profile:
     for prefixes, profile in _FAMILIES:
         if name.startswith(prefixes) or any(f"-{p}" in name or f"/{p}" in name for p in prefixes):
             return profile
     return GENERIC
+
+
+def _billions(name: str) -> float:
+    """The size a model's name gives, in billions of parameters (0 when it gives none)."""
+    return max((float(size) for size in _SIZE.findall(name)), default=0.0)
 
 
 def takes_reasoning_effort(profile: Profile) -> bool:

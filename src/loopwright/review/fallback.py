@@ -4,6 +4,7 @@ answer-only request shows."""
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Sequence
 
 from loopwright import notes
@@ -30,7 +31,7 @@ def is_answer(text: str, *, prose: bool = True) -> bool:
     prose-reading checks are on for this model) also not a bare fragment of a cut call (`{"`,
     `{"name`), not an echo of the runtime's own notes or an imitation of its markup, not a
     lead-in stopping at a colon."""
-    if not any(ch.isalnum() for ch in text):
+    if not _says_something(text):
         return False
     if not prose:
         return True
@@ -38,9 +39,15 @@ def is_answer(text: str, *, prose: bool = True) -> bool:
     from loopwright.wire.text_calls.registry import is_call_fragment
     from loopwright.wire.text_calls.runtime_markup import strip_runtime_markup
 
-    return (any(ch.isalnum() for ch in strip_runtime_markup(text))
+    return (_says_something(strip_runtime_markup(text))
             and not notes.echoes_runtime_note(text) and not is_call_fragment(text)
             and not is_dangling(text))
+
+
+def _says_something(text: str) -> bool:
+    """A letter, a digit or a symbol: "👍", "✅" and "∞" are answers; whitespace and punctuation
+    alone (`{"`, "...") are not."""
+    return any(ch.isalnum() or unicodedata.category(ch).startswith("S") for ch in text)
 
 
 def fallback_answer(history: Sequence[Message], reason: str) -> str:

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from loopwright.profiles import GENERIC
 from loopwright.review.stage import ReviewPlan
 from loopwright.review.table import active_checks, default_checks, with_user_checks
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from loopwright.endpoints.client import ModelClient
+    from loopwright.endpoints.fallback import ProviderChain
     from loopwright.profiles import Profile
     from loopwright.review.check import Check
     from loopwright.settings import Settings
@@ -50,11 +55,39 @@ _plans: dict[_PlanKey, tuple[tuple[Check, ...], ReviewPlan]] = {}
 _PLANS_KEPT = 64
 
 
-def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool) -> bool:
+def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool,
+                     server_kind: str | None = None) -> bool:
     """Whether calls written in a reply's text are read as calls: always in prompt mode; in
-    native mode (`text_tool_calls`) only for a model whose profile is not a frontier family
-    (a fenced JSON example in a hosted model's how-to answer is not a call), unless
-    `review = "all"`."""
+    native mode (`text_tool_calls`) for a model known to be small and local — by its profile
+    (`Profile.small_local`), or, for a name no profile knows, by the server that answers for it
+    being one that runs open weights itself (llama.cpp, Ollama, LM Studio, vLLM: `server_kind`,
+    from its `/models`) — or for every model under `review = "all"`. Never for a frontier or
+    any other hosted model: a fenced JSON example in a how-to answer is not a call, and an
+    unknown name may be a hosted one (an Azure deployment, a proxy's alias)."""
     if prompt_mode:
         return True
-    return settings.text_tool_calls and (settings.review == "all" or not profile.frontier)
+    if not settings.text_tool_calls:
+        return False
+    unknown_on_a_local_server = profile == GENERIC and server_kind in LOCAL_SERVER_KINDS
+    return settings.review == "all" or profile.small_local or unknown_on_a_local_server
+
+
+def text_call_reader(settings: Settings, chain: ProviderChain, *, prompt_mode: bool
+                     ) -> Callable[[], bool] | None:
+    """`reads_text_calls` asked of the model answering now — the chain's current client, which
+    a fallback changes mid-run (a small local model, then a hosted one) — or None when no model
+    of the chain has its text read."""
+    from loopwright.endpoints.servers import known_kind
+
+    def reads(client: ModelClient) -> bool:
+        return reads_text_calls(settings, client.profile, prompt_mode=prompt_mode,
+                                server_kind=known_kind(client.endpoint.base_url))
+
+    if not any(reads(client) for client in chain.clients):
+        return None
+    return lambda: reads(chain.current)
+
+
+LOCAL_SERVER_KINDS = frozenset({"llamacpp", "ollama", "lmstudio", "vllm"})
+"""The servers that run open weights themselves (`endpoints.servers`), as opposed to a proxy or
+another OpenAI-compatible API."""

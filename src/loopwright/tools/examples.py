@@ -3,11 +3,14 @@
 Small models copy the example they are shown, value for value. So a value is taken, in order,
 from what the model itself wrote inside a copy of the schema, from the user's request (a file it
 names, for a parameter that takes a path), from the schema (`examples`, `enum`, `const`,
-`default`), and only then is a sample: `PLACEHOLDER` for text, 1 for a number. An error never
-shows a sample (`grounded_example`): a copied sample is a call that runs (the 0.5B and the 1.5B,
-shown `{"path": "..."}`, sent it), so where one would be needed the error names the parameters
-and their types instead (`describe_parameters`). The prompt-mode format example may show
-samples; a call may never send `PLACEHOLDER` as a value (`argument_errors.placeholder_message`).
+`default`), and only then is a sample: `PLACEHOLDER` for text, 1 for a number. An error shows
+no value that the model or the request did not give and the schema does not force (a `const`,
+an `enum` of one): a copied sample is a call that runs (the 0.5B and the 1.5B, shown
+`{"path": "..."}`, sent it), and so is a schema's own example (`"curl … | sh"`, from any MCP
+server) or an enum's first choice (`"production"`); where one would be needed the error names
+the parameters and their types instead (`describe_parameters`). The prompt-mode format example
+may show samples; a call may never send `PLACEHOLDER` as a value
+(`argument_errors.placeholder_message`).
 Measured on Qwen2.5-Coder-0.5B: shown `{"path": "your path here"}` after it copied the schema of
 `read_file`, it read "your path here" twice and never notes.txt, the file the request named.
 """
@@ -94,18 +97,24 @@ def example_call(name: str, schema: dict[str, Any], *, request: str = "",
 
 
 def _sample(prop: dict[str, Any], root: dict[str, Any]) -> tuple[Any, bool]:
-    """A value for `prop`, and whether the schema gave it (rather than made it up)."""
+    """A value for `prop`, and whether it is the only value the schema allows (rather than one
+    picked or made up). A schema's `examples` and `default` are the tool author's, and an
+    MCP server's schema is anyone's (`{"examples": ["curl … | sh"]}`); the first of an `enum`
+    is a choice (`"production"`): none of them is the model's to copy into a call that runs."""
     if "$ref" in prop:
         target = (root.get("$defs") or {}).get(str(prop["$ref"]).rsplit("/", 1)[-1]) or {}
         if target.get("properties"):
             return _example(target, written=None, request="")
         return _sample(target, root)
-    for key in ("examples", "enum"):
-        if isinstance(prop.get(key), list) and prop[key]:
-            return prop[key][0], True
-    for key in ("const", "default"):
-        if key in prop:
-            return prop[key], True
+    if "const" in prop:
+        return prop["const"], True
+    examples, enum = prop.get("examples"), prop.get("enum")
+    if isinstance(examples, list) and examples:
+        return examples[0], False
+    if isinstance(enum, list) and enum:
+        return enum[0], len(enum) == 1
+    if "default" in prop:
+        return prop["default"], False
     for key in ("anyOf", "oneOf"):
         options = [o for o in prop.get(key) or []
                    if isinstance(o, dict) and o.get("type") != "null"]

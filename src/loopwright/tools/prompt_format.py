@@ -189,15 +189,19 @@ class ToolTextPlugin(LoopPlugin):
 
     def __init__(self, *, mode: Literal["prompt", "native"],
                  known_names: Callable[[], Collection[str]],
-                 schema_of: Callable[[str], dict[str, Any] | None] | None = None) -> None:
+                 schema_of: Callable[[str], dict[str, Any] | None] | None = None,
+                 reads: Callable[[], bool] = lambda: True) -> None:
         self.mode = mode
         self.known_names = known_names
         self.schema_of = schema_of
+        # whether the model answering now has its text read (a chain's fallback may be a
+        # frontier model after a small local one, or the other way round)
+        self.reads = reads
         self.run_state = _RunTextState()  # this run's (a run gets its own object)
 
     def for_run(self, run: RunView) -> LoopPlugin:
         return ToolTextPlugin(mode=self.mode, known_names=self.known_names,
-                              schema_of=self.schema_of)
+                              schema_of=self.schema_of, reads=self.reads)
 
     def _state(self, run: RunView) -> _RunTextState:
         return self.run_state
@@ -216,6 +220,8 @@ class ToolTextPlugin(LoopPlugin):
             state.pending_note = None
 
     def text_filter(self, run: RunView, listener: DeltaListener) -> DeltaListener:
+        if not self.reads():
+            return listener
         state = self._state(run)
         state.filter = MarkupFilter(listener, is_call=self._is_call, known=self.known_names)
         return state.filter
@@ -229,10 +235,11 @@ class ToolTextPlugin(LoopPlugin):
     async def after_model(self, run: RunView, response: ModelResponse) -> None:
         state = self._state(run)
         state.visible = None
-        message = response.message
-        if not message.tool_calls and message.content:
-            await self._read_calls(run, state, response)
-        self._drop_runtime_markup(run, state, response)
+        if self.reads():
+            message = response.message
+            if not message.tool_calls and message.content:
+                await self._read_calls(run, state, response)
+            self._drop_runtime_markup(run, state, response)
         if state.filter is not None:
             shown = response.message.content if state.visible is None else state.visible
             state.filter.finish(shown)
@@ -329,18 +336,20 @@ def _add_tool_section(request: ModelRequest, specs: list[ToolSpec],
 
 
 def tool_call_plugins(settings: Settings, catalogue: RunCatalogue, *,
-                      read_text_calls: bool) -> list[LoopPlugin]:
+                      read_text_calls: Callable[[], bool] | None) -> list[LoopPlugin]:
     """The plugin one run needs for `tool_call_format` and text-written calls (`read_text_calls`:
-    `review.plan.reads_text_calls`). It must stay last among request editors: it converts
+    whether the model answering now has its text read, `review.plan.text_call_reader`; None
+    for none of the chain's models). It must stay last among request editors: it converts
     whatever the others added."""
     fmt = settings.tool_call_format  # validated by `Settings`
     if len(catalogue.registry) == 0 and not settings.mcp_servers:  # MCP tools come at run start
         return []
-    if not read_text_calls:
+    if read_text_calls is None:
         return []
     return [ToolTextPlugin(mode="prompt" if fmt == "prompt" else "native",
                            known_names=catalogue.callable_names,
-                           schema_of=lambda name: _schema(catalogue, name))]
+                           schema_of=lambda name: _schema(catalogue, name),
+                           reads=read_text_calls)]
 
 
 def _schema(catalogue: RunCatalogue, name: str) -> dict[str, Any] | None:

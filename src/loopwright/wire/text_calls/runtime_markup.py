@@ -35,7 +35,8 @@ def is_runtime_block(region: str) -> bool:
     return region.lstrip().startswith(tuple(f"<{t}" for t in RUNTIME_TAGS))
 
 
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
+# code in Markdown: a block fenced with backticks or tildes, a span
+_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]+`", re.S)
 
 
 def strip_runtime_markup(text: str) -> str:
@@ -49,7 +50,7 @@ def strip_runtime_markup(text: str) -> str:
         code.append(match.group(0))
         return f"\x00{len(code) - 1}\x00"
 
-    hidden = _CODE.sub(hide, text) if "`" in text else text
+    hidden = _CODE.sub(hide, text) if "`" in text or "~~~" in text else text
     if not _STRAY.search(hidden):
         return text
     stripped = _STRAY.sub("", _BLOCK.sub("", hidden))
