@@ -37,15 +37,16 @@ class Pane:
                               capture_output=True, text=True, timeout=30).stdout
 
     def start(self, args: list[str], *, cwd: Path, width: int = 80, height: int = 30,
-              shell: bool = False, **extra_env: str) -> None:
-        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`)."""
+              shell: bool = False, after: float = 0.0, **extra_env: str) -> None:
+        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`). `after`:
+        seconds before the command starts, the terminal in its own mode with no reader."""
         env = cli_env(cwd, TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
         env.pop("NO_COLOR", None)
         env.update(extra_env, PS1="$ ")
         exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()
                            if key.isidentifier())
         loopwright = f"{shlex.quote(sys.executable)} -m loopwright {shlex.join(args)}"
-        command = f"env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
+        command = f"sleep {after}; env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
         if shell:
             command = f"env -i {exports} bash --norc --noprofile -i"
         self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "-c",
@@ -336,6 +337,31 @@ def test_ctrl_d_typed_while_the_answer_is_still_printing_ends_the_chat(pane: Pan
         pane.keys("C-d")
         shown = pane.wait_text("[exit 0]")
     assert "completed · 1 turn · " in shown  # the run finished first, then Ctrl-D was read
+
+
+def test_ctrl_d_typed_while_the_chat_starts_ends_it_at_the_first_prompt(pane: Pane,
+                                                                       tmp_path: Path) -> None:
+    """Typed before the chat holds the terminal, Ctrl-D is the kernel's end-of-file in its
+    canonical mode: once the mode is switched it would be a NUL byte, which the prompt ignores."""
+    with FakeModelServer([], strict=False) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, after=1.0)
+        pane.keys("C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert "loopwright chat · fake-model at" in shown and not server.model_requests
+
+
+def test_a_line_typed_while_the_chat_starts_is_its_first_message(pane: Pane,
+                                                                 tmp_path: Path) -> None:
+    """A line and a Ctrl-D typed ahead: the line is sent, once, then the Ctrl-D ends the chat."""
+    with FakeModelServer([Reply("Hello there.")]) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, after=1.0)
+        pane.type("say hello")
+        pane.keys("Enter", "C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert server.model_requests[0].body["messages"][-1]["content"] == "say hello"
+    assert "Hello there." in shown and "completed · 1 turn · " in shown
 
 
 def test_a_message_typed_ahead_while_the_answer_prints_is_the_next_prompt(pane: Pane,
