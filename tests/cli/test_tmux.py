@@ -19,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.local import DEFAULT_MODEL
+from loopwright.local.server import xllamacpp_importable
+from loopwright.local.weights import model_spec, models_dir, weights_present
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from shared_helpers import cli_env, require_component
 
 TMUX = shutil.which("tmux")
+MODELS_DIR = models_dir()  # at import: an autouse fixture points XDG_CACHE_HOME elsewhere
 
 
 class Pane:
@@ -434,3 +438,22 @@ def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
     assert shown.count("completed ·") == 2  # the second run finished, then Ctrl-D was read
     assert server.model_requests[-1].body["messages"][-1]["content"] == "and run the tests"
     assert shown.count("and run the tests") == 1  # on its prompt line only, not echoed
+
+
+@pytest.mark.real_model
+@pytest.mark.timeout(300)
+def test_chat_local_shows_a_spinner_while_llamacpp_loads_the_model(pane: Pane,
+                                                                    tmp_path: Path) -> None:
+    """Loading the 1.5B takes seconds: the screen says what is going on instead of staying blank,
+    and the spinner is gone once the model is ready."""
+    require_component(weights_present(model_spec(DEFAULT_MODEL), MODELS_DIR)
+                      and xllamacpp_importable(),
+                      "--local needs llama.cpp and the 1.5B weights: pip install -e '.[local]' "
+                      "&& python -m loopwright.testing.llamacpp fetch --model 1.5b")
+    pane.start(["chat", "--local"], cwd=tmp_path, LOOPWRIGHT_MODELS_DIR=str(MODELS_DIR))
+    loading = pane.wait_text("starting Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp")
+    assert "ready on llama.cpp" not in loading
+    pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+    pane.keys("C-d")
+    shown = pane.wait_text("[exit 0]")
+    assert "ready on llama.cpp in " in shown and "starting Qwen" not in shown
