@@ -411,6 +411,30 @@ def test_keys_typed_before_an_approval_do_not_answer_it_and_go_to_the_next_promp
     assert server.model_requests[-1].body["messages"][-1]["content"] == "yes please"
 
 
+def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
+        pane: Pane, tmp_path: Path) -> None:
+    """The question leaves the cursor after "Allow? …: "; the note the Ctrl-C prints went on
+    that line, glued to the terminal's "^C"."""
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})])]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Clean up")
+        pane.keys("Enter")
+        pane.wait_text("Allow?")
+        pane.keys("C-c")
+        shown = pane.wait_text("cancelled")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    lines = shown.splitlines()
+    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
+    assert lines[question].rstrip().endswith("(this session): ^C")
+    assert lines[question + 1].startswith("cancelling… (press Ctrl-C again to quit at once)")
+    assert (tmp_path / "build").is_dir()
+
+
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
         pane: Pane, tmp_path: Path) -> None:
     """The shell puts its own cooked mode on the terminal while the chat is stopped; the chat
