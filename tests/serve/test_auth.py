@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -154,6 +155,21 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
             server.send_signal(signal.SIGINT)
             server.wait(30)
     assert server.returncode == 0
+
+
+@pytest.mark.parametrize("where", ["taken", "not ours"])
+def test_an_address_serve_cannot_listen_on_is_one_line_not_a_traceback(tmp_path: Path,
+                                                                       where: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken, FakeModelServer([]) as fake:
+        host, port = (("127.0.0.1", taken.getsockname()[1]) if where == "taken"
+                      else ("192.0.2.1", 8765))  # TEST-NET-1: no interface of this machine has it
+        server = _serve("--host", host, "--port", str(port), "--token", "t" * 32, "--model",
+                        "m", "--base-url", fake.base_url, "--api-key", "test")
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 1
+    reason = "address already in use" if where == "taken" else "cannot assign requested address"
+    assert err == (f"loopwright: cannot listen on {host}:{port}: {reason}; pass --host and "
+                   "--port with an address of this machine that is free (--port 0: any)\n")
 
 
 def test_two_servers_starting_at_once_share_the_token_one_of_them_wrote(
