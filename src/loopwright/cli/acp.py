@@ -31,4 +31,12 @@ def acp_command(*, flags: AgentFlags) -> None:
             typer.echo(f"loopwright: acp speaks over pipes; {name} is a file (an editor starts "
                        "this command with pipes: see docs/editors.md)", err=True)
             raise typer.Exit(2)
-    asyncio.run(serve_stdio(flags.agent_options()))
+    from loopwright.cli.local import local_provider
+    from loopwright.errors import ConfigError
+
+    try:
+        with local_provider(flags.local, flags.agent_options()) as options:
+            asyncio.run(serve_stdio(options))
+    except ConfigError as exc:  # --local: llama.cpp missing, the weights not to be had
+        typer.echo(f"loopwright: {exc}", err=True)
+        raise typer.Exit(6) from None

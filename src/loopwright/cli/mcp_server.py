@@ -23,11 +23,13 @@ def mcp_server_command(
     flags: AgentFlags,
 ) -> None:
     """Serve this agent as MCP tools; calls that need approval are denied unless --yes."""
+    from loopwright.cli.local import local_provider
     from loopwright.errors import ConfigError
     from loopwright.mcp.server import serve
 
     try:
-        asyncio.run(serve(flags.agent_options(), http=http, host=host, port=port, token=token))
+        with local_provider(flags.local, flags.agent_options()) as options:
+            asyncio.run(serve(options, http=http, host=host, port=port, token=token))
     except ConfigError as exc:
         typer.echo(f"loopwright: {exc}", err=True)
         raise typer.Exit(6) from None
