@@ -3,7 +3,7 @@
 The editor starts this command (docs/editors.md has Zed's settings); stdout carries the
 protocol alone, notes go to stderr. The flags are `run`'s, less those an editor decides (the
 directory comes with each session, approvals go to the editor, sessions are resumed with
-`session/load`).
+`session/load`) and those of a terminal's display (`--output-lines`, `--verbose`).
 """
 
 import asyncio
@@ -14,7 +14,9 @@ import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 
-EXCLUDED = ("resume", "continue_last", "workdir", "show_reasoning", "yes")
+# what a terminal shows (no terminal here), and what the editor decides per session
+EXCLUDED = ("resume", "continue_last", "workdir", "show_reasoning", "yes", "output_lines",
+            "verbose")
 
 
 @with_agent_flags(exclude=EXCLUDED)

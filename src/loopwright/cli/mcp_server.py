@@ -8,7 +8,8 @@ import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 
-EXCLUDED = ("resume", "continue_last", "show_reasoning")
+# what a terminal shows: the client gets answers, not a screen
+EXCLUDED = ("resume", "continue_last", "show_reasoning", "output_lines", "verbose")
 
 
 @with_agent_flags(exclude=EXCLUDED)
