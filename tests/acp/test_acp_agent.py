@@ -291,12 +291,14 @@ async def test_reasoning_streams_as_thought_and_the_todo_list_as_the_plan(tmp_pa
     assert client.of("tool_call")[0].kind == "think"
 
 
-@pytest.mark.parametrize(("model", "fix"), [
-    (("--model", "anthropic:claude-sonnet-4-5"), "no API key for anthropic: set ANTHROPIC_API_KEY"),
-    (("--model", "qwen", "--base-url", REFUSED_URL), f"nothing answers at {REFUSED_URL}"),
+@pytest.mark.parametrize(("model", "prompt", "fix"), [
+    (("--model", "anthropic:claude-sonnet-4-5"), "hi",
+     "no API key for anthropic: set ANTHROPIC_API_KEY"),
+    (("--model", "qwen", "--base-url", REFUSED_URL), "hi", f"nothing answers at {REFUSED_URL}"),
+    (("--sandbox", "read-only"), "/model", "no model provider found."),  # none named or found
 ])
 async def test_a_provider_that_cannot_work_fails_the_prompt_with_the_fix(
-        tmp_path: Path, model: tuple[str, ...], fix: str) -> None:
+        tmp_path: Path, model: tuple[str, ...], prompt: str, fix: str) -> None:
     """The editor shows the error's message: the one-line fix `loopwright run` would print, at
     once, not "Internal error" after the six attempts of a run that could never work."""
     workspace = tmp_path / "project"
@@ -305,7 +307,7 @@ async def test_a_provider_that_cannot_work_fails_the_prompt_with_the_fix(
         session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         async with asyncio.timeout(10):
             with pytest.raises(RequestError) as failed:
-                await conn.prompt(session_id=session, prompt=[text_block("hi")])
+                await conn.prompt(session_id=session, prompt=[text_block(prompt)])
     assert fix in str(failed.value)
     assert failed.value.data == {"session_id": session}
 

@@ -28,6 +28,7 @@ from loopwright.acp.updates import (
     plan_from_todos,
     proposed_change,
 )
+from loopwright.errors import LoopwrightError
 from loopwright.events import (
     DoneEvent,
     Event,
@@ -116,7 +117,11 @@ class AcpSession:
 
     async def _answer(self, text: str) -> PromptResponse:
         if text.startswith("/") and text[1:].split(" ", 1)[0] in COMMANDS:
-            await self._say(await self._command(text[1:].split(" ", 1)[0]))
+            try:
+                answer = await self._command(text[1:].split(" ", 1)[0])
+            except LoopwrightError as exc:  # `/model` with no provider to name
+                raise self._failed(str(exc)) from None
+            await self._say(answer)
             return PromptResponse(stop_reason="end_turn")
         assert self.agent is not None
         if not self._provider_checked:  # checked again next time until it passes
@@ -137,7 +142,6 @@ class AcpSession:
         and accepts it, the model among those it serves): a run that could never work fails
         at once with the fix, not after its retries."""
         from loopwright.endpoints.probe import preflight
-        from loopwright.errors import LoopwrightError
 
         try:
             await preflight((await agent.providers())[0])
