@@ -435,6 +435,30 @@ def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
     assert (tmp_path / "build").is_dir()
 
 
+def test_ctrl_d_at_an_approval_question_declines_it_and_ends_its_line(pane: Pane,
+                                                                      tmp_path: Path) -> None:
+    """An end of input answers "no" and types no Enter: what follows went on the question's
+    line."""
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})]), Reply("Kept it.")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Clean up")
+        pane.keys("Enter")
+        pane.wait_text("Allow?")
+        pane.keys("C-d")
+        shown = pane.wait_text("Kept it.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    lines = shown.splitlines()
+    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
+    assert lines[question].rstrip().endswith("(this session):")
+    assert lines[question + 1].startswith("approval: bash (recursive delete): denied")
+    assert (tmp_path / "build").is_dir()
+
+
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
         pane: Pane, tmp_path: Path) -> None:
     """The shell puts its own cooked mode on the terminal while the chat is stopped; the chat
