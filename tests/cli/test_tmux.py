@@ -459,6 +459,18 @@ def test_ctrl_d_at_an_approval_question_declines_it_and_ends_its_line(pane: Pane
     assert (tmp_path / "build").is_dir()
 
 
+@pytest.mark.parametrize(("command", "protocol"), [(["acp"], "Agent Client Protocol"),
+                                                 (["mcp-server"], "MCP")])
+def test_a_protocol_server_started_by_hand_says_what_it_waits_for(
+        pane: Pane, tmp_path: Path, command: list[str], protocol: str) -> None:
+    """Started in a terminal, it sat silent, then answered a typed line with a traceback."""
+    pane.start([*command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], cwd=tmp_path)
+    shown = pane.wait_text(f"waiting for {protocol} messages on stdin")
+    assert "typed lines are not prompts. Ctrl-C stops" in " ".join(shown.split())
+    pane.keys("C-c")
+    pane.wait_text("[exit")
+
+
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
         pane: Pane, tmp_path: Path) -> None:
     """The shell puts its own cooked mode on the terminal while the chat is stopped; the chat
