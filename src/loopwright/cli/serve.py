@@ -99,6 +99,7 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
     from loopwright.serve.app import ServeOptions, create_app
 
     listening = _listen(host, port)
+    _warn_if_the_model_cannot_work(agent_options)
     app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
                                   approval_timeout=approval_timeout,
                                   output_types=output_types, batches=list(batches)))
@@ -115,6 +116,30 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
         _say(f"API: {link}docs — Ctrl-C stops")
 
     _run_with_notice(server, started, listening)
+
+
+def _warn_if_the_model_cannot_work(agent_options: dict[str, Any]) -> None:
+    """`run`'s check before its first request (`preflight`), as a warning: a run may name a
+    model of its own, and a model server may start after this one."""
+    import asyncio
+
+    from loopwright.agent import Agent
+    from loopwright.cli.setup import check_provider
+    from loopwright.endpoints.base import close_shared_client
+    from loopwright.errors import LoopwrightError
+
+    async def check() -> None:
+        agent = Agent(**{**agent_options, "store": False})
+        try:
+            await check_provider(agent)
+        finally:
+            await agent.aclose()
+            await close_shared_client()
+
+    try:
+        asyncio.run(check())
+    except LoopwrightError as exc:
+        _say(f"warning: {exc}; a run that names no model of its own will fail until it is fixed")
 
 
 def _listen(host: str, port: int) -> socket.socket:
