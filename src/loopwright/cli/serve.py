@@ -139,7 +139,8 @@ def _warn_if_the_model_cannot_work(agent_options: dict[str, Any]) -> None:
     try:
         asyncio.run(check())
     except LoopwrightError as exc:
-        _say(f"warning: {exc}; a run that names no model of its own will fail until it is fixed")
+        _say(f"warning: {str(exc).rstrip('.')}; a run that names no model of its own will fail "
+             "until it is fixed")
 
 
 def _listen(host: str, port: int) -> socket.socket:
