@@ -129,3 +129,16 @@ def test_reasoning_toggles_with_a_slash_command(tmp_path: Path) -> None:
     assert "reasoning shown (dimmed)" in err and "second musing" in err
     assert err.index("reasoning shown") < err.index("second musing") < err.index(
         "reasoning hidden")
+
+
+def test_a_misspelt_provider_in_model_keeps_the_chat_and_its_model(tmp_path: Path) -> None:
+    """`/model anthorpic:…` was a configuration error that ended the whole chat (exit 6)."""
+    with FakeModelServer([Reply("one"), Reply("two")]) as server:
+        proc = chat(server, "first\n/model anthorpic:claude-x\nsecond\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ("unknown provider 'anthorpic' in --model anthorpic:claude-x: did you mean "
+            "anthropic:claude-x?") in " ".join(proc.stderr.split())
+    assert "(still using m)" in proc.stderr
+    second = server.model_requests[1]
+    assert second.body["model"] == "m"
+    assert conversation(second.body)[:2] == [("user", "first"), ("assistant", "one")]
