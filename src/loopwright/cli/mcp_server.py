@@ -25,13 +25,14 @@ def mcp_server_command(
 ) -> None:
     """Serve this agent as MCP tools; calls that need approval are denied unless --yes."""
     from loopwright.cli.local import local_provider
-    from loopwright.cli.setup import note_when_started_by_hand
+    from loopwright.cli.setup import check_model_prefix, note_when_started_by_hand
     from loopwright.errors import ConfigError
     from loopwright.mcp.server import serve
 
     if not http:
         note_when_started_by_hand("MCP", "an MCP client (another agent, Claude Code, Cursor…)")
     try:
+        check_model_prefix(flags.model, flags.base_url)
         with local_provider(flags.local, flags.agent_options()) as options:
             asyncio.run(serve(options, http=http, host=host, port=port, token=token))
     except ConfigError as exc:

@@ -15,6 +15,7 @@ async def check_provider(agent: Agent) -> Resolved:
     """The primary provider, after `preflight` found it usable (else `ConfigError`, exit 6)."""
     from loopwright.endpoints.probe import preflight
 
+    check_model_prefix(agent.settings.model, agent.settings.base_url)
     primary = (await agent.providers())[0]
     await preflight(primary)
     return primary
