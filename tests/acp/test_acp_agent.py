@@ -23,8 +23,8 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import cli_env
+from loopwright.testing import FakeModelServer, Fault, Reply, call
+from shared_helpers import REFUSED_URL, cli_env
 
 
 class EditorClient:
@@ -78,12 +78,15 @@ class EditorClient:
 
 
 @asynccontextmanager
-async def acp_agent(client: EditorClient, server: FakeModelServer, home: Path,
-                    *, fs: bool = False) -> AsyncIterator[Any]:
+async def acp_agent(client: EditorClient, server: FakeModelServer | None, home: Path,
+                    *, fs: bool = False, model: tuple[str, ...] = ()) -> AsyncIterator[Any]:
+    """`model`: the flags naming the model, else the fake model at `server`."""
     log = (home / "acp-stderr.log").open("ab")
+    if not model:
+        assert server is not None
+        model = ("--model", "fake-model", "--base-url", server.base_url)
     async with spawn_agent_process(
-            client, sys.executable, "-m", "loopwright", "acp", "--model", "fake-model",
-            "--base-url", server.base_url, env=cli_env(home),
+            client, sys.executable, "-m", "loopwright", "acp", *model, env=cli_env(home),
             transport_kwargs={"stderr": log.fileno()}) as (conn, _process):
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(
             read_text_file=fs, write_text_file=fs))
@@ -286,3 +289,42 @@ async def test_reasoning_streams_as_thought_and_the_todo_list_as_the_plan(tmp_pa
     assert [(e.content, e.status) for e in plan.entries] == [("Read the code", "completed"),
                                                              ("Fix the bug", "in_progress")]
     assert client.of("tool_call")[0].kind == "think"
+
+
+@pytest.mark.parametrize(("model", "prompt", "fix"), [
+    (("--model", "anthropic:claude-sonnet-4-5"), "hi",
+     "no API key for anthropic: set ANTHROPIC_API_KEY"),
+    (("--model", "qwen", "--base-url", REFUSED_URL), "hi", f"nothing answers at {REFUSED_URL}"),
+    (("--sandbox", "read-only"), "/model", "no model provider found."),  # none named or found
+])
+async def test_a_provider_that_cannot_work_fails_the_prompt_with_the_fix(
+        tmp_path: Path, model: tuple[str, ...], prompt: str, fix: str) -> None:
+    """The editor shows the error's message: the one-line fix `loopwright run` would print, at
+    once, not "Internal error" after the six attempts of a run that could never work."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    async with acp_agent(EditorClient(), None, tmp_path, model=model) as conn:
+        session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        async with asyncio.timeout(10):
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(session_id=session, prompt=[text_block(prompt)])
+    assert fix in str(failed.value)
+    assert failed.value.data == {"session_id": session}
+
+
+async def test_a_failed_run_names_its_error_in_the_message(tmp_path: Path) -> None:
+    """Past the check (the server answers, the model is served), a run that fails still says
+    why in the message an editor shows; the session stays for the next prompt."""
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    script = [Fault.status(400, {"error": {"message": "prompt is too long for this model"}}),
+              Reply("Fine now.")]
+    client = EditorClient()
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(session_id=session, prompt=[text_block("hi")])
+            again = await conn.prompt(session_id=session, prompt=[text_block("hi again")])
+    assert "prompt is too long for this model" in str(failed.value)
+    assert again.stop_reason == "end_turn" and text_of(client) == "Fine now."

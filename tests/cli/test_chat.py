@@ -129,3 +129,31 @@ def test_reasoning_toggles_with_a_slash_command(tmp_path: Path) -> None:
     assert "reasoning shown (dimmed)" in err and "second musing" in err
     assert err.index("reasoning shown") < err.index("second musing") < err.index(
         "reasoning hidden")
+
+
+def test_a_misspelt_provider_in_model_keeps_the_chat_and_its_model(tmp_path: Path) -> None:
+    """`/model anthorpic:…` was a configuration error that ended the whole chat (exit 6)."""
+    with FakeModelServer([Reply("one"), Reply("two")]) as server:
+        proc = chat(server, "first\n/model anthorpic:claude-x\nsecond\n", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ("unknown provider 'anthorpic' in --model anthorpic:claude-x: did you mean "
+            "anthropic:claude-x?") in " ".join(proc.stderr.split())
+    assert "(still using m)" in proc.stderr
+    second = server.model_requests[1]
+    assert second.body["model"] == "m"
+    assert conversation(second.body)[:2] == [("user", "first"), ("assistant", "one")]
+
+
+def test_a_piped_line_that_is_not_utf8_is_skipped_with_a_note(tmp_path: Path) -> None:
+    """It crashed the chat with a traceback once the session store met the undecodable text."""
+    with FakeModelServer([Reply("Hello.")]) as server:
+        proc = subprocess.run(chat_command(server), cwd=tmp_path, env=cli_env(tmp_path),
+                              input="café\nhello\n".encode("latin-1"), capture_output=True,
+                              timeout=60)
+    err = " ".join(proc.stderr.decode().split())
+    assert proc.returncode == 0, err
+    assert ("loopwright: line 1 of stdin is not UTF-8 text (byte 0xe9 at offset 3): skipped; "
+            "convert it, e.g. iconv -f latin1 -t utf-8") in err
+    (request,) = server.model_requests
+    assert conversation(request.body) == [("user", "hello")]
+    assert "Traceback" not in err

@@ -35,7 +35,8 @@ def without_llamacpp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
-@pytest.mark.parametrize("command", [["run", "Hi"], ["chat"], ["serve", "--port", "0"]])
+@pytest.mark.parametrize("command", [["run", "Hi"], ["chat"], ["serve", "--port", "0"],
+                                     ["mcp-server"]])  # acp: tests/cli/test_local_commands.py
 def test_without_llamacpp_local_says_what_to_install(without_llamacpp: None,
                                                     command: list[str]) -> None:
     done = CliRunner().invoke(app, [*command, "--local"])

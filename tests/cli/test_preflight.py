@@ -115,3 +115,30 @@ def test_run_asks_a_local_server_what_it_is_once_before_its_first_request(
         before_the_call = [r.path for r in server.requests if r.format is None]
     assert proc.returncode == 0, proc.stderr
     assert before_the_call == ["/v1/models", "/props"]
+
+
+MISSPELT = ("unknown provider 'anthorpic' in --model anthorpic:claude-x: did you mean "
+            "anthropic:claude-x? (known providers: openai, anthropic, openrouter, ollama, "
+            "lmstudio, llamacpp, vllm)")
+
+
+@pytest.mark.parametrize("command", ["acp", "mcp-server"])
+def test_a_misspelt_provider_stops_the_protocol_servers_as_it_stops_run(tmp_path: Path,
+                                                                        command: str) -> None:
+    """They said "no API key for openai" at the first prompt or call: the wrong provider."""
+    proc = loopwright(command, "--model", "anthorpic:claude-x", cwd=tmp_path)
+    assert only_line(proc) == f"loopwright: {MISSPELT}"
+
+
+def test_a_misspelt_provider_is_named_in_serves_warning(tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "loopwright", "serve", "--port", "0", "--model",
+         "anthorpic:claude-x", "--token", "t" * 32], cwd=tmp_path, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, text=True, env=cli_env(tmp_path))
+    try:
+        assert server.stderr is not None
+        warning = server.stderr.readline()
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert warning.startswith(f"loopwright: warning: {MISSPELT}; a run that names no model")

@@ -106,6 +106,22 @@ def test_a_turn_diff_is_shown_whole() -> None:
     assert err.getvalue() == "turn changed 1 file (+1/−1)\n" + diff
 
 
+def test_a_status_says_its_kind_once() -> None:
+    from loopwright.events import StatusEvent
+
+    shown, err = terminal_renderer(width=120)
+    shown(StatusEvent(kind="compacting", message="compacting 3 earlier messages (~5,464 tokens)"))
+    shown(StatusEvent(kind="memory_learned", message="memory learning failed: disk full"))
+    shown(StatusEvent(kind="retrying", message="m: HTTP 503; retrying in 0.50s"))
+    shown(StatusEvent(kind="recall", message="recalled matching messages from past sessions"))
+    assert err.getvalue().splitlines() == [
+        "compacting 3 earlier messages (~5,464 tokens)",  # was "compacting: compacting …"
+        "memory learning failed: disk full",
+        "retrying: m: HTTP 503; retrying in 0.50s",  # a message that does not say it: named
+        "recall: recalled matching messages from past sessions",
+    ]
+
+
 def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:
     from loopwright.cli.answer import AnswerStream, split_finished
 

@@ -385,3 +385,37 @@ def test_every_stop_reason_has_an_exit_code() -> None:
 
     assert set(get_args(StopReason)) <= set(EXIT_CODES)
     assert len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+
+
+LATIN_1 = "Résumé: café".encode("latin-1")
+
+
+@pytest.mark.parametrize(("source", "named"), [("--prompt-file", "task.txt"),
+                                               ("-", "stdin"), ("--system", "rules.txt")])
+def test_text_that_is_not_utf8_is_one_line_naming_where_it_came_from(
+        tmp_path: Path, source: str, named: str) -> None:
+    """A Latin-1 file or pipe was a rich traceback (--prompt-file, --system @FILE) or an
+    "unexpected UnicodeEncodeError" once the run had started (stdin)."""
+    (tmp_path / named).write_bytes(LATIN_1)
+    args = {"--prompt-file": ["--prompt-file", named], "-": ["-"],
+            "--system": ["hi", "--system", f"@{named}"]}[source]
+    stdin = LATIN_1 if source == "-" else b""
+    with FakeModelServer([], strict=False) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "run", *args, "--model", "m", "--base-url",
+             server.base_url], cwd=tmp_path, env=cli_env(tmp_path, COLUMNS="200"),
+            input=stdin, capture_output=True, timeout=60)
+        assert not server.model_requests
+    err = " ".join(done.stderr.decode().replace("│", " ").split())
+    assert done.returncode == 2, err
+    assert (f"{named} is not UTF-8 text (byte 0xe9 at offset 1): convert it, e.g. iconv -f "
+            "latin1 -t utf-8") in err
+    assert "Traceback" not in err and "Unicode" not in err
+
+
+def test_a_utf8_prompt_file_with_a_byte_order_mark_is_read_without_it(tmp_path: Path) -> None:
+    (tmp_path / "task.txt").write_bytes("\ufeffSay hi".encode())
+    with FakeModelServer([Reply("hi")]) as server:
+        done = run_against(server, "--prompt-file", "task.txt", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert server.model_requests[0].body["messages"][-1]["content"] == "Say hi"

@@ -19,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.local import DEFAULT_MODEL
+from loopwright.local.server import xllamacpp_importable
+from loopwright.local.weights import model_spec, models_dir, weights_present
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from shared_helpers import cli_env, require_component
 
 TMUX = shutil.which("tmux")
+MODELS_DIR = models_dir()  # at import: an autouse fixture points XDG_CACHE_HOME elsewhere
 
 
 class Pane:
@@ -37,15 +41,16 @@ class Pane:
                               capture_output=True, text=True, timeout=30).stdout
 
     def start(self, args: list[str], *, cwd: Path, width: int = 80, height: int = 30,
-              shell: bool = False, **extra_env: str) -> None:
-        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`)."""
+              shell: bool = False, after: float = 0.0, **extra_env: str) -> None:
+        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`). `after`:
+        seconds before the command starts, the terminal in its own mode with no reader."""
         env = cli_env(cwd, TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
         env.pop("NO_COLOR", None)
         env.update(extra_env, PS1="$ ")
         exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()
                            if key.isidentifier())
         loopwright = f"{shlex.quote(sys.executable)} -m loopwright {shlex.join(args)}"
-        command = f"env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
+        command = f"sleep {after}; env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
         if shell:
             command = f"env -i {exports} bash --norc --noprofile -i"
         self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "-c",
@@ -338,6 +343,31 @@ def test_ctrl_d_typed_while_the_answer_is_still_printing_ends_the_chat(pane: Pan
     assert "completed · 1 turn · " in shown  # the run finished first, then Ctrl-D was read
 
 
+def test_ctrl_d_typed_while_the_chat_starts_ends_it_at_the_first_prompt(pane: Pane,
+                                                                       tmp_path: Path) -> None:
+    """Typed before the chat holds the terminal, Ctrl-D is the kernel's end-of-file in its
+    canonical mode: once the mode is switched it would be a NUL byte, which the prompt ignores."""
+    with FakeModelServer([], strict=False) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, after=1.0)
+        pane.keys("C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert "loopwright chat · fake-model at" in shown and not server.model_requests
+
+
+def test_a_line_typed_while_the_chat_starts_is_its_first_message(pane: Pane,
+                                                                 tmp_path: Path) -> None:
+    """A line and a Ctrl-D typed ahead: the line is sent, once, then the Ctrl-D ends the chat."""
+    with FakeModelServer([Reply("Hello there.")]) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path, after=1.0)
+        pane.type("say hello")
+        pane.keys("Enter", "C-d")
+        shown = pane.wait_text("[exit 0]")
+    assert server.model_requests[0].body["messages"][-1]["content"] == "say hello"
+    assert "Hello there." in shown and "completed · 1 turn · " in shown
+
+
 def test_a_message_typed_ahead_while_the_answer_prints_is_the_next_prompt(pane: Pane,
                                                                          tmp_path: Path) -> None:
     """Text and Enter typed before the prompt is back are sent as the next message, once, and are
@@ -381,6 +411,66 @@ def test_keys_typed_before_an_approval_do_not_answer_it_and_go_to_the_next_promp
     assert server.model_requests[-1].body["messages"][-1]["content"] == "yes please"
 
 
+def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
+        pane: Pane, tmp_path: Path) -> None:
+    """The question leaves the cursor after "Allow? …: "; the note the Ctrl-C prints went on
+    that line, glued to the terminal's "^C"."""
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})])]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Clean up")
+        pane.keys("Enter")
+        pane.wait_text("Allow?")
+        pane.keys("C-c")
+        shown = pane.wait_text("cancelled")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    lines = shown.splitlines()
+    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
+    assert lines[question].rstrip().endswith("(this session): ^C")
+    assert lines[question + 1].startswith("cancelling… (press Ctrl-C again to quit at once)")
+    assert (tmp_path / "build").is_dir()
+
+
+def test_ctrl_d_at_an_approval_question_declines_it_and_ends_its_line(pane: Pane,
+                                                                      tmp_path: Path) -> None:
+    """An end of input answers "no" and types no Enter: what follows went on the question's
+    line."""
+    (tmp_path / "build").mkdir()
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})]), Reply("Kept it.")]
+    with FakeModelServer(script) as server:
+        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
+                   cwd=tmp_path)
+        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+        pane.type("Clean up")
+        pane.keys("Enter")
+        pane.wait_text("Allow?")
+        pane.keys("C-d")
+        shown = pane.wait_text("Kept it.")
+        pane.keys("C-d")
+        pane.wait_text("[exit 0]")
+    lines = shown.splitlines()
+    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
+    assert lines[question].rstrip().endswith("(this session):")
+    assert lines[question + 1].startswith("approval: bash (recursive delete): denied")
+    assert (tmp_path / "build").is_dir()
+
+
+@pytest.mark.parametrize(("command", "protocol"), [(["acp"], "Agent Client Protocol"),
+                                                 (["mcp-server"], "MCP")])
+def test_a_protocol_server_started_by_hand_says_what_it_waits_for(
+        pane: Pane, tmp_path: Path, command: list[str], protocol: str) -> None:
+    """Started in a terminal, it sat silent, then answered a typed line with a traceback."""
+    pane.start([*command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], cwd=tmp_path)
+    shown = pane.wait_text(f"waiting for {protocol} messages on stdin")
+    assert "typed lines are not prompts. Ctrl-D stops" in " ".join(shown.split())
+    pane.keys("C-d")  # as said: the end of input ends it (mcp-server's stdio reader ignores Ctrl-C)
+    pane.wait_text("[exit 0]")
+
+
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
         pane: Pane, tmp_path: Path) -> None:
     """The shell puts its own cooked mode on the terminal while the chat is stopped; the chat
@@ -408,3 +498,22 @@ def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
     assert shown.count("completed ·") == 2  # the second run finished, then Ctrl-D was read
     assert server.model_requests[-1].body["messages"][-1]["content"] == "and run the tests"
     assert shown.count("and run the tests") == 1  # on its prompt line only, not echoed
+
+
+@pytest.mark.real_model
+@pytest.mark.timeout(300)
+def test_chat_local_shows_a_spinner_while_llamacpp_loads_the_model(pane: Pane,
+                                                                    tmp_path: Path) -> None:
+    """Loading the 1.5B takes seconds: the screen says what is going on instead of staying blank,
+    and the spinner is gone once the model is ready."""
+    require_component(weights_present(model_spec(DEFAULT_MODEL), MODELS_DIR)
+                      and xllamacpp_importable(),
+                      "--local needs llama.cpp and the 1.5B weights: pip install -e '.[local]' "
+                      "&& python -m loopwright.testing.llamacpp fetch --model 1.5b")
+    pane.start(["chat", "--local"], cwd=tmp_path, LOOPWRIGHT_MODELS_DIR=str(MODELS_DIR))
+    loading = pane.wait_text("starting Qwen2.5-Coder-1.5B-Instruct Q4_K_M on llama.cpp")
+    assert "ready on llama.cpp" not in loading
+    pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
+    pane.keys("C-d")
+    shown = pane.wait_text("[exit 0]")
+    assert "ready on llama.cpp in " in shown and "starting Qwen" not in shown

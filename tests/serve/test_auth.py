@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -143,6 +144,7 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
                 if "serving on" in lines[-1]:
                     break
             assert any("new server token written to" in line for line in lines), lines
+            assert not any("warning" in line for line in lines), lines  # the model works
             match = re.search(r"serving on (http://127\.0\.0\.1:\d+/)\?token=(\S+)", lines[-1])
             assert match, lines
             url, token = match.groups()
@@ -154,6 +156,42 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
             server.send_signal(signal.SIGINT)
             server.wait(30)
     assert server.returncode == 0
+
+
+@pytest.mark.parametrize("where", ["taken", "not ours"])
+def test_an_address_serve_cannot_listen_on_is_one_line_not_a_traceback(tmp_path: Path,
+                                                                       where: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken, FakeModelServer([]) as fake:
+        host, port = (("127.0.0.1", taken.getsockname()[1]) if where == "taken"
+                      else ("192.0.2.1", 8765))  # TEST-NET-1: no interface of this machine has it
+        server = _serve("--host", host, "--port", str(port), "--token", "t" * 32, "--model",
+                        "m", "--base-url", fake.base_url, "--api-key", "test")
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 1
+    reason = "address already in use" if where == "taken" else "cannot assign requested address"
+    assert err == (f"loopwright: cannot listen on {host}:{port}: {reason}; pass --host and "
+                   "--port with an address of this machine that is free (--port 0: any)\n")
+
+
+def test_a_default_model_that_cannot_work_is_a_warning_at_start(tmp_path: Path) -> None:
+    """As `run` and `chat` say before their first request, but the server still starts: a run
+    may name a model of its own, and a model server may come up after this one."""
+    from shared_helpers import cli_env
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "loopwright", "serve", "--port", "0", "--model",
+         "anthropic:claude-sonnet-4-5", "--token", "t" * 32], cwd=tmp_path,
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=cli_env(tmp_path))
+    try:
+        assert server.stderr is not None
+        lines = [server.stderr.readline() for _ in range(2)]
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    assert lines[0] == ("loopwright: warning: no API key for anthropic: set ANTHROPIC_API_KEY (or "
+                        "LOOPWRIGHT_API_KEY), or pass --api-key; a run that names no model of "
+                        "its own will fail until it is fixed\n")
+    assert lines[1].startswith("loopwright: serving on http://127.0.0.1:")
 
 
 def test_two_servers_starting_at_once_share_the_token_one_of_them_wrote(

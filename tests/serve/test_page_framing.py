@@ -91,3 +91,27 @@ def test_the_page_runs_under_its_policy_without_violations(
         assert page.query_selector("pre code") is not None  # the Markdown was rendered
         assert page.evaluate("() => window.violations") == []
         assert page.evaluate("() => document.querySelectorAll('script:not([src])').length") == 0
+
+
+@pytest.mark.parametrize("path", ["/", "/docs"])
+def test_the_page_and_the_api_page_load_without_a_console_error(
+        make_server: MakeServer, browser: Any, path: str) -> None:
+    """A browser asks for an icon on its own: without one the console of every fresh page showed
+    the 404 of `/favicon.ico`."""
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text)
+                    if message.type == "error" else None)
+            page.goto(f"{served.url}/?token={TOKEN}")  # the printed link: sets the cookie
+            page.goto(f"{served.url}{path}")
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(500)  # the icon is asked for after the load
+            icon = page.evaluate("() => document.querySelector('link[rel=icon]')?.href")
+        finally:
+            context.close()
+    assert errors == []
+    assert icon == f"{served.url}/static/icon.svg"

@@ -28,6 +28,7 @@ from loopwright.acp.updates import (
     plan_from_todos,
     proposed_change,
 )
+from loopwright.errors import LoopwrightError
 from loopwright.events import (
     DoneEvent,
     Event,
@@ -91,6 +92,7 @@ class AcpSession:
         self._todos: dict[str, Any] = {}
         self._text_sent = False
         self._turn = False  # a prompt is being answered (set before its first await)
+        self._provider_checked = False
 
     # -- what the permission callback asks of the session --
 
@@ -115,9 +117,16 @@ class AcpSession:
 
     async def _answer(self, text: str) -> PromptResponse:
         if text.startswith("/") and text[1:].split(" ", 1)[0] in COMMANDS:
-            await self._say(await self._command(text[1:].split(" ", 1)[0]))
+            try:
+                answer = await self._command(text[1:].split(" ", 1)[0])
+            except LoopwrightError as exc:  # `/model` with no provider to name
+                raise self._failed(str(exc)) from None
+            await self._say(answer)
             return PromptResponse(stop_reason="end_turn")
         assert self.agent is not None
+        if not self._provider_checked:  # checked again next time until it passes
+            await self._check_provider(self.agent)
+            self._provider_checked = True
         self._text_sent = False
         self._pump = self._pump or asyncio.create_task(self._send_updates())
         self._handle = await self.agent.start(text, extra_callback=self._queue.put_nowait,
@@ -125,9 +134,23 @@ class AcpSession:
         result = await self._handle.task
         await self.flush()
         if result.stop_reason == "error":
-            raise RequestError.internal_error({"session_id": self.id,
-                                               "error": result.error or "the run failed"})
+            raise self._failed(result.error or "the run failed")
         return PromptResponse(stop_reason=_STOPS.get(result.stop_reason, "end_turn"))
+
+    async def _check_provider(self, agent: Agent) -> None:
+        """What `loopwright run` checks before its first request (a key, a server that answers
+        and accepts it, the model among those it serves): a run that could never work fails
+        at once with the fix, not after its retries."""
+        from loopwright.endpoints.probe import preflight
+
+        try:
+            await preflight((await agent.providers())[0])
+        except LoopwrightError as exc:
+            raise self._failed(str(exc)) from None
+
+    def _failed(self, why: str) -> RequestError:
+        # An editor shows the error's message, and maybe not its data: the reason goes there
+        return RequestError(RequestError.internal_error().code, why, {"session_id": self.id})
 
     def cancel(self) -> None:
         if self._handle is not None:

@@ -3,7 +3,7 @@
 The editor starts this command (docs/editors.md has Zed's settings); stdout carries the
 protocol alone, notes go to stderr. The flags are `run`'s, less those an editor decides (the
 directory comes with each session, approvals go to the editor, sessions are resumed with
-`session/load`).
+`session/load`) and those of a terminal's display (`--output-lines`, `--verbose`).
 """
 
 import asyncio
@@ -14,7 +14,9 @@ import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 
-EXCLUDED = ("resume", "continue_last", "workdir", "show_reasoning", "yes")
+# what a terminal shows (no terminal here), and what the editor decides per session
+EXCLUDED = ("resume", "continue_last", "workdir", "show_reasoning", "yes", "output_lines",
+            "verbose")
 
 
 @with_agent_flags(exclude=EXCLUDED)
@@ -31,4 +33,15 @@ def acp_command(*, flags: AgentFlags) -> None:
             typer.echo(f"loopwright: acp speaks over pipes; {name} is a file (an editor starts "
                        "this command with pipes: see docs/editors.md)", err=True)
             raise typer.Exit(2)
-    asyncio.run(serve_stdio(flags.agent_options()))
+    from loopwright.cli.local import local_provider
+    from loopwright.cli.setup import check_model_prefix, note_when_started_by_hand
+    from loopwright.errors import ConfigError
+
+    note_when_started_by_hand("Agent Client Protocol", "an editor (Zed, JetBrains, Neovim)")
+    try:
+        check_model_prefix(flags.model, flags.base_url)  # the rest is checked per session
+        with local_provider(flags.local, flags.agent_options()) as options:
+            asyncio.run(serve_stdio(options))
+    except ConfigError as exc:  # --local: llama.cpp missing, the weights not to be had
+        typer.echo(f"loopwright: {exc}", err=True)
+        raise typer.Exit(6) from None

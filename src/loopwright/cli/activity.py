@@ -94,6 +94,7 @@ class Activity:
         self._batch_open = False
         self._spinners: dict[str, Spinner] = {}  # kept, so each one keeps animating
         self._paused = 0
+        self._after_question = False  # the cursor is where a prompt's question left it
 
     # -- what runs --
 
@@ -172,6 +173,9 @@ class Activity:
     def print(self, renderable: Any) -> None:
         """A permanent line above the running ones (through the live region when it is up)."""
         soft = not self.live_enabled
+        if self._after_question:  # a line of its own, not the end of "Allow? …: ^C"
+            self._after_question = False
+            self.console.print()
         if self._live is not None:
             self._live.console.print(renderable, soft_wrap=soft)
         else:
@@ -184,9 +188,11 @@ class Activity:
         """No live region while inside (a prompt is asking the user something)."""
         self._paused += 1
         self._refresh()
+        self._after_question = True
         try:
             yield
         finally:
+            self._after_question = False  # answered: its Enter ended the line
             self._paused -= 1
             self._refresh()
 

@@ -97,7 +97,11 @@ async def ask_line(prompt: str, *, stdin: TextIO, out: TextIO) -> str | None:
     lock = _locks.setdefault(loop, asyncio.Lock())
     async with lock:
         with _screen[0](), line_mode():
-            return await _ask(prompt, stdin=stdin, out=out, loop=loop)
+            line = await _ask(prompt, stdin=stdin, out=out, loop=loop)
+        if line is None:  # Ctrl-D: no Enter ended the question's line
+            out.write("\n")
+            out.flush()
+        return line
 
 
 async def _ask(prompt: str, *, stdin: TextIO, out: TextIO, loop: asyncio.AbstractEventLoop

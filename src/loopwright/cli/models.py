@@ -101,14 +101,27 @@ def _row(role: str, info: WindowInfo) -> dict[str, Any]:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
+    """A table where it fits; narrower, one block per provider, so that no URL or model name is
+    cut to "…"."""
+    from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     from loopwright.cli.inert import InertConsole as Console  # a server names its models
 
+    console = Console()
     table = Table(title="Providers and context windows")
     for column in ("role", "provider", "model", "base URL", "window", "source"):
         table.add_column(column, justify="right" if column == "window" else "left")
     for row in rows:
         table.add_row(row["role"], row["provider"], row["model"], row["base_url"],
                       f"{row['tokens']:,}", row["source"])
-    Console().print(table)
+    unbounded = console.options.update_width(10_000)  # the width it would take, not the screen's
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+        return
+    for row in rows:
+        console.print(Text.assemble((row["role"], "bold"), f" · {row['provider']}"))
+        for label, value in (("model", row["model"]), ("base URL", row["base_url"]),
+                             ("window", f"{row['tokens']:,} ({row['source']})")):
+            console.print(f"  {label:<9}{value}", markup=False, overflow="fold")

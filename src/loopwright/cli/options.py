@@ -175,11 +175,42 @@ def text_or_file(value: str | None, flag: str) -> str | None:
     """`@path` reads the file; anything else is the text itself."""
     if value is None or not value.startswith("@"):
         return value
+    return read_text_file(value[1:], flag)
+
+
+def read_text_file(path: str | Path, flag: str) -> str:
+    """A file's text for `flag`: a usage error naming the file when it cannot be read, or is
+    not UTF-8 (an editor's byte order mark is left out)."""
     try:
-        return Path(value[1:]).expanduser().read_text(encoding="utf-8")
+        data = Path(path).expanduser().read_bytes()
     except OSError as exc:
-        raise typer.BadParameter(f"cannot read {value[1:]}: {exc.strerror}",
-                                 param_hint=flag) from exc
+        raise typer.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint=flag) from exc
+    return utf8_text(data, str(path), flag)
+
+
+def utf8_text(data: bytes, source: str, flag: str) -> str:
+    """`data` as text; not UTF-8 (a Latin-1 file, a pipe from a legacy tool) is a usage error
+    saying where, not a traceback or a run failing later on the text."""
+    try:
+        return decode_utf8(data, source)
+    except NotUtf8 as exc:
+        raise typer.BadParameter(f"{exc}: {CONVERT_TO_UTF8}", param_hint=flag) from None
+
+
+class NotUtf8(ValueError):
+    """Input that is not UTF-8 text; the message says where and at which byte."""
+
+
+CONVERT_TO_UTF8 = "convert it, e.g. iconv -f latin1 -t utf-8"
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """`data` as text (an editor's byte order mark left out), else `NotUtf8` naming `source`."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8(f"{source} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                      f"{exc.start})") from None
 
 
 def _session_flag(resume: str | None, continue_last: bool, workdir: Path | None,

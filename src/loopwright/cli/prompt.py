@@ -21,6 +21,8 @@ from prompt_toolkit.input.typeahead import store_typeahead
 from prompt_toolkit.input.vt100_parser import Vt100Parser
 from prompt_toolkit.key_binding import KeyBindings, KeyPress
 
+from loopwright.cli.options import CONVERT_TO_UTF8, NotUtf8, decode_utf8
+from loopwright.cli.render import say
 from loopwright.cli.typeahead import prompt_reads, take_pending
 
 PROMPT = "› "
@@ -37,8 +39,20 @@ class LineInput:
     interactive = False
     warning: str | None = None
 
+    def __init__(self) -> None:
+        self._read = 0  # lines, for the note on one that is not UTF-8
+
     async def read(self) -> str | None:
-        """The next message, or None at end of input."""
+        """The next message, or None at end of input; a line that is not UTF-8 is skipped with
+        a note (decoded by the locale it would reach the model and the store as garbage)."""
+        piped = getattr(sys.stdin, "buffer", None)
+        while piped is not None:
+            raw = piped.readline()
+            self._read += 1
+            try:
+                return decode_utf8(raw, f"line {self._read} of stdin") if raw else None
+            except NotUtf8 as exc:
+                say(f"{exc}: skipped; {CONVERT_TO_UTF8}")
         line = sys.stdin.readline()
         return line if line else None
 

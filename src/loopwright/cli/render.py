@@ -224,7 +224,7 @@ class TerminalRenderer:
             if event.kind == "turn_diff" and isinstance(event.data.get("diff"), str):
                 self._diff(event.message, event.data["diff"], event.agent)
             else:
-                self.note(f"{event.kind}: {event.message}", agent=event.agent)
+                self.note(_status_line(event.kind, event.message), agent=event.agent)
 
     def note(self, text: str, *, agent: str = "", style: str = "dim", flat: bool = True) -> None:
         """A note on stderr, never cut: on a terminal it wraps at word boundaries to the width,
@@ -315,3 +315,10 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _status_line(kind: str, message: str) -> str:
+    """`kind: message`, or the message alone where its first word says the kind already
+    ("compacting 3 earlier messages…", not "compacting: compacting 3 earlier messages…")."""
+    first = message.split(" ", 1)[0].lower()
+    return message if first == kind.split("_", 1)[0] else f"{kind}: {message}"

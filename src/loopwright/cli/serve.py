@@ -6,12 +6,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from loopwright.cli.options import AgentFlags, with_agent_flags
 from loopwright.serve import DEFAULT_APPROVAL_TIMEOUT
+
+if TYPE_CHECKING:
+    import socket
 
 DEFAULT_PORT = 8765
 _EXIT_CONFIG = 6  # as `loopwright run`: a configuration error
@@ -95,6 +98,8 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
 
     from loopwright.serve.app import ServeOptions, create_app
 
+    listening = _listen(host, port)
+    _warn_if_the_model_cannot_work(agent_options)
     app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
                                   approval_timeout=approval_timeout,
                                   output_types=output_types, batches=list(batches)))
@@ -110,16 +115,57 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
                                      " (send the token as 'Authorization: Bearer …')"))
         _say(f"API: {link}docs — Ctrl-C stops")
 
-    _run_with_notice(server, started)
+    _run_with_notice(server, started, listening)
 
 
-def _run_with_notice(server: Any, started: Any) -> None:
+def _warn_if_the_model_cannot_work(agent_options: dict[str, Any]) -> None:
+    """`run`'s check before its first request (`preflight`), as a warning: a run may name a
+    model of its own, and a model server may start after this one."""
+    import asyncio
+
+    from loopwright.agent import Agent
+    from loopwright.cli.setup import check_provider
+    from loopwright.endpoints.base import close_shared_client
+    from loopwright.errors import LoopwrightError
+
+    async def check() -> None:
+        agent = Agent(**{**agent_options, "store": False})
+        try:
+            await check_provider(agent)
+        finally:
+            await agent.aclose()
+            await close_shared_client()
+
+    try:
+        asyncio.run(check())
+    except LoopwrightError as exc:
+        _say(f"warning: {str(exc).rstrip('.')}; a run that names no model of its own will fail "
+             "until it is fixed")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound here: uvicorn would log the failure and exit from inside its
+    task, which prints a traceback for a port in use."""
+    import os
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        _say(f"cannot listen on {host}:{port}: {reason}; pass --host and --port "
+             "with an address of this machine that is free (--port 0: any)")
+        raise typer.Exit(1) from None
+
+
+def _run_with_notice(server: Any, started: Any, listening: socket.socket) -> None:
     """Run uvicorn and call `started()` once it listens (uvicorn has no hook for that)."""
     import asyncio
     import contextlib
 
     async def main() -> None:
-        task = asyncio.ensure_future(server.serve())
+        task = asyncio.ensure_future(server.serve(sockets=[listening]))
         while not server.started and not task.done():
             await asyncio.sleep(0.02)
         if server.started:

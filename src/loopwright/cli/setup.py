@@ -1,5 +1,5 @@
 """Before the first request: check the provider (`preflight`) and describe the set-up in one line
-(the banner `chat` prints)."""
+(the banner `chat` prints); say what a protocol server started by hand in a terminal waits for."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ async def check_provider(agent: Agent) -> Resolved:
     """The primary provider, after `preflight` found it usable (else `ConfigError`, exit 6)."""
     from loopwright.endpoints.probe import preflight
 
+    check_model_prefix(agent.settings.model, agent.settings.base_url)
     primary = (await agent.providers())[0]
     await preflight(primary)
     return primary
@@ -89,3 +90,15 @@ def _typos(a: str, b: str) -> int:
             row.append(cost)
         rows.append(row)
     return rows[-1][-1]
+
+
+def note_when_started_by_hand(protocol: str, client: str) -> None:
+    """On a terminal's stdin a protocol server (`acp`, `mcp-server`) waits in silence and answers
+    the first line a person types with a parse error: say what it waits for."""
+    import sys
+
+    if sys.stdin.isatty():
+        from loopwright.cli.render import say
+
+        say(f"waiting for {protocol} messages on stdin: {client} starts this command and talks "
+            "to it (docs/editors.md); typed lines are not prompts. Ctrl-D stops")

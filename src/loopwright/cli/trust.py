@@ -58,6 +58,11 @@ def _trust(store: TrustStore, project: Path) -> None:
     from loopwright.errors import ConfigError
     from loopwright.trust import LOOSENING, PROJECT_FILE, project_content, project_digest
 
+    if not project.is_dir():
+        where = (f"{project} is a file: trust the directory it is in (loopwright trust "
+                 f"{project.parent})" if project.exists() else f"there is no directory {project}")
+        typer.echo(f"loopwright: {where}", err=True)
+        raise typer.Exit(EXIT_NOTHING)
     content = project_content(project)
     data: bytes | None = None
     table: dict[str, object] = {}

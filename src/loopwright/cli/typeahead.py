@@ -59,7 +59,7 @@ def hold_keys(enabled: bool = True) -> Iterator[None]:
     held[0] &= ~termios.ICRNL  # Enter stays "\r", as prompt_toolkit reads it in raw mode
     held[3] &= ~(termios.ICANON | termios.ECHO | termios.IEXTEN)
     held[6][termios.VMIN], held[6][termios.VTIME] = 1, 0
-    hold = _Hold(fd, own, held, wanted=held)
+    hold = _Hold(fd, own, held, wanted=held, pending=_typed_while_starting(fd))
     # TCSANOW, never TCSAFLUSH: keys typed before the chat started are kept too
     termios.tcsetattr(fd, termios.TCSANOW, held)
     _holds.append(hold)
@@ -69,6 +69,20 @@ def hold_keys(enabled: bool = True) -> Iterator[None]:
     finally:
         _holds.remove(hold)
         _set(hold, hold.own)
+
+
+def _typed_while_starting(fd: int) -> bytearray:
+    """The lines typed before the hold, read in the terminal's own mode: there a Ctrl-D at the
+    start of a line is an end-of-file, which the switch to the held mode would turn into a NUL
+    byte the prompt ignores. Read now, it is kept as the Ctrl-D key for the first prompt."""
+    typed = bytearray()
+    while select.select([fd], [], [], 0)[0]:
+        line = os.read(fd, 4096)
+        if not line:
+            typed += b"\x04"  # it ends the chat: what was typed after it stays queued
+            break
+        typed += line
+    return typed
 
 
 def release() -> None:

@@ -155,6 +155,7 @@ def docs_page(document: dict[str, Any]) -> str:
     info = document["info"]
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>loopwright serve API</title>"
+        "<link rel='icon' href='/static/icon.svg' type='image/svg+xml'>"
         "<link rel='stylesheet' href='/static/style.css'></head><body class='docs'>"
         f"<h1>{html.escape(info['title'])} {html.escape(info['version'])}</h1>"
         f"<p>{html.escape(info['description'])} Machine-readable: "
