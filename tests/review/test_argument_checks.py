@@ -118,6 +118,12 @@ async def test_with_the_checks_off_the_call_is_still_refused_without_an_event(
         assert read.startswith("Error: ")
 
 
+async def test_the_checks_run_and_cost_nothing_with_the_budget_spent() -> None:
+    events, read, _ = await run_one("gpt-4.1", BAD["a copied placeholder"][0], review_budget=0)
+    assert [(e.check, e.applied, e.budget_left) for e in events] == [("bad_arguments", True, 0)]
+    assert "placeholder" in read
+
+
 async def test_review_off_names_each_check() -> None:
     events, _, _ = await run_one("gpt-4.1", BAD["unknown tool"][0], review_off=["unknown_tool"])
     assert not events
