@@ -106,7 +106,7 @@ class ToolExecutor:
         request: str = "",
     ) -> list[ToolOutcome]:
         """Run `calls`; `intercepted` maps call ids to an error the review stage already decided
-        on; `prepared` holds the calls the review stage already prepared (`Preparation`): they
+        on; `prepared` holds the calls the review stage already prepared (`preparer`): they
         are not parsed or validated again. `request` is the user's request: the examples in
         argument errors take values from it."""
         intercepted = intercepted or {}
@@ -119,8 +119,11 @@ class ToolExecutor:
             # reply may reuse a call id); a refusal it turned into a skip keeps its own data
             if item is None or item.call is not call or (blocked is not None and not (
                     isinstance(item, ToolOutcome) and item.content == blocked)):
-                item = await self._prepare(call, truncated=truncated, blocked=blocked,
-                                           request=request)
+                if blocked is not None and not _cut_off(call, truncated):  # a cut call says so
+                    item = ToolOutcome(call=call, content=blocked, is_error=True,
+                                       data={"intercepted": True})
+                else:
+                    item = await self.prepare(call, truncated=truncated, request=request)
             if on_call is not None:
                 on_call(call, item.arguments if isinstance(item, PreparedCall) else call.arguments)
             items.append(item)
@@ -157,13 +160,6 @@ class ToolExecutor:
         if self.resolver is not None:
             return self.resolver(name)
         return self.registry.get(name)
-
-    async def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None,
-                       request: str) -> PreparedCall | ToolOutcome:
-        if blocked is not None and not _cut_off(call, truncated):
-            return ToolOutcome(call=call, content=blocked, is_error=True,
-                               data={"intercepted": True})
-        return await self.prepare(call, truncated=truncated, request=request)
 
     async def prepare(self, call: ToolCall, *, truncated: bool = False, request: str = "",
                       into: dict[str, PreparedCall | ToolOutcome] | None = None
