@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright import messages
+from loopwright import messages, notes
 from loopwright.arguments import ArgumentsError, parse_arguments
 from loopwright.errors import ConfigError, RunCancelled
 from loopwright.messages import Message, ModelRequest
@@ -53,12 +53,6 @@ using the transcript of its work as evidence. Reply with one JSON object and not
 
 Judge only against the rubric; do not invent requirements."""
 
-REVISION_NOTE = """\
-A reviewer checked your answer against the rubric and asked for a revision:
-
-{feedback}
-
-Fix these points (use tools if you need to), then give your complete final answer again."""
 
 _TRANSCRIPT_LIMIT = 24_000
 _ANSWER_LIMIT = 12_000
@@ -142,7 +136,7 @@ class _GradedRun(LoopPlugin):
         if not revise:
             return None
         grade.revisions += 1
-        return REVISION_NOTE.format(feedback=feedback or "(no details given)")
+        return notes.render(notes.REVISION, feedback=feedback or "(no details given)")
 
     async def on_run_end(self, run: RunView, result: RunResult) -> None:
         if self.grade.rounds == 0:

@@ -25,8 +25,10 @@ numbers are written beside the code.
     11  store the reply      its call arguments as valid JSON (`{}` for a tool without any)
     12  no calls             refusal, auto-continue after a cut, or an answer (16)
     13  review the calls     the review stage's calls checks (copies in one reply, the per-reply
-                             limit, the doom loop); verdicts applied in `_apply_review`
-    14  execute              tools/execute.py: gates, approval, sandbox, output bounds
+                             limit, the doom loop, unknown tools, bad arguments); verdicts
+                             applied in `_apply_review`
+    14  execute              tools/execute.py: gates, approval, sandbox, output bounds; a call
+                             the checks prepared runs with the arguments they validated
     15  append results       each as soon as it (and every one before it) is in, the budget
                              warning on the last one; on_results (list order) at once: the
                              recorder makes them durable; then after_tools (list order): the
@@ -47,7 +49,7 @@ import asyncio
 import dataclasses
 import logging
 import typing
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from loopwright import messages, notes
@@ -83,7 +85,7 @@ from loopwright.review.fallback import fallback_answer, is_answer, without_unrun
 from loopwright.review.verdicts import Verdict
 from loopwright.review.view import ReviewView
 from loopwright.run_state import Answer, Next, RunAgain, RunState, Stop
-from loopwright.tools.execute import ToolOutcome
+from loopwright.tools.execute import PreparedCall, ToolOutcome
 from loopwright.tools.schema_echo import without_ignored_arguments
 from loopwright.wire.stream import DeltaListener
 
@@ -220,11 +222,14 @@ async def turn(run: RunState) -> Next:
     if last_round:
         _close_calls(run, calls, notes.text(notes.NOT_RUN_TURN_LIMIT))
         return Stop("max_turns", f"reached max_turns ({s.max_turns})")
-    verdicts = await run.review.review_calls(  # 13
-        _view(run, calls=calls, offered=offered, truncated=truncated)) \
+    # each call prepared once: by the argument checks when they run, else by the executor
+    prepared: dict[str, PreparedCall | ToolOutcome] = {}
+    verdicts = await run.review.review_calls(_view(  # 13
+        run, calls=calls, offered=offered, truncated=truncated,
+        prepare=s.executor.preparer(prepared, truncated=truncated, request=run.request))) \
         if run.review.call_checks else []
     review = _apply_review(run, verdicts)
-    await _execute(run, calls, review.skipped, truncated=truncated)  # 14, 15
+    await _execute(run, calls, review.skipped, prepared, truncated=truncated)  # 14, 15
     for plugin in run.hooks.after_tools:
         await plugin.after_tools(run)
     if review.stop is not None:
@@ -385,7 +390,9 @@ def _apply_review(run: RunState, verdicts: list[Verdict], *, answer: bool = Fals
 
 
 def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = None,
-          offered: list[ToolSpec] | None = None, truncated: bool = False) -> ReviewView:
+          offered: list[ToolSpec] | None = None, truncated: bool = False,
+          prepare: Callable[[ToolCall], Awaitable[PreparedCall | ToolOutcome]] | None = None
+          ) -> ReviewView:
     names, schemas = run.tool_schemas(run.offered if offered is None else offered)
     # the history itself, not a copy: the checks read it while the run awaits them
     return ReviewView(answer=answer, raw=run.reply_raw, calls=calls or (),
@@ -394,11 +401,13 @@ def _view(run: RunState, *, answer: str = "", calls: list[ToolCall] | None = Non
                       workdir=run.settings.workdir,
                       turn=run.turn, max_turns=run.settings.max_turns, tools_off=run.tools_off,
                       truncated=truncated, unreadable=run.reply_unreadable,
-                      budget_left=run.review.budget_left, call_opening=run.call_opening)
+                      budget_left=run.review.budget_left, call_opening=run.call_opening,
+                      prepare=prepare)
 
 
 
-async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str], *,
+async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, str],
+                   prepared: dict[str, PreparedCall | ToolOutcome], *,
                    truncated: bool) -> list[ToolOutcome]:
     """Steps 14-15: run the batch; each result is appended (in call order) as soon as it and
     every result before it are in, and made durable before anything else happens."""
@@ -423,7 +432,7 @@ async def _execute(run: RunState, calls: list[ToolCall], intercepted: dict[str, 
                 await plugin.on_results(run, appended)
 
     batch = run.settings.executor.run_batch(
-        calls, run.tool_context, truncated=truncated, intercepted=intercepted,
+        calls, run.tool_context, truncated=truncated, intercepted=intercepted, prepared=prepared,
         on_call=on_call if listened else None, on_outcome=on_outcome, request=run.request)
     try:
         outcomes: list[ToolOutcome] = await run.interruptible(batch)

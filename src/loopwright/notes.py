@@ -230,6 +230,16 @@ FORMAT_CORRECTION = register("format_correction", (
     "<tool_call> blocks."))
 FALLBACK = register("fallback", (
     f"{FALLBACK_HEAD} The run ended ({{reason}}) before the model wrote an answer{{rest}}"))
+# the rubric grader's request for a revision (grading.py)
+REVISION = register("revision", (
+    "A reviewer checked your answer against the rubric and asked for a revision:\n\n"
+    "{feedback}\n\nFix these points (use tools if you need to), then give your complete final "
+    "answer again."))
+# structured output that did not validate (output/plugin.py; `how`: call the final tool, or
+# reply with only the JSON object)
+OUTPUT_INVALID = register("output_invalid", (
+    "Your final answer is not valid:\n{problems}\n{how}, matching this JSON schema exactly: "
+    "{schema}"))
 # Reminders (context/reminders.py) and results of calls that never finished
 FILE_DELETED = register("file_deleted", "{path} was deleted after you read it.")
 FILE_CHANGED = register("file_changed", (

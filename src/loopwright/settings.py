@@ -34,6 +34,27 @@ class TextOrPath:
     """A setting given as text or a path (`os.PathLike`), kept as text."""
 
 
+REVIEW_MODES = ("auto", "all", "off")
+
+
+class LooseMode:
+    """A mode written loosely (`" Auto "`, `"OFF"`, or `[" auto "]`: the environment reads a
+    word that is not a mode as a one-item list) is read as the mode before it is validated.
+    A marker `config` hands pydantic as it is (its schema hook imports pydantic only then)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_before_validator_function(_as_mode, handler(source))
+
+
+def _as_mode(value: Any) -> Any:
+    word = value[0] if isinstance(value, list) and len(value) == 1 else value
+    if isinstance(word, str) and word.strip().lower() in REVIEW_MODES:
+        return word.strip().lower()
+    return value
+
+
 PathText = Annotated[str, TextOrPath()]
 Positive = Annotated[int, AtLeast(1)]
 Count = Annotated[int, AtLeast(0)]
@@ -196,10 +217,13 @@ class Settings:
         "call → tool call; retries and fallbacks as span events) through the global tracer "
         "provider; needs `pip install 'loopwright[otel]'`"))
 
-    review: Literal["auto", "all", "off"] | list[str] = field(default="auto", metadata=doc(REVIEW,
+    review: Annotated[Literal["auto", "all", "off"] | list[str], LooseMode()] = field(
+        default="auto", metadata=doc(REVIEW,
         "which checks of the review stage run (below): `auto` (the structural ones), `all`, "
         "`off`, or a list of check names (`\"auto\"` in it stands for the structural ones: "
-        '`["auto", "narration"]`)'))
+        '`["auto", "narration"]`); checked when the settings are read: a mode in other case or '
+        'with spaces (`LOOPWRIGHT_REVIEW=" Auto "`) is that mode, any other value that is not '
+        "a mode or a list of checks is an error"))
     review_off: list[str] = field(default_factory=list, metadata=doc(REVIEW,
         "checks turned off by name, in every `review` mode (for an ablation: `review_off = "
         '["narration"]`)'))
@@ -351,6 +375,10 @@ class Settings:
         "the session database and memory", shown="`~/.local/share/loopwright`"))
 
 
+    def __post_init__(self) -> None:
+        if isinstance(self.review, list):  # a mode is a checked Literal already
+            self.review = review_value(self.review, self.review_checks)
+
 class AgentOptions(TypedDict, total=False):
     """The settings as `Agent(...)` keyword arguments (typed for IDEs and mypy); the same names
     as `Settings`, in its order, whose defaults and docs apply."""
@@ -459,6 +487,25 @@ FIELD_NAMES = frozenset(f.name for f in fields(Settings))
 CONCERN_OF: dict[str, Concern] = {f.name: f.metadata["concern"] for f in fields(Settings)}
 """Each setting's concern, by name."""
 DEFAULTS = Settings()  # read-only: the one place code outside this module takes a default from
+
+
+def review_value(names: list[str], user_checks: list[Any]) -> list[str]:
+    """`review` given as a list, checked when the settings are read (not when a run starts):
+    each item names a check of the table (built-in, or one of `review_checks`) or is "auto"."""
+    from loopwright.errors import ConfigError
+    from loopwright.review.names import CHECK_NAMES  # only for a list
+
+    cleaned = [name.strip() if isinstance(name, str) else name for name in names]
+    named = (getattr(check, "name", None) for check in user_checks)
+    known = {*CHECK_NAMES, *(name for name in named if isinstance(name, str)), "auto"}
+    wrong = [name for name in cleaned if name not in known]
+    if wrong:
+        raise ConfigError(
+            f"review = {names!r}: {', '.join(map(repr, wrong))} is not a mode or a check; "
+            f"review is 'auto', 'all', 'off' or a list of checks from "
+            f"{', '.join(sorted(known - {'auto'}))} (\"auto\" in a list stands for the "
+            "structural ones)")
+    return cleaned
 
 
 def default_data_dir() -> Path:

@@ -155,3 +155,55 @@ async def test_a_reply_that_opens_with_the_last_replys_call_is_still_a_replay() 
     assert result.stop_reason == "completed", result.error
     # the copies given their known result, the next step run, the rest of the replay not
     assert read == ["start.txt", "b.txt"]
+
+
+# --- a repeat counts only with the same result --------------------------------------------------
+
+polls: list[int] = []
+
+
+@tool(read_only=True)
+def job_status(job: str) -> str:
+    """The status of a job."""
+    polls.append(len(polls))
+    return f"{job}: running, {10 * len(polls)}% done"
+
+
+@tool(read_only=True)
+def job_status_stuck(job: str) -> str:
+    """The status of a job that never moves."""
+    polls.append(len(polls))
+    return f"{job}: running, 10% done"
+
+
+async def poll(model: str, status: Any, times: int) -> tuple[Any, Any]:
+    polls.clear()
+    name = status.name
+    script = [Reply(tool_calls=[call(name, {"job": "build"})]) for _ in range(times)]
+    script.append(Reply("The build is done."))
+    with FakeModelServer(script, strict=False) as server:
+        result = await Agent(model, base_url=server.base_url, api_key="k", retry=FAST,
+                             stream=False, tools=[status], max_turns=12).run(
+            "Wait for the build job to finish.")
+    return result, server
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "qwen2.5-coder-0.5b"])
+async def test_polling_a_job_whose_status_changes_is_never_a_loop(model: str) -> None:
+    # the reported stop: three identical `job_status` calls with different results ended a
+    # frontier model's run with loop_detected
+    result, server = await poll(model, job_status, 5)
+    assert result.stop_reason == "completed", result.error
+    assert result.output == "The build is done."
+    assert len(polls) == 5  # every poll ran
+    assert not any(tools_off(r) for r in server.model_requests)
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "qwen2.5-coder-0.5b"])
+async def test_the_same_call_with_the_same_result_is_still_a_loop(model: str) -> None:
+    result, server = await poll(model, job_status_stuck, 5)
+    assert len(polls) == 2  # the third identical call was intercepted, with guidance
+    warned = server.model_requests[3].body["messages"][-1]["content"]
+    assert "job_status_stuck" in warned and "10% done" in warned
+    assert tools_off(server.model_requests[4])  # then an answer without tools was asked for
+    assert result.stop_reason == "loop_detected"  # and calling there stopped the run

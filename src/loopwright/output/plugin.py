@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from loopwright import notes
 from loopwright.errors import OutputValidationError
 from loopwright.events import PartialOutput
 from loopwright.output.spec import FINAL_TOOL, OutputSpec, describe_invalid
@@ -121,8 +122,7 @@ class _RunOutput(LoopPlugin):
         how = (f"Call the `{FINAL_TOOL}` tool with it as the arguments" if self.mode == "tool"
                else "Reply with only the JSON object")
         schema = json.dumps(self.spec.schema, separators=(",", ":"))
-        return (f"Your final answer is not valid:\n{problems}\n{how}, matching this JSON "
-                f"schema exactly: {schema}")
+        return notes.render(notes.OUTPUT_INVALID, problems=problems, how=how, schema=schema)
 
     async def on_run_end(self, run: RunView, result: RunResult) -> None:
         if self.valid and result.stop_reason == "completed":

@@ -1,7 +1,9 @@
 """The doom loop: one call made again and again, and the runaway replies of small models.
 
-Counts, for each distinct call, the consecutive replies that make it again, and keeps the
-result it last returned. A call repeated alone in the next reply runs again (a poll may change);
+Counts, for each distinct call, the consecutive replies that make it again with the same
+result, and keeps the result it last returned: a repeat counts only when the call and its result
+are both what they were (a job polled while its status changes is progress, never a loop). A
+call repeated alone in the next reply runs again (a poll may change);
 one repeated with copies inside the same reply, or a reply that opens with the previous reply's
 call and goes on with more, is the runaway of a small model (measured: the 0.5B model replays
 `multiply(37, 43)` and then multiplies each result by 43 again), so it is not run: the model is
@@ -75,8 +77,13 @@ class DoomLoopGuard:
         return verdicts
 
     def remember(self, call: ToolCall, content: str, *, is_error: bool = False) -> None:
-        """The result a call that really ran returned."""
+        """The result a call that really ran returned. A result other than the one the same
+        call returned in the previous reply is progress (a job polled until its status
+        changes): the count of repeats starts again from this reply."""
         signature = call_signature(call)
+        previous = self._results.get(signature)
+        if previous is not None and previous != content:
+            self._streaks[signature] = 1
         self._results[signature] = content
         self._outcomes[signature] = (not is_error, content)
         if is_error:

@@ -49,7 +49,7 @@ class ReviewStage:
         """Every verdict on the reply's calls, in table order."""
         out: list[Verdict] = []
         stopped: set[str] = set()
-        for check in self.call_checks:
+        for index, check in enumerate(self.call_checks):
             if stopped:  # a narrower view only once an earlier check stopped a call
                 view = dataclasses.replace(
                     view, calls=[c for c in view.calls if c.id not in stopped])
@@ -59,8 +59,24 @@ class ReviewStage:
             for verdict in _as_list(found):
                 if verdict.kind == "skip_call" and verdict.call_id:
                     stopped.add(verdict.call_id)
+                    self._answered_instead(view.calls, verdict, before=index)
                 out.append(dataclasses.replace(verdict, check=check.name))
         return out
+
+    def _answered_instead(self, calls: Sequence[ToolCall], verdict: Verdict, *,
+                          before: int) -> None:
+        """A call the recording checks earlier in the table let through is answered with a
+        later check's note (a bad argument, an unknown tool): to them that note is the call's
+        error result, as it was when the executor refused such calls (the doom loop counts a
+        call that keeps failing the same way)."""
+        earlier = [c for c in self._recording if self.call_checks.index(c) < before]
+        if not earlier:
+            return
+        for call in calls:
+            if call.id == verdict.call_id:
+                for check in earlier:
+                    check.ran(call, verdict.note, is_error=True)
+                return
 
     async def review_answer(self, view: ReviewView) -> Verdict | None:
         """The first check's verdict that is not accept, or None. With the budget spent no

@@ -13,6 +13,7 @@ from loopwright.errors import ConfigError
 from loopwright.review.after_error import AfterError
 from loopwright.review.answer_again import AnswerAgain
 from loopwright.review.answers import CopiedPreamble, DanglingColon, EchoedNote, ImitatedMarkup
+from loopwright.review.arguments import BadArguments, UnknownTool
 from loopwright.review.call_after_error import CallAfterError
 from loopwright.review.call_format import CallFormat
 from loopwright.review.calls import CallLimit, DuplicateCalls
@@ -23,22 +24,12 @@ from loopwright.review.unread_files import UnreadFile
 
 ReviewMode = Literal["auto", "all", "off"] | list[str]
 
-# every built-in check, by name, in table order (docs/settings.md lists them)
-CHECK_NAMES: tuple[str, ...] = (
-    # calls: structural; answer_again before the doom loop, which would stop the run
-    "duplicate_calls", "call_limit", "answer_again", "doom_loop",
-    # answers: the unread-file note names the call to make, so it comes before the others (told
-    # only "you repeated a runtime note" for an echo of it, the 0.5B answered without the file)
-    "unread_file", "imitated_markup", "echoed_note", "copied_preamble", "dangling_colon",
-    "call_format", "narration", "after_error", "call_after_error",
-)
-
 
 def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
                    prompt_mode: bool) -> list[Check]:
-    """The built-in checks, in table order."""
+    """The built-in checks, in table order (`names.CHECK_NAMES`, why each sits where it does)."""
     return [DuplicateCalls(), CallLimit(max_calls_per_reply), AnswerAgain(),
-            DoomLoop(doom_loop_threshold),
+            DoomLoop(doom_loop_threshold), UnknownTool(), BadArguments(),
             UnreadFile(), ImitatedMarkup(), EchoedNote(), CopiedPreamble(), DanglingColon(),
             CallFormat(), Narration(prompt_mode=prompt_mode), AfterError(), CallAfterError()]
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopwright.messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from loopwright.tools.execute import PreparedCall, ToolOutcome
 
 
 async def _no_opening() -> str:
@@ -28,7 +31,9 @@ class ReviewView:
     `budget_left`: the extra model calls the review stage may still cause in this run.
     `call_opening`: how a native call begins in the model's chat template, when the server
     continues a reply begun for the model ("" otherwise; asked only when needed: it may ask the
-    server what it is)."""
+    server what it is). `prepare`: the executor's preparation of a call (its tool and validated
+    arguments, or the error that answers it), once per call of the reply; None where there is
+    no executor (an answer)."""
 
     answer: str = ""
     raw: str = ""
@@ -46,3 +51,4 @@ class ReviewView:
     truncated: bool = False
     budget_left: int = 0
     call_opening: Callable[[], Awaitable[str]] = _no_opening
+    prepare: Callable[[ToolCall], Awaitable[PreparedCall | ToolOutcome]] | None = None

@@ -1,4 +1,5 @@
-"""Run one batch of tool calls: resolve, parse and validate arguments, gate, run, bound, record.
+"""Run one batch of tool calls: resolve, parse and validate arguments (`prepare`: the review
+stage's argument checks call it first, `preparer`), gate, run, bound, record.
 
 Calls run concurrently only when every call in the batch is read-only (or `concurrent_safe`, e.g.
 sub-agents) and none is interactive; results always come back in call order. Nothing a tool does
@@ -8,9 +9,10 @@ can crash the run.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,21 +100,34 @@ class ToolExecutor:
         *,
         truncated: bool = False,
         intercepted: dict[str, str] | None = None,
+        prepared: Mapping[str, PreparedCall | ToolOutcome] | None = None,
         on_call: CallObserver | None = None,
         on_outcome: OutcomeObserver | None = None,
         request: str = "",
     ) -> list[ToolOutcome]:
-        """Run `calls`; `intercepted` maps call ids to an error the guard already decided on.
-        `request` is the user's request: the examples in argument errors take values from it."""
+        """Run `calls`; `intercepted` maps call ids to an error the review stage already decided
+        on; `prepared` holds the calls the review stage already prepared (`preparer`): they
+        are not parsed or validated again. `request` is the user's request: the examples in
+        argument errors take values from it."""
         intercepted = intercepted or {}
-        prepared: list[PreparedCall | ToolOutcome] = []
+        prepared = prepared or {}
+        items: list[PreparedCall | ToolOutcome] = []
         for call in calls:
-            item = await self._prepare(call, truncated=truncated, blocked=intercepted.get(call.id),
-                                       request=request)
+            blocked = intercepted.get(call.id)
+            item = prepared.get(call.id)
+            # `item` is this very call as the review stage prepared it (the same object: a
+            # reply may reuse a call id); a refusal it turned into a skip keeps its own data
+            if item is None or item.call is not call or (blocked is not None and not (
+                    isinstance(item, ToolOutcome) and item.content == blocked)):
+                if blocked is not None and not _cut_off(call, truncated):  # a cut call says so
+                    item = ToolOutcome(call=call, content=blocked, is_error=True,
+                                       data={"intercepted": True})
+                else:
+                    item = await self.prepare(call, truncated=truncated, request=request)
             if on_call is not None:
                 on_call(call, item.arguments if isinstance(item, PreparedCall) else call.arguments)
-            prepared.append(item)
-        runnable = [p for p in prepared if isinstance(p, PreparedCall)]
+            items.append(item)
+        runnable = [p for p in items if isinstance(p, PreparedCall)]
         concurrent = len(runnable) > 1 and all(
             (p.tool.read_only or p.tool.concurrent_safe) and not p.tool.interactive
             for p in runnable
@@ -128,60 +143,70 @@ class ToolExecutor:
             return outcome
 
         if concurrent:
-            return list(await asyncio.gather(*(finish(p) for p in prepared)))
+            return list(await asyncio.gather(*(finish(p) for p in items)))
         results = []
-        for item in prepared:
+        for item in items:
             results.append(await finish(item))
         return results
+
+    def preparer(self, into: dict[str, PreparedCall | ToolOutcome], *, truncated: bool = False,
+                 request: str = "") -> Callable[[ToolCall], Awaitable[PreparedCall | ToolOutcome]]:
+        """`prepare` for the calls of one reply, each prepared once into `into`: the review
+        stage's argument checks call it, and `run_batch(prepared=into)` runs what they let
+        through with the arguments already validated."""
+        return functools.partial(self.prepare, truncated=truncated, request=request, into=into)
 
     def _lookup(self, name: str) -> Tool | None:
         if self.resolver is not None:
             return self.resolver(name)
         return self.registry.get(name)
 
-    async def _prepare(self, call: ToolCall, *, truncated: bool, blocked: str | None,
-                       request: str) -> PreparedCall | ToolOutcome:
-        if truncated and not is_complete_json(call.arguments):  # first: it says what to do
+    async def prepare(self, call: ToolCall, *, truncated: bool = False, request: str = "",
+                      into: dict[str, PreparedCall | ToolOutcome] | None = None
+                      ) -> PreparedCall | ToolOutcome:
+        """The tool `call` names and its validated arguments, or the error outcome that answers
+        it instead: cut off by the output limit (`truncated`), an unknown tool (data
+        `unknown_tool`), arguments that do not parse, repeat the schema, hold an example's
+        placeholder or do not validate (data `bad_arguments`). The review stage's
+        `unknown_tool` and `bad_arguments` checks read this (`preparer`); whatever they do not
+        stop runs with what it prepared. `into` keeps each call's preparation by call id, made
+        once."""
+        if into is not None:
+            done = into.get(call.id)
+            if done is not None and done.call is call:
+                return done
+        item: PreparedCall | ToolOutcome
+        found = None if _cut_off(call, truncated) else self._lookup(call.name)
+        if found is None:
+            item = self._unrunnable(call, truncated=truncated, request=request)
+        else:
+            try:
+                # a tool without parameters has nothing to get wrong: whatever came as its
+                # arguments (a copy of its schema, a list of paths) still asks to call it
+                raw = ({} if takes_no_arguments(found.parameters)
+                       else (await parse_arguments_async(call.arguments)).value)
+            except ArgumentsError as exc:
+                item = ToolOutcome(call=call, is_error=True,
+                                   data={"bad_arguments": True, "unparsed": True},
+                                   content=arguments_error_message(
+                                       call.name, str(exc), found.parameters, request=request))
+            else:
+                item = _checked(call, found, raw, request=request)
+        if into is not None:
+            into[call.id] = item
+        return item
+
+    def _unrunnable(self, call: ToolCall, *, truncated: bool, request: str) -> ToolOutcome:
+        """A call cut off by the output limit, or one naming a tool that does not exist."""
+        if _cut_off(call, truncated):  # first: it says what to do
             return ToolOutcome(call=call, content=truncated_call_message(call.name),
                                is_error=True, data={"truncated": True})
-        if blocked is not None:
-            return ToolOutcome(call=call, content=blocked, is_error=True,
-                               data={"intercepted": True})
-        found = self._lookup(call.name)
-        if found is None:
-            suggested = self.registry.suggest(call.name)
-            closest = self._lookup(suggested[0]) if suggested else None
-            schema = closest.parameters if closest is not None else None
-            return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
-                               content=unknown_tool_message(call.name, suggested, schema,
-                                                            request=request))
-        try:
-            # a tool without parameters has nothing to get wrong: whatever came as its
-            # arguments (a copy of its schema, a list of paths) still asks to call it
-            raw = ({} if takes_no_arguments(found.parameters)
-                   else (await parse_arguments_async(call.arguments)).value)
-            echo = schema_echo_message(call.name, raw, found.parameters, request=request)
-            stripped = without_echoed_keywords(raw, found.parameters) if echo else None
-            if stripped is not None:
-                raw, echo = stripped, None
-            if echo is not None:
-                return ToolOutcome(call=call, is_error=True, content=echo,
-                                   data={"bad_arguments": True, "schema_echo": True})
-            copied = placeholder_message(call.name, raw, found.parameters)
-            if copied is not None:
-                return ToolOutcome(call=call, is_error=True, content=copied,
-                                   data={"bad_arguments": True, "placeholder": True})
-            arguments = found.validate(raw)
-        except ArgumentsError as exc:
-            return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
-                               content=arguments_error_message(call.name, str(exc),
-                                                               found.parameters, request=request))
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
-                               content=arguments_error_message(
-                                   call.name, describe_validation_error(exc), found.parameters,
-                                   request=request))
-        return PreparedCall(call=call, tool=found, arguments=arguments)
+        suggested = self.registry.suggest(call.name)
+        closest = self._lookup(suggested[0]) if suggested else None
+        schema = closest.parameters if closest is not None else None
+        return ToolOutcome(call=call, is_error=True, data={"unknown_tool": True},
+                           content=unknown_tool_message(call.name, suggested, schema,
+                                                        request=request))
 
     async def _run_one(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutcome:
         for gate in self.gates:  # approvals happen here: the tool's time starts after them
@@ -234,6 +259,38 @@ class ToolExecutor:
         for result_filter in self.filters:
             outcome = await result_filter(prepared, outcome, ctx)
         return outcome
+
+
+def _checked(call: ToolCall, tool: Tool, raw: dict[str, Any], *, request: str
+             ) -> PreparedCall | ToolOutcome:
+    """Parsed arguments that echo the schema, hold an example's placeholder or do not validate
+    are refused; the others are the call's validated arguments."""
+    echo = schema_echo_message(call.name, raw, tool.parameters, request=request)
+    stripped = without_echoed_keywords(raw, tool.parameters) if echo else None
+    if stripped is not None:
+        raw, echo = stripped, None
+    if echo is not None:
+        return ToolOutcome(call=call, is_error=True, content=echo,
+                           data={"bad_arguments": True, "schema_echo": True})
+    copied = placeholder_message(call.name, raw, tool.parameters)
+    if copied is not None:
+        return ToolOutcome(call=call, is_error=True, content=copied,
+                           data={"bad_arguments": True, "placeholder": True})
+    try:
+        arguments = tool.validate(raw)
+    except ArgumentsError as exc:
+        problem = str(exc)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        problem = describe_validation_error(exc)
+    else:
+        return PreparedCall(call=call, tool=tool, arguments=arguments)
+    return ToolOutcome(call=call, is_error=True, data={"bad_arguments": True},
+                       content=arguments_error_message(call.name, problem, tool.parameters,
+                                                       request=request))
+
+
+def _cut_off(call: ToolCall, truncated: bool) -> bool:
+    return truncated and not is_complete_json(call.arguments)
 
 
 def _raised(prepared: PreparedCall, exc: Exception) -> ToolOutcome:
