@@ -93,6 +93,18 @@ def test_tool_activity_goes_to_stderr_as_notes(in_tmp: Path) -> None:
     # no such tool: the model gets an error result, the person its lines, whole
     assert result_note.startswith("✗ lookup city=Oslo · ") and result_note.endswith("s · error")
     assert error[0].startswith("  │ Error: there is no tool named 'lookup'")
+    # the review stage refused the call (one `review` event, in --json); on the terminal its
+    # ✗ line and note say so, with no "review unknown_tool: skip_call" line besides them
+    assert not any(line.startswith("review ") for line in proc.stderr.splitlines())
+
+
+def test_a_refused_call_is_a_review_event_in_json(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[call("lookup", {"city": "Oslo"})]), Reply("It is cold.")]
+    with FakeModelServer(script) as server:
+        proc = run_against(server, "Weather in Oslo?", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    reviews = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "review"]
+    assert [(e["check"], e["verdict"]) for e in reviews] == [("unknown_tool", "skip_call")]
 
 
 def test_json_prints_every_event_as_a_line_ending_with_done(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 # what differs from one run to the next whatever was recorded: times, ids made at random and
 # the fake server's port
 VOLATILE = frozenset({"created", "started", "latency", "duration", "run_id", "session_id", "id",
-                      "tool_call_id", "updated", "ended", "pid", "endpoint"})
+                      "tool_call_id", "call_id", "updated", "ended", "pid", "endpoint"})
 
 
 @tool(read_only=True)

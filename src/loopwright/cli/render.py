@@ -182,7 +182,8 @@ class TerminalRenderer:
                 self.activity.reasoning(self._hidden_reasoning)
         elif event.type in ("tool_call", "tool_result", "status"):
             self._sub_agent_event(event)
-        elif event.type == "review":
+        elif event.type == "review" and event.verdict != "skip_call":  # (a skipped call's
+            # own ✗ line and note say it)
             self.note(f"review {event.check}: {event.verdict} ({event.reason})", agent=event.agent)
         elif event.type == "turn_end":
             self.activity.stop_thinking()
