@@ -1,11 +1,10 @@
 """History rules: what every provider accepts, whatever the history went through."""
 
+from loopwright.interrupted import INTERRUPTED_RESULT, close_interrupted_calls
 from loopwright.messages import (
-    INTERRUPTED_RESULT,
     Message,
     ToolCall,
     assistant,
-    close_interrupted_calls,
     sanitize,
     system,
     tool_result,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Literal
@@ -70,7 +70,7 @@ class Message:
     attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
     # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
     # (a reply its review left out of later requests), "interrupted" (the result it gave a call
-    # a crash cut off, `close_interrupted_calls`); never sent to a model (notes.py)
+    # a crash cut off, interrupted.py); never sent to a model (notes.py)
     marks: frozenset[str] = frozenset()
 
     # Written out rather than generated: the generated __init__ assigns each field through
@@ -293,16 +293,6 @@ class ModelRequest:
 
 # --- history rules ----------------------------------------------------------------------------
 
-INTERRUPTED = "Error: this tool call was interrupted: the run stopped before it returned."
-"""How every note for an interrupted call begins (the one home of that text)."""
-INTERRUPTED_RESULT = (f"{INTERRUPTED} It may or may not have taken effect: check whether it did "
-                      "before repeating it.")
-"""The note for an interrupted call whose effect nobody recorded (`bash`, most tools)."""
-INTERRUPTED_MARK = "interrupted"
-"""The `Message.marks` entry of the note for an interrupted call: what makes it one. Its text
-alone does not, as a tool's (or an MCP server's) own error can read the same."""
-
-
 _attachments_of = attrgetter("attachments")
 
 
@@ -313,12 +303,6 @@ def any_attachments(messages: Sequence[Message], *, role: str | None = None) -> 
     if not any(map(_attachments_of, messages)):
         return False
     return any(m.attachments and m.role == role for m in messages) if role is not None else True
-
-
-def is_interrupted_result(message: Message) -> bool:
-    """Whether `message` is the note a resumed run gave a call cut off by a crash (a note
-    stored before it was marked is not: it reads like any failed call's result)."""
-    return INTERRUPTED_MARK in message.marks and message.role == "tool"
 
 
 def sanitize(history: list[Message], *, apart: Collection[int] = (), _start: int = 0,
@@ -528,45 +512,6 @@ def _canonical(arguments: str) -> str:
     if not isinstance(value, dict):
         return "{}"
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-def unanswered_calls(history: list[Message]) -> list[ToolCall]:
-    """The tool calls of `history` that have no result (a crash cut them off)."""
-    answered = {m.tool_call_id for m in history if m.role == "tool"}
-    return [call for m in history if m.role == "assistant" for call in m.tool_calls
-            if call.id not in answered]
-
-
-def close_interrupted_calls(history: list[Message],
-                            note_for: Callable[[ToolCall], str] | None = None) -> list[Message]:
-    """Give every tool call without a result an error result (used when resuming a crashed run):
-    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect."""
-    out: list[Message] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
-
-    def flush() -> None:
-        for call in pending:
-            if call.id not in answered:
-                note = note_for(call) if note_for is not None else INTERRUPTED_RESULT
-                out.append(Message(role="tool", content=note, tool_call_id=call.id,
-                                   name=call.name, is_error=True,
-                                   marks=frozenset({INTERRUPTED_MARK})))
-        pending.clear()
-        answered.clear()
-
-    for msg in history:
-        if msg.role == "tool":
-            if msg.tool_call_id:
-                answered.add(msg.tool_call_id)
-            out.append(msg)
-            continue
-        flush()
-        out.append(msg)
-        if msg.role == "assistant" and msg.tool_calls:
-            pending.extend(msg.tool_calls)
-    flush()
-    return out
 
 
 def messages_to_jsonl(history: list[Message]) -> str:

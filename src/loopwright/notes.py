@@ -12,8 +12,9 @@ import re
 import string
 from dataclasses import dataclass
 
-from loopwright.messages import INTERRUPTED as INTERRUPTED_HEAD
-from loopwright.messages import INTERRUPTED_RESULT, Message
+from loopwright.interrupted import INTERRUPTED as INTERRUPTED_HEAD
+from loopwright.interrupted import INTERRUPTED_RESULT
+from loopwright.messages import Message
 
 RUNTIME_MARK = "[runtime note]"
 FALLBACK_HEAD = "[no answer from the model]"
@@ -253,7 +254,7 @@ QUIET_TODOS = register("quiet_todos", (
     "apply). Do not mention this reminder to the user."))
 CANCELLED_CALL = register("cancelled_call",
                           "Error: cancelled by the user before this call finished.")
-INTERRUPTED = register("interrupted", INTERRUPTED_RESULT)  # its text lives in messages.py
+INTERRUPTED = register("interrupted", INTERRUPTED_RESULT)  # its text lives in interrupted.py
 # an interrupted file write whose effect was recorded (tools/effects.py): what the files show now
 TOOK_EFFECT = register("interrupted_took_effect", (
     INTERRUPTED_HEAD + " It took effect: {paths} now hold(s) what it wrote, so do not make it "

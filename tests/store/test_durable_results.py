@@ -16,7 +16,7 @@ import pytest
 
 from loopwright import Agent, ToolContext, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.messages import INTERRUPTED_RESULT
+from loopwright.interrupted import INTERRUPTED_RESULT
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import wait_for_child

@@ -16,7 +16,7 @@ import pytest
 
 from loopwright import Agent
 from loopwright.builtin import default_tools
-from loopwright.messages import INTERRUPTED, INTERRUPTED_RESULT
+from loopwright.interrupted import INTERRUPTED, INTERRUPTED_RESULT
 from loopwright.testing import FakeModelServer, Reply, call
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")

@@ -15,7 +15,8 @@ import pytest
 
 from loopwright import Agent
 from loopwright.builtin import default_tools
-from loopwright.messages import INTERRUPTED, INTERRUPTED_RESULT, Message, ToolCall
+from loopwright.interrupted import INTERRUPTED, INTERRUPTED_RESULT
+from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply
 from loopwright.tools.effects import EFFECT_EVENT

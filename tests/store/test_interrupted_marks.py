@@ -9,7 +9,8 @@ from pathlib import Path
 
 from loopwright import Agent, ToolContext, ToolError, tool
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.messages import INTERRUPTED_RESULT, Message, ToolCall, is_interrupted_result
+from loopwright.interrupted import INTERRUPTED_RESULT, is_interrupted_result
+from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.idempotency import IdempotencyKeys

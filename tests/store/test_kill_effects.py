@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from loopwright.context.summary import SUMMARY_SYSTEM
-from loopwright.messages import INTERRUPTED
+from loopwright.interrupted import INTERRUPTED
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.testing.scripted import RecordedRequest, ScriptItem
 

@@ -11,7 +11,8 @@ import pytest
 from loopwright import Agent, tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import SessionError
-from loopwright.messages import INTERRUPTED_RESULT, Message, ToolCall, user
+from loopwright.interrupted import INTERRUPTED_RESULT
+from loopwright.messages import Message, ToolCall, user
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, ScriptedUsage, call
 

@@ -23,11 +23,10 @@ from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
 from loopwright.context.summary import SUMMARY_HEADER, SUMMARY_SYSTEM
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.errors import SessionError
+from loopwright.interrupted import INTERRUPTED_RESULT, close_interrupted_calls
 from loopwright.messages import (
-    INTERRUPTED_RESULT,
     Message,
     assistant,
-    close_interrupted_calls,
     sanitize,
     system,
     user,

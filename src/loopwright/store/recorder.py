@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopwright import messages
+from loopwright import interrupted, messages
 from loopwright.errors import LoopwrightError, SessionError
 from loopwright.events import TERMINAL_TYPES, Event, StatusKind, event_to_dict, terminal_event
 from loopwright.messages import Message, ModelRequest, ToolCall
@@ -149,7 +149,7 @@ class SessionRecorder(LoopPlugin):
         head = [given.pop(0)] if given and given[0].role == "system" else []
         stored = await store.load(sid) if exists else []
         if exists and history is None:
-            conversation = messages.close_interrupted_calls(
+            conversation = interrupted.close_interrupted_calls(
                 stored, await self._interrupted_notes(stored))
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
@@ -167,7 +167,7 @@ class SessionRecorder(LoopPlugin):
                                  ) -> Callable[[ToolCall], str] | None:
         """What to tell the model of each call a crash cut off: whether it took effect, from
         the effect it recorded (tools/effects.py), else that nobody knows."""
-        cut = {call.id for call in messages.unanswered_calls(stored)}
+        cut = {call.id for call in interrupted.unanswered_calls(stored)}
         read_events = getattr(self.store, "events", None)
         if not cut or read_events is None:
             return None
@@ -176,7 +176,7 @@ class SessionRecorder(LoopPlugin):
         workdir = Path(self.cwd) if self.cwd else None
         notes = await asyncio.to_thread(
             lambda: {call_id: effect_note(records.get(call_id), workdir) for call_id in cut})
-        return lambda call: notes.get(call.id, messages.INTERRUPTED_RESULT)
+        return lambda call: notes.get(call.id, interrupted.INTERRUPTED_RESULT)
 
     async def release(self) -> None:
         """Give the lease back (idempotent)."""

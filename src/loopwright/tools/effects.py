@@ -6,8 +6,8 @@ The built-in tools that change files (`write_file`, `edit_file`, `apply_patch`) 
 what it holds now and of what it will hold (None: absent). The session recorder makes that
 durable before the write (`ToolContext.record_effect`). On resume, `effect_note` compares the
 files as they are with both digests. A tool that records nothing (`bash`, most tools) gets the
-note that its effect is unknown (`messages.INTERRUPTED_RESULT`). The notes' texts are registered in
-`notes.py`.
+note that its effect is unknown (`interrupted.INTERRUPTED_RESULT`). The notes' texts are
+registered in `notes.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import notes
-from loopwright.messages import INTERRUPTED_RESULT
+from loopwright.interrupted import INTERRUPTED_RESULT
 
 if TYPE_CHECKING:
     from loopwright.tools.base import ToolContext

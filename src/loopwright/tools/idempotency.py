@@ -4,7 +4,7 @@ A crash can stop a call after its effect and before its result was stored. On re
 told the call was interrupted and may call it again, with a new call id. So the key is not the
 call id: it is derived from the first call's id and handed on, once, to the next call of the
 same tool with the same arguments after an interrupted result (one the runtime marked so:
-`messages.is_interrupted_result`). A side-effecting tool records `ctx.idempotency_key` with its
+`interrupted.is_interrupted_result`). A side-effecting tool records `ctx.idempotency_key` with its
 effect and skips an effect whose key it already holds.
 
 Everything is derived from the stored history, so a call interrupted twice keeps the key of the
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 
-from loopwright.messages import Message, ToolCall, call_signature, is_interrupted_result
+from loopwright.interrupted import is_interrupted_result
+from loopwright.messages import Message, ToolCall, call_signature
 
 KEY_CHARS = 32
 
