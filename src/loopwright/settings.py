@@ -226,7 +226,7 @@ class Settings:
         "a mode or a list of checks is an error"))
     review_off: list[str] = field(default_factory=list, metadata=doc(REVIEW,
         "checks turned off by name, in every `review` mode (for an ablation: `review_off = "
-        '["narration"]`)'))
+        '["narration"]`); a name that is no check is an error when the settings are read'))
     review_budget: Count = field(default=2, metadata=doc(REVIEW,
         "extra model calls the review stage may cause in one run, shared by every check; a "
         "send-back past it is not applied (its `review` event says `applied: false`)"))
@@ -378,6 +378,9 @@ class Settings:
     def __post_init__(self) -> None:
         if isinstance(self.review, list):  # a mode is a checked Literal already
             self.review = review_value(self.review, self.review_checks)
+        if self.review_off:
+            self.review_off = review_value(self.review_off, self.review_checks,
+                                           setting="review_off")
 
 class AgentOptions(TypedDict, total=False):
     """The settings as `Agent(...)` keyword arguments (typed for IDEs and mypy); the same names
@@ -489,15 +492,25 @@ CONCERN_OF: dict[str, Concern] = {f.name: f.metadata["concern"] for f in fields(
 DEFAULTS = Settings()  # read-only: the one place code outside this module takes a default from
 
 
-def review_value(names: list[str], user_checks: list[Any]) -> list[str]:
-    """`review` given as a list, checked when the settings are read (not when a run starts):
-    each item names a check of the table (built-in, or one of `review_checks`) or is "auto"."""
+def review_value(names: list[str], user_checks: list[Any], *, setting: str = "review"
+                 ) -> list[str]:
+    """`review` given as a list (or `review_off`), checked when the settings are read (not when a
+    run starts): each item names a check of the table (built-in, or one of `review_checks`) or,
+    in `review`, is "auto"."""
     from loopwright.errors import ConfigError
     from loopwright.review.names import CHECK_NAMES  # only for a list
 
     cleaned = [name.strip() if isinstance(name, str) else name for name in names]
     named = (getattr(check, "name", None) for check in user_checks)
     known = {*CHECK_NAMES, *(name for name in named if isinstance(name, str)), "auto"}
+    if setting == "review_off":
+        known.discard("auto")
+        wrong = [name for name in cleaned if name not in known]
+        if wrong:
+            raise ConfigError(
+                f"review_off = {names!r}: {', '.join(map(repr, wrong))} is not a check; "
+                f"review_off names checks from {', '.join(sorted(known))}")
+        return cleaned
     wrong = [name for name in cleaned if name not in known]
     if wrong:
         raise ConfigError(

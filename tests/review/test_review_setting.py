@@ -108,3 +108,24 @@ def test_a_list_may_name_a_users_own_check() -> None:
 def test_the_names_are_the_tables() -> None:
     table = default_checks(doom_loop_threshold=3, max_calls_per_reply=8, prompt_mode=False)
     assert [check.name for check in table] == list(CHECK_NAMES)
+
+
+def test_a_review_off_naming_no_check_is_an_error_when_the_agent_is_made() -> None:
+    with pytest.raises(ConfigError, match=r"review_off .*'narate' is not a check"):
+        Agent("fake-model", base_url="http://127.0.0.1:9/v1", api_key="k", review_off=["narate"])
+    with pytest.raises(ConfigError, match="'auto' is not a check"):
+        Agent("fake-model", base_url="http://127.0.0.1:9/v1", api_key="k", review_off=["auto"])
+
+
+def test_a_review_off_naming_checks_is_read_as_they_are_named() -> None:
+    agent = Agent("fake-model", base_url="http://127.0.0.1:9/v1", api_key="k",
+                  review_off=[" narration", "doom_loop"])
+    assert agent.settings.review_off == ["narration", "doom_loop"]
+
+
+def test_the_cli_refuses_a_mistyped_review_off_before_calling_the_model(tmp_path: Path) -> None:
+    with FakeModelServer([Reply("hi")], strict=False) as server:
+        done = loopwright_run(server, tmp_path, LOOPWRIGHT_REVIEW_OFF="narate")
+        assert not server.model_requests
+    assert done.returncode != 0
+    assert "review_off" in done.stderr and "'narate' is not a check" in done.stderr, done.stderr
