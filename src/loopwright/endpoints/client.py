@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
+from loopwright.endpoints.pages import is_html, not_the_api
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -281,11 +282,7 @@ class ModelClient:
                                 retryable=True) from exc
         if reply.status_code >= 400:
             raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
-        try:
-            data = reply.json()
-        except ValueError as exc:
-            raise ProviderError(f"{self.label}: reply is not JSON: {reply.text[:200]!r}",
-                                retryable=True) from exc
+        data = self._reply_json(reply.text, reply.headers.get("content-type", ""))
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
@@ -298,6 +295,18 @@ class ModelClient:
             if text and listeners.on_text is not None:
                 listeners.on_text(text)
         return response
+
+    def _reply_json(self, text: str, content_type: str) -> Any:
+        """A 2xx reply's JSON. A web page there (a web UI's address, a captive portal) will not
+        turn into the API on a retry; other text might be a server's passing glitch."""
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            if is_html(text, content_type):
+                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.base_url, text)}",
+                                    status=200) from exc
+            raise ProviderError(f"{self.label}: reply is not JSON: {text[:200]!r}",
+                                retryable=True) from exc
 
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
@@ -319,9 +328,9 @@ class ModelClient:
                     text = (await reply.aread()).decode("utf-8", "replace")
                     raise _http_error(self.label, reply.status_code, text, reply.headers)
                 content_type = reply.headers.get("content-type", "text/event-stream")
-                if "text/event-stream" not in content_type:
-                    data = json.loads(await reply.aread())
-                    return self.wire.parse_body(data)  # a server that ignored stream=true
+                if "text/event-stream" not in content_type:  # a server that ignored stream=true
+                    whole = (await reply.aread()).decode("utf-8", "replace")
+                    return self.wire.parse_body(self._reply_json(whole, content_type))
                 async for event, data in iter_sse(reply.aiter_bytes()):
                     acc.events_seen += 1
                     try:

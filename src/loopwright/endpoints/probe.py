@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.endpoints.base import normalize_base_url, request_slot
+from loopwright.endpoints.pages import not_the_api
 from loopwright.endpoints.resolve import PROVIDERS, Resolved
 from loopwright.endpoints.servers import ServerKind, fetch_listing, forget_kind, known_kind
 from loopwright.errors import ConfigError
@@ -285,6 +286,8 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
         reason = listing.error or "no answer"
         raise ConfigError(f"nothing answers at {base_url} ({reason}): start the server, or pass "
                           "--base-url with its address")
+    if listing.page:
+        raise ConfigError(not_the_api(base_url, listing.page))
     if listing.status in (401, 403):
         where = key_env or "LOOPWRIGHT_API_KEY"
         raise ConfigError(f"{base_url} refused the API key (HTTP {listing.status}): check "
