@@ -92,3 +92,33 @@ async def test_a_reply_that_is_not_json_nor_a_page_is_still_retried() -> None:
         result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
                              stream=False).run("Hi")
     assert result.output == "ok"
+
+
+NGINX_502 = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>"
+             "502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n" + FILLER
+             + "</body>\r\n</html>\r\n")
+
+
+@pytest.mark.parametrize(("status", "page", "extract", "tries"), [
+    (502, NGINX_502, "502 Bad Gateway", 6),  # a proxy's page: the upstream may come back
+    (404, "<!doctype html><html><body><script>var x = '<b>';</script>\n<h1>Not here</h1>"
+          f"<p>The page you asked for is gone.</p>{FILLER}</body></html>", "Not here", 1),
+])
+async def test_an_html_error_page_is_shown_by_its_status_and_a_short_extract(
+        status: int, page: str, extract: str, tries: int) -> None:
+    for root, seen in page_server(status, page):
+        result = await Agent("m", base_url=root, api_key="k", retry=FAST).run(
+            "Hi", raise_on_error=False)
+        assert result.error is not None
+        assert result.error.endswith(f"HTTP {status}: {extract}")
+        assert "<" not in result.error and "lorem" not in result.error
+        assert len(posts(seen)) == tries
+
+
+async def test_a_plain_text_error_body_is_still_shown_as_it_is() -> None:
+    with FakeModelServer(replies=[Fault.status(404, body="model 'm' not found, try pulling it")]
+                         ) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST).run(
+            "Hi", raise_on_error=False)
+    assert result.error is not None
+    assert result.error.endswith("HTTP 404: model 'm' not found, try pulling it")

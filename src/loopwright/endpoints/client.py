@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
-from loopwright.endpoints.pages import is_html, not_the_api
+from loopwright.endpoints.pages import is_html, not_the_api, page_extract
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -467,7 +467,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
-    detail = _error_detail(text)
+    detail = _error_detail(text, headers.get("content-type", ""))
     message = f"{label}: HTTP {status}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
@@ -485,10 +485,12 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
     )
 
 
-def _error_detail(text: str) -> str:
+def _error_detail(text: str, content_type: str) -> str:
     try:
         data = json.loads(text)
     except ValueError:
+        if is_html(text, content_type):  # a proxy's or web server's error page
+            return page_extract(text)
         return text[:300] or "(no body)"
     if isinstance(data, dict):
         err = data.get("error", data)
