@@ -122,3 +122,15 @@ async def test_a_plain_text_error_body_is_still_shown_as_it_is() -> None:
             "Hi", raise_on_error=False)
     assert result.error is not None
     assert result.error.endswith("HTTP 404: model 'm' not found, try pulling it")
+
+
+@pytest.mark.parametrize(("status", "tries"), [
+    (501, 1), (505, 1), (511, 1),  # they describe the server: the same request, the same answer
+    (500, 6), (502, 6), (503, 6), (504, 6), (429, 6), (599, 6),
+])
+async def test_only_statuses_that_may_heal_are_retried(status: int, tries: int) -> None:
+    with FakeModelServer(replies=[Fault.status(status)] * tries) as server:
+        result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST).run(
+            "Hi", raise_on_error=False)
+        assert result.error is not None and f"HTTP {status}" in result.error
+        assert len(server.model_requests) == tries
