@@ -67,6 +67,7 @@ RESUMABLE_STOPS = frozenset({"max_turns", "budget_exhausted", "loop_detected", "
 def resume_helps(result: RunResult) -> bool:
     """Whether continuing the run's session could finish it: a limit it hit, a cancel, or a
     provider failure that may pass (not a wrong model, key or request, nor a refusal)."""
+    from loopwright.endpoints.retry import is_retryable_status
     from loopwright.errors import AuthError, ProviderError, RequestRejectedError
 
     if result.stop_reason in RESUMABLE_STOPS:
@@ -76,7 +77,7 @@ def resume_helps(result: RunResult) -> bool:
         return False
     if isinstance(cause, AuthError | RequestRejectedError):
         return False
-    return cause.status is None or cause.status >= 500 or cause.status in (408, 409, 429)
+    return cause.status is None or is_retryable_status(cause.status, cause.body)
 
 
 def describe_stop(result: RunResult) -> str | None:
