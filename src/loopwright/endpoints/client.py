@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.pages import is_html, not_the_api, page_extract
+from loopwright.endpoints.resolve import missing_key
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -150,6 +151,11 @@ class ModelClient:
     ) -> ModelResponse:
         """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
         listeners = listeners or CallListeners()
+        fix = missing_key(self.endpoint)
+        if fix:  # refused for certain (or, offline, a DNS failure retried for nothing)
+            refused = AuthError(f"{self.label}: {fix}")
+            self._report(listeners, 0, stream, refused)
+            raise refused
         # what reached the listeners, for a plain call after a dead stream; a call plain from
         # the start shows each reply whole and needs none of it
         shown = _Shown(listeners) if stream else None
@@ -184,7 +190,8 @@ class ModelClient:
                 continue
             except ProviderError as exc:
                 last = exc
-                if not exc.retryable:
+                if not exc.retryable or (isinstance(exc, _HostNotFound)
+                                         and attempt >= HOST_NOT_FOUND_ATTEMPTS):
                     self._report(listeners, attempt, streaming, exc)
                     raise
                 await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
@@ -278,8 +285,7 @@ class ModelClient:
         except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
         except _httpx().TransportError as exc:
-            raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
-                                retryable=True) from exc
+            raise _connection_failed(self.label, url.host, exc) from exc
         if reply.status_code >= 400:
             raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
         data = self._reply_json(reply.text, reply.headers.get("content-type", ""))
@@ -347,8 +353,7 @@ class ModelClient:
                              f"{self.stream_idle_timeout:g}s") from exc
         except _httpx().TransportError as exc:
             if acc.events_seen == 0:
-                raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
-                                    retryable=True) from exc
+                raise _connection_failed(self.label, url.host, exc) from exc
             raise _abandoned(acc, f"{self.label}: stream cut: {_describe(exc)}") from exc
         except StreamError as exc:  # a malformed event, or the format's own error event
             exc.discarded_usage = exc.discarded_usage or acc.usage
@@ -356,6 +361,31 @@ class ModelClient:
         if not parser.finished and acc.finish_reason is None:
             raise _abandoned(acc, f"{self.label}: stream ended before its end marker")
         return acc.build()
+
+
+HOST_NOT_FOUND_ATTEMPTS = 2
+"""Attempts for a host name that does not resolve: a misspelt host or no network rarely heals
+within the seconds retries wait, but a resolver's passing failure (EAI_AGAIN) may. A refused
+connection keeps every attempt: a local server may be starting up."""
+
+
+class _HostNotFound(ProviderError):
+    """The base URL's host name did not resolve."""
+
+
+def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
+    """A request that reached no server, retryable; a host name that did not resolve says so."""
+    import socket
+
+    cause: BaseException | None = exc
+    for _ in range(8):  # httpx's error wraps httpcore's, which wraps the resolver's
+        if cause is None or isinstance(cause, socket.gaierror):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, socket.gaierror):
+        return ProviderError(f"{label}: connection failed: {_describe(exc)}", retryable=True)
+    return _HostNotFound(f"{label}: cannot resolve {host} ({cause.strerror}): check the base "
+                         "URL's host name and the network", retryable=True)
 
 
 class _PoolBusy(Exception):
