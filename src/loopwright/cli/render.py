@@ -222,6 +222,8 @@ class TerminalRenderer:
             self.activity.tool_finished(event.id, event.name, event.content, event.is_error,
                                         event.duration, event.agent)
         elif event.type == "status":
+            if event.kind in _DEBUGGING_KINDS and not self.activity.verbose:
+                return
             if event.kind == "turn_diff" and isinstance(event.data.get("diff"), str):
                 self._diff(event.message, event.data["diff"], event.agent)
             else:
@@ -316,6 +318,11 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+# statuses that say how the runtime coped, not what the agent did: shown with --verbose only
+# (a small local model's text calls are read on every turn)
+_DEBUGGING_KINDS = frozenset({"text_tool_calls"})
 
 
 def _status_line(kind: str, message: str) -> str:
