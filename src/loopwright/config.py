@@ -60,6 +60,9 @@ def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None =
     origin: dict[str, str] = {}
     project = project_config_path(cwd)
     for path in config_paths(cwd):
+        if path.is_dir():  # skipped, its settings would be silently missing
+            raise ConfigError(f"{path} is a directory, not a settings file: rename or remove it "
+                              "(settings are read from a file of that name)")
         if path.is_file():
             table = _read_project(path, merged) if path == project else _read_toml(path)
             merged.update(table)

@@ -174,7 +174,7 @@ def test_model_tags_and_known_providers_are_left_alone(model: str, base_url: str
 def test_a_parser_note_is_dim() -> None:
     err = io.StringIO()
     console = InertConsole(file=err, force_terminal=True, color_system="standard", width=100)
-    shown = TerminalRenderer(out=io.StringIO(), err=console)
+    shown = TerminalRenderer(out=io.StringIO(), err=console, verbose=True)
     shown(StatusEvent(kind="text_tool_calls", message="read 1 tool call(s) from the reply text"))
     assert err.getvalue().startswith("\x1b[2mtext_tool_calls: read 1 tool call(s)")
 

@@ -67,6 +67,7 @@ RESUMABLE_STOPS = frozenset({"max_turns", "budget_exhausted", "loop_detected", "
 def resume_helps(result: RunResult) -> bool:
     """Whether continuing the run's session could finish it: a limit it hit, a cancel, or a
     provider failure that may pass (not a wrong model, key or request, nor a refusal)."""
+    from loopwright.endpoints.retry import is_retryable_status
     from loopwright.errors import AuthError, ProviderError, RequestRejectedError
 
     if result.stop_reason in RESUMABLE_STOPS:
@@ -76,7 +77,7 @@ def resume_helps(result: RunResult) -> bool:
         return False
     if isinstance(cause, AuthError | RequestRejectedError):
         return False
-    return cause.status is None or cause.status >= 500 or cause.status in (408, 409, 429)
+    return cause.status is None or is_retryable_status(cause.status, cause.body)
 
 
 def describe_stop(result: RunResult) -> str | None:
@@ -222,6 +223,8 @@ class TerminalRenderer:
             self.activity.tool_finished(event.id, event.name, event.content, event.is_error,
                                         event.duration, event.agent)
         elif event.type == "status":
+            if event.kind in _DEBUGGING_KINDS and not self.activity.verbose:
+                return
             if event.kind == "turn_diff" and isinstance(event.data.get("diff"), str):
                 self._diff(event.message, event.data["diff"], event.agent)
             else:
@@ -316,6 +319,11 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+# statuses that say how the runtime coped, not what the agent did: shown with --verbose only
+# (a small local model's text calls are read on every turn)
+_DEBUGGING_KINDS = frozenset({"text_tool_calls"})
 
 
 def _status_line(kind: str, message: str) -> str:

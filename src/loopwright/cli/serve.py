@@ -98,7 +98,7 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
 
     from loopwright.serve.app import ServeOptions, create_app
 
-    listening = _listen(host, port)
+    listening = listen_or_exit(host, port)
     _warn_if_the_model_cannot_work(agent_options)
     app = create_app(ServeOptions(token=token, agent_options=agent_options, store=store,
                                   approval_timeout=approval_timeout,
@@ -143,9 +143,10 @@ def _warn_if_the_model_cannot_work(agent_options: dict[str, Any]) -> None:
              "until it is fixed")
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """The server's socket, bound here: uvicorn would log the failure and exit from inside its
-    task, which prints a traceback for a port in use."""
+def listen_or_exit(host: str, port: int) -> socket.socket:
+    """A server's socket, bound here (for `serve` and `mcp-server --http`): uvicorn would log
+    the failure and exit from inside its task, which prints a traceback for a port in use. One
+    line and exit 1 when it cannot be had."""
     import os
     import socket
 

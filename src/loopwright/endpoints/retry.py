@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     import httpx
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# 5xx that describe the server or the network, not a passing failure: not implemented, an HTTP
+# version it does not speak, a captive portal's login; the same request gets the same answer
+NEVER_HEALING_STATUS = frozenset({501, 505, 511})
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -62,7 +65,7 @@ def is_malformed_request(status: int, body: str) -> bool:
 
 
 def is_retryable_status(status: int, body: str = "") -> bool:
-    if status in RETRYABLE_STATUS or status >= 500:
+    if status in RETRYABLE_STATUS or (status >= 500 and status not in NEVER_HEALING_STATUS):
         return True
     return "overloaded" in body.lower()
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loopwright.endpoints.base import normalize_base_url, request_slot
+from loopwright.endpoints.pages import is_html
 
 ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
 FRESH_FOR = 10.0
@@ -27,10 +28,12 @@ model loaded or unloaded later."""
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Listing:
     """A server's reply to `GET /models`: `status` 0 when nothing answered (`error` says why);
-    `kind` None unless it answered 200 with a JSON object."""
+    `kind` None unless it answered 200 with a JSON object; `page` the web page it answered
+    instead (a web UI's address, a captive portal)."""
 
     status: int
     error: str = ""
+    page: str = ""
     entries: tuple[dict[str, Any], ...] = ()
     kind: ServerKind | None = None
     fetched_at: float = 0.0
@@ -88,8 +91,10 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
         data = reply.json()
     except ValueError:
         data = None
-    if not isinstance(data, dict):
-        return Listing(status=200)  # answers, but with no listing: no kind to tell
+    if not isinstance(data, dict):  # answers, but with no listing: no kind to tell
+        text = reply.text
+        return Listing(status=200, page=text if is_html(text, reply.headers.get(
+            "content-type", "")) else "")
     listed = data.get("data") or data.get("models") or []
     entries = tuple(e for e in listed if isinstance(e, dict)) if isinstance(listed, list) else ()
     kind = kind_of(entries)

@@ -23,6 +23,8 @@ from mcp_types import ToolAnnotations
 from loopwright.events import Event, ToolCallEvent, TurnStart
 
 if TYPE_CHECKING:
+    import socket
+
     from loopwright.agent import Agent
 
 INVALID_PARAMS = -32602
@@ -136,19 +138,24 @@ def build_server(options: dict[str, Any]) -> tuple[MCPServer, AgentTools]:
 
 
 async def serve(options: dict[str, Any], *, http: bool = False, host: str = "127.0.0.1",
-                port: int = 8765, token: str | None = None) -> None:
-    """Serve until stdin closes (stdio) or the process is stopped (HTTP)."""
+                port: int = 8765, token: str | None = None,
+                listening: socket.socket | None = None) -> None:
+    """Serve until stdin closes (stdio) or the process is stopped (HTTP). `listening`: the HTTP
+    server's socket, bound by the caller (else uvicorn binds `host`:`port`)."""
     server, tools = build_server(options)
     try:
         if not http:
-            await server.run_stdio_async()
+            # shielded: a Ctrl-C cancels this coroutine at once, while the SDK's stdin reader
+            # stays blocked in a thread that no cancel reaches (it ends at the next line)
+            await asyncio.shield(server.run_stdio_async())
             return
-        await _serve_http(server, host=host, port=port, token=token)
+        await _serve_http(server, host=host, port=port, token=token, listening=listening)
     finally:
         await tools.aclose()
 
 
-async def _serve_http(server: MCPServer, *, host: str, port: int, token: str | None) -> None:
+async def _serve_http(server: MCPServer, *, host: str, port: int, token: str | None,
+                      listening: socket.socket | None) -> None:
     import sys
 
     import uvicorn
@@ -160,4 +167,4 @@ async def _serve_http(server: MCPServer, *, host: str, port: int, token: str | N
         print(f"loopwright mcp-server: token written to {token_path()}", file=sys.stderr)
     app = TokenAuth(server.streamable_http_app(host=host), secret)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=[listening] if listening is not None else None)

@@ -191,9 +191,30 @@ class ServeApi:
             raise BadRequest("limit must be a number") from exc
         if self.store is None:
             return JSONResponse({"sessions": []})
-        found = await list_sessions(self.store, limit=max(limit, 1), query=params.get("q"),
-                                    model=params.get("model"))
+        limit, query, model = max(limit, 1), params.get("q"), params.get("model")
+        try:
+            found = await list_sessions(self.store, limit=limit, query=query, model=model)
+        except SessionError as exc:  # one damaged session: the rest stay browsable
+            found = [] if query else await self._newest_readable(limit, model)
+            return JSONResponse({"sessions": found, "damaged": [{"error": str(exc)}]})
         return JSONResponse({"sessions": found})
+
+    async def _newest_readable(self, limit: int, model: str | None) -> list[dict[str, Any]]:
+        """The newest sessions listed before the first damaged one: the store lists all or
+        nothing, so the longest list it can read is found by halving (a few reads, and only
+        when a damaged session is in the way)."""
+        assert self.store is not None
+        readable, unreadable = 0, limit
+        while unreadable - readable > 1:
+            middle = (readable + unreadable) // 2
+            try:
+                await list_sessions(self.store, limit=middle, query=None, model=model)
+                readable = middle
+            except SessionError:
+                unreadable = middle
+        if not readable:
+            return []
+        return await list_sessions(self.store, limit=readable, query=None, model=model)
 
     async def session(self, request: Request) -> Response:
         if self.store is None:

@@ -1,0 +1,38 @@
+"""Web pages where an API reply was expected: a web UI's address, a captive portal, a proxy's
+error page. They are shown by their title (or first line of text), never as kilobytes of
+markup."""
+
+from __future__ import annotations
+
+import html
+import re
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_UNSEEN = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+EXTRACT_LENGTH = 120
+
+
+def is_html(text: str, content_type: str = "") -> bool:
+    """True for a web page: by its content type, else by how it begins."""
+    if "html" in content_type.lower():
+        return True
+    return text.lstrip()[:100].lower().startswith(("<!doctype html", "<html"))
+
+
+def page_extract(text: str) -> str:
+    """A page in a few words: its title, else its first line of visible text."""
+    match = _TITLE.search(text)
+    visible = match.group(1) if match else _TAG.sub("\n", _UNSEEN.sub("", text))
+    line = next((" ".join(part.split()) for part in html.unescape(visible).splitlines()
+                 if part.strip()), "")
+    if not line:
+        return "an empty page"
+    return line if len(line) <= EXTRACT_LENGTH else line[:EXTRACT_LENGTH] + "…"
+
+
+def not_the_api(base_url: str, text: str) -> str:
+    """What to say when `base_url` answered a web page where the model API should be."""
+    return (f"the server at {base_url} answered with an HTML page ({page_extract(text)!r}), "
+            "not the model API: check the address — an OpenAI-compatible API usually lives "
+            "under /v1 (pass --base-url http://HOST:PORT/v1)")
