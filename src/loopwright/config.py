@@ -39,11 +39,17 @@ def user_config_dir() -> Path:
 
 def config_paths(cwd: Path | None = None) -> list[Path]:
     """Config files in increasing precedence."""
-    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
     paths = [user_config_dir() / "loopwright.toml", project_config_path(cwd)]
-    if explicit:
-        paths.append(Path(explicit))
+    explicit = _named_config()
+    if explicit is not None:
+        paths.append(explicit)
     return paths
+
+
+def _named_config() -> Path | None:
+    """The file `LOOPWRIGHT_CONFIG` names, if it names one."""
+    explicit = os.environ.get(ENV_PREFIX + "CONFIG")
+    return Path(explicit) if explicit else None
 
 
 def project_config_path(cwd: Path | None = None) -> Path:
@@ -67,6 +73,9 @@ def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None =
             table = _read_project(path, merged) if path == project else _read_toml(path)
             merged.update(table)
             origin.update(dict.fromkeys(table, str(path)))
+        elif path == _named_config():  # asked for by name: its settings would be missing
+            raise ConfigError(f"{ENV_PREFIX}CONFIG names {path}, which does not exist: create "
+                              f"it, or unset {ENV_PREFIX}CONFIG")
     env = _read_env(os.environ if environ is None else environ)
     merged.update(env)
     origin.update({name: ENV_PREFIX + name.upper() for name in env})

@@ -45,3 +45,13 @@ def test_a_directory_beside_it_named_otherwise_is_no_concern(tmp_path: Path) -> 
         proc = run(server, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "ok\n"
+
+
+def test_a_loopwright_config_naming_no_file_exits_6_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "my-settings.toml"
+    with FakeModelServer([]) as server:
+        proc = run(server, tmp_path, LOOPWRIGHT_CONFIG=str(missing))
+        assert server.model_requests == []
+    assert proc.returncode == 6, proc.stderr
+    assert proc.stderr == (f"loopwright: LOOPWRIGHT_CONFIG names {missing}, which does not "
+                           "exist: create it, or unset LOOPWRIGHT_CONFIG\n")

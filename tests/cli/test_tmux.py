@@ -466,9 +466,20 @@ def test_a_protocol_server_started_by_hand_says_what_it_waits_for(
     """Started in a terminal, it sat silent, then answered a typed line with a traceback."""
     pane.start([*command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], cwd=tmp_path)
     shown = pane.wait_text(f"waiting for {protocol} messages on stdin")
-    assert "typed lines are not prompts. Ctrl-D stops" in " ".join(shown.split())
-    pane.keys("C-d")  # as said: the end of input ends it (mcp-server's stdio reader ignores Ctrl-C)
+    assert "typed lines are not prompts. Ctrl-D or Ctrl-C stops" in " ".join(shown.split())
+    pane.keys("C-d")  # as said: the end of input ends it
     pane.wait_text("[exit 0]")
+
+
+@pytest.mark.parametrize(("command", "protocol"), [(["acp"], "Agent Client Protocol"),
+                                                 (["mcp-server"], "MCP")])
+def test_a_protocol_server_started_by_hand_stops_at_ctrl_c(
+        pane: Pane, tmp_path: Path, command: list[str], protocol: str) -> None:
+    pane.start([*command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], cwd=tmp_path)
+    pane.wait_text(f"waiting for {protocol} messages on stdin")
+    pane.keys("C-c")  # as the note says
+    shown = pane.wait_text("[exit ")
+    assert "Traceback" not in shown, shown
 
 
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(

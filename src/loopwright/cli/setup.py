@@ -101,4 +101,4 @@ def note_when_started_by_hand(protocol: str, client: str) -> None:
         from loopwright.cli.render import say
 
         say(f"waiting for {protocol} messages on stdin: {client} starts this command and talks "
-            "to it (docs/editors.md); typed lines are not prompts. Ctrl-D stops")
+            "to it (docs/editors.md); typed lines are not prompts. Ctrl-D or Ctrl-C stops")
