@@ -17,7 +17,7 @@ def test_a_damaged_session_is_reported_in_the_list_never_a_500(
     with FakeModelServer([Reply("one"), Reply("two"), Reply("three")]) as fake:
         served = make_server(fake)
         ids = []
-        for prompt in ("first", "second", "third"):
+        for prompt in ("first task", "second task", "third task"):
             started = served.start(prompt)
             served.wait_finished(started["run_id"])
             ids.append(started["session_id"])
@@ -30,10 +30,27 @@ def test_a_damaged_session_is_reported_in_the_list_never_a_500(
         reply = served.api.get("/sessions")
         assert reply.status_code == 200, reply.text
         listed = reply.json()
-        assert [s["id"] for s in listed["sessions"]] == [ids[2]]  # the store stops at it
+        assert [s["id"] for s in listed["sessions"]] == [ids[2], ids[0]]  # all the others
         (damage,) = listed["damaged"]
-        assert ids[1] in damage["error"]
-        # searching meets it too
-        assert served.api.get("/sessions", params={"q": "second"}).status_code == 200
+        assert damage["id"] == ids[1] and f"sessions rm {ids[1]}" in damage["error"]
+        # limit counts the sessions listed, not the damaged one
+        one = served.api.get("/sessions", params={"limit": "2"}).json()
+        assert [s["id"] for s in one["sessions"]] == [ids[2], ids[0]]
+        # a search meets it too: the other matches, and the damage named
+        found = served.api.get("/sessions", params={"q": "task"}).json()
+        assert sorted(s["id"] for s in found["sessions"]) == sorted([ids[0], ids[2]])
+        assert [d["id"] for d in found["damaged"]] == [ids[1]]
         assert served.api.get(f"/sessions/{ids[1]}").status_code == 404  # as before
         assert served.api.get(f"/sessions/{ids[0]}").json()["session"]["id"] == ids[0]
+
+
+def test_with_no_damaged_session_the_list_has_no_damaged_key(
+        make_server: MakeServer) -> None:
+    with FakeModelServer([Reply("one"), Reply("two")]) as fake:
+        served = make_server(fake)
+        for prompt in ("first", "second"):
+            served.wait_finished(served.start(prompt)["run_id"])
+        listed = served.api.get("/sessions").json()
+        assert len(listed["sessions"]) == 2 and "damaged" not in listed
+        found = served.api.get("/sessions", params={"q": "first"}).json()
+        assert len(found["sessions"]) == 1 and "damaged" not in found

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from loopwright.messages import Message
     from loopwright.store import SessionInfo
+    from loopwright.store.rows import DamagedSession
     from loopwright.store.sqlite import SQLiteStore
 
 sessions_app = typer.Typer(
@@ -100,21 +101,33 @@ def list_sessions(
     = False,
     db: DbOpt = None,
 ) -> None:
-    """Recent sessions first."""
+    """Recent sessions first. A damaged session is left out and named on stderr, one line each
+    (with --json, also as a last line `{"damaged": [{"id": ..., "error": ...}]}`); the exit
+    status stays 0, as the sessions that can be read are all listed."""
     store = _open(db, must_exist=False)
     directory = Path.cwd() if here else cwd
+    damaged: list[DamagedSession] = []
     with _damage_reported():
         found = [] if store is None else store.list_sessions(
-            cwd=str(directory.resolve()) if directory else None, model=model, limit=limit)
+            cwd=str(directory.resolve()) if directory else None, model=model, limit=limit,
+            damaged=damaged)
     if json_output:
         for info in found:
             print(json.dumps(info.to_dict(), ensure_ascii=False))
-        return
-    console = _console()
-    if not found:
-        console.print("No sessions found.")
-        return
-    console.print(_sessions_table(found))
+        if damaged:
+            print(json.dumps({"damaged": [one.to_dict() for one in damaged]},
+                             ensure_ascii=False))
+    elif not found:
+        _console().print("No sessions found.")
+    else:
+        _console().print(_sessions_table(found))
+    _print_damaged(damaged)
+
+
+def _print_damaged(damaged: list[DamagedSession]) -> None:
+    """One line on stderr for each damaged session a listing or a search left out."""
+    for one in damaged:
+        print(f"skipped a damaged session: {one.error}", file=sys.stderr)
 
 
 @sessions_app.command("show")
@@ -180,7 +193,8 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N hits.")] = 20,
     db: DbOpt = None,
 ) -> None:
-    """Full-text search over every stored message, best matches first."""
+    """Full-text search over every stored message, best matches first (a damaged session is
+    left out and named on stderr, as `list` does)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -188,11 +202,14 @@ def search(
 
     store = _open(db, must_exist=False)
     cwd = str(Path.cwd().resolve()) if here else None
+    damaged: list[DamagedSession] = []
     with _damage_reported():
-        hits = [] if store is None else store.search(text, limit=limit, cwd=cwd)
+        hits = [] if store is None else store.search(text, limit=limit, cwd=cwd,
+                                                     damaged=damaged)
     console = _console()
     if not hits:
         console.print(f"No messages match {text!r}.")
+        _print_damaged(damaged)
         return
     table = Table(box=None, show_edge=False, pad_edge=False)
     for column in ("session", "when", "role", "match", "title"):
@@ -202,6 +219,7 @@ def search(
         table.add_row(hit.session_id[:8], _when(hit.updated), hit.role,
                       _highlight(hit.snippet, SNIPPET_START, SNIPPET_END), Text(hit.title))
     console.print(table)
+    _print_damaged(damaged)
 
 
 @sessions_app.command("export")

@@ -19,6 +19,7 @@ from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail,
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
+from loopwright.store.rows import DamagedSession
 
 MAX_BODY = 1_000_000  # bytes of a request body
 MAX_LIST = 200  # sessions one `GET /sessions` returns at most
@@ -192,29 +193,16 @@ class ServeApi:
         if self.store is None:
             return JSONResponse({"sessions": []})
         limit, query, model = max(limit, 1), params.get("q"), params.get("model")
+        damaged: list[DamagedSession] = []  # one damaged session: the rest stay browsable
         try:
-            found = await list_sessions(self.store, limit=limit, query=query, model=model)
-        except SessionError as exc:  # one damaged session: the rest stay browsable
-            found = [] if query else await self._newest_readable(limit, model)
-            return JSONResponse({"sessions": found, "damaged": [{"error": str(exc)}]})
+            found = await list_sessions(self.store, limit=limit, query=query, model=model,
+                                        damaged=damaged)
+        except SessionError as exc:  # the store itself cannot be read (busy, unreachable)
+            raise BadRequest(str(exc), 503) from exc
+        if damaged:
+            return JSONResponse({"sessions": found,
+                                 "damaged": [one.to_dict() for one in damaged]})
         return JSONResponse({"sessions": found})
-
-    async def _newest_readable(self, limit: int, model: str | None) -> list[dict[str, Any]]:
-        """The newest sessions listed before the first damaged one: the store lists all or
-        nothing, so the longest list it can read is found by halving (a few reads, and only
-        when a damaged session is in the way)."""
-        assert self.store is not None
-        readable, unreadable = 0, limit
-        while unreadable - readable > 1:
-            middle = (readable + unreadable) // 2
-            try:
-                await list_sessions(self.store, limit=middle, query=None, model=model)
-                readable = middle
-            except SessionError:
-                unreadable = middle
-        if not readable:
-            return []
-        return await list_sessions(self.store, limit=readable, query=None, model=model)
 
     async def session(self, request: Request) -> Response:
         if self.store is None:

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from loopwright.messages import Message
 from loopwright.store import SessionInfo
+from loopwright.store.rows import DamagedRowError, DamagedSession, skip_damaged
 
 _MARKS = str.maketrans("", "", "\x02\x03")  # the store's markers around matched words
 
@@ -18,27 +19,35 @@ class BrowsableStore(Protocol):
     async def resolve(self, prefix: str) -> str: ...
     async def load(self, session_id: str) -> list[Message]: ...
     async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
-                            limit: int = 20) -> list[SessionInfo]: ...
+                            limit: int = 20, damaged: list[DamagedSession] | None = None
+                            ) -> list[SessionInfo]: ...
     async def children(self, session_id: str) -> list[SessionInfo]: ...
     async def events(self, session_id: str) -> list[dict[str, Any]]: ...
     async def turns(self, session_id: str) -> list[dict[str, Any]]: ...
     async def runs(self, session_id: str) -> list[dict[str, Any]]: ...
     async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
-                     exclude_session: str | None = None, cwd: str | None = None
-                     ) -> list[Any]: ...
+                     exclude_session: str | None = None, cwd: str | None = None,
+                     damaged: list[DamagedSession] | None = None) -> list[Any]: ...
 
 
 async def list_sessions(store: BrowsableStore, *, limit: int, query: str | None,
-                        model: str | None = None) -> list[dict[str, Any]]:
+                        model: str | None = None, damaged: list[DamagedSession]
+                        ) -> list[dict[str, Any]]:
     """Recent sessions first; with `query`, the sessions whose messages match it, best first,
-    each with a `snippet` of its best match."""
+    each with a `snippet` of its best match. A damaged session is left out and added to
+    `damaged` (once)."""
     if not query:
-        return [info.to_dict() for info in await store.list_sessions(model=model, limit=limit)]
+        return [info.to_dict() for info in await store.list_sessions(
+            model=model, limit=limit, damaged=damaged)]
     found: dict[str, dict[str, Any]] = {}
-    for hit in await store.search(query, limit=limit * 4):
+    for hit in await store.search(query, limit=limit * 4, damaged=damaged):
         if hit.session_id in found or len(found) >= limit:
             continue
-        info = await store.get(hit.session_id)
+        try:
+            info = await store.get(hit.session_id)
+        except DamagedRowError as exc:
+            skip_damaged(hit.session_id, exc, damaged)
+            continue
         if info is not None and (model is None or info.model == model):
             found[hit.session_id] = {**info.to_dict(), "snippet": hit.snippet.translate(_MARKS)}
     return list(found.values())

@@ -18,8 +18,8 @@ import os
 import re
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.errors import ConfigError, SessionError
 from loopwright.messages import Message, Usage
@@ -34,6 +34,8 @@ from loopwright.store.rows import (
     SESSION_COLUMNS,
     TURN_ON_CONFLICT,
     USAGE_COLUMNS,
+    DamagedRowError,
+    DamagedSession,
     call_at,
     checked_runs,
     checked_session_row,
@@ -42,6 +44,7 @@ from loopwright.store.rows import (
     message_at,
     message_row,
     run_row,
+    skip_damaged,
     turn_row,
 )
 from loopwright.store.search import (
@@ -70,6 +73,7 @@ if TYPE_CHECKING:
 
     from loopwright.events import ModelCallRecord
 
+_Read = TypeVar("_Read")  # what `_readable` makes of a row
 _USAGE = USAGE_COLUMNS
 _UPSERT_RUN = (
     "INSERT INTO runs (id, session_id, model, pid, started, ended, stop_reason, error, turns, "
@@ -222,14 +226,37 @@ class PostgresStore:
         return await self._info(rows[0]) if rows else None
 
     async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
-                            limit: int = 20) -> list[SessionInfo]:
-        rows = await self._rows(
+                            limit: int = 20, damaged: list[DamagedSession] | None = None
+                            ) -> list[SessionInfo]:
+        """The `limit` most recently updated sessions that can be read; each damaged one is
+        skipped and reported into `damaged`, or as a `DamagedSessionWarning`."""
+        return await self._readable(
             "listing sessions", f"SELECT {SESSION_COLUMNS} FROM sessions WHERE "
             "(%(cwd)s::text IS NULL OR cwd = %(cwd)s) AND "
             "(%(model)s::text IS NULL OR model = %(model)s) "
-            "ORDER BY updated DESC, created DESC LIMIT %(limit)s",
-            {"cwd": cwd, "model": model, "limit": limit})
-        return [await self._info(row) for row in rows]
+            "ORDER BY updated DESC, created DESC, id LIMIT %(limit)s OFFSET %(offset)s",
+            {"cwd": cwd, "model": model}, self._info, limit, damaged)
+
+    async def _readable(self, action: str, sql: str, params: dict[str, Any],
+                           read: Callable[[tuple[Any, ...]], Awaitable[_Read]], limit: int,
+                           damaged: list[DamagedSession] | None) -> list[_Read]:
+        """The first `limit` rows of `sql` (ending in `LIMIT %(limit)s OFFSET %(offset)s`, its
+        first column the session's id) that `read` can read: a damaged one is skipped and
+        reported, and the rows after it read a page at a time."""
+        found: list[_Read] = []
+        offset = 0
+        while len(found) < limit:
+            wanted = limit - len(found)
+            rows = await self._rows(action, sql, {**params, "limit": wanted, "offset": offset})
+            for row in rows:
+                try:
+                    found.append(await read(row))
+                except DamagedRowError as exc:
+                    skip_damaged(row[0], exc, damaged)
+            if len(rows) < wanted:
+                break
+            offset += len(rows)
+        return found
 
     async def children(self, session_id: str) -> list[SessionInfo]:
         rows = await self._rows("listing sub-agent sessions", f"SELECT {SESSION_COLUMNS} FROM "
@@ -461,14 +488,19 @@ class PostgresStore:
     # -- search --
 
     async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
-                     exclude_session: str | None = None, cwd: str | None = None
-                     ) -> list[SearchHit]:
-        """Messages matching `text` (every word, or any word), best `ts_rank` first."""
+                     exclude_session: str | None = None, cwd: str | None = None,
+                     damaged: list[DamagedSession] | None = None) -> list[SearchHit]:
+        """Messages matching `text` (every word, or any word), best `ts_rank` first; a damaged
+        one is skipped and reported as `list_sessions` does."""
         words = search_words(text)
         if not words:
             return []
         query = (" | " if any_word else " & ").join(words)  # \w+ only: no tsquery syntax
-        rows = await self._rows(
+        async def hit(r: tuple[Any, ...]) -> SearchHit:
+            return hit_at(r[0], r[1], r[2], r[3].replace("<<<", SNIPPET_START).replace(
+                ">>>", SNIPPET_END), r[5], r[6], score=-float(r[4]))
+
+        return await self._readable(
             "searching",
             "SELECT m.session_id, m.seq, m.role, ts_headline('english', m.content, q, "
             "'StartSel=<<<, StopSel=>>>, MaxWords=16, MinWords=4'), ts_rank(m.search, q), "
@@ -476,10 +508,8 @@ class PostgresStore:
             "to_tsquery('english', %(query)s) q WHERE m.search @@ q "
             "AND (%(exclude)s::text IS NULL OR m.session_id <> %(exclude)s) "
             "AND (%(cwd)s::text IS NULL OR s.cwd = %(cwd)s) "
-            "ORDER BY ts_rank(m.search, q) DESC, m.id LIMIT %(limit)s",
-            {"query": query, "exclude": exclude_session, "cwd": cwd, "limit": limit})
-        return [hit_at(r[0], r[1], r[2], r[3].replace("<<<", SNIPPET_START).replace(
-            ">>>", SNIPPET_END), r[5], r[6], score=-float(r[4])) for r in rows]
+            "ORDER BY ts_rank(m.search, q) DESC, m.id LIMIT %(limit)s OFFSET %(offset)s",
+            {"query": query, "exclude": exclude_session, "cwd": cwd}, hit, limit, damaged)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, get_args
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import orjson
 
@@ -102,13 +104,64 @@ def turn_row(session_id: str, run_id: str, turn: int, usage: Usage, cost: float 
     values = usage.to_dict()
     return (session_id, run_id, turn, now, *(values[c] for c in USAGE_COLUMNS), cost)
 
+_Read = TypeVar("_Read")  # what `readable` makes of a row
 _DECODING = (ValueError, TypeError, KeyError, AttributeError)  # json, from_dict on odd shapes
 
 
-def damaged(session_id: str, row: str, exc: BaseException) -> SessionError:
+class DamagedRowError(SessionError):
+    """A row the store holds but cannot read (not a store it cannot reach): what a listing or a
+    search skips and reports (`skip_damaged`) where reading the one session fails with it."""
+
+
+class DamagedSessionWarning(UserWarning):
+    """Warned by a store's `list_sessions` or `search` for each damaged session it skipped, when
+    the caller passed no `damaged` list to collect them in (the return type stays the list of
+    good ones, for callers written before damaged sessions were skipped)."""
+
+
+@dataclass(frozen=True)
+class DamagedSession:
+    """A session a listing or a search skipped: its id (None when the id itself is damaged) and
+    the error that says what to do."""
+
+    session_id: str | None
+    error: str
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"id": self.session_id, "error": self.error}
+
+
+def skip_damaged(row_id: Any, exc: DamagedRowError, damaged: list[DamagedSession] | None
+                 ) -> None:
+    """Report one damaged session a listing or a search skipped: into `damaged` (once per
+    session: a search may meet it in several messages), or as a `DamagedSessionWarning`."""
+    found = DamagedSession(row_id if isinstance(row_id, str) and row_id else None, str(exc))
+    if damaged is None:
+        warnings.warn(DamagedSessionWarning(found.error), stacklevel=3)
+    elif found not in damaged:
+        damaged.append(found)
+
+
+def readable(rows: Iterable[Sequence[Any]], read: Callable[[Sequence[Any]], _Read], limit: int,
+             damaged: list[DamagedSession] | None) -> list[_Read]:
+    """What `read` makes of the first `limit` rows it can read (each row's first column the
+    session's id); each damaged one skipped and reported (`skip_damaged`). `rows` is taken
+    only as far as needed: a cursor with no LIMIT reads past the damaged ones."""
+    found: list[_Read] = []
+    for row in rows:
+        if len(found) >= limit:
+            break
+        try:
+            found.append(read(row))
+        except DamagedRowError as exc:
+            skip_damaged(row[0], exc, damaged)
+    return found
+
+
+def damaged(session_id: str, row: str, exc: BaseException) -> DamagedRowError:
     """The error for one damaged row of a session."""
     why = (str(exc) or type(exc).__name__)[:200]
-    return SessionError(
+    return DamagedRowError(
         f"session {session_id}: {row} is damaged ({why}); the store holds a row cut short or "
         "not written by loopwright, so the session cannot be read as it is. Continue in a new "
         f"session, or delete this one with `loopwright sessions rm {session_id}`")
@@ -162,7 +215,7 @@ def checked_session_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return row
 
 
-def damaged_session_row(session_id: str, name: str, value: Any) -> SessionError:
+def damaged_session_row(session_id: str, name: str, value: Any) -> DamagedRowError:
     """The error for a field of the session's row that is not of its type."""
     return damaged(session_id, "its row of the sessions table",
                    ValueError(f"{name} holds {_shown(value)}"))

@@ -28,10 +28,12 @@ from loopwright.store.rows import (
     RUN_ON_CONFLICT,
     SESSION_COLUMNS,
     USAGE_COLUMNS,
+    DamagedSession,
     call_at,
     checked_session_row,
     events_at,
     message_at,
+    readable,
     record_at,
     run_row,
 )
@@ -207,7 +209,10 @@ class SQLiteStore:
         return None if row is None else row[0]
 
     def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
-                      limit: int = 20) -> list[SessionInfo]:
+                      limit: int = 20, damaged: list[DamagedSession] | None = None
+                      ) -> list[SessionInfo]:
+        """The `limit` most recently updated sessions that can be read; each damaged one is
+        skipped and reported into `damaged`, or as a `DamagedSessionWarning`."""
         where, params = [], []
         if cwd is not None:
             where.append("cwd = ?")
@@ -217,10 +222,10 @@ class SQLiteStore:
             params.append(model)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         with self._read("listing sessions") as db:
+            # no LIMIT: the cursor reads rows as they are taken, past any damaged ones
             rows = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions {clause} "
-                              "ORDER BY updated DESC, rowid DESC LIMIT ?",
-                              (*params, limit)).fetchall()
-            return [self._info(db, row) for row in rows]
+                              "ORDER BY updated DESC, rowid DESC", params)
+            return readable(rows, lambda row: self._info(db, tuple(row)), limit, damaged)
 
     def resolve(self, prefix: str) -> str:
         """The one session id starting with `prefix`; `SessionError` if none or several do."""
@@ -462,8 +467,10 @@ class SQLiteStore:
     # -- search --
 
     def search(self, text: str, *, limit: int = 10, any_word: bool = False,
-               exclude_session: str | None = None, cwd: str | None = None) -> list[SearchHit]:
-        """Messages matching `text` (every word, or any word), best BM25 score first."""
+               exclude_session: str | None = None, cwd: str | None = None,
+               damaged: list[DamagedSession] | None = None) -> list[SearchHit]:
+        """Messages matching `text` (every word, or any word), best BM25 score first; a damaged
+        one is skipped and reported as `list_sessions` does."""
         query = fts_query(text, any_word=any_word)
         if not query:
             return []
@@ -481,10 +488,11 @@ class SQLiteStore:
             "SELECT m.session_id, m.seq, m.role, snippet(messages_fts, 0, ?, ?, '…', 16), "
             "bm25(messages_fts), s.title, s.updated FROM messages_fts "
             "JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
-            f"WHERE {' AND '.join(where)} ORDER BY bm25(messages_fts) LIMIT ?")
+            f"WHERE {' AND '.join(where)} ORDER BY bm25(messages_fts)")
         with self._read("searching") as db:
-            rows = db.execute(sql, (SNIPPET_START, SNIPPET_END, *params, limit)).fetchall()
-        return [hit_at(r[0], r[1], r[2], r[3], r[5], r[6], score=r[4]) for r in rows]
+            return readable(db.execute(sql, (SNIPPET_START, SNIPPET_END, *params)),
+                            lambda r: hit_at(r[0], r[1], r[2], r[3], r[5], r[6], score=r[4]),
+                            limit, damaged)
 
 
 class _Translating:

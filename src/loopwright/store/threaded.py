@@ -21,6 +21,7 @@ from loopwright.worker_threads import Job, JobPipe, loop_pipe, run_job, serve
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
+    from loopwright.store.rows import DamagedSession
     from loopwright.store.search import SearchHit
     from loopwright.store.sqlite import SQLiteStore
     from loopwright.store.writes import StoreWrite
@@ -109,8 +110,10 @@ class ThreadedStore:
         return await self._call(self.sync.children, session_id)
 
     async def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
-                            limit: int = 20) -> list[SessionInfo]:
-        return await self._call(self.sync.list_sessions, cwd=cwd, model=model, limit=limit)
+                            limit: int = 20, damaged: list[DamagedSession] | None = None
+                            ) -> list[SessionInfo]:
+        return await self._call(self.sync.list_sessions, cwd=cwd, model=model, limit=limit,
+                                damaged=damaged)
 
     async def acquire(self, session_id: str, owner: str) -> None:
         await self._call(self.sync.acquire, session_id, owner)
@@ -153,10 +156,10 @@ class ThreadedStore:
         await self._call(self.sync.delete, session_id)
 
     async def search(self, text: str, *, limit: int = 10, any_word: bool = False,
-                     exclude_session: str | None = None, cwd: str | None = None
-                     ) -> list[SearchHit]:
+                     exclude_session: str | None = None, cwd: str | None = None,
+                     damaged: list[DamagedSession] | None = None) -> list[SearchHit]:
         return await self._call(self.sync.search, text, limit=limit, any_word=any_word,
-                                exclude_session=exclude_session, cwd=cwd)
+                                exclude_session=exclude_session, cwd=cwd, damaged=damaged)
 
     async def aclose(self) -> None:
         await self._call(self.sync.close)
