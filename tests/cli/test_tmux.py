@@ -471,16 +471,6 @@ def test_a_protocol_server_started_by_hand_says_what_it_waits_for(
     pane.wait_text("[exit 0]")
 
 
-@pytest.mark.parametrize(("command", "protocol"), [(["acp"], "Agent Client Protocol"),
-                                                 (["mcp-server"], "MCP")])
-def test_a_protocol_server_started_by_hand_stops_at_ctrl_c(
-        pane: Pane, tmp_path: Path, command: list[str], protocol: str) -> None:
-    pane.start([*command, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], cwd=tmp_path)
-    pane.wait_text(f"waiting for {protocol} messages on stdin")
-    pane.keys("C-c")  # as the note says
-    shown = pane.wait_text("[exit ")
-    assert "Traceback" not in shown, shown
-
 
 def test_after_ctrl_z_and_fg_keys_typed_during_a_run_still_wait_for_the_prompt(
         pane: Pane, tmp_path: Path) -> None:
