@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -288,7 +288,7 @@ class ModelClient:
             raise _connection_failed(self.label, url.host, exc) from exc
         if reply.status_code >= 400:
             raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
-        data = self._reply_json(reply.text, reply.headers.get("content-type", ""))
+        data = self._reply_json(reply.content, reply.headers)
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
@@ -302,13 +302,17 @@ class ModelClient:
                 listeners.on_text(text)
         return response
 
-    def _reply_json(self, text: str, content_type: str) -> Any:
+    def _reply_json(self, body: bytes, headers: Mapping[str, str]) -> Any:
         """A 2xx reply's JSON. A web page there (a web UI's address, a captive portal) will not
-        turn into the API on a retry; other text might be a server's passing glitch."""
+        turn into the API on a retry; other text might be a server's passing glitch. (The
+        bytes, as httpx's `json()` reads them: its `text` works out the charset through the
+        `email` package, ~60 k instructions a turn, and the headers are read only on a
+        failure.)"""
         try:
-            return json.loads(text)
+            return json.loads(body)
         except ValueError as exc:
-            if is_html(text, content_type):
+            text = body.decode("utf-8", "replace")
+            if is_html(text, headers.get("content-type", "")):
                 raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.base_url, text)}",
                                     status=200) from exc
             raise ProviderError(f"{self.label}: reply is not JSON: {text[:200]!r}",
@@ -335,8 +339,8 @@ class ModelClient:
                     raise _http_error(self.label, reply.status_code, text, reply.headers)
                 content_type = reply.headers.get("content-type", "text/event-stream")
                 if "text/event-stream" not in content_type:  # a server that ignored stream=true
-                    whole = (await reply.aread()).decode("utf-8", "replace")
-                    return self.wire.parse_body(self._reply_json(whole, content_type))
+                    return self.wire.parse_body(self._reply_json(await reply.aread(),
+                                                                 reply.headers))
                 async for event, data in iter_sse(reply.aiter_bytes()):
                     acc.events_seen += 1
                     try:
