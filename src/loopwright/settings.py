@@ -374,13 +374,13 @@ class Settings:
     data_dir: PathText | None = field(default=None, metadata=doc(SESSIONS,
         "the session database and memory", shown="`~/.local/share/loopwright`"))
 
-
     def __post_init__(self) -> None:
         if isinstance(self.review, list):  # a mode is a checked Literal already
             self.review = review_value(self.review, self.review_checks)
         if self.review_off:
             self.review_off = review_value(self.review_off, self.review_checks,
                                            setting="review_off")
+
 
 class AgentOptions(TypedDict, total=False):
     """The settings as `Agent(...)` keyword arguments (typed for IDEs and mypy); the same names
@@ -502,22 +502,17 @@ def review_value(names: list[str], user_checks: list[Any], *, setting: str = "re
 
     cleaned = [name.strip() if isinstance(name, str) else name for name in names]
     named = (getattr(check, "name", None) for check in user_checks)
-    known = {*CHECK_NAMES, *(name for name in named if isinstance(name, str)), "auto"}
-    if setting == "review_off":
-        known.discard("auto")
-        wrong = [name for name in cleaned if name not in known]
-        if wrong:
-            raise ConfigError(
-                f"review_off = {names!r}: {', '.join(map(repr, wrong))} is not a check; "
-                f"review_off names checks from {', '.join(sorted(known))}")
-        return cleaned
-    wrong = [name for name in cleaned if name not in known]
+    checks = {*CHECK_NAMES, *(name for name in named if isinstance(name, str))}
+    allowed = checks if setting == "review_off" else {*checks, "auto"}
+    wrong = ", ".join(repr(name) for name in cleaned if name not in allowed)
+    if wrong and setting == "review_off":
+        raise ConfigError(f"review_off = {names!r}: {wrong} is not a check; review_off names "
+                          f"checks from {', '.join(sorted(checks))}")
     if wrong:
         raise ConfigError(
-            f"review = {names!r}: {', '.join(map(repr, wrong))} is not a mode or a check; "
-            f"review is 'auto', 'all', 'off' or a list of checks from "
-            f"{', '.join(sorted(known - {'auto'}))} (\"auto\" in a list stands for the "
-            "structural ones)")
+            f"review = {names!r}: {wrong} is not a mode or a check; review is 'auto', 'all', "
+            f"'off' or a list of checks from {', '.join(sorted(checks))} (\"auto\" in a list "
+            "stands for the structural ones)")
     return cleaned
 
 
