@@ -233,3 +233,32 @@ class OpenedConnections:
     def open_to(self, port: int) -> list[asyncio.BaseTransport]:
         """Those connected to `port` on 127.0.0.1 and not closed."""
         return [t for t in self.to_port(port) if not t.is_closing()]
+
+
+def ctrl_c_on_a_terminal(command: list[str], cwd: Path) -> tuple[str, int, str]:
+    """A protocol server (`acp`, `mcp-server`) started as a user starts it by hand, its stdin a
+    terminal: (its first line on stderr, its exit status after a SIGINT once it reads stdin,
+    the rest of its stderr). A pseudo-terminal, not tmux: a tmux pane runs the command under a
+    shell that Ctrl-C may end too, taking the screen with it."""
+    import pty
+    import signal
+
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen(command, cwd=cwd, env=cli_env(cwd), stdin=terminal,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stderr is not None and process.stdout is not None
+        with process.stdout, process.stderr:
+            first = process.stderr.readline()  # once it reads stdin
+            time.sleep(0.5)  # into the read
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                raise AssertionError(f"{command} ignored Ctrl-C") from None
+            return first, process.returncode, process.stderr.read()
+    finally:
+        os.close(controller)
+        os.close(terminal)

@@ -3,17 +3,13 @@ and exit 1, as `serve` says it; on stdio, Ctrl-C stops it (a new user's walk-thr
 
 from __future__ import annotations
 
-import os
-import pty
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from loopwright.testing import FakeModelServer
-from shared_helpers import cli_env
+from shared_helpers import cli_env, ctrl_c_on_a_terminal
 
 
 def mcp_server(base_url: str, *extra: str) -> list[str]:
@@ -36,28 +32,8 @@ def test_http_on_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
 
 def test_on_stdio_ctrl_c_stops_it(tmp_path: Path) -> None:
     """From a terminal, as a user who started it by hand meets it: stdin is the terminal."""
-    controller, terminal = pty.openpty()
-    try:
-        with FakeModelServer([]) as fake:
-            process = subprocess.Popen(mcp_server(fake.base_url), cwd=tmp_path,
-                                       env=cli_env(tmp_path), stdin=terminal,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert process.stderr is not None
-            waiting = process.stderr.readline()  # once it reads stdin
-            assert waiting.startswith("loopwright: waiting for MCP messages on stdin")
-            time.sleep(0.5)  # into the read
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                raise AssertionError("mcp-server ignored Ctrl-C") from None
-            assert process.returncode == 130
-            assert "Traceback" not in process.stderr.read()
-            process.stderr.close()
-            assert process.stdout is not None
-            process.stdout.close()
-    finally:
-        os.close(controller)
-        os.close(terminal)
+    with FakeModelServer([]) as fake:
+        waiting, status, rest = ctrl_c_on_a_terminal(mcp_server(fake.base_url), tmp_path)
+    assert waiting.startswith("loopwright: waiting for MCP messages on stdin")
+    assert status == 130, status
+    assert "Traceback" not in rest
