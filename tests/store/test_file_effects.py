@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import note_on_resume
 
-from loopwright import Agent
 from loopwright.builtin import default_tools
-from loopwright.interrupted import INTERRUPTED, INTERRUPTED_RESULT
+from loopwright.interrupted import INTERRUPTED_RESULT
 from loopwright.testing import FakeModelServer, Reply, call
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
@@ -73,19 +73,6 @@ def killed_after(tmp_path: Path, tool_call: Any) -> Path:
     return work
 
 
-async def note_on_resume(tmp_path: Path, work: Path) -> str:
-    with FakeModelServer([Reply("Checked.")]) as server:
-        agent = Agent("test-model", base_url=server.base_url, api_key="k",
-                      store=tmp_path / "s.db", session_id="files", workdir=str(work),
-                      tools=default_tools(names=["write_file"]))
-        result = await agent.run("")
-        body = server.model_requests[0].body or {}
-    assert result.output == "Checked."
-    notes = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-    assert len(notes) == 1 and notes[0].startswith(INTERRUPTED)
-    return str(notes[0])
-
-
 WRITES = {
     "write_file": call("write_file", {"path": "notes.txt", "content": "alpha\ngamma\n"}),
     "edit_file": call("edit_file", {"path": "notes.txt", "old_string": "beta",
@@ -98,21 +85,21 @@ WRITES = {
 async def test_a_write_that_landed_is_reported_as_done(tmp_path: Path, tool_name: str) -> None:
     work = killed_after(tmp_path, WRITES[tool_name])
     assert (work / "notes.txt").read_text() == "alpha\ngamma\n"
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "files")
     assert "It took effect" in note and "notes.txt" in note and "do not make it again" in note
 
 
 async def test_a_write_that_did_not_land_is_reported_as_not_done(tmp_path: Path) -> None:
     work = killed_after(tmp_path, WRITES["write_file"])
     (work / "notes.txt").write_text("alpha\nbeta\n")  # as if the kill came before the write
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "files")
     assert "It did not take effect" in note
 
 
 async def test_a_file_changed_since_is_reported_as_uncertain(tmp_path: Path) -> None:
     work = killed_after(tmp_path, WRITES["write_file"])
     (work / "notes.txt").write_text("someone else's text\n")
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "files")
     assert "may have taken effect in part" in note and "changed since" in note
 
 

@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_helpers import note_on_resume
 
-from loopwright import Agent
-from loopwright.builtin import default_tools
-from loopwright.interrupted import INTERRUPTED, INTERRUPTED_RESULT
+from loopwright.interrupted import INTERRUPTED_RESULT
 from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
-from loopwright.testing import FakeModelServer, Reply
 from loopwright.tools.effects import EFFECT_EVENT
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX files")
@@ -41,19 +39,6 @@ def crashed_session(db: Path, record: Any) -> None:
                                          "name": "write_file", **record}])
 
 
-async def note_on_resume(tmp_path: Path, work: Path) -> str:
-    with FakeModelServer([Reply("Checked.")]) as server:
-        agent = Agent("test-model", base_url=server.base_url, api_key="k",
-                      store=tmp_path / "s.db", session_id="s", workdir=str(work),
-                      tools=default_tools(names=["write_file"]))
-        result = await agent.run("")
-        body = server.model_requests[0].body or {}
-    assert result.output == "Checked."
-    notes = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-    assert len(notes) == 1 and notes[0].startswith(INTERRUPTED)
-    return str(notes[0])
-
-
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     folder = tmp_path / "work"
@@ -68,7 +53,7 @@ async def test_a_file_swapped_for_a_symlink_is_not_read_through_it(
     (work / "notes.txt").symlink_to(outside)
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(work / "notes.txt"), "before": sha(b"old"), "after": sha(b"new")}]})
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "s")
     assert "It took effect" not in note and "changed since" in note
 
 
@@ -80,7 +65,7 @@ async def test_a_directory_swapped_for_a_symlink_is_not_read_through_it(
     (work / "sub").symlink_to(outside)
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(work / "sub" / "notes.txt"), "before": None, "after": sha(b"new")}]})
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "s")
     assert "It took effect" not in note and "changed since" in note
 
 
@@ -89,7 +74,7 @@ async def test_a_path_outside_the_workspace_is_not_read(tmp_path: Path, work: Pa
     outside.write_bytes(b"new")
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(outside), "before": None, "after": sha(b"new")}]})
-    assert await note_on_resume(tmp_path, work) == INTERRUPTED_RESULT  # unknown, not "took"
+    assert await note_on_resume(tmp_path, work, "s") == INTERRUPTED_RESULT  # unknown, not "took"
 
 
 async def test_a_relative_path_is_not_read_against_the_process_directory(
@@ -98,7 +83,7 @@ async def test_a_relative_path_is_not_read_against_the_process_directory(
     (tmp_path / "notes.txt").write_bytes(b"new")
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": "notes.txt", "before": None, "after": sha(b"new")}]})
-    assert await note_on_resume(tmp_path, work) == INTERRUPTED_RESULT
+    assert await note_on_resume(tmp_path, work, "s") == INTERRUPTED_RESULT
 
 
 async def test_a_device_or_a_pipe_at_the_path_is_not_read(tmp_path: Path, work: Path) -> None:
@@ -106,7 +91,7 @@ async def test_a_device_or_a_pipe_at_the_path_is_not_read(tmp_path: Path, work: 
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(work / "pipe"), "before": None, "after": sha(b"new")},
         {"path": "/dev/zero", "before": None, "after": sha(b"new")}]})
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "s")
     assert "It took effect" not in note and "It did not take effect" not in note
 
 
@@ -119,7 +104,7 @@ async def test_an_unreadable_file_gives_a_note_not_a_crash(tmp_path: Path, work:
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(target), "before": sha(b"old"), "after": sha(b"new")}]})
     try:
-        note = await note_on_resume(tmp_path, work)
+        note = await note_on_resume(tmp_path, work, "s")
     finally:
         target.chmod(0o600)
     assert note == INTERRUPTED_RESULT
@@ -152,7 +137,7 @@ async def test_an_effect_record_of_the_wrong_shape_gives_the_unknown_note(
         tmp_path: Path, work: Path, damage: str) -> None:
     (work / "notes.txt").write_bytes(b"old")
     crashed_session(tmp_path / "s.db", DAMAGED[damage](work))
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "s")
     assert note == INTERRUPTED_RESULT
     assert len(note) < 2_000  # a huge recorded path is not echoed whole
 
@@ -164,5 +149,5 @@ async def test_a_large_file_is_checked_without_reading_it_whole(
     (work / "big.bin").write_bytes(data)
     crashed_session(tmp_path / "s.db", {"files": [
         {"path": str(work / "big.bin"), "before": None, "after": sha(data)}]})
-    note = await note_on_resume(tmp_path, work)
+    note = await note_on_resume(tmp_path, work, "s")
     assert "It took effect" in note and "big.bin" in note
