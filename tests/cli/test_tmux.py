@@ -411,12 +411,13 @@ def test_keys_typed_before_an_approval_do_not_answer_it_and_go_to_the_next_promp
     assert server.model_requests[-1].body["messages"][-1]["content"] == "yes please"
 
 
-def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
-        pane: Pane, tmp_path: Path) -> None:
-    """The question leaves the cursor after "Allow? …: "; the note the Ctrl-C prints went on
-    that line, glued to the terminal's "^C"."""
+def _key_at_the_rm_question(pane: Pane, tmp_path: Path, key: str, until: str,
+                            after: list[Reply]) -> list[str]:
+    """A chat asked to approve `rm -rf build`, answered with `key`, then ended once `until` is
+    shown (the model's replies after the question: `after`): the screen's lines from the
+    question's on."""
     (tmp_path / "build").mkdir()
-    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})])]
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})]), *after]
     with FakeModelServer(script) as server:
         pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
                    cwd=tmp_path)
@@ -424,14 +425,21 @@ def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
         pane.type("Clean up")
         pane.keys("Enter")
         pane.wait_text("Allow?")
-        pane.keys("C-c")
-        shown = pane.wait_text("cancelled")
+        pane.keys(key)
+        shown = pane.wait_text(until)
         pane.keys("C-d")
         pane.wait_text("[exit 0]")
     lines = shown.splitlines()
-    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
-    assert lines[question].rstrip().endswith("(this session): ^C")
-    assert lines[question + 1].startswith("cancelling… (press Ctrl-C again to quit at once)")
+    return lines[next(n for n, line in enumerate(lines) if "Allow?" in line):]
+
+
+def test_ctrl_c_at_an_approval_question_starts_its_note_on_a_line_of_its_own(
+        pane: Pane, tmp_path: Path) -> None:
+    """The question leaves the cursor after "Allow? …: "; the note the Ctrl-C prints went on
+    that line, glued to the terminal's "^C"."""
+    lines = _key_at_the_rm_question(pane, tmp_path, "C-c", "cancelled", [])
+    assert lines[0].rstrip().endswith("(this session): ^C")
+    assert lines[1].startswith("cancelling… (press Ctrl-C again to quit at once)")
     assert (tmp_path / "build").is_dir()
 
 
@@ -439,23 +447,9 @@ def test_ctrl_d_at_an_approval_question_declines_it_and_ends_its_line(pane: Pane
                                                                       tmp_path: Path) -> None:
     """An end of input answers "no" and types no Enter: what follows went on the question's
     line."""
-    (tmp_path / "build").mkdir()
-    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf build"})]), Reply("Kept it.")]
-    with FakeModelServer(script) as server:
-        pane.start(["chat", "--model", "fake-model", "--base-url", server.base_url],
-                   cwd=tmp_path)
-        pane.wait_for(lambda shown: shown.rstrip().endswith("›"), "the prompt")
-        pane.type("Clean up")
-        pane.keys("Enter")
-        pane.wait_text("Allow?")
-        pane.keys("C-d")
-        shown = pane.wait_text("Kept it.")
-        pane.keys("C-d")
-        pane.wait_text("[exit 0]")
-    lines = shown.splitlines()
-    question = next(n for n, line in enumerate(lines) if "Allow?" in line)
-    assert lines[question].rstrip().endswith("(this session):")
-    assert lines[question + 1].startswith("approval: bash (recursive delete): denied")
+    lines = _key_at_the_rm_question(pane, tmp_path, "C-d", "Kept it.", [Reply("Kept it.")])
+    assert lines[0].rstrip().endswith("(this session):")
+    assert lines[1].startswith("approval: bash (recursive delete): denied")
     assert (tmp_path / "build").is_dir()
 
 
