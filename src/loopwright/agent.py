@@ -11,9 +11,9 @@ import functools
 import os
 import typing
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack
 
 from loopwright import agent_parts
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 # layers, the text tool-call formats, the sandbox, skills, memory, routing and the window probes.
 
 EventCallback = Callable[["Event"], None]
+T = TypeVar("T")
 # runtime aliases (pdoc evaluates them) whose parts load with the runtime: forward references
 Prompt = str | Sequence[typing.Union[str, "Attachment"]]  # text, or text parts and images / PDFs
 
@@ -201,14 +202,15 @@ class Agent(Generic[DepsT, OutputT]):
     def chat(self, prompt: Prompt, *, deps: DepsT | None = None) -> OutputT:
         """Synchronous convenience: run and return the output; raises when the run failed.
         Inside a running event loop (Jupyter, an async framework) the run gets an event loop
-        of its own on a private thread, and this call blocks until it ends."""
+        of its own on a private thread, and this call blocks until it ends. Interrupted
+        (Ctrl-C: a `KeyboardInterrupt`, or the calling task cancelled), it cancels the run and
+        raises once the run has stopped."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             result = asyncio.run(self._run_and_close(prompt, deps))
         else:
-            with concurrent.futures.ThreadPoolExecutor(1, "loopwright-chat") as private:
-                result = private.submit(asyncio.run, self._run_and_close(prompt, deps)).result()
+            result = _beside_the_running_loop(self._run_and_close(prompt, deps))
         raise_for_failure(result)
         return result.output
 
@@ -489,8 +491,8 @@ class Agent(Generic[DepsT, OutputT]):
             # outermost first: `before_model` runs in this order and `after_model` /
             # `on_answer` in reverse, so user hooks see the request before and the reply after
             # the tool-call format converts it, and compaction counts every note added earlier
-            plugins=[*safety.plugins, *self._limit_plugins(), *self.plugins,
-                     *self._output_plugins(chain),
+            plugins=[*safety.plugins, *agent_parts.limit_plugins(s), *self.plugins,
+                     *agent_parts.output_plugins(self._output, s, chain),
                      *self.state_services.plugins(),
                      *context.plugins,
                      *tool_call_plugins(fmt, catalogue, read_text_calls=text_call_reader(
@@ -543,29 +545,6 @@ class Agent(Generic[DepsT, OutputT]):
 
         return ModelRouter(self._chooser, self._providers.switched_chain).route
 
-    def _limit_plugins(self) -> list[LoopPlugin]:
-        limits = self.settings.usage_limits
-        if not limits:
-            return []
-        from loopwright.limits import UsageLimiter
-
-        return [UsageLimiter(limits)]
-
-    def _output_plugins(self, chain: ProviderChain) -> list[LoopPlugin]:
-        """The structured-output plugin (none without `output_type`): OpenAI's native
-        `json_schema` format where the provider has it, else the `final_result` tool."""
-        if self._output is None:
-            return []
-        mode = self.settings.output_mode
-        if mode == "auto":
-            client = chain.current
-            native = (client.profile.supports_json_schema
-                      and client.wire.mode in ("chat_completions", "responses"))
-            mode = "native" if native else "tool"
-        from loopwright.output import StructuredOutput
-
-        return [StructuredOutput(self._output, mode=mode, retries=self.settings.output_retries)]
-
     @property
     def windows(self) -> list[WindowInfo]:
         """Each provider's context window once resolved (primary first, then fallbacks)."""
@@ -581,6 +560,42 @@ class Agent(Generic[DepsT, OutputT]):
         """The primary provider then each fallback, resolved once per agent (for checks such as
         the CLI's `preflight` before the first request)."""
         return list(await self._providers.resolve())
+
+
+_INTERRUPT_POLL = 0.05  # seconds between looks at whether the blocked caller was cancelled
+
+
+def _beside_the_running_loop(main: Coroutine[Any, Any, T]) -> T:
+    """`main` run to the end on an event loop of its own on a private thread, while the
+    caller's loop waits. An interrupted wait — a `KeyboardInterrupt` here (Jupyter's
+    interrupt) or the calling task cancelled (`asyncio.run`'s Ctrl-C) — cancels `main` and
+    waits for it to unwind before it is raised: the run stops as it would on the caller's
+    loop, rather than going on, unseen, until it ends."""
+    caller = asyncio.current_task()
+    cancels = caller.cancelling() if caller is not None else 0
+    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Future[T]]]
+    started = concurrent.futures.Future()
+
+    async def tracked() -> T:
+        task = asyncio.ensure_future(main)
+        started.set_result((asyncio.get_running_loop(), task))
+        return await task
+
+    with concurrent.futures.ThreadPoolExecutor(1, "loopwright-chat") as private:
+        finished = private.submit(asyncio.run, tracked())
+        try:
+            while True:
+                with contextlib.suppress(concurrent.futures.TimeoutError):
+                    return finished.result(timeout=_INTERRUPT_POLL)
+                if caller is not None and caller.cancelling() > cancels:
+                    raise asyncio.CancelledError
+        except BaseException:
+            if not finished.done():
+                loop, task = started.result()
+                loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(BaseException):  # the interruption is what is raised
+                finished.result()
+            raise
 
 
 def _fan_out(callbacks: list[EventCallback]) -> EventCallback:

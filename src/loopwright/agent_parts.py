@@ -62,6 +62,32 @@ def output_spec(output_type: type[Any] | None) -> OutputSpec | None:
     return OutputSpec.of(output_type)
 
 
+def output_plugins(spec: OutputSpec | None, settings: Settings, chain: ProviderChain
+                   ) -> list[LoopPlugin]:
+    """The structured-output plugin (none without `output_type`): OpenAI's native
+    `json_schema` format where the provider has it, else the `final_result` tool."""
+    if spec is None:
+        return []
+    mode = settings.output_mode
+    if mode == "auto":
+        client = chain.current
+        native = (client.profile.supports_json_schema
+                  and client.wire.mode in ("chat_completions", "responses"))
+        mode = "native" if native else "tool"
+    from loopwright.output import StructuredOutput
+
+    return [StructuredOutput(spec, mode=mode, retries=settings.output_retries)]
+
+
+def limit_plugins(settings: Settings) -> list[LoopPlugin]:
+    """The usage limiter, loaded only when `usage_limits` are set."""
+    if not settings.usage_limits:
+        return []
+    from loopwright.limits import UsageLimiter
+
+    return [UsageLimiter(settings.usage_limits)]
+
+
 def skills(settings: Settings, workdir: Path) -> AgentSkills | None:
     """The agent's skills; None (the skills package not even loaded) when they are off."""
     if not settings.skills:

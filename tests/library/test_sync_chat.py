@@ -1,0 +1,93 @@
+"""`Agent.chat()`, the synchronous form, keeps the async core's behaviour: an interrupted
+`chat()` stops its run, whether or not an event loop is already running in the thread."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from loopwright import Agent, tool
+from loopwright.testing import FakeModelServer, Reply, call
+
+# a user's program: chat() runs a tool that waits, writes `started` first and `effect` after
+PROGRAM = textwrap.dedent("""
+    import asyncio, sys
+    from pathlib import Path
+    from loopwright import Agent, tool
+
+    @tool
+    async def wait_then_write(seconds: float) -> str:
+        '''Wait, then write a file.'''
+        Path("started").touch()
+        await asyncio.sleep(seconds)
+        Path("effect").touch()
+        return "written"
+
+    agent = Agent("m", base_url=sys.argv[2], api_key="k", tools=[wait_then_write])
+
+    async def in_a_running_loop() -> str:
+        return agent.chat("go")
+
+    try:
+        if sys.argv[1] == "no loop":
+            agent.chat("go")
+        elif sys.argv[1] == "asyncio.run":  # its Ctrl-C cancels the main task
+            asyncio.run(in_a_running_loop())
+        else:  # a loop of the host's own, as Jupyter's kernel: Ctrl-C raises where it is
+            asyncio.new_event_loop().run_until_complete(in_a_running_loop())
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+""")
+
+
+@pytest.mark.parametrize("where", ["no loop", "asyncio.run", "a host's loop"])
+def test_ctrl_c_during_chat_stops_the_run_at_once(where: str, tmp_path: Path) -> None:
+    """`chat()` inside a running loop (Jupyter, asyncio.run) ran on a private thread that
+    Ctrl-C did not reach: the interrupt was raised only once the run had gone on to its end,
+    its tool's effect included."""
+    (tmp_path / "user.py").write_text(PROGRAM, encoding="utf-8")
+    script = [Reply(tool_calls=[call("wait_then_write", {"seconds": 20})]), Reply("done")]
+    with FakeModelServer(script, strict=False) as server:
+        env = {key: value for key, value in os.environ.items()
+               if not key.startswith("LOOPWRIGHT_")}
+        proc = subprocess.Popen([sys.executable, "user.py", where, server.base_url],
+                                cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "started").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+                time.sleep(0.05)
+            interrupted = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert stdout.splitlines() == ["KeyboardInterrupt"], stderr
+    assert time.monotonic() - interrupted < 10
+    assert not (tmp_path / "effect").exists()
+    assert len(server.model_requests) == 1
+
+
+async def test_chat_in_a_running_loop_that_nobody_interrupts_returns_its_answer() -> None:
+    script = [Reply(tool_calls=[call("pause", {})]), Reply("after the pause")]
+
+    @tool
+    async def pause() -> str:
+        """Pause a little: longer than one look at the caller."""
+        await asyncio.sleep(0.3)
+        return "paused"
+
+    with FakeModelServer(script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[pause])
+        assert agent.chat("go") == "after the pause"
