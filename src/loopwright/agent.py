@@ -11,7 +11,7 @@ import functools
 import os
 import typing
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack
 
@@ -215,7 +215,7 @@ class Agent(Generic[DepsT, OutputT]):
         return result.output
 
     async def stream(self, prompt: Prompt, *, history: list[Message] | None = None,
-                     deps: DepsT | None = None) -> AsyncIterator[Event]:
+                     deps: DepsT | None = None) -> AsyncGenerator[Event, None]:
         """Run and yield every event as it happens, ending with the terminal one.
 
         Closing the iterator early (`async with contextlib.aclosing(agent.stream(...))`, or
