@@ -1,4 +1,4 @@
-"""A tool, a run, a stream and the sync wrapper (the README's first snippet)."""
+"""A tool, a run, a stream and the sync wrapper (the guide's first library snippet)."""
 
 import asyncio
 

@@ -105,5 +105,5 @@ def test_architecture_doc_names_modules_that_exist() -> None:
     text = (DOCS / "architecture.md").read_text(encoding="utf-8")
     src = ROOT / "src" / "loopwright"
     for ref in set(re.findall(r"(?<![/\w])([a-z_]+/[a-z_]+\.py)\b", text)):
-        where = ROOT / ref if ref.startswith("tests/") else src / ref
+        where = ROOT / ref if ref.startswith(("tests/", "examples/")) else src / ref
         assert where.is_file(), f"docs/architecture.md names {ref}, which does not exist"

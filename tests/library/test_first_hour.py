@@ -12,6 +12,7 @@ from loopwright.testing import FakeModelServer, Reply, call
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
+EXAMPLES = HERE.parents[1] / "examples"
 
 
 def test_the_first_typed_program_runs(tmp_path: Path) -> None:
@@ -36,11 +37,12 @@ def test_the_first_typed_program_runs(tmp_path: Path) -> None:
     assert filters == "db: 1 filter(s), at most 10"
 
 
-def test_the_first_typed_program_passes_mypy_strict(tmp_path: Path) -> None:
+def test_the_first_typed_program_and_the_examples_pass_mypy_strict(tmp_path: Path) -> None:
     """`Agent.stream()` was typed `AsyncIterator`, so `contextlib.aclosing(agent.stream(…))`
-    — what its docstring recommends — was a type error under `mypy --strict`."""
+    — what its docstring recommends — was a type error under `mypy --strict`; so was the review
+    check of docs/settings.md (now examples/review_check.py)."""
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
-         str(HERE / "first_hour.py")],
+         str(HERE / "first_hour.py"), *map(str, sorted(EXAMPLES.glob("*.py")))],
         env={**os.environ, "MYPYPATH": str(SRC)}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
