@@ -255,6 +255,7 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright import messages
         from loopwright.attachments import refuse_unsupported, split_prompt
         from loopwright.budget import IterationBudget
+        from loopwright.config import check_model_prefix
         from loopwright.endpoints.base import hold_shared_client
         from loopwright.loop import drive
         from loopwright.run_state import RunState
@@ -262,6 +263,9 @@ class Agent(Generic[DepsT, OutputT]):
         from loopwright.worker_threads import run_in_thread
 
         prompt, attachments = split_prompt(prompt)
+        if self._providers.resolved is None:  # a misspelt provider: before any request
+            check_model_prefix(self.settings.model, self.settings.base_url,
+                               aliases=self.settings.aliases)
         chain = await self._providers.chain()
         if attachments:  # a clear error now, rather than the provider's after the request
             refuse_unsupported(chain.current.profile.supports_images, chain.model,

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from loopwright.errors import ConfigError
-from loopwright.settings import CONCERN_OF, CONCERNS, FIELD_NAMES, AtLeast, Settings, TextOrPath
+from loopwright.settings import (
+    CONCERN_OF,
+    CONCERNS,
+    FIELD_NAMES,
+    AtLeast,
+    NonEmpty,
+    Settings,
+    TextOrPath,
+)
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
@@ -121,12 +129,14 @@ def _hints() -> dict[str, Any]:
 
 
 def _pydantic_hint(hint: Any) -> Any:
-    """`hint` with the markers of `settings.py` (`AtLeast`, `TextOrPath`) as pydantic's own."""
+    """`hint` with the markers of `settings.py` (`AtLeast`, `NonEmpty`, `TextOrPath`) as
+    pydantic's own."""
     from pydantic import BeforeValidator, Field
 
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
         marks = [Field(ge=item.ge) if isinstance(item, AtLeast)
+                 else Field(min_length=1) if isinstance(item, NonEmpty)
                  else BeforeValidator(_as_text) if isinstance(item, TextOrPath) else item
                  for item in hint.__metadata__]
         return Annotated[(_pydantic_hint(args[0]), *marks)]
@@ -151,6 +161,40 @@ def _unknown(name: str) -> str:
     hint = (f"did you mean {close[0]!r}?" if close
             else "the settings are the fields of loopwright.settings.Settings")
     return f"unknown setting {name!r} ({hint})"
+
+
+def check_model_prefix(model: str | None, base_url: str | None, *, named: str = "model",
+                       aliases: typing.Collection[str] = ()) -> None:
+    """A `provider:model` whose provider is misspelt (`anthorpic:claude-x`) is a `ConfigError`
+    that names the provider meant, not a request to the default provider without its key.
+    Only a near spelling counts (one typo, two in a long name), and never a prefix with a digit:
+    `llama3:8b` and `qwen2.5:7b` are a model and its tag. With a `base_url` (or an alias of
+    that name) the name is not a provider's. `named`: how the error calls the setting."""
+    from loopwright.endpoints.resolve import PROVIDERS
+
+    prefix, sep, rest = (model or "").partition(":")
+    typed = prefix.lower()
+    if (not sep or not rest or base_url or typed in PROVIDERS or model in aliases
+            or any(char.isdigit() for char in typed)):
+        return
+    meant = [name for name in PROVIDERS if _typos(typed, name) <= (2 if len(name) >= 8 else 1)]
+    if meant:
+        raise ConfigError(f"unknown provider {prefix!r} in {named} {model}: did you mean "
+                          f"{meant[0]}:{rest}? (known providers: {', '.join(PROVIDERS)})")
+
+
+def _typos(a: str, b: str) -> int:
+    """Edits from `a` to `b`: a letter added, dropped, changed, or two swapped."""
+    rows = [list(range(len(b) + 1))]
+    for i, char_a in enumerate(a, start=1):
+        row = [i]
+        for j, char_b in enumerate(b, start=1):
+            cost = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (char_a != char_b))
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                cost = min(cost, rows[-2][j - 2] + 1)
+            row.append(cost)
+        rows.append(row)
+    return rows[-1][-1]
 
 
 def _one_line(name: str, exc: ValidationError, values: dict[str, Any],

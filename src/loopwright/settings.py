@@ -30,6 +30,11 @@ class AtLeast:
 
 
 @dataclass(frozen=True)
+class NonEmpty:
+    """A text setting that means nothing when empty (a model called "" is no model)."""
+
+
+@dataclass(frozen=True)
 class TextOrPath:
     """A setting given as text or a path (`os.PathLike`), kept as text."""
 
@@ -56,6 +61,7 @@ def _as_mode(value: Any) -> Any:
 
 
 PathText = Annotated[str, TextOrPath()]
+Name = Annotated[str, NonEmpty()]
 Positive = Annotated[int, AtLeast(1)]
 Count = Annotated[int, AtLeast(0)]
 Seconds = Annotated[float, AtLeast(0)]
@@ -121,7 +127,7 @@ class Settings:
     Grouped by concern, in the order of docs/settings.md; each field's metadata (`doc`) says
     what it is about and what it does."""
 
-    model: str | None = field(default=None, metadata=doc(MODEL,
+    model: Name | None = field(default=None, metadata=doc(MODEL,
         "model name, `prefix:name` (`anthropic:`, `openai:`, `openrouter:`, `ollama:`, "
         "`lmstudio:`, `vllm:`, `llamacpp:`) or an alias", shown="auto-detected"))
     base_url: str | None = field(default=None, metadata=doc(MODEL,
