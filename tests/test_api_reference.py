@@ -4,6 +4,7 @@ and documents every public name."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from pathlib import Path
 
 import loopwright
@@ -25,3 +26,34 @@ def test_the_api_reference_builds_and_documents_every_public_name(tmp_path: Path
     for name in loopwright.__all__:
         assert f'id="{name}"' in page, f"{name} is not in the reference"
     assert "Run to the end and return the result." in page  # Agent.run's docstring
+
+
+# public methods still without a docstring, in modules outside the library surface's own files
+# (attachments, messages, plugins, tools): to come off this list as they get one
+NOT_YET_DOCUMENTED = frozenset({
+    "Attachment.read", "Attachment.base64", "Attachment.filename", "Attachment.to_dict",
+    "Attachment.from_dict", "Message.from_dict",
+    "RunView.run_id", "RunView.turn", "RunView.settings", "RunView.cancel_requested",
+    "ToolCall.to_dict", "ToolContext.approve", "ToolContext.status", "Usage.add",
+    "Usage.total_tokens", "Usage.to_dict",
+})
+
+
+def test_every_public_name_and_its_public_methods_have_a_docstring() -> None:
+    """`RunHandle.steer` / `.cancel` / `.run_id`, `RunResult.ok` / `.to_dict` and
+    `event_to_json` were in the reference with nothing to say."""
+    undocumented = []
+    for name in loopwright.__all__:
+        value = getattr(loopwright, name)
+        if not inspect.getdoc(value):
+            undocumented.append(name)
+        if not inspect.isclass(value):
+            continue
+        for attribute, member in vars(value).items():
+            function = member.fget if isinstance(member, property) else member
+            if isinstance(function, classmethod | staticmethod):
+                function = function.__func__
+            if (not attribute.startswith("_") and callable(function)
+                    and not function.__doc__):
+                undocumented.append(f"{name}.{attribute}")
+    assert sorted(set(undocumented) - NOT_YET_DOCUMENTED) == []

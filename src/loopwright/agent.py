@@ -62,19 +62,23 @@ class RunHandle:
 
     @property
     def run_id(self) -> str:
+        """This run's id (in its events and in the store)."""
         return self.state.run_id
 
     @property
     def session_id(self) -> str | None:
+        """The session the run records into and resumes from."""
         return self.state.session_id
 
     def steer(self, text: str) -> bool:
+        """Add `text` as a user message at the run's next turn. False if it has ended."""
         if self.task.done():
             return False
         self.state.steer(text)
         return True
 
     def cancel(self) -> bool:
+        """Stop the run (it ends with `cancelled`). False if it has already ended."""
         if self.task.done():
             return False
         self.state.cancel()

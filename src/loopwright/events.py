@@ -81,6 +81,7 @@ class ModelCallRecord:
     status: int | None = None  # the HTTP status of a failed call, when there was one
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form; `from_dict` reads it back."""
         return {
             "id": self.id, "purpose": self.purpose, "run_id": self.run_id,
             "session_id": self.session_id, "agent": self.agent, "turn": self.turn,
@@ -94,6 +95,7 @@ class ModelCallRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelCallRecord:
+        """A record from its JSON form (`to_dict`); keys it does not know are left out."""
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["usage"] = Usage(**(data.get("usage") or {}))
         return cls(**fields)
@@ -404,6 +406,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 
 def event_to_json(event: Event) -> str:
+    """The event as one line of JSON (what `loopwright run --json` prints)."""
     return json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
 
 

@@ -41,9 +41,11 @@ class RunResult(Generic[OutputT]):
 
     @property
     def ok(self) -> bool:
+        """The run completed (`stop_reason == "completed"`)."""
         return self.stop_reason == "completed"
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form (the `done` event's `result`); `from_dict` reads it back."""
         from pydantic_core import to_jsonable_python  # 100 M instructions: not at import
 
         return {
@@ -64,6 +66,7 @@ class RunResult(Generic[OutputT]):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult[Any]:
+        """A result from its JSON form (`to_dict`); `output` stays as JSON gave it."""
         return cls(
             output=data["output"],
             messages=[Message.from_dict(m) for m in data.get("messages", [])],
