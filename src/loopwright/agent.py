@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack
 
 from loopwright import agent_parts
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
-from loopwright.errors import LoopwrightError
+from loopwright.errors import ConfigError, LoopwrightError
 from loopwright.result import OutputT, RunResult, raise_for_failure
 from loopwright.tools.base import DepsT, Tool
 
@@ -208,12 +208,17 @@ class Agent(Generic[DepsT, OutputT]):
         Inside a running event loop (Jupyter, an async framework) the run gets an event loop
         of its own on a private thread, and this call blocks until it ends. Interrupted
         (Ctrl-C: a `KeyboardInterrupt`, or the calling task cancelled), it cancels the run and
-        raises once the run has stopped."""
+        raises once the run has stopped. There, an agent given its own `http_client` raises
+        `ConfigError`: that client belongs to the running loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             result = asyncio.run(self._run_and_close(prompt, deps))
         else:
+            if self.http_client is not None:  # it belongs to the running loop, not to ours
+                raise ConfigError("chat() inside a running event loop runs on a loop of its "
+                                  "own, where the http_client given to this agent cannot be "
+                                  "used: await agent.run(...) instead")
             result = _beside_the_running_loop(self._run_and_close(prompt, deps))
         raise_for_failure(result)
         return result.output

@@ -12,16 +12,17 @@ import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from loopwright import Agent, tool
+from loopwright import Agent, ConfigError, tool
 from loopwright.testing import FakeModelServer, Reply, call
 
 # a user's program: chat() runs a tool that waits, writes `started` first and `effect` after
 PROGRAM = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
-    from loopwright import Agent, tool
+    from loopwright import Agent, ConfigError, tool
 
     @tool
     async def wait_then_write(seconds: float) -> str:
@@ -91,3 +92,30 @@ async def test_chat_in_a_running_loop_that_nobody_interrupts_returns_its_answer(
     with FakeModelServer(script) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", tools=[pause])
         assert agent.chat("go") == "after the pause"
+
+
+async def test_chat_in_a_running_loop_refuses_the_agents_own_http_client_before_any_request(
+        ) -> None:
+    """The client belongs to the caller's loop: the run failed on the private one with
+    `RunFailed: unexpected RuntimeError: <asyncio.locks.Event …> is bound to a different event
+    loop`, which said nothing of the client nor of what to do."""
+    async with httpx.AsyncClient() as client:
+        with FakeModelServer([Reply("one")]) as server:
+            agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
+            assert (await agent.run("on this loop")).output == "one"
+            with pytest.raises(ConfigError, match=r"http_client .* await agent.run\(...\)"):
+                agent.chat("on a loop of its own")
+            assert len(server.model_requests) == 1
+
+
+def test_chat_without_a_running_loop_uses_the_agents_own_http_client() -> None:
+    seen: list[str] = []
+
+    async def record(request: httpx.Request) -> None:
+        seen.append(request.url.path)
+
+    client = httpx.AsyncClient(event_hooks={"request": [record]})
+    with FakeModelServer([Reply("hello")]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
+        assert agent.chat("hi") == "hello"
+    assert seen == ["/v1/chat/completions"]
