@@ -127,6 +127,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_type = output_type
         self.http_client = http_client
         self._output = agent_parts.output_spec(output_type)
+        agent_parts.place_review_checks(self.settings)
         self.registry = ToolRegistry(tools, hidden=self.settings.hidden_tools)
         self.state_services = StateServices(self.settings)  # sessions, memory, recall (§8)
         self.skills = agent_parts.skills(self.settings, self.state_services.workdir)

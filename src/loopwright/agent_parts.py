@@ -88,6 +88,20 @@ def limit_plugins(settings: Settings) -> list[LoopPlugin]:
     return [UsageLimiter(settings.usage_limits)]
 
 
+def place_review_checks(settings: Settings) -> None:
+    """The user's review checks placed in the table now, as each run will place them: one that
+    is not a `Check` or whose `position` names no check is an error when the agent is made,
+    not when its first run starts."""
+    if not settings.review_checks:
+        return
+    from loopwright.review.table import default_checks, with_user_checks
+
+    with_user_checks(default_checks(doom_loop_threshold=settings.doom_loop_threshold,
+                                    max_calls_per_reply=settings.max_tool_calls_per_reply,
+                                    prompt_mode=False),
+                     settings.review_checks)
+
+
 def skills(settings: Settings, workdir: Path) -> AgentSkills | None:
     """The agent's skills; None (the skills package not even loaded) when they are off."""
     if not settings.skills:

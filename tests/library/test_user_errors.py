@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loopwright import Agent, ConfigError
+from loopwright.review import Check
 from loopwright.testing import FakeModelServer, Reply
 
 
@@ -44,3 +45,27 @@ def test_an_empty_model_name_is_refused_when_the_agent_is_made() -> None:
     with pytest.raises(ConfigError, match='Agent\\(\\): model = "" is not valid'):
         Agent("")
     assert Agent(None).settings.model is None  # no model: auto-detected at the first run
+
+
+class AfterNothing(Check):
+    name = "after_nothing"
+    position = "after:no_such_check"
+
+
+class AfterUnreadFile(Check):
+    name = "after_unread_file"
+    position = "after:unread_file"
+
+
+def test_a_review_check_placed_after_no_check_is_refused_when_the_agent_is_made() -> None:
+    """It was accepted, and the first run failed with it."""
+    with pytest.raises(ConfigError, match="review check 'after_nothing': position "
+                       "'after:no_such_check' is not"):
+        Agent("m", review_checks=[AfterNothing()])
+    with pytest.raises(ConfigError, match=r"is not a loopwright\.review\.Check"):
+        Agent("m", review_checks=[object()])
+
+
+def test_a_review_check_placed_after_a_check_of_the_table_is_taken() -> None:
+    check = AfterUnreadFile()
+    assert Agent("m", review_checks=[check]).settings.review_checks == [check]
