@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import copy
 import dataclasses
@@ -11,9 +10,9 @@ import functools
 import os
 import typing
 import uuid
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
 from loopwright import agent_parts
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
@@ -48,15 +47,14 @@ if TYPE_CHECKING:
 # layers, the text tool-call formats, the sandbox, skills, memory, routing and the window probes.
 
 EventCallback = Callable[["Event"], None]
-T = TypeVar("T")
 # runtime aliases (pdoc evaluates them) whose parts load with the runtime: forward references
 Prompt = str | Sequence[typing.Union[str, "Attachment"]]  # text, or text parts and images / PDFs
 
 
-class RunHandle:
+class RunHandle(Generic[OutputT]):
     """A live run: await it for the `RunResult`; `steer()` and `cancel()` address this run only."""
 
-    def __init__(self, state: RunState, task: asyncio.Task[RunResult]) -> None:
+    def __init__(self, state: RunState, task: asyncio.Task[RunResult[OutputT]]) -> None:
         self.state = state
         self.task = task
 
@@ -84,7 +82,7 @@ class RunHandle:
         self.state.cancel()
         return True
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, RunResult[OutputT]]:
         return self.task.__await__()
 
 
@@ -168,7 +166,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._providers = AgentProviders(self.settings, retry=self.retry,
                                          refresh_credentials=refresh_credentials,
                                          http_client=http_client)
-        self._live: set[RunHandle] = set()
+        self._live: set[RunHandle[OutputT]] = set()
         self._summary_cooldown: SummaryCooldown | None = None  # made with the first run
         self._side_models = agent_parts.side_models(self.settings)  # bad side models fail here
         self._chooser = agent_parts.chooser(self.settings.choose_model)  # and bad rules
@@ -199,7 +197,7 @@ class Agent(Generic[DepsT, OutputT]):
         `OutputValidationError`, …) or `RunFailed`. `workdir`, `project`: see `start()`."""
         handle = await self.start(prompt, history=history, deps=deps, workdir=workdir,
                                   project=project)
-        result = typing.cast(RunResult[OutputT], await handle.task)
+        result = await handle
         if raise_on_error if raise_on_error is not None else self.settings.raise_on_error:
             raise_for_failure(result)
         return result
@@ -220,7 +218,7 @@ class Agent(Generic[DepsT, OutputT]):
                 raise ConfigError("chat() inside a running event loop runs on a loop of its "
                                   "own, where the http_client given to this agent cannot be "
                                   "used: await agent.run(...) instead")
-            result = _beside_the_running_loop(self._run_and_close(prompt, deps))
+            result = agent_parts.beside_the_running_loop(self._run_and_close(prompt, deps))
         raise_for_failure(result)
         return result.output
 
@@ -252,7 +250,8 @@ class Agent(Generic[DepsT, OutputT]):
                     budget: IterationBudget | None = None, agent_tag: str = "",
                     parent_session_id: str | None = None,
                     session_id: str | None = None, deps: Any = None,
-                    workdir: str | Path | None = None, project: bool = True) -> RunHandle:
+                    workdir: str | Path | None = None, project: bool = True
+                    ) -> RunHandle[OutputT]:
         """Start a run in the background and return its handle (`parent_session_id`: the
         session of the run that delegated this one, linked in the store; `session_id`: the
         session to continue or create, instead of the agent's `session_id` setting; `workdir`:
@@ -311,7 +310,7 @@ class Agent(Generic[DepsT, OutputT]):
         state.deps = deps
         state.begin(messages.user(prompt, attachments) if attachments
                     else first_user_turn(run_history, prompt))
-        task = asyncio.ensure_future(drive(state))
+        task = typing.cast("asyncio.Task[RunResult[OutputT]]", asyncio.ensure_future(drive(state)))
         handle = RunHandle(state, task)
         self._live.add(handle)
         task.add_done_callback(lambda _: self._live.discard(handle))
@@ -574,42 +573,6 @@ class Agent(Generic[DepsT, OutputT]):
         """The primary provider then each fallback, resolved once per agent (for checks such as
         the CLI's `preflight` before the first request)."""
         return list(await self._providers.resolve())
-
-
-_INTERRUPT_POLL = 0.05  # seconds between looks at whether the blocked caller was cancelled
-
-
-def _beside_the_running_loop(main: Coroutine[Any, Any, T]) -> T:
-    """`main` run to the end on an event loop of its own on a private thread, while the
-    caller's loop waits. An interrupted wait — a `KeyboardInterrupt` here (Jupyter's
-    interrupt) or the calling task cancelled (`asyncio.run`'s Ctrl-C) — cancels `main` and
-    waits for it to unwind before it is raised: the run stops as it would on the caller's
-    loop, rather than going on, unseen, until it ends."""
-    caller = asyncio.current_task()
-    cancels = caller.cancelling() if caller is not None else 0
-    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Future[T]]]
-    started = concurrent.futures.Future()
-
-    async def tracked() -> T:
-        task = asyncio.ensure_future(main)
-        started.set_result((asyncio.get_running_loop(), task))
-        return await task
-
-    with concurrent.futures.ThreadPoolExecutor(1, "loopwright-chat") as private:
-        finished = private.submit(asyncio.run, tracked())
-        try:
-            while True:
-                with contextlib.suppress(concurrent.futures.TimeoutError):
-                    return finished.result(timeout=_INTERRUPT_POLL)
-                if caller is not None and caller.cancelling() > cancels:
-                    raise asyncio.CancelledError
-        except BaseException:
-            if not finished.done():
-                loop, task = started.result()
-                loop.call_soon_threadsafe(task.cancel)
-            with contextlib.suppress(BaseException):  # the interruption is what is raised
-                finished.result()
-            raise
 
 
 def _fan_out(callbacks: list[EventCallback]) -> EventCallback:

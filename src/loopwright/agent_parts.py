@@ -1,15 +1,18 @@
-"""The parts an `Agent` is built from that a setting may leave out: each is imported only when
+"""The parts an `Agent` is built from that a setting may leave out — each is imported only when
 its setting asks for it, so an agent that does not use a part never loads its modules
-(tests/test_startup.py)."""
+(tests/test_startup.py) — and the private event loop `chat()` runs on beside a running one."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loopwright.errors import ConfigError
 
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
     from loopwright.routing.choose import ChooseModel
     from loopwright.settings import Settings
     from loopwright.skills import AgentSkills
+
+T = TypeVar("T")
 
 
 def otel_tracer() -> Callable[[Event], None]:
@@ -156,3 +161,39 @@ def mcp_manager(settings: Settings) -> MCPManager | None:
 
     cache = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir()
     return MCPManager(settings.mcp_servers, log_dir=cache / "mcp")
+
+
+_INTERRUPT_POLL = 0.05  # seconds between looks at whether the blocked caller was cancelled
+
+
+def beside_the_running_loop(main: Coroutine[Any, Any, T]) -> T:
+    """`main` run to the end on an event loop of its own on a private thread, while the
+    caller's loop waits. An interrupted wait — a `KeyboardInterrupt` here (Jupyter's
+    interrupt) or the calling task cancelled (`asyncio.run`'s Ctrl-C) — cancels `main` and
+    waits for it to unwind before it is raised: the run stops as it would on the caller's
+    loop, rather than going on, unseen, until it ends."""
+    caller = asyncio.current_task()
+    cancels = caller.cancelling() if caller is not None else 0
+    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Future[T]]]
+    started = concurrent.futures.Future()
+
+    async def tracked() -> T:
+        task = asyncio.ensure_future(main)
+        started.set_result((asyncio.get_running_loop(), task))
+        return await task
+
+    with concurrent.futures.ThreadPoolExecutor(1, "loopwright-chat") as private:
+        finished = private.submit(asyncio.run, tracked())
+        try:
+            while True:
+                with contextlib.suppress(concurrent.futures.TimeoutError):
+                    return finished.result(timeout=_INTERRUPT_POLL)
+                if caller is not None and caller.cancelling() > cancels:
+                    raise asyncio.CancelledError
+        except BaseException:
+            if not finished.done():
+                loop, task = started.result()
+                loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(BaseException):  # the interruption is what is raised
+                finished.result()
+            raise

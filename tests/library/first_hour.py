@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import dataclasses
 import sys
+import typing
 from typing import Literal, Optional
 
 from pydantic import BaseModel
@@ -83,7 +84,8 @@ async def streamed(base_url: str) -> None:
     print()
     handle: RunHandle = await agent.start("And the river?")
     handle.steer("One word.")
-    done: RunResult[str] = await handle
+    done = await handle
+    typing.assert_type(done, RunResult[str])  # not Any: the handle knows the output's type
     print(done.output)
 
 
