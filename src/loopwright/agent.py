@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 from loopwright import agent_parts
 from loopwright.builtin.delegate import DEFAULT_TIMEOUT as DELEGATION_TIMEOUT
 from loopwright.errors import ConfigError, LoopwrightError
-from loopwright.result import OutputT, RunResult, raise_for_failure
+from loopwright.result import OutputT, RunResult, raise_for_failure, raise_unless_answered
 from loopwright.tools.base import DepsT, Tool
 
 if TYPE_CHECKING:
@@ -203,12 +203,14 @@ class Agent(Generic[DepsT, OutputT]):
         return result
 
     def chat(self, prompt: Prompt, *, deps: DepsT | None = None) -> OutputT:
-        """Synchronous convenience: run and return the output; raises when the run failed.
+        """Synchronous convenience: run and return the answer. A run that ended without one
+        raises: its typed error (`ProviderError`, `UsageLimitExceeded`, …), else `RunFailed`
+        (`max_turns`, `cancelled`, `refused`, …) whose `.result` is the `RunResult`.
         Inside a running event loop (Jupyter, an async framework) the run gets an event loop
-        of its own on a private thread, and this call blocks until it ends. Interrupted
-        (Ctrl-C: a `KeyboardInterrupt`, or the calling task cancelled), it cancels the run and
-        raises once the run has stopped. There, an agent given its own `http_client` raises
-        `ConfigError`: that client belongs to the running loop."""
+        of its own on a private thread, and this call blocks until it ends (an agent given its
+        own `http_client` raises `ConfigError` there: that client belongs to the running loop).
+        Interrupted (Ctrl-C: a `KeyboardInterrupt`, or the calling task cancelled), it cancels
+        the run and raises once the run has stopped."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -219,7 +221,7 @@ class Agent(Generic[DepsT, OutputT]):
                                   "own, where the http_client given to this agent cannot be "
                                   "used: await agent.run(...) instead")
             result = agent_parts.beside_the_running_loop(self._run_and_close(prompt, deps))
-        raise_for_failure(result)
+        raise_unless_answered(result)
         return result.output
 
     async def stream(self, prompt: Prompt, *, history: list[Message] | None = None,

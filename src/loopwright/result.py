@@ -93,3 +93,19 @@ def raise_for_failure(result: RunResult[Any]) -> None:
     if isinstance(result.exception, LoopwrightError):
         raise result.exception
     raise RunFailed(result.error or "the run failed", result) from result.exception
+
+
+def raise_unless_answered(result: RunResult[Any]) -> None:
+    """Raise unless the run completed with its answer (what `Agent.chat()` returns): a failed
+    run as `raise_for_failure` does; another stop (`usage_limit`, `max_turns`, `cancelled`,
+    `refused`, …) as its typed error when it has one (`UsageLimitExceeded`), else `RunFailed`
+    with the result attached — its `output` is then no answer of the model's."""
+    from loopwright.errors import LoopwrightError, RunFailed
+
+    raise_for_failure(result)
+    if result.stop_reason == "completed":
+        return
+    if isinstance(result.exception, LoopwrightError):
+        raise result.exception
+    detail = f": {result.error}" if result.error else ""
+    raise RunFailed(f"the run ended ({result.stop_reason}) without an answer{detail}", result)

@@ -9,20 +9,21 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from loopwright import Agent, ConfigError, tool
+from loopwright import Agent, ConfigError, RunFailed, UsageLimitExceeded, tool
 from loopwright.testing import FakeModelServer, Reply, call
 
 # a user's program: chat() runs a tool that waits, writes `started` first and `effect` after
 PROGRAM = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
-    from loopwright import Agent, ConfigError, tool
+    from loopwright import Agent, ConfigError, RunFailed, UsageLimitExceeded, tool
 
     @tool
     async def wait_then_write(seconds: float) -> str:
@@ -119,3 +120,56 @@ def test_chat_without_a_running_loop_uses_the_agents_own_http_client() -> None:
         agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
         assert agent.chat("hi") == "hello"
     assert seen == ["/v1/chat/completions"]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+ADD = Reply(tool_calls=[call("add", {"a": 2, "b": 3})])
+
+
+@pytest.mark.parametrize("output_type", [str, dict])
+@pytest.mark.parametrize(("stop", "settings", "script"), [
+    ("max_turns", {"max_turns": 1}, [ADD]),
+    ("refused", {}, [Reply("I cannot help with that.", finish_reason="content_filter")]),
+])
+def test_chat_raises_when_the_run_ends_without_an_answer(
+        stop: str, settings: dict[str, int], script: list[Reply], output_type: type) -> None:
+    """chat() returned the runtime's note "[no answer from the model] The run ended
+    (max_turns) …" as the answer, and as the `dict` of a typed agent."""
+    with FakeModelServer(script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add],
+                      output_type=output_type, output_mode="tool", **settings)
+        with pytest.raises(RunFailed, match=rf"the run ended \({stop}\) without an answer") as e:
+            agent.chat("2+3?")
+    assert e.value.result.stop_reason == stop
+
+
+def test_chat_raises_the_usage_limit_that_stopped_the_run() -> None:
+    """chat() returned "" as the answer."""
+    with FakeModelServer([ADD]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[add],
+                      usage_limits={"requests": 1})
+        with pytest.raises(UsageLimitExceeded, match="1 requests"):
+            agent.chat("2+3?")
+
+
+def test_chat_cancelled_from_another_thread_raises() -> None:
+    """chat() returned "" as the answer."""
+    started = threading.Event()
+
+    @tool
+    def wait() -> str:
+        """Wait a little."""
+        started.set()
+        time.sleep(0.5)
+        return "waited"
+
+    with FakeModelServer([Reply(tool_calls=[call("wait", {})])], strict=False) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=[wait])
+        threading.Thread(target=lambda: started.wait(30) and agent.cancel()).start()
+        with pytest.raises(RunFailed, match=r"\(cancelled\) without an answer"):
+            agent.chat("wait")
