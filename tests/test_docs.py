@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import re
 import subprocess
@@ -107,3 +108,31 @@ def test_architecture_doc_names_modules_that_exist() -> None:
     for ref in set(re.findall(r"(?<![/\w])([a-z_]+/[a-z_]+\.py)\b", text)):
         where = ROOT / ref if ref.startswith(("tests/", "examples/")) else src / ref
         assert where.is_file(), f"docs/architecture.md names {ref}, which does not exist"
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("document", [ROOT / "README.md", *sorted(DOCS.glob("*.md"))],
+                         ids=lambda path: path.name)
+def test_every_dotted_python_name_in_the_docs_exists(document: Path) -> None:
+    """docs/events.md named `events.to_dict()` / `events.from_dict()`, which do not exist (they
+    are `event_to_dict` / `event_from_dict`)."""
+    text = document.read_text(encoding="utf-8")
+    names = set(re.findall(r"`[^`\n]*?\b(loopwright(?:\.\w+)+)", text))
+    names |= {f"loopwright.{name}" for name in re.findall(r"`(events\.\w+)\(", text)}
+    missing = sorted(name for name in names
+                     if not name.endswith(".toml") and not _resolves(name))
+    assert missing == []
