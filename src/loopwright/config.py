@@ -18,6 +18,8 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from typing_extensions import is_typeddict
+
 from loopwright.errors import ConfigError
 from loopwright.settings import (
     CONCERN_OF,
@@ -333,4 +335,6 @@ def _base_types(hint: Any) -> set[Any]:
         for arg in typing.get_args(hint):
             kinds |= _base_types(arg)
         return kinds
+    if is_typeddict(hint):  # `usage_limits`: a table with named keys
+        return {dict}
     return {origin or hint}
