@@ -21,6 +21,7 @@ MODULES = (
     "loopwright.settings",  # Settings and AgentOptions: every setting, by concern
     "loopwright.events",
     "loopwright.plugins",  # LoopPlugin and RunView: what a plugin sees
+    "loopwright.review",  # Check, ReviewView and the verdicts: a review check of your own
     "loopwright.testing",  # the fake model server, public for users' own tests
     "loopwright.batch",  # run_batch
 )

@@ -26,6 +26,9 @@ def test_the_api_reference_builds_and_documents_every_public_name(tmp_path: Path
     for name in loopwright.__all__:
         assert f'id="{name}"' in page, f"{name} is not in the reference"
     assert "Run to the end and return the result." in page  # Agent.run's docstring
+    review = (tmp_path / "loopwright" / "review.html").read_text(encoding="utf-8")
+    for name in ("Check", "ReviewView", "Verdict", "send_back"):  # docs/settings.md's example
+        assert f'id="{name}"' in review, f"{name} is not in the reference"
 
 
 # public methods still without a docstring, in modules outside the library surface's own files
