@@ -15,11 +15,11 @@ async def main() -> None:
     agent = Agent("gpt-4o-mini", tools=[add])  # settings: keyword args, loopwright.toml, env
     result = await agent.run("What is 2+3?")  # RunResult: output, stop_reason, usage, …
     print(result.output, result.stop_reason)
-    async for event in agent.stream("And 4+5?"):  # typed events: turn_start, text_delta, …
+    async for event in agent.stream("What is 4+5?"):  # typed events: turn_start, text_delta, …
         if event.type == "text_delta":
             print(event.text, end="", flush=True)
     print()
-    print(agent.chat("And 6+7?"))  # sync; inside a running loop it uses a private one
+    print(agent.chat("What is 6+7?"))  # sync; inside a running loop it uses a private one
     assert add(2, 3) == 5  # a tool is still its function: test it directly
 
 
