@@ -120,6 +120,8 @@ def test_chat_without_a_running_loop_uses_the_agents_own_http_client() -> None:
         agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
         assert agent.chat("hi") == "hello"
     assert seen == ["/v1/chat/completions"]
+    assert not client.is_closed  # the user's: never closed by the agent
+    asyncio.run(client.aclose())
 
 
 @tool
