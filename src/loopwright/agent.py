@@ -206,20 +206,21 @@ class Agent(Generic[DepsT, OutputT]):
         """Synchronous convenience: run and return the answer. A run that ended without one
         raises: its typed error (`ProviderError`, `UsageLimitExceeded`, …), else `RunFailed`
         (`max_turns`, `cancelled`, `refused`, …) whose `.result` is the `RunResult`.
-        Inside a running event loop (Jupyter, an async framework) the run gets an event loop
-        of its own on a private thread, and this call blocks until it ends (an agent given its
-        own `http_client` raises `ConfigError` there: that client belongs to the running loop).
+        Each call runs on an event loop of its own — inside a running one (Jupyter, an async
+        framework) on a private thread, this call blocking until the run ends — so an agent
+        given its own `http_client` (bound to one loop) raises `ConfigError` here.
         Interrupted (Ctrl-C: a `KeyboardInterrupt`, or the calling task cancelled), it cancels
         the run and raises once the run has stopped."""
+        if self.http_client is not None:  # its connections outlive each call's event loop
+            raise ConfigError("chat() runs each call on an event loop of its own, and the "
+                              "http_client given to this agent belongs to one loop (a second "
+                              "call would find its connections on a closed one): await "
+                              "agent.run(...) in your own event loop instead")
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             result = asyncio.run(self._run_and_close(prompt, deps))
         else:
-            if self.http_client is not None:  # it belongs to the running loop, not to ours
-                raise ConfigError("chat() inside a running event loop runs on a loop of its "
-                                  "own, where the http_client given to this agent cannot be "
-                                  "used: await agent.run(...) instead")
             result = agent_parts.beside_the_running_loop(self._run_and_close(prompt, deps))
         raise_unless_answered(result)
         return result.output

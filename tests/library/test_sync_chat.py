@@ -103,24 +103,23 @@ async def test_chat_in_a_running_loop_refuses_the_agents_own_http_client_before_
     async with httpx.AsyncClient() as client:
         with FakeModelServer([Reply("one")]) as server:
             agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
-            assert (await agent.run("on this loop")).output == "one"
+            assert (await agent.run("on this loop")).output == "one"  # run() uses it here
             with pytest.raises(ConfigError, match=r"http_client .* await agent.run\(...\)"):
                 agent.chat("on a loop of its own")
             assert len(server.model_requests) == 1
 
 
-def test_chat_without_a_running_loop_uses_the_agents_own_http_client() -> None:
-    seen: list[str] = []
-
-    async def record(request: httpx.Request) -> None:
-        seen.append(request.url.path)
-
-    client = httpx.AsyncClient(event_hooks={"request": [record]})
-    with FakeModelServer([Reply("hello")]) as server:
+def test_chat_without_a_running_loop_refuses_the_agents_own_http_client() -> None:
+    """Each chat() is a new event loop: the first call worked, the second failed mid-run with
+    `RunFailed: unexpected RuntimeError: Event loop is closed` (the client's pooled connection
+    belonged to the first call's loop)."""
+    client = httpx.AsyncClient()
+    with FakeModelServer([Reply("one"), Reply("two")], strict=False) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", http_client=client)
-        assert agent.chat("hi") == "hello"
-    assert seen == ["/v1/chat/completions"]
-    assert not client.is_closed  # the user's: never closed by the agent
+        for prompt in ("first", "second"):
+            with pytest.raises(ConfigError, match="chat\\(\\) runs each call on an event loop"):
+                agent.chat(prompt)
+        assert server.model_requests == []
     asyncio.run(client.aclose())
 
 
