@@ -32,10 +32,13 @@ def unanswered_calls(history: list[Message]) -> list[ToolCall]:
 
 
 def close_interrupted_calls(history: list[Message],
-                            note_for: Callable[[ToolCall], str] | None = None) -> list[Message]:
+                            note_for: Callable[[ToolCall], str] | None = None,
+                            marks: frozenset[str] = frozenset()) -> list[Message]:
     """Give every tool call without a result an error result (used when resuming a crashed run):
-    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect."""
+    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect,
+    marked `INTERRUPTED_MARK` and `marks` (the scope of its idempotency key)."""
     out: list[Message] = []
+    note_marks = marks | {INTERRUPTED_MARK}
     pending: list[ToolCall] = []
     answered: set[str] = set()
 
@@ -45,7 +48,7 @@ def close_interrupted_calls(history: list[Message],
                 note = note_for(call) if note_for is not None else INTERRUPTED_RESULT
                 out.append(Message(role="tool", content=note, tool_call_id=call.id,
                                    name=call.name, is_error=True,
-                                   marks=frozenset({INTERRUPTED_MARK})))
+                                   marks=note_marks))
         pending.clear()
         answered.clear()
 

@@ -41,6 +41,7 @@ from loopwright.store.writes import (
     write_all,
 )
 from loopwright.tools.effects import EFFECT_EVENT, effect_note
+from loopwright.tools.idempotency import scope_mark
 
 if TYPE_CHECKING:
     from loopwright.plugins import RunView
@@ -150,7 +151,7 @@ class SessionRecorder(LoopPlugin):
         stored = await store.load(sid) if exists else []
         if exists and history is None:
             conversation = interrupted.close_interrupted_calls(
-                stored, await self._interrupted_notes(stored))
+                stored, await self._interrupted_notes(stored), frozenset({scope_mark(sid)}))
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
                 await store.append_many(sid, repaired_suffix)
