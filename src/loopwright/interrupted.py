@@ -25,10 +25,21 @@ def is_interrupted_result(message: Message) -> bool:
 
 
 def unanswered_calls(history: list[Message]) -> list[ToolCall]:
-    """The tool calls of `history` that have no result (a crash cut them off)."""
-    answered = {m.tool_call_id for m in history if m.role == "tool"}
-    return [call for m in history if m.role == "assistant" for call in m.tool_calls
-            if call.id not in answered]
+    """The tool calls of `history` that have no result among the tool results right after their
+    reply (a crash cut them off): those `close_interrupted_calls` gives a note. A result of an
+    earlier call with the same id (a server that numbers every turn's calls from `call_0`)
+    answers only that call."""
+    cut: list[ToolCall] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+    for msg in history:
+        if msg.role == "tool":
+            answered.add(msg.tool_call_id or "")
+            continue
+        cut += [call for call in pending if call.id not in answered]
+        pending = list(msg.tool_calls) if msg.role == "assistant" else []
+        answered = set()
+    return cut + [call for call in pending if call.id not in answered]
 
 
 def close_interrupted_calls(history: list[Message],

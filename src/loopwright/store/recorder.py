@@ -40,7 +40,7 @@ from loopwright.store.writes import (
     new_record_events,
     write_all,
 )
-from loopwright.tools.effects import EFFECT_EVENT, effect_note
+from loopwright.tools.effects import EFFECT_EVENT, cut_call_notes
 from loopwright.tools.idempotency import scope_mark
 
 if TYPE_CHECKING:
@@ -168,16 +168,15 @@ class SessionRecorder(LoopPlugin):
                                  ) -> Callable[[ToolCall], str] | None:
         """What to tell the model of each call a crash cut off: whether it took effect, from
         the effect it recorded (tools/effects.py), else that nobody knows."""
-        cut = {call.id for call in interrupted.unanswered_calls(stored)}
+        cut = interrupted.unanswered_calls(stored)
         read_events = getattr(self.store, "events", None)
         if not cut or read_events is None:
             return None
-        records = {str(e.get("id")): e for e in await read_events(self.session_id)
-                   if e.get("type") == EFFECT_EVENT and str(e.get("id")) in cut}
+        records = [e for e in await read_events(self.session_id) if e.get("type") == EFFECT_EVENT]
         workdir = Path(self.cwd) if self.cwd else None
         notes = await asyncio.to_thread(
-            lambda: {call_id: effect_note(records.get(call_id), workdir) for call_id in cut})
-        return lambda call: notes.get(call.id, interrupted.INTERRUPTED_RESULT)
+            cut_call_notes, stored, cut, records, self.session_id, workdir)
+        return lambda call: notes.get(id(call), interrupted.INTERRUPTED_RESULT)
 
     async def release(self) -> None:
         """Give the lease back (idempotent)."""
@@ -248,16 +247,18 @@ class SessionRecorder(LoopPlugin):
         nothing: it waits for the next write."""
         if not prepared.tool.read_only:
             ctx.record_effect = functools.partial(self._record_effect, ctx.call_id,
-                                                  prepared.tool.name)
+                                                  prepared.tool.name, ctx.idempotency_key)
             await self._writes.flush(durable_only=True)
         return None
 
-    async def _record_effect(self, call_id: str, name: str, facts: dict[str, Any]) -> None:
-        """Durable at once: what the call is about to change (tools/effects.py)."""
+    async def _record_effect(self, call_id: str, name: str, key: str,
+                             facts: dict[str, Any]) -> None:
+        """Durable at once: what the call is about to change (tools/effects.py), with its key,
+        which tells it from other calls with its id."""
         run = self._run
         assert run is not None
         self._writes.put_event(run.run_id, {"type": EFFECT_EVENT, "id": call_id, "name": name,
-                                            **facts}, durable=True)
+                                            **facts, "key": key}, durable=True)
         await self._writes.flush()
 
     def __call__(self, event: Event) -> None:
