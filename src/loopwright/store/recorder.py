@@ -249,7 +249,15 @@ class SessionRecorder(LoopPlugin):
             ctx.record_effect = functools.partial(self._record_effect, ctx.call_id,
                                                   prepared.tool.name, ctx.idempotency_key)
             await self._writes.flush(durable_only=True)
+            if self._writes.failure is not None:  # not durable: a resume could not know of it
+                from loopwright.tools.execute import GateDecision
+
+                return GateDecision(allow=False, reason=self._not_recorded())
         return None
+
+    def _not_recorded(self) -> str:
+        return (f"the session store failed, so the call was not run (it could not be recorded "
+                f"first): {self._writes.failure}")
 
     async def _record_effect(self, call_id: str, name: str, key: str,
                              facts: dict[str, Any]) -> None:
@@ -260,6 +268,8 @@ class SessionRecorder(LoopPlugin):
         self._writes.put_event(run.run_id, {"type": EFFECT_EVENT, "id": call_id, "name": name,
                                             **facts, "key": key}, durable=True)
         await self._writes.flush()
+        if self._writes.failure is not None:  # the tool must not write what was not recorded
+            raise SessionError(self._not_recorded())
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
