@@ -85,3 +85,43 @@ async def test_a_call_that_cannot_be_recorded_is_not_run_and_runs_once_on_resume
                              context_window=1_000_000).run("Go on.")
     assert result.output == "Done."
     assert ledger_steps(ledger) == [1, 2]  # step 2 made once
+
+
+WRITER = '''
+import asyncio, os, resource, sys
+from loopwright import Agent
+from loopwright.builtin import default_tools
+from loopwright.errors import SessionError
+from loopwright.hooks import Hooks
+
+base_url, db, workdir = sys.argv[1:4]
+
+def disk_full_now(call):
+    # the call and its reply are stored: from here on the database's files cannot grow
+    size = max(os.path.getsize(db + end) for end in ("", "-wal") if os.path.exists(db + end))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+agent = Agent("test-model", base_url=base_url, api_key="k", store=db, session_id="w",
+              workdir=workdir, tools=default_tools(names=["write_file"]),
+              hooks=Hooks(before_tool=[disk_full_now]))
+try:
+    asyncio.run(agent.run("Write the notes."))
+except SessionError as exc:
+    print("SessionError:", exc)
+'''
+
+
+async def test_a_file_write_whose_effect_cannot_be_recorded_does_not_write(
+        tmp_path: Path) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("old\n")
+    write = call("write_file", {"path": "notes.txt", "content": "new\n"})
+    with FakeModelServer([Reply(tool_calls=[write])]) as server:
+        child = subprocess.run([sys.executable, str(script), server.base_url,
+                                str(tmp_path / "s.db"), str(work)],
+                               capture_output=True, text=True, timeout=120)
+    assert child.stdout.startswith("SessionError: the session store failed"), child.stderr
+    assert (work / "notes.txt").read_text() == "old\n"  # what could not be recorded not written
