@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from loopwright import Agent, ToolContext, tool
-from loopwright.interrupted import is_interrupted_result
+from loopwright.interrupted import INTERRUPTED_RESULT, is_interrupted_result
 from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
@@ -81,10 +81,7 @@ async def test_a_resumed_runs_messages_passed_to_another_session_keep_the_cut_ca
 async def test_a_history_exported_and_read_back_keeps_the_cut_calls_key(tmp_path: Path) -> None:
     ledger: dict[str, int] = {}
     await crashed_and_resumed(tmp_path / "s.db", ledger)
-    exported = subprocess.run(
-        [sys.executable, "-m", "loopwright", "sessions", "export", "s1", "--db",
-         str(tmp_path / "s.db")], capture_output=True, text=True, check=True).stdout
-    history = [Message.from_dict(json.loads(line)) for line in exported.splitlines()]
+    history = export(tmp_path / "s.db", "s1")
     assert any(is_interrupted_result(m) for m in history)
     with SQLiteStore(tmp_path / "other.db") as store:  # another database altogether
         store.create("s2")
@@ -118,3 +115,34 @@ async def test_a_note_forged_onto_other_arguments_hands_on_no_key(tmp_path: Path
     keys, results = await run_in(tmp_path / "s.db", "s2", forged, ledger, amount=700)
     assert keys != [first_key("s1")] and results[-1] == "charged 700"
     assert sorted(ledger.values()) == [7, 700]
+
+
+def export(db: Path, session_id: str) -> list[Message]:
+    exported = subprocess.run(
+        [sys.executable, "-m", "loopwright", "sessions", "export", session_id, "--db", str(db)],
+        capture_output=True, text=True, check=True).stdout
+    return [Message.from_dict(json.loads(line)) for line in exported.splitlines()]
+
+
+async def test_a_crashed_session_exported_before_any_resume_keeps_the_cut_calls_key(
+        tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("s1")
+        store.append_many("s1", [Message(role="user", content="Charge 7."),
+                                 Message(role="assistant", tool_calls=[CUT])])
+    ledger = {first_key("s1"): 7}
+    history = export(tmp_path / "s.db", "s1")
+    assert [m.content for m in history if is_interrupted_result(m)] == [INTERRUPTED_RESULT]
+    keys, results = await run_in(tmp_path / "s.db", "s2", history, ledger)
+    assert keys == [first_key("s1")] and results[-1] == "already charged"
+
+
+def test_a_running_sessions_export_leaves_its_calls_as_they_are(tmp_path: Path) -> None:
+    """Where no note may be given: a run holds the session, so its call is running, not cut."""
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("s1")
+        store.append_many("s1", [Message(role="user", content="Charge 7."),
+                                 Message(role="assistant", tool_calls=[CUT])])
+        store.acquire("s1", "a run of this process")
+    history = export(tmp_path / "s.db", "s1")
+    assert [m.role for m in history] == ["user", "assistant"]
