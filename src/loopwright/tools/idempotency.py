@@ -10,8 +10,9 @@ effect and skips an effect whose key it already holds.
 Everything is derived from the history, so a call interrupted twice keeps the key of the first
 attempt. A call made twice in a healthy run gets two keys — also when the server gives both the
 same id (`call_0` every turn: some local servers, and any that sends none): the n-th call with an
-id is keyed with n as well. A call interrupted after a compaction, whose id was used before it,
-may then get another key on resume (the compacted history counts fewer uses).
+id, a tool and arguments is keyed with n as well. A call is counted only with calls like it, so a
+compaction that summarises other calls with its id away leaves its key as it was; one after which
+the history holds fewer calls with its id, tool and arguments may give it another key on resume.
 
 A key follows its call into another session (a history passed on with `history=`, loaded from
 another session, exported and read back): the note a resumed run gives a cut call is marked
@@ -62,7 +63,7 @@ class IdempotencyKeys:
         self._token = scope_token(scope)
         self._keys: dict[str, str] = {}  # call id → key of the newest call with it
         self._calls: dict[str, ToolCall] = {}  # call id → the newest call with it
-        self._uses: dict[str, int] = {}  # call id → calls seen with it
+        self._uses: dict[tuple[str, str], int] = {}  # (call id, signature) → calls seen
         self._fresh: dict[str, int] = {}  # call id → n, when its newest call's key is its own
         self._reopened: dict[str, list[str]] = {}  # signature → keys of interrupted calls
         self._seen = 0  # messages of the history already read
@@ -99,9 +100,9 @@ class IdempotencyKeys:
                 self._reopened.setdefault(signature, []).append(self._keys[cut.id])
 
     def _add(self, call: ToolCall) -> str:
-        uses = self._uses.get(call.id, 0)
-        self._uses[call.id] = uses + 1
         signature = call_signature(call)
+        uses = self._uses.get((call.id, signature), 0)
+        self._uses[call.id, signature] = uses + 1
         waiting = self._reopened.get(signature)
         if waiting:
             key = waiting.pop(0)
