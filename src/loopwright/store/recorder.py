@@ -376,10 +376,12 @@ class SessionRecorder(LoopPlugin):
             await self.store.renew(self.session_id, self.owner)
         except StoreBusy:
             return True  # the lease outlives a few missed renewals
+        except LoopwrightError as exc:  # lost to another run (this one stalled past its expiry)
+            self._writes.fail(run, str(exc))
+            return False
         except Exception as exc:  # a store a user wrote may raise anything
-            run.status("store_error", f"session {self.session_id}: {exc!r}"
-                       if not isinstance(exc, LoopwrightError) else
-                       f"session {self.session_id}: {exc}", {"session_id": self.session_id})
+            run.status("store_error", f"session {self.session_id}: {exc!r}",
+                       {"session_id": self.session_id})
             return False
         return True
 
@@ -423,6 +425,15 @@ class WriteQueue:
     def start(self, run: RunView) -> None:
         self._run = run
         self.open = True
+
+    def fail(self, run: RunView, reason: str) -> None:
+        """The store failed for good (or the session is no longer this run's): every later
+        write is dropped, and the recorder stops the run with `reason`."""
+        self.failure = reason
+        self._report(run, "store_error", f"the session store failed: {reason}")
+        self._taking = False
+        self._pending.clear()
+        self._events.clear()
 
     def put(self, write: StoreWrite, *, durable: bool = False) -> None:
         """Queue a write (writes queued before `start` wait for the first flush after it)."""
@@ -533,11 +544,7 @@ class WriteQueue:
                 delay = min(delay * 2, BUSY_MAX_DELAY)
                 continue
             except Exception as exc:  # a store's own bug is a failure too, never a dead writer
-                self.failure = str(exc) or type(exc).__name__
-                self._report(run, "store_error", f"the session store failed: {self.failure}")
-                self._taking = False
-                self._pending.clear()
-                self._events.clear()
+                self.fail(run, str(exc) or type(exc).__name__)
                 return
             self.written += 1
             if waited:
