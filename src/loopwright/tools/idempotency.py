@@ -37,7 +37,7 @@ SCOPE_MARK = "key_scope:"
 
 def scope_token(scope: str) -> str:
     """What stands for `scope` (a session or run id) in keys and marks: the id is not shown."""
-    return hashlib.sha256(f"loopwright key scope\0{scope}".encode()).hexdigest()[:KEY_CHARS]
+    return _digest(f"loopwright key scope\0{scope}")
 
 
 def scope_mark(scope: str) -> str:
@@ -126,5 +126,10 @@ def _read_from(history: list[Message], last: Message | None) -> int:
 
 
 def _new_key(token: str, call_id: str, uses: int, signature: str) -> str:
-    text = f"{token}\0{call_id}\0{uses}\0{signature}"
-    return hashlib.sha256(text.encode()).hexdigest()[:KEY_CHARS]
+    return _digest(f"{token}\0{call_id}\0{uses}\0{signature}")
+
+
+def _digest(text: str) -> str:
+    # BLAKE2b hashes a key's text (~90 bytes: two SHA-256 blocks, one BLAKE2b block) in a
+    # quarter of SHA-256's instructions: ~4 k fewer a tool call under callgrind
+    return hashlib.blake2b(text.encode(), digest_size=KEY_CHARS // 2).hexdigest()
