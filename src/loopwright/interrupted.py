@@ -25,17 +25,31 @@ def is_interrupted_result(message: Message) -> bool:
 
 
 def unanswered_calls(history: list[Message]) -> list[ToolCall]:
-    """The tool calls of `history` that have no result (a crash cut them off)."""
-    answered = {m.tool_call_id for m in history if m.role == "tool"}
-    return [call for m in history if m.role == "assistant" for call in m.tool_calls
-            if call.id not in answered]
+    """The tool calls of `history` that have no result among the tool results right after their
+    reply (a crash cut them off): those `close_interrupted_calls` gives a note. A result of an
+    earlier call with the same id (a server that numbers every turn's calls from `call_0`)
+    answers only that call."""
+    cut: list[ToolCall] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+    for msg in history:
+        if msg.role == "tool":
+            answered.add(msg.tool_call_id or "")
+            continue
+        cut += [call for call in pending if call.id not in answered]
+        pending = list(msg.tool_calls) if msg.role == "assistant" else []
+        answered = set()
+    return cut + [call for call in pending if call.id not in answered]
 
 
 def close_interrupted_calls(history: list[Message],
-                            note_for: Callable[[ToolCall], str] | None = None) -> list[Message]:
+                            note_for: Callable[[ToolCall], str] | None = None,
+                            marks: frozenset[str] = frozenset()) -> list[Message]:
     """Give every tool call without a result an error result (used when resuming a crashed run):
-    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect."""
+    `note_for(call)` (default: `INTERRUPTED_RESULT`), which says what is known of its effect,
+    marked `INTERRUPTED_MARK` and `marks` (the scope of its idempotency key)."""
     out: list[Message] = []
+    note_marks = marks | {INTERRUPTED_MARK}
     pending: list[ToolCall] = []
     answered: set[str] = set()
 
@@ -45,7 +59,7 @@ def close_interrupted_calls(history: list[Message],
                 note = note_for(call) if note_for is not None else INTERRUPTED_RESULT
                 out.append(Message(role="tool", content=note, tool_call_id=call.id,
                                    name=call.name, is_error=True,
-                                   marks=frozenset({INTERRUPTED_MARK})))
+                                   marks=note_marks))
         pending.clear()
         answered.clear()
 

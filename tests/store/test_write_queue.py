@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from loopwright import messages
-from loopwright.store.recorder import WriteQueue
+from loopwright.store.write_queue import WriteQueue
 from loopwright.store.writes import AppendMessages, StoreWrite
 
 

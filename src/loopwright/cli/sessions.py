@@ -229,8 +229,12 @@ def export(
         "--output", "-o", help="Write to FILE instead of stdout.")] = None,
     db: DbOpt = None,
 ) -> None:
-    """The conversation as JSON lines in loopwright's message format (system prompt first)."""
+    """The conversation as JSON lines in loopwright's message format (system prompt first). A
+    call a crash cut off (in a session no run holds) is given the note a resume would give it,
+    so a history read back from the file keeps the call's idempotency key in another session."""
+    from loopwright.interrupted import close_interrupted_calls
     from loopwright.messages import messages_to_jsonl, system
+    from loopwright.tools.idempotency import scope_mark
 
     store = _open(db)
     assert store is not None
@@ -238,6 +242,9 @@ def export(
     with _damage_reported():
         history = store.load(sid)
         system_prompt = store.system_prompt(sid)
+        info = store.get(sid)
+    if info is not None and info.locked_by is None:  # a running session's calls are running
+        history = close_interrupted_calls(history, marks=frozenset({scope_mark(sid)}))
     if system_prompt:
         history = [system(system_prompt), *history]
     text = messages_to_jsonl(history)

@@ -34,7 +34,6 @@ from loopwright.store.rows import (
     SESSION_COLUMNS,
     TURN_ON_CONFLICT,
     USAGE_COLUMNS,
-    DamagedRowError,
     DamagedSession,
     call_at,
     checked_runs,
@@ -43,8 +42,8 @@ from loopwright.store.rows import (
     events_row,
     message_at,
     message_row,
+    readable_page,
     run_row,
-    skip_damaged,
     turn_row,
 )
 from loopwright.store.search import (
@@ -248,11 +247,7 @@ class PostgresStore:
         while len(found) < limit:
             wanted = limit - len(found)
             rows = await self._rows(action, sql, {**params, "limit": wanted, "offset": offset})
-            for row in rows:
-                try:
-                    found.append(await read(row))
-                except DamagedRowError as exc:
-                    skip_damaged(row[0], exc, damaged)
+            found += await readable_page(rows, read, damaged)
             if len(rows) < wanted:
                 break
             offset += len(rows)

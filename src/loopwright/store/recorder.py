@@ -29,6 +29,7 @@ from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.heartbeat import heartbeat
 from loopwright.store.lease import new_owner
+from loopwright.store.write_queue import BUSY_FIRST_DELAY, BUSY_MAX_DELAY, WriteQueue
 from loopwright.store.writes import (
     AppendMessages,
     Compact,
@@ -36,11 +37,10 @@ from loopwright.store.writes import (
     RecordRun,
     ReleaseLease,
     StoreWrite,
-    new_append_messages,
-    new_record_events,
     write_all,
 )
-from loopwright.tools.effects import EFFECT_EVENT, effect_note
+from loopwright.tools.effects import EFFECT_EVENT, cut_call_notes
+from loopwright.tools.idempotency import scope_mark
 
 if TYPE_CHECKING:
     from loopwright.plugins import RunView
@@ -55,7 +55,6 @@ _UNRECORDED = frozenset({"text_delta", "reasoning_delta"})  # the messages hold 
 _AS_IS = frozenset({"turn_start", "model_call", "tool_call", "status", "review",
                     "partial_output"})
 _LATE_WRITES: set[asyncio.Task[None]] = set()  # strong references until they finish
-BUSY_FIRST_DELAY, BUSY_MAX_DELAY = 0.05, 2.0  # seconds between tries while the store is busy
 
 
 class SessionRecorder(LoopPlugin):
@@ -150,7 +149,7 @@ class SessionRecorder(LoopPlugin):
         stored = await store.load(sid) if exists else []
         if exists and history is None:
             conversation = interrupted.close_interrupted_calls(
-                stored, await self._interrupted_notes(stored))
+                stored, await self._interrupted_notes(stored), frozenset({scope_mark(sid)}))
             repaired_suffix = conversation[len(stored):]
             if conversation[:len(stored)] == stored and repaired_suffix:
                 await store.append_many(sid, repaired_suffix)
@@ -167,16 +166,15 @@ class SessionRecorder(LoopPlugin):
                                  ) -> Callable[[ToolCall], str] | None:
         """What to tell the model of each call a crash cut off: whether it took effect, from
         the effect it recorded (tools/effects.py), else that nobody knows."""
-        cut = {call.id for call in interrupted.unanswered_calls(stored)}
+        cut = interrupted.unanswered_calls(stored)
         read_events = getattr(self.store, "events", None)
         if not cut or read_events is None:
             return None
-        records = {str(e.get("id")): e for e in await read_events(self.session_id)
-                   if e.get("type") == EFFECT_EVENT and str(e.get("id")) in cut}
+        records = [e for e in await read_events(self.session_id) if e.get("type") == EFFECT_EVENT]
         workdir = Path(self.cwd) if self.cwd else None
         notes = await asyncio.to_thread(
-            lambda: {call_id: effect_note(records.get(call_id), workdir) for call_id in cut})
-        return lambda call: notes.get(call.id, interrupted.INTERRUPTED_RESULT)
+            cut_call_notes, stored, cut, records, self.session_id, workdir)
+        return lambda call: notes.get(id(call), interrupted.INTERRUPTED_RESULT)
 
     async def release(self) -> None:
         """Give the lease back (idempotent)."""
@@ -247,17 +245,29 @@ class SessionRecorder(LoopPlugin):
         nothing: it waits for the next write."""
         if not prepared.tool.read_only:
             ctx.record_effect = functools.partial(self._record_effect, ctx.call_id,
-                                                  prepared.tool.name)
+                                                  prepared.tool.name, ctx.idempotency_key)
             await self._writes.flush(durable_only=True)
+            if self._writes.failure is not None:  # not durable: a resume could not know of it
+                from loopwright.tools.execute import GateDecision
+
+                return GateDecision(allow=False, reason=self._not_recorded())
         return None
 
-    async def _record_effect(self, call_id: str, name: str, facts: dict[str, Any]) -> None:
-        """Durable at once: what the call is about to change (tools/effects.py)."""
+    def _not_recorded(self) -> str:
+        return (f"the session store failed, so the call was not run (it could not be recorded "
+                f"first): {self._writes.failure}")
+
+    async def _record_effect(self, call_id: str, name: str, key: str,
+                             facts: dict[str, Any]) -> None:
+        """Durable at once: what the call is about to change (tools/effects.py), with its key,
+        which tells it from other calls with its id."""
         run = self._run
         assert run is not None
         self._writes.put_event(run.run_id, {"type": EFFECT_EVENT, "id": call_id, "name": name,
-                                            **facts}, durable=True)
+                                            **facts, "key": key}, durable=True)
         await self._writes.flush()
+        if self._writes.failure is not None:  # the tool must not write what was not recorded
+            raise SessionError(self._not_recorded())
 
     def __call__(self, event: Event) -> None:
         """The event callback: record everything but text deltas."""
@@ -364,174 +374,14 @@ class SessionRecorder(LoopPlugin):
             await self.store.renew(self.session_id, self.owner)
         except StoreBusy:
             return True  # the lease outlives a few missed renewals
+        except LoopwrightError as exc:  # lost to another run (this one stalled past its expiry)
+            self._writes.fail(run, str(exc))
+            return False
         except Exception as exc:  # a store a user wrote may raise anything
-            run.status("store_error", f"session {self.session_id}: {exc!r}"
-                       if not isinstance(exc, LoopwrightError) else
-                       f"session {self.session_id}: {exc}", {"session_id": self.session_id})
+            run.status("store_error", f"session {self.session_id}: {exc!r}",
+                       {"session_id": self.session_id})
             return False
         return True
-
-
-class WriteQueue:
-    """One run's store writes, queued in the order they were made and written out together.
-
-    `flush` writes everything queued in one write started by `start_write` (one transaction); with
-    `durable_only` only when something that must be durable is queued. A busy or locked store
-    (`StoreBusy`) is waited out with backoff for as long as it takes, with a `store_busy` status
-    while waiting: nothing is ever skipped. Any other store error is final: later writes are
-    dropped, so what is stored stays a clean prefix of the run, and `failure` says why (the
-    recorder then stops the run).
-
-    A turn queues a message or an event at a time. The events of a run go to one list of
-    rows, and each message joins the messages queued last (`put_message`), so a flush hands the
-    store one write of each rather than one for each run of messages between events: a store
-    writes a batch's events after its other rows anyway (`writes.merged`), and only the order
-    within each table matters."""
-
-    def __init__(self, start_write: Callable[[Sequence[StoreWrite]], asyncio.Future[None]],
-                 report: Callable[[RunView, StatusKind, str], None]) -> None:
-        self._start_write = start_write
-        self._report = report
-        self._pending: list[StoreWrite] = []  # in order, but for the rows of `_events`
-        self._events: list[dict[str, Any]] = []  # rows of events of run `_events_run`
-        self._events_run = ""
-        self._durable = False  # something queued must be durable at the next flush
-        # one flush at a time: `_flushing` while one is under way, and `_idle`, made only when
-        # another flush has to wait, done when it ends (no `asyncio.Lock`: its entry and exit
-        # were five coroutine and method calls on every flush)
-        self._flushing = False
-        self._idle: asyncio.Future[None] | None = None
-        self._run: RunView | None = None
-        self._taking = True  # writes are queued: the store has not failed, the queue is open
-        self.open = False  # from `start` until `close`
-        self.failure: str | None = None
-        self.written = 0  # writes the store took
-        self.attached = False  # a message with attachments was queued (then `_has_bytes` looks)
-
-    def start(self, run: RunView) -> None:
-        self._run = run
-        self.open = True
-
-    def put(self, write: StoreWrite, *, durable: bool = False) -> None:
-        """Queue a write (writes queued before `start` wait for the first flush after it)."""
-        if self._taking:
-            self._pending.append(write)
-            self._durable = self._durable or durable
-            if isinstance(write, AppendMessages) and any(m.attachments for m in write.messages):
-                self.attached = True
-
-    def put_message(self, message: Message) -> None:
-        """Queue a message, which must be durable at the next flush."""
-        if not self._taking:
-            return
-        if message.attachments:
-            self.attached = True
-        pending = self._pending
-        last = pending[-1] if pending else None
-        if isinstance(last, AppendMessages):  # a list only this queue holds until a flush
-            last.messages.append(message)
-        else:
-            pending.append(new_append_messages(messages=[message]))
-        self._durable = True
-
-    def put_event(self, run_id: str, row: dict[str, Any], *, durable: bool = False) -> None:
-        """Queue one event's row of run `run_id`."""
-        if run_id != self._events_run or not self._taking:
-            if not self._taking:
-                return
-            self._take_events()
-            self._events_run = run_id
-        self._events.append(row)
-        if durable:
-            self._durable = True
-
-    def _take_events(self) -> None:
-        """The event rows queued so far, as one write at the end of `_pending`."""
-        if self._events:
-            self._pending.append(new_record_events(run_id=self._events_run, events=self._events))
-            self._events = []
-
-    async def flush(self, *, durable_only: bool = False) -> None:
-        """Write out everything queued so far (or the store failed); after the flush under way,
-        if there is one."""
-        if self._run is None:
-            return
-        while self._flushing:  # one after the other: a flush also waits for the one in flight
-            if self._idle is None:
-                self._idle = asyncio.get_running_loop().create_future()
-            await asyncio.wait([self._idle])  # a cancel here leaves the future to the others
-        if not self._due(durable_only):
-            return
-        self._flushing = True
-        try:
-            self._take_events()
-            writes, self._pending, self._durable = self._pending, [], False
-            if self.failure is None:
-                await self._until_done(writes)
-        finally:
-            self._flushing = False
-            idle, self._idle = self._idle, None
-            if idle is not None:
-                idle.set_result(None)
-
-    def settled(self, *, durable_only: bool = False) -> bool:
-        """Whether `flush` would neither write nor wait: nothing due and none under way (a
-        caller that would await it for nothing skips it, a coroutine fewer)."""
-        return not self._flushing and not self._due(durable_only)
-
-    def _due(self, durable_only: bool) -> bool:
-        """Whether a flush has something to write."""
-        return bool(self._pending or self._events) and (self._durable or not durable_only)
-
-    async def close(self) -> None:
-        await self.flush()
-        self._taking = self.open = False
-
-    async def _until_done(self, writes: list[StoreWrite]) -> None:
-        """`writes` tried until the store takes them (a busy store waited out) or fails.
-
-        Each try is seen through to its end even if the run is cancelled meanwhile: once
-        handed to the store it may sit in its thread's queue (a job an awaited call would
-        abandon on a cancel; `start_batch`'s never is) or be inside a transaction, and one cut
-        off there would be lost while later writes land (a cancelled call's result stored
-        without its call). The cancel is raised after it (`start_batch`'s future refuses a
-        cancel, so its awaiter waits on; a task writing is shielded); a try the store turned
-        away (busy) stays queued for the next flush. (One coroutine for both: the run's task
-        suspends through every frame between it and the write, on every turn.)"""
-        run = self._run
-        assert run is not None
-        delay, waited = BUSY_FIRST_DELAY, 0.0
-        while True:
-            attempt = self._start_write(writes)
-            try:
-                await (asyncio.shield(attempt) if isinstance(attempt, asyncio.Task) else attempt)
-            except asyncio.CancelledError:
-                if not attempt.done():
-                    await asyncio.wait([attempt])
-                if not attempt.cancelled() and attempt.exception() is not None:
-                    self._pending[:0] = writes
-                    self._durable = True
-                raise
-            except StoreBusy as exc:
-                if not waited:
-                    self._report(run, "store_busy", f"the session store is busy; waiting for it "
-                                 f"(nothing is skipped): {exc}")
-                await asyncio.sleep(delay)
-                waited += delay
-                delay = min(delay * 2, BUSY_MAX_DELAY)
-                continue
-            except Exception as exc:  # a store's own bug is a failure too, never a dead writer
-                self.failure = str(exc) or type(exc).__name__
-                self._report(run, "store_error", f"the session store failed: {self.failure}")
-                self._taking = False
-                self._pending.clear()
-                self._events.clear()
-                return
-            self.written += 1
-            if waited:
-                self._report(run, "store_ready", "the session store is writable again "
-                             f"(waited ~{waited:.1f}s)")
-            return
 
 
 def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:

@@ -9,7 +9,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
@@ -105,6 +105,7 @@ def turn_row(session_id: str, run_id: str, turn: int, usage: Usage, cost: float 
     return (session_id, run_id, turn, now, *(values[c] for c in USAGE_COLUMNS), cost)
 
 _Read = TypeVar("_Read")  # what `readable` makes of a row
+_Row = TypeVar("_Row", bound=Sequence[Any])
 _DECODING = (ValueError, TypeError, KeyError, AttributeError)  # json, from_dict on odd shapes
 
 
@@ -146,7 +147,8 @@ def readable(rows: Iterable[Sequence[Any]], read: Callable[[Sequence[Any]], _Rea
              damaged: list[DamagedSession] | None) -> list[_Read]:
     """What `read` makes of the first `limit` rows it can read (each row's first column the
     session's id); each damaged one skipped and reported (`skip_damaged`). `rows` is taken
-    only as far as needed: a cursor with no LIMIT reads past the damaged ones."""
+    only as far as needed: a cursor with no LIMIT reads past the damaged ones. (The one home
+    of that rule, for both stores: PostgreSQL's pages go through `readable_page`.)"""
     found: list[_Read] = []
     for row in rows:
         if len(found) >= limit:
@@ -156,6 +158,25 @@ def readable(rows: Iterable[Sequence[Any]], read: Callable[[Sequence[Any]], _Rea
         except DamagedRowError as exc:
             skip_damaged(row[0], exc, damaged)
     return found
+
+
+async def readable_page(rows: Sequence[_Row], read: Callable[[_Row], Awaitable[_Read]],
+                        damaged: list[DamagedSession] | None) -> list[_Read]:
+    """`readable` of a page of rows (a query's LIMIT: every row of it is wanted) for a `read`
+    that is awaited: each row read in order, then counted and skipped as `readable` does."""
+    outcomes: list[tuple[Any, _Read | DamagedRowError]] = []
+    for row in rows:
+        try:
+            outcomes.append((row[0], await read(row)))
+        except DamagedRowError as exc:
+            outcomes.append((row[0], exc))
+    return readable(outcomes, _outcome, len(outcomes), damaged)
+
+
+def _outcome(row: Sequence[Any]) -> Any:
+    if isinstance(row[1], DamagedRowError):
+        raise row[1]
+    return row[1]
 
 
 def damaged(session_id: str, row: str, exc: BaseException) -> DamagedRowError:

@@ -4,10 +4,11 @@ a crash cut the call off can tell the model whether it took effect.
 The built-in tools that change files (`write_file`, `edit_file`, `apply_patch`) call
 `will_write(ctx, changes)` once they know every file's new bytes: each path with the SHA-256 of
 what it holds now and of what it will hold (None: absent). The session recorder makes that
-durable before the write (`ToolContext.record_effect`). On resume, `effect_note` compares the
-files as they are with both digests. A tool that records nothing (`bash`, most tools) gets the
-note that its effect is unknown (`interrupted.INTERRUPTED_RESULT`). The notes' texts are
-registered in `notes.py`.
+durable before the write (`ToolContext.record_effect`), with the call's idempotency key, which
+tells it from other calls with the same id. On resume, `cut_call_notes` finds each cut call's
+record and `effect_note` compares the files as they are with both digests. A tool that records
+nothing (`bash`, most tools) gets the note that its effect is unknown
+(`interrupted.INTERRUPTED_RESULT`). The notes' texts are registered in `notes.py`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ import errno
 import hashlib
 import os
 import stat
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright import notes
 from loopwright.interrupted import INTERRUPTED_RESULT
+from loopwright.messages import Message, ToolCall
+from loopwright.tools.idempotency import IdempotencyKeys
 
 if TYPE_CHECKING:
     from loopwright.tools.base import ToolContext
@@ -128,6 +132,29 @@ def effect_note(record: Any, workdir: Path | None) -> str:
         ("changed since by something else", other),
         ("not checked (unreadable, or outside the workspace)", unchecked)) if paths]
     return notes.render(notes.PART_EFFECT, parts="; ".join(parts))
+
+
+def cut_call_notes(history: list[Message], cut: list[ToolCall], records: list[dict[str, Any]],
+                   scope: str, workdir: Path | None) -> dict[int, str]:
+    """Blocking (disk): the note for each call of `cut` (calls of `history` a crash cut off), by
+    the call's `id()`, from the effect record made for it: the one with its idempotency key
+    (`scope`: the session's), or, for a record stored before records held keys, the one with its
+    call id when no other call of `history` has that id. Another call's record, one with the
+    same id included, never speaks for it."""
+    keys = IdempotencyKeys(scope)
+    by_key = {r["key"]: r for r in records if isinstance(r.get("key"), str)}
+    keyless = {str(r.get("id")): r for r in records if "key" not in r}
+    uses = Counter(call.id for m in history if m.role == "assistant" for call in m.tool_calls)
+    wanted = {id(call) for call in cut}
+    found: dict[int, str] = {}
+    for n, message in enumerate(history):
+        for call in message.tool_calls if message.role == "assistant" else ():
+            if id(call) in wanted:
+                record = by_key.get(keys.key_for(call, history[:n + 1]))
+                if record is None and uses[call.id] == 1:
+                    record = keyless.get(call.id)
+                found[id(call)] = effect_note(record, workdir)
+    return found
 
 
 def _checked_entries(record: Any) -> list[tuple[Path, str | None, str | None]] | None:
