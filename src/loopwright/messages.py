@@ -70,7 +70,8 @@ class Message:
     attachments: list[Attachment] = field(default_factory=list)  # images, PDFs (user, tool)
     # what the runtime says of this message: "runtime_note" (a user turn it wrote), "set_aside"
     # (a reply its review left out of later requests), "interrupted" (the result it gave a call
-    # a crash cut off, interrupted.py); never sent to a model (notes.py)
+    # a crash cut off, interrupted.py), "key_scope:<hashed session id>" (on that result: the
+    # session its idempotency key was made in, tools/idempotency.py); never sent to a model
     marks: frozenset[str] = frozenset()
 
     # Written out rather than generated: the generated __init__ assigns each field through
