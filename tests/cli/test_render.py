@@ -112,14 +112,25 @@ def test_a_status_says_its_kind_once() -> None:
     shown, err = terminal_renderer(width=120)
     shown(StatusEvent(kind="compacting", message="compacting 3 earlier messages (~5,464 tokens)"))
     shown(StatusEvent(kind="memory_learned", message="memory learning failed: disk full"))
-    shown(StatusEvent(kind="retrying", message="m: HTTP 503; retrying in 0.50s"))
+    shown(StatusEvent(kind="pruned", message="3 stale tool outputs replaced by stubs"))
     shown(StatusEvent(kind="recall", message="recalled matching messages from past sessions"))
     assert err.getvalue().splitlines() == [
         "compacting 3 earlier messages (~5,464 tokens)",  # was "compacting: compacting …"
         "memory learning failed: disk full",
-        "retrying: m: HTTP 503; retrying in 0.50s",  # a message that does not say it: named
+        "pruned: 3 stale tool outputs replaced by stubs",  # a message that does not say it
         "recall: recalled matching messages from past sessions",
     ]
+
+
+def test_a_retry_on_a_terminal_is_one_short_line_saying_what_happens_first() -> None:
+    from loopwright.events import StatusEvent
+
+    shown, err = terminal_renderer(width=50)
+    body = "<html>" + "Service Unavailable " * 20 + "</html>"
+    shown(StatusEvent(kind="retrying", message=f"m: HTTP 503: {body}; retrying in 0.50s",
+                      data={"attempt": 1, "delay": 0.5, "status": 503}))
+    assert err.getvalue().splitlines() == [
+        "↻ retrying in 0.5s: m: HTTP 503: <html>Service Un…"]
 
 
 def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:

@@ -73,6 +73,8 @@ class AnswerStream:
         self._pending = ""  # markdown: text of the block being written
         self._live: Live | None = None
         self.line_open = False  # raw: stdout holds text not yet ended by a newline
+        self._line = ""  # raw: that text
+        self._suspended = ""  # what `suspend()` took down, shown again by the next write
 
     @property
     def active(self) -> bool:
@@ -80,13 +82,16 @@ class AnswerStream:
         return self.line_open or bool(self._pending)
 
     def write(self, text: str) -> None:
-        text = inert(text)
+        text = self._suspended + inert(text)
+        self._suspended = ""
         if not text:
             return
         if not self.markdown:
             self._out.write(text)
             self._out.flush()
-            self.line_open = not text.endswith("\n")
+            newline = text.rfind("\n")
+            self._line = text[newline + 1:] if newline >= 0 else self._line + text
+            self.line_open = bool(self._line)
             return
         finished, self._pending = split_finished(self._pending + text)
         if finished.strip():
@@ -96,13 +101,33 @@ class AnswerStream:
         if self._pending.strip():
             self._show_pending()
 
+    def suspend(self) -> None:
+        """The reply being written broke off and is tried again: its unfinished part (the block
+        being written, or the raw text's open line) leaves the screen, or is ended there, and
+        comes back at the start of the next write, so the retried reply continues it on lines
+        of its own. `discard()` forgets it instead (the retry's reply is a new one)."""
+        if not self.markdown:
+            line = self._line
+            self.end()
+            self._suspended += line
+            return
+        self._stop_live()  # transient: the unfinished block leaves the screen
+        self._suspended, self._pending = self._suspended + self._pending, ""
+
+    def discard(self) -> None:
+        """Forget what `suspend()` took down: the reply that follows starts anew."""
+        self._suspended = ""
+
     def end(self) -> None:
         """Close the answer: the last block rendered for good, or the raw text's newline."""
+        if self.markdown and self._suspended:  # a retry gave nothing new: what it took down
+            self._pending, self._suspended = self._suspended + self._pending, ""  # is the end
         if not self.markdown:
+            self._suspended = ""  # (still on the screen, above the retry's note)
             if self.line_open:
                 self._out.write("\n")
                 self._out.flush()
-                self.line_open = False
+                self.line_open, self._line = False, ""
             return
         self._stop_live()
         if self._pending.strip():
