@@ -10,7 +10,6 @@ the run is done (the text of turns that went on to call tools goes to stderr), s
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from typing import Any, Protocol, TextIO
@@ -22,8 +21,9 @@ from loopwright.cli.activity import OUTPUT_LINES, Activity
 from loopwright.cli.answer import AnswerStream
 from loopwright.cli.approval import set_prompt_screen
 from loopwright.cli.inert import InertConsole, inert
-from loopwright.events import TERMINAL_TYPES, Event, StatusEvent, event_to_json
+from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.result import RunResult
+from loopwright.serve.event_lines import event_line
 
 
 class Renderer(Protocol):
@@ -110,20 +110,6 @@ MAX_DIFF_LINES = 400
 """Lines of one turn's diff printed; the rest is counted (the JSON events carry all of it)."""
 
 
-# in a JSON line written raw: C1 controls (U+009B is a CSI to a terminal that reads them),
-# lone surrogates (no encoding can write them) and the line separators JavaScript splits at
-_RAW_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029]")
-
-
-def json_line(event: Event) -> str:
-    """An event as one line of JSON that is safe to write anywhere: what no terminal or
-    encoding should get raw is written as a `\\uXXXX` escape (it can only stand in a string)."""
-    line = event_to_json(event)
-    if line.isascii():  # the common case, at C speed
-        return line
-    return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
-
-
 class JsonLinesRenderer:
     """Writes each event as one JSON line on `out`, flushed at once (for pipes and tools)."""
 
@@ -133,7 +119,7 @@ class JsonLinesRenderer:
         self._out = out or sys.stdout
 
     def __call__(self, event: Event) -> None:
-        self._out.write(json_line(event) + "\n")
+        self._out.write(event_line(event) + "\n")
         self._out.flush()
 
     def note(self, text: str, *, agent: str = "", style: str = "", flat: bool = True) -> None:

@@ -1,0 +1,25 @@
+"""An event as one line of JSON that is safe to write anywhere: the form `loopwright run --json`
+prints and `loopwright serve` sends as SSE data.
+
+`event_to_json` writes text as it is (`ensure_ascii=False`); here what no terminal or encoding
+should get raw — C1 controls (U+009B is a CSI to a terminal that reads C1), lone surrogates (a
+provider may send `"\\ud800"`, and no encoding can write one) and the line separators JavaScript
+splits at — is written as a `\\uXXXX` escape instead. Such a character can only stand inside a JSON
+string, so the line stays the same JSON.
+"""
+
+from __future__ import annotations
+
+import re
+
+from loopwright.events import Event, event_to_json
+
+_RAW_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+
+
+def event_line(event: Event) -> str:
+    """`event` as one line of JSON with nothing in it a terminal obeys or UTF-8 cannot encode."""
+    line = event_to_json(event)
+    if line.isascii():  # the common case, at C speed
+        return line
+    return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
