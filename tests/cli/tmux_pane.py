@@ -61,8 +61,10 @@ class Pane:
         self.tmux("set-buffer", "-b", "p", text)
         self.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")
 
-    def screen(self, *, ansi: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if ansi else []), "-t", "t")
+    def screen(self, *, ansi: bool = False, history: bool = False) -> str:
+        """What the pane shows; with `history`, what scrolled off its top too."""
+        return self.tmux("capture-pane", "-p", *(["-e"] if ansi else []),
+                         *(["-S", "-"] if history else []), "-t", "t")
 
     def wait_for(self, check: Callable[[str], bool], what: str) -> str:
         deadline = time.monotonic() + 45

@@ -39,19 +39,51 @@ def split_finished(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-class _Tail:
-    """The last lines of a renderable that fit the screen: a block taller than the terminal
-    shows its newest part while it is written (and is printed whole once finished)."""
+def screenful(text: str, height: int, width: int) -> str:
+    """The end of a block that is enough to fill `height` lines of `width` columns, from the
+    start of a line where it has one. A code fence opened before that end is kept, so the end
+    still reads as code."""
+    budget = height * max(width, 1)
+    if len(text) <= budget:
+        return text
+    cut = len(text) - budget
+    line_start = text.find("\n", cut) + 1
+    if 0 < line_start < len(text):
+        cut = line_start
+    head = text[:cut]
+    fences = _FENCE.findall(head)
+    if len(fences) % 2 == 0:
+        return text[cut:]
+    opener = [m for m in _FENCE.finditer(head)][-1]
+    return head[opener.start():head.find("\n", opener.start()) + 1] + text[cut:]
 
-    def __init__(self, renderable: Markdown) -> None:
-        self.renderable = renderable
+
+class _Pending:
+    """The live region's content: the block being written, its last lines that fit the screen.
+    The region's own thread renders it (`REFRESHES` times a second), not every delta: rendering
+    grows with the block, and a long code block re-highlighted at every delta took minutes;
+    only the end that shows is rendered (the block is printed whole once finished)."""
+
+    def __init__(self, stream: AnswerStream) -> None:
+        self.stream = stream
+        self._key: tuple[str, int, int] | None = None
+        self._lines: list[list[Segment]] = []
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        lines = console.render_lines(self.renderable, options, pad=False)
-        keep = max(1, console.size.height - 2)
-        for line in lines[-keep:]:
+        text = self.stream.pending.strip("\n")
+        height = max(1, console.size.height - 2)
+        key = (text, options.max_width, height)
+        if key != self._key:
+            shown = _markdown(screenful(text, height, options.max_width))
+            self._lines = console.render_lines(shown, options, pad=False)[-height:]
+            self._key = key
+        for line in self._lines:
             yield from line
             yield Segment.line()
+
+
+REFRESHES = 10
+"""Times a second the block being written is drawn again."""
 
 
 def _markdown(text: str) -> Markdown:
@@ -134,13 +166,16 @@ class AnswerStream:
             self.console.print(_markdown(self._pending.strip("\n")))
         self._pending = ""
 
+    @property
+    def pending(self) -> str:
+        """Markdown: the text of the block being written."""
+        return self._pending
+
     def _show_pending(self) -> None:
-        block = _Tail(_markdown(self._pending.strip("\n")))
         if self._live is None:
-            self._live = Live(block, console=self.console, transient=True, auto_refresh=False,
-                              vertical_overflow="crop")
-            self._live.start()
-        self._live.update(block, refresh=True)
+            self._live = Live(_Pending(self), console=self.console, transient=True,
+                              refresh_per_second=REFRESHES, vertical_overflow="crop")
+            self._live.start(refresh=True)
 
     def _stop_live(self) -> None:
         if self._live is not None:

@@ -1,0 +1,33 @@
+"""The terminal under stress (tmux): long replies, hostile text and output, many tool calls, odd
+terminals. What must hold: every line of the answer shows once, in time, and nothing a model or
+a tool sends drives the terminal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tmux_pane import Pane
+
+from loopwright.testing import FakeModelServer, Reply
+
+
+def _run(pane: Pane, script: list[Reply], tmp_path: Path, *, width: int = 80,
+         height: int = 30, **env: str) -> str:
+    """`run` in the pane until it exits; the whole screen, history included."""
+    with FakeModelServer(script) as server:
+        pane.start(["run", "Go", "--model", "fake-model", "--base-url", server.base_url,
+                    "--yes"], cwd=tmp_path, width=width, height=height, **env)
+        pane.wait_text("[exit 0]")
+    return pane.screen(history=True)
+
+
+def test_a_300_line_code_block_streams_in_seconds_and_shows_each_line_once(
+        pane: Pane, tmp_path: Path) -> None:
+    code = "".join(f"value_{n} = compute({n}, 'text')  # note\n" for n in range(300))
+    shown = _run(pane, [Reply(f"Here:\n\n```python\n{code}```\n\nDone.")], tmp_path)
+    for n in (0, 150, 299):
+        assert shown.count(f"value_{n} = compute({n}, 'text')") == 1
+    elapsed = re.search(r"completed · 1 turn · ([\d.]+)s", shown)
+    assert elapsed is not None, shown[-2000:]
+    assert float(elapsed.group(1)) < 30  # was 160 s: the block re-highlighted at every delta
