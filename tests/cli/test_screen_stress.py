@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tmux_pane import Pane
 
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer, Reply, call
 
 
 def _run(pane: Pane, script: list[Reply], tmp_path: Path, *, width: int = 80,
@@ -31,3 +31,25 @@ def test_a_300_line_code_block_streams_in_seconds_and_shows_each_line_once(
     elapsed = re.search(r"completed · 1 turn · ([\d.]+)s", shown)
     assert elapsed is not None, shown[-2000:]
     assert float(elapsed.group(1)) < 30  # was 160 s: the block re-highlighted at every delta
+
+
+def test_200_calls_in_one_reply_show_each_outcome_once_and_a_repeated_error_once(
+        pane: Pane, tmp_path: Path) -> None:
+    for n in range(200):
+        (tmp_path / f"f{n}.txt").write_text(f"file {n}\n")
+    calls = [call("read_file", {"path": f"f{n}.txt"}) for n in range(200)]
+    shown = _run(pane, [Reply("Reading.", tool_calls=calls), Reply("Read.")], tmp_path)
+    lines = shown.splitlines()
+    ran = [line for line in lines if line.startswith("✓ read_file ")]
+    assert sorted(ran) == sorted(set(ran))
+    # every call that ran has its line: one was now and then erased by the live region
+    assert {re.search(r"f(\d+)\.txt", line).group(1) for line in ran} == {  # type: ignore[union-attr]
+        str(n) for n in range(64)}
+    refused = [line for line in lines if line.startswith("✗ read_file ")]
+    assert len(refused) == 136  # over the per-reply limit: not run
+    assert sum("the same error" in line for line in refused) == 135
+    flat = " ".join(shown.split())
+    assert flat.count("at most 64 calls run per reply") == 1  # was 136 times, 4 lines each
+    elapsed = re.search(r"completed · 2 turns · ([\d.]+)s", shown)
+    assert elapsed is not None and float(elapsed.group(1)) < 30  # was 25 s and more: every
+    # change drew all 200 running lines again
