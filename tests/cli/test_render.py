@@ -195,3 +195,19 @@ def test_a_review_verdict_is_one_note() -> None:
                       reason="the reply announced a tool call but made none"))
     assert err.getvalue() == ("review narration: send_back (the reply announced a tool call but "
                               "made none)\n")
+
+
+def test_a_bell_in_reasoning_a_tool_name_or_a_diff_is_shown_not_dropped() -> None:
+    from loopwright.events import ReasoningDelta, StatusEvent, ToolCallEvent, ToolResultEvent
+
+    shown, err = terminal_renderer(width=200)
+    shown.show_reasoning = True
+    shown(ReasoningDelta(text="think \x1b]0;title\x07\n"))
+    shown(ToolCallEvent(id="c1", name="nosuch\x07", arguments={}))
+    shown(ToolResultEvent(id="c1", name="nosuch\x07", content="no such tool", is_error=True))
+    shown(StatusEvent(kind="turn_diff", message="turn changed 1 file (+1/−1)",
+                      data={"diff": "--- a/n\n+++ b/n\n@@ -1 +1 @@\n-a\n+b\x07\n"}))
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "think \\x1b]0;title\\x07"  # the bell was dropped: "…]0;title"
+    assert "→ nosuch\\x07" in lines and "✗ nosuch\\x07 · 0.00s · error" in lines
+    assert lines[-1] == "+b\\x07"

@@ -120,9 +120,9 @@ class Activity:
         self._thinking = None
         if not self._batch_open:
             self.last_batch, self._batch_open = [], True
-        prefix = f"[{agent}] " if agent else ""
-        self._tools[call_id] = (f"{prefix}{name} {call_subject(arguments)}".rstrip(),
-                                time.monotonic())
+        prefix = f"[{agent}] " if agent else ""  # (a model may make up any name)
+        label = f"{prefix}{escape_controls(name)} {call_subject(arguments)}".rstrip()
+        self._tools[call_id] = (label, time.monotonic())
         if _is_command(name, arguments):
             self._commands.add(call_id)
         if not self.live_enabled:

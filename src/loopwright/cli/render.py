@@ -299,7 +299,9 @@ class TerminalRenderer:
     def _write_reasoning(self, text: str) -> None:
         self.activity.stop()
         self._reasoning_open = True
-        self._err.print(Text(text, style="dim italic"), end="", soft_wrap=True)
+        # made inert before rich's Text drops a bell or backspace unseen (as for every text
+        # from outside here)
+        self._err.print(Text(inert(text), style="dim italic"), end="", soft_wrap=True)
 
     def _close_answer(self) -> None:
         self._close_reasoning()
@@ -319,11 +321,12 @@ class TerminalRenderer:
 
 def diff_renderable(diff: str, *, terminal: bool) -> Any:
     """A unified diff to print: coloured and wrapped on a terminal, plain text elsewhere."""
+    diff = inert(diff.rstrip("\n"))  # a file's text: shown as it is, a bell too
     if not terminal:
-        return Text(diff.rstrip("\n"))
+        return Text(diff)
     from rich.syntax import Syntax
 
-    return Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default",
+    return Syntax(diff, "diff", theme="ansi_dark", background_color="default",
                   word_wrap=True)
 
 
