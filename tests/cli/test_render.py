@@ -6,6 +6,7 @@ import asyncio
 import io
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.console import Console
 
 from loopwright import Agent, ToolContext, tool
@@ -131,6 +132,14 @@ def test_a_retry_on_a_terminal_is_one_short_line_saying_what_happens_first() -> 
                       data={"attempt": 1, "delay": 0.5, "status": 503}))
     assert err.getvalue().splitlines() == [
         "↻ retrying in 0.5s: m: HTTP 503: <html>Service Un…"]
+    shown(StatusEvent(kind="fallback", message="m failed; continuing on b",  # Chinese: wide
+                      data={"from": "m", "to": "b", "error": "服务器繁忙，请稍后重试" * 5}))
+    shown(StatusEvent(kind="retrying", message="m: HTTP 503: 服务器繁忙，请稍后重试" * 5
+                      + "; retrying in 1.00s", data={"attempt": 2, "delay": 1.0}))
+    last = err.getvalue().splitlines()[-2:]
+    assert last[0] == "↻ continuing on b: m failed"
+    assert last[1].startswith("↻ retrying in 1.0s: m: HTTP 503: 服务器") and last[1].endswith("…")
+    assert cell_len(last[1]) <= 50  # one line: was cut at 50 characters, 90 columns
 
 
 def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:

@@ -343,8 +343,11 @@ def usage_line(usage: dict[str, Any], *, cost: float | None = None) -> str:
 
 
 def _one_line(text: str, width: int) -> str:
+    """`text` on one line of `width` columns (a wide character takes two), cut with "…"."""
+    from rich.cells import cell_len, set_cell_size
+
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return flat if cell_len(flat) <= width else set_cell_size(flat, width - 1) + "…"
 
 
 def _isatty(stream: TextIO) -> bool:
