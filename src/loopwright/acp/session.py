@@ -39,6 +39,7 @@ from loopwright.events import (
     ToolResultEvent,
     TurnStart,
 )
+from loopwright.serve.event_lines import REPLY_ANEW
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -282,11 +283,6 @@ class AcpSession:
     async def _say(self, text: str) -> None:
         await self.client.session_update(session_id=self.id,
                                          update=helpers.update_agent_message_text(text))
-
-
-REPLY_ANEW = frozenset({"fallback", "discard_partial"})
-"""The statuses after which a model call's reply is sent anew from its start (a fallback model's,
-or a retry's that differs from what broke off)."""
 
 
 def _read_small_text(path: Path) -> str | None:

@@ -23,7 +23,7 @@ from loopwright.cli.approval import set_prompt_screen
 from loopwright.cli.inert import InertConsole, inert
 from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.result import RunResult
-from loopwright.serve.event_lines import event_line
+from loopwright.serve.event_lines import REPLY_ANEW, event_line
 
 
 class Renderer(Protocol):
@@ -259,7 +259,7 @@ class TerminalRenderer:
         starts on lines of its own, below one line saying so (on a terminal a short one; the
         whole message with --verbose or on a pipe). A retry that answers anew (a fallback, a
         different reply) drops what the broken one had shown."""
-        discard = event.kind in _DISCARDING_KINDS
+        discard = event.kind in REPLY_ANEW
         if not event.agent:  # (a sub-agent's prose is never shown)
             self.activity.stop()
             if discard:
@@ -362,9 +362,8 @@ def _isatty(stream: TextIO) -> bool:
 _DEBUGGING_KINDS = frozenset({"text_tool_calls"})
 
 
-# statuses of a model call tried again; the last two start its reply anew
-_RETRY_KINDS = frozenset({"retrying", "credentials_refreshed", "fallback", "discard_partial"})
-_DISCARDING_KINDS = frozenset({"fallback", "discard_partial"})
+# statuses of a model call tried again (those of REPLY_ANEW start its reply anew)
+_RETRY_KINDS = frozenset({"retrying", "credentials_refreshed", *REPLY_ANEW})
 
 
 def _retry_summary(event: StatusEvent) -> str | None:

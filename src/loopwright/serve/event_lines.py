@@ -1,5 +1,6 @@
-"""An event as one line of JSON that is safe to write anywhere: the form `loopwright run --json`
-prints and `loopwright serve` sends as SSE data.
+"""The run's events as their outside consumers take them (`loopwright run --json`, `serve`'s SSE,
+the terminal, an ACP editor): one line of JSON that is safe to write anywhere, and which statuses
+start a model call's reply anew.
 
 `event_to_json` writes text as it is (`ensure_ascii=False`); here what no terminal or encoding
 should get raw — C1 controls (U+009B is a CSI to a terminal that reads C1), lone surrogates (a
@@ -23,3 +24,9 @@ def event_line(event: Event) -> str:
     if line.isascii():  # the common case, at C speed
         return line
     return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
+
+
+REPLY_ANEW = frozenset({"fallback", "discard_partial"})
+"""The statuses after which a model call's reply streams again from its start — a fallback
+model's, or a retry's that differs from what broke off: what the broken one showed is not part
+of it (the page's timeline.js keeps the same list)."""
