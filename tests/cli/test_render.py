@@ -220,3 +220,15 @@ def test_a_bell_in_reasoning_a_tool_name_or_a_diff_is_shown_not_dropped() -> Non
     assert lines[0] == "think \\x1b]0;title\\x07"  # the bell was dropped: "…]0;title"
     assert "→ nosuch\\x07" in lines and "✗ nosuch\\x07 · 0.00s · error" in lines
     assert lines[-1] == "+b\\x07"
+
+
+def test_a_command_that_exits_non_zero_is_marked_failed_not_ticked() -> None:
+    from loopwright.events import ToolCallEvent, ToolResultEvent
+
+    shown, err = terminal_renderer(width=100)
+    for n, output in enumerate(["built\n[exit code 0]", "no such file\n[exit code 2]"]):
+        shown(ToolCallEvent(id=f"c{n}", name="bash", arguments={"command": "make"}))
+        shown(ToolResultEvent(id=f"c{n}", name="bash", content=output, duration=0.01))
+    outcomes = [line for line in err.getvalue().splitlines() if line[:1] in "✓✗"]
+    assert outcomes == ["✓ bash make · 0.01s · 2 lines",
+                        "✗ bash make · 0.01s · exit 2 · 2 lines"]  # was ✓: it ran, it failed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +70,16 @@ def cut_words(text: str, width: int) -> str:
     head = text[: width - 1]
     space = head.rfind(" ")
     return (head[:space] if space > width // 2 else head).rstrip() + "…"
+
+
+_EXIT_CODE = re.compile(r"\[exit code (-?\d+)\]\s*\Z")
+
+
+def exit_code(output: str) -> int | None:
+    """The exit code a command's output ends with (`[exit code N]`, the shell tool's last
+    line), or None."""
+    found = _EXIT_CODE.search(output[-40:])
+    return int(found.group(1)) if found else None
 
 
 def _is_command(name: str, arguments: dict[str, Any] | str) -> bool:
@@ -135,14 +146,16 @@ class Activity:
         line, _ = self._tools.pop(call_id, (f"{'[' + agent + '] ' if agent else ''}{name}", 0.0))
         command = call_id in self._commands
         self._commands.discard(call_id)
-        mark, style = ("✗", "red") if is_error else ("✓", "green")
+        code = exit_code(content) if command else None
+        failed = is_error or bool(code)  # a command that ran and exited non-zero failed too
+        mark, style = ("✗", "red") if failed else ("✓", "green")
         # calls refused alike one after the other (over the per-reply limit, …) show the
         # error once
         previous = self.last_batch[-1] if self.last_batch else None
         repeated = is_error and previous is not None and previous[1:] == (content, True)
         text = Text(f"{mark} {line}", style=style)
-        text.append(f" · {duration:.2f}s · "
-                    f"{'the same error' if repeated else outcome_preview(content, is_error)}",
+        outcome = "the same error" if repeated else outcome_preview(content, is_error)
+        text.append(f" · {duration:.2f}s · {f'exit {code} · ' if code else ''}{outcome}",
                     style="dim")
         self.print(text)
         self.last_batch.append((line, content, is_error))
