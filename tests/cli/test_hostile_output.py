@@ -64,3 +64,22 @@ def test_mcp_list_shows_a_servers_tool_names_and_descriptions_inert(tmp_path: Pa
     shown = proc.stdout.decode()
     assert "\x1b" not in shown and "\x9b" not in shown and "\x07" not in shown  # were raw
     assert "Reads.\\x1b]52;c;cm0gLXJmIH4K\\x07 \\x9b2J" in shown
+    as_json = subprocess.run([sys.executable, "-m", "loopwright", "mcp", "list", "--json"],
+                             cwd=tmp_path, env=cli_env(tmp_path, LOOPWRIGHT_MCP_SERVERS=json.dumps(
+                                 servers)), capture_output=True, timeout=60)
+    assert "\x9b".encode() not in as_json.stdout  # was raw: a CSI to a terminal that reads C1
+    (row,) = map(json.loads, as_json.stdout.splitlines())
+    assert row["tools"][0]["description"] == "Reads.\x1b]52;c;cm0gLXJmIH4K\x07 \x9b2J"
+
+
+def test_memory_list_json_escapes_a_c1_control_a_model_wrote_into_memory(tmp_path: Path) -> None:
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("The build uses make.\n§\nnote \x9b2J here\n")
+    proc = subprocess.run([sys.executable, "-m", "loopwright", "memory", "list", "--json"],
+                          cwd=tmp_path, env=cli_env(tmp_path, LOOPWRIGHT_MEMORY_DIR=str(memory)),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x9b".encode() not in proc.stdout  # was raw
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [row["text"] for row in rows] == ["The build uses make.", "note \x9b2J here"]

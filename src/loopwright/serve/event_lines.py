@@ -20,10 +20,15 @@ _RAW_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 
 def event_line(event: Event) -> str:
     """`event` as one line of JSON with nothing in it a terminal obeys or UTF-8 cannot encode."""
-    line = event_to_json(event)
-    if line.isascii():  # the common case, at C speed
-        return line
-    return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", line)
+    return safe_json(event_to_json(event))
+
+
+def safe_json(text: str) -> str:
+    """JSON text (as `json.dumps(…, ensure_ascii=False)` writes it) with what a terminal obeys
+    or UTF-8 cannot encode written as escapes: the same JSON."""
+    if text.isascii():  # the common case, at C speed
+        return text
+    return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 REPLY_ANEW = frozenset({"fallback", "discard_partial"})
