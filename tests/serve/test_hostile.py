@@ -222,6 +222,9 @@ def test_a_reply_with_a_lone_surrogate_or_a_c1_control_streams_escaped(
         served = make_server(unused, agent={"base_url": base_url})
         started = served.start("hi")
         events = [event for _, event in served.events(started["run_id"])]
+        run = served.api.get(f"/runs/{started['run_id']}")
     assert events[-1]["type"] == "done", events[-1]
     text = "".join(e["text"] for e in events if e["type"] == "text_delta")
     assert text == "lone \ud800 csi \x9b2J"
+    assert run.status_code == 200  # was a 500: the run's output could not be encoded
+    assert run.json()["output"] == text
