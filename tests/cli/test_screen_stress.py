@@ -53,3 +53,14 @@ def test_200_calls_in_one_reply_show_each_outcome_once_and_a_repeated_error_once
     elapsed = re.search(r"completed · 2 turns · ([\d.]+)s", shown)
     assert elapsed is not None and float(elapsed.group(1)) < 30  # was 25 s and more: every
     # change drew all 200 running lines again
+
+
+def test_a_list_of_4000_lines_streams_in_seconds_and_shows_each_line_once(
+        pane: Pane, tmp_path: Path) -> None:
+    items = "\n".join(f"- item number {n}" for n in range(4000))
+    shown = _run(pane, [Reply(f"Items:\n\n{items}\n\nDone.", chunk_size=4)], tmp_path)
+    numbers = [int(n) for n in re.findall(r"item number (\d+)", shown)]
+    assert numbers == list(range(4000 - len(numbers), 4000))  # (what tmux's history keeps)
+    elapsed = re.search(r"completed · 1 turn · ([\d.]+)s", shown)
+    assert elapsed is not None and float(elapsed.group(1)) < 15  # was 30 s and more: the whole
+    # block was scanned for its end at every delta
