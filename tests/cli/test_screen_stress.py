@@ -64,3 +64,12 @@ def test_a_list_of_4000_lines_streams_in_seconds_and_shows_each_line_once(
     elapsed = re.search(r"completed · 1 turn · ([\d.]+)s", shown)
     assert elapsed is not None and float(elapsed.group(1)) < 15  # was 30 s and more: the whole
     # block was scanned for its end at every delta
+
+
+def test_long_hidden_reasoning_streams_in_seconds(pane: Pane, tmp_path: Path) -> None:
+    reasoning = "thinking hard about it " * 9000
+    shown = _run(pane, [Reply("Answer.", reasoning=reasoning, chunk_size=8)], tmp_path)
+    assert f"thought for {len(reasoning):,} chars of reasoning" in " ".join(shown.split())
+    elapsed = re.search(r"completed · 1 turn · ([\d.]+)s", shown)
+    assert elapsed is not None and float(elapsed.group(1)) < 8  # was 17 s: the spinner's
+    # count was drawn at every delta

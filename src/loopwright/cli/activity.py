@@ -118,8 +118,8 @@ class Activity:
     def reasoning(self, chars: int) -> None:
         """The model has reasoned `chars` characters so far (hidden): the spinner says so."""
         self._reasoning = chars
-        if self._thinking is not None:
-            self._refresh()
+        if self._thinking is not None and self._live is None:  # (a live region shows the
+            self._refresh()  # count at its next refresh: drawing it at every delta took seconds)
 
     def stop_thinking(self) -> None:
         if self._thinking is not None:
