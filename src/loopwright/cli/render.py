@@ -265,12 +265,12 @@ class TerminalRenderer:
             if discard:
                 self._hidden_reasoning = 0
             self._close_reasoning()
-            if self._final_only:
-                self._held = "" if discard else self._held
-            else:
+            if not self._final_only:
                 self.answer.suspend()
                 if discard:
                     self.answer.discard()
+            elif discard:
+                self._held = ""
         line = _status_line(event.kind, event.message)
         if self._terminal and not self.activity.verbose:
             line = _one_line(f"↻ {_retry_summary(event) or line}", self._err.width)
