@@ -5,6 +5,7 @@ once, then rejected), is cancelled mid-tool and is loaded again; the editor's bu
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -79,14 +80,15 @@ class EditorClient:
 
 @asynccontextmanager
 async def acp_agent(client: EditorClient, server: FakeModelServer | None, home: Path,
-                    *, fs: bool = False, model: tuple[str, ...] = ()) -> AsyncIterator[Any]:
-    """`model`: the flags naming the model, else the fake model at `server`."""
+                    *, fs: bool = False, model: tuple[str, ...] = (),
+                    **env: str) -> AsyncIterator[Any]:
+    """`model`: the flags naming the model, else the fake model at `server`; `env`: settings."""
     log = (home / "acp-stderr.log").open("ab")
     if not model:
         assert server is not None
         model = ("--model", "fake-model", "--base-url", server.base_url)
     async with spawn_agent_process(
-            client, sys.executable, "-m", "loopwright", "acp", *model, env=cli_env(home),
+            client, sys.executable, "-m", "loopwright", "acp", *model, env=cli_env(home, **env),
             transport_kwargs={"stderr": log.fileno()}) as (conn, _process):
         capabilities = ClientCapabilities(fs=FileSystemCapabilities(
             read_text_file=fs, write_text_file=fs))
@@ -328,3 +330,25 @@ async def test_a_failed_run_names_its_error_in_the_message(tmp_path: Path) -> No
             again = await conn.prompt(session_id=session, prompt=[text_block("hi again")])
     assert "prompt is too long for this model" in str(failed.value)
     assert again.stop_reason == "end_turn" and text_of(client) == "Fine now."
+
+
+async def test_a_reply_tried_again_on_a_fallback_starts_a_paragraph_of_its_own(
+        tmp_path: Path) -> None:
+    """A message cannot be taken back: the broken reply's start stays, one line says the model
+    failed, and the fallback's reply follows on its own (it ran on from the broken words)."""
+    broken = Fault.cut_stream(Reply("Let me look at the notes first.", chunk_size=6),
+                              after_chunks=3)
+    client = EditorClient()
+    with FakeModelServer([broken, Fault.disconnect()]) as primary, \
+            FakeModelServer([Reply("Backup answer.")]) as backup:
+        fallbacks = json.dumps([{"model": "b", "base_url": backup.base_url}])
+        async with acp_agent(client, primary, tmp_path, LOOPWRIGHT_FALLBACKS=fallbacks,
+                             LOOPWRIGHT_RETRY_ATTEMPTS="2",
+                             LOOPWRIGHT_RETRY_BASE_DELAY="0.01") as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("Read the notes")])
+    broken_part, note, answer = text_of(client).split("\n\n")
+    assert "Let me look at the notes first.".startswith(broken_part) and broken_part
+    assert note == ("↻ custom fake-model (chat_completions) failed; continuing on custom b "
+                    "(chat_completions)")
+    assert answer == "Backup answer."

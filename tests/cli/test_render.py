@@ -6,6 +6,7 @@ import asyncio
 import io
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.console import Console
 
 from loopwright import Agent, ToolContext, tool
@@ -112,14 +113,33 @@ def test_a_status_says_its_kind_once() -> None:
     shown, err = terminal_renderer(width=120)
     shown(StatusEvent(kind="compacting", message="compacting 3 earlier messages (~5,464 tokens)"))
     shown(StatusEvent(kind="memory_learned", message="memory learning failed: disk full"))
-    shown(StatusEvent(kind="retrying", message="m: HTTP 503; retrying in 0.50s"))
+    shown(StatusEvent(kind="pruned", message="3 stale tool outputs replaced by stubs"))
     shown(StatusEvent(kind="recall", message="recalled matching messages from past sessions"))
     assert err.getvalue().splitlines() == [
         "compacting 3 earlier messages (~5,464 tokens)",  # was "compacting: compacting …"
         "memory learning failed: disk full",
-        "retrying: m: HTTP 503; retrying in 0.50s",  # a message that does not say it: named
+        "pruned: 3 stale tool outputs replaced by stubs",  # a message that does not say it
         "recall: recalled matching messages from past sessions",
     ]
+
+
+def test_a_retry_on_a_terminal_is_one_short_line_saying_what_happens_first() -> None:
+    from loopwright.events import StatusEvent
+
+    shown, err = terminal_renderer(width=50)
+    body = "<html>" + "Service Unavailable " * 20 + "</html>"
+    shown(StatusEvent(kind="retrying", message=f"m: HTTP 503: {body}; retrying in 0.50s",
+                      data={"attempt": 1, "delay": 0.5, "status": 503}))
+    assert err.getvalue().splitlines() == [
+        "↻ retrying in 0.5s: m: HTTP 503: <html>Service Un…"]
+    shown(StatusEvent(kind="fallback", message="m failed; continuing on b",  # Chinese: wide
+                      data={"from": "m", "to": "b", "error": "服务器繁忙，请稍后重试" * 5}))
+    shown(StatusEvent(kind="retrying", message="m: HTTP 503: 服务器繁忙，请稍后重试" * 5
+                      + "; retrying in 1.00s", data={"attempt": 2, "delay": 1.0}))
+    last = err.getvalue().splitlines()[-2:]
+    assert last[0] == "↻ continuing on b: m failed"
+    assert last[1].startswith("↻ retrying in 1.0s: m: HTTP 503: 服务器") and last[1].endswith("…")
+    assert cell_len(last[1]) <= 50  # one line: was cut at 50 characters, 90 columns
 
 
 def test_markdown_streams_rendered_and_code_blocks_stay_whole() -> None:
@@ -184,3 +204,31 @@ def test_a_review_verdict_is_one_note() -> None:
                       reason="the reply announced a tool call but made none"))
     assert err.getvalue() == ("review narration: send_back (the reply announced a tool call but "
                               "made none)\n")
+
+
+def test_a_bell_in_reasoning_a_tool_name_or_a_diff_is_shown_not_dropped() -> None:
+    from loopwright.events import ReasoningDelta, StatusEvent, ToolCallEvent, ToolResultEvent
+
+    shown, err = terminal_renderer(width=200)
+    shown.show_reasoning = True
+    shown(ReasoningDelta(text="think \x1b]0;title\x07\n"))
+    shown(ToolCallEvent(id="c1", name="nosuch\x07", arguments={}))
+    shown(ToolResultEvent(id="c1", name="nosuch\x07", content="no such tool", is_error=True))
+    shown(StatusEvent(kind="turn_diff", message="turn changed 1 file (+1/−1)",
+                      data={"diff": "--- a/n\n+++ b/n\n@@ -1 +1 @@\n-a\n+b\x07\n"}))
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "think \\x1b]0;title\\x07"  # the bell was dropped: "…]0;title"
+    assert "→ nosuch\\x07" in lines and "✗ nosuch\\x07 · 0.00s · error" in lines
+    assert lines[-1] == "+b\\x07"
+
+
+def test_a_command_that_exits_non_zero_is_marked_failed_not_ticked() -> None:
+    from loopwright.events import ToolCallEvent, ToolResultEvent
+
+    shown, err = terminal_renderer(width=100)
+    for n, output in enumerate(["built\n[exit code 0]", "no such file\n[exit code 2]"]):
+        shown(ToolCallEvent(id=f"c{n}", name="bash", arguments={"command": "make"}))
+        shown(ToolResultEvent(id=f"c{n}", name="bash", content=output, duration=0.01))
+    outcomes = [line for line in err.getvalue().splitlines() if line[:1] in "✓✗"]
+    assert outcomes == ["✓ bash make · 0.01s · 2 lines",
+                        "✗ bash make · 0.01s · exit 2 · 2 lines"]  # was ✓: it ran, it failed

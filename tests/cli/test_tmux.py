@@ -1,23 +1,20 @@
 """What a person sees: `chat` and `run` in a real terminal (tmux), keys sent as typed or pasted,
 the pane captured and read back.
 
-Each test runs its own tmux server (`-S` socket in the test's temp dir), so nothing is shared with
-the machine's tmux or with another test. `LOOPWRIGHT_SCREENSHOT=path.ansi` keeps the chat test's
-final screen, colours included, for docs/screenshot.py.
+Each test runs its own tmux server (tests/cli/tmux_pane.py). `LOOPWRIGHT_SCREENSHOT=path.ansi`
+keeps the chat test's final screen, colours included, for docs/screenshot.py.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tmux_pane import Pane
 
 from loopwright.local import DEFAULT_MODEL
 from loopwright.local.server import xllamacpp_importable
@@ -25,79 +22,7 @@ from loopwright.local.weights import model_spec, models_dir, weights_present
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from shared_helpers import cli_env, require_component
 
-TMUX = shutil.which("tmux")
 MODELS_DIR = models_dir()  # at import: an autouse fixture points XDG_CACHE_HOME elsewhere
-
-
-class Pane:
-    """One tmux pane running one command; the command's exit status is printed when it ends."""
-
-    def __init__(self, socket: Path) -> None:
-        self.socket = socket
-
-    def tmux(self, *args: str) -> str:
-        assert TMUX is not None
-        return subprocess.run([TMUX, "-S", str(self.socket), *args], check=True,
-                              capture_output=True, text=True, timeout=30).stdout
-
-    def start(self, args: list[str], *, cwd: Path, width: int = 80, height: int = 30,
-              shell: bool = False, after: float = 0.0, **extra_env: str) -> None:
-        """`shell`: typed at an interactive bash, which has job control (Ctrl-Z, `fg`). `after`:
-        seconds before the command starts, the terminal in its own mode with no reader."""
-        env = cli_env(cwd, TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
-        env.pop("NO_COLOR", None)
-        env.update(extra_env, PS1="$ ")
-        exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()
-                           if key.isidentifier())
-        loopwright = f"{shlex.quote(sys.executable)} -m loopwright {shlex.join(args)}"
-        command = f"sleep {after}; env -i {exports} {loopwright}; echo \"[exit $?]\"; sleep 120"
-        if shell:
-            command = f"env -i {exports} bash --norc --noprofile -i"
-        self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), "-c",
-                  str(cwd), command)
-        if shell:
-            # one job: stopping a command of a list typed at bash would start the next one
-            self.wait_for(lambda shown: shown.rstrip().endswith("$"), "the shell's prompt")
-            self.type(f"({loopwright}; echo \"[exit $?]\")")
-            self.keys("Enter")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", "t", "-l", text)
-
-    def paste(self, text: str) -> None:
-        """A bracketed paste, as a terminal sends one when text is pasted into it."""
-        self.tmux("set-buffer", "-b", "p", text)
-        self.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")
-
-    def screen(self, *, ansi: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if ansi else []), "-t", "t")
-
-    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + 45
-        while True:
-            shown = self.screen()
-            if check(shown):
-                return shown
-            if time.monotonic() > deadline:
-                raise AssertionError(f"gave up waiting for {what}; the screen was:\n{shown}")
-            time.sleep(0.1)
-
-    def wait_text(self, text: str) -> str:
-        return self.wait_for(lambda shown: text in shown, repr(text))
-
-
-@pytest.fixture
-def pane(tmp_path: Path) -> Iterator[Pane]:
-    require_component(TMUX is not None, "tmux drives the terminal tests: apt-get install tmux")
-    shown = Pane(tmp_path / "tmux.sock")
-    try:
-        yield shown
-    finally:
-        subprocess.run([TMUX or "tmux", "-S", str(shown.socket), "kill-server"],
-                       capture_output=True, timeout=30)
 
 
 def test_chat_in_a_terminal_paste_slash_commands_and_ctrl_c(pane: Pane, tmp_path: Path) -> None:

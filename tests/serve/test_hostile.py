@@ -15,6 +15,7 @@ from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread
 from loopwright.serve.app import ServeOptions
 from loopwright.store import open_store
 from loopwright.testing import FakeModelServer, Reply, call
+from raw_provider import raw_stream
 
 
 def test_hostile_resume_ids_are_refused_or_harmless(make_server: MakeServer) -> None:
@@ -211,3 +212,19 @@ def test_no_cors_headers_so_no_other_origin_may_read_or_preflight(
         assert not 200 <= with_token_preflight.status_code < 300
         assert _cors_headers(with_token_preflight) == {}
         anonymous.close()
+
+
+def test_a_reply_with_a_lone_surrogate_or_a_c1_control_streams_escaped(
+        make_server: MakeServer) -> None:
+    # a provider may send `"\ud800"`: encoding its SSE frame raised inside the text listener, the
+    # stream was taken as malformed, and the run failed after six attempts
+    with raw_stream(rb'"lone \ud800 csi \u009b2J"') as base_url, FakeModelServer([]) as unused:
+        served = make_server(unused, agent={"base_url": base_url})
+        started = served.start("hi")
+        events = [event for _, event in served.events(started["run_id"])]
+        run = served.api.get(f"/runs/{started['run_id']}")
+    assert events[-1]["type"] == "done", events[-1]
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert text == "lone \ud800 csi \x9b2J"
+    assert run.status_code == 200  # was a 500: the run's output could not be encoded
+    assert run.json()["output"] == text

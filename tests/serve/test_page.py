@@ -51,6 +51,26 @@ def test_a_run_started_from_the_page_streams_its_text_in(make_server: MakeServer
         page.wait_for_selector("#sessions li.session.open")  # the new session is listed
 
 
+def test_a_reply_broken_off_and_answered_by_a_fallback_shows_the_fallbacks_alone(
+        make_server: MakeServer, open_page: Any) -> None:
+    from loopwright.endpoints.retry import RetryPolicy
+
+    broken = Fault.cut_stream(Reply("Let me look at the notes first.", chunk_size=6),
+                              after_chunks=3)
+    with FakeModelServer([broken, Fault.disconnect()]) as primary, \
+            FakeModelServer([Reply("Backup answer.")]) as backup:
+        page = open_page(make_server(primary, agent={
+            "fallbacks": [{"model": "b", "base_url": backup.base_url}],
+            "retry": RetryPolicy(attempts=2, base_delay=0.01)}))
+        _start(page, "read the notes")
+        page.wait_for_selector(".run-state.completed")
+        # the broken reply's words were left in front of the fallback's: "Let me loBackup…"
+        assert page.text_content(".turn .text") == "Backup answer."
+        notes = page.eval_on_selector_all(".note.retry", "notes => notes.map(n => n.textContent)")
+        assert any(note.startswith("fallback: ") and "continuing on custom b" in note
+                   for note in notes)
+
+
 def test_a_dangerous_command_is_approved_from_the_page(make_server: MakeServer,
                                                        open_page: Any, tmp_path: Path) -> None:
     scratch = tmp_path / "work" / "scratch"

@@ -33,10 +33,13 @@ from loopwright.events import (
     DoneEvent,
     Event,
     ReasoningDelta,
+    StatusEvent,
     TextDelta,
     ToolCallEvent,
     ToolResultEvent,
+    TurnStart,
 )
+from loopwright.serve.event_lines import REPLY_ANEW
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -91,6 +94,7 @@ class AcpSession:
         self._changes: dict[str, FileChange] = {}
         self._todos: dict[str, Any] = {}
         self._text_sent = False
+        self._reply_open = False  # text of the model's reply being written was sent
         self._turn = False  # a prompt is being answered (set before its first await)
         self._provider_checked = False
 
@@ -200,8 +204,16 @@ class AcpSession:
         if event.agent:  # a sub-agent's own events stay inside its `delegate` call
             return []
         if isinstance(event, TextDelta) and event.text:
-            self._text_sent = True
+            self._text_sent = self._reply_open = True
             return [helpers.update_agent_message_text(event.text)]
+        if isinstance(event, TurnStart | ToolCallEvent):
+            self._reply_open = False
+        if (isinstance(event, StatusEvent) and event.kind in REPLY_ANEW
+                and self._reply_open):
+            # a message cannot be taken back: the broken reply ends, one line says why, and the
+            # one tried again starts a paragraph of its own instead of running on from it
+            self._reply_open = False
+            return [helpers.update_agent_message_text(f"\n\n↻ {event.message}\n\n")]
         if isinstance(event, ReasoningDelta) and event.text:
             return [helpers.update_agent_thought_text(event.text)]
         if isinstance(event, ToolCallEvent):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -71,6 +72,16 @@ def cut_words(text: str, width: int) -> str:
     return (head[:space] if space > width // 2 else head).rstrip() + "…"
 
 
+_EXIT_CODE = re.compile(r"\[exit code (-?\d+)\]\s*\Z")
+
+
+def exit_code(output: str) -> int | None:
+    """The exit code a command's output ends with (`[exit code N]`, the shell tool's last
+    line), or None."""
+    found = _EXIT_CODE.search(output[-40:])
+    return int(found.group(1)) if found else None
+
+
 def _is_command(name: str, arguments: dict[str, Any] | str) -> bool:
     """A call whose output is worth seeing as it is: a shell command."""
     return name == "bash" or (isinstance(arguments, dict) and "command" in arguments)
@@ -90,7 +101,8 @@ class Activity:
         self.output_lines = OUTPUT_LINES
         self.verbose = False
         self.more_hint = "--verbose"  # how to see all of a cut output (chat: /expand)
-        self.last_batch: list[tuple[str, str]] = []  # (outcome line, output) of the last calls
+        self.last_batch: list[tuple[str, str, bool]] = []  # (line, output, is_error) of the
+        # last batch of calls
         self._batch_open = False
         self._spinners: dict[str, Spinner] = {}  # kept, so each one keeps animating
         self._paused = 0
@@ -106,8 +118,8 @@ class Activity:
     def reasoning(self, chars: int) -> None:
         """The model has reasoned `chars` characters so far (hidden): the spinner says so."""
         self._reasoning = chars
-        if self._thinking is not None:
-            self._refresh()
+        if self._thinking is not None and self._live is None:  # (a live region shows the
+            self._refresh()  # count at its next refresh: drawing it at every delta took seconds)
 
     def stop_thinking(self) -> None:
         if self._thinking is not None:
@@ -119,9 +131,9 @@ class Activity:
         self._thinking = None
         if not self._batch_open:
             self.last_batch, self._batch_open = [], True
-        prefix = f"[{agent}] " if agent else ""
-        self._tools[call_id] = (f"{prefix}{name} {call_subject(arguments)}".rstrip(),
-                                time.monotonic())
+        prefix = f"[{agent}] " if agent else ""  # (a model may make up any name)
+        label = f"{prefix}{escape_controls(name)} {call_subject(arguments)}".rstrip()
+        self._tools[call_id] = (label, time.monotonic())
         if _is_command(name, arguments):
             self._commands.add(call_id)
         if not self.live_enabled:
@@ -134,19 +146,27 @@ class Activity:
         line, _ = self._tools.pop(call_id, (f"{'[' + agent + '] ' if agent else ''}{name}", 0.0))
         command = call_id in self._commands
         self._commands.discard(call_id)
-        mark, style = ("✗", "red") if is_error else ("✓", "green")
+        code = exit_code(content) if command else None
+        failed = is_error or bool(code)  # a command that ran and exited non-zero failed too
+        mark, style = ("✗", "red") if failed else ("✓", "green")
+        # calls refused alike one after the other (over the per-reply limit, …) show the
+        # error once
+        previous = self.last_batch[-1] if self.last_batch else None
+        repeated = is_error and previous is not None and previous[1:] == (content, True)
         text = Text(f"{mark} {line}", style=style)
-        text.append(f" · {duration:.2f}s · {outcome_preview(content, is_error)}", style="dim")
+        outcome = "the same error" if repeated else outcome_preview(content, is_error)
+        text.append(f" · {duration:.2f}s · {f'exit {code} · ' if code else ''}{outcome}",
+                    style="dim")
         self.print(text)
-        self.last_batch.append((line, content))
-        if is_error or (command and len(content.splitlines()) > 1):  # one line: shown above
+        self.last_batch.append((line, content, is_error))
+        if not repeated and (is_error or (command and len(content.splitlines()) > 1)):
             self._output(content, limit=None if self.verbose else self.output_lines,
                          style="red" if is_error else "dim", cut=not is_error)
         self._refresh()
 
     def expand(self) -> bool:
         """Print the whole output of the last batch of tool calls; False when there was none."""
-        for line, content in self.last_batch:
+        for line, content, _ in self.last_batch:
             self.print(Text(f"· {line}", style="bold"))
             self._output(content, limit=None, style="default", cut=False)
         return bool(self.last_batch)
@@ -162,13 +182,13 @@ class Activity:
             lines.pop()
         shown = lines if limit is None else lines[:limit]
         whole = not cut or self.verbose
-        for line in shown:
-            self.print(Text(f"  │ {line if whole else cut_words(line, OUTPUT_WIDTH)}",
-                            style=style))
+        texts = [Text(f"  │ {line if whole else cut_words(line, OUTPUT_WIDTH)}", style=style)
+                 for line in shown]
         if len(lines) > len(shown):
             more = len(lines) - len(shown)
-            self.print(Text(f"  … {more:,} more line{'s' if more != 1 else ''} "
-                            f"({self.more_hint} shows them)", style="dim"))
+            texts.append(Text(f"  … {more:,} more line{'s' if more != 1 else ''} "
+                              f"({self.more_hint} shows them)", style="dim"))
+        self.print(Group(*texts))  # one print: each one draws the live region again
 
     def print(self, renderable: Any) -> None:
         """A permanent line above the running ones (through the live region when it is up)."""
@@ -177,7 +197,10 @@ class Activity:
             self._after_question = False
             self.console.print()
         if self._live is not None:
-            self._live.console.print(renderable, soft_wrap=soft)
+            # under the region's lock: its refresh thread redrawing it between this print's
+            # cursor moves and their writing erased a line (one in a few hundred)
+            with self._live._lock:
+                self._live.console.print(renderable, soft_wrap=soft)
         else:
             self.console.print(renderable, soft_wrap=soft)
 
@@ -227,11 +250,17 @@ class Activity:
             running[""] = (label, self._thinking)
         for gone in set(self._spinners) - set(running):
             del self._spinners[gone]
+        # no taller than the screen: a region taller is not cleared, and every line of it is
+        # drawn again at each change (200 calls of one reply took seconds each to show)
+        room = max(1, self.console.height - 2)
+        shown = list(running.items())[:room - 1] if len(running) > room else running.items()
         lines: list[Any] = []
-        for key, (label, started) in running.items():
+        for key, (label, started) in shown:
             spinner = self._spinners.setdefault(key, Spinner("dots", style="cyan"))
             spinner.update(text=Text.assemble((label, "cyan"), (f" {now - started:.1f}s", "dim")))
             lines.append(spinner)
+        if len(lines) < len(running):
+            lines.append(Text(f"  … {len(running) - len(lines):,} more running", style="dim"))
         return lines
 
 

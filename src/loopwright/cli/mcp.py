@@ -56,8 +56,12 @@ def list_command(
         return
     cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
     rows = asyncio.run(_gather(configs, cache / "mcp"))
+    from loopwright.cli.inert import escape_controls  # a server names and describes its tools
+    from loopwright.serve.event_lines import safe_json
+
     for row in rows:
-        typer.echo(json.dumps(row, ensure_ascii=False) if json_output else _describe(row))
+        typer.echo(safe_json(json.dumps(row, ensure_ascii=False)) if json_output
+                   else escape_controls(_describe(row), keep_newlines=True))
     if any(not row["ok"] for row in rows):
         raise typer.Exit(EXIT_FAILED)
 

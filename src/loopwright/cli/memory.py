@@ -33,12 +33,13 @@ def list_command(
 ) -> None:
     """List every memory entry with its id (M… for MEMORY.md, U… for USER.md)."""
     from loopwright.cli.inert import escape_controls  # an entry may hold a terminal escape
+    from loopwright.serve.event_lines import safe_json
 
     files = _files()
     rows = [(entry_id, target, text) for entry_id, target, text in _entries(files)]
     if json_output:
         for entry_id, target, text in rows:
-            typer.echo(json.dumps(_row(entry_id, target, text), ensure_ascii=False))
+            typer.echo(safe_json(json.dumps(_row(entry_id, target, text), ensure_ascii=False)))
         return
     if not rows:
         typer.echo(f"No memory entries in {files.directory}.")

@@ -2,7 +2,8 @@
 
 It lists the configured chain (the primary model, then each fallback) with the window each one
 would run with and where that number came from (`explicit`, `probe:/api/ps`, `metadata`,
-`default`), then the local servers that answer on their usual ports.
+`default`), then the local servers that answer on their usual ports (`--scan`, the default), then
+the embedded model `--local` runs, once its weights are cached.
 """
 
 from __future__ import annotations
@@ -30,14 +31,24 @@ def models_command(
         "--context-window", min=1, help="An explicit window, as `run` would use it.")] = None,
     json_output: Annotated[bool, typer.Option(
         "--json", help="Print one JSON object per provider instead of a table.")] = False,
-    local: Annotated[bool, typer.Option(
-        "--local/--no-local", help="Also look for local servers on their usual ports.")] = True,
+    scan: Annotated[bool, typer.Option(
+        "--scan/--no-scan", help="Also look for local servers on their usual ports.")] = True,
+    old_scan: Annotated[bool | None, typer.Option(
+        "--local/--no-local", hidden=True,  # its name until 0.x: `--local` elsewhere is the
+        help="Old name of --scan/--no-scan.")] = None,  # embedded model
 ) -> None:
-    """Show each configured provider's context window and where it came from."""
+    """Show each configured provider's context window and where it came from, and the embedded
+    model (`--local`) once its weights are cached."""
+    if old_scan is not None:
+        from loopwright.cli.render import say
+
+        say("`models --local/--no-local` is now `--scan/--no-scan` (the old name goes in the "
+            "next release)")
+        scan = old_scan
     options = {"model": model, "base_url": base_url, "api_key": api_key, "api_mode": api_mode,
                "context_window": context_window}
     rows, problem = asyncio.run(_gather({k: v for k, v in options.items() if v is not None},
-                                        local=local))
+                                        scan=scan))
     if json_output:
         for row in rows:
             typer.echo(json.dumps(row))
@@ -45,12 +56,12 @@ def models_command(
         _print_table(rows)
     if problem:
         typer.echo(problem, err=True)
-    if not rows:
+    if all(row["role"] == "embedded" for row in rows):  # `run` without --local finds none
         raise typer.Exit(6)
 
 
-async def _gather(options: dict[str, Any], *, local: bool) -> tuple[list[dict[str, Any]],
-                                                                     str | None]:
+async def _gather(options: dict[str, Any], *, scan: bool) -> tuple[list[dict[str, Any]],
+                                                                    str | None]:
     from loopwright.endpoints.base import close_shared_client
     from loopwright.errors import LoopwrightError
 
@@ -60,10 +71,24 @@ async def _gather(options: dict[str, Any], *, local: bool) -> tuple[list[dict[st
         rows.extend(await _configured(options))
     except LoopwrightError as exc:
         problem = f"no configured provider: {exc}"
-    if local:
+    if scan:
         rows.extend(await _local_servers(options.get("context_window")))
+    rows.extend(_embedded())
     await close_shared_client()
     return rows, problem
+
+
+def _embedded() -> list[dict[str, Any]]:
+    """The embedded model's row when its weights are cached (`--local` then starts it without
+    a download); it is not started to be listed."""
+    from loopwright.local import CONTEXT_SIZE, DEFAULT_MODEL
+    from loopwright.local.weights import model_spec, weights_present
+
+    spec = model_spec(DEFAULT_MODEL)
+    if not weights_present(spec):
+        return []
+    return [{"role": "embedded", "tokens": CONTEXT_SIZE, "source": "embedded (--local)",
+             "model": spec.title, "provider": "llamacpp", "base_url": "(started by --local)"}]
 
 
 async def _configured(options: dict[str, Any]) -> list[dict[str, Any]]:

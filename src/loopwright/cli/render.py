@@ -21,8 +21,9 @@ from loopwright.cli.activity import OUTPUT_LINES, Activity
 from loopwright.cli.answer import AnswerStream
 from loopwright.cli.approval import set_prompt_screen
 from loopwright.cli.inert import InertConsole, inert
-from loopwright.events import TERMINAL_TYPES, Event, event_to_json
+from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
 from loopwright.result import RunResult
+from loopwright.serve.event_lines import REPLY_ANEW, event_line
 
 
 class Renderer(Protocol):
@@ -118,7 +119,7 @@ class JsonLinesRenderer:
         self._out = out or sys.stdout
 
     def __call__(self, event: Event) -> None:
-        self._out.write(event_to_json(event) + "\n")
+        self._out.write(event_line(event) + "\n")
         self._out.flush()
 
     def note(self, text: str, *, agent: str = "", style: str = "", flat: bool = True) -> None:
@@ -227,6 +228,8 @@ class TerminalRenderer:
                 return
             if event.kind == "turn_diff" and isinstance(event.data.get("diff"), str):
                 self._diff(event.message, event.data["diff"], event.agent)
+            elif event.kind in _RETRY_KINDS:
+                self._retried(event)
             else:
                 self.note(_status_line(event.kind, event.message), agent=event.agent)
 
@@ -235,6 +238,10 @@ class TerminalRenderer:
         to a pipe it stays one whole line. `flat` makes any run of whitespace one space (a
         table-like line keeps its spacing with `flat=False`)."""
         self._close_answer()
+        self._print_note(text, agent=agent, style=style, flat=flat)
+
+    def _print_note(self, text: str, *, agent: str = "", style: str = "dim",
+                    flat: bool = True) -> None:
         prefix = f"[{agent}] " if agent else ""
         text = inert(text)  # before rich's Text drops a bell or backspace unseen
         self.activity.print(Text(prefix + (" ".join(text.split()) if flat else text),
@@ -245,6 +252,29 @@ class TerminalRenderer:
         self.activity.stop()
         self._close_reasoning()
         self.answer.end()
+
+    def _retried(self, event: StatusEvent) -> None:
+        """A model call broke off and is tried again (a retry, without streaming, on a fallback
+        model): the unfinished part of the reply leaves the screen so the next attempt's reply
+        starts on lines of its own, below one line saying so (on a terminal a short one; the
+        whole message with --verbose or on a pipe). A retry that answers anew (a fallback, a
+        different reply) drops what the broken one had shown."""
+        discard = event.kind in REPLY_ANEW
+        if not event.agent:  # (a sub-agent's prose is never shown)
+            self.activity.stop()
+            if discard:
+                self._hidden_reasoning = 0
+            self._close_reasoning()
+            if not self._final_only:
+                self.answer.suspend()
+                if discard:
+                    self.answer.discard()
+            elif discard:
+                self._held = ""
+        line = _status_line(event.kind, event.message)
+        if self._terminal and not self.activity.verbose:
+            line = _one_line(f"↻ {_retry_summary(event) or line}", self._err.width)
+        self._print_note(line, agent=event.agent)
 
     # -- pieces --
 
@@ -269,7 +299,9 @@ class TerminalRenderer:
     def _write_reasoning(self, text: str) -> None:
         self.activity.stop()
         self._reasoning_open = True
-        self._err.print(Text(text, style="dim italic"), end="", soft_wrap=True)
+        # made inert before rich's Text drops a bell or backspace unseen (as for every text
+        # from outside here)
+        self._err.print(Text(inert(text), style="dim italic"), end="", soft_wrap=True)
 
     def _close_answer(self) -> None:
         self._close_reasoning()
@@ -289,11 +321,12 @@ class TerminalRenderer:
 
 def diff_renderable(diff: str, *, terminal: bool) -> Any:
     """A unified diff to print: coloured and wrapped on a terminal, plain text elsewhere."""
+    diff = inert(diff.rstrip("\n"))  # a file's text: shown as it is, a bell too
     if not terminal:
-        return Text(diff.rstrip("\n"))
+        return Text(diff)
     from rich.syntax import Syntax
 
-    return Syntax(diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default",
+    return Syntax(diff, "diff", theme="ansi_dark", background_color="default",
                   word_wrap=True)
 
 
@@ -310,8 +343,11 @@ def usage_line(usage: dict[str, Any], *, cost: float | None = None) -> str:
 
 
 def _one_line(text: str, width: int) -> str:
+    """`text` on one line of `width` columns (a wide character takes two), cut with "…"."""
+    from rich.cells import cell_len, set_cell_size
+
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return flat if cell_len(flat) <= width else set_cell_size(flat, width - 1) + "…"
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -324,6 +360,26 @@ def _isatty(stream: TextIO) -> bool:
 # statuses that say how the runtime coped, not what the agent did: shown with --verbose only
 # (a small local model's text calls are read on every turn)
 _DEBUGGING_KINDS = frozenset({"text_tool_calls"})
+
+
+# statuses of a model call tried again (those of REPLY_ANEW start its reply anew)
+_RETRY_KINDS = frozenset({"retrying", "credentials_refreshed", *REPLY_ANEW})
+
+
+def _retry_summary(event: StatusEvent) -> str | None:
+    """A retry's status said short, what happens first (the messages start with the cause,
+    whose detail — a provider's error body — may be long)."""
+    data = event.data
+    if event.kind == "retrying" and data.get("fallback") == "non_streaming":
+        return "the stream broke off; retrying without streaming"
+    if event.kind == "retrying" and isinstance(data.get("delay"), int | float):
+        cause = event.message.rsplit("; retrying in ", 1)[0]
+        return f"retrying in {data['delay']:.1f}s: {cause}"
+    if event.kind == "fallback" and data.get("to"):
+        return f"continuing on {data['to']}: {data.get('from', 'the model')} failed"
+    if event.kind == "discard_partial":
+        return "the retried reply differs from the broken one; showing it whole"
+    return None
 
 
 def _status_line(kind: str, message: str) -> str:

@@ -30,6 +30,7 @@ def list_command(
     from loopwright.cli.inert import escape_controls
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
+    from loopwright.serve.event_lines import safe_json
     from loopwright.skills import SkillCatalog, find_skills, skill_roots
     from loopwright.trust import prompt_content_trusted
 
@@ -51,7 +52,7 @@ def list_command(
     rows += [_row(s, "untrusted") for s in held.skills]  # an untrusted project's: not loaded
     if json_output:
         for row in rows:
-            typer.echo(json.dumps(row, ensure_ascii=False))
+            typer.echo(safe_json(json.dumps(row, ensure_ascii=False)))
         return
     if not settings.skills:
         typer.echo("Skills are switched off (the `skills` setting); these would be offered:")

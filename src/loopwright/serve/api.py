@@ -9,13 +9,15 @@ import json
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse as StarletteJSON
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from loopwright.errors import ConfigError, LoopwrightError, SessionError
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
 from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
+from loopwright.serve.event_lines import safe_json
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
@@ -33,6 +35,15 @@ class BadRequest(Exception):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class JSONResponse(StarletteJSON):
+    """A JSON answer whatever its text holds: a run's output may hold a lone surrogate (a
+    provider may send `"\\ud800"`), which UTF-8 cannot encode (the answer was a 500)."""
+
+    def render(self, content: Any) -> bytes:
+        return safe_json(json.dumps(content, ensure_ascii=False, allow_nan=False,
+                                    separators=(",", ":"))).encode()
 
 
 def error(message: str, status: int) -> JSONResponse:

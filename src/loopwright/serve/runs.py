@@ -1,10 +1,10 @@
 """The runs one server process holds: each run's event log (what SSE clients replay from), the
 clients watching it, and its pending approvals.
 
-Events are serialised once, when they happen (`event_to_json`, the one home `--json` uses too),
-and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log, so a
-client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs stay
-for replay until `keep_finished` newer runs have finished.
+Events are serialised once, when they happen (`event_lines.event_line`, the one home `--json` uses
+too), and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log,
+so a client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs
+stay for replay until `keep_finished` newer runs have finished.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
-from loopwright.events import TERMINAL_TYPES, Event, event_to_json
+from loopwright.events import TERMINAL_TYPES, Event
+from loopwright.serve.event_lines import event_line
 
 if TYPE_CHECKING:
     from loopwright.agent import RunHandle
@@ -69,7 +70,7 @@ class ServeRun:
         """Append one event (as its SSE frame: formatted once, whatever the number of clients)
         and wake every client waiting for it."""
         number = len(self.events) + 1
-        self.events.append(f"id: {number}\ndata: {event_to_json(event)}\n\n".encode())
+        self.events.append(f"id: {number}\ndata: {event_line(event)}\n\n".encode())
         if event.type in TERMINAL_TYPES and not event.agent:
             self.result = getattr(event, "result", None)
             self.stop_reason = getattr(self.result, "stop_reason", None) or event.type

@@ -63,6 +63,12 @@ export class MarkdownStream {
     else this.timer = setTimeout(() => this.flush(), wait);
   }
 
+  /** Start again from nothing (the text so far is taken back). */
+  reset() {
+    this.text = "";
+    this.flush();
+  }
+
   flush() {
     clearTimeout(this.timer);
     this.timer = null;

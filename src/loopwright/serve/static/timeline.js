@@ -6,7 +6,11 @@ import { api, el, money, pretty, showError, tokens } from "./dom.js";
 import { MarkdownStream } from "./markdown.js";
 
 const RETRY_KINDS = new Set(["retrying", "rate_limit", "overloaded", "stream_error", "cut_stream",
-  "stall", "disconnect", "history_repaired"]);
+  "stall", "disconnect", "history_repaired", "fallback", "discard_partial"]);
+// after these the model call's reply is sent again from its start (a fallback model's, or a
+// retry's that differs from what broke off): the broken one's text is taken back (the same list
+// as REPLY_ANEW in serve/event_lines.py)
+const REPLY_ANEW_KINDS = new Set(["fallback", "discard_partial"]);
 const COMPACTION_KINDS = new Set(["compacting", "compacted", "pruned", "context_trimmed"]);
 const SILENT_KINDS = new Set(["session_id", "approval_expired"]);
 
@@ -134,6 +138,7 @@ class AgentView {
       this.part(".notes").append(el("div", "note", event.message), pre);
       return;
     }
+    if (REPLY_ANEW_KINDS.has(kind) && this.turn) this.turn.text.reset();
     if (SILENT_KINDS.has(kind)) return;
     const cls = RETRY_KINDS.has(kind) ? "note retry"
       : COMPACTION_KINDS.has(kind) ? "note compaction" : "note";
