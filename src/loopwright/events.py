@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -406,8 +407,35 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 
 def event_to_json(event: Event) -> str:
-    """The event as one line of JSON (what `loopwright run --json` prints)."""
+    """The event as one line of JSON, text written as it is (`ensure_ascii=False`); what goes to
+    a terminal, a pipe or a browser is `event_line`'s."""
     return json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
+
+
+# What no terminal or encoding should get raw — C1 controls (U+009B is a CSI to a terminal that
+# reads C1), lone surrogates (a provider may send "\ud800", and no encoding can write one) and the
+# line separators JavaScript splits at — is written as a \uXXXX escape. Such a character can only
+# stand inside a JSON string, so the line stays the same JSON.
+_RAW_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+
+
+def event_line(event: Event) -> str:
+    """`event` as one line of JSON with nothing in it a terminal obeys or UTF-8 cannot encode."""
+    return safe_json(event_to_json(event))
+
+
+def safe_json(text: str) -> str:
+    """JSON text (as `json.dumps(…, ensure_ascii=False)` writes it) with what a terminal obeys
+    or UTF-8 cannot encode written as escapes: the same JSON."""
+    if text.isascii():  # the common case, at C speed
+        return text
+    return _RAW_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+REPLY_ANEW = frozenset({"fallback", "discard_partial"})
+"""The statuses after which a model call's reply streams again from its start — a fallback
+model's, or a retry's that differs from what broke off: what the broken one showed is not part
+of it (the page's timeline.js keeps the same list)."""
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

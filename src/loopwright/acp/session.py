@@ -30,6 +30,7 @@ from loopwright.acp.updates import (
 )
 from loopwright.errors import LoopwrightError
 from loopwright.events import (
+    REPLY_ANEW,
     DoneEvent,
     Event,
     ReasoningDelta,
@@ -39,7 +40,6 @@ from loopwright.events import (
     ToolResultEvent,
     TurnStart,
 )
-from loopwright.serve.event_lines import REPLY_ANEW
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

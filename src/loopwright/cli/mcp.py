@@ -57,7 +57,7 @@ def list_command(
     cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
     rows = asyncio.run(_gather(configs, cache / "mcp"))
     from loopwright.cli.inert import escape_controls  # a server names and describes its tools
-    from loopwright.serve.event_lines import safe_json
+    from loopwright.events import safe_json
 
     for row in rows:
         typer.echo(safe_json(json.dumps(row, ensure_ascii=False)) if json_output

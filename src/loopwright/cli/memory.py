@@ -33,7 +33,7 @@ def list_command(
 ) -> None:
     """List every memory entry with its id (M… for MEMORY.md, U… for USER.md)."""
     from loopwright.cli.inert import escape_controls  # an entry may hold a terminal escape
-    from loopwright.serve.event_lines import safe_json
+    from loopwright.events import safe_json
 
     files = _files()
     rows = [(entry_id, target, text) for entry_id, target, text in _entries(files)]

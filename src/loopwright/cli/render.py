@@ -21,9 +21,8 @@ from loopwright.cli.activity import OUTPUT_LINES, Activity
 from loopwright.cli.answer import AnswerStream
 from loopwright.cli.approval import set_prompt_screen
 from loopwright.cli.inert import InertConsole, inert
-from loopwright.events import TERMINAL_TYPES, Event, StatusEvent
+from loopwright.events import REPLY_ANEW, TERMINAL_TYPES, Event, StatusEvent, event_line
 from loopwright.result import RunResult
-from loopwright.serve.event_lines import REPLY_ANEW, event_line
 
 
 class Renderer(Protocol):

@@ -30,7 +30,7 @@ def list_command(
     from loopwright.cli.inert import escape_controls
     from loopwright.config import load_settings
     from loopwright.errors import ConfigError
-    from loopwright.serve.event_lines import safe_json
+    from loopwright.events import safe_json
     from loopwright.skills import SkillCatalog, find_skills, skill_roots
     from loopwright.trust import prompt_content_trusted
 

@@ -14,10 +14,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from loopwright.errors import ConfigError, LoopwrightError, SessionError
+from loopwright.events import safe_json
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
 from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
-from loopwright.serve.event_lines import safe_json
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position

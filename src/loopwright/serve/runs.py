@@ -1,7 +1,7 @@
 """The runs one server process holds: each run's event log (what SSE clients replay from), the
 clients watching it, and its pending approvals.
 
-Events are serialised once, when they happen (`event_lines.event_line`, the one home `--json` uses
+Events are serialised once, when they happen (`events.event_line`, the one home `--json` uses
 too), and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log,
 so a client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs
 stay for replay until `keep_finished` newer runs have finished.
@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
-from loopwright.events import TERMINAL_TYPES, Event
-from loopwright.serve.event_lines import event_line
+from loopwright.events import TERMINAL_TYPES, Event, event_line
 
 if TYPE_CHECKING:
     from loopwright.agent import RunHandle

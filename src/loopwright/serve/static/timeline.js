@@ -9,7 +9,7 @@ const RETRY_KINDS = new Set(["retrying", "rate_limit", "overloaded", "stream_err
   "stall", "disconnect", "history_repaired", "fallback", "discard_partial"]);
 // after these the model call's reply is sent again from its start (a fallback model's, or a
 // retry's that differs from what broke off): the broken one's text is taken back (the same list
-// as REPLY_ANEW in serve/event_lines.py)
+// as REPLY_ANEW in events.py)
 const REPLY_ANEW_KINDS = new Set(["fallback", "discard_partial"]);
 const COMPACTION_KINDS = new Set(["compacting", "compacted", "pruned", "context_trimmed"]);
 const SILENT_KINDS = new Set(["session_id", "approval_expired"]);
