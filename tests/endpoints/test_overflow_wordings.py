@@ -89,7 +89,8 @@ async def test_ollama_input_length_wording_is_an_overflow_at_400_and_500(status:
     body = {"error": "the input length exceeds the context length"}  # Ollama, truncate: false
     with FakeModelServer([Fault.status(status, json.dumps(body))]) as server:
         agent = overflowing_agent(server, "chat_completions", events)
-        result = await agent.run("hello", raise_on_error=False)
+        # long enough that a window below it is plausible (the wording names none)
+        result = await agent.run("word " * 3_000, raise_on_error=False)
     assert result.stop_reason == "error"
     assert "malformed" not in (result.error or "")
     assert any(e.type == "status" and e.kind == "context_window" for e in events)
