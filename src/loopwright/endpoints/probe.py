@@ -15,7 +15,8 @@ Order, first answer wins:
    runtime setting (Ollama's default is a few thousand tokens whatever the model could do, so a
    model's nominal window is not trusted there), `DEFAULT_HOSTED_WINDOW` otherwise.
 
-Numbers outside `MIN_WINDOW..MAX_WINDOW` are ignored as nonsense.
+Numbers outside `MIN_WINDOW..MAX_WINDOW` are ignored as nonsense. Each request is bounded as a
+whole by `PROBE_TIMEOUT` (`servers.one_off_request`), however slowly a server sends its answer.
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopwright.endpoints.base import normalize_base_url, request_slot
+from loopwright.endpoints.base import normalize_base_url
 from loopwright.endpoints.pages import not_the_api
 from loopwright.endpoints.resolve import PROVIDERS, Resolved, missing_key
-from loopwright.endpoints.servers import ServerKind, fetch_listing, forget_kind, known_kind
+from loopwright.endpoints.servers import (
+    ServerKind,
+    fetch_listing,
+    forget_kind,
+    known_kind,
+    one_off_request,
+)
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
 
@@ -141,20 +148,14 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
     (or not the expected server) answered there."""
     import httpx
 
-    # a one-off request: kept open, an idle connection would be walked (and its socket polled)
-    # by the pool on every later model request of the process
-    headers = {**headers, "connection": "close"}
     try:
-        async with request_slot(url=url) as client:
-            if method == "POST":
-                reply = await client.post(url, json={"model": model}, headers=headers,
-                                          timeout=timeout)
-            else:
-                reply = await client.get(url, headers=headers, timeout=timeout)
+        reply = await one_off_request(
+            url, headers=headers, timeout=timeout,
+            json_body={"model": model} if method == "POST" else None)
         if reply.status_code != 200:
             return False
         data = reply.json()
-    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, TimeoutError):
         return False
     if not isinstance(data, dict):
         return False
