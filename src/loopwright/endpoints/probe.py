@@ -274,13 +274,18 @@ PREFLIGHT_TIMEOUT = 5.0
 async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
     """Check a provider before the first request: a key where a hosted provider needs one, a
     server that answers at the base URL and accepts the key, and — where the server lists its
-    models — the model among them. Raises `ConfigError` with the fix in one line."""
+    models — the model among them. Raises `ConfigError` with the fix in one line.
+
+    A hosted model whose window the table knows is asked nothing: the listing would be a round
+    trip to a remote API on every start, and the first model request checks the same (issue 31)."""
     info = PROVIDERS.get(resolved.provider)
     key_env = info.key_env if info else None
     base_url = resolved.endpoint.base_url
     fix = missing_key(resolved.endpoint)
     if fix:
         raise ConfigError(fix)
+    if not is_local(resolved) and model_info(resolved.model) is not None:
+        return
     listing = await fetch_listing(base_url, headers=resolved.endpoint.request_headers(),
                                   timeout=timeout)
     if listing.status == 0:
