@@ -495,12 +495,13 @@ def _describe(exc: BaseException) -> str:
 
 
 def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
-    detail = _error_detail(text, headers.get("content-type", ""))
+    detail, code = _error_detail(text, headers.get("content-type", ""))
     message = f"{label}: HTTP {status}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
                          body=text)
-    if status in _OVERFLOW_STATUSES and says_overflow(detail):
+    if status in _OVERFLOW_STATUSES and (says_overflow(detail)
+                                         or code == "context_length_exceeded"):  # Groq's wording
         return ContextOverflowError(message, status=status, body=text)
     if is_malformed_request(status, text):
         return RequestRejectedError(message, status=status, body=text)
@@ -513,16 +514,19 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
     )
 
 
-def _error_detail(text: str, content_type: str) -> str:
+def _error_detail(text: str, content_type: str) -> tuple[str, str]:
+    """An error reply's message, and the `code` of an OpenAI-style error object ("" if none)."""
     try:
         data = json.loads(text)
     except ValueError:
         if is_html(text, content_type):  # a proxy's or web server's error page
-            return page_extract(text)
-        return text[:300] or "(no body)"
+            return page_extract(text), ""
+        return text[:300] or "(no body)", ""
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
-            return str(err.get("message") or err.get("type") or err)[:300]
-        return str(err)[:300]
-    return text[:300]
+            code = err.get("code")
+            return (str(err.get("message") or err.get("type") or err)[:300],
+                    code if isinstance(code, str) else "")
+        return str(err)[:300], ""
+    return text[:300], ""

@@ -211,6 +211,9 @@ _ERROR_WINDOW_PATTERNS = (
     re.compile(r"\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
     re.compile(r"exceed context limit: \d+ \+ \d+ > (\d+)"),  # Anthropic, with max_tokens
     re.compile(r"maximum model length of (\d[\d,]*)"),  # vLLM's decoder-prompt check
+    re.compile(r"maximum prompt length is (\d[\d,]*)"),  # xAI
+    re.compile(r"maximum number of tokens allowed \((\d[\d,]*)\)"),  # Google
+    re.compile(r"maximum allowed input length of (\d[\d,]*)"),  # Poolside
     re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
     re.compile(r"n_ctx\D{0,6}(\d+)"),
 )
