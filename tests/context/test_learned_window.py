@@ -12,6 +12,7 @@ from loopwright import Agent, tool
 from loopwright.endpoints.probe import MIN_WINDOW
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
+from loopwright.routing.choose import ChoiceContext
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from loopwright.testing.scripted import RecordedRequest, ScriptItem
 
@@ -91,3 +92,25 @@ async def test_a_tiny_request_rejected_as_too_long_teaches_no_window() -> None:
     learned = [e.data["window"] for e in events  # type: ignore[attr-defined]
                if e.type == "status" and e.kind == "context_window"]
     assert all(window >= MIN_WINDOW for window in learned), learned
+
+
+async def test_a_window_named_by_a_model_routed_to_is_not_kept_for_the_primary() -> None:
+    # `choose_model` sends the first run's call to a smaller model, which rejects it: its
+    # window is not the primary's, which the agent's later runs still use whole
+    def answer(request: RecordedRequest) -> ScriptItem:
+        if request.model == "small-m":
+            return Fault.status(400, json.dumps({"error": {"message": (
+                "This model's maximum context length is 4096 tokens. However, your messages "
+                "resulted in 5000 tokens.")}}))
+        return Reply("answered")
+
+    def choose(context: ChoiceContext) -> Any:
+        small = {"model": "small-m", "base_url": server.base_url, "api_key": "k"}
+        return small if "route me" in context.prompt else None
+
+    with FakeModelServer(handler=answer, strict=False) as server:
+        agent = agent_for(server, "chat_completions", choose_model=choose)
+        await agent.run("route me", raise_on_error=False)
+        second = await agent.run("Say hello.")
+    assert second.output == "answered"
+    assert (agent.windows[0].tokens, agent.windows[0].source) == (200_000, "explicit")

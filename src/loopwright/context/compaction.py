@@ -193,7 +193,8 @@ class CompactionPlugin(LoopPlugin):
         learned = named if named is not None else sane(int(tokens * 0.8))
         smaller = learned is not None and learned < self.budget.window
         if learned is not None and smaller:
-            self.budget.learn(learned, "provider_error", named=named is not None)
+            self.budget.learn(learned, "provider_error",
+                              keep=named is not None and self.budget.told_by_own(error))
             run.status("context_window", f"the provider rejected ~{tokens:,} tokens; the window "
                        f"is now taken as {learned:,}", {"window": learned, "tokens": tokens})
         self.last_compacted_turn = None  # compaction must be allowed now

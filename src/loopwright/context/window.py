@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
+from loopwright.errors import ContextOverflowError
 
 COMPACT_AT = 0.50
 HARD_AT = 0.85
@@ -56,9 +57,15 @@ class ContextBudget:
             return 0
         return min(self.chain.active, len(self.windows) - 1)
 
-    def learn(self, tokens: int, source: str, *, named: bool) -> None:
-        """The active provider's window is smaller than we thought (it said so). `named`: the
-        provider gave the number, which the agent keeps; a guess is this run's only."""
+    def told_by_own(self, error: ContextOverflowError) -> bool:
+        """Whether `error` came from the run's own provider chain (not from a model a call was
+        routed to, whose window is another)."""
+        return self.chain is None or self.chain.overflow is error
+
+    def learn(self, tokens: int, source: str, *, keep: bool) -> None:
+        """The active provider's window is smaller than we thought (it said so). `keep`: the
+        agent keeps it for its later runs (the provider named the number, `told_by_own`); else
+        it is this run's only."""
         info = self.info
         learned = WindowInfo(tokens=tokens, source=source, model=info.model,
                              provider=info.provider, base_url=info.base_url)
@@ -68,7 +75,7 @@ class ContextBudget:
         at = self._active()
         self.windows[at] = learned
         kept = self.agent_windows
-        if named and kept is not None and at < len(kept) and tokens < kept[at].tokens:
+        if keep and kept is not None and at < len(kept) and tokens < kept[at].tokens:
             kept[at] = learned
 
     @property
