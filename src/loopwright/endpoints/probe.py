@@ -78,7 +78,7 @@ def sane(value: Any) -> int | None:
         return None
     try:
         number = int(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # text, NaN; JSON's Infinity
         return None
     return number if MIN_WINDOW <= number <= MAX_WINDOW else None
 

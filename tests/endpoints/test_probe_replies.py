@@ -1,0 +1,76 @@
+"""Whatever number a server puts where its window should be — JSON's `Infinity`, `NaN`, a
+negative, a float, text, a bool, 10^12 — the probe takes a plausible window or none, and the run
+starts: never a raw exception out of `Agent.run`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from loopwright import Agent
+from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW
+
+
+@asynccontextmanager
+async def window_server(listing: str, props: str) -> AsyncIterator[str]:
+    """`/v1/models` answers `listing`, `/props` answers `props` (JSON text, as sent), a model
+    request a reply."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        method, path, _ = head.split(b" ", 2)
+        body = (listing if path == b"/v1/models" else props).encode()
+        if method == b"POST":
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+            body = json.dumps({"id": "c", "object": "chat.completion", "model": "m", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "answered"},
+                 "finish_reason": "stop"}]}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                     + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    finally:
+        server.close()
+
+
+VALUES = {  # as written in the reply → the window taken
+    "Infinity": None, "-Infinity": None, "NaN": None, "-4096": None, "0": None, "1": None,
+    "1000000000000": None, "true": None, "null": None, '"lots"': None, "[4096]": None,
+    "4096.9": 4096, '"4096"': 4096, "4096": 4096,
+}
+
+
+@pytest.mark.parametrize("value", sorted(VALUES))
+async def test_a_vllm_listing_window_of_any_value(value: str) -> None:
+    listing = ('{"object": "list", "data": [{"id": "m", "owned_by": "vllm", '
+               f'"max_model_len": {value}}}]}}')
+    async with window_server(listing, "{}") as base_url:
+        windows = await Agent("m", base_url=base_url, api_key="k").context_windows()
+    assert windows[0].tokens == (VALUES[value] or DEFAULT_LOCAL_WINDOW)
+
+
+@pytest.mark.parametrize("value", sorted(VALUES))
+async def test_a_llamacpp_props_window_of_any_value(value: str) -> None:
+    listing = '{"object": "list", "data": [{"id": "m", "owned_by": "llamacpp"}]}'
+    props = f'{{"default_generation_settings": {{"n_ctx": {value}}}}}'
+    async with window_server(listing, props) as base_url:
+        windows = await Agent("m", base_url=base_url, api_key="k").context_windows()
+    assert windows[0].tokens == (VALUES[value] or DEFAULT_LOCAL_WINDOW)
+
+
+async def test_the_run_starts_after_an_infinite_window() -> None:
+    listing = ('{"object": "list", "data": [{"id": "m", "owned_by": "vllm", '
+               '"max_model_len": Infinity}]}')
+    async with window_server(listing, "{}") as base_url:
+        result = await Agent("m", base_url=base_url, api_key="k").run("hi", raise_on_error=False)
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
