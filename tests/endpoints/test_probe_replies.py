@@ -74,3 +74,16 @@ async def test_the_run_starts_after_an_infinite_window() -> None:
     async with window_server(listing, "{}") as base_url:
         result = await Agent("m", base_url=base_url, api_key="k").run("hi", raise_on_error=False)
     assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # Python's JSON decoder recurses once a level
+
+
+@pytest.mark.parametrize("where", ["listing", "props"])
+async def test_a_reply_nested_too_deep_to_decode_is_no_window(where: str) -> None:
+    listing = '{"object": "list", "data": [{"id": "m", "owned_by": "llamacpp"}]}'
+    listing, props = (f'{{"data": {DEEP}}}', "{}") if where == "listing" else (
+        listing, f'{{"n_ctx": {DEEP}}}')
+    async with window_server(listing, props) as base_url:
+        result = await Agent("m", base_url=base_url, api_key="k").run("hi", raise_on_error=False)
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error

@@ -155,8 +155,8 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
         if reply.status_code != 200:
             return False
         data = reply.json()
-    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, TimeoutError):
-        return False
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, RecursionError):
+        return False  # (a timeout is an OSError; a reply nested too deep to decode, recursion)
     if not isinstance(data, dict):
         return False
     try:

@@ -93,7 +93,7 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
         return Listing(status=reply.status_code)
     try:
         data = reply.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON; nested deeper than the decoder goes
         data = None
     if not isinstance(data, dict):  # answers, but with no listing: no kind to tell
         text = reply.text
