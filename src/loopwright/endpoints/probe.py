@@ -208,7 +208,8 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
 
 _ERROR_WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d[\d,]*)"),  # OpenAI, vLLM
-    re.compile(r"\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
+    # (begun only where a number begins: from every digit of a long run, quadratic)
+    re.compile(r"(?<![\d,])\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
     re.compile(r"exceed context limit: \d+ \+ \d+ > (\d+)"),  # Anthropic, with max_tokens
     re.compile(r"maximum model length of (\d[\d,]*)"),  # vLLM's decoder-prompt check
     re.compile(r"maximum prompt length is (\d[\d,]*)"),  # xAI
@@ -221,8 +222,9 @@ _ERROR_WINDOW_PATTERNS = (
 
 def window_from_error(text: str) -> int | None:
     """The window a provider names in its "prompt too long" error, if it names one."""
+    lowered = text.lower()
     for pattern in _ERROR_WINDOW_PATTERNS:
-        match = pattern.search(text.lower())
+        match = pattern.search(lowered)
         if match:
             found = sane(match.group(1).replace(",", ""))
             if found is not None:
