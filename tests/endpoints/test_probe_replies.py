@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,8 +18,8 @@ from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW
 
 @asynccontextmanager
 async def window_server(listing: str, props: str) -> AsyncIterator[str]:
-    """`/v1/models` answers `listing`, `/props` answers `props` (JSON text, as sent), a model
-    request a reply."""
+    """`/v1/models` answers `listing`, a model request a reply, any other path (`/props`,
+    `/api/ps`, `/api/show`) `props` (JSON text, as sent)."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -28,6 +29,7 @@ async def window_server(listing: str, props: str) -> AsyncIterator[str]:
             length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                           if line.lower().startswith(b"content-length:"))
             await reader.readexactly(length)
+        if path == b"/v1/chat/completions":
             body = json.dumps({"id": "c", "object": "chat.completion", "model": "m", "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": "answered"},
                  "finish_reason": "stop"}]}).encode()
@@ -87,3 +89,23 @@ async def test_a_reply_nested_too_deep_to_decode_is_no_window(where: str) -> Non
     async with window_server(listing, props) as base_url:
         result = await Agent("m", base_url=base_url, api_key="k").run("hi", raise_on_error=False)
     assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+
+
+async def test_ollama_parameters_of_blank_lines_are_read_in_linear_time() -> None:
+    # /api/show's `parameters` text is searched for a num_ctx line: 200,000 blank lines took a
+    # quadratic search (minutes on the event loop) where a line may begin
+    listing = '{"object": "list", "data": [{"id": "m:latest", "owned_by": "library"}]}'
+    props = json.dumps({"models": [], "parameters": "\n" * 200_000 + 'stop "<|im_end|>"'})
+    started = time.monotonic()
+    async with window_server(listing, props) as base_url:
+        windows = await Agent("m", base_url=base_url, api_key="k").context_windows()
+    assert (windows[0].tokens, windows[0].source) == (DEFAULT_LOCAL_WINDOW, "default")
+    assert time.monotonic() - started < 5
+
+
+async def test_ollama_num_ctx_is_read_from_its_parameters() -> None:
+    listing = '{"object": "list", "data": [{"id": "m:latest", "owned_by": "library"}]}'
+    props = json.dumps({"models": [], "parameters": 'stop "<|im_end|>"\nnum_ctx    6000'})
+    async with window_server(listing, props) as base_url:
+        windows = await Agent("m", base_url=base_url, api_key="k").context_windows()
+    assert (windows[0].tokens, windows[0].source) == (6000, "probe:/api/show")

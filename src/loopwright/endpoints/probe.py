@@ -110,7 +110,8 @@ def _from_ollama_ps(data: Any, model: str) -> int | None:
 
 def _from_ollama_show(data: Any, model: str) -> int | None:
     # only an explicit num_ctx is the runtime window; model_info's context_length is the maximum
-    match = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""))
+    # spaces, not `\s`: a line start's `\s*` crossed every later blank line (quadratic)
+    match = re.search(r"(?m)^[ \t]*num_ctx[ \t]+(\d+)", str(data.get("parameters") or ""))
     return sane(match.group(1)) if match else None
 
 
