@@ -191,8 +191,9 @@ class CompactionPlugin(LoopPlugin):
         named = window_from_error(f"{error} {error.body}")
         # unnamed, the window is somewhat below this request, if that is a plausible window
         learned = named if named is not None else sane(int(tokens * 0.8))
-        smaller = learned is not None and learned < self.budget.window
-        if learned is not None and smaller:
+        smaller = False
+        if learned is not None and learned < self.budget.window:
+            smaller = True
             self.budget.learn(learned, "provider_error",
                               keep=named is not None and self.budget.told_by_own(error))
             run.status("context_window", f"the provider rejected ~{tokens:,} tokens; the window "

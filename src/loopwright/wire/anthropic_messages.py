@@ -379,10 +379,10 @@ def thinking_budget(effort: str | None) -> int | None:
 
 def fitted_thinking(budget: int, max_tokens: int | None, room: int | None
                     ) -> tuple[int | None, int]:
-    """(thinking budget or None for none, max_tokens) when the reply's allowance alone would
-    not hold the budget: the budget plus room to answer (`max_tokens` when set) — within what
-    the window leaves (`room`) unless `max_tokens` was set: a small window gets a smaller
-    budget, or no thinking when under the API's minimum would be left."""
+    """The thinking budget (None: no thinking) and `max_tokens` when the reply's allowance does
+    not hold the budget: the budget plus room to answer — the `max_tokens` the user set, sent as
+    asked, or else within what the window leaves (`room`): a smaller budget on a small window,
+    none when less than the API's minimum would be left."""
     answer = max_tokens or ANSWER_ALLOWANCE
     if max_tokens or room is None or budget + answer <= room:
         return budget, budget + answer
