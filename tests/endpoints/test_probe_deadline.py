@@ -24,7 +24,10 @@ async def dripping_server(slow_paths: set[str], *, gap: float = 0.3
     `slow_paths` send their body one byte every `gap` seconds (never idle for a read timeout).
     Yields the base URL."""
 
+    handlers: set[asyncio.Task[None]] = set()
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.add(asyncio.current_task())  # type: ignore[arg-type]
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             path = head.split(b" ", 2)[1].decode()
@@ -52,9 +55,8 @@ async def dripping_server(slow_paths: set[str], *, gap: float = 0.3
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         server.close()
-        for task in asyncio.all_tasks():  # the handlers still dripping
-            if task.get_coro().__qualname__.startswith("dripping_server"):  # type: ignore[union-attr]
-                task.cancel()
+        for task in handlers:  # those still dripping
+            task.cancel()
 
 
 async def test_a_listing_sent_a_byte_at_a_time_gives_up_within_the_probe_timeout() -> None:
