@@ -7,6 +7,7 @@ numbers are scaled down to a small window."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -59,6 +60,16 @@ CASES: dict[str, tuple[str, int, Any]] = {
         "n_prompt_tokens": 4476, "n_ctx": 4096}}),
     "lm-studio": ("chat_completions", 400, {"error": LMSTUDIO}),
     "openrouter": ("chat_completions", 400, {"error": {"message": OPENROUTER, "code": 400}}),
+    # OpenRouter passes on its upstream providers' wordings: xAI's, Google's, Poolside's
+    "openrouter-xai": ("chat_completions", 400, openai_error(
+        "This model's maximum prompt length is 4096 but the request contains 5000 tokens.",
+        code=None)),
+    "openrouter-google": ("chat_completions", 400, openai_error(
+        "The input token count (5000) exceeds the maximum number of tokens allowed (4096).",
+        code=None)),
+    "openrouter-poolside": ("chat_completions", 400, openai_error(
+        "Input length 5000 exceeds the maximum allowed input length of 4096 tokens.",
+        code=None)),
 }
 
 
@@ -83,13 +94,23 @@ async def test_the_window_named_in_an_overflow_reply_is_learned_and_the_run_goes
         assert resent["max_tokens"] < 4096
 
 
-@pytest.mark.parametrize("status", [400, 500])
-async def test_ollama_input_length_wording_is_an_overflow_at_400_and_500(status: int) -> None:
+UNNUMBERED: dict[str, tuple[int, Any]] = {
+    # Ollama with truncate: false, at 400 or 500
+    "ollama-400": (400, {"error": "the input length exceeds the context length"}),
+    "ollama-500": (500, {"error": "the input length exceeds the context length"}),
+    # Groq (directly or through OpenRouter): only the code names the cause
+    "groq": (400, openai_error("Please reduce the length of the messages or completion.")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNNUMBERED))
+async def test_an_overflow_wording_without_a_number_is_an_overflow(case: str) -> None:
+    status, body = UNNUMBERED[case]
     events: list[Event] = []
-    body = {"error": "the input length exceeds the context length"}  # Ollama, truncate: false
     with FakeModelServer([Fault.status(status, json.dumps(body))]) as server:
         agent = overflowing_agent(server, "chat_completions", events)
-        result = await agent.run("hello", raise_on_error=False)
+        # long enough that a window below it is plausible (the wording names none)
+        result = await agent.run("word " * 3_000, raise_on_error=False)
     assert result.stop_reason == "error"
     assert "malformed" not in (result.error or "")
     assert any(e.type == "status" and e.kind == "context_window" for e in events)
@@ -101,3 +122,15 @@ async def test_a_malformed_request_is_still_read_as_malformed() -> None:
         agent = overflowing_agent(server, "chat_completions", [])
         result = await agent.run("hello", raise_on_error=False)
     assert result.stop_reason == "error" and "malformed" in (result.error or "")
+
+
+async def test_a_long_run_of_digits_in_an_overflow_reply_is_read_in_linear_time() -> None:
+    # an error that echoes the request (here, 200,000 digits of a tool's output): the search
+    # for a window once took quadratic time, minutes on the event loop
+    body = openai_error("context length exceeded: " + "7" * 200_000)
+    started = time.monotonic()
+    with FakeModelServer([Fault.status(400, json.dumps(body))]) as server:
+        result = await overflowing_agent(server, "chat_completions", []).run(
+            "hello", raise_on_error=False)
+    assert result.stop_reason == "error"
+    assert time.monotonic() - started < 5

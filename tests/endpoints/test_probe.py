@@ -168,3 +168,18 @@ def test_the_models_command_shows_the_window_and_its_source() -> None:
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert rows == [{"role": "primary", "tokens": 7_777, "source": "probe:/v1/models",
                      "model": "m", "provider": "custom", "base_url": base_url}]
+
+
+@pytest.mark.parametrize(("model", "checked"), [
+    ("gpt-4o-mini", []),  # its window is known: nothing is asked before the model call
+    ("brand-new", ["/v1/models"]),  # not in the table: the listing checks the name
+])
+def test_run_asks_a_hosted_provider_nothing_when_the_window_is_known(
+        monkeypatch: pytest.MonkeyPatch, model: str, checked: list[str]) -> None:
+    with FakeModelServer([Reply("hello")], model=model) as server:
+        monkeypatch.setenv("LOOPWRIGHT_OPENAI_URL", server.base_url)  # stands in for OpenAI
+        result = CliRunner().invoke(app, ["run", "hi", "--model", f"openai:{model}",
+                                          "--api-key", "k"])
+        paths = [r.path for r in server.requests]
+    assert result.exit_code == 0, result.output
+    assert paths == [*checked, "/v1/chat/completions"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -134,3 +135,17 @@ async def test_only_statuses_that_may_heal_are_retried(status: int, tries: int) 
             "Hi", raise_on_error=False)
         assert result.error is not None and f"HTTP {status}" in result.error
         assert len(server.model_requests) == tries
+
+
+@pytest.mark.parametrize("unclosed", ["<title>", "<script>", "<"])
+async def test_a_page_of_unclosed_tags_is_read_in_linear_time(unclosed: str) -> None:
+    # 20,000 tags never closed (160 KB): the title, unseen-block and tag searches each began at
+    # every one and ran to the end, tens of seconds on the event loop
+    page = "<!DOCTYPE html><html><body><h1>Not here</h1>" + unclosed * 20_000
+    for root, seen in page_server(404, page):
+        started = time.monotonic()
+        result = await Agent("m", base_url=root, api_key="k", retry=FAST).run(
+            "Hi", raise_on_error=False)
+        assert result.error is not None and "HTTP 404" in result.error
+        assert time.monotonic() - started < 5
+        assert len(posts(seen)) == 1

@@ -15,19 +15,20 @@ WINDOW = 4096
 
 
 class SmallWindowServer:
-    """Answers like Anthropic in front of a 4096-token window (input estimated at 4 characters a
-    token, as the fake server estimates usage)."""
+    """Answers like Anthropic in front of a 4096-token window, or `window` (input estimated at 4
+    characters a token, as the fake server estimates usage)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = WINDOW) -> None:
+        self.window = window
         self.max_tokens: list[int] = []
 
     def __call__(self, request: RecordedRequest) -> ScriptItem:
         body: dict[str, Any] = request.body or {}
         self.max_tokens.append(body["max_tokens"])
         used = len(json.dumps(body)) // 4
-        if used + body["max_tokens"] > WINDOW:
+        if used + body["max_tokens"] > self.window:
             message = (f"input length and `max_tokens` exceed context limit: {used} + "
-                       f"{body['max_tokens']} > {WINDOW}, decrease input length or "
+                       f"{body['max_tokens']} > {self.window}, decrease input length or "
                        "`max_tokens` and try again")
             return Fault.status(400, json.dumps({"type": "error", "error": {
                 "type": "invalid_request_error", "message": message}}))
@@ -61,3 +62,48 @@ async def test_an_explicit_max_tokens_is_sent_as_given() -> None:
     with FakeModelServer(handler=window) as server:
         await agent_for(server, context_window=WINDOW, max_tokens=100).run("Say hello.")
     assert window.max_tokens == [100]
+
+
+class ThinkingWindowServer(SmallWindowServer):
+    """Also rejects what Anthropic rejects of a thinking budget: under 1024 tokens, or not
+    below `max_tokens`."""
+
+    def __init__(self, window: int = WINDOW) -> None:
+        super().__init__(window)
+        self.budgets: list[int | None] = []
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        body: dict[str, Any] = request.body or {}
+        budget = (body.get("thinking") or {}).get("budget_tokens")
+        self.budgets.append(budget)
+        if budget is not None and not 1024 <= budget < body["max_tokens"]:
+            return Fault.status(400, json.dumps({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "thinking.budget_tokens: must be >= 1024 and less than max_tokens"}}))
+        return super().__call__(request)
+
+
+async def test_a_thinking_budget_is_cut_to_what_a_small_window_leaves() -> None:
+    window = ThinkingWindowServer()
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, context_window=WINDOW,
+                                 reasoning_effort="high").run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    (budget,) = window.budgets  # one request, with thinking still on
+    assert budget is not None and 1024 <= budget < window.max_tokens[0] < WINDOW
+
+
+async def test_a_thinking_budget_the_window_leaves_room_for_is_sent_whole() -> None:
+    window = ThinkingWindowServer(200_000)
+    with FakeModelServer(handler=window) as server:
+        await agent_for(server, context_window=200_000, reasoning_effort="high").run("Hi.")
+    assert window.budgets == [16_384] and window.max_tokens == [16_384 + 4_096]
+
+
+async def test_no_thinking_when_the_window_leaves_less_than_its_minimum() -> None:
+    window = ThinkingWindowServer(2048)
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, context_window=2048,
+                                 reasoning_effort="high").run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    assert window.budgets == [None] and window.max_tokens[0] < 2048

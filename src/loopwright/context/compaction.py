@@ -20,6 +20,8 @@ preflight threshold (50 % of the window):
    turn unless the hard limit is at stake.
    If the provider still rejects a request as too long, `on_context_overflow` takes the window it
    names (or less than the request) as the real one, shrinks the request, and the loop retries.
+   A named window is kept for the agent's later runs; a guess, never below a plausible window,
+   is the run's only.
 3. Over the hard limit (85 %) even so: everything but the newest exchange is pruned, then the
    newest tool results are cut to fit, their full text spilled to files first.
 
@@ -53,7 +55,7 @@ from loopwright.context.tokens import (
     estimate_message,
 )
 from loopwright.context.window import ContextBudget
-from loopwright.endpoints.probe import window_from_error
+from loopwright.endpoints.probe import sane, window_from_error
 from loopwright.errors import ContextOverflowError, LoopwrightError
 from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
@@ -187,10 +189,13 @@ class CompactionPlugin(LoopPlugin):
         below this request's size), then prune and compact as if over the hard limit."""
         tokens = self.counter.count(request)
         named = window_from_error(f"{error} {error.body}")
-        learned = named if named is not None else int(tokens * 0.8)
-        smaller = learned < self.budget.window
-        if smaller:
-            self.budget.learn(learned, "provider_error")
+        # unnamed, the window is somewhat below this request, if that is a plausible window
+        learned = named if named is not None else sane(int(tokens * 0.8))
+        smaller = False
+        if learned is not None and learned < self.budget.window:
+            smaller = True
+            self.budget.learn(learned, "provider_error",
+                              keep=named is not None and self.budget.told_by_own(error))
             run.status("context_window", f"the provider rejected ~{tokens:,} tokens; the window "
                        f"is now taken as {learned:,}", {"window": learned, "tokens": tokens})
         self.last_compacted_turn = None  # compaction must be allowed now

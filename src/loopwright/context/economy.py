@@ -38,7 +38,8 @@ def context_layers(settings: Settings, windows: list[WindowInfo], chain: Provide
                    *, summary_cooldown: SummaryCooldown | None = None,
                    prompt_mode: bool = False) -> ContextLayers:
     """Budgets, the output bounder, and (unless switched off) compaction and reminders."""
-    budget = ContextBudget(windows=list(windows), chain=chain, max_tokens=settings.max_tokens)
+    budget = ContextBudget(windows=list(windows), agent_windows=windows, chain=chain,
+                           max_tokens=settings.max_tokens)
     spill = spill_directory(settings.cache_dir)
     layers = ContextLayers(budget=budget, services={"context": budget})
     layers.filters.append(OutputBounder(directory=spill,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
+from loopwright.errors import ContextOverflowError
 
 COMPACT_AT = 0.50
 HARD_AT = 0.85
@@ -35,6 +36,9 @@ class ContextBudget:
     """Budgets for one run; all in tokens except `tool_output_chars`."""
 
     windows: list[WindowInfo] = field(default_factory=list)
+    # the agent's own list (`windows` is the run's copy): a window the provider named is kept
+    # there, so the agent's later runs do not send the request it rejected again
+    agent_windows: list[WindowInfo] | None = None
     chain: ProviderChain | None = None
     max_tokens: int | None = None  # the run's output-token limit, if set
     compact_at: float = COMPACT_AT
@@ -53,15 +57,26 @@ class ContextBudget:
             return 0
         return min(self.chain.active, len(self.windows) - 1)
 
-    def learn(self, tokens: int, source: str) -> None:
-        """The active provider's window is smaller than we thought (it said so)."""
+    def told_by_own(self, error: ContextOverflowError) -> bool:
+        """Whether `error` came from the run's own provider chain (not from a model a call was
+        routed to, whose window is another)."""
+        return self.chain is None or self.chain.overflow is error
+
+    def learn(self, tokens: int, source: str, *, keep: bool) -> None:
+        """The active provider's window is smaller than we thought (it said so). `keep`: the
+        agent keeps it for its later runs (the provider named the number, `told_by_own`); else
+        it is this run's only."""
         info = self.info
         learned = WindowInfo(tokens=tokens, source=source, model=info.model,
                              provider=info.provider, base_url=info.base_url)
         if not self.windows:
             self.windows.append(learned)
             return
-        self.windows[self._active()] = learned
+        at = self._active()
+        self.windows[at] = learned
+        kept = self.agent_windows
+        if keep and kept is not None and at < len(kept) and tokens < kept[at].tokens:
+            kept[at] = learned
 
     @property
     def window(self) -> int:

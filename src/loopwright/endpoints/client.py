@@ -37,7 +37,7 @@ from loopwright.messages import (
 )
 from loopwright.profiles import Profile
 from loopwright.settings import DEFAULTS
-from loopwright.wire.base import WireFormat
+from loopwright.wire.base import WireFormat, says_overflow
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
 
@@ -51,14 +51,6 @@ if TYPE_CHECKING:
 
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
-# "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
-# Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
-# ("maximum model length"), llama.cpp ("exceeds the available context size",
-# exceed_context_size_error), Ollama ("the input length exceeds the context length"), LM Studio
-# ("… context length of only N tokens"); tests/endpoints/test_overflow_wordings.py holds each reply
-_OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too many tokens",
-                   "prompt is too long", "context window", "exceed context limit",
-                   "maximum model length", "context size", "exceed_context_size")
 _OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
 
 
@@ -290,6 +282,8 @@ class ModelClient:
             raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
         data = self._reply_json(reply.content, reply.headers)
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+            if says_overflow(str(data["error"])):  # (a failed Responses object is one)
+                raise ContextOverflowError(f"{self.label}: {data['error']}", body=reply.text)
             raise ProviderError(f"{self.label}: {data['error']}", retryable=True, body=reply.text)
         response = self.wire.parse_body(data)
         reasoning, text = response.message.reasoning or "", response.message.content
@@ -501,12 +495,13 @@ def _describe(exc: BaseException) -> str:
 
 
 def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
-    detail = _error_detail(text, headers.get("content-type", ""))
+    detail, code = _error_detail(text, headers.get("content-type", ""))
     message = f"{label}: HTTP {status}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
                          body=text)
-    if status in _OVERFLOW_STATUSES and any(h in detail.lower() for h in _OVERFLOW_HINTS):
+    if status in _OVERFLOW_STATUSES and (says_overflow(detail)
+                                         or code == "context_length_exceeded"):  # Groq's wording
         return ContextOverflowError(message, status=status, body=text)
     if is_malformed_request(status, text):
         return RequestRejectedError(message, status=status, body=text)
@@ -519,16 +514,19 @@ def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> P
     )
 
 
-def _error_detail(text: str, content_type: str) -> str:
+def _error_detail(text: str, content_type: str) -> tuple[str, str]:
+    """An error reply's message, and the `code` of an OpenAI-style error object ("" if none)."""
     try:
         data = json.loads(text)
     except ValueError:
         if is_html(text, content_type):  # a proxy's or web server's error page
-            return page_extract(text)
-        return text[:300] or "(no body)"
+            return page_extract(text), ""
+        return text[:300] or "(no body)", ""
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
-            return str(err.get("message") or err.get("type") or err)[:300]
-        return str(err)[:300]
-    return text[:300]
+            code = err.get("code")
+            return (str(err.get("message") or err.get("type") or err)[:300],
+                    code if isinstance(code, str) else "")
+        return str(err)[:300], ""
+    return text[:300], ""

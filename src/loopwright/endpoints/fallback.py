@@ -28,6 +28,9 @@ class ProviderChain:
     clients: list[ModelClient]
     refresh_credentials: CredentialRefresher | None = None
     active: int = 0
+    # the latest overflow a client of this chain raised: a window it names is this chain's to
+    # learn, not one a call routed to another chain was told (`ContextBudget.learn`)
+    overflow: ContextOverflowError | None = None
 
     def __post_init__(self) -> None:
         if not self.clients:
@@ -55,7 +58,8 @@ class ProviderChain:
                 except AuthError as exc:
                     response = await self._with_new_credentials(client, call, stream, listeners,
                                                                 exc)
-            except ContextOverflowError:
+            except ContextOverflowError as exc:
+                self.overflow = exc
                 raise  # another provider would not fit it either; compaction must act
             except ProviderError as exc:
                 errors.append(str(exc))

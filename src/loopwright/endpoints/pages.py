@@ -7,9 +7,11 @@ from __future__ import annotations
 import html
 import re
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_UNSEEN = re.compile(r"<(script|style|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]*>")
+# Each search stops at the next "<" from where it began: one that may run on to the end of the
+# page from every unclosed tag takes quadratic time on a page of them (a hostile server's).
+_TITLE = re.compile(r"<title[^<>]*>([^<]*)</title\s*>", re.IGNORECASE)
+_UNSEEN_START = re.compile(r"<(script|style|head)\b", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>]*>")
 EXTRACT_LENGTH = 120
 
 
@@ -23,7 +25,7 @@ def is_html(text: str, content_type: str = "") -> bool:
 def page_extract(text: str) -> str:
     """A page in a few words: its title, else its first line of visible text."""
     match = _TITLE.search(text)
-    visible = match.group(1) if match else _TAG.sub("\n", _UNSEEN.sub("", text))
+    visible = match.group(1) if match else _TAG.sub("\n", _without_unseen(text))
     line = next((" ".join(part.split()) for part in html.unescape(visible).splitlines()
                  if part.strip()), "")
     if not line:
@@ -36,3 +38,19 @@ def not_the_api(base_url: str, text: str) -> str:
     return (f"the server at {base_url} answered with an HTML page ({page_extract(text)!r}), "
             "not the model API: check the address — an OpenAI-compatible API usually lives "
             "under /v1 (pass --base-url http://HOST:PORT/v1)")
+
+
+def _without_unseen(text: str) -> str:
+    """`text` without its script, style and head blocks (an unclosed one runs to the end)."""
+    lowered = text.lower()
+    kept: list[str] = []
+    at = 0
+    while (start := _UNSEEN_START.search(text, at)) is not None:
+        kept.append(text[at:start.start()])
+        close = lowered.find(f"</{start.group(1).lower()}", start.end())
+        if close < 0:
+            return "".join(kept)
+        end = text.find(">", close)
+        at = len(text) if end < 0 else end + 1
+    kept.append(text[at:])
+    return "".join(kept)

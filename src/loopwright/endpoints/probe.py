@@ -15,7 +15,8 @@ Order, first answer wins:
    runtime setting (Ollama's default is a few thousand tokens whatever the model could do, so a
    model's nominal window is not trusted there), `DEFAULT_HOSTED_WINDOW` otherwise.
 
-Numbers outside `MIN_WINDOW..MAX_WINDOW` are ignored as nonsense.
+Numbers outside `MIN_WINDOW..MAX_WINDOW` are ignored as nonsense. Each request is bounded as a
+whole by `PROBE_TIMEOUT` (`servers.one_off_request`), however slowly a server sends its answer.
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopwright.endpoints.base import normalize_base_url, request_slot
+from loopwright.endpoints.base import normalize_base_url
 from loopwright.endpoints.pages import not_the_api
 from loopwright.endpoints.resolve import PROVIDERS, Resolved, missing_key
-from loopwright.endpoints.servers import ServerKind, fetch_listing, forget_kind, known_kind
+from loopwright.endpoints.servers import (
+    ServerKind,
+    fetch_listing,
+    forget_kind,
+    known_kind,
+    one_off_request,
+)
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
 
@@ -71,7 +78,7 @@ def sane(value: Any) -> int | None:
         return None
     try:
         number = int(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # text, NaN; JSON's Infinity
         return None
     return number if MIN_WINDOW <= number <= MAX_WINDOW else None
 
@@ -103,7 +110,8 @@ def _from_ollama_ps(data: Any, model: str) -> int | None:
 
 def _from_ollama_show(data: Any, model: str) -> int | None:
     # only an explicit num_ctx is the runtime window; model_info's context_length is the maximum
-    match = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(data.get("parameters") or ""))
+    # spaces, not `\s`: a line start's `\s*` crossed every later blank line (quadratic)
+    match = re.search(r"(?m)^[ \t]*num_ctx[ \t]+(\d+)", str(data.get("parameters") or ""))
     return sane(match.group(1)) if match else None
 
 
@@ -141,21 +149,15 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
     (or not the expected server) answered there."""
     import httpx
 
-    # a one-off request: kept open, an idle connection would be walked (and its socket polled)
-    # by the pool on every later model request of the process
-    headers = {**headers, "connection": "close"}
     try:
-        async with request_slot(url=url) as client:
-            if method == "POST":
-                reply = await client.post(url, json={"model": model}, headers=headers,
-                                          timeout=timeout)
-            else:
-                reply = await client.get(url, headers=headers, timeout=timeout)
+        reply = await one_off_request(
+            url, headers=headers, timeout=timeout,
+            json_body={"model": model} if method == "POST" else None)
         if reply.status_code != 200:
             return False
         data = reply.json()
-    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError):
-        return False
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, RecursionError):
+        return False  # (a timeout is an OSError; a reply nested too deep to decode, recursion)
     if not isinstance(data, dict):
         return False
     try:
@@ -207,9 +209,13 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
 
 _ERROR_WINDOW_PATTERNS = (
     re.compile(r"maximum context length is (\d[\d,]*)"),  # OpenAI, vLLM
-    re.compile(r"\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
+    # (begun only where a number begins: from every digit of a long run, quadratic)
+    re.compile(r"(?<![\d,])\d[\d,]*\s*tokens?\s*>\s*(\d[\d,]*)\s*maximum"),  # Anthropic
     re.compile(r"exceed context limit: \d+ \+ \d+ > (\d+)"),  # Anthropic, with max_tokens
     re.compile(r"maximum model length of (\d[\d,]*)"),  # vLLM's decoder-prompt check
+    re.compile(r"maximum prompt length is (\d[\d,]*)"),  # xAI
+    re.compile(r"maximum number of tokens allowed \((\d[\d,]*)\)"),  # Google
+    re.compile(r"maximum allowed input length of (\d[\d,]*)"),  # Poolside
     re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
     re.compile(r"n_ctx\D{0,6}(\d+)"),
 )
@@ -217,8 +223,9 @@ _ERROR_WINDOW_PATTERNS = (
 
 def window_from_error(text: str) -> int | None:
     """The window a provider names in its "prompt too long" error, if it names one."""
+    lowered = text.lower()
     for pattern in _ERROR_WINDOW_PATTERNS:
-        match = pattern.search(text.lower())
+        match = pattern.search(lowered)
         if match:
             found = sane(match.group(1).replace(",", ""))
             if found is not None:
@@ -273,13 +280,18 @@ PREFLIGHT_TIMEOUT = 5.0
 async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
     """Check a provider before the first request: a key where a hosted provider needs one, a
     server that answers at the base URL and accepts the key, and — where the server lists its
-    models — the model among them. Raises `ConfigError` with the fix in one line."""
+    models — the model among them. Raises `ConfigError` with the fix in one line.
+
+    A hosted model whose window the table knows is asked nothing: the listing would be a round
+    trip to a remote API on every start, and the first model request checks the same (issue 31)."""
     info = PROVIDERS.get(resolved.provider)
     key_env = info.key_env if info else None
     base_url = resolved.endpoint.base_url
     fix = missing_key(resolved.endpoint)
     if fix:
         raise ConfigError(fix)
+    if not is_local(resolved) and model_info(resolved.model) is not None:
+        return
     listing = await fetch_listing(base_url, headers=resolved.endpoint.request_headers(),
                                   timeout=timeout)
     if listing.status == 0:

@@ -12,12 +12,16 @@ Everything in a reply is hostile: entries that are not objects are skipped, ids 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from loopwright.endpoints.base import normalize_base_url, request_slot
 from loopwright.endpoints.pages import is_html
+
+if TYPE_CHECKING:
+    import httpx
 
 ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
 FRESH_FOR = 10.0
@@ -79,17 +83,17 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
     if cached is not None and time.monotonic() - cached.fetched_at < FRESH_FOR:
         return cached
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
-    sent["connection"] = "close"  # a one-off request: an idle kept connection costs every later one
     try:
-        async with request_slot(url=key) as client:
-            reply = await client.get(key + "/models", headers=sent, timeout=timeout)
+        reply = await one_off_request(key + "/models", headers=sent, timeout=timeout)
+    except TimeoutError:  # (an OSError too: first)
+        return Listing(status=0, error=f"no whole answer within {timeout:g}s")
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
         return Listing(status=0, error=str(exc) or type(exc).__name__)
     if reply.status_code != 200:
         return Listing(status=reply.status_code)
     try:
         data = reply.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON; nested deeper than the decoder goes
         data = None
     if not isinstance(data, dict):  # answers, but with no listing: no kind to tell
         text = reply.text
@@ -102,6 +106,21 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
     _kinds[key] = kind
     _listings[key] = listing
     return listing
+
+
+async def one_off_request(url: str, *, headers: dict[str, str], timeout: float,
+                          json_body: dict[str, Any] | None = None) -> httpx.Response:
+    """A request asked once (a listing, a window probe), its reply read whole: a POST of
+    `json_body` when given, else a GET. `timeout` bounds the whole exchange, not each read as
+    httpx's does: a server sending its answer a byte at a time would hold a run's start for as
+    long as it liked. Raises what httpx raises, or `TimeoutError`."""
+    # kept open, an idle connection would be walked (and its socket polled) by the pool on
+    # every later model request of the process
+    headers = {**headers, "connection": "close"}
+    async with asyncio.timeout(timeout), request_slot(url=url) as client:
+        if json_body is not None:
+            return await client.post(url, json=json_body, headers=headers, timeout=timeout)
+        return await client.get(url, headers=headers, timeout=timeout)
 
 
 def kind_of(entries: tuple[dict[str, Any], ...]) -> ServerKind:

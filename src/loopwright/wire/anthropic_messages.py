@@ -56,6 +56,7 @@ DEFAULT_MAX_TOKENS = 8192
 # What is left for the visible answer on top of a thinking budget when max_tokens is not set.
 ANSWER_ALLOWANCE = 4096
 THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
+MIN_THINKING_BUDGET = 1024  # the API rejects less
 _NO_THINKING = frozenset({"none", "off", "disabled"})
 MAX_CACHE_BREAKPOINTS = 4  # the API rejects more
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -376,6 +377,20 @@ def thinking_budget(effort: str | None) -> int | None:
     return budget
 
 
+def fitted_thinking(budget: int, max_tokens: int | None, room: int | None
+                    ) -> tuple[int | None, int]:
+    """The thinking budget (None: no thinking) and `max_tokens` when the reply's allowance does
+    not hold the budget: the budget plus room to answer — the `max_tokens` the user set, sent as
+    asked, or else within what the window leaves (`room`): a smaller budget on a small window,
+    none when less than the API's minimum would be left."""
+    answer = max_tokens or ANSWER_ALLOWANCE
+    if max_tokens or room is None or budget + answer <= room:
+        return budget, budget + answer
+    answer = min(answer, room // 2)
+    fitted = room - answer
+    return (fitted, room) if fitted >= MIN_THINKING_BUDGET else (None, room)
+
+
 def thinking_fits(turns: list[dict[str, Any]]) -> bool:
     """Whether thinking may be enabled for this conversation.
 
@@ -432,10 +447,10 @@ class AnthropicMessagesFormat(splice.SplicedBodyFormat):
             budget = None
         max_tokens = request.max_tokens or min(DEFAULT_MAX_TOKENS,
                                                request.output_room or DEFAULT_MAX_TOKENS)
+        if budget is not None and max_tokens <= budget:  # the budget is part of max_tokens
+            budget, max_tokens = fitted_thinking(budget, request.max_tokens, request.output_room)
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            if max_tokens <= budget:  # the budget is part of max_tokens; leave room to answer
-                max_tokens = budget + (request.max_tokens or ANSWER_ALLOWANCE)
         elif request.temperature is not None and profile.supports_temperature:
             body["temperature"] = request.temperature  # not allowed together with thinking
         body["max_tokens"] = max_tokens

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopwright.errors import StreamError
+from loopwright.errors import ContextOverflowError, StreamError
 from loopwright.messages import FinishReason, Usage
+from loopwright.wire.base import says_overflow
 from loopwright.wire.stream import StreamAccumulator
 
 MODE = "anthropic_messages"
@@ -123,9 +124,11 @@ class AnthropicStreamParser:
         elif kind == "error":
             error = payload.get("error") or {}
             error_type = error.get("type") or "error"
-            raise StreamError(f"the server sent an error mid-stream: {error_type}: "
-                              f"{error.get('message') or ''}".rstrip(": "),
-                              retryable=error_type not in FATAL_ERRORS, body=data)
+            text = (f"the server sent an error mid-stream: {error_type}: "
+                    f"{error.get('message') or ''}".rstrip(": "))
+            if says_overflow(text):
+                raise ContextOverflowError(text, body=data)
+            raise StreamError(text, retryable=error_type not in FATAL_ERRORS, body=data)
         # "ping" and unknown future events are ignored
 
     def _start(self, index: int, block: dict[str, Any], acc: StreamAccumulator) -> None:

@@ -13,6 +13,26 @@ from loopwright.wire.stream import StreamAccumulator
 CACHE_BOUNDARY = "\n<!-- loopwright:cache-boundary -->\n"
 
 
+# "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
+# Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
+# ("maximum model length"), llama.cpp ("exceeds the available context size",
+# exceed_context_size_error), Ollama ("the input length exceeds the context length"), LM Studio
+# ("… context length of only N tokens"), and upstream providers OpenRouter passes on: xAI
+# ("maximum prompt length"), Google ("exceeds the maximum number of tokens"), Poolside ("maximum
+# allowed input length"); tests/endpoints/test_overflow_wordings.py holds each reply
+_OVERFLOW_WORDINGS = ("context length", "context_length", "maximum context", "too many tokens",
+                      "prompt is too long", "context window", "exceed context limit",
+                      "maximum model length", "context size", "exceed_context_size",
+                      "maximum prompt length", "exceeds the maximum number of tokens",
+                      "maximum allowed input length")
+
+
+def says_overflow(text: str) -> bool:
+    """True when a provider's error text says the request is over the model's window."""
+    lowered = text.lower()
+    return any(wording in lowered for wording in _OVERFLOW_WORDINGS)
+
+
 class StreamParser(Protocol):
     """Consumes one SSE event at a time and feeds the shared accumulator."""
 

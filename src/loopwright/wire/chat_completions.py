@@ -18,7 +18,7 @@ from loopwright.messages import (
 )
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
-from loopwright.wire.base import strip_boundary
+from loopwright.wire.base import says_overflow, strip_boundary
 from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
 
 MODE = "chat_completions"
@@ -269,10 +269,12 @@ class ChatCompletionsStreamParser:
         if not isinstance(chunk, dict):
             return
         if "error" in chunk and not chunk.get("choices"):
-            from loopwright.errors import StreamError
+            from loopwright.errors import ContextOverflowError, StreamError
 
-            raise StreamError(f"the server sent an error mid-stream: {chunk['error']}",
-                              retryable=True)
+            text = f"the server sent an error mid-stream: {chunk['error']}"
+            if says_overflow(text):
+                raise ContextOverflowError(text, body=data)
+            raise StreamError(text, retryable=True)
         usage = _usage_of(chunk)
         if usage:
             acc.usage = usage_from_wire(usage)

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from loopwright.attachments import Attachment, refuse_unsupported
-from loopwright.errors import ProviderError, StreamError
+from loopwright.errors import ContextOverflowError, ProviderError, StreamError
 from loopwright.messages import (
     FinishReason,
     Message,
@@ -29,7 +29,7 @@ from loopwright.messages import (
 )
 from loopwright.profiles import Profile, takes_reasoning_effort
 from loopwright.wire import splice
-from loopwright.wire.base import strip_boundary
+from loopwright.wire.base import says_overflow, strip_boundary
 from loopwright.wire.stream import PlainCall, StreamAccumulator, whole_reply
 
 MODE = "responses"
@@ -208,6 +208,8 @@ def failure_of(response: dict[str, Any], *, streaming: bool) -> ProviderError:
     code = str(error.get("code") or "server_error")
     retryable = not code.startswith(_FATAL_PREFIXES)
     message = f"the response failed: {code}: {error.get('message') or ''}".rstrip(": ")
+    if says_overflow(message):  # code `context_length_exceeded`: shrunk, not retried
+        return ContextOverflowError(message, body=json.dumps(response))
     if streaming:
         return StreamError(message, retryable=retryable)
     return ProviderError(message, retryable=retryable)
@@ -378,8 +380,10 @@ class ResponsesStreamParser:
             raise failure_of(payload.get("response") or {}, streaming=True)
         elif kind == "error":
             message = payload.get("message") or (payload.get("error") or {}).get("message")
-            raise StreamError(f"the server sent an error mid-stream: {message or data[:200]}",
-                              retryable=True, body=data)
+            text = f"the server sent an error mid-stream: {message or data[:200]}"
+            if says_overflow(text):
+                raise ContextOverflowError(text, body=data)
+            raise StreamError(text, retryable=True, body=data)
 
     def _reasoning_delta(self, payload: dict[str, Any], acc: StreamAccumulator) -> None:
         index = payload.get("output_index", -1)
