@@ -15,7 +15,7 @@ import pytest
 
 from loopwright.cli.inert import InertConsole
 from loopwright.cli.render import TerminalRenderer, without_repeats
-from loopwright.cli.setup import check_model_prefix
+from loopwright.config import check_model_prefix
 from loopwright.errors import ConfigError
 from loopwright.events import StatusEvent
 from loopwright.testing import FakeModelServer, Fault, Reply, call
@@ -157,7 +157,7 @@ def test_a_misspelt_provider_prefix_is_named_with_a_suggestion(tmp_path: Path) -
 @pytest.mark.parametrize("model", ["opneai:gpt-4o", "olama:qwen", "openroutr:x/y"])
 def test_near_spellings_of_providers_are_caught(model: str) -> None:
     with pytest.raises(ConfigError, match="did you mean"):
-        check_model_prefix(model, None)
+        check_model_prefix(model, None, named="--model")
 
 
 @pytest.mark.parametrize("model,base_url", [
@@ -165,7 +165,7 @@ def test_near_spellings_of_providers_are_caught(model: str) -> None:
     ("anthropic:claude-x", None), ("gpt-4o", None), ("anthorpic:x", "http://127.0.0.1:1/v1"),
     ("mistral:7b-instruct", None)])
 def test_model_tags_and_known_providers_are_left_alone(model: str, base_url: str | None) -> None:
-    check_model_prefix(model, base_url)
+    check_model_prefix(model, base_url, named="--model")
 
 
 # --- notes and help -----------------------------------------------------------------------------

@@ -34,12 +34,14 @@ def acp_command(*, flags: AgentFlags) -> None:
                        "this command with pipes: see docs/editors.md)", err=True)
             raise typer.Exit(2)
     from loopwright.cli.local import local_provider
-    from loopwright.cli.setup import check_model_prefix, note_when_started_by_hand
+    from loopwright.cli.setup import note_when_started_by_hand
+    from loopwright.config import check_model_prefix
     from loopwright.errors import ConfigError
 
     note_when_started_by_hand("Agent Client Protocol", "an editor (Zed, JetBrains, Neovim)")
     try:
-        check_model_prefix(flags.model, flags.base_url)  # the rest is checked per session
+        # the rest is checked per session
+        check_model_prefix(flags.model, flags.base_url, named="--model")
         with local_provider(flags.local, flags.agent_options()) as options:
             asyncio.run(serve_stdio(options))
     except ConfigError as exc:  # --local: llama.cpp missing, the weights not to be had

@@ -27,14 +27,15 @@ def mcp_server_command(
     """Serve this agent as MCP tools; calls that need approval are denied unless --yes."""
     from loopwright.cli.local import local_provider
     from loopwright.cli.serve import listen_or_exit
-    from loopwright.cli.setup import check_model_prefix, note_when_started_by_hand
+    from loopwright.cli.setup import note_when_started_by_hand
+    from loopwright.config import check_model_prefix
     from loopwright.errors import ConfigError
     from loopwright.mcp.server import serve
 
     if not http:
         note_when_started_by_hand("MCP", "an MCP client (another agent, Claude Code, Cursor…)")
     try:
-        check_model_prefix(flags.model, flags.base_url)
+        check_model_prefix(flags.model, flags.base_url, named="--model")
         listening = listen_or_exit(host, port) if http else None
         with local_provider(flags.local, flags.agent_options()) as options:
             served = serve(options, http=http, host=host, port=port, token=token,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopwright.config import check_model_prefix
+
 if TYPE_CHECKING:
     from loopwright.agent import Agent
     from loopwright.endpoints.resolve import Resolved
@@ -15,7 +17,7 @@ async def check_provider(agent: Agent) -> Resolved:
     """The primary provider, after `preflight` found it usable (else `ConfigError`, exit 6)."""
     from loopwright.endpoints.probe import preflight
 
-    check_model_prefix(agent.settings.model, agent.settings.base_url)
+    check_model_prefix(agent.settings.model, agent.settings.base_url, named="--model")
     primary = (await agent.providers())[0]
     await preflight(primary)
     return primary
@@ -54,42 +56,8 @@ def make_agent(options: dict[str, Any], callbacks: list[Any]) -> Agent:
         say(f"warning: {exc}; sessions are off for this run (set LOOPWRIGHT_DATA_DIR to a "
             "writable directory)")
         agent = Agent(callbacks=callbacks, **{**options, "store": False})
-    check_model_prefix(agent.settings.model, agent.settings.base_url)
+    check_model_prefix(agent.settings.model, agent.settings.base_url, named="--model")
     return agent
-
-
-def check_model_prefix(model: str | None, base_url: str | None) -> None:
-    """A `provider:model` whose provider is misspelt (`anthorpic:claude-x`) is a `ConfigError`
-    that names the provider meant, not a request to the default provider without its key.
-    Only a near spelling counts (one typo, two in a long name), and never a prefix with a digit:
-    `llama3:8b` and `qwen2.5:7b` are a model and its tag."""
-    from loopwright.endpoints.resolve import PROVIDERS
-    from loopwright.errors import ConfigError
-
-    prefix, sep, rest = (model or "").partition(":")
-    typed = prefix.lower()
-    if (not sep or not rest or base_url or typed in PROVIDERS
-            or any(char.isdigit() for char in typed)):
-        return
-    meant = [name for name in PROVIDERS
-             if _typos(typed, name) <= (2 if len(name) >= 8 else 1)]
-    if meant:
-        raise ConfigError(f"unknown provider {prefix!r} in --model {model}: did you mean "
-                          f"{meant[0]}:{rest}? (known providers: {', '.join(PROVIDERS)})")
-
-
-def _typos(a: str, b: str) -> int:
-    """Edits from `a` to `b`: a letter added, dropped, changed, or two swapped."""
-    rows = [list(range(len(b) + 1))]
-    for i, char_a in enumerate(a, start=1):
-        row = [i]
-        for j, char_b in enumerate(b, start=1):
-            cost = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (char_a != char_b))
-            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
-                cost = min(cost, rows[-2][j - 2] + 1)
-            row.append(cost)
-        rows.append(row)
-    return rows[-1][-1]
 
 
 def note_when_started_by_hand(protocol: str, client: str) -> None:
