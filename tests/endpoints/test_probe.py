@@ -163,7 +163,7 @@ def test_the_models_command_shows_the_window_and_its_source() -> None:
     with FakeModelServer(context_window=7_777, flavor="vllm", model="m") as server:
         base_url = server.base_url
         result = CliRunner().invoke(app, ["models", "--model", "m", "--base-url", base_url,
-                                          "--api-key", "k", "--no-local", "--json"])
+                                          "--api-key", "k", "--no-scan", "--json"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert rows == [{"role": "primary", "tokens": 7_777, "source": "probe:/v1/models",
