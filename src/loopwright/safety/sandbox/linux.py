@@ -10,8 +10,9 @@ The filesystem view is built in this order (later mounts cover earlier ones):
    `.loopwright/`, MCP configs, skill folders, the configured git hooks directory: the one list
    in `loopwright.safety.protected`) bound read-only again, and a placeholder bound read-only
    where one does not exist yet (`mounts.py`, `placeholders.py`);
-5. credential stores in the home directory, the user's loopwright config directory and the data
-   directory covered by an empty, read-only directory or file.
+5. credential stores in the home directory, the user's loopwright config directory, the data
+   directory and the host services' Unix sockets (the user's runtime directory, Docker's, …)
+   covered by an empty, read-only directory or file.
 
 The command also gets its own PID namespace (it sees only its own processes; when the command
 exits, everything it left in the background is killed), its own IPC namespace, no network unless

@@ -5,7 +5,8 @@ each writable root; one that does not exist yet gets a placeholder (`placeholder
 read-only instead, so it cannot be created. Hidden paths — credential stores in the home
 directory, the user's loopwright config directory wherever `XDG_CONFIG_HOME` puts it (serve
 token, trusted projects), loopwright's data directory (sessions, attachments, memory), and the
-files and directories the settings add (`SandboxPolicy.hidden_paths`) — are covered by an empty
+files and directories the settings add (`SandboxPolicy.hidden_paths`) — and the host services'
+Unix sockets (`HOST_SERVICE_SOCKETS`, the user's runtime directory) are covered by an empty
 read-only directory, or `/dev/null` for a file.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from loopwright.config import user_config_dir
 from loopwright.safety.protected import protected_locations
 from loopwright.safety.sandbox.placeholders import missing_point, shared
-from loopwright.safety.sandbox.policy import SandboxPolicy
+from loopwright.safety.sandbox.policy import HOST_SERVICE_SOCKETS, SandboxPolicy
 from loopwright.settings import default_data_dir
 
 
@@ -48,11 +49,15 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
 
 
 def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
-    """Everything a sandboxed command must not read: the credential stores in `home`, the
-    user's config directory, the data directory and the settings' own paths."""
+    """Everything a sandboxed command must not read or connect to: the credential stores in
+    `home`, the user's config directory, the data directory, the settings' own paths and the
+    host services' sockets."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     return [*(home / relative for relative in policy.hidden_home),
             user_config_dir(), default_data_dir(),
-            *(Path(path).expanduser() for path in policy.hidden_paths)]
+            *(Path(path).expanduser() for path in policy.hidden_paths),
+            *(Path(path) for path in HOST_SERVICE_SOCKETS),
+            *([Path(runtime)] if os.path.isabs(runtime) else [])]
 
 
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:
@@ -64,7 +69,8 @@ def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> l
         if not os.path.lexists(path):
             continue
         path = path.resolve()  # a linked ~/.ssh is hidden where it really is
-        if path in done or not path.exists() or any(_under_any(root, [path]) for root in roots):
+        if (_under_any(path, list(done)) or not os.path.exists(path)
+                or any(_under_any(root, [path]) for root in roots)):
             continue
         done.add(path)
         if path.is_dir():

@@ -35,6 +35,16 @@ SANDBOX_SERVICE = "sandbox"
 HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud",
                     ".config/gh", ".config/loopwright", ".password-store")
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
+# Where the host's services listen on Unix sockets. A socket at a path is reached by its path,
+# not through the network namespace, so `--unshare-net` does not stop a command from talking to
+# them: the user's systemd and D-Bus session (either runs any command outside the sandbox), the
+# ssh and gpg agents, a Docker, Podman, LXD or libvirt daemon (root on the host), snapd. The
+# user's runtime directory (`$XDG_RUNTIME_DIR`) is hidden too, wherever it is.
+HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/docker",
+                        "/run/containerd", "/run/podman", "/run/libvirt", "/run/snapd.socket",
+                        "/run/snapd-snap.socket", "/run/incus", "/var/run/docker.sock",
+                        "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
+                        "/var/lib/incus/unix.socket")
 MEBIBYTE = 1024 * 1024
 
 
