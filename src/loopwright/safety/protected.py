@@ -4,7 +4,10 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
 configs, skill folders, and another agent's project settings that run hooks. To them come the git
-hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`).
+hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
+the Python environment loopwright runs in (a project's `.venv`, often): a `.pth` file or module
+written there runs outside the sandbox at loopwright's next start, or at once when this process
+imports a module on first use.
 
 Two readers, one list:
 
@@ -17,7 +20,10 @@ Two readers, one list:
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
+import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -35,6 +41,8 @@ class ProtectedEntry:
 
 
 _GIT = "git runs commands from it"  # hooks, core.fsmonitor and core.pager in its config
+_OWN_ENVIRONMENT = "it is the Python environment loopwright runs in (its code runs outside " \
+    "the sandbox)"
 SKILL_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
 """Where a project keeps its skills (read by `loopwright.skills.discovery`)."""
 
@@ -60,7 +68,21 @@ def protected_locations(root: Path) -> list[Path]:
     git_dir = git_dir_of(root)
     if git_dir is not None and git_dir != root / ".git":
         found += dict.fromkeys((git_dir, common_dir(git_dir)))
-    return found + hooks_dirs(root)
+    own = [path for path in own_environment() if path.is_relative_to(root)]
+    return found + hooks_dirs(root) + own
+
+
+@functools.cache
+def own_environment() -> tuple[Path, ...]:
+    """Where the Python environment running loopwright keeps code it runs (resolved): the
+    whole virtual environment when it is one (`bin/activate`, `pyvenv.cfg` too), else its
+    site-packages directories (not a system prefix such as `/usr`, which may hold a project)."""
+    if sys.prefix != sys.base_prefix:
+        found = [sys.prefix]
+    else:
+        paths = sysconfig.get_paths()
+        found = [paths["purelib"], paths["platlib"]]
+    return tuple(dict.fromkeys(Path(path).resolve() for path in found))
 
 
 def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None:
@@ -78,6 +100,8 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"
     if _within(path, user_config_dir()):
         return "it is in the user's loopwright configuration directory"
+    if any(_within(path, environment) for environment in own_environment()):
+        return _OWN_ENVIRONMENT
     for other in extra:
         if _within(path, Path(other).expanduser()):
             return "a configured hook runs it"
