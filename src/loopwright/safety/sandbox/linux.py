@@ -9,7 +9,8 @@ The filesystem view is built in this order (later mounts cover earlier ones):
 4. inside writable roots, the protected paths (the whole `.git`, `loopwright.toml`,
    `.loopwright/`, MCP configs, skill folders, the configured git hooks directory: the one list
    in `loopwright.safety.protected`) bound read-only again, and a placeholder bound read-only
-   where one does not exist yet (`mounts.py`, `placeholders.py`);
+   where one does not exist yet (`mounts.py`, `placeholders.py`); so are the scripts the
+   user's hooks run (`SandboxPolicy.held_files`), their directories made un-renameable;
 5. credential stores in the home directory, the user's loopwright config directory, the data
    directory and the host services' Unix sockets (the user's runtime directory, Docker's, …)
    covered by an empty, read-only directory or file.
@@ -37,7 +38,7 @@ from pathlib import Path
 
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
-from loopwright.safety.sandbox.mounts import hidden_mounts, protected_mounts
+from loopwright.safety.sandbox.mounts import held_mounts, hidden_mounts, protected_mounts
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
@@ -67,6 +68,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
+    argv += held_mounts(policy.held_files, writable)
     protected, placeholders = protected_mounts(writable)
     argv += protected
     argv += hidden_mounts(policy, home or Path.home(), resolved)

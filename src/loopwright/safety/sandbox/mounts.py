@@ -48,6 +48,26 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
     return argv, placeholders
 
 
+def held_mounts(files: Sequence[str], writable: Sequence[Path]) -> list[str]:
+    """Each existing file of `files` inside a writable root bound read-only, after every
+    directory between the root and it is bound onto itself (writable as before, but a mount
+    point: it can be neither renamed nor removed, so no other file can take the path). Put
+    these before the protected mounts, which must stay read-only over them."""
+    argv: list[str] = []
+    bound: set[Path] = set()
+    for name in files:
+        path = Path(name).resolve()
+        root = next((r for r in writable if path != r and _under_any(path, [r])), None)
+        if root is None or not path.is_file():
+            continue
+        for directory in reversed(path.parents):
+            if directory != root and directory.is_relative_to(root) and directory not in bound:
+                bound.add(directory)
+                argv += ["--bind", str(directory), str(directory)]
+        argv += ["--ro-bind", str(path), str(path)]
+    return argv
+
+
 def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
     """Everything a sandboxed command must not read or connect to: the credential stores in
     `home`, the user's config directory, the data directory, the settings' own paths and the

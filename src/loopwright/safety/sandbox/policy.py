@@ -83,6 +83,9 @@ class SandboxPolicy:
     # more files and directories to hide (the settings' data, memory and store paths; the user
     # config and the default data directory are always hidden)
     hidden_paths: tuple[str, ...] = ()
+    # files something outside the sandbox runs (the scripts the user's hooks run): read-only,
+    # and the directories on their way in a writable root cannot be renamed to swap them
+    held_files: tuple[str, ...] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
