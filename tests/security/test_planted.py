@@ -129,6 +129,39 @@ async def test_an_existing_hooks_path_cannot_be_changed(tmp_path: Path, canary: 
     assert not (workdir / "tools" / "hooks" / "post-commit").exists()
 
 
+@pytest.mark.parametrize("existing", [False, True])
+async def test_a_nested_hooks_path_cannot_be_swapped_by_moving_its_parent(
+        tmp_path: Path, canary: Path, existing: bool) -> None:
+    # husky 9 sets core.hooksPath = .husky/_; moving .husky away took the read-only mount
+    # (or the placeholder) with it, and a fresh .husky/_ with a hook ran at the user's commit
+    workdir = bare_repository(tmp_path)
+    assert git(workdir, "config", "core.hooksPath", ".husky/_").returncode == 0
+    (workdir / ".husky" / ("_" if existing else "")).mkdir(parents=True, exist_ok=True)
+    (workdir / ".husky" / "task.sh").write_text("echo lint\n")
+    text = await run(workdir, "mv .husky .old; "
+                     + plant(".husky/_/pre-commit", canary))
+    assert "Device or resource busy" in text and refused(text), text
+    commit(workdir)
+    assert not canary.exists()
+    assert sorted(p.name for p in (workdir / ".husky").iterdir()) == (
+        ["_", "task.sh"] if existing else ["task.sh"])
+    # must not fire: the rest of .husky is the project's, as before
+    assert (await run(workdir, "echo edited > .husky/task.sh && cat .husky/task.sh")
+            ).startswith("edited")
+
+
+async def test_another_agents_settings_cannot_be_swapped_by_moving_their_folder(
+        tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "notes.md").write_text("mine\n")
+    text = await run(tmp_path, "mv .claude .c && mkdir .claude; "
+                     "echo '{\"hooks\": {}}' > .claude/settings.json; echo x > .claude/notes.md")
+    assert "Device or resource busy" in text and refused(text), text
+    assert sorted(os.listdir(tmp_path)) == [".claude"]
+    assert sorted(os.listdir(tmp_path / ".claude")) == ["notes.md"]
+    assert (tmp_path / ".claude" / "notes.md").read_text() == "x\n"
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and

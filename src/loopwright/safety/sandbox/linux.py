@@ -38,7 +38,7 @@ from pathlib import Path
 
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
-from loopwright.safety.sandbox.mounts import held_mounts, hidden_mounts, protected_mounts
+from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
@@ -68,8 +68,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
-    argv += held_mounts(policy.held_files, writable)
-    protected, placeholders = protected_mounts(writable)
+    protected, placeholders = read_only_mounts(writable, policy.held_files)
     argv += protected
     argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills

@@ -2,7 +2,8 @@
 
 Protected paths (the one list, `loopwright.safety.protected`) are bound read-only at the top of
 each writable root; one that does not exist yet gets a placeholder (`placeholders.py`) bound
-read-only instead, so it cannot be created. Hidden paths — credential stores in the home
+read-only instead, so it cannot be created; the directories on the way to one are made mount
+points, so it cannot be swapped by moving them. Hidden paths — credential stores in the home
 directory, the user's loopwright config directory wherever `XDG_CONFIG_HOME` puts it (serve
 token, trusted projects), loopwright's data directory (sessions, attachments, memory), and the
 files and directories the settings add (`SandboxPolicy.hidden_paths`) — and the host services'
@@ -23,10 +24,36 @@ from loopwright.safety.sandbox.policy import HOST_SERVICE_SOCKETS, SandboxPolicy
 from loopwright.settings import default_data_dir
 
 
-def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
-    """Read-only binds for every protected path of the writable roots, and the placeholders that
-    must exist when bubblewrap starts (for the paths that do not exist yet)."""
-    argv: list[str] = []
+def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
+                     ) -> tuple[list[str], list[Path]]:
+    """Read-only binds for every protected path of the writable roots and every held file (the
+    scripts hooks run), and the placeholders that must exist when bubblewrap starts (for the
+    protected paths that do not exist yet).
+
+    A read-only path below the top of a root (`.claude/settings.json`, a `core.hooksPath` of
+    `.husky/_`, `.hooks/check.py`) could otherwise be swapped by moving a directory on its way
+    (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
+    writable as before, but a mount point, which can be neither renamed nor removed. All of
+    these come before the read-only binds, which must stay over them."""
+    targets, placeholders = _protected_targets(writable)
+    for name in held_files:
+        path = Path(name).resolve()
+        if path.is_file() and _under_any(path, writable):
+            targets.append(path)
+    pinned: dict[Path, None] = {}
+    for target in targets:
+        root = next(r for r in writable if _under_any(target, [r]))
+        pinned.update(dict.fromkeys(d for d in reversed(target.parents)
+                                    if d != root and d.is_relative_to(root)))
+    argv = [item for directory in pinned for item in ("--bind", str(directory), str(directory))]
+    argv += [item for target in targets for item in ("--ro-bind", str(target), str(target))]
+    return argv, placeholders
+
+
+def _protected_targets(writable: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """What to bind read-only for the protected paths of the writable roots (where each really
+    is, or its placeholder), and the placeholders among them."""
+    targets: list[Path] = []
     placeholders: list[Path] = []
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
     for top in writable:
@@ -42,30 +69,10 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
                     continue
                 placeholders.append(placeholder)
                 target = placeholder
-            argv += ["--ro-bind", str(target), str(target)]
+            targets.append(target)
             if target.is_dir() or target == placeholder:
                 covered.append(target)
-    return argv, placeholders
-
-
-def held_mounts(files: Sequence[str], writable: Sequence[Path]) -> list[str]:
-    """Each existing file of `files` inside a writable root bound read-only, after every
-    directory between the root and it is bound onto itself (writable as before, but a mount
-    point: it can be neither renamed nor removed, so no other file can take the path). Put
-    these before the protected mounts, which must stay read-only over them."""
-    argv: list[str] = []
-    bound: set[Path] = set()
-    for name in files:
-        path = Path(name).resolve()
-        root = next((r for r in writable if path != r and _under_any(path, [r])), None)
-        if root is None or not path.is_file():
-            continue
-        for directory in reversed(path.parents):
-            if directory != root and directory.is_relative_to(root) and directory not in bound:
-                bound.add(directory)
-                argv += ["--bind", str(directory), str(directory)]
-        argv += ["--ro-bind", str(path), str(path)]
-    return argv
+    return targets, placeholders
 
 
 def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
