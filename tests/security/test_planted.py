@@ -162,6 +162,21 @@ async def test_another_agents_settings_cannot_be_swapped_by_moving_their_folder(
     assert (tmp_path / ".claude" / "notes.md").read_text() == "x\n"
 
 
+@pytest.mark.parametrize("hooks_path", ["app/hooks", "{top}/app/hooks"])
+async def test_a_hooks_path_inside_a_workspace_below_the_repositorys_top_stays_read_only(
+        tmp_path: Path, canary: Path, hooks_path: str) -> None:
+    # the workspace is a folder of a repository (a monorepo's package): git reads the top's
+    # config and takes a relative core.hooksPath from the top, and runs the hooks from there
+    top = bare_repository(tmp_path)
+    (top / "app").mkdir()
+    assert git(top, "config", "core.hooksPath", hooks_path.format(top=top)).returncode == 0
+    text = await run(top / "app", plant("hooks/pre-commit", canary) + "; echo x > notes.txt")
+    assert refused(text), text
+    commit(top)
+    assert not canary.exists()
+    assert sorted(os.listdir(top / "app")) == ["notes.txt"]
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and

@@ -38,16 +38,27 @@ def git_dir_of(root: Path) -> Path | None:
     return (target if target.is_absolute() else root / target).resolve()
 
 
+def repository_top(path: Path) -> Path | None:
+    """The top of the working tree `path` is in: `path` itself or the nearest parent holding a
+    `.git` (directory or file); None outside any repository."""
+    for directory in (path, *path.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+    return None
+
+
 def hooks_dirs(root: Path) -> list[Path]:
-    """The directories `core.hooksPath` names for the repository at `root` in any configuration
-    git would read (system, global, the repository's, a worktree's); relative values are taken
-    from `root`, as git does for hooks."""
+    """The directories `core.hooksPath` names for the repository `root` is in (at its top or
+    in a folder of it: a monorepo's package) in any configuration git would read (system,
+    global, the repository's, a worktree's); relative values are taken from the repository's
+    top, where git runs hooks."""
+    top = repository_top(root) or root
     found: list[Path] = []
     seen: set[Path] = set()
-    for config in _config_files(root):
+    for config in _config_files(top):
         for value in _hooks_values(config, seen, depth=0):
             path = Path(os.path.expanduser(value))
-            resolved = (path if path.is_absolute() else root / path).resolve()
+            resolved = (path if path.is_absolute() else top / path).resolve()
             if resolved not in found:
                 found.append(resolved)
     return found
