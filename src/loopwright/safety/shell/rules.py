@@ -136,6 +136,34 @@ def catastrophic(command: SimpleCommand, targets: Targets) -> str | None:
                                                any(re.fullmatch(r"-[a-zA-Z]*R[a-zA-Z]*", f)
                                                    for f in flags)):
         return _vital(operands[1:], command.cwd, targets, f"recursively changing ({name})")
+    if name == "rsync" and _rsync_deletes(flags) and operands:
+        return _vital(operands[-1:], command.cwd, targets, "deleting everything under")
+    if name == "mv" and operands:
+        target = _target_directory(command)
+        moved = [w for w in operands if w is not target] if target else operands[:-1]
+        return _vital(moved, command.cwd, targets, "moving away")
+    return None
+
+
+def _rsync_deletes(flags: list[str]) -> bool:
+    """`--delete` and its kinds, `--remove-source-files`: rsync deletes files."""
+    return any(f.startswith(("--delete", "--del")) or f == "--remove-source-files"
+               for f in flags)
+
+
+def _target_directory(command: SimpleCommand) -> Word | None:
+    """The `-t DIR` / `--target-directory[=]DIR` of cp, mv, ln or install, if given so (rsync's
+    and scp's `-t` mean something else)."""
+    if command.name not in ("cp", "mv", "ln", "install"):
+        return None
+    for index, word in enumerate(command.words[1:], start=1):
+        if word.value.startswith("--target-directory="):
+            value = word.value.split("=", 1)[1]
+            return Word(value=value, candidates=tuple(c.split("=", 1)[-1]
+                                                      for c in word.candidates),
+                        computed=word.computed)
+        if word.value in ("-t", "--target-directory") and index + 1 < len(command.words):
+            return command.words[index + 1]
     return None
 
 
@@ -181,10 +209,8 @@ def written_words(command: SimpleCommand) -> list[Word]:
     flags, operands = flags_and_operands(command.words[1:])
     if name == "tee":
         out += operands
-    elif name in _COPY_COMMANDS and len(operands) >= 2:
-        target_dir = next((w for i, w in enumerate(command.words[1:-1])
-                           if w.value in ("-t", "--target-directory")), None)
-        out.append(target_dir or operands[-1])
+    elif name in _COPY_COMMANDS and (len(operands) >= 2 or _target_directory(command)):
+        out.append(_target_directory(command) or operands[-1])
     elif name == "dd":
         out += [Word(value=w.value[3:], candidates=tuple(c[3:] for c in w.candidates),
                      computed=w.computed) for w in command.words[1:] if w.value.startswith("of=")]
@@ -208,7 +234,8 @@ def dangerous(command: SimpleCommand, home: str,
     flags, operands = flags_and_operands(command.words[1:])
     if name == "rm" and _recursive(flags):
         return "recursive delete"
-    if name == "find" and "-delete" in command.argv:
+    if (name == "find" and "-delete" in command.argv) or (name == "rsync" and
+                                                          _rsync_deletes(flags)):
         return "recursive delete"
     if name in _SUPERUSER:
         return "superuser command"
