@@ -177,6 +177,39 @@ async def test_a_hooks_path_inside_a_workspace_below_the_repositorys_top_stays_r
     assert sorted(os.listdir(top / "app")) == ["notes.txt"]
 
 
+def with_submodule(tmp_path: Path) -> Path:
+    """A repository with the submodule `lib` (absorbed: `lib/.git` is a `gitdir:` file)."""
+    library = tmp_path / "library"
+    library.mkdir()
+    assert git(library, "init", "-q").returncode == 0
+    (library / "a.txt").write_text("a\n")
+    assert git(library, "add", "a.txt").returncode == 0
+    commit(library)
+    workdir = bare_repository(tmp_path)
+    added = git(workdir, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                str(library), "lib")
+    assert added.returncode == 0, added.stderr
+    commit(workdir)
+    assert (workdir / "lib" / ".git").is_file()
+    return workdir
+
+
+async def test_a_submodules_git_pointer_cannot_be_turned_to_a_planted_git_directory(
+        tmp_path: Path, canary: Path) -> None:
+    # the top's `git status` runs git inside each submodule: a lib/.git pointing at a planted
+    # git directory made its core.fsmonitor run at the user's next status
+    workdir = with_submodule(tmp_path)
+    text = await run(workdir, "cp -r .git/modules/lib planted && printf '[core]\\n\\tfsmonitor "
+                     f"= \"touch {canary}; false\"\\n\\tworktree = ../lib\\n' >> planted/config; "
+                     "echo 'gitdir: ../planted' > lib/.git")
+    assert refused(text), text
+    assert git(workdir, "status", "--short").returncode == 0
+    assert not canary.exists()
+    text = await run(workdir, "mv lib lib2; echo x > lib/a.txt && cat lib/a.txt")
+    assert "Device or resource busy" in text and text.endswith("x\n[exit code 0]"), text
+    assert (workdir / "lib" / ".git").read_text().startswith("gitdir: ../.git/modules/lib")
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and

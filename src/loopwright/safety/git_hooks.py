@@ -1,6 +1,7 @@
 """Where git looks for hooks: `.git/hooks`, or the directory `core.hooksPath` names (husky sets
 `core.hooksPath=.husky`). A hooks directory inside the workspace must stay unwritable, whether it
 exists yet or not, or a sandboxed command could plant a hook the user's next `git commit` runs.
+So must each submodule's `.git`, which the top's `git status` follows into a git directory.
 
 The configuration is read, never run: git itself is not started (a hostile repository config
 could name programs), files are read with a size cap, at most `_MAX_FILES` of them, includes
@@ -18,6 +19,7 @@ from pathlib import Path
 _MAX_BYTES = 256 * 1024
 _MAX_FILES = 16
 _MAX_DEPTH = 4
+_MAX_SUBMODULES = 64
 _SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _ENTRY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
@@ -62,6 +64,33 @@ def hooks_dirs(root: Path) -> list[Path]:
             if resolved not in found:
                 found.append(resolved)
     return found
+
+
+def submodule_git_paths(root: Path) -> list[Path]:
+    """The `.git` of every submodule of the repository at `root` (absolute, resolved parents;
+    they may not exist): git runs `git status` inside each one from the top's own `git status`,
+    so a `.git` pointer rewritten to a planted git directory (its `core.fsmonitor`) runs there.
+    Found from the absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and
+    the paths `.gitmodules` names, each bounded."""
+    git_dir = git_dir_of(root)
+    if git_dir is None:
+        return []
+    found: list[Path] = []
+    configs = sorted(common_dir(git_dir).glob("modules/**/config"))[:_MAX_SUBMODULES]
+    for config in configs:
+        for section, key, value in _entries(_read(config) or ""):
+            if section == "core" and key == "worktree" and value:
+                found.append(_under(config.parent, value) / ".git")
+    for section, key, value in _entries(_read(root / ".gitmodules") or "")[:_MAX_SUBMODULES]:
+        if section.startswith("submodule.") and key == "path" and value:
+            found.append(_under(root, value) / ".git")
+    return [path for path in dict.fromkeys(found) if path.parent.is_relative_to(root)
+            and path.parent != root]
+
+
+def _under(base: Path, value: str) -> Path:
+    path = Path(value)
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
 
 
 def _config_files(root: Path) -> list[Path]:

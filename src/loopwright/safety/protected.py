@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs
+from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs, submodule_git_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +60,16 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
 
 
 def protected_locations(root: Path) -> list[Path]:
-    """Every protected path at the top of the workspace root `root` (absolute, resolved; it
-    may not exist yet): the entries, the hooks directories the git configuration names, and
-    the git directories a `.git` file points to (a worktree's own and the shared one with the
-    hooks and config)."""
+    """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
+    yet): the entries at its top, the hooks directories the git configuration names, the git
+    directories a `.git` file points to (a worktree's own and the shared one with the hooks
+    and config), each submodule's `.git` and the environment loopwright runs in."""
     found = [root / entry.relative for entry in PROTECTED_ENTRIES]
     git_dir = git_dir_of(root)
     if git_dir is not None and git_dir != root / ".git":
         found += dict.fromkeys((git_dir, common_dir(git_dir)))
     own = [path for path in own_environment() if path.is_relative_to(root)]
-    return found + hooks_dirs(root) + own
+    return found + hooks_dirs(root) + submodule_git_paths(root) + own
 
 
 @functools.cache
