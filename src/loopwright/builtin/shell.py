@@ -31,7 +31,7 @@ from loopwright.builtin.workspace_scan import record_command_changes, scan_befor
 from loopwright.errors import ToolError
 from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
-from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0
@@ -166,7 +166,7 @@ async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: boo
     """What to start; without a sandbox, approval for anything not `plain` (plainly
     read-only)."""
     policy = context_policy(ctx.services)
-    held = ctx.services.get(PROTECTED_PATHS_SERVICE)  # the scripts the user's hooks run
+    held = held_files(ctx)  # the scripts the user's hooks and MCP servers run
     if held:
         policy = replace(policy, held_files=tuple(str(path) for path in held))
     launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
