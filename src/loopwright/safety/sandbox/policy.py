@@ -86,6 +86,10 @@ class SandboxPolicy:
     # files something outside the sandbox runs (the scripts the user's hooks run): read-only,
     # and the directories on their way in a writable root cannot be renamed to swap them
     held_files: tuple[str, ...] = ()
+    # the workspace roots the settings name (working directory, allowed_roots): bubblewrap is
+    # never looked up on PATH there, where a command could have planted one (a run's own roots
+    # are added at each launch)
+    workspace: tuple[str, ...] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
@@ -128,6 +132,8 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
+            settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
         limits=SandboxLimits(
             processes=_count(settings.sandbox_max_processes, "sandbox_max_processes"),
             file_mb=_count(settings.sandbox_max_file_mb, "sandbox_max_file_mb"),
