@@ -36,6 +36,8 @@ EGRESS_SERVICE = "egress"
 """`ToolContext.services` key: the run's `Egress`."""
 
 _URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
+_WHOLE_URL = re.compile(r"((?:https?|wss?|ftp):)[/\\]*(?=[^\s/\\])", re.IGNORECASE)
+_TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MAX_SCANNED_CHARS = 1_000_000
 
 
@@ -122,6 +124,9 @@ def urls_in(value: Any) -> Iterator[str]:
         if isinstance(item, str):
             budget[0] -= len(item)
             yield from (m.group(0) for m in _URL.finditer(item[:_MAX_SCANNED_CHARS]))
+            whole = _as_browsers_read(item[:_MAX_SCANNED_CHARS])
+            if whole is not None:
+                yield whole
         elif isinstance(item, dict):
             for key, nested in item.items():
                 yield from walk(key)
@@ -135,6 +140,20 @@ def urls_in(value: Any) -> Iterator[str]:
         if url not in seen:
             seen.add(url)
             yield url
+
+
+def _as_browsers_read(text: str) -> str | None:
+    """A value that is a URL as a whole, as a WHATWG parser (Node's `URL` and `fetch`, a
+    browser) reads it: leading and trailing controls and spaces trimmed, tabs and newlines
+    dropped, any number of slashes after the scheme, a backslash taken for a slash. There
+    `https://allowed.example<TAB>.evil.net/` and `https://evil.net<BACKSLASH>@allowed.example/`
+    name `evil.net`, where the text scan and Python's `urlsplit` see `allowed.example`. None
+    for any other value."""
+    trimmed = text.strip("".join(map(chr, range(33)))).translate(_TAB_AND_NEWLINE)
+    found = _WHOLE_URL.match(trimmed)
+    if found is None:
+        return None
+    return f"{found.group(1)}//{trimmed[found.end():]}".replace("\\", "/")
 
 
 @dataclass(kw_only=True)
