@@ -82,7 +82,7 @@ _PARALLEL_VALUED = frozenset({"-j", "-P", "--jobs", "-S", "--sshlogin", "-a", "-
 _SUPERUSER = frozenset({"sudo", "doas", "pkexec", "run0", "runuser"})
 _GIT_VALUED = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace",
                          "--exec-path", "--super-prefix", "--config-env"})
-_GIT_RUNS_COMMANDS = re.compile(
+GIT_RUNS_COMMANDS = re.compile(
     r"^(?:alias\..*|core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|gitproxy|askpass)|"
     r".*\.(?:command|cmd|textconv|program|helper|clean|smudge|process)|sequence\.editor|"
     r"protocol\..*\.allow|uploadpack\.packobjectshook|diff\.external|gpg\..*|"
@@ -409,7 +409,7 @@ def _git(walker: Walker, command: SimpleCommand, args: list[Word]) -> None:
         value = args[index].value
         if value in ("-c", "--config-env") and index + 1 < len(args):
             key = args[index + 1].value.split("=", 1)[0]
-            if args[index + 1].computed or _GIT_RUNS_COMMANDS.match(key):
+            if args[index + 1].computed or GIT_RUNS_COMMANDS.match(key):
                 walker.script.note(f"git -c {key} can make git run another command")
         index += 2 if value in _GIT_VALUED else 1
 
