@@ -393,7 +393,10 @@ async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
 
 @pytest.mark.parametrize("path", [".husky/pre-commit", ".mcp.json", ".git/info/attributes",
                                   ".agents/skills/x/SKILL.md", ".loopwright/notes.md",
-                                  ".claude/settings.json"])
+                                  ".claude/settings.json",
+                                  # the same on a case-insensitive file system (macOS, Windows)
+                                  ".GIT/hooks/pre-commit", ".Claude/Settings.json",
+                                  "LoopWright.toml", ".MCP.json"])
 async def test_file_tools_ask_before_writing_a_protected_path(harness: Harness, path: str
                                                               ) -> None:
     work = harness.workdir

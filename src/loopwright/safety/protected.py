@@ -89,9 +89,9 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
     """Why writing `path` (absolute, resolved) could plant something run later or loosen the
     agent's own safety, else None. `extra`: more protected files or directories (hook scripts,
     configured git hooks directories)."""
-    parts = path.parts
+    parts = tuple(part.casefold() for part in path.parts)  # `.GIT` is `.git` on macOS
     for entry in PROTECTED_ENTRIES:
-        wanted = PurePath(entry.relative).parts
+        wanted = tuple(part.casefold() for part in PurePath(entry.relative).parts)
         width = len(wanted)
         if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
             return entry.reason
