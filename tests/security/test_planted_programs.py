@@ -103,3 +103,27 @@ async def test_without_a_sandbox_grep_does_not_start_a_planted_ripgrep(
         result = await agent.run("go")
     [found] = tool_results(result.messages)
     assert "a.txt:1:needle" in found and not canary.exists()
+
+
+async def test_a_ripgrep_planted_where_none_is_installed_is_not_chosen(
+        tmp_path: Path, canary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # with no ripgrep on the host, grep must not pick the workspace's `rg` as "installed"
+    workdir = tmp_path / "project"
+    (workdir / ".venv" / "bin").mkdir(parents=True)
+    (workdir / "a.txt").write_text("needle\n")
+    planted = workdir / ".venv" / "bin" / "rg"
+    planted.write_text(f"#!/bin/sh\ntouch {canary}\n")
+    planted.chmod(0o755)
+    bwrap_only = tmp_path / "bin"  # bubblewrap and a shell, but no ripgrep
+    bwrap_only.mkdir()
+    for program in ("bwrap", "sh", "bash"):
+        (bwrap_only / program).symlink_to(shutil.which(program) or "/bin/sh")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(planted.parent), str(bwrap_only)]))
+    script = [Reply(tool_calls=[call("grep", {"pattern": "needle"})]), Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=default_tools(), workdir=str(workdir),
+                      sandbox_bwrap="/nonexistent/bwrap")
+        result = await agent.run("go")
+    [found] = tool_results(result.messages)
+    assert found == "a.txt:1:needle" and not canary.exists()

@@ -17,7 +17,6 @@ import contextlib
 import fnmatch
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,7 +26,7 @@ from pydantic import Field
 from loopwright.builtin.listing import SKIPPED_DIRS
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
-from loopwright.safety.sandbox import context_policy, prepare_helper_launch
+from loopwright.safety.sandbox import context_policy, host_program, prepare_helper_launch
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 from loopwright.tools.base import Tool, ToolContext, tool
 
@@ -72,8 +71,10 @@ def make_grep(engine: Engine = "auto") -> Tool:
             await require_secret_approval(ctx, target, verb="search")
         query = Query(pattern=pattern, ignore_case=ignore_case, glob=glob, context=context,
                       files_only=files_only, max_results=max_results)
-        use_rg = engine == "ripgrep" or (engine == "auto" and shutil.which("rg") is not None)
-        if engine == "ripgrep" and shutil.which("rg") is None:
+        # never a ripgrep a command could have put on PATH in the workspace
+        have_rg = host_program("rg", workspace_roots(ctx)) is not None
+        use_rg = engine == "ripgrep" or (engine == "auto" and have_rg)
+        if engine == "ripgrep" and not have_rg:
             raise ToolError("ripgrep (rg) is not installed.")
         if not any(target == root or target.is_relative_to(root) for root in workspace_roots(ctx)):
             # A read-only root (a user's skill folder) lies in ~/.config/loopwright, which the

@@ -15,6 +15,7 @@ from loopwright.safety.sandbox.env import is_secret_variable, scrubbed_environme
 from loopwright.safety.sandbox.launch import (
     Availability,
     Launch,
+    host_program,
     prepare_helper_launch,
     prepare_launch,
     sandbox_availability,
@@ -40,6 +41,7 @@ __all__ = [
     "SandboxMode",
     "SandboxPolicy",
     "context_policy",
+    "host_program",
     "is_plainly_read_only",
     "is_secret_variable",
     "parse_mode",

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loopwright.errors import ToolError
 from loopwright.safety.sandbox.cgroup import PidsGroup
 from loopwright.safety.sandbox.env import scrubbed_environment
 from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
@@ -93,7 +93,7 @@ _probing: dict[tuple[str, str, bool], asyncio.Future[Availability]] = {}
 
 def _key(policy: SandboxPolicy) -> tuple[str, str, bool]:
     # by the binary PATH finds now: another PATH may have no bubblewrap
-    return sys.platform, _bwrap(policy), policy.network
+    return sys.platform, _bwrap(policy) or policy.bwrap, policy.network
 
 
 def _unsupported(policy: SandboxPolicy) -> Availability | None:
@@ -105,7 +105,7 @@ def _unsupported(policy: SandboxPolicy) -> Availability | None:
     if not sys.platform.startswith("linux"):
         return Availability(available=False,
                             problem=f"no sandbox is implemented for {sys.platform}")
-    if shutil.which(_bwrap(policy)) is None:
+    if _bwrap(policy) is None:
         return Availability(available=False, problem=(
             f"bubblewrap ({policy.bwrap!r}) was not found; install it with "
             "`apt-get install bubblewrap` (or your distribution's bubblewrap package)"))
@@ -144,7 +144,7 @@ async def sandbox_availability(policy: SandboxPolicy) -> Availability:
 
 
 async def _probe(policy: SandboxPolicy, key: tuple[str, str, bool]) -> Availability:
-    binary = shutil.which(_bwrap(policy)) or policy.bwrap
+    binary = _bwrap(policy) or policy.bwrap
     process: asyncio.subprocess.Process | None = None
     try:
         process = await asyncio.create_subprocess_exec(
@@ -170,7 +170,7 @@ def sandbox_availability_sync(policy: SandboxPolicy) -> Availability:
         return cached
     answer = _unsupported(policy)
     if answer is None:
-        binary = shutil.which(_bwrap(policy)) or policy.bwrap
+        binary = _bwrap(policy) or policy.bwrap
         try:
             done = subprocess.run(probe_argv(binary, policy), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -182,13 +182,13 @@ def sandbox_availability_sync(policy: SandboxPolicy) -> Availability:
     return answer
 
 
-def _bwrap(policy: SandboxPolicy, roots: Sequence[Path] = ()) -> str:
-    """The bubblewrap binary to start: never one from the workspace (`host_program`)."""
+def _bwrap(policy: SandboxPolicy, roots: Sequence[Path] = ()) -> str | None:
+    """The bubblewrap binary to start, never one from the workspace (`host_program`)."""
     return host_program(policy.bwrap, (*policy.workspace, *map(str, roots)))
 
 
 @functools.lru_cache(maxsize=64)
-def _found_on(path: str, name: str, roots: tuple[str, ...]) -> str:
+def _found_on(path: str, name: str, roots: tuple[str, ...]) -> str | None:
     writable = [Path(root).resolve() for root in roots]
     for entry in path.split(os.pathsep):
         if not os.path.isabs(entry):
@@ -199,17 +199,21 @@ def _found_on(path: str, name: str, roots: tuple[str, ...]) -> str:
         candidate = directory / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
-    return name
+    return None
 
 
-def host_program(name: str, roots: Sequence[str | Path]) -> str:
+def host_program(name: str, roots: Sequence[str | Path]) -> str | None:
     """Where the program `name` is on `PATH`, skipping the directories a sandboxed command can
     write — relative entries and any inside the workspace `roots` (an activated project venv's
-    `.venv/bin`, `node_modules/.bin`) — so a `bwrap` a command planted there is never started on
-    the host; `name` itself when it is a path, or when it is not found. An answer is kept per
-    `PATH` and roots: a file planted later is in a skipped directory, so it cannot change it."""
-    if not name or "/" in name:
-        return name
+    `.venv/bin`, `node_modules/.bin`) — so a `bwrap` or `rg` a command planted there is never
+    started on the host; `name` itself when it is a path to a program; None when it is found
+    nowhere else.
+    An answer is kept per `PATH` and roots: a file planted later lies in a skipped directory,
+    so it cannot change the answer."""
+    if "/" in name:  # a path, as `shutil.which` takes one
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    if not name:
+        return None
     return _found_on(os.environ.get("PATH", os.defpath), name,
                      tuple(sorted(str(root) for root in roots)))
 
@@ -222,9 +226,13 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
     env = scrubbed_environment(os.environ if environ is None else environ,
                                policy.env_passthrough)
     # bubblewrap, and a helper started by name, never from a directory a command can write
-    policy = replace(policy, bwrap=_bwrap(policy, roots))
-    command = [host_program(command[0], (*policy.workspace, *roots)), *command[1:]
-               ] if command else []
+    policy = replace(policy, bwrap=_bwrap(policy, roots) or policy.bwrap)
+    if command:
+        program = host_program(command[0], (*policy.workspace, *roots))
+        if program is None:
+            raise ToolError(f"{command[0]} was not found on PATH (outside the workspace, where "
+                            "commands could have put it)")
+        command = [program, *command[1:]]
     if not policy.enabled:
         return Launch(argv=list(command), env=env, sandboxed=False)
     availability = await sandbox_availability(policy)
