@@ -210,6 +210,23 @@ async def test_a_submodules_git_pointer_cannot_be_turned_to_a_planted_git_direct
     assert (workdir / "lib" / ".git").read_text().startswith("gitdir: ../.git/modules/lib")
 
 
+async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
+        tmp_path: Path, canary: Path) -> None:
+    # a clone without its submodules: lib/ is empty, and a lib/.git made there would make the
+    # top's git status look inside; git itself must still work in the sandbox (no placeholder)
+    source = with_submodule(tmp_path)
+    workdir = tmp_path / "clone"
+    assert git(tmp_path, "clone", "-q", str(source), str(workdir)).returncode == 0
+    assert (workdir / "lib").is_dir() and not any((workdir / "lib").iterdir())
+    text = await run(workdir, "git init -q --bare planted && git --git-dir=planted config "
+                     f"core.bare false && git --git-dir=planted config core.fsmonitor 'touch "
+                     f"{canary}; false' && echo 'gitdir: ../planted' > lib/.git; "
+                     "git status --short >/dev/null; echo status $?")
+    assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
+    git(workdir, "status", "--short")
+    assert not canary.exists() and not (workdir / "lib" / ".git").exists()
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and

@@ -67,25 +67,43 @@ def hooks_dirs(root: Path) -> list[Path]:
 
 
 def submodule_git_paths(root: Path) -> list[Path]:
-    """The `.git` of every submodule of the repository at `root` (absolute, resolved parents;
-    they may not exist): git runs `git status` inside each one from the top's own `git status`,
-    so a `.git` pointer rewritten to a planted git directory (its `core.fsmonitor`) runs there.
-    Found from the absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and
-    the paths `.gitmodules` names, each bounded."""
+    """What keeps each submodule of the repository at `root` from being pointed at a planted git
+    directory: its `.git` (a `gitdir:` file or a directory) where it exists, else its folder
+    while that is empty (an unpopulated submodule: nothing to edit there, and a `.git` made in
+    it would make it populated). git runs `git status` inside each populated submodule from
+    the top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
+    absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and the paths
+    `.gitmodules` names, each bounded; only paths that exist (no placeholder: an empty `.git`
+    directory would make git fail on the submodule)."""
     git_dir = git_dir_of(root)
     if git_dir is None:
         return []
-    found: list[Path] = []
+    folders: list[Path] = []
     configs = sorted(common_dir(git_dir).glob("modules/**/config"))[:_MAX_SUBMODULES]
     for config in configs:
         for section, key, value in _entries(_read(config) or ""):
             if section == "core" and key == "worktree" and value:
-                found.append(_under(config.parent, value) / ".git")
+                folders.append(_under(config.parent, value))
     for section, key, value in _entries(_read(root / ".gitmodules") or "")[:_MAX_SUBMODULES]:
         if section.startswith("submodule.") and key == "path" and value:
-            found.append(_under(root, value) / ".git")
-    return [path for path in dict.fromkeys(found) if path.parent.is_relative_to(root)
-            and path.parent != root]
+            folders.append(_under(root, value))
+    found: list[Path] = []
+    for folder in dict.fromkeys(folders):
+        if folder == root or not folder.is_relative_to(root):
+            continue
+        if os.path.lexists(folder / ".git"):
+            found.append(folder / ".git")
+        elif folder.is_dir() and not folder.is_symlink() and _is_empty(folder):
+            found.append(folder)
+    return found
+
+
+def _is_empty(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as listing:
+            return next(listing, None) is None
+    except OSError:
+        return False
 
 
 def _under(base: Path, value: str) -> Path:
