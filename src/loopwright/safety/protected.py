@@ -104,7 +104,7 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         return _OWN_ENVIRONMENT
     for other in extra:
         if _within(path, Path(other).expanduser()):
-            return "a configured hook runs it"
+            return "a configured hook or MCP server runs it"
     return None
 
 

@@ -42,7 +42,7 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
             targets.append(path)
     pinned: dict[Path, None] = {}
     for target in targets:
-        root = next(r for r in writable if _under_any(target, [r]))
+        root = next((r for r in writable if _under_any(target, [r])), target)
         pinned.update(dict.fromkeys(d for d in reversed(target.parents)
                                     if d != root and d.is_relative_to(root)))
     argv = [item for directory in pinned for item in ("--bind", str(directory), str(directory))]
