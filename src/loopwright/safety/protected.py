@@ -43,6 +43,19 @@ class ProtectedEntry:
 _GIT = "git runs commands from it"  # hooks, core.fsmonitor and core.pager in its config
 _OWN_ENVIRONMENT = "it is the Python environment loopwright runs in (its code runs outside " \
     "the sandbox)"
+HOME_STARTUP_FILES = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+    ".zshenv", ".zlogin", ".zlogout", ".config/fish", ".ssh", ".config/autostart",
+    ".config/systemd", ".gitconfig", ".config/git", ".local/bin", ".pam_environment",
+    ".xprofile", ".xinitrc", ".xsession",
+    # what an editor, a multiplexer or an interpreter runs when it starts
+    ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
+    ".ipython", ".pythonrc", ".local/lib", ".config/direnv", ".cargo/config",
+    ".cargo/config.toml")
+"""Files in the home directory that run, or say what runs, when the user logs in or starts a
+program: protected when the home directory lies in a workspace root (`loopwright chat` started
+in `~`), and a write to them is a danger for the shell policy wherever the workspace is."""
+_STARTUP = "it runs when you log in or start a program (a shell, SSH, git, an editor)"
 SKILL_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
 """Where a project keeps its skills (read by `loopwright.skills.discovery`)."""
 
@@ -63,13 +76,16 @@ def protected_locations(root: Path) -> list[Path]:
     """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
     yet): the entries at its top, the hooks directories the git configuration names, the git
     directories a `.git` file points to (a worktree's own and the shared one with the hooks
-    and config), each submodule's `.git` and the environment loopwright runs in."""
+    and config), each submodule's `.git`, the environment loopwright runs in, and the startup
+    files of a home directory inside it."""
     found = [root / entry.relative for entry in PROTECTED_ENTRIES]
     git_dir = git_dir_of(root)
     if git_dir is not None and git_dir != root / ".git":
         found += dict.fromkeys((git_dir, common_dir(git_dir)))
     own = [path for path in own_environment() if path.is_relative_to(root)]
-    return found + hooks_dirs(root) + submodule_git_paths(root) + own
+    home = Path.home().resolve()
+    startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
+    return found + hooks_dirs(root) + submodule_git_paths(root) + own + startup
 
 
 @functools.cache
@@ -102,6 +118,9 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         return "it is in the user's loopwright configuration directory"
     if any(_within(path, environment) for environment in own_environment()):
         return _OWN_ENVIRONMENT
+    home = Path.home()
+    if any(_within(path, home / name) for name in HOME_STARTUP_FILES):
+        return _STARTUP
     for other in extra:
         if _within(path, Path(other).expanduser()):
             return "a configured hook or MCP server runs it"

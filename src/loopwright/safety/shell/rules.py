@@ -13,6 +13,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 
+from loopwright.safety.protected import HOME_STARTUP_FILES
 from loopwright.safety.sensitive import is_secret_path
 from loopwright.safety.shell.parse import SimpleCommand
 from loopwright.safety.shell.paths import join_path
@@ -29,14 +30,6 @@ _DEEP_SYSTEM = frozenset({"/usr/bin", "/usr/lib", "/usr/lib64", "/usr/local", "/
 _SYSTEM_WRITE_ROOTS = ("/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                        "/opt", "/sys", "/proc", "/var/lib", "/root", "/srv", "/System",
                        "/Library")
-_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-                  ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".config/fish",
-                  ".ssh", ".config/autostart", ".config/systemd", ".gitconfig", ".config/git",
-                  ".local/bin", ".pam_environment", ".xprofile", ".xinitrc", ".xsession",
-                  # what an editor, a multiplexer or an interpreter runs when it starts
-                  ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf",
-                  ".config/tmux", ".ipython", ".pythonrc", ".local/lib", ".config/direnv",
-                  ".cargo/config", ".cargo/config.toml")
 _PROBE_NAMES = ("usr", "etc", "bin", "home", "var", "lib", "Documents", ".ssh", ".config",
                 "src", "a", "projects", ".bashrc")
 _BLOCK_DEVICE = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk|md|dm-|mapper/|loop|"
@@ -369,8 +362,8 @@ def _write_danger(command: SimpleCommand, home: str,
                     path in _SYSTEM_WRITE_ROOTS or path.startswith(tuple(
                         f"{root}/" for root in _SYSTEM_WRITE_ROOTS))):
                 return "write to a system directory"
-            if any(path == posixpath.join(home, name) or
-                   path.startswith(posixpath.join(home, name) + "/") for name in _STARTUP_FILES):
+            if any(path == posixpath.join(home, name) or path.startswith(
+                    posixpath.join(home, name) + "/") for name in HOME_STARTUP_FILES):
                 return "write to a startup file (a shell, SSH, git, an editor or Python runs it)"
             reason = protected(path)
             if reason is not None:
