@@ -293,7 +293,7 @@ async def _git_in_parent(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", [
     "loopwright.toml", ".loopwright/config.toml", ".loopwright/skills/evil/SKILL.md",
     ".claude/skills/evil/SKILL.md", ".agents/skills/evil/SKILL.md", ".mcp.json",
-    ".claude/settings.json",
+    ".claude/settings.json", ".lfsconfig",  # lfs.url: file contents go there at the next push
 ])
 async def test_loopwright_and_agent_config_cannot_be_created(tmp_path: Path, path: str) -> None:
     workdir = tmp_path / "work"
@@ -410,7 +410,7 @@ async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
 
 @pytest.mark.parametrize("path", [".husky/pre-commit", ".mcp.json", ".git/info/attributes",
                                   ".agents/skills/x/SKILL.md", ".loopwright/notes.md",
-                                  ".claude/settings.json",
+                                  ".claude/settings.json", ".lfsconfig",
                                   # the same on a case-insensitive file system (macOS, Windows)
                                   ".GIT/hooks/pre-commit", ".Claude/Settings.json",
                                   "LoopWright.toml", ".MCP.json"])

@@ -64,6 +64,9 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     ProtectedEntry("loopwright.toml", "it is a loopwright configuration file"),
     ProtectedEntry(".loopwright", "it is loopwright's project folder (skills, config)"),
     ProtectedEntry(".mcp.json", "it configures MCP servers, which run as commands"),
+    # `lfs.url` there sends every file `.gitattributes` gives to LFS to that server at the
+    # user's next push: data leaving without any fetch being asked
+    ProtectedEntry(".lfsconfig", "git-lfs uploads file contents where it says, at your push"),
     # `.loopwright/skills`, the first skill folder, is inside `.loopwright` already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith(".loopwright/")),
