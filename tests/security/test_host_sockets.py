@@ -100,3 +100,23 @@ async def test_a_socket_the_command_makes_itself_still_works(tmp_path: Path,
         "    print(\"connected\", address)' {}/own.sock /tmp/own.sock")
     text = await run(tmp_path, serve_and_connect.format(tmp_path))
     assert f"connected {tmp_path}/own.sock\nconnected /tmp/own.sock\n[exit code 0]" == text
+
+
+POSTGRES_SOCKETS = Path("/run/postgresql")
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_database_socket_is_out_of_reach_with_the_network_off(
+        tmp_path: Path, network: bool) -> None:
+    # PostgreSQL's peer authentication lets the user's own processes in by the socket; with
+    # the network off the database is as out of reach as its TCP port (with it on, both are)
+    require_component(POSTGRES_SOCKETS.is_dir() and os.access(POSTGRES_SOCKETS, os.W_OK),
+                      "a writable /run/postgresql (PostgreSQL's socket directory)")
+    address = POSTGRES_SOCKETS / f".s.PGSQL.{40000 + os.getpid() % 20000}"
+    try:
+        with listening(str(address)) as server:
+            text = await run(tmp_path, CONNECT.format(address=address), network=network)
+            assert ("connected" in text) is network, text
+            assert was_reached(server) is network
+    finally:
+        address.unlink(missing_ok=True)

@@ -20,7 +20,11 @@ from pathlib import Path
 from loopwright.config import user_config_dir
 from loopwright.safety.protected import protected_locations
 from loopwright.safety.sandbox.placeholders import missing_point, shared
-from loopwright.safety.sandbox.policy import HOST_SERVICE_SOCKETS, SandboxPolicy
+from loopwright.safety.sandbox.policy import (
+    DATABASE_SOCKETS,
+    HOST_SERVICE_SOCKETS,
+    SandboxPolicy,
+)
 from loopwright.settings import default_data_dir
 
 
@@ -84,6 +88,7 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
             user_config_dir(), default_data_dir(),
             *(Path(path).expanduser() for path in policy.hidden_paths),
             *(Path(path) for path in HOST_SERVICE_SOCKETS),
+            *(Path(path) for path in (() if policy.network else DATABASE_SOCKETS)),
             *([Path(runtime)] if os.path.isabs(runtime) else [])]
 
 

@@ -45,6 +45,11 @@ HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/dock
                         "/run/snapd-snap.socket", "/run/incus", "/var/run/docker.sock",
                         "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
                         "/var/lib/incus/unix.socket")
+# Databases on Unix sockets: reached as the user (peer authentication), a superuser role runs
+# programs outside the sandbox (`COPY … TO PROGRAM`). Hidden with the network off, when their
+# TCP ports are out of reach too; with it on, a socket is no more than the port.
+DATABASE_SOCKETS = ("/run/postgresql", "/var/run/postgresql", "/run/mysqld", "/var/run/mysqld",
+                    "/run/redis", "/var/run/redis", "/run/mongodb", "/var/run/mongodb")
 MEBIBYTE = 1024 * 1024
 
 
