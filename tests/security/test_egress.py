@@ -250,6 +250,23 @@ async def test_attack_a_url_another_parser_reads_as_another_host_is_refused(
     assert sent_by_tool == []
 
 
+@pytest.mark.parametrize("arguments", [
+    {"url": "https://notes.example.com/x", "text": "x" * 1_000_001 + " " + EXFIL},
+    {"url": "https://notes.example.com/x", "text": "x" * 999_990 + " " + EXFIL},
+])
+async def test_attack_arguments_too_large_to_scan_are_refused_not_passed(
+        hostile_repo: Path, arguments: dict[str, str]) -> None:
+    sent_by_tool.clear()
+    script = [Reply(tool_calls=[call("post_note", arguments)]), Reply(text="ok")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[post_note], workdir=str(hostile_repo),
+                      egress_allow=["notes.example.com"])
+        result = await agent.run("go")
+    [posted] = [str(m.content) for m in result.messages if m.role == "tool"]
+    assert "too large to check" in posted and sent_by_tool == [], posted[:300]
+
+
 # --- the allow-list ----------------------------------------------------------------------------
 
 

@@ -115,16 +115,20 @@ def egress_for(ctx: ToolContext) -> Egress:
 
 
 def urls_in(value: Any) -> Iterator[str]:
-    """Every URL written in a tool call's arguments (nested lists and tables included)."""
+    """Every URL written in a tool call's arguments (nested lists and tables included);
+    `ToolError` when they are longer than can be checked (`_MAX_SCANNED_CHARS`): a URL past the
+    limit must not pass unseen."""
     budget = [_MAX_SCANNED_CHARS]
 
     def walk(item: Any) -> Iterator[str]:
-        if budget[0] <= 0:
-            return
         if isinstance(item, str):
             budget[0] -= len(item)
-            yield from (m.group(0) for m in _URL.finditer(item[:_MAX_SCANNED_CHARS]))
-            whole = _as_browsers_read(item[:_MAX_SCANNED_CHARS])
+            if budget[0] < 0:
+                raise ToolError(
+                    f"the arguments are too large to check for the addresses they name (over "
+                    f"{_MAX_SCANNED_CHARS:,} characters); send less at once")
+            yield from (m.group(0) for m in _URL.finditer(item))
+            whole = _as_browsers_read(item)
             if whole is not None:
                 yield whole
         elif isinstance(item, dict):
@@ -166,9 +170,9 @@ class EgressGate:
     async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         if not prepared.tool.network:
             return None
-        for url in urls_in(prepared.arguments):
-            try:
+        try:
+            for url in urls_in(prepared.arguments):
                 await self.egress.admit(url, ctx, tool=prepared.tool.name)
-            except ToolError as exc:
-                return GateDecision(allow=False, reason=str(exc))
+        except ToolError as exc:
+            return GateDecision(allow=False, reason=str(exc))
         return None
