@@ -184,10 +184,11 @@ def _as_text(data: bytes | None) -> str | None:
 
 
 def read_side(path: Path, limit: int = _MAX_DIFF_BYTES) -> Original:
-    """What `path` holds as a change's side: its bytes, `Unkept` past `limit` bytes, a `Link`
-    for a symlink, None for anything else. Read on the host after a sandboxed command, so no
-    link is followed — neither the last component (`O_NOFOLLOW`) nor a directory on the way
-    (the file opened must be at `path` itself) — and nothing that could block is opened."""
+    """What `path` (absolute, resolved) holds: its bytes, `Unkept` past `limit` bytes, a `Link`
+    for a symlink, None for anything else. For the host reading what a sandboxed command may
+    have left (a change's sides, grep's Python engine): no link is followed — neither the last
+    component (`O_NOFOLLOW`) nor a directory on the way (the file opened must be at `path`
+    itself) — and a named pipe, which would wait for a writer, is not read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from loopwright.builtin.diff import read_side
 from loopwright.builtin.listing import SKIPPED_DIRS
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
@@ -234,13 +235,8 @@ def _python_grep(query: Query, target: Path, workdir: Path) -> tuple[list[str], 
 def _grep_file(file: Path, shown: str, regex: re.Pattern[str], query: Query, out: list[str],
                budget: int) -> int:
     """Append one file's output to `out`; return its number of matches (≤ budget)."""
-    try:
-        if file.stat().st_size > MAX_FILE_BYTES:
-            return 0
-        data = file.read_bytes()
-    except OSError:
-        return 0
-    if b"\0" in data[:8192]:
+    data = read_side(file, MAX_FILE_BYTES)  # never a named pipe (it would wait for ever)
+    if not isinstance(data, bytes) or b"\0" in data[:8192]:
         return 0
     text_lines = data.decode("utf-8", errors="replace").splitlines()
     hits = [n for n, line in enumerate(text_lines) if regex.search(line)][:budget]
