@@ -125,6 +125,23 @@ async def test_the_file_loopwright_config_names_is_hidden(
     assert "sk-config-999" not in output and output.endswith("end\n[exit code 0]")
 
 
+async def test_mcp_server_logs_in_the_cache_are_hidden(
+        place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server's stderr may print its token; spilled outputs beside the logs stay readable
+    monkeypatch.setenv("XDG_CACHE_HOME", str(place / "cache"))
+    logs = place / "cache" / "loopwright" / "mcp"
+    logs.mkdir(parents=True)
+    (logs / "github.log").write_text("connected with token ghs-server-4242\n")
+    spill = place / "cache" / "loopwright" / "spill"
+    spill.mkdir()
+    (spill / "bash-1.txt").write_text("a long output\n")
+    workdir = place / "project"
+    workdir.mkdir()
+    output = await run_bash(workdir, f"cat {logs}/github.log {spill}/bash-1.txt; echo end")
+    assert "ghs-server-4242" not in output and "a long output" in output
+    assert output.endswith("end\n[exit code 0]")
+
+
 async def test_credentials_in_the_environment_are_removed(
         place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     leaks = {"MYSQL_PWD": "leak-mysql", "DB_PWD": "leak-db",

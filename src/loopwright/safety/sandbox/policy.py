@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
-from loopwright.settings import DEFAULTS, default_data_dir
+from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
@@ -150,12 +150,16 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
 
 def _own_paths(settings: Any) -> list[Path]:
     """Where loopwright keeps what a command has no business reading: the data directory
-    (sessions, attachments, memory), a memory directory or SQLite store set elsewhere, and the
-    config file `LOOPWRIGHT_CONFIG` names (it may hold keys)."""
+    (sessions, attachments, memory), the MCP servers' logs, a memory directory or SQLite store
+    set elsewhere, and the config file `LOOPWRIGHT_CONFIG` names (it may hold keys)."""
     from loopwright.builtin.memory import memory_files_for
 
     workdir = Path(settings.workdir or Path.cwd())
     paths = [Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()]
+    # the MCP servers' logs (what a server prints may hold its tokens); the spilled outputs
+    # beside them stay, as commands read them back
+    cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
+    paths.append(cache / "mcp")
     if settings.memory_dir:
         paths.append(memory_files_for(memory_dir=settings.memory_dir, data_dir=settings.data_dir,
                                       workdir=workdir).directory)
