@@ -79,8 +79,7 @@ def submodule_git_paths(root: Path) -> list[Path]:
     if git_dir is None:
         return []
     folders: list[Path] = []
-    configs = sorted(common_dir(git_dir).glob("modules/**/config"))[:_MAX_SUBMODULES]
-    for config in configs:
+    for config in _module_configs(common_dir(git_dir) / "modules"):
         for section, key, value in _entries(_read(config) or ""):
             if section == "core" and key == "worktree" and value:
                 folders.append(_under(config.parent, value))
@@ -104,6 +103,28 @@ def _is_empty(folder: Path) -> bool:
             return next(listing, None) is None
     except OSError:
         return False
+
+
+def _module_configs(modules: Path) -> list[Path]:
+    """The `config` of each absorbed submodule's git directory under `modules` (a name may hold
+    slashes: `modules/vendor/lib/config`), nested ones in their `modules/` too — without
+    walking any git directory's objects, and bounded."""
+    found: list[Path] = []
+    pending, visited = [modules], 0
+    while pending and visited < _MAX_SUBMODULES * 4 and len(found) < _MAX_SUBMODULES:
+        directory = pending.pop()
+        visited += 1
+        if (directory / "HEAD").is_file() and (directory / "config").is_file():
+            found.append(directory / "config")  # a git directory: only its own submodules
+            pending.append(directory / "modules")
+            continue
+        try:
+            with os.scandir(directory) as listing:
+                pending += sorted((Path(e.path) for e in listing
+                                   if e.is_dir(follow_symlinks=False)), reverse=True)
+        except OSError:
+            continue
+    return found
 
 
 def _under(base: Path, value: str) -> Path:
