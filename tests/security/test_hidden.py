@@ -9,6 +9,7 @@ Real bubblewrap, through `Agent` runs against the fake model server. Every direc
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,32 @@ async def test_mcp_server_logs_in_the_cache_are_hidden(
     output = await run_bash(workdir, f"cat {logs}/github.log {spill}/bash-1.txt; echo end")
     assert "ghs-server-4242" not in output and "a long output" in output
     assert output.endswith("end\n[exit code 0]")
+
+
+@pytest.mark.parametrize("xdg_cache", [False, True])
+async def test_gits_credential_cache_daemon_is_out_of_reach(
+        place: Path, monkeypatch: pytest.MonkeyPatch, xdg_cache: bool) -> None:
+    # `git credential approve` with the cache helper starts a daemon that answers anyone who
+    # reaches its socket with the passwords it holds
+    require_component(shutil.which("git") is not None, "git is needed: apt-get install git")
+    home = place / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    if xdg_cache:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(place / "xdg-cache"))
+    else:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    ask = "printf 'protocol=https\\nhost=example.com\\n\\n' | git credential-cache get; echo end"
+    subprocess.run(["git", "-c", "credential.helper=cache", "credential", "approve"], check=True,
+                   input="protocol=https\nhost=example.com\nusername=u\npassword=cached-4711\n\n",
+                   text=True, timeout=30)
+    try:
+        workdir = place / "project"
+        workdir.mkdir()
+        output = await run_bash(workdir, ask)
+        assert "cached-4711" not in output and output.endswith("end\n[exit code 0]"), output
+    finally:
+        subprocess.run(["git", "credential-cache", "exit"], timeout=30, check=False)
 
 
 async def test_credentials_in_the_environment_are_removed(

@@ -84,12 +84,14 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
     `home`, the user's config directory, the data directory, the settings' own paths and the
     host services' sockets."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    cache = os.environ.get("XDG_CACHE_HOME", "")  # git's credential cache lives there then
     return [*(home / relative for relative in policy.hidden_home),
             user_config_dir(), default_data_dir(),
             *(Path(path).expanduser() for path in policy.hidden_paths),
             *(Path(path) for path in HOST_SERVICE_SOCKETS),
             *(Path(path) for path in (() if policy.network else DATABASE_SOCKETS)),
-            *([Path(runtime)] if os.path.isabs(runtime) else [])]
+            *([Path(runtime)] if os.path.isabs(runtime) else []),
+            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else [])]
 
 
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:

@@ -33,7 +33,10 @@ SANDBOX_SERVICE = "sandbox"
 # Credential stores in the home directory, hidden from sandboxed commands (an empty directory or
 # file is mounted over each one that exists), so a command cannot read keys it has no use for.
 HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud",
-                    ".config/gh", ".config/loopwright", ".password-store")
+                    ".config/gh", ".config/loopwright", ".password-store",
+                    # git's credential-cache daemon answers on a socket there with the
+                    # passwords and tokens it holds
+                    ".cache/git/credential", ".git-credential-cache")
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
 # Where the host's services listen on Unix sockets. A socket at a path is reached by its path,
 # not through the network namespace, so `--unshare-net` does not stop a command from talking to
