@@ -120,3 +120,18 @@ async def test_a_database_socket_is_out_of_reach_with_the_network_off(
             assert was_reached(server) is network
     finally:
         address.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("socket_path", [".1password/agent.sock", ".bitwarden-ssh-agent.sock"])
+async def test_a_password_managers_ssh_agent_is_out_of_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, socket_path: str) -> None:
+    home = Path(tempfile.mkdtemp(prefix="loopwright-home-", dir="/var/tmp"))
+    try:
+        monkeypatch.setenv("HOME", str(home))
+        address = home / socket_path
+        address.parent.mkdir(parents=True, exist_ok=True)
+        with listening(str(address)) as server:
+            text = await run(tmp_path, CONNECT.format(address=address))
+            assert "connected" not in text and not was_reached(server), text
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -36,7 +36,9 @@ HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".co
                     ".config/gh", ".config/loopwright", ".password-store",
                     # git's credential-cache daemon answers on a socket there with the
                     # passwords and tokens it holds
-                    ".cache/git/credential", ".git-credential-cache")
+                    ".cache/git/credential", ".git-credential-cache",
+                    # SSH agents of password managers: whoever reaches the socket signs as you
+                    ".1password", ".bitwarden-ssh-agent.sock")
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
 # Where the host's services listen on Unix sockets. A socket at a path is reached by its path,
 # not through the network namespace, so `--unshare-net` does not stop a command from talking to
