@@ -227,6 +227,26 @@ async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
     assert not canary.exists() and not (workdir / "lib" / ".git").exists()
 
 
+async def test_a_git_symlink_replaced_by_a_planted_repository_is_put_back(
+        tmp_path: Path, canary: Path) -> None:
+    # `.git -> elsewhere` (a mount cannot be put on a link): the command removed the link and
+    # made a repository of its own with a hook, which the user's next commit ran
+    source = bare_repository(tmp_path)
+    real = tmp_path / "real.git"
+    (source / ".git").rename(real)
+    workdir = tmp_path / "work"
+    (workdir / ".git").symlink_to(real)
+    assert git(workdir, "status", "--short").returncode == 0
+    text = await run(workdir, "echo ok")
+    assert text == "ok\n[exit code 0]"  # must not fire: an untouched link is left alone
+    text = await run(workdir, "rm .git && git init -q && " + plant(".git/hooks/pre-commit", canary))
+    assert "put back the symlink" in text and "replaced-by-command" in text, text
+    assert (workdir / ".git").is_symlink() and os.readlink(workdir / ".git") == str(real)
+    commit(workdir)
+    assert not canary.exists()
+    assert (workdir / ".git.replaced-by-command" / "hooks" / "pre-commit").exists()
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and

@@ -110,7 +110,7 @@ async def bash(
         raise
     if before is not None:
         await record_command_changes(ctx, before)
-    text = output.text().rstrip("\n")
+    text = "\n".join([output.text().rstrip("\n"), *launch.restored]).strip("\n")
     if launch.sandboxed and process.returncode == LIMIT_STATUS and REPORT_PREFIX in text:
         raise ToolError(f"{text}\nThe sandbox stopped the command at one of its limits; do "
                         "the work in smaller steps (or ask the user to raise the limit).")

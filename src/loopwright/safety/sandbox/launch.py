@@ -16,12 +16,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loopwright.errors import ToolError
 from loopwright.safety.sandbox.cgroup import PidsGroup
 from loopwright.safety.sandbox.env import scrubbed_environment
+from loopwright.safety.sandbox.links import GuardedLink
+from loopwright.safety.sandbox.links import restore as restore_links
 from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
@@ -51,6 +53,9 @@ class Launch:
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
     placeholders: tuple[Path, ...] = ()
     pids_group: PidsGroup | None = None
+    links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
+    # what `staged()` put back once the command ended: one line each, for the tool's result
+    restored: list[str] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
@@ -82,7 +87,8 @@ class Launch:
     def _unstage(self, made: tuple[list[Path], bool]) -> None:
         placeholders, group_made = made
         if group_made and self.pids_group is not None:
-            self.pids_group.remove()
+            self.pids_group.remove()  # nothing of the command runs any more: links are checked
+        self.restored.extend(restore_links(self.links))
         for placeholder in placeholders:
             remove_placeholder(placeholder)
 
@@ -248,7 +254,8 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
     built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
-                  placeholders=tuple(built.placeholders), pids_group=built.pids_group)
+                  placeholders=tuple(built.placeholders), pids_group=built.pids_group,
+                  links=tuple(built.links))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

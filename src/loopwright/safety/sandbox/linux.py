@@ -38,6 +38,7 @@ from pathlib import Path
 
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
+from loopwright.safety.sandbox.links import GuardedLink
 from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
@@ -49,6 +50,7 @@ class BwrapCommand:
     argv: list[str]
     placeholders: list[Path] = field(default_factory=list)
     pids_group: PidsGroup | None = None  # to make before and remove after the command
+    links: list[GuardedLink] = field(default_factory=list)  # to put back if replaced
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -68,8 +70,8 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
-    protected, placeholders = read_only_mounts(writable, policy.held_files)
-    argv += protected
+    protected = read_only_mounts(writable, policy.held_files)
+    argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
     # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
@@ -79,8 +81,9 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv.append("--unshare-net")
     argv += ["--chdir", str(cwd), "--", *wrapped]
     group = pids_group(policy.limits.processes)
-    return BwrapCommand(argv=group.wrap(argv) if group else argv, placeholders=placeholders,
-                        pids_group=group)
+    return BwrapCommand(argv=group.wrap(argv) if group else argv,
+                        placeholders=protected.placeholders, pids_group=group,
+                        links=protected.links)
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.config import user_config_dir
 from loopwright.safety.protected import protected_locations
+from loopwright.safety.sandbox.links import GuardedLink, links_on_the_way
 from loopwright.safety.sandbox.placeholders import missing_point, shared
 from loopwright.safety.sandbox.policy import (
     DATABASE_SOCKETS,
@@ -28,18 +30,28 @@ from loopwright.safety.sandbox.policy import (
 from loopwright.settings import default_data_dir
 
 
+@dataclass(kw_only=True)
+class ReadOnlyMounts:
+    """The bubblewrap arguments, the placeholders to make, and the symlinks to watch."""
+
+    argv: list[str]
+    placeholders: list[Path]
+    links: list[GuardedLink]
+
+
 def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
-                     ) -> tuple[list[str], list[Path]]:
+                     ) -> ReadOnlyMounts:
     """Read-only binds for every protected path of the writable roots and every held file (the
     scripts hooks run), and the placeholders that must exist when bubblewrap starts (for the
-    protected paths that do not exist yet).
+    protected paths that do not exist yet), and the symlinks on the way to a protected path
+    (a mount cannot be put on a link: `links.py` puts a replaced one back).
 
     A read-only path below the top of a root (`.claude/settings.json`, a `core.hooksPath` of
     `.husky/_`, `.hooks/check.py`) could otherwise be swapped by moving a directory on its way
     (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
     writable as before, but a mount point, which can be neither renamed nor removed. All of
     these come before the read-only binds, which must stay over them."""
-    targets, placeholders = _protected_targets(writable)
+    targets, placeholders, links = _protected_targets(writable)
     for name in held_files:
         path = Path(name).resolve()
         if path.is_file() and _under_any(path, writable):
@@ -51,20 +63,25 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
                                     if d != root and d.is_relative_to(root)))
     argv = [item for directory in pinned for item in ("--bind", str(directory), str(directory))]
     argv += [item for target in targets for item in ("--ro-bind", str(target), str(target))]
-    return argv, placeholders
+    return ReadOnlyMounts(argv=argv, placeholders=placeholders, links=links)
 
 
-def _protected_targets(writable: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+def _protected_targets(writable: Sequence[Path]
+                       ) -> tuple[list[Path], list[Path], list[GuardedLink]]:
     """What to bind read-only for the protected paths of the writable roots (where each really
-    is, or its placeholder), and the placeholders among them."""
+    is, or its placeholder), the placeholders among them, and the symlinks on their way."""
     targets: list[Path] = []
     placeholders: list[Path] = []
+    links: dict[Path, GuardedLink] = {}
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
     for top in writable:
         for location in protected_locations(top):
             root = next((r for r in writable if _under_any(location, [r])), None)
             if root is None or _under_any(location, covered):
                 continue
+            link = links_on_the_way(root, location)
+            if link is not None:
+                links.setdefault(link.path, link)
             placeholder = shared(root, location)
             target = None if placeholder else _existing_inside(location, writable)
             if target is None:
@@ -76,7 +93,7 @@ def _protected_targets(writable: Sequence[Path]) -> tuple[list[Path], list[Path]
             targets.append(target)
             if target.is_dir() or target == placeholder:
                 covered.append(target)
-    return targets, placeholders
+    return targets, placeholders, list(links.values())
 
 
 def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
