@@ -169,6 +169,25 @@ async def test_gits_credential_cache_daemon_is_out_of_reach(
         subprocess.run(["git", "credential-cache", "exit"], timeout=30, check=False)
 
 
+@pytest.mark.parametrize("relative", [
+    ".vault-token", ".cargo/credentials.toml", ".gem/credentials", ".gradle/gradle.properties",
+    ".m2/settings.xml", ".s3cfg", ".boto", ".config/hub", ".config/rclone/rclone.conf",
+    ".terraform.d/credentials.tfrc.json", ".oci/config", ".config/op/config",
+    ".local/share/keyrings/login.keyring"])
+async def test_other_tools_tokens_in_the_home_are_hidden(
+        place: Path, monkeypatch: pytest.MonkeyPatch, relative: str) -> None:
+    home = place / "home"
+    (home / relative).parent.mkdir(parents=True, exist_ok=True)
+    (home / relative).write_text("token = tok-hidden-9999\n")
+    (home / "notes.txt").write_text("plain notes\n")
+    monkeypatch.setenv("HOME", str(home))
+    workdir = place / "project"
+    workdir.mkdir()
+    output = await run_bash(workdir, f"cat {home / relative} {home}/notes.txt; echo end",
+                            approve_all=True)  # --yes: the sandbox is what must hold
+    assert "tok-hidden-9999" not in output and "plain notes" in output, output
+
+
 async def test_credentials_in_the_environment_are_removed(
         place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     leaks = {"MYSQL_PWD": "leak-mysql", "DB_PWD": "leak-db",
