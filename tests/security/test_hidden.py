@@ -170,8 +170,8 @@ async def test_gits_credential_cache_daemon_is_out_of_reach(
 
 
 @pytest.mark.parametrize("relative", [
-    ".vault-token", ".cargo/credentials.toml", ".gem/credentials", ".gradle/gradle.properties",
-    ".m2/settings.xml", ".s3cfg", ".boto", ".config/hub", ".config/rclone/rclone.conf",
+    ".vault-token", ".cargo/credentials.toml", ".gem/credentials", ".s3cfg", ".boto",
+    ".config/hub", ".config/rclone/rclone.conf",
     ".terraform.d/credentials.tfrc.json", ".oci/config", ".config/op/config",
     ".local/share/keyrings/login.keyring"])
 async def test_other_tools_tokens_in_the_home_are_hidden(

@@ -43,8 +43,8 @@ HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".co
 HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass",
                      # tokens of other tools, each in a well-known place
                      ".vault-token", ".cargo/credentials.toml", ".cargo/credentials",
-                     ".gem/credentials", ".gradle/gradle.properties", ".m2/settings.xml",
-                     ".s3cfg", ".boto", ".config/hub", ".config/rclone/rclone.conf")
+                     ".gem/credentials", ".s3cfg", ".boto", ".config/hub",
+                     ".config/rclone/rclone.conf")
 # Where the host's services listen on Unix sockets. A socket at a path is reached by its path,
 # not through the network namespace, so `--unshare-net` does not stop a command from talking to
 # them: the user's systemd and D-Bus session (either runs any command outside the sandbox), the
