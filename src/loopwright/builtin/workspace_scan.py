@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from loopwright.builtin.diff import Unkept, record_original
+from loopwright.builtin.diff import Link, Unkept, read_side, record_original
 
 if TYPE_CHECKING:
     from loopwright.tools.base import ToolContext
@@ -53,11 +53,11 @@ LIMITS = ScanLimits()
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One file as a scan saw it; `content` is None when it was not kept (big, binary, over
-    the total, or a symlink)."""
+    the total), a `Link` for a symlink."""
 
     size: int
     mtime_ns: int
-    content: bytes | None = None
+    content: bytes | Link | None = None
 
 
 @dataclass(kw_only=True)
@@ -110,7 +110,7 @@ def scan_workspace(root: Path, *, previous: Scan | None = None,
                     pending.append(Path(item.path))
                 continue
             entry = _entry(item.path, info, reusable.get(item.path), limits, budget)
-            budget -= len(entry.content or b"")
+            budget -= len(entry.content) if isinstance(entry.content, bytes) else 0
             scan.entries[item.path] = entry
         if time.monotonic() > deadline:
             scan.overflow = f"scanning the workspace took over {limits.max_seconds:g}s"
@@ -134,17 +134,16 @@ def _entry(path: str, info: os.stat_result, earlier: Entry | None, limits: ScanL
            budget: int) -> Entry:
     size, mtime = info.st_size, info.st_mtime_ns
     if (earlier is not None and (earlier.size, earlier.mtime_ns) == (size, mtime)
-            and len(earlier.content or b"") <= budget):
+            and (not isinstance(earlier.content, bytes) or len(earlier.content) <= budget)):
         return earlier
+    if stat.S_ISLNK(info.st_mode):
+        link = read_side(Path(path))
+        return Entry(size=size, mtime_ns=mtime, content=link if isinstance(link, Link) else None)
     if not stat.S_ISREG(info.st_mode) or size > min(limits.max_file_bytes, budget):
         return Entry(size=size, mtime_ns=mtime)
-    try:
-        with open(path, "rb") as handle:
-            content = handle.read(limits.max_file_bytes + 1)
-    except OSError:
-        return Entry(size=size, mtime_ns=mtime)
-    if len(content) > limits.max_file_bytes or b"\0" in content[:8192]:
-        return Entry(size=size, mtime_ns=mtime)  # grew while read, or binary
+    content = read_side(Path(path), limits.max_file_bytes)  # a link swapped in is not followed
+    if not isinstance(content, bytes) or b"\0" in content[:8192]:
+        return Entry(size=size, mtime_ns=mtime)  # grew while read, swapped, or binary
     return Entry(size=size, mtime_ns=mtime, content=content)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shlex
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -24,6 +25,7 @@ from loopwright.errors import ToolError
 from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
 from loopwright.mcp.content import result_text
 from loopwright.plugins import LoopPlugin
+from loopwright.safety.sensitive import SERVER_SCRIPTS_STATE
 from loopwright.tools.base import Tool, ToolContext, clean_schema
 
 if TYPE_CHECKING:
@@ -373,6 +375,20 @@ class MCPManager:
             self._started = True
         return dict(self.errors)
 
+    def server_scripts(self, workdir: Path) -> list[str]:
+        """The existing files the stdio servers' command lines name (`python3 tools/server.py`
+        → that file), each read in its own `cwd` (else `workdir`). Reads the disk."""
+        from loopwright.safety.plugin import script_paths
+
+        found: list[str] = []
+        for connection in self.connections.values():
+            config = connection.config
+            if config.command:
+                line = shlex.join([config.command, *config.args])
+                found += [path for path in script_paths([line], config.cwd or workdir)
+                          if path not in found]
+        return found
+
     def tools(self) -> list[Tool]:
         """The loopwright tools of every connected server (built once per server)."""
         out: list[Tool] = []
@@ -444,6 +460,11 @@ class MCPToolsPlugin(LoopPlugin):
 
     async def on_run_start(self, run: RunView) -> None:
         await self.manager.register(self.registry, run.status)
+        # a script a stdio server runs from the workspace runs outside the sandbox at the next
+        # start: the sandbox and the file tools hold it as they hold hook scripts
+        scripts = await asyncio.to_thread(self.manager.server_scripts, run.settings.workdir)
+        if scripts:
+            run.tool_state[SERVER_SCRIPTS_STATE] = scripts
 
 
 @contextlib.asynccontextmanager

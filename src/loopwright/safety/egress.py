@@ -36,6 +36,8 @@ EGRESS_SERVICE = "egress"
 """`ToolContext.services` key: the run's `Egress`."""
 
 _URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
+_WHOLE_URL = re.compile(r"((?:https?|wss?|ftp):)[/\\]*(?=[^\s/\\])", re.IGNORECASE)
+_TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MAX_SCANNED_CHARS = 1_000_000
 
 
@@ -113,15 +115,22 @@ def egress_for(ctx: ToolContext) -> Egress:
 
 
 def urls_in(value: Any) -> Iterator[str]:
-    """Every URL written in a tool call's arguments (nested lists and tables included)."""
+    """Every URL written in a tool call's arguments (nested lists and tables included);
+    `ToolError` when they are longer than can be checked (`_MAX_SCANNED_CHARS`): a URL past the
+    limit must not pass unseen."""
     budget = [_MAX_SCANNED_CHARS]
 
     def walk(item: Any) -> Iterator[str]:
-        if budget[0] <= 0:
-            return
         if isinstance(item, str):
             budget[0] -= len(item)
-            yield from (m.group(0) for m in _URL.finditer(item[:_MAX_SCANNED_CHARS]))
+            if budget[0] < 0:
+                raise ToolError(
+                    f"the arguments are too large to check for the addresses they name (over "
+                    f"{_MAX_SCANNED_CHARS:,} characters); send less at once")
+            yield from (m.group(0) for m in _URL.finditer(item))
+            whole = _as_browsers_read(item)
+            if whole is not None:
+                yield whole
         elif isinstance(item, dict):
             for key, nested in item.items():
                 yield from walk(key)
@@ -137,6 +146,20 @@ def urls_in(value: Any) -> Iterator[str]:
             yield url
 
 
+def _as_browsers_read(text: str) -> str | None:
+    """A value that is a URL as a whole, as a WHATWG parser (Node's `URL` and `fetch`, a
+    browser) reads it: leading and trailing controls and spaces trimmed, tabs and newlines
+    dropped, any number of slashes after the scheme, a backslash taken for a slash. There
+    `https://allowed.example<TAB>.evil.net/` and `https://evil.net<BACKSLASH>@allowed.example/`
+    name `evil.net`, where the text scan and Python's `urlsplit` see `allowed.example`. None
+    for any other value."""
+    trimmed = text.strip("".join(map(chr, range(33)))).translate(_TAB_AND_NEWLINE)
+    found = _WHOLE_URL.match(trimmed)
+    if found is None:
+        return None
+    return f"{found.group(1)}//{trimmed[found.end():]}".replace("\\", "/")
+
+
 @dataclass(kw_only=True)
 class EgressGate:
     """A `ToolGate`: a tool that declares network use may run only when every host named in
@@ -147,9 +170,9 @@ class EgressGate:
     async def __call__(self, prepared: PreparedCall, ctx: ToolContext) -> GateDecision | None:
         if not prepared.tool.network:
             return None
-        for url in urls_in(prepared.arguments):
-            try:
+        try:
+            for url in urls_in(prepared.arguments):
                 await self.egress.admit(url, ctx, tool=prepared.tool.name)
-            except ToolError as exc:
-                return GateDecision(allow=False, reason=str(exc))
+        except ToolError as exc:
+            return GateDecision(allow=False, reason=str(exc))
         return None

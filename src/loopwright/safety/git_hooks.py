@@ -1,6 +1,7 @@
 """Where git looks for hooks: `.git/hooks`, or the directory `core.hooksPath` names (husky sets
 `core.hooksPath=.husky`). A hooks directory inside the workspace must stay unwritable, whether it
 exists yet or not, or a sandboxed command could plant a hook the user's next `git commit` runs.
+So must each submodule's `.git`, which the top's `git status` follows into a git directory.
 
 The configuration is read, never run: git itself is not started (a hostile repository config
 could name programs), files are read with a size cap, at most `_MAX_FILES` of them, includes
@@ -18,6 +19,7 @@ from pathlib import Path
 _MAX_BYTES = 256 * 1024
 _MAX_FILES = 16
 _MAX_DEPTH = 4
+_MAX_SUBMODULES = 64
 _SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _ENTRY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
@@ -38,19 +40,96 @@ def git_dir_of(root: Path) -> Path | None:
     return (target if target.is_absolute() else root / target).resolve()
 
 
+def repository_top(path: Path) -> Path | None:
+    """The top of the working tree `path` is in: `path` itself or the nearest parent holding a
+    `.git` (directory or file); None outside any repository."""
+    for directory in (path, *path.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+    return None
+
+
 def hooks_dirs(root: Path) -> list[Path]:
-    """The directories `core.hooksPath` names for the repository at `root` in any configuration
-    git would read (system, global, the repository's, a worktree's); relative values are taken
-    from `root`, as git does for hooks."""
+    """The directories `core.hooksPath` names for the repository `root` is in (at its top or
+    in a folder of it: a monorepo's package) in any configuration git would read (system,
+    global, the repository's, a worktree's); relative values are taken from the repository's
+    top, where git runs hooks."""
+    top = repository_top(root) or root
     found: list[Path] = []
     seen: set[Path] = set()
-    for config in _config_files(root):
+    for config in _config_files(top):
         for value in _hooks_values(config, seen, depth=0):
             path = Path(os.path.expanduser(value))
-            resolved = (path if path.is_absolute() else root / path).resolve()
+            resolved = (path if path.is_absolute() else top / path).resolve()
             if resolved not in found:
                 found.append(resolved)
     return found
+
+
+def submodule_git_paths(root: Path) -> list[Path]:
+    """What keeps each submodule of the repository at `root` from being pointed at a planted git
+    directory: its `.git` (a `gitdir:` file or a directory) where it exists, else its folder
+    while that is empty (an unpopulated submodule: nothing to edit there, and a `.git` made in
+    it would make it populated). git runs `git status` inside each populated submodule from
+    the top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
+    absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and the paths
+    `.gitmodules` names, each bounded; only paths that exist (no placeholder: an empty `.git`
+    directory would make git fail on the submodule)."""
+    git_dir = git_dir_of(root)
+    if git_dir is None:
+        return []
+    folders: list[Path] = []
+    for config in _module_configs(common_dir(git_dir) / "modules"):
+        for section, key, value in _entries(_read(config) or ""):
+            if section == "core" and key == "worktree" and value:
+                folders.append(_under(config.parent, value))
+    for section, key, value in _entries(_read(root / ".gitmodules") or "")[:_MAX_SUBMODULES]:
+        if section.startswith("submodule.") and key == "path" and value:
+            folders.append(_under(root, value))
+    found: list[Path] = []
+    for folder in dict.fromkeys(folders):
+        if folder == root or not folder.is_relative_to(root):
+            continue
+        if os.path.lexists(folder / ".git"):
+            found.append(folder / ".git")
+        elif folder.is_dir() and not folder.is_symlink() and _is_empty(folder):
+            found.append(folder)
+    return found
+
+
+def _is_empty(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as listing:
+            return next(listing, None) is None
+    except OSError:
+        return False
+
+
+def _module_configs(modules: Path) -> list[Path]:
+    """The `config` of each absorbed submodule's git directory under `modules` (a name may hold
+    slashes: `modules/vendor/lib/config`), nested ones in their `modules/` too — without
+    walking any git directory's objects, and bounded."""
+    found: list[Path] = []
+    pending, visited = [modules], 0
+    while pending and visited < _MAX_SUBMODULES * 4 and len(found) < _MAX_SUBMODULES:
+        directory = pending.pop()
+        visited += 1
+        if (directory / "HEAD").is_file() and (directory / "config").is_file():
+            found.append(directory / "config")  # a git directory: only its own submodules
+            pending.append(directory / "modules")
+            continue
+        try:
+            with os.scandir(directory) as listing:
+                pending += sorted((Path(e.path) for e in listing
+                                   if e.is_dir(follow_symlinks=False)), reverse=True)
+        except OSError:
+            continue
+    return found
+
+
+def _under(base: Path, value: str) -> Path:
+    path = Path(value)
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
 
 
 def _config_files(root: Path) -> list[Path]:

@@ -84,10 +84,17 @@ def hook_scripts(hooks: Hooks, workdir: str | Path | None) -> list[str]:
                 if isinstance(hook, CommandHook)]
     if not commands:  # every run asks: no paths made for an agent without command hooks
         return []
-    cwd, home = str((Path(workdir) if workdir else Path.cwd()).resolve()), str(Path.home())
+    return script_paths(commands, workdir)
+
+
+def script_paths(command_lines: Sequence[str], cwd: str | Path | None) -> list[str]:
+    """The existing files that shell command lines name (`python3 tools/x.py` → that file), as
+    run in `cwd` (None: the current directory): what something outside the sandbox runs."""
+    directory = str((Path(cwd) if cwd else Path.cwd()).resolve())
+    home = str(Path.home())
     found: list[str] = []
-    for text in commands:
-        script = parse_command(text, cwd=cwd, home=home)
+    for text in command_lines:
+        script = parse_command(text, cwd=directory, home=home)
         for command in script.commands:
             for word in command.words:
                 path = join_path(command.cwd, word.value)

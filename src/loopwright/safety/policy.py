@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loopwright.errors import ConfigError
-from loopwright.safety.sensitive import PROTECTED_PATHS_SERVICE
+from loopwright.safety.sensitive import held_files
 from loopwright.safety.shell import ShellVerdict, classify_command
 from loopwright.settings import DEFAULTS
 from loopwright.tools.base import ToolContext
@@ -392,7 +392,7 @@ async def _classify(command: str, ctx: ToolContext, arguments: Mapping[str, Any]
     cwd_argument = arguments.get("cwd")
     cwd = os.path.normpath(workdir / cwd_argument) if isinstance(cwd_argument, str) else str(
         workdir)
-    protected = list(ctx.services.get(PROTECTED_PATHS_SERVICE) or ())
+    protected = held_files(ctx)
     # always a worker thread: parsing is CPU work and scripts the command runs are read
     return await asyncio.to_thread(classify_command, command, cwd=cwd,
                                    protected_paths=protected)

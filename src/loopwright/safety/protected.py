@@ -4,7 +4,10 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
 configs, skill folders, and another agent's project settings that run hooks. To them come the git
-hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`).
+hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
+the Python environment loopwright runs in (a project's `.venv`, often): a `.pth` file or module
+written there runs outside the sandbox at loopwright's next start, or at once when this process
+imports a module on first use.
 
 Two readers, one list:
 
@@ -17,13 +20,16 @@ Two readers, one list:
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
+import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs
+from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs, submodule_git_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,21 @@ class ProtectedEntry:
 
 
 _GIT = "git runs commands from it"  # hooks, core.fsmonitor and core.pager in its config
+_OWN_ENVIRONMENT = "it is the Python environment loopwright runs in (its code runs outside " \
+    "the sandbox)"
+HOME_STARTUP_FILES = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+    ".zshenv", ".zlogin", ".zlogout", ".config/fish", ".ssh", ".config/autostart",
+    ".config/systemd", ".gitconfig", ".config/git", ".local/bin", ".pam_environment",
+    ".xprofile", ".xinitrc", ".xsession",
+    # what an editor, a multiplexer or an interpreter runs when it starts
+    ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".config/tmux",
+    ".ipython", ".pythonrc", ".local/lib", ".config/direnv", ".cargo/config",
+    ".cargo/config.toml")
+"""Files in the home directory that run, or say what runs, when the user logs in or starts a
+program: protected when the home directory lies in a workspace root (`loopwright chat` started
+in `~`), and a write to them is a danger for the shell policy wherever the workspace is."""
+_STARTUP = "it runs when you log in or start a program (a shell, SSH, git, an editor)"
 SKILL_DIRS = (".loopwright/skills", ".claude/skills", ".agents/skills")
 """Where a project keeps its skills (read by `loopwright.skills.discovery`)."""
 
@@ -43,6 +64,9 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     ProtectedEntry("loopwright.toml", "it is a loopwright configuration file"),
     ProtectedEntry(".loopwright", "it is loopwright's project folder (skills, config)"),
     ProtectedEntry(".mcp.json", "it configures MCP servers, which run as commands"),
+    # `lfs.url` there sends every file `.gitattributes` gives to LFS to that server at the
+    # user's next push: data leaving without any fetch being asked
+    ProtectedEntry(".lfsconfig", "git-lfs uploads file contents where it says, at your push"),
     # `.loopwright/skills`, the first skill folder, is inside `.loopwright` already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith(".loopwright/")),
@@ -52,24 +76,41 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
 
 
 def protected_locations(root: Path) -> list[Path]:
-    """Every protected path at the top of the workspace root `root` (absolute, resolved; it
-    may not exist yet): the entries, the hooks directories the git configuration names, and
-    the git directories a `.git` file points to (a worktree's own and the shared one with the
-    hooks and config)."""
+    """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
+    yet): the entries at its top, the hooks directories the git configuration names, the git
+    directories a `.git` file points to (a worktree's own and the shared one with the hooks
+    and config), each submodule's `.git`, the environment loopwright runs in, and the startup
+    files of a home directory inside it."""
     found = [root / entry.relative for entry in PROTECTED_ENTRIES]
     git_dir = git_dir_of(root)
     if git_dir is not None and git_dir != root / ".git":
         found += dict.fromkeys((git_dir, common_dir(git_dir)))
-    return found + hooks_dirs(root)
+    own = [path for path in own_environment() if path.is_relative_to(root)]
+    home = Path.home().resolve()
+    startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
+    return found + hooks_dirs(root) + submodule_git_paths(root) + own + startup
+
+
+@functools.cache
+def own_environment() -> tuple[Path, ...]:
+    """Where the Python environment running loopwright keeps code it runs (resolved): the
+    whole virtual environment when it is one (`bin/activate`, `pyvenv.cfg` too), else its
+    site-packages directories (not a system prefix such as `/usr`, which may hold a project)."""
+    if sys.prefix != sys.base_prefix:
+        found = [sys.prefix]
+    else:
+        paths = sysconfig.get_paths()
+        found = [paths["purelib"], paths["platlib"]]
+    return tuple(dict.fromkeys(Path(path).resolve() for path in found))
 
 
 def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None:
     """Why writing `path` (absolute, resolved) could plant something run later or loosen the
     agent's own safety, else None. `extra`: more protected files or directories (hook scripts,
     configured git hooks directories)."""
-    parts = path.parts
+    parts = tuple(part.casefold() for part in path.parts)  # `.GIT` is `.git` on macOS
     for entry in PROTECTED_ENTRIES:
-        wanted = PurePath(entry.relative).parts
+        wanted = tuple(part.casefold() for part in PurePath(entry.relative).parts)
         width = len(wanted)
         if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
             return entry.reason
@@ -78,9 +119,14 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"
     if _within(path, user_config_dir()):
         return "it is in the user's loopwright configuration directory"
+    if any(_within(path, environment) for environment in own_environment()):
+        return _OWN_ENVIRONMENT
+    home = Path.home()
+    if any(_within(path, home / name) for name in HOME_STARTUP_FILES):
+        return _STARTUP
     for other in extra:
         if _within(path, Path(other).expanduser()):
-            return "a configured hook runs it"
+            return "a configured hook or MCP server runs it"
     return None
 
 

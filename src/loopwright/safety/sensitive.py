@@ -39,6 +39,9 @@ SECRET_DIRS: tuple[tuple[str, ...], ...] = (
 _TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".tmpl")
 PROTECTED_PATHS_SERVICE = "protected_paths"
 """`ToolContext.services` key: extra files (hook scripts) that file tools may not write freely."""
+SERVER_SCRIPTS_STATE = "mcp_server_scripts"
+"""`ToolContext.state` key: the files the run's stdio MCP servers were started with (published by
+the MCP plugin when the run starts), protected as hook scripts are."""
 
 
 def secret_reason(path: str | PurePath) -> str | None:
@@ -71,11 +74,18 @@ def ripgrep_exclusions() -> list[str]:
 
 
 def protected_paths_of(ctx: ToolContext) -> list[str]:
-    """Protected beyond the one list: the scripts configured hooks run (the service) and the git
-    hooks directories the repository's configuration names. Reads files: call it off the loop."""
+    """Protected beyond the one list: the scripts configured hooks and MCP servers run and the
+    git hooks directories the repository's configuration names. Reads files: call it off the
+    loop."""
     workdir = Path(ctx.workdir).resolve()
+    return [*held_files(ctx), *(str(path) for path in hooks_dirs(workdir))]
+
+
+def held_files(ctx: ToolContext) -> list[str]:
+    """The files something outside the sandbox runs: the scripts of the user's hooks and of
+    the run's stdio MCP servers."""
     return [*(ctx.services.get(PROTECTED_PATHS_SERVICE) or ()),
-            *(str(path) for path in hooks_dirs(workdir))]
+            *(ctx.state.get(SERVER_SCRIPTS_STATE) or ())]
 
 
 async def require_secret_approval(ctx: ToolContext, path: Path, verb: str = "read") -> None:

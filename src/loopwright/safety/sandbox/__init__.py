@@ -2,7 +2,8 @@
 
 One job per module: `policy` (modes, limits, settings), `env` (scrubbing credentials from the
 environment), `linux` (the bubblewrap command line), `mounts` (read-only protected paths and
-hidden paths), `placeholders` (protected paths that do not exist yet), `supervisor` (the first
+hidden paths), `placeholders` (protected paths that do not exist yet), `links` (symlinks on the
+way to a protected path, put back when a command replaced them), `supervisor` (the first
 process inside: limits and their reports), `cgroup` (a pids cgroup per command), `macos` (the
 `sandbox-exec` profile, untested), `launch` (probing and building what is started),
 `unsandboxed` (what may run without approval where no sandbox can be made) and `prompt` (what
@@ -15,6 +16,7 @@ from loopwright.safety.sandbox.env import is_secret_variable, scrubbed_environme
 from loopwright.safety.sandbox.launch import (
     Availability,
     Launch,
+    host_program,
     prepare_helper_launch,
     prepare_launch,
     sandbox_availability,
@@ -40,6 +42,7 @@ __all__ = [
     "SandboxMode",
     "SandboxPolicy",
     "context_policy",
+    "host_program",
     "is_plainly_read_only",
     "is_secret_variable",
     "parse_mode",

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from loopwright.errors import ToolError
 from loopwright.safety.sandbox.cgroup import PidsGroup
 from loopwright.safety.sandbox.env import scrubbed_environment
+from loopwright.safety.sandbox.links import GuardedLink
+from loopwright.safety.sandbox.links import restore as restore_links
 from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
@@ -50,6 +53,9 @@ class Launch:
     problem: str = ""  # why a wanted sandbox could not be made ("" when sandboxed or unwanted)
     placeholders: tuple[Path, ...] = ()
     pids_group: PidsGroup | None = None
+    links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
+    # what `staged()` put back once the command ended: one line each, for the tool's result
+    restored: list[str] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
@@ -81,7 +87,8 @@ class Launch:
     def _unstage(self, made: tuple[list[Path], bool]) -> None:
         placeholders, group_made = made
         if group_made and self.pids_group is not None:
-            self.pids_group.remove()
+            self.pids_group.remove()  # nothing of the command runs any more: links are checked
+        self.restored.extend(restore_links(self.links))
         for placeholder in placeholders:
             remove_placeholder(placeholder)
 
@@ -92,7 +99,7 @@ _probing: dict[tuple[str, str, bool], asyncio.Future[Availability]] = {}
 
 def _key(policy: SandboxPolicy) -> tuple[str, str, bool]:
     # by the binary PATH finds now: another PATH may have no bubblewrap
-    return sys.platform, shutil.which(policy.bwrap) or policy.bwrap, policy.network
+    return sys.platform, _bwrap(policy) or policy.bwrap, policy.network
 
 
 def _unsupported(policy: SandboxPolicy) -> Availability | None:
@@ -104,7 +111,7 @@ def _unsupported(policy: SandboxPolicy) -> Availability | None:
     if not sys.platform.startswith("linux"):
         return Availability(available=False,
                             problem=f"no sandbox is implemented for {sys.platform}")
-    if shutil.which(policy.bwrap) is None:
+    if _bwrap(policy) is None:
         return Availability(available=False, problem=(
             f"bubblewrap ({policy.bwrap!r}) was not found; install it with "
             "`apt-get install bubblewrap` (or your distribution's bubblewrap package)"))
@@ -143,7 +150,7 @@ async def sandbox_availability(policy: SandboxPolicy) -> Availability:
 
 
 async def _probe(policy: SandboxPolicy, key: tuple[str, str, bool]) -> Availability:
-    binary = shutil.which(policy.bwrap) or policy.bwrap
+    binary = _bwrap(policy) or policy.bwrap
     process: asyncio.subprocess.Process | None = None
     try:
         process = await asyncio.create_subprocess_exec(
@@ -169,7 +176,7 @@ def sandbox_availability_sync(policy: SandboxPolicy) -> Availability:
         return cached
     answer = _unsupported(policy)
     if answer is None:
-        binary = shutil.which(policy.bwrap) or policy.bwrap
+        binary = _bwrap(policy) or policy.bwrap
         try:
             done = subprocess.run(probe_argv(binary, policy), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -181,6 +188,42 @@ def sandbox_availability_sync(policy: SandboxPolicy) -> Availability:
     return answer
 
 
+def _bwrap(policy: SandboxPolicy, roots: Sequence[Path] = ()) -> str | None:
+    """The bubblewrap binary to start, never one from the workspace (`host_program`)."""
+    return host_program(policy.bwrap, (*policy.workspace, *map(str, roots)))
+
+
+@functools.lru_cache(maxsize=64)
+def _found_on(path: str, name: str, roots: tuple[str, ...]) -> str | None:
+    writable = [Path(root).resolve() for root in roots]
+    for entry in path.split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        directory = Path(entry).resolve()
+        if any(directory == root or directory.is_relative_to(root) for root in writable):
+            continue
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def host_program(name: str, roots: Sequence[str | Path]) -> str | None:
+    """Where the program `name` is on `PATH`, skipping the directories a sandboxed command can
+    write — relative entries and any inside the workspace `roots` (an activated project venv's
+    `.venv/bin`, `node_modules/.bin`) — so a `bwrap` or `rg` a command planted there is never
+    started on the host; `name` itself when it is a path to a program; None when it is found
+    nowhere else.
+    An answer is kept per `PATH` and roots: a file planted later lies in a skipped directory,
+    so it cannot change the answer."""
+    if "/" in name:  # a path, as `shutil.which` takes one
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    if not name:
+        return None
+    return _found_on(os.environ.get("PATH", os.defpath), name,
+                     tuple(sorted(str(root) for root in roots)))
+
+
 async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,
                          roots: Sequence[Path], environ: Mapping[str, str] | None = None
                          ) -> Launch:
@@ -188,6 +231,14 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
     scrubbed in every mode); `roots` are the workspace roots, working directory first."""
     env = scrubbed_environment(os.environ if environ is None else environ,
                                policy.env_passthrough)
+    # bubblewrap, and a helper started by name, never from a directory a command can write
+    policy = replace(policy, bwrap=_bwrap(policy, roots) or policy.bwrap)
+    if command:
+        program = host_program(command[0], (*policy.workspace, *roots))
+        if program is None:
+            raise ToolError(f"{command[0]} was not found on PATH (outside the workspace, where "
+                            "commands could have put it)")
+        command = [program, *command[1:]]
     if not policy.enabled:
         return Launch(argv=list(command), env=env, sandboxed=False)
     availability = await sandbox_availability(policy)
@@ -203,7 +254,8 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
     built = await asyncio.to_thread(bwrap_command, policy, availability.binary, command,
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
-                  placeholders=tuple(built.placeholders), pids_group=built.pids_group)
+                  placeholders=tuple(built.placeholders), pids_group=built.pids_group,
+                  links=tuple(built.links))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

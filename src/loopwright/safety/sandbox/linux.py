@@ -9,9 +9,11 @@ The filesystem view is built in this order (later mounts cover earlier ones):
 4. inside writable roots, the protected paths (the whole `.git`, `loopwright.toml`,
    `.loopwright/`, MCP configs, skill folders, the configured git hooks directory: the one list
    in `loopwright.safety.protected`) bound read-only again, and a placeholder bound read-only
-   where one does not exist yet (`mounts.py`, `placeholders.py`);
-5. credential stores in the home directory, the user's loopwright config directory and the data
-   directory covered by an empty, read-only directory or file.
+   where one does not exist yet (`mounts.py`, `placeholders.py`); so are the scripts the
+   user's hooks run (`SandboxPolicy.held_files`), their directories made un-renameable;
+5. credential stores in the home directory, the user's loopwright config directory, the data
+   directory and the host services' Unix sockets (the user's runtime directory, Docker's, …)
+   covered by an empty, read-only directory or file.
 
 The command also gets its own PID namespace (it sees only its own processes; when the command
 exits, everything it left in the background is killed), its own IPC namespace, no network unless
@@ -36,7 +38,8 @@ from pathlib import Path
 
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
-from loopwright.safety.sandbox.mounts import hidden_mounts, protected_mounts
+from loopwright.safety.sandbox.links import GuardedLink
+from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
 
@@ -47,6 +50,7 @@ class BwrapCommand:
     argv: list[str]
     placeholders: list[Path] = field(default_factory=list)
     pids_group: PidsGroup | None = None  # to make before and remove after the command
+    links: list[GuardedLink] = field(default_factory=list)  # to put back if replaced
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -66,8 +70,8 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
-    protected, placeholders = protected_mounts(writable)
-    argv += protected
+    protected = read_only_mounts(writable, policy.held_files)
+    argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
     # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
@@ -77,8 +81,9 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv.append("--unshare-net")
     argv += ["--chdir", str(cwd), "--", *wrapped]
     group = pids_group(policy.limits.processes)
-    return BwrapCommand(argv=group.wrap(argv) if group else argv, placeholders=placeholders,
-                        pids_group=group)
+    return BwrapCommand(argv=group.wrap(argv) if group else argv,
+                        placeholders=protected.placeholders, pids_group=group,
+                        links=protected.links)
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,

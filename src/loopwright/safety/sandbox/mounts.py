@@ -2,10 +2,12 @@
 
 Protected paths (the one list, `loopwright.safety.protected`) are bound read-only at the top of
 each writable root; one that does not exist yet gets a placeholder (`placeholders.py`) bound
-read-only instead, so it cannot be created. Hidden paths — credential stores in the home
+read-only instead, so it cannot be created; the directories on the way to one are made mount
+points, so it cannot be swapped by moving them. Hidden paths — credential stores in the home
 directory, the user's loopwright config directory wherever `XDG_CONFIG_HOME` puts it (serve
 token, trusted projects), loopwright's data directory (sessions, attachments, memory), and the
-files and directories the settings add (`SandboxPolicy.hidden_paths`) — are covered by an empty
+files and directories the settings add (`SandboxPolicy.hidden_paths`) — and the host services'
+Unix sockets (`HOST_SERVICE_SOCKETS`, the user's runtime directory) are covered by an empty
 read-only directory, or `/dev/null` for a file.
 """
 
@@ -13,26 +15,73 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.config import user_config_dir
 from loopwright.safety.protected import protected_locations
+from loopwright.safety.sandbox.links import GuardedLink, links_on_the_way
 from loopwright.safety.sandbox.placeholders import missing_point, shared
-from loopwright.safety.sandbox.policy import SandboxPolicy
+from loopwright.safety.sandbox.policy import (
+    DATABASE_SOCKETS,
+    HOST_SERVICE_SOCKETS,
+    SandboxPolicy,
+)
 from loopwright.settings import default_data_dir
 
 
-def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
-    """Read-only binds for every protected path of the writable roots, and the placeholders that
-    must exist when bubblewrap starts (for the paths that do not exist yet)."""
-    argv: list[str] = []
+@dataclass(kw_only=True)
+class ReadOnlyMounts:
+    """The bubblewrap arguments, the placeholders to make, and the symlinks to watch."""
+
+    argv: list[str]
+    placeholders: list[Path]
+    links: list[GuardedLink]
+
+
+def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
+                     ) -> ReadOnlyMounts:
+    """Read-only binds for every protected path of the writable roots and every held file (the
+    scripts hooks run), and the placeholders that must exist when bubblewrap starts (for the
+    protected paths that do not exist yet), and the symlinks on the way to a protected path
+    (a mount cannot be put on a link: `links.py` puts a replaced one back).
+
+    A read-only path below the top of a root (`.claude/settings.json`, a `core.hooksPath` of
+    `.husky/_`, `.hooks/check.py`) could otherwise be swapped by moving a directory on its way
+    (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
+    writable as before, but a mount point, which can be neither renamed nor removed. All of
+    these come before the read-only binds, which must stay over them."""
+    targets, placeholders, links = _protected_targets(writable)
+    for name in held_files:
+        path = Path(name).resolve()
+        if path.is_file() and _under_any(path, writable):
+            targets.append(path)
+    pinned: dict[Path, None] = {}
+    for target in targets:
+        root = next((r for r in writable if _under_any(target, [r])), target)
+        pinned.update(dict.fromkeys(d for d in reversed(target.parents)
+                                    if d != root and d.is_relative_to(root)))
+    argv = [item for directory in pinned for item in ("--bind", str(directory), str(directory))]
+    argv += [item for target in targets for item in ("--ro-bind", str(target), str(target))]
+    return ReadOnlyMounts(argv=argv, placeholders=placeholders, links=links)
+
+
+def _protected_targets(writable: Sequence[Path]
+                       ) -> tuple[list[Path], list[Path], list[GuardedLink]]:
+    """What to bind read-only for the protected paths of the writable roots (where each really
+    is, or its placeholder), the placeholders among them, and the symlinks on their way."""
+    targets: list[Path] = []
     placeholders: list[Path] = []
+    links: dict[Path, GuardedLink] = {}
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
     for top in writable:
         for location in protected_locations(top):
             root = next((r for r in writable if _under_any(location, [r])), None)
             if root is None or _under_any(location, covered):
                 continue
+            link = links_on_the_way(root, location)
+            if link is not None:
+                links.setdefault(link.path, link)
             placeholder = shared(root, location)
             target = None if placeholder else _existing_inside(location, writable)
             if target is None:
@@ -41,18 +90,25 @@ def protected_mounts(writable: Sequence[Path]) -> tuple[list[str], list[Path]]:
                     continue
                 placeholders.append(placeholder)
                 target = placeholder
-            argv += ["--ro-bind", str(target), str(target)]
+            targets.append(target)
             if target.is_dir() or target == placeholder:
                 covered.append(target)
-    return argv, placeholders
+    return targets, placeholders, list(links.values())
 
 
 def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
-    """Everything a sandboxed command must not read: the credential stores in `home`, the
-    user's config directory, the data directory and the settings' own paths."""
+    """Everything a sandboxed command must not read or connect to: the credential stores in
+    `home`, the user's config directory, the data directory, the settings' own paths and the
+    host services' sockets."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    cache = os.environ.get("XDG_CACHE_HOME", "")  # git's credential cache lives there then
     return [*(home / relative for relative in policy.hidden_home),
             user_config_dir(), default_data_dir(),
-            *(Path(path).expanduser() for path in policy.hidden_paths)]
+            *(Path(path).expanduser() for path in policy.hidden_paths),
+            *(Path(path) for path in HOST_SERVICE_SOCKETS),
+            *(Path(path) for path in (() if policy.network else DATABASE_SOCKETS)),
+            *([Path(runtime)] if os.path.isabs(runtime) else []),
+            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else [])]
 
 
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:
@@ -64,7 +120,8 @@ def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> l
         if not os.path.lexists(path):
             continue
         path = path.resolve()  # a linked ~/.ssh is hidden where it really is
-        if path in done or not path.exists() or any(_under_any(root, [path]) for root in roots):
+        if (_under_any(path, list(done)) or not os.path.exists(path)
+                or any(_under_any(root, [path]) for root in roots)):
             continue
         done.add(path)
         if path.is_dir():

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
-from loopwright.settings import DEFAULTS, default_data_dir
+from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
@@ -33,8 +33,33 @@ SANDBOX_SERVICE = "sandbox"
 # Credential stores in the home directory, hidden from sandboxed commands (an empty directory or
 # file is mounted over each one that exists), so a command cannot read keys it has no use for.
 HIDDEN_HOME_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud",
-                    ".config/gh", ".config/loopwright", ".password-store")
-HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass")
+                    ".config/gh", ".config/loopwright", ".password-store",
+                    # git's credential-cache daemon answers on a socket there with the
+                    # passwords and tokens it holds
+                    ".cache/git/credential", ".git-credential-cache",
+                    # SSH agents of password managers: whoever reaches the socket signs as you
+                    ".1password", ".bitwarden-ssh-agent.sock",
+                    ".terraform.d", ".oci", ".config/op", ".local/share/keyrings")
+HIDDEN_HOME_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass",
+                     # tokens of other tools, each in a well-known place
+                     ".vault-token", ".cargo/credentials.toml", ".cargo/credentials",
+                     ".gem/credentials", ".s3cfg", ".boto", ".config/hub",
+                     ".config/rclone/rclone.conf")
+# Where the host's services listen on Unix sockets. A socket at a path is reached by its path,
+# not through the network namespace, so `--unshare-net` does not stop a command from talking to
+# them: the user's systemd and D-Bus session (either runs any command outside the sandbox), the
+# ssh and gpg agents, a Docker, Podman, LXD or libvirt daemon (root on the host), snapd. The
+# user's runtime directory (`$XDG_RUNTIME_DIR`) is hidden too, wherever it is.
+HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/docker",
+                        "/run/containerd", "/run/podman", "/run/libvirt", "/run/snapd.socket",
+                        "/run/snapd-snap.socket", "/run/incus", "/var/run/docker.sock",
+                        "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
+                        "/var/lib/incus/unix.socket")
+# Databases on Unix sockets: reached as the user (peer authentication), a superuser role runs
+# programs outside the sandbox (`COPY … TO PROGRAM`). Hidden with the network off, when their
+# TCP ports are out of reach too; with it on, a socket is no more than the port.
+DATABASE_SOCKETS = ("/run/postgresql", "/var/run/postgresql", "/run/mysqld", "/var/run/mysqld",
+                    "/run/redis", "/var/run/redis", "/run/mongodb", "/var/run/mongodb")
 MEBIBYTE = 1024 * 1024
 
 
@@ -73,6 +98,13 @@ class SandboxPolicy:
     # more files and directories to hide (the settings' data, memory and store paths; the user
     # config and the default data directory are always hidden)
     hidden_paths: tuple[str, ...] = ()
+    # files something outside the sandbox runs (the scripts the user's hooks run): read-only,
+    # and the directories on their way in a writable root cannot be renamed to swap them
+    held_files: tuple[str, ...] = ()
+    # the workspace roots the settings name (working directory, allowed_roots): bubblewrap is
+    # never looked up on PATH there, where a command could have planted one (a run's own roots
+    # are added at each launch)
+    workspace: tuple[str, ...] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
@@ -115,6 +147,8 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
+            settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
         limits=SandboxLimits(
             processes=_count(settings.sandbox_max_processes, "sandbox_max_processes"),
             file_mb=_count(settings.sandbox_max_file_mb, "sandbox_max_file_mb"),
@@ -126,12 +160,16 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
 
 def _own_paths(settings: Any) -> list[Path]:
     """Where loopwright keeps what a command has no business reading: the data directory
-    (sessions, attachments, memory), a memory directory or SQLite store set elsewhere, and the
-    config file `LOOPWRIGHT_CONFIG` names (it may hold keys)."""
+    (sessions, attachments, memory), the MCP servers' logs, a memory directory or SQLite store
+    set elsewhere, and the config file `LOOPWRIGHT_CONFIG` names (it may hold keys)."""
     from loopwright.builtin.memory import memory_files_for
 
     workdir = Path(settings.workdir or Path.cwd())
     paths = [Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()]
+    # the MCP servers' logs (what a server prints may hold its tokens); the spilled outputs
+    # beside them stay, as commands read them back
+    cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
+    paths.append(cache / "mcp")
     if settings.memory_dir:
         paths.append(memory_files_for(memory_dir=settings.memory_dir, data_dir=settings.data_dir,
                                       workdir=workdir).directory)

@@ -30,6 +30,9 @@ _WALKS_INTO_LINKS = {
     "diff": re.compile(r"^(-[A-Za-z]*r[A-Za-z0-9]*|--recursive)$"),
 }
 _WALKS_INTO_LINKS["egrep"] = _WALKS_INTO_LINKS["fgrep"] = _WALKS_INTO_LINKS["grep"]
+# programs that, given a directory, read the files in it (`diff dir1 dir2` compares the files
+# both hold, without -r too), following the symlinks among them
+_READS_DIRECTORIES = frozenset({"diff"})
 
 
 def is_plainly_read_only(command: str, cwd: str | Path | None = None) -> bool:
@@ -49,7 +52,10 @@ def is_plainly_read_only(command: str, cwd: str | Path | None = None) -> bool:
     for argument in arguments:
         if walks is not None and walks.match(argument):
             return False
-        if not all(_stays_plain(value, root) for value in _path_candidates(argument)):
+        values = _path_candidates(argument)
+        if not all(_stays_plain(value, root) for value in values):
+            return False
+        if program in _READS_DIRECTORIES and any((root / v).is_dir() for v in values):
             return False
     return True
 

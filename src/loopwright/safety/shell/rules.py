@@ -13,10 +13,12 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 
+from loopwright.safety.protected import HOME_STARTUP_FILES
 from loopwright.safety.sensitive import is_secret_path
 from loopwright.safety.shell.parse import SimpleCommand
 from loopwright.safety.shell.paths import join_path
 from loopwright.safety.shell.words import Word
+from loopwright.safety.shell.wrappers import GIT_RUNS_COMMANDS as _GIT_RUNS_COMMANDS
 
 TOP_LEVEL = frozenset({
     "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt",
@@ -28,9 +30,6 @@ _DEEP_SYSTEM = frozenset({"/usr/bin", "/usr/lib", "/usr/lib64", "/usr/local", "/
 _SYSTEM_WRITE_ROOTS = ("/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
                        "/opt", "/sys", "/proc", "/var/lib", "/root", "/srv", "/System",
                        "/Library")
-_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile",
-                  ".zshenv", ".zlogin", ".ssh", ".config/autostart", ".config/systemd",
-                  ".gitconfig", ".config/git", ".local/bin", ".pam_environment", ".xprofile")
 _PROBE_NAMES = ("usr", "etc", "bin", "home", "var", "lib", "Documents", ".ssh", ".config",
                 "src", "a", "projects", ".bashrc")
 _BLOCK_DEVICE = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk|md|dm-|mapper/|loop|"
@@ -136,6 +135,34 @@ def catastrophic(command: SimpleCommand, targets: Targets) -> str | None:
                                                any(re.fullmatch(r"-[a-zA-Z]*R[a-zA-Z]*", f)
                                                    for f in flags)):
         return _vital(operands[1:], command.cwd, targets, f"recursively changing ({name})")
+    if name == "rsync" and _rsync_deletes(flags) and operands:
+        return _vital(operands[-1:], command.cwd, targets, "deleting everything under")
+    if name == "mv" and operands:
+        target = _target_directory(command)
+        moved = [w for w in operands if w is not target] if target else operands[:-1]
+        return _vital(moved, command.cwd, targets, "moving away")
+    return None
+
+
+def _rsync_deletes(flags: list[str]) -> bool:
+    """`--delete` and its kinds, `--remove-source-files`: rsync deletes files."""
+    return any(f.startswith(("--delete", "--del")) or f == "--remove-source-files"
+               for f in flags)
+
+
+def _target_directory(command: SimpleCommand) -> Word | None:
+    """The `-t DIR` / `--target-directory[=]DIR` of cp, mv, ln or install, if given so (rsync's
+    and scp's `-t` mean something else)."""
+    if command.name not in ("cp", "mv", "ln", "install"):
+        return None
+    for index, word in enumerate(command.words[1:], start=1):
+        if word.value.startswith("--target-directory="):
+            value = word.value.split("=", 1)[1]
+            return Word(value=value, candidates=tuple(c.split("=", 1)[-1]
+                                                      for c in word.candidates),
+                        computed=word.computed)
+        if word.value in ("-t", "--target-directory") and index + 1 < len(command.words):
+            return command.words[index + 1]
     return None
 
 
@@ -181,13 +208,19 @@ def written_words(command: SimpleCommand) -> list[Word]:
     flags, operands = flags_and_operands(command.words[1:])
     if name == "tee":
         out += operands
-    elif name in _COPY_COMMANDS and len(operands) >= 2:
-        target_dir = next((w for i, w in enumerate(command.words[1:-1])
-                           if w.value in ("-t", "--target-directory")), None)
-        out.append(target_dir or operands[-1])
+    elif name in _COPY_COMMANDS and (len(operands) >= 2 or _target_directory(command)):
+        out.append(_target_directory(command) or operands[-1])
     elif name == "dd":
         out += [Word(value=w.value[3:], candidates=tuple(c[3:] for c in w.candidates),
                      computed=w.computed) for w in command.words[1:] if w.value.startswith("of=")]
+    elif name == "sort":
+        words = command.words[1:]
+        out += [words[i + 1] for i, w in enumerate(words[:-1]) if w.value in ("-o", "--output")]
+        out += [Word(value=w.value.split("=", 1)[1], candidates=tuple(
+            c.split("=", 1)[-1] for c in w.candidates), computed=w.computed)
+            for w in words if w.value.startswith("--output=")]
+    elif name == "uniq" and len(operands) >= 2:
+        out.append(operands[1])
     elif name in ("truncate", "touch") or (name == "sed" and any(
             f.startswith(("-i", "--in-place")) for f in flags)):
         out += operands[1:] if name == "sed" else operands
@@ -208,10 +241,13 @@ def dangerous(command: SimpleCommand, home: str,
     flags, operands = flags_and_operands(command.words[1:])
     if name == "rm" and _recursive(flags):
         return "recursive delete"
-    if name == "find" and "-delete" in command.argv:
+    if (name == "find" and "-delete" in command.argv) or (name == "rsync" and
+                                                          _rsync_deletes(flags)):
         return "recursive delete"
     if name in _SUPERUSER:
         return "superuser command"
+    if _schedules(command):
+        return "sets up a command to run later, outside the sandbox"
     if name == "git":
         return _git_danger(command)
     if name in _DISK_TOOLS or name == "mkswap" or (name == "dd" and any(
@@ -229,6 +265,31 @@ def dangerous(command: SimpleCommand, home: str,
         if danger:
             return danger
     return _write_danger(command, home, protected) or _secret_danger(command)
+
+
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l",
+                               "--list", "--unset", "--unset-all", "--remove-section"})
+
+
+def _schedules(command: SimpleCommand) -> bool:
+    """crontab (but -l), at and batch, a systemd or launchd job enabled or started, a global git
+    setting that runs a program: each runs something later, outside the sandbox too."""
+    name, words = command.name, command.argv[1:]
+    if name == "crontab":
+        return not ({"-l"} >= set(words) and words)
+    if name in ("at", "batch"):
+        return not any(w in ("-l", "-r", "-d", "-c", "-V") for w in words)
+    if name == "systemctl" and "--user" in words:
+        return _has_any(command, "enable", "start", "link", "restart", "edit", "set-environment",
+                        "import-environment")
+    if name == "launchctl":
+        return _has_any(command, "load", "bootstrap", "enable", "submit", "kickstart")
+    if name == "git" and any(w in ("--global", "--system") for w in words):
+        sub, rest = _git_subcommand(command)
+        reads = rest[:1] in (["get"], ["list"]) or any(w in _GIT_CONFIG_READS for w in rest)
+        return sub == "config" and not reads and any(
+            _GIT_RUNS_COMMANDS.match(w.split("=", 1)[0]) for w in rest if not w.startswith("-"))
+    return False
 
 
 def _has_any(command: SimpleCommand, *values: str) -> bool:
@@ -301,9 +362,9 @@ def _write_danger(command: SimpleCommand, home: str,
                     path in _SYSTEM_WRITE_ROOTS or path.startswith(tuple(
                         f"{root}/" for root in _SYSTEM_WRITE_ROOTS))):
                 return "write to a system directory"
-            if any(path == posixpath.join(home, name) or
-                   path.startswith(posixpath.join(home, name) + "/") for name in _STARTUP_FILES):
-                return "write to a shell startup, SSH or git configuration file"
+            if any(path == posixpath.join(home, name) or path.startswith(
+                    posixpath.join(home, name) + "/") for name in HOME_STARTUP_FILES):
+                return "write to a startup file (a shell, SSH, git, an editor or Python runs it)"
             reason = protected(path)
             if reason is not None:
                 return f"write to protected configuration ({reason})"

@@ -57,12 +57,32 @@ _VALUED: dict[str, frozenset[str]] = {
     "unshare": frozenset(),
     "runuser": frozenset({"-u", "-g", "-G", "--user", "--group"}),
     "busybox": frozenset(),
+    # run their operands as a command too: debuggers, credential and proxy shims, fake roots
+    "valgrind": frozenset(),
+    "sshpass": frozenset({"-p", "-f", "-d", "-e", "-P"}),
+    "torsocks": frozenset({"-u", "-p", "-a", "-P", "--user", "--pass", "--address", "--port"}),
+    "proxychains": frozenset({"-f"}),
+    "proxychains4": frozenset({"-f"}),
+    "fakeroot": frozenset({"-l", "-s", "-i", "--lib", "--faked"}),
+    "faketime": frozenset(),
+    "dbus-run-session": frozenset({"--config-file", "--dbus-daemon"}),
+    "prlimit": frozenset({"-p", "--pid"}),
+    "cgexec": frozenset({"-g"}),
+    "catchsegv": frozenset(),
+    "chronic": frozenset(),
+    "nocache": frozenset(),
 }
-_LEADING_OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1, "chrt": 1}
+_LEADING_OPERANDS = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1, "chrt": 1,
+                     "faketime": 1}
+_PARALLEL_VALUED = frozenset({"-j", "-P", "--jobs", "-S", "--sshlogin", "-a", "--arg-file",
+                              "-d", "--delimiter", "-I", "-E", "-n", "-N", "-L", "--colsep",
+                              "--tag-string", "--joblog", "--results", "--tmpdir", "--retries",
+                              "--timeout", "--delay", "--load", "--memfree", "--workdir",
+                              "--basefile", "-X", "--env"})
 _SUPERUSER = frozenset({"sudo", "doas", "pkexec", "run0", "runuser"})
 _GIT_VALUED = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace",
                          "--exec-path", "--super-prefix", "--config-env"})
-_GIT_RUNS_COMMANDS = re.compile(
+GIT_RUNS_COMMANDS = re.compile(
     r"^(?:alias\..*|core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|gitproxy|askpass)|"
     r".*\.(?:command|cmd|textconv|program|helper|clean|smudge|process)|sequence\.editor|"
     r"protocol\..*\.allow|uploadpack\.packobjectshook|diff\.external|gpg\..*|"
@@ -103,8 +123,12 @@ def _dispatch(walker: Walker, command: SimpleCommand, state: State, ctx: Context
             walker.run_payload(args[0].value, state, ctx, "trap")
         elif args and args[0].computed:
             walker.script.note("trap runs text made at run time")
-    elif name == "su" or (name == "runuser" and "-c" in command.argv):
-        _su(walker, command, args, state, ctx)
+    elif name in ("su", "script") or (name == "runuser" and "-c" in command.argv):
+        _dash_c(walker, command, args, state, ctx)
+    elif name == "sg":
+        _sg(walker, command, args, state, ctx)
+    elif name == "parallel":
+        _parallel(walker, command, args, state, ctx)
     elif name == "find":
         _find(walker, command, args, state, ctx)
     elif name == "git":
@@ -270,16 +294,64 @@ def _source(walker: Walker, command: SimpleCommand, args: list[Word]) -> None:
     walker.script.script_runs.append((script, command.cwd))
 
 
-def _su(walker: Walker, command: SimpleCommand, args: list[Word], state: State,
-        ctx: Context) -> None:
+def _dash_c(walker: Walker, command: SimpleCommand, args: list[Word], state: State,
+            ctx: Context) -> None:
+    """`su -c TEXT`, `su -lc TEXT`, `script -qc TEXT`, `--command=TEXT`: TEXT runs in a shell."""
     for index, word in enumerate(args):
-        if word.value in ("-c", "--command") and index + 1 < len(args):
+        value = word.value
+        if (value in ("-c", "--command") or re.fullmatch(r"-[a-zA-Z]*c", value)) and \
+                index + 1 < len(args):
             _payload(walker, [args[index + 1]], state, ctx, command.name)
             return
-        if word.value.startswith("--command="):
-            _payload(walker, [Word.literal(word.value.split("=", 1)[1])], state, ctx,
-                     command.name)
+        if value.startswith("--command="):
+            _payload(walker, [Word.literal(value.split("=", 1)[1])], state, ctx, command.name)
             return
+
+
+def _sg(walker: Walker, command: SimpleCommand, args: list[Word], state: State,
+        ctx: Context) -> None:
+    """`sg GROUP -c TEXT` and `sg GROUP TEXT` run TEXT in a shell."""
+    rest = args[1:] if args and not args[0].value.startswith("-") else args
+    if rest[:1] and rest[0].value == "-c":
+        rest = rest[1:]
+    if rest:
+        _payload(walker, rest[:1], state, ctx, "sg")
+
+
+def _parallel(walker: Walker, command: SimpleCommand, args: list[Word], state: State,
+              ctx: Context) -> None:
+    """GNU parallel runs `COMMAND ARGUMENT` in a shell for each argument after `:::` (`{}`
+    marks where it goes); without a command, each argument is a command line."""
+    split = next((i for i, w in enumerate(args) if w.value.startswith(":::")), len(args))
+    inner: list[Word] = []
+    index = 0
+    while index < split:
+        option = args[index].value
+        if option in _PARALLEL_VALUED:
+            index += 2
+        elif option.startswith("-"):
+            index += 1
+        else:
+            inner = args[index:split]
+            break
+    values = [w for w in args[split + 1:] if not w.value.startswith(":::")]
+    from_files = split < len(args) and args[split].value.startswith("::::")
+    if from_files or not values:
+        if not inner:
+            walker.script.note("parallel runs command lines it reads at run time")
+            return
+        values = [Word(value="<argument of parallel>", candidates=("",), computed=True)]
+    for argument in values:
+        if not inner:
+            _payload(walker, [argument], state, ctx, "parallel")
+        elif any("{}" in w.value for w in inner):
+            _payload(walker, [Word(value=w.value.replace("{}", argument.value),
+                                   candidates=tuple(c.replace("{}", argument.value)
+                                                    for c in w.candidates),
+                                   computed=w.computed or argument.computed) for w in inner],
+                     state, ctx, "parallel")
+        else:
+            _payload(walker, [*inner, argument], state, ctx, "parallel")
 
 
 def _env(walker: Walker, command: SimpleCommand, args: list[Word], state: State,
@@ -337,7 +409,7 @@ def _git(walker: Walker, command: SimpleCommand, args: list[Word]) -> None:
         value = args[index].value
         if value in ("-c", "--config-env") and index + 1 < len(args):
             key = args[index + 1].value.split("=", 1)[0]
-            if args[index + 1].computed or _GIT_RUNS_COMMANDS.match(key):
+            if args[index + 1].computed or GIT_RUNS_COMMANDS.match(key):
                 walker.script.note(f"git -c {key} can make git run another command")
         index += 2 if value in _GIT_VALUED else 1
 

@@ -1,0 +1,137 @@
+"""The host's services on Unix sockets are out of a sandboxed command's reach. A socket at a path
+is reached through the filesystem, not the network namespace, so `--unshare-net` alone left the
+user's systemd and D-Bus session (either starts any command outside the sandbox), the ssh and gpg
+agents and a Docker daemon (root) one `connect()` away; an abstract socket belongs to the network
+namespace and was already out of reach (kept here: it was untested).
+
+Real bubblewrap and real sockets; every host socket lives outside /tmp (the sandbox's private
+/tmp would hide it anyway and prove nothing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopwright import ToolContext
+from loopwright.builtin import bash
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
+from shared_helpers import require_component
+
+CONNECT = ("python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
+           "s.connect(sys.argv[1]); print(\"connected\")' {address}")
+
+
+@pytest.fixture(autouse=True)
+def needs_bwrap() -> None:
+    require_component(shutil.which("bwrap") is not None,
+                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
+
+
+@pytest.fixture
+def runtime_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The user's runtime directory (as `/run/user/UID` is), outside /tmp."""
+    path = Path(tempfile.mkdtemp(prefix="loopwright-runtime-", dir="/var/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(path))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def listening(address: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(address)
+    server.listen()
+    server.setblocking(False)
+    return server
+
+
+def was_reached(server: socket.socket) -> bool:
+    try:
+        server.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+async def run(workdir: Path, command: str, **policy: Any) -> str:
+    ctx = ToolContext(workdir=workdir, services={SANDBOX_SERVICE: SandboxPolicy(**policy)})
+    result = await bash.invoke(bash.validate({"command": command}), ctx)
+    assert isinstance(result, str)
+    return result
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_the_session_bus_in_the_runtime_directory_is_out_of_reach(
+        tmp_path: Path, runtime_dir: Path, network: bool) -> None:
+    (runtime_dir / "systemd").mkdir()
+    for address in (runtime_dir / "bus", runtime_dir / "systemd" / "private"):
+        with listening(str(address)) as server:
+            text = await run(tmp_path, CONNECT.format(address=address), network=network)
+            assert "connected" not in text and "No such file" in text
+            assert not was_reached(server)
+
+
+async def test_an_abstract_socket_of_the_host_is_out_of_reach(tmp_path: Path) -> None:
+    name = f"loopwright-test-{os.getpid()}"
+    with listening(f"\0{name}") as server:
+        # argv cannot carry the leading NUL: the command adds it
+        text = await run(tmp_path, CONNECT.replace("sys.argv[1]", "chr(0) + sys.argv[1]")
+                         .format(address=name))
+        assert "connected" not in text and "Connection refused" in text
+        assert not was_reached(server)
+
+
+async def test_a_socket_the_command_makes_itself_still_works(tmp_path: Path,
+                                                             runtime_dir: Path) -> None:
+    # must not fire: a program's own socket in the workspace or in /tmp (a test server)
+    serve_and_connect = (
+        "python3 -c 'import socket, sys\n"
+        "for address in sys.argv[1:]:\n"
+        "    server = socket.socket(socket.AF_UNIX); server.bind(address); server.listen()\n"
+        "    client = socket.socket(socket.AF_UNIX); client.connect(address)\n"
+        "    print(\"connected\", address)' {}/own.sock /tmp/own.sock")
+    text = await run(tmp_path, serve_and_connect.format(tmp_path))
+    assert f"connected {tmp_path}/own.sock\nconnected /tmp/own.sock\n[exit code 0]" == text
+
+
+POSTGRES_SOCKETS = Path("/run/postgresql")
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_database_socket_is_out_of_reach_with_the_network_off(
+        tmp_path: Path, network: bool) -> None:
+    # PostgreSQL's peer authentication lets the user's own processes in by the socket; with
+    # the network off the database is as out of reach as its TCP port (with it on, both are)
+    require_component(POSTGRES_SOCKETS.is_dir() and os.access(POSTGRES_SOCKETS, os.W_OK),
+                      "a writable /run/postgresql (PostgreSQL's socket directory)")
+    address = POSTGRES_SOCKETS / f".s.PGSQL.{40000 + os.getpid() % 20000}"
+    try:
+        with listening(str(address)) as server:
+            text = await run(tmp_path, CONNECT.format(address=address), network=network)
+            assert ("connected" in text) is network, text
+            assert was_reached(server) is network
+    finally:
+        address.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("socket_path", [".1password/agent.sock", ".bitwarden-ssh-agent.sock"])
+async def test_a_password_managers_ssh_agent_is_out_of_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, socket_path: str) -> None:
+    home = Path(tempfile.mkdtemp(prefix="loopwright-home-", dir="/var/tmp"))
+    try:
+        monkeypatch.setenv("HOME", str(home))
+        address = home / socket_path
+        address.parent.mkdir(parents=True, exist_ok=True)
+        with listening(str(address)) as server:
+            text = await run(tmp_path, CONNECT.format(address=address))
+            assert "connected" not in text and not was_reached(server), text
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
