@@ -15,14 +15,14 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from loopwright.endpoints.client import CallListeners, ClientReport
+from loopwright.endpoints.client import CallListeners, ClientReport, StatusListener
 from loopwright.endpoints.fallback import ProviderChain
 from loopwright.errors import ProviderError, RunCancelled
-from loopwright.events import Event, StatusKind, new_call_record, new_model_call
+from loopwright.events import REPLY_ANEW, Event, StatusKind, new_call_record, new_model_call
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
 from loopwright.wire.stream import DeltaListener, ToolArgsListener
@@ -85,8 +85,12 @@ class ModelCalls:
         call is silent, as side calls must be)."""
         streamed = self.stream if stream is None else stream
         reports: list[ClientReport] = []
+        # a text filter holding part of a reply (half a call, half an output object) drops it
+        # when the reply starts anew, else the new reply is read as its continuation
+        anew = getattr(on_text, "reply_anew", None)
+        on_status = self.owner.status if anew is None else _telling(self.owner.status, anew)
         listeners = CallListeners(on_text=on_text, on_reasoning=on_reasoning,
-                                  on_status=self.owner.status, on_report=reports.append,
+                                  on_status=on_status, on_report=reports.append,
                                   on_tool_args=on_tool_args)
         chain = self.side.get(purpose, self.chain)
         if self.route is not None:
@@ -213,3 +217,15 @@ def describe_response(response: ModelResponse) -> dict[str, Any]:
         "reasoning_chars": len(message.reasoning or ""),
         "model": response.model,
     }
+
+
+def _telling(status: StatusListener, reply_anew: Callable[[], None]) -> StatusListener:
+    """`status`, also calling `reply_anew` when a model call's reply starts again from its
+    beginning (a fallback model's, or a retry's that differs from what broke off)."""
+
+    def on_status(kind: StatusKind, message: str, data: dict[str, Any]) -> None:
+        if kind in REPLY_ANEW:
+            reply_anew()
+        status(kind, message, data)
+
+    return on_status

@@ -39,6 +39,27 @@ class StructuredOutput(LoopPlugin):
         return _RunOutput(self)
 
 
+class _OutputText:
+    """The text listener of a run with an output type: in native mode the text is the answer's
+    JSON, grown into partial outputs; in either mode a reply that starts anew starts the
+    partial output anew (in tool mode it grows from `final_result`'s arguments)."""
+
+    def __init__(self, output: _RunOutput, run: RunView, listener: DeltaListener) -> None:
+        self.output, self.run, self.listener = output, run, listener
+        self.grows = output.mode == "native"
+
+    def __call__(self, delta: str) -> None:
+        self.listener(delta)
+        if self.grows:
+            self.output._grow(self.run, delta)
+
+    def reply_anew(self) -> None:
+        self.output.reply_anew()
+        inner = getattr(self.listener, "reply_anew", None)
+        if inner is not None:
+            inner()
+
+
 class _RunOutput(LoopPlugin):
     """The structured output of one run: failures so far, the value once valid."""
 
@@ -60,14 +81,12 @@ class _RunOutput(LoopPlugin):
             request.tools.append(self.spec.tool_spec())
 
     def text_filter(self, run: RunView, listener: DeltaListener) -> DeltaListener:
-        if self.mode != "native":
-            return listener
+        return _OutputText(self, run, listener)
 
-        def on_text(delta: str) -> None:
-            listener(delta)
-            self._grow(run, delta)
-
-        return on_text
+    def reply_anew(self) -> None:
+        """The reply starts again (a fallback model's, a retry's): its partial output too."""
+        self.streamed.clear()
+        self.shown = None
 
     def on_tool_args(self, run: RunView, name: str, delta: str) -> None:
         if name == FINAL_TOOL:

@@ -108,6 +108,16 @@ class MarkupFilter:
         if not self.holding_rest:
             self._pump()
 
+    def reply_anew(self) -> None:
+        """The reply starts again from its beginning (a fallback model's, a retry's): what the
+        broken one left held or shown is no part of the new one."""
+        self.buffer, self.line, self._region = "", "", None
+        self.emitted.clear()
+        self.holding_rest = self.done = False
+        inner = getattr(self.listener, "reply_anew", None)
+        if inner is not None:
+            inner()
+
     def finish(self, visible: str) -> None:
         """The reply is complete and `visible` is its text without markup: send the rest."""
         if self.done:
