@@ -4,10 +4,21 @@ The public names are imported on first use (module `__getattr__`), so that `impo
 and the CLI's start-up do not pay for the whole runtime (MCP, compaction, wire formats, httpx).
 """
 
-from __future__ import annotations
+import sys
+
+# `python -m loopwright` puts the working directory (a project a command may have written to)
+# first on the module path, so a `typing.py` or `httpx.py` there would run as part of loopwright,
+# outside any sandbox. This package is found by now; the directory leaves the path before
+# anything else is imported — which is also why this module has no `from __future__` import: it
+# imports a module of that name. (A `loopwright/` folder there is found before this package:
+# `python -P -m loopwright` or the `loopwright` command avoid even that.)
+if sys.argv[:1] == ["-m"] and not sys.flags.safe_path and sys.path:
+    import os  # imported by Python's start-up already: nothing is read from the directory
+
+    if sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
 
 import importlib
-import sys
 from typing import TYPE_CHECKING, Any
 
 # httpx imports its own command line (rich, click, pygments: a fifth of our import time) whenever
