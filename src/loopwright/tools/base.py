@@ -303,12 +303,19 @@ def tool_from_function(
     timeout: float | None = None,
     network: bool = False,
 ) -> FunctionTool[Any, Any]:
+    import pydantic
+
+    name = name or fn.__name__
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
-    model, takes_context = arguments_model_for(fn, param_docs)
+    try:
+        model, takes_context = arguments_model_for(fn, param_docs, tool_name=name)
+        parameters = clean_schema(model.model_json_schema())
+    except pydantic.PydanticUserError as exc:  # both kinds: at definition, not on a turn
+        raise _unusable_parameter(name, fn, exc) from None
     return FunctionTool(
-        name=name or fn.__name__,
+        name=name,
         description=description or summary or fn.__name__.replace("_", " "),
-        parameters=clean_schema(model.model_json_schema()),
+        parameters=parameters,
         function=fn,
         read_only=read_only,
         interactive=interactive,
@@ -323,23 +330,27 @@ def tool_from_function(
 
 
 def arguments_model_for(
-    fn: ToolFunction, param_docs: dict[str, str]
+    fn: ToolFunction, param_docs: dict[str, str], *, tool_name: str | None = None
 ) -> tuple[type[pydantic.BaseModel], bool]:
     """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
-    pydantic is imported here, by the first tool made from a function, not by the package."""
+    pydantic is imported here, by the first tool made from a function, not by the package.
+
+    Raises `TypeError` for a `*args` or `**kwargs` parameter: the model could never be told of
+    what they take, and nothing it sent would reach them."""
     import pydantic
 
-    signature = inspect.signature(fn)
-    hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     takes_context = False
-    for param in signature.parameters.values():
-        annotation = hints.get(param.name, Any)
+    for param, annotation in _parameters(fn):
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
             takes_context = True
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
+            stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise TypeError(
+                f"tool {tool_name or fn.__name__!r}: parameter {stars}{param.name} cannot be "
+                "shown to the model (a tool's schema names each argument): give each argument "
+                "a parameter of its own, or take one `dict` parameter")
         annotation, doc = _split_annotated(annotation)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (
@@ -347,11 +358,49 @@ def arguments_model_for(
             pydantic.Field(default, description=doc or param_docs.get(param.name)),
         )
     model = pydantic.create_model(
-        f"{fn.__name__}_arguments",
-        __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-        **fields,
-    )
+        f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
     return model, takes_context
+
+
+def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
+    """Each parameter of `fn` with its resolved annotation (`Any` when it has none)."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    return [(param, hints.get(param.name, Any))
+            for param in inspect.signature(fn).parameters.values()]
+
+
+_ARGUMENTS_CONFIG: pydantic.ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": True}
+
+
+def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeError:
+    """pydantic's refusal of a tool's parameters as one `TypeError` naming the parameter at
+    fault (found by trying each alone: only on this path, so a good tool pays nothing)."""
+    import pydantic
+
+    culprit = "one of its parameters"
+    for param, annotation in _parameters(fn):
+        if _is_context(annotation) or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        try:
+            pydantic.create_model("probe", __config__=_ARGUMENTS_CONFIG,
+                                  value=(_split_annotated(annotation)[0], ...)
+                                  ).model_json_schema()
+        except pydantic.PydanticUserError:
+            culprit = f"parameter {param.name!r} ({_type_name(annotation)})"
+            break
+    if getattr(exc, "code", None) == "typed-dict-version":
+        return TypeError(
+            f"tool {name!r}: {culprit} is a typing.TypedDict, which pydantic cannot read on "
+            "Python < 3.12: define it with `typing_extensions.TypedDict` instead")
+    return TypeError(
+        f"tool {name!r}: {culprit} has no JSON schema to show the model "
+        f"({str(exc).splitlines()[0]}): annotate it with a JSON type (str, int, float, bool, "
+        "a list or dict of those), a pydantic model, a dataclass or a TypedDict of those, and "
+        "make the object it stands for inside the tool")
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__qualname__ if isinstance(annotation, type) else repr(annotation)
 
 
 def _is_context(annotation: Any) -> bool:
