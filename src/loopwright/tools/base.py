@@ -275,7 +275,8 @@ def tool(
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
-    `Annotated[int, "the count"]` or from the docstring's `Args:` section.
+    `Annotated[int, "the count"]` or from the docstring (a Google `Args:` section, NumPy
+    `Parameters` or Sphinx `:param x:`).
     """
 
     def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
@@ -429,12 +430,12 @@ _SPHINX_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-, NumPy-lite- or Sphinx-style docstring."""
+    """(description, {param: description}) from a Google-, NumPy- or Sphinx-style docstring."""
+    lines, params = _numpy_sections(doc.splitlines())
     description: list[str] = []
-    params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
-    for line in doc.splitlines():
+    for line in lines:
         stripped = line.strip()
         header = _SECTION.match(stripped)
         if header:
@@ -462,6 +463,39 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         elif section == "sphinx" and current and stripped:
             params[current] = f"{params[current]} {stripped}".strip()
     return "\n".join(description).strip(), params
+
+
+_NUMPY_TITLE = re.compile(r"^[A-Za-z][A-Za-z ]*$")
+_NUMPY_UNDERLINE = re.compile(r"^-{3,}$")
+_NUMPY_PARAMETERS = frozenset({"parameters", "other parameters", "arguments", "args", "params"})
+_NUMPY_PARAM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
+
+
+def _numpy_sections(lines: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(the lines before the first NumPy-style section, {param: description} from its
+    `Parameters` sections). A section is a title underlined with dashes; a parameter is a
+    `name : type` line at the title's indentation, described by the indented lines under it."""
+    titles = {i for i in range(len(lines) - 1) if _NUMPY_TITLE.match(lines[i].strip())
+              and _NUMPY_UNDERLINE.match(lines[i + 1].strip())}
+    if not titles:
+        return lines, {}
+    params: dict[str, str] = {}
+    in_parameters, current = False, tuple[str, ...]()
+    for index in range(min(titles), len(lines)):
+        line, stripped = lines[index], lines[index].strip()
+        if index in titles:
+            in_parameters, current = stripped.lower() in _NUMPY_PARAMETERS, ()
+        elif not in_parameters or not stripped or index - 1 in titles:
+            continue
+        elif not line[:1].isspace():
+            match = _NUMPY_PARAM.match(stripped)
+            current = tuple(name.strip().lstrip("*") for name in match.group(1).split(",")
+                            ) if match else ()
+            params.update(dict.fromkeys(current, ""))
+        else:
+            for name in current:
+                params[name] = f"{params[name]} {stripped}".strip()
+    return lines[:min(titles)], params
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
