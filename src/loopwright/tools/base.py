@@ -531,6 +531,15 @@ def render_result(value: Any) -> str:
         dumped: str = value.model_dump_json()
         return dumped
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):  # a cycle, or a key JSON cannot have
         return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """`json.dumps`'s fallback: what pydantic can make JSON of (dataclasses, dates, UUIDs, paths,
+    sets…) as that JSON, anything else as its text. Only a result with such a value pays the
+    import."""
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value, fallback=str)
