@@ -43,3 +43,19 @@ def test_a_failed_runs_result_is_typed_as_the_runs_result(tmp_path: Path,
                 reason: str = failed.result.stop_reason
                 return f"failed: {reason}, {failed.result.usage.requests} request(s)"
         ''', tmp_path, mypy_cache) == ""
+
+
+def test_an_agent_made_from_a_served_local_models_options_type_checks(
+        tmp_path: Path, mypy_cache: Path) -> None:
+    """`ServedModel.agent_options()` returned `dict[str, object]`, so
+    `Agent(**served.agent_options())` was an error under `mypy --strict` on every keyword."""
+    assert mypy_strict('''
+        from loopwright import Agent
+        from loopwright.local import local_model
+
+
+        def ask(question: str) -> str:
+            with local_model() as served:
+                agent = Agent(**served.agent_options(), tools=[])
+                return agent.chat(question)
+        ''', tmp_path, mypy_cache) == ""
