@@ -77,8 +77,18 @@ def test_a_typing_typed_dict_on_python_3_11_says_to_use_typing_extensions() -> N
         return address["city"]
 
     with pytest.raises(TypeError, match=r"tool 'geocode': parameter 'address' \(TypingAddress\) "
-                       r"is a typing\.TypedDict, .* `typing_extensions\.TypedDict` instead"):
+                       r"uses a typing\.TypedDict, .* `typing_extensions\.TypedDict` instead"):
         Agent("m", tools=[geocode])
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic reads typing.TypedDict on 3.12")
+def test_a_typing_typed_dict_inside_a_list_names_the_parameter_holding_it() -> None:
+    def geocode_all(addresses: list[TypingAddress]) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match=r"tool 'geocode_all': parameter 'addresses' "
+                       r"\(list\[.*TypingAddress\]\) uses a typing\.TypedDict"):
+        tool(geocode_all)
 
 
 class Address(typing_extensions.TypedDict):

@@ -378,7 +378,7 @@ def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeErro
     fault (found by trying each alone: only on this path, so a good tool pays nothing)."""
     import pydantic
 
-    culprit = "one of its parameters"
+    culprit = None
     for param, annotation in _parameters(fn):
         if _is_context(annotation) or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -389,13 +389,16 @@ def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeErro
         except pydantic.PydanticUserError:
             culprit = f"parameter {param.name!r} ({_type_name(annotation)})"
             break
+    first = str(exc).splitlines()[0]
+    if culprit is None:  # not a type at fault (a name pydantic refuses): its words say which
+        return TypeError(f"tool {name!r}: its parameters cannot be read: {first}")
     if getattr(exc, "code", None) == "typed-dict-version":
         return TypeError(
-            f"tool {name!r}: {culprit} is a typing.TypedDict, which pydantic cannot read on "
+            f"tool {name!r}: {culprit} uses a typing.TypedDict, which pydantic cannot read on "
             "Python < 3.12: define it with `typing_extensions.TypedDict` instead")
     return TypeError(
         f"tool {name!r}: {culprit} has no JSON schema to show the model "
-        f"({str(exc).splitlines()[0]}): annotate it with a JSON type (str, int, float, bool, "
+        f"({first}): annotate it with a JSON type (str, int, float, bool, "
         "a list or dict of those), a pydantic model, a dataclass or a TypedDict of those, and "
         "make the object it stands for inside the tool")
 
