@@ -352,6 +352,12 @@ def arguments_model_for(
                 f"tool {tool_name or fn.__name__!r}: parameter {stars}{param.name} cannot be "
                 "shown to the model (a tool's schema names each argument): give each argument "
                 "a parameter of its own, or take one `dict` parameter")
+        if param.name.startswith("_") or (param.name.startswith("model_")
+                                          and hasattr(pydantic.BaseModel, param.name)):
+            raise TypeError(
+                f"tool {tool_name or fn.__name__!r}: parameter {param.name!r} has a name "
+                "pydantic keeps for itself (a leading underscore, or a name of "
+                "`pydantic.BaseModel`), so the model's argument would not reach it: rename it")
         annotation, doc = _split_annotated(annotation)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (
