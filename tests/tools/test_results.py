@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -33,6 +34,7 @@ def lookup(kind: str) -> Any:
                   "path": PurePosixPath("/srv/a.txt"), "opaque": Opaque()},
         "text": "plain {not json}",
         "opaque": Opaque(),
+        "endless": {"numbers": itertools.count(), "raw": [b"\xff"]},
     }
     return values[kind]
 
@@ -65,3 +67,10 @@ async def test_uuids_datetimes_and_paths_are_json_and_the_unknown_stays_its_text
 async def test_text_is_passed_as_it_is_and_an_unknown_value_as_its_text(tmp_path: Path) -> None:
     assert await seen_by_the_model(tmp_path, "text") == "plain {not json}"
     assert await seen_by_the_model(tmp_path, "opaque") == '"an opaque thing"'
+
+
+async def test_an_endless_iterator_and_bytes_that_are_not_utf8_stay_their_text(
+        tmp_path: Path) -> None:
+    """Read by pydantic, the iterator would never end (the run would hang on it)."""
+    assert await seen_by_the_model(tmp_path, "endless") == (
+        '{"numbers": "count(0)", "raw": ["b\'\\\\xff\'"]}')

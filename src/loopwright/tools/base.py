@@ -12,7 +12,7 @@ import sys
 import time
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
@@ -548,7 +548,12 @@ def render_result(value: Any) -> str:
 def _jsonable(value: Any) -> Any:
     """`json.dumps`'s fallback: what pydantic can make JSON of (dataclasses, dates, UUIDs, paths,
     sets…) as that JSON, anything else as its text. Only a result with such a value pays the
-    import."""
+    import. An iterator stays its text: reading it could take forever (`itertools.count()`)."""
     from pydantic_core import to_jsonable_python
 
-    return to_jsonable_python(value, fallback=str)
+    if isinstance(value, Iterator):
+        return str(value)
+    try:
+        return to_jsonable_python(value, fallback=str)
+    except ValueError:  # bytes that are not UTF-8
+        return str(value)
