@@ -276,7 +276,11 @@ def tool(
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
     `Annotated[int, "the count"]` or from the docstring (a Google `Args:` section, NumPy
-    `Parameters` or Sphinx `:param x:`).
+    `Parameters` or Sphinx `:param x:`). The model reads a text result as it is, anything else
+    as JSON (dataclasses, dates, UUIDs and paths included).
+
+    Raises `TypeError` for a function the model could not call as written: a `*args` or
+    `**kwargs` parameter, a parameter type with no JSON schema, a name pydantic reserves.
     """
 
     def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
