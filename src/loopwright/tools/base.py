@@ -315,7 +315,7 @@ def tool_from_function(
     try:
         model, takes_context = arguments_model_for(fn, param_docs, tool_name=name)
         parameters = clean_schema(model.model_json_schema())
-    except pydantic.PydanticUserError as exc:  # both kinds: at definition, not on a turn
+    except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
         raise _unusable_parameter(name, fn, exc) from None
     return FunctionTool(
         name=name,
@@ -340,10 +340,11 @@ def arguments_model_for(
     """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
     pydantic is imported here, by the first tool made from a function, not by the package.
 
-    Raises `TypeError` for a `*args` or `**kwargs` parameter: the model could never be told of
-    what they take, and nothing it sent would reach them."""
+    Raises `TypeError` for a `*args` or `**kwargs` parameter (the model could never be told of
+    what they take) and for a name pydantic keeps for itself (its argument would be lost)."""
     import pydantic
 
+    shown = tool_name or fn.__name__
     fields: dict[str, Any] = {}
     takes_context = False
     for param, annotation in _parameters(fn):
@@ -353,13 +354,13 @@ def arguments_model_for(
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise TypeError(
-                f"tool {tool_name or fn.__name__!r}: parameter {stars}{param.name} cannot be "
+                f"tool {shown!r}: parameter {stars}{param.name} cannot be "
                 "shown to the model (a tool's schema names each argument): give each argument "
                 "a parameter of its own, or take one `dict` parameter")
         if param.name.startswith("_") or (param.name.startswith("model_")
                                           and hasattr(pydantic.BaseModel, param.name)):
             raise TypeError(
-                f"tool {tool_name or fn.__name__!r}: parameter {param.name!r} has a name "
+                f"tool {shown!r}: parameter {param.name!r} has a name "
                 "pydantic keeps for itself (a leading underscore, or a name of "
                 "`pydantic.BaseModel`), so the model's argument would not reach it: rename it")
         annotation, doc = _split_annotated(annotation)
