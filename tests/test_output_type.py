@@ -194,6 +194,32 @@ def test_a_typeddict_from_typing_is_a_clear_error_on_old_pythons() -> None:
         Agent("m", output_type=Old)
 
 
+class Connection:
+    """Not a type pydantic can validate or describe."""
+
+
+def test_an_unusable_output_type_says_what_to_give_not_a_model_config_to_set() -> None:
+    """The error repeated pydantic's "Set `arbitrary_types_allowed=True` in the model_config",
+    a config the user has no way to set on an `output_type`."""
+    for unusable in (Connection, list[Connection]):
+        with pytest.raises(ConfigError) as raised:
+            Agent("m", output_type=unusable)
+        message = str(raised.value)
+        assert "arbitrary_types_allowed" not in message and "model_config" not in message
+        assert "Unable to generate pydantic-core schema for" in message
+        assert message.endswith("give a pydantic model, a TypedDict or a dataclass whose fields "
+                                "are JSON types (str, int, float, bool, None, lists and dicts of "
+                                "them, or other such models), or one of those types alone")
+
+
+def test_a_type_validated_but_without_a_json_schema_says_the_same() -> None:
+    from collections.abc import Callable
+
+    with pytest.raises(ConfigError, match=r"cannot be used \(Cannot generate a JsonSchema .*\): "
+                       "give a pydantic model"):
+        Agent("m", output_type=Callable[[int], int])
+
+
 async def test_native_mode_streams_partial_output_from_the_reply_text() -> None:
     text = '{"name": "Montevideo", "population": 1300000}'
     with FakeModelServer([Reply(text, chunk_size=6)]) as server:

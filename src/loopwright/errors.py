@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from loopwright.messages import Usage
+    from loopwright.result import RunResult
 
 
 class LoopwrightError(Exception):
@@ -104,6 +107,6 @@ class RunFailed(LoopwrightError):
     """`raise_on_error=True`: the run ended without its answer; `.result` is what it returned.
     When a provider error caused it, that exception is the `__cause__`."""
 
-    def __init__(self, message: str, result: object) -> None:
+    def __init__(self, message: str, result: RunResult[Any]) -> None:
         super().__init__(message)
-        self.result = result
+        self.result: RunResult[Any] = result

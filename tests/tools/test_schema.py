@@ -192,3 +192,54 @@ def test_strict_schema_keeps_property_names_that_look_like_keywords() -> None:
     strict = strict_schema(schema)
     assert set(strict["properties"]) == {"pattern", "default"}
     assert strict["properties"]["pattern"] == {"type": ["string", "null"]}
+
+
+def test_a_numpy_style_docstring_gives_parameter_descriptions_and_only_the_summary() -> None:
+    """Its `Parameters` section (a title underlined with dashes) was read as part of the
+    description: the model got the whole docstring and no parameter description."""
+    @tool
+    def resize(path: str, width: int, height: int, *, keep_ratio: bool = True) -> str:
+        """Resize an image in place.
+
+        The file is overwritten.
+
+        Parameters
+        ----------
+        path : str
+            The image file,
+            relative to the workspace.
+        width, height : int
+            The new size in pixels.
+        keep_ratio : bool, optional
+            Fit inside the size instead of stretching.
+
+        Returns
+        -------
+        str
+            What was done.
+        """
+        return ""
+
+    props = resize.parameters["properties"]
+    assert resize.description == "Resize an image in place.\n\nThe file is overwritten."
+    assert props["path"]["description"] == "The image file, relative to the workspace."
+    assert props["width"]["description"] == props["height"]["description"] == (
+        "The new size in pixels.")
+    assert props["keep_ratio"]["description"] == "Fit inside the size instead of stretching."
+
+
+def test_a_line_of_dashes_under_a_sentence_is_not_a_numpy_section() -> None:
+    @tool
+    def note(text: str) -> str:
+        """Keep a note.
+
+        Separate notes with a rule, like this.
+        ---
+
+        Args:
+            text: the note
+        """
+        return ""
+
+    assert note.description == ("Keep a note.\n\nSeparate notes with a rule, like this.\n---")
+    assert note.parameters["properties"]["text"]["description"] == "the note"

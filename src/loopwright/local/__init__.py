@@ -15,9 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopwright.errors import ConfigError
 from loopwright.local.weights import MODELS, Progress, WeightsError, fetch_weights, model_spec
+
+if TYPE_CHECKING:
+    from loopwright.settings import AgentOptions
 
 DEFAULT_MODEL = "1.5b"
 """Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.1 GB): the model bench/real_model.py measures."""
@@ -41,8 +45,9 @@ class ServedModel:
     context_window: int
     title: str
 
-    def agent_options(self) -> dict[str, object]:
-        """`Agent` keyword arguments that talk to this model, replies capped at `REPLY_TOKENS`."""
+    def agent_options(self) -> AgentOptions:
+        """`Agent` keyword arguments that talk to this model, replies capped at `REPLY_TOKENS`:
+        `Agent(**served.agent_options(), tools=…)`."""
         return {"model": self.model, "base_url": self.base_url, "api_key": "local",
                 "context_window": self.context_window, "max_tokens": REPLY_TOKENS}
 

@@ -43,8 +43,7 @@ class OutputSpec(Generic[T]):
             adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(output_type)
             raw = clean_schema(adapter.json_schema())
         except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
-            first = str(exc).splitlines()[0]
-            raise ConfigError(f"output_type {output_type!r} cannot be used: {first}") from None
+            raise ConfigError(_unusable(output_type, exc)) from None
         if raw.get("type") == "object" and "anyOf" not in raw and raw.get("properties"):
             return cls(output_type, adapter, raw, wrapped=False)
         schema = {"type": "object", "properties": {_WRAP_KEY: _inner_schema(adapter)},
@@ -105,6 +104,19 @@ class OutputSpec(Generic[T]):
         """`data` (from `partial`) validated as far as it goes: the last item of a list may be
         incomplete; a required field not there yet is still an error (`ValueError`)."""
         return self.adapter.validate_python(data, experimental_allow_partial=True)
+
+
+def _unusable(output_type: Any, exc: pydantic.PydanticUserError) -> str:
+    """Why `output_type` cannot be used, and what to give instead: pydantic's own advice
+    (`arbitrary_types_allowed=True`, `__get_pydantic_core_schema__`) is about a model config the
+    user does not write here, and an arbitrary type would have no schema for the model anyway."""
+    first = str(exc).splitlines()[0]
+    if exc.code == "typed-dict-version":  # its advice, use typing_extensions', is the fix
+        return f"output_type {output_type!r} cannot be used: {first}"
+    reason = first.split(" Set `", 1)[0].rstrip(".")
+    return (f"output_type {output_type!r} cannot be used ({reason}): give a pydantic model, a "
+            "TypedDict or a dataclass whose fields are JSON types (str, int, float, bool, None, "
+            "lists and dicts of them, or other such models), or one of those types alone")
 
 
 def _inner_schema(adapter: pydantic.TypeAdapter[Any]) -> dict[str, Any]:

@@ -35,13 +35,21 @@ def default_checks(*, doom_loop_threshold: int, max_calls_per_reply: int,
 
 
 def with_user_checks(table: Sequence[Check], user: Iterable[Check]) -> list[Check]:
-    """`table` with each user check placed at its `position`."""
+    """`table` with each user check placed at its `position`. A check's name is its handle
+    (`review`, `review_off`, `position`): one already in the table is refused, since
+    `review_off=[name]` would turn both off."""
     out = list(table)
     for check in user:
         if not isinstance(check, Check):
             raise ConfigError(f"review_checks: {check!r} is not a loopwright.review.Check")
         where, _, name = check.position.partition(":")
         names = [c.name for c in out]
+        if check.name in names:
+            built_in = any(c.name == check.name for c in table)
+            raise ConfigError(
+                f"review check {type(check).__name__}: the name {check.name!r} is taken by "
+                f"{'a built-in check' if built_in else 'another of review_checks'}; give the "
+                "class a `name` of its own (`review` and `review_off` pick checks by name)")
         if where == "first":
             out.insert(0, check)
         elif where in ("before", "after") and name in names:

@@ -12,7 +12,7 @@ import sys
 import time
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
@@ -275,7 +275,12 @@ def tool(
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
-    `Annotated[int, "the count"]` or from the docstring's `Args:` section.
+    `Annotated[int, "the count"]` or from the docstring (a Google `Args:` section, NumPy
+    `Parameters` or Sphinx `:param x:`). The model reads a text result as it is, anything else
+    as JSON (dataclasses, dates, UUIDs and paths included).
+
+    Raises `TypeError` for a function the model could not call as written: a `*args` or
+    `**kwargs` parameter, a parameter type with no JSON schema, a name pydantic reserves.
     """
 
     def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
@@ -303,12 +308,19 @@ def tool_from_function(
     timeout: float | None = None,
     network: bool = False,
 ) -> FunctionTool[Any, Any]:
+    import pydantic
+
+    name = name or fn.__name__
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
-    model, takes_context = arguments_model_for(fn, param_docs)
+    try:
+        model, takes_context = arguments_model_for(fn, param_docs, tool_name=name)
+        parameters = clean_schema(model.model_json_schema())
+    except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
+        raise _unusable_parameter(name, fn, exc) from None
     return FunctionTool(
-        name=name or fn.__name__,
+        name=name,
         description=description or summary or fn.__name__.replace("_", " "),
-        parameters=clean_schema(model.model_json_schema()),
+        parameters=parameters,
         function=fn,
         read_only=read_only,
         interactive=interactive,
@@ -323,23 +335,34 @@ def tool_from_function(
 
 
 def arguments_model_for(
-    fn: ToolFunction, param_docs: dict[str, str]
+    fn: ToolFunction, param_docs: dict[str, str], *, tool_name: str | None = None
 ) -> tuple[type[pydantic.BaseModel], bool]:
     """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
-    pydantic is imported here, by the first tool made from a function, not by the package."""
+    pydantic is imported here, by the first tool made from a function, not by the package.
+
+    Raises `TypeError` for a `*args` or `**kwargs` parameter (the model could never be told of
+    what they take) and for a name pydantic keeps for itself (its argument would be lost)."""
     import pydantic
 
-    signature = inspect.signature(fn)
-    hints = typing.get_type_hints(fn, include_extras=True)
+    shown = tool_name or fn.__name__
     fields: dict[str, Any] = {}
     takes_context = False
-    for param in signature.parameters.values():
-        annotation = hints.get(param.name, Any)
+    for param, annotation in _parameters(fn):
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
             takes_context = True
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
+            stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise TypeError(
+                f"tool {shown!r}: parameter {stars}{param.name} cannot be "
+                "shown to the model (a tool's schema names each argument): give each argument "
+                "a parameter of its own, or take one `dict` parameter")
+        if param.name.startswith("_") or (param.name.startswith("model_")
+                                          and hasattr(pydantic.BaseModel, param.name)):
+            raise TypeError(
+                f"tool {shown!r}: parameter {param.name!r} has a name "
+                "pydantic keeps for itself (a leading underscore, or a name of "
+                "`pydantic.BaseModel`), so the model's argument would not reach it: rename it")
         annotation, doc = _split_annotated(annotation)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (
@@ -347,11 +370,52 @@ def arguments_model_for(
             pydantic.Field(default, description=doc or param_docs.get(param.name)),
         )
     model = pydantic.create_model(
-        f"{fn.__name__}_arguments",
-        __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-        **fields,
-    )
+        f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
     return model, takes_context
+
+
+def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
+    """Each parameter of `fn` with its resolved annotation (`Any` when it has none)."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    return [(param, hints.get(param.name, Any))
+            for param in inspect.signature(fn).parameters.values()]
+
+
+_ARGUMENTS_CONFIG: pydantic.ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": True}
+
+
+def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeError:
+    """pydantic's refusal of a tool's parameters as one `TypeError` naming the parameter at
+    fault (found by trying each alone: only on this path, so a good tool pays nothing)."""
+    import pydantic
+
+    culprit = None
+    for param, annotation in _parameters(fn):
+        if _is_context(annotation) or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        try:
+            pydantic.create_model("probe", __config__=_ARGUMENTS_CONFIG,
+                                  value=(_split_annotated(annotation)[0], ...)
+                                  ).model_json_schema()
+        except pydantic.PydanticUserError:
+            culprit = f"parameter {param.name!r} ({_type_name(annotation)})"
+            break
+    first = str(exc).splitlines()[0]
+    if culprit is None:  # not a type at fault (a name pydantic refuses): its words say which
+        return TypeError(f"tool {name!r}: its parameters cannot be read: {first}")
+    if getattr(exc, "code", None) == "typed-dict-version":
+        return TypeError(
+            f"tool {name!r}: {culprit} uses a typing.TypedDict, which pydantic cannot read on "
+            "Python < 3.12: define it with `typing_extensions.TypedDict` instead")
+    return TypeError(
+        f"tool {name!r}: {culprit} has no JSON schema to show the model "
+        f"({first}): annotate it with a JSON type (str, int, float, bool, "
+        "a list or dict of those), a pydantic model, a dataclass or a TypedDict of those, and "
+        "make the object it stands for inside the tool")
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__qualname__ if isinstance(annotation, type) else repr(annotation)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -380,12 +444,12 @@ _SPHINX_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
 
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-, NumPy-lite- or Sphinx-style docstring."""
+    """(description, {param: description}) from a Google-, NumPy- or Sphinx-style docstring."""
+    lines, params = _numpy_sections(doc.splitlines())
     description: list[str] = []
-    params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
-    for line in doc.splitlines():
+    for line in lines:
         stripped = line.strip()
         header = _SECTION.match(stripped)
         if header:
@@ -413,6 +477,39 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         elif section == "sphinx" and current and stripped:
             params[current] = f"{params[current]} {stripped}".strip()
     return "\n".join(description).strip(), params
+
+
+_NUMPY_TITLE = re.compile(r"^[A-Za-z][A-Za-z ]*$")
+_NUMPY_UNDERLINE = re.compile(r"^-{3,}$")
+_NUMPY_PARAMETERS = frozenset({"parameters", "other parameters", "arguments", "args", "params"})
+_NUMPY_PARAM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
+
+
+def _numpy_sections(lines: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(the lines before the first NumPy-style section, {param: description} from its
+    `Parameters` sections). A section is a title underlined with dashes; a parameter is a
+    `name : type` line at the title's indentation, described by the indented lines under it."""
+    titles = {i for i in range(len(lines) - 1) if _NUMPY_TITLE.match(lines[i].strip())
+              and _NUMPY_UNDERLINE.match(lines[i + 1].strip())}
+    if not titles:
+        return lines, {}
+    params: dict[str, str] = {}
+    in_parameters, current = False, tuple[str, ...]()
+    for index in range(min(titles), len(lines)):
+        line, stripped = lines[index], lines[index].strip()
+        if index in titles:
+            in_parameters, current = stripped.lower() in _NUMPY_PARAMETERS, ()
+        elif not in_parameters or not stripped or index - 1 in titles:
+            continue
+        elif not line[:1].isspace():
+            match = _NUMPY_PARAM.match(stripped)
+            current = tuple(name.strip().lstrip("*") for name in match.group(1).split(",")
+                            ) if match else ()
+            params.update(dict.fromkeys(current, ""))
+        else:
+            for name in current:
+                params[name] = f"{params[name]} {stripped}".strip()
+    return lines[:min(titles)], params
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -448,6 +545,20 @@ def render_result(value: Any) -> str:
         dumped: str = value.model_dump_json()
         return dumped
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    except (TypeError, ValueError):  # a cycle, or a key JSON cannot have
+        return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """`json.dumps`'s fallback: what pydantic can make JSON of (dataclasses, dates, UUIDs, paths,
+    sets…) as that JSON, anything else as its text. Only a result with such a value pays the
+    import. An iterator stays its text: reading it could take forever (`itertools.count()`)."""
+    from pydantic_core import to_jsonable_python
+
+    if isinstance(value, Iterator):
+        return str(value)
+    try:
+        return to_jsonable_python(value, fallback=str)
+    except ValueError:  # bytes that are not UTF-8
         return str(value)
