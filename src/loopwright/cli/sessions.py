@@ -112,11 +112,13 @@ def list_sessions(
             cwd=str(directory.resolve()) if directory else None, model=model, limit=limit,
             damaged=damaged)
     if json_output:
+        from loopwright.events import safe_json
+
         for info in found:
-            print(json.dumps(info.to_dict(), ensure_ascii=False))
+            print(safe_json(json.dumps(info.to_dict(), ensure_ascii=False)))
         if damaged:
-            print(json.dumps({"damaged": [one.to_dict() for one in damaged]},
-                             ensure_ascii=False))
+            print(safe_json(json.dumps({"damaged": [one.to_dict() for one in damaged]},
+                                       ensure_ascii=False)))
     elif not found:
         _console().print("No sessions found.")
     else:
@@ -126,8 +128,10 @@ def list_sessions(
 
 def _print_damaged(damaged: list[DamagedSession]) -> None:
     """One line on stderr for each damaged session a listing or a search left out."""
-    for one in damaged:
-        print(f"skipped a damaged session: {one.error}", file=sys.stderr)
+    from loopwright.cli.inert import inert
+
+    for one in damaged:  # its id is whatever the damaged row holds
+        print(inert(f"skipped a damaged session: {one.error}"), file=sys.stderr)
 
 
 @sessions_app.command("show")
@@ -232,6 +236,7 @@ def export(
     """The conversation as JSON lines in loopwright's message format (system prompt first). A
     call a crash cut off (in a session no run holds) is given the note a resume would give it,
     so a history read back from the file keeps the call's idempotency key in another session."""
+    from loopwright.events import safe_json
     from loopwright.interrupted import close_interrupted_calls
     from loopwright.messages import messages_to_jsonl, system
     from loopwright.tools.idempotency import scope_mark
@@ -247,7 +252,9 @@ def export(
         history = close_interrupted_calls(history, marks=frozenset({scope_mark(sid)}))
     if system_prompt:
         history = [system(system_prompt), *history]
-    text = messages_to_jsonl(history)
+    # the same JSON lines with C1 controls and lone surrogates escaped: neither a terminal
+    # nor a UTF-8 file gets them raw
+    text = safe_json(messages_to_jsonl(history))
     if output is None:
         sys.stdout.write(text)
     else:

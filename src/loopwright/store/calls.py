@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopwright.store.rows import record_json
+from loopwright.store.rows import record_json, storable_value
 
 CALL_COLUMNS = ("run_id", "call_id", "turn", "purpose", "model", "provider", "started",
                 "latency", "attempts", "input_tokens", "output_tokens", "cost", "error", "data")
@@ -35,7 +35,7 @@ def split_model_call(run_id: str, event: dict[str, Any]
            str(record.get("provider", "")), float(record.get("started") or 0.0),
            float(record.get("latency") or 0.0), int(record.get("attempts") or 0),
            int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-           record.get("cost"), record.get("error"),
+           record.get("cost"), storable_value(record.get("error")),
            record_json(record))
     return slim_event(event), row
 

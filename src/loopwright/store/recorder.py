@@ -347,7 +347,9 @@ class SessionRecorder(LoopPlugin):
         """A write after the run's queue closed (its terminal event): best effort, in the
         background, so the log is complete when the store is healthy."""
         async def guarded() -> None:
-            with contextlib.suppress(LoopwrightError):
+            # whatever the store raises (a store a user wrote may raise anything): no run is
+            # left to report it to, and a task's exception nobody retrieves is printed raw
+            with contextlib.suppress(Exception):
                 await write
 
         task = asyncio.ensure_future(guarded())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -35,23 +36,44 @@ TURN_ON_CONFLICT = ("ON CONFLICT (session_id, run_id, turn) DO UPDATE SET cost =
 # A turn's rows are encoded by orjson: its events row (~1.4 KB: the model call's record, the
 # tool's result, the turn's end) took `json` ~17 µs, orjson ~1.4 µs, of a store thread's ~85 µs
 # a turn. What orjson refuses (an int past 64 bits, a key that is not a string, a lone
-# surrogate) is encoded by `json` as before. Dataclasses and datetimes go to `default` as with
-# `json`; a float NaN or infinity is written as null (json wrote NaN, which is not JSON).
+# surrogate) is encoded by `json`, all in ASCII: a lone surrogate (a provider may send
+# "\ud800") as its escape, since no text column of either store can hold it raw. Dataclasses
+# and datetimes go to `default` as with `json`; a float NaN or infinity is written as null
+# (json wrote NaN, which is not JSON).
 _AS_JSON_DOES = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 # made once: `json.dumps` with arguments builds an encoder on every call
-_MESSAGE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
+_MESSAGE_JSON = json.JSONEncoder(separators=(",", ":"))
+_RECORD_JSON = json.JSONEncoder(default=str, separators=(",", ":"))
+# what a text column cannot hold: a lone surrogate (UTF-8 cannot encode one) and NUL
+# (PostgreSQL's text refuses it)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """`text` as a text column holds it: each lone surrogate and NUL as U+FFFD (where the exact
+    text is in the row's JSON too, or the column is only shown)."""
+    return text if is_storable(text) else _UNSTORABLE.sub("\ufffd", text)
+
+
+def is_storable(text: str) -> bool:
+    """Whether a text column holds `text` as it is (ASCII: one search for NUL, at C speed)."""
+    return "\x00" not in text and (text.isascii() or _SURROGATE.search(text) is None)
 
 
 def message_row(message: Message) -> tuple[str, str, str]:
-    """(role, content, data): the message's other fields as JSON in `data`."""
+    """(role, content, data): the message's other fields as JSON in `data`, and its content
+    too when the column cannot hold it as it is (`message_at` reads it from there)."""
     fields = message.to_dict()
     del fields["role"], fields["content"]
+    content = message.content
+    if not is_storable(content):
+        fields["content"], content = content, storable(content)
     try:
         data = _dumps(fields, _MESSAGE_JSON, None)
     except (TypeError, ValueError) as exc:
         raise SessionError(f"cannot store a {message.role} message: {exc}") from exc
-    return message.role, message.content, data
+    return message.role, content, data
 
 
 BATCH = "batch"  # the `type` of an events row holding several events (a JSON array)
@@ -72,8 +94,9 @@ def events_row(session_id: str, run_id: str, now: float, events: list[dict[str, 
     kind = event.get("type", "")
     tool = kind in ("tool_call", "tool_result")
     is_error = event.get("is_error")
-    return (session_id, run_id, now, kind, event.get("id") if tool else None,
-            event.get("name") if tool else None, None if is_error is None else int(is_error),
+    return (session_id, run_id, now, kind, storable_value(event.get("id")) if tool else None,
+            storable_value(event.get("name")) if tool else None,
+            None if is_error is None else int(is_error),
             event.get("duration"), event.get("content_chars"), record_json(event))
 
 
@@ -89,12 +112,18 @@ def _dumps(value: Any, slow: json.JSONEncoder, default: Callable[[Any], Any] | N
         return slow.encode(value)
 
 
+def storable_value(value: Any) -> Any:
+    """`storable` text (any other value as it is), for a column that is only shown or that
+    copies what the row's JSON holds exactly."""
+    return storable(value) if isinstance(value, str) else value
+
+
 def run_row(session_id: str, record: RunRecord, model: str, ended: bool, now: float
             ) -> tuple[Any, ...]:
     """A run's row, in the column order of the `runs` upserts."""
     usage = record.usage.to_dict()
     return (record.run_id, session_id, model, os.getpid(), now, now if ended else None,
-            record.stop_reason if ended else None, record.error, record.turns,
+            record.stop_reason if ended else None, storable_value(record.error), record.turns,
             *(usage[c] for c in USAGE_COLUMNS), record.cost)
 
 
@@ -268,7 +297,9 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
             raise ValueError(f"role {_shown(role)} with content of type {type(content).__name__}")
         fields = json.loads(data) if data != "{}" else {}
         fields["role"] = role
-        fields["content"] = content
+        # the exact text when the column holds a storable form of it (`message_row`)
+        if not isinstance(fields.setdefault("content", content), str):
+            raise ValueError("content in data is not text")
         return Message.from_dict(fields)
     except _DECODING as exc:
         raise damaged(session_id, f"message {seq}", exc) from None
