@@ -218,9 +218,26 @@ def split_attachments(value: Any) -> tuple[list[Attachment], Any]:
 def split_prompt(prompt: str | Sequence[str | Attachment]) -> tuple[str, list[Attachment]]:
     """`run()`'s prompt: text, or a list of text parts and attachments."""
     if isinstance(prompt, str):
-        return prompt, []
-    text = "\n\n".join(part for part in prompt if isinstance(part, str))
-    return text, [part for part in prompt if isinstance(part, Attachment)]
+        text, attachments = prompt, []
+    else:
+        text = "\n\n".join(part for part in prompt if isinstance(part, str))
+        attachments = [part for part in prompt if isinstance(part, Attachment)]
+    if not text.isascii():
+        _refuse_lone_surrogates(text)
+    return text, attachments
+
+
+def _refuse_lone_surrogates(text: str) -> None:
+    """A lone surrogate (what `errors="surrogateescape"` makes of bytes that are not UTF-8:
+    `sys.argv`, file names) cannot be sent: a clear error now, not the run failing on it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            f"the prompt holds a lone surrogate (U+{ord(text[exc.start]):04X} at character "
+            f"{exc.start}), which no provider takes: it is text decoded with "
+            "errors='surrogateescape' from bytes that are not UTF-8; decode them with "
+            "errors='replace', or from their own encoding") from None
 
 
 def refuse_unsupported(supports_images: bool, model: str, history: Sequence[Any]) -> None:

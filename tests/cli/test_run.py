@@ -403,14 +403,17 @@ LATIN_1 = "Résumé: café".encode("latin-1")
 
 
 @pytest.mark.parametrize(("source", "named"), [("--prompt-file", "task.txt"),
-                                               ("-", "stdin"), ("--system", "rules.txt")])
+                                               ("-", "stdin"), ("--system", "rules.txt"),
+                                               ("PROMPT", "the prompt")])
 def test_text_that_is_not_utf8_is_one_line_naming_where_it_came_from(
         tmp_path: Path, source: str, named: str) -> None:
     """A Latin-1 file or pipe was a rich traceback (--prompt-file, --system @FILE) or an
-    "unexpected UnicodeEncodeError" once the run had started (stdin)."""
+    "unexpected UnicodeEncodeError" once the run had started (stdin, and the argument: a store
+    failure, then the run's)."""
     (tmp_path / named).write_bytes(LATIN_1)
-    args = {"--prompt-file": ["--prompt-file", named], "-": ["-"],
-            "--system": ["hi", "--system", f"@{named}"]}[source]
+    args: list[str | bytes] = {"--prompt-file": ["--prompt-file", named], "-": ["-"],
+                               "--system": ["hi", "--system", f"@{named}"],
+                               "PROMPT": [LATIN_1]}[source]
     stdin = LATIN_1 if source == "-" else b""
     with FakeModelServer([], strict=False) as server:
         done = subprocess.run(

@@ -25,6 +25,7 @@ Imports stay cheap here: rich, the agent and the HTTP stack load inside the comm
 import asyncio
 import contextlib
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -210,8 +211,8 @@ def _read_prompt(prompt: str | None, prompt_file: Path | None) -> str:
     elif prompt is None:
         raise typer.BadParameter("missing: pass it as an argument, '-' to read stdin, "
                                  "or --prompt-file", param_hint="PROMPT")
-    else:
-        text = prompt
+    else:  # an argument's bytes that are not UTF-8 come as lone surrogates (surrogateescape)
+        text = utf8_text(os.fsencode(prompt), "the prompt", "PROMPT")
     if not text.strip():
         raise typer.BadParameter("the prompt is empty", param_hint="PROMPT")
     return text

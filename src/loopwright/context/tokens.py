@@ -31,7 +31,7 @@ def estimate_text(text: str) -> int:
     if text.isascii():
         return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
     # a CJK character takes 3 bytes in UTF-8 and about a token; half the extra bytes counts them
-    wide = min(len(text), (len(text.encode("utf-8")) - len(text)) // 2)
+    wide = min(len(text), (len(text.encode("utf-8", "surrogatepass")) - len(text)) // 2)
     return (len(text) - wide + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN + wide
 
 
