@@ -91,7 +91,7 @@ async def test_the_local_model_gets_the_compact_prompt_of_small_windows() -> Non
         with FakeModelServer([Reply("4")]) as server:
             served = ServedModel(model="qwen2.5-coder-1.5b-instruct", base_url=server.base_url,
                                  context_window=window, title="test")
-            agent = Agent(**served.agent_options(), tools=default_tools())  # type: ignore[arg-type]
+            agent = Agent(**served.agent_options(), tools=default_tools())
             await agent.run("What is 2 + 2?")
             body = server.model_requests[0].body
         sizes[window] = len(str(body["messages"][0]["content"])) + len(str(body.get("tools")))
@@ -108,7 +108,7 @@ async def test_the_local_model_caps_each_reply() -> None:
     with FakeModelServer([Reply("4")]) as server:
         served = ServedModel(model="qwen2.5-coder-1.5b-instruct", base_url=server.base_url,
                              context_window=CONTEXT_SIZE, title="test")
-        await Agent(**served.agent_options()).run("What is 2 + 2?")  # type: ignore[arg-type]
+        await Agent(**served.agent_options()).run("What is 2 + 2?")
         assert server.model_requests[0].body["max_tokens"] == REPLY_TOKENS
 
 
