@@ -87,6 +87,7 @@ def load_settings(overrides: dict[str, Any] | None = None, *, cwd: Path | None =
             raise ConfigError(f"{ENV_PREFIX}CONFIG names {path}, which does not exist: create "
                               f"it, or unset {ENV_PREFIX}CONFIG")
     env = _read_env(os.environ if environ is None else environ)
+    _warn_misspelt(os.environ if environ is None else environ)
     merged.update(env)
     origin.update({name: ENV_PREFIX + name.upper() for name in env})
     given = {key: value for key, value in (overrides or {}).items() if value is not None}
@@ -283,6 +284,34 @@ def _ungrouped(table: dict[str, Any], path: Path) -> dict[str, Any]:
                 raise ConfigError(f"{path}: {name!r} is set twice (once in [{key}])")
             flat[name] = value
     return flat
+
+
+class UnknownVariableWarning(UserWarning):
+    """A `LOOPWRIGHT_*` variable that is no setting but spelt like one: it is ignored."""
+
+
+# `LOOPWRIGHT_*` variables that are read but are not settings (`URL_ENV`'s `_URL` ones neither)
+_NOT_SETTINGS = frozenset({"CONFIG", "DATA_DIR", "MODELS_DIR", "LOCAL_THREADS", "SERVE_TOKEN"})
+
+
+def _warn_misspelt(environ: typing.Mapping[str, str]) -> None:
+    """`LOOPWRIGHT_MAX_TURN=5` was silently ignored: a variable spelt like a setting that is not
+    one is named, with the setting meant. One not close to any is left alone (a tool's own)."""
+    import difflib
+    import warnings
+
+    for key in environ:
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX):]
+        if (name.lower() in FIELD_NAMES or name in _NOT_SETTINGS
+                or (name.endswith("_URL") and name != "BASE_URL")):
+            continue
+        close = difflib.get_close_matches(name.lower(), sorted(FIELD_NAMES), n=1, cutoff=0.85)
+        if close:
+            warnings.warn(f"{key} is not a setting and is ignored: did you mean "
+                          f"{ENV_PREFIX}{close[0].upper()}?", UnknownVariableWarning,
+                          stacklevel=3)
 
 
 def _read_env(environ: typing.Mapping[str, str]) -> dict[str, Any]:

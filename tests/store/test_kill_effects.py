@@ -4,8 +4,8 @@ keyed by `ctx.idempotency_key`. No step's effect is in the ledger twice.
 
 The scripted model does the worst a model may do: it calls an interrupted call again at once, as
 it was. Every third session has a small window, so compaction runs before some of the kills.
-`LOOPWRIGHT_KILLS` sets the number of kills per store (default 6, to keep the suite fast; the
-figures in docs/benchmarks.md are from `LOOPWRIGHT_KILLS=40`)."""
+`LOOPWRIGHT_KILL_COUNT` sets the number of kills per store (default 6, to keep the suite fast; the
+figures in docs/benchmarks.md are from `LOOPWRIGHT_KILL_COUNT=40`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from loopwright.testing.scripted import RecordedRequest, ScriptItem
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
 STEPS = 6
-KILLS = int(os.environ.get("LOOPWRIGHT_KILLS", "6"))
+KILLS = int(os.environ.get("LOOPWRIGHT_KILL_COUNT", "6"))
 SEED = int(os.environ.get("LOOPWRIGHT_KILL_SEED", "30"))
 FILLER = " ".join(["thinking"] * 220)  # long replies, so a small window gets compacted
 DONE = re.compile(r"applied step (\d+)")
