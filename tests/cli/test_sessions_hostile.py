@@ -90,3 +90,17 @@ def test_plain_text_is_shown_and_written_as_it_is(tmp_path: Path) -> None:
     assert json.loads(out)["title"] == text
     exported = _sessions((tmp_path, env), "export", "s1")
     assert json.dumps(text, ensure_ascii=False).encode() in exported
+
+
+def test_rm_names_a_hostile_session_id_inertly(tmp_path: Path) -> None:
+    """`sessions rm` printed the id it deleted as it is: an id another program wrote into the
+    database reached the terminal raw."""
+    data = tmp_path / "data"
+    data.mkdir()
+    hostile_id = "s\x1b]0;owned\x07\x9b2J"
+    with SQLiteStore(data / "sessions.db") as store:
+        store.create(hostile_id, model="m", cwd=str(tmp_path), title="t")
+    _sessions((tmp_path, cli_env(tmp_path / "home", LOOPWRIGHT_DATA_DIR=str(data))),
+              "rm", "--yes", hostile_id)
+    with SQLiteStore(data / "sessions.db") as store:
+        assert store.get(hostile_id) is None

@@ -271,6 +271,7 @@ def remove(
     db: DbOpt = None,
 ) -> None:
     """Delete sessions with their messages, runs and events."""
+    from loopwright.cli.inert import inert
     from loopwright.errors import SessionError
 
     store = _open(db)
@@ -285,7 +286,7 @@ def remove(
             store.delete(sid)
         except SessionError as exc:
             _fail(str(exc))
-        print(f"deleted {sid}", file=sys.stderr)
+        print(inert(f"deleted {sid}"), file=sys.stderr)  # an id another program wrote
 
 
 @sessions_app.command("resume")
