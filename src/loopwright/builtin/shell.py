@@ -33,6 +33,7 @@ from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_on
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
+from loopwright.tools.output import spill_scope
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
@@ -167,8 +168,9 @@ async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: boo
     read-only)."""
     policy = context_policy(ctx.services)
     held = held_files(ctx)  # the scripts the user's hooks and MCP servers run
-    if held:
-        policy = replace(policy, held_files=tuple(str(path) for path in held))
+    # the command sees its own session's spilled outputs, no other's
+    policy = replace(policy, spill_scope=spill_scope(ctx),
+                     held_files=tuple(str(path) for path in held) or policy.held_files)
     launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
                                   roots=workspace_roots(ctx))
     if launch.sandboxed or not launch.problem or plain:

@@ -22,6 +22,7 @@ from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
 from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
+from loopwright.tools.output import spill_directory
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
@@ -105,6 +106,11 @@ class SandboxPolicy:
     # never looked up on PATH there, where a command could have planted one (a run's own roots
     # are added at each launch)
     workspace: tuple[str, ...] = ()
+    # the spilled tool outputs (`tools/output.py`): the root is hidden but for the directory of
+    # `spill_scope` (the calling run's session, set per command), so a command reads back its
+    # own session's outputs and no other session's or project's (default: the default cache's)
+    spill_root: str = field(default_factory=lambda: str(spill_directory(None)))
+    spill_scope: str = ""
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
@@ -147,6 +153,7 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        spill_root=str(spill_directory(settings.cache_dir)),
         workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
             settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
         limits=SandboxLimits(
@@ -167,7 +174,7 @@ def _own_paths(settings: Any) -> list[Path]:
     workdir = Path(settings.workdir or Path.cwd())
     paths = [Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()]
     # the MCP servers' logs (what a server prints may hold its tokens); the spilled outputs
-    # beside them stay, as commands read them back
+    # beside them have a rule of their own (`spill_root`)
     cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
     paths.append(cache / "mcp")
     if settings.memory_dir:
