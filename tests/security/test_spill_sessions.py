@@ -122,10 +122,13 @@ async def test_read_file_refuses_another_sessions_spill_in_a_workspace_holding_t
     # a workspace that holds the cache (loopwright started in ~) lets the file tools reach it
     [first] = await run_calls(place, "session-a", [("bash", {"command": loud("SECRET-A")})])
     spilled = spilled_path(first)
-    [own] = await run_calls(place, "session-a", [("read_file", {"path": str(spilled),
-                                                                "offset": 1000, "limit": 1})])
-    assert "SECRET-A" in own
-    [other] = await run_calls(place, "session-b", [("read_file", {"path": str(spilled)})])
+    own, searched = await run_calls(place, "session-a", [
+        ("read_file", {"path": str(spilled), "offset": 1000, "limit": 1}),
+        ("grep", {"pattern": "line 1500 ", "path": str(spilled.parent)})])
+    assert "SECRET-A" in own and "line 1500 SECRET-A" in searched
+    [other, shown] = await run_calls(place, "session-b", [
+        ("read_file", {"path": str(spilled)}), ("bash", {"command": f"cat {spilled}; echo end"})])
+    assert "SECRET-A" not in shown and shown.endswith("end\n[exit code 0]")
     assert "SECRET-A" not in other and "another session's spilled output" in other
     [listed] = await run_calls(place, "session-b", [("grep", {"pattern": "SECRET-A",
                                                               "path": str(spilled.parent)})])

@@ -29,11 +29,16 @@ from pydantic import Field
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
-from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
+from loopwright.safety.sandbox import (
+    Launch,
+    call_policy,
+    context_policy,
+    is_plainly_read_only,
+    prepare_launch,
+)
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
-from loopwright.tools.output import spill_scope
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
@@ -166,11 +171,10 @@ def _may_write(ctx: ToolContext, launch: Launch, plain: bool) -> bool:
 async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: bool) -> Launch:
     """What to start; without a sandbox, approval for anything not `plain` (plainly
     read-only)."""
-    policy = context_policy(ctx.services)
+    policy = call_policy(ctx)
     held = held_files(ctx)  # the scripts the user's hooks and MCP servers run
-    # the command sees its own session's spilled outputs, no other's
-    policy = replace(policy, spill_scope=spill_scope(ctx),
-                     held_files=tuple(str(path) for path in held) or policy.held_files)
+    if held:
+        policy = replace(policy, held_files=tuple(str(path) for path in held))
     launch = await prepare_launch(policy, ["/bin/bash", "-c", command], cwd=directory,
                                   roots=workspace_roots(ctx))
     if launch.sandboxed or not launch.problem or plain:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
 from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
-from loopwright.tools.output import spill_directory
+from loopwright.tools.base import ToolContext
+from loopwright.tools.output import spill_directory, spill_scope
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
@@ -132,6 +133,12 @@ def context_policy(services: Mapping[str, Any]) -> SandboxPolicy:
     """The run's policy from `ToolContext.services`, else the default (sandboxed, no network)."""
     policy = services.get(SANDBOX_SERVICE)
     return policy if isinstance(policy, SandboxPolicy) else SandboxPolicy()
+
+
+def call_policy(ctx: ToolContext) -> SandboxPolicy:
+    """The policy a tool call's commands run under: the run's, seeing the call's session's
+    spilled outputs (and no other session's)."""
+    return replace(context_policy(ctx.services), spill_scope=spill_scope(ctx))
 
 
 def parse_mode(value: Any, source: str = "sandbox_mode") -> SandboxMode:
