@@ -50,14 +50,16 @@ def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def run_calls(workdir: Path, session: str, calls: list[tuple[str, dict[str, Any]]]
-                    ) -> list[str]:
-    """One run of session `session` in `workdir` whose model makes `calls`; their results."""
+async def run_calls(workdir: Path, session: str, calls: list[tuple[str, dict[str, Any]]],
+                    **options: Any) -> list[str]:
+    """One run of session `session` in `workdir` whose model makes `calls` (with the tools
+    they name); their results."""
     script = [Reply(tool_calls=[call(name, arguments)]) for name, arguments in calls]
     with FakeModelServer(replies=[*script, Reply(text="done")]) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
-                      tools=default_tools(), workdir=str(workdir), session_id=session,
-                      context_window=8_192)
+                      tools=default_tools(names=sorted({name for name, _ in calls})),
+                      workdir=str(workdir), session_id=session, context_window=8_192,
+                      **options)
         result = await agent.run("go")
     return tool_results(result.messages)
 
@@ -133,3 +135,19 @@ async def test_read_file_refuses_another_sessions_spill_in_a_workspace_holding_t
     [listed] = await run_calls(place, "session-b", [("grep", {"pattern": "SECRET-A",
                                                               "path": str(spilled.parent)})])
     assert "SECRET-A" not in listed and "another session's spilled output" in listed
+
+
+async def test_read_file_refuses_another_sessions_spill_under_a_cache_dir_of_the_settings(
+        place: Path) -> None:
+    # an agent with file tools alone (no sandbox made) whose `cache_dir` lies in the workspace
+    (place / "big.txt").write_text("".join(f"line {n} SECRET-A\n" for n in range(3_000)))
+    options = {"cache_dir": str(place / "my-cache")}
+    [first] = await run_calls(place, "session-a", [("read_file", {"path": "big.txt"})], **options)
+    spilled = spilled_path(first)
+    assert spilled.is_relative_to(place / "my-cache")
+    [own] = await run_calls(place, "session-a", [("read_file", {"path": str(spilled),
+                                                                "limit": 1})], **options)
+    assert "SECRET-A" in own
+    [other] = await run_calls(place, "session-b", [("read_file", {"path": str(spilled)})],
+                              **options)
+    assert "SECRET-A" not in other and "another session's spilled output" in other

@@ -16,7 +16,12 @@ from pathlib import Path
 from loopwright.errors import ToolError
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval
 from loopwright.tools.base import ToolContext
-from loopwright.tools.output import is_foreign_spill, spill_scope
+from loopwright.tools.output import (
+    SPILL_ROOT_SERVICE,
+    is_foreign_spill,
+    spill_directory,
+    spill_scope,
+)
 
 __all__ = ["ALLOWED_ROOTS_SERVICE", "READ_ONLY_ROOTS_SERVICE", "display_path", "is_secret_path",
            "open_checked", "read_checked", "require_secret_approval", "resolve_path",
@@ -61,10 +66,8 @@ def resolve_path(ctx: ToolContext, raw: str, *, reading: bool = False) -> Path:
 def _refuse_foreign_spill(ctx: ToolContext, raw: str, resolved: Path) -> None:
     """Another session's spilled outputs stay out of reach where the workspace holds the cache
     (a workspace of `~`): they are other projects' command outputs (docs/safety.md)."""
-    from loopwright.safety.sandbox.policy import context_policy  # it imports this module
-
-    root = context_policy(ctx.services).spill_root
-    if root and is_foreign_spill(resolved, Path(root), spill_scope(ctx)):
+    root = ctx.services.get(SPILL_ROOT_SERVICE) or spill_directory(None)
+    if is_foreign_spill(resolved, Path(root), spill_scope(ctx)):
         raise ToolError(f"{raw!r} is another session's spilled output; only this session's "
                         "may be read")
 

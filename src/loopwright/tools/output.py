@@ -29,6 +29,9 @@ from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import PreparedCall, ToolOutcome
 
 SPILL_RETENTION_SECONDS = 7 * 24 * 3600
+SPILL_ROOT_SERVICE = "spill_root"
+"""`ToolContext.services` key holding the run's spill root (the file tools refuse what of it is
+not the calling session's; absent: the default cache's)."""
 SPILL_KEY_FILE = ".key"  # in the spill root: the secret the session directories' names hash with
 SPILL_MARKER = "Full output saved to "
 PREVIEW_SHARE = 0.5  # of the cap; the preview must leave room for the next results
