@@ -230,7 +230,8 @@ async def test_an_exchange_too_big_for_the_window_is_cut_with_its_text_spilled(
     assert_calls_and_results_pair_up(last["messages"][1:])
     results = [m["content"] for m in last["messages"] if m["role"] == "tool"]
     assert len(results) == 4 and all(SPILL_MARKER in r for r in results)
-    spilled = sorted((tmp_path / "spill").iterdir())
+    [session] = (tmp_path / "spill").glob("s-*")  # the run's session's own directory
+    spilled = sorted(session.iterdir())
     assert len(spilled) == 4
     assert {p.read_text().splitlines()[0] for p in spilled} == {
         f"chunk {n} begins" for n in range(4)}

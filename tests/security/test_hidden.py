@@ -128,18 +128,16 @@ async def test_the_file_loopwright_config_names_is_hidden(
 
 async def test_mcp_server_logs_in_the_cache_are_hidden(
         place: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # a server's stderr may print its token; spilled outputs beside the logs stay readable
+    # a server's stderr may print its token (spilled outputs beside the logs: test_spill_sessions)
     monkeypatch.setenv("XDG_CACHE_HOME", str(place / "cache"))
     logs = place / "cache" / "loopwright" / "mcp"
     logs.mkdir(parents=True)
     (logs / "github.log").write_text("connected with token ghs-server-4242\n")
-    spill = place / "cache" / "loopwright" / "spill"
-    spill.mkdir()
-    (spill / "bash-1.txt").write_text("a long output\n")
+    (logs.parent / "notes.txt").write_text("a cache note\n")
     workdir = place / "project"
     workdir.mkdir()
-    output = await run_bash(workdir, f"cat {logs}/github.log {spill}/bash-1.txt; echo end")
-    assert "ghs-server-4242" not in output and "a long output" in output
+    output = await run_bash(workdir, f"cat {logs}/github.log {logs.parent}/notes.txt; echo end")
+    assert "ghs-server-4242" not in output and "a cache note" in output
     assert output.endswith("end\n[exit code 0]")
 
 

@@ -49,8 +49,28 @@ async def test_a_long_result_is_spilled_whole_and_the_model_sees_head_tail_and_p
     match = re.search(re.escape(SPILL_MARKER) + r"(\S+)", seen)
     assert match is not None
     spilled = Path(match.group(1))
-    assert spilled.parent == tmp_path / "spill"
+    assert spilled.parent.parent == tmp_path / "spill"  # in the session's own directory
+    assert spilled.parent.stat().st_mode & 0o777 == 0o700
     assert spilled.read_text(encoding="utf-8") == BIG
+
+
+def spill_folder(server: FakeModelServer) -> Path:
+    match = re.search(re.escape(SPILL_MARKER) + r"(\S+)", tool_contents(server, 1)[0])
+    assert match is not None
+    return Path(match.group(1)).parent
+
+
+async def test_each_session_spills_into_a_directory_of_its_own(tmp_path: Path) -> None:
+    folders = []
+    for session in ("session-a", "session-b", "session-a"):  # a fresh Agent each time
+        server, _ = await run_dump(tmp_path, len(BIG), context_window=8_192, session_id=session)
+        folders.append(spill_folder(server))
+    assert folders[0] == folders[2] != folders[1]
+    # the name is no function of the session id alone: another cache's key gives another
+    server, _ = await run_dump(tmp_path / "other", len(BIG), context_window=8_192,
+                               session_id="session-a")
+    assert spill_folder(server).name != folders[0].name
+    assert "session-a" not in folders[0].name
 
 
 async def test_without_a_cache_dir_each_run_spills_where_the_environment_says_then(
@@ -63,9 +83,7 @@ async def test_without_a_cache_dir_each_run_spills_where_the_environment_says_th
             agent = Agent("m", base_url=server.base_url, api_key="k", tools=[dump], retry=FAST,
                           context_window=8_192)
             await agent.run("dump it")
-        match = re.search(re.escape(SPILL_MARKER) + r"(\S+)", tool_contents(server, 1)[0])
-        assert match is not None
-        spilled.append(Path(match.group(1)).parent)
+        spilled.append(spill_folder(server).parent)
     assert spilled == [tmp_path / "first" / "loopwright" / "spill",
                        tmp_path / "second" / "loopwright" / "spill"]
 
@@ -92,6 +110,29 @@ async def test_spill_files_older_than_seven_days_are_removed_at_start(tmp_path: 
     await run_dump(tmp_path, 10, context_window=8_192)
     assert not old.exists()
     assert fresh.exists()
+
+
+async def test_old_spills_in_session_directories_go_and_so_do_the_emptied_directories(
+        tmp_path: Path) -> None:
+    spill = tmp_path / "spill"
+    stale, mixed = spill / "s-stale", spill / "s-mixed"
+    stale.mkdir(parents=True)
+    mixed.mkdir()
+    eight_days_ago = time.time() - 8 * 24 * 3600
+    for path in (stale / "a.txt", mixed / "b.txt", mixed / "fresh.txt"):
+        path.write_text("x")
+        if path.name != "fresh.txt":
+            os.utime(path, (eight_days_ago, eight_days_ago))
+    await run_dump(tmp_path, 10, context_window=8_192)
+    assert not stale.exists()
+    assert [p.name for p in mixed.iterdir()] == ["fresh.txt"]
+
+
+def test_cleaning_keeps_the_key_however_old(tmp_path: Path) -> None:
+    key = tmp_path / ".key"
+    key.write_bytes(b"k" * 32)
+    os.utime(key, (0, 0))
+    assert clean_spill_directory(tmp_path) == 0 and key.exists()
 
 
 def test_cleaning_counts_what_it_removed(tmp_path: Path) -> None:

@@ -15,12 +15,19 @@ hangs the parent. Nesting is limited (`max_depth`, default 2): an agent at the l
 the tool. Child events are forwarded into the parent's event stream tagged with the child's id
 (`event.agent`, e.g. `sub-1a2b3c` or `sub-1a2b3c/sub-4d5e6f` for a grandchild), so they never end
 the parent's `stream()`. Cancelling the parent cancels its children.
+
+A child delegated by the tool gets a session id derived from the delegate call's idempotency key
+(`child_session_id`): the call the resumed parent makes again after a crash has the cut call's
+key, so its child continues the cut child's session, and a call the crash cut off in the child
+keeps its key there (tools/idempotency.py) — a key-aware tool does not repeat its effect. Any
+other delegate call has a key, and so a child session, of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -120,6 +127,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
             timeout=timeout,
             parent_run=ctx.run,
             child_tool=child_tool if _depth + 1 < max_depth else None,
+            session_id=child_session_id(ctx.idempotency_key),
         )
         if outcome.failed:
             raise ToolError(outcome.to_text())
@@ -156,13 +164,14 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
 async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
                    timeout: float | None = DEFAULT_TIMEOUT, parent_run: CallingRun | None = None,
-                   child_tool: Callable[[], Tool] | None = None
+                   child_tool: Callable[[], Tool] | None = None, session_id: str | None = None
                    ) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
 
     Inside a run (`parent_run`), the child shares the run's budget and its events join the run's
     stream; otherwise it gets a fresh budget and its events go to the parent's callbacks.
-    `child_tool` makes the delegate tool the child is offered (None: the child may not delegate)."""
+    `child_tool` makes the delegate tool the child is offered (None: the child may not delegate).
+    `session_id`: the child's session, continued if the store holds it (None: a fresh one)."""
     tag = parent_run.agent_tag if parent_run is not None else ""
     child_id = f"{tag}/sub-{uuid.uuid4().hex[:6]}" if tag else f"sub-{uuid.uuid4().hex[:6]}"
     subset = select_tools(parent, tools)
@@ -183,7 +192,8 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
         sink(event if event.agent else dataclasses.replace(event, agent=child_id))
 
     handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id,
-                               parent_session_id=parent_run.session_id if parent_run else None)
+                               parent_session_id=parent_run.session_id if parent_run else None,
+                               session_id=session_id)
     try:
         timed_out = not await _wait(handle, timeout)
     finally:
@@ -192,6 +202,16 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     if parent_run is not None and outcome.result is not None:
         _charge(parent_run, outcome.result)
     return outcome
+
+
+def child_session_id(idempotency_key: str) -> str | None:
+    """The session of the child a delegate call with this key runs (None without a key: a
+    fresh one). The same key, the same session: the call made again after a crash continues
+    the cut call's child; the key is not shown in the id."""
+    if not idempotency_key:
+        return None
+    text = f"loopwright delegated session\0{idempotency_key}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def select_tools(parent: Agent[Any, Any], names: Sequence[str] | None) -> list[Tool]:

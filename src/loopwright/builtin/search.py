@@ -27,7 +27,7 @@ from loopwright.builtin.diff import read_side
 from loopwright.builtin.listing import SKIPPED_DIRS
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.errors import ToolError
-from loopwright.safety.sandbox import context_policy, host_program, prepare_helper_launch
+from loopwright.safety.sandbox import call_policy, host_program, prepare_helper_launch
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval, ripgrep_exclusions
 from loopwright.tools.base import Tool, ToolContext, tool
 
@@ -145,7 +145,7 @@ async def _ripgrep(query: Query, target: Path, workdir: Path, ctx: ToolContext
     for pattern in ripgrep_exclusions():  # last: they override the model's glob
         args += ["--glob", pattern]
     args += ["--", _relative_arg(target, workdir)]
-    launch = await prepare_helper_launch(context_policy(ctx.services), args, cwd=workdir,
+    launch = await prepare_helper_launch(call_policy(ctx), args, cwd=workdir,
                                          roots=workspace_roots(ctx))  # read-only sandbox
     process = await asyncio.create_subprocess_exec(
         *launch.argv, cwd=workdir, env=launch.env, stdin=asyncio.subprocess.DEVNULL,

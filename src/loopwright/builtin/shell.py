@@ -29,7 +29,13 @@ from pydantic import Field
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
-from loopwright.safety.sandbox import Launch, context_policy, is_plainly_read_only, prepare_launch
+from loopwright.safety.sandbox import (
+    Launch,
+    call_policy,
+    context_policy,
+    is_plainly_read_only,
+    prepare_launch,
+)
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
@@ -165,7 +171,7 @@ def _may_write(ctx: ToolContext, launch: Launch, plain: bool) -> bool:
 async def _launch(ctx: ToolContext, command: str, directory: Path, *, plain: bool) -> Launch:
     """What to start; without a sandbox, approval for anything not `plain` (plainly
     read-only)."""
-    policy = context_policy(ctx.services)
+    policy = call_policy(ctx)
     held = held_files(ctx)  # the scripts the user's hooks and MCP servers run
     if held:
         policy = replace(policy, held_files=tuple(str(path) for path in held))

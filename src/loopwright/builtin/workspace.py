@@ -16,6 +16,12 @@ from pathlib import Path
 from loopwright.errors import ToolError
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval
 from loopwright.tools.base import ToolContext
+from loopwright.tools.output import (
+    SPILL_ROOT_SERVICE,
+    is_foreign_spill,
+    spill_directory,
+    spill_scope,
+)
 
 __all__ = ["ALLOWED_ROOTS_SERVICE", "READ_ONLY_ROOTS_SERVICE", "display_path", "is_secret_path",
            "open_checked", "read_checked", "require_secret_approval", "resolve_path",
@@ -47,6 +53,7 @@ def resolve_path(ctx: ToolContext, raw: str, *, reading: bool = False) -> Path:
         candidate = Path(ctx.workdir) / candidate
     resolved = candidate.resolve()
     roots = workspace_roots(ctx, reading=reading)
+    _refuse_foreign_spill(ctx, raw, resolved)
     if not _inside_any(resolved, roots):
         shown = ", ".join(str(root) for root in roots)
         hint = " (it is a symlink that points outside)" if _is_link_escape(candidate) else ""
@@ -54,6 +61,15 @@ def resolve_path(ctx: ToolContext, raw: str, *, reading: bool = False) -> Path:
             f"{raw!r} resolves to {resolved}, outside the workspace{hint}. File tools may only "
             f"touch paths under: {shown}. Use a path relative to the working directory.")
     return resolved
+
+
+def _refuse_foreign_spill(ctx: ToolContext, raw: str, resolved: Path) -> None:
+    """Another session's spilled outputs stay out of reach where the workspace holds the cache
+    (a workspace of `~`): they are other projects' command outputs (docs/safety.md)."""
+    root = ctx.services.get(SPILL_ROOT_SERVICE) or spill_directory(None)
+    if is_foreign_spill(resolved, Path(root), spill_scope(ctx)):
+        raise ToolError(f"{raw!r} is another session's spilled output; only this session's "
+                        "may be read")
 
 
 def display_path(ctx: ToolContext, path: Path) -> str:

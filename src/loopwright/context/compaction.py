@@ -59,7 +59,7 @@ from loopwright.endpoints.probe import sane, window_from_error
 from loopwright.errors import ContextOverflowError, LoopwrightError
 from loopwright.messages import Message, ModelRequest, ModelResponse
 from loopwright.plugins import LoopPlugin
-from loopwright.tools.output import SPILL_MARKER, bound_text
+from loopwright.tools.output import SPILL_MARKER, bound_text, preview_overhead
 
 if TYPE_CHECKING:
     from loopwright.plugins import RunView
@@ -310,7 +310,8 @@ class CompactionPlugin(LoopPlugin):
             room = self.budget.hard_limit - (tokens - self.counter.correct(spent))
             per = max(MIN_RESULT_CHARS, int(room / self.counter.ratio * CHARS_PER_TOKEN)
                       // len(results))
-            apply(run, request, await self._cut_results(results, per))
+            apply(run, request, await self._cut_results(results, per,
+                                                          run.session_id or run.run_id))
             tokens = self.counter.count(request)
         if tokens > self.budget.hard_limit:
             run.status("context_over", f"the request is still ~{tokens:,} tokens, over "
@@ -321,7 +322,10 @@ class CompactionPlugin(LoopPlugin):
                        "tokens)", {"tokens": tokens, "window": self.budget.window})
         return tokens
 
-    async def _cut_results(self, results: list[Message], per: int) -> dict[int, Message]:
+    async def _cut_results(self, results: list[Message], per: int,
+                           scope: str) -> dict[int, Message]:
+        """The results over `per` characters cut to a preview, spilled to the directory of
+        `scope` (the run's session, as the output bounder's: `tools/output.spill_scope`)."""
         from loopwright.tools.output import spill_directory
 
         directory = self.spill_dir or spill_directory(None)
@@ -329,10 +333,11 @@ class CompactionPlugin(LoopPlugin):
         for message in results:
             if len(message.content) <= per:
                 continue
-            # the preview's header (about 350 characters) comes on top of its text
+            # the preview's header (its spill path in it) and omission line come on top of its text
+            label = message.name or "tool"
             text, _ = await asyncio.to_thread(
-                bound_text, message.content, per, directory, label=message.name or "tool",
-                preview_chars=max(200, per - 400))
+                bound_text, message.content, per, directory, label=label, scope=scope,
+                preview_chars=max(200, per - preview_overhead(directory, label)))
             out[id(message)] = Message(role="tool", content=text, name=message.name,
                                        tool_call_id=message.tool_call_id,
                                        is_error=message.is_error)

@@ -18,7 +18,7 @@ from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW, WindowInfo
 from loopwright.plugins import LoopPlugin
 from loopwright.settings import Settings
 from loopwright.tools.execute import ResultFilter
-from loopwright.tools.output import OutputBounder, spill_directory
+from loopwright.tools.output import SPILL_ROOT_SERVICE, OutputBounder, spill_directory
 
 INSTRUCTIONS_SHARE = 0.10  # of the window, for project and user instruction files
 MAX_INSTRUCTION_CHARS = 16_000
@@ -41,7 +41,7 @@ def context_layers(settings: Settings, windows: list[WindowInfo], chain: Provide
     budget = ContextBudget(windows=list(windows), agent_windows=windows, chain=chain,
                            max_tokens=settings.max_tokens)
     spill = spill_directory(settings.cache_dir)
-    layers = ContextLayers(budget=budget, services={"context": budget})
+    layers = ContextLayers(budget=budget, services={"context": budget, SPILL_ROOT_SERVICE: spill})
     layers.filters.append(OutputBounder(directory=spill,
                                         max_chars=lambda: budget.tool_output_chars))
     if settings.compaction:  # first: later plugins see the request it leaves

@@ -2,15 +2,20 @@
 tail preview, the path, and how to read the rest.
 
 `OutputBounder` is a `ResultFilter`, so it applies to every tool (built-in, user, MCP). The cap is
-sized from the context window (see `context/window.py`). Spill files live in
-`<cache_dir>/spill` (`Settings.cache_dir`, else `settings.default_cache_dir()`), and files older
-than seven days are removed the first time a process bounds output into that directory.
+sized from the context window (see `context/window.py`). Spill files live in a directory of their
+session's (mode 0700) under `<cache_dir>/spill` (`Settings.cache_dir`, else
+`settings.default_cache_dir()`): its name is an HMAC of the session id under a key kept in the
+spill root, so no other session can name it, and the sandbox shows a command only its own
+session's (`safety/sandbox/mounts.py`). Files older than seven days (in the session directories
+and, from before them, in the root) are removed the first time a process bounds output there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
+import hmac
 import os
 import re
 import threading
@@ -24,6 +29,10 @@ from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import PreparedCall, ToolOutcome
 
 SPILL_RETENTION_SECONDS = 7 * 24 * 3600
+SPILL_ROOT_SERVICE = "spill_root"
+"""`ToolContext.services` key holding the run's spill root (the file tools refuse what of it is
+not the calling session's; absent: the default cache's)."""
+SPILL_KEY_FILE = ".key"  # in the spill root: the secret the session directories' names hash with
 SPILL_MARKER = "Full output saved to "
 PREVIEW_SHARE = 0.5  # of the cap; the preview must leave room for the next results
 HEAD_SHARE = 2 / 3  # of the preview: beginnings usually say what the output is
@@ -51,9 +60,52 @@ def _spill_directory(cache_dir: str | None, xdg_cache_home: str | None,
     return default_cache_dir() / "spill"
 
 
+@functools.lru_cache(maxsize=16)
+def _spill_key(root: Path) -> bytes:
+    """The spill root's secret, made on first use (0600, in a 0700 root)."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = root / SPILL_KEY_FILE
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+        raise OSError(f"{path} is not a spill key (too short); remove it") from None
+    key = os.urandom(32)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(key)
+    return key
+
+
+def session_spill_directory(root: Path, scope: str) -> Path:
+    """The directory of `root` holding one session's spills (`scope`: its session id, else its
+    run id). Reads, maybe makes, the root's key: blocking file I/O, off the event loop."""
+    digest = hmac.new(_spill_key(root), scope.encode("utf-8"), hashlib.sha256).hexdigest()
+    return root / f"s-{digest[:16]}"  # 64 bits: short in every preview, unguessable still
+
+
+def is_foreign_spill(path: Path, root: Path, scope: str) -> bool:
+    """Whether `path` (resolved) lies in the spill root `root` but outside the directory of
+    `scope`: another session's spill, or one of the flat layout's, whoever made it."""
+    root = root.resolve()
+    if not path.is_relative_to(root):
+        return False
+    try:
+        return not path.is_relative_to(session_spill_directory(root, scope))
+    except OSError:  # no key: nothing in the root can be this session's
+        return True
+
+
+def spill_scope(ctx: ToolContext) -> str:
+    """Whose spills a call's are: its session's, else (no session) its run's."""
+    return ctx.session_id or ctx.run_id or "no-run"
+
+
 def clean_spill_directory(directory: Path, *, max_age: float = SPILL_RETENTION_SECONDS,
                           now: float | None = None) -> int:
-    """Remove spill files older than `max_age` seconds; returns how many went."""
+    """Remove spill files older than `max_age` seconds, in `directory` and in its session
+    directories (left empty, they go too); returns how many files went."""
     cutoff = (time.time() if now is None else now) - max_age
     removed = 0
     try:
@@ -62,7 +114,12 @@ def clean_spill_directory(directory: Path, *, max_age: float = SPILL_RETENTION_S
         return 0
     for entry in entries:
         try:
-            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+            if entry.is_dir(follow_symlinks=False):
+                removed += clean_spill_directory(Path(entry.path), max_age=max_age, now=now)
+                if not any(os.scandir(entry.path)):
+                    os.rmdir(entry.path)
+            elif (entry.is_file(follow_symlinks=False) and entry.name != SPILL_KEY_FILE
+                  and entry.stat().st_mtime < cutoff):
                 os.unlink(entry.path)
                 removed += 1
         except OSError:
@@ -81,12 +138,23 @@ def clean_once(directory: Path) -> None:
 
 def spill_to_file(text: str, directory: Path, *, label: str) -> Path:
     """Write `text` to a new file in `directory`; raises `OSError` when that is impossible."""
-    directory.mkdir(parents=True, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60] or "output"
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = directory / f"{stamp}-{safe}-{uuid.uuid4().hex[:8]}.txt"
+    path = directory / f"{stamp}-{_file_label(label)}-{uuid.uuid4().hex[:8]}.txt"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _file_label(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60] or "output"
+
+
+def preview_overhead(root: Path, label: str) -> int:
+    """At most how many characters `preview` adds to the text it keeps (header, with the spill
+    path of `label` under the spill root `root`, and the omission line), for a caller that
+    must fit the whole in a size."""
+    longest = root / f"s-{'0' * 16}" / f"{'0' * 8}-{'0' * 6}-{_file_label(label)}-{'0' * 8}.txt"
+    return len(preview("x", 0, path=longest)) - 1 + 5 * 9  # its five counts: 1 digit here
 
 
 def _cut_head(text: str, size: int) -> str:
@@ -119,13 +187,15 @@ def preview(text: str, size: int, *, path: Path | None, error: str | None = None
     return f"{header}\n{head}\n[… {omitted:,} characters omitted …]\n{tail}"
 
 
-def bound_text(text: str, max_chars: int, directory: Path, *, label: str,
+def bound_text(text: str, max_chars: int, root: Path, *, label: str, scope: str,
                preview_chars: int | None = None) -> tuple[str, Path | None]:
-    """`text` unchanged if it fits in `max_chars`, else (preview, spill path or None). The
-    preview takes `preview_chars` (default: half the cap). Blocking file I/O."""
+    """`text` unchanged if it fits in `max_chars`, else (preview, spill path or None); the file
+    goes in the spill root `root`'s directory of `scope` (`spill_scope`). The preview takes
+    `preview_chars` (default: half the cap). Blocking file I/O."""
     if len(text) <= max_chars:
         return text, None
     try:
+        directory = session_spill_directory(root, scope)
         path: Path | None = spill_to_file(text, directory, label=label)
         error = None
     except OSError as exc:
@@ -153,7 +223,7 @@ class OutputBounder:
             return outcome
         label = f"{outcome.call.name}-{outcome.call.id}"
         text, path = await asyncio.to_thread(bound_text, outcome.content, limit, self.directory,
-                                             label=label)
+                                             label=label, scope=spill_scope(ctx))
         data = {**outcome.data, "original_chars": len(outcome.content),
                 "spilled_to": str(path) if path else None}
         return replace(outcome, content=text, data=data)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loopwright.safety.protected import protected_locations
-from loopwright.safety.sandbox.mounts import hidden_paths
+from loopwright.safety.sandbox.mounts import hidden_paths, spill_paths
 from loopwright.safety.sandbox.policy import SandboxPolicy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
@@ -47,6 +47,12 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
     hidden = hidden_paths(policy, home)
     lines.append("(deny file-read* " + " ".join(_subpath(p) for p in hidden) + ")")
+    spills = spill_paths(policy)
+    if spills is not None:  # the later rule wins: the session's own spills stay readable
+        root, own = spills
+        lines.append(f"(deny file-read* {_subpath(root)})")
+        if own is not None:
+            lines.append(f"(allow file-read* {_subpath(own)})")
     if policy.network:
         lines.append("(allow network*)")
     return "\n".join(lines) + "\n"

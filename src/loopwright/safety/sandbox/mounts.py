@@ -8,7 +8,8 @@ directory, the user's loopwright config directory wherever `XDG_CONFIG_HOME` put
 token, trusted projects), loopwright's data directory (sessions, attachments, memory), and the
 files and directories the settings add (`SandboxPolicy.hidden_paths`) — and the host services'
 Unix sockets (`HOST_SERVICE_SOCKETS`, the user's runtime directory) are covered by an empty
-read-only directory, or `/dev/null` for a file.
+read-only directory, or `/dev/null` for a file. So is the spill root, but for the calling
+session's own directory, bound back read-only (`spill_paths`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from loopwright.safety.sandbox.policy import (
     SandboxPolicy,
 )
 from loopwright.settings import default_data_dir
+from loopwright.tools.output import session_spill_directory
 
 
 @dataclass(kw_only=True)
@@ -128,7 +130,36 @@ def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> l
             argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             argv += ["--ro-bind", "/dev/null", str(path)]
-    return argv
+    return argv + _spill_mounts(policy, roots, list(done))
+
+
+def spill_paths(policy: SandboxPolicy) -> tuple[Path, Path | None] | None:
+    """The spill root to hide and, inside it, the calling session's directory to leave
+    readable (None when it does not exist yet); None when there is no spill root."""
+    if not policy.spill_root or not os.path.isdir(policy.spill_root):
+        return None
+    root = Path(policy.spill_root).resolve()
+    try:
+        own = session_spill_directory(root, policy.spill_scope) if policy.spill_scope else None
+    except OSError:  # an unusable key: no spill of this session's could have been made
+        own = None
+    return root, own if own is not None and own.is_dir() else None
+
+
+def _spill_mounts(policy: SandboxPolicy, roots: Sequence[Path], hidden: Sequence[Path]
+                  ) -> list[str]:
+    """The spill root covered like a hidden directory, the session's own bound back read-only
+    before the cover is made read-only (the bind needs its mount point made in the cover)."""
+    paths = spill_paths(policy)
+    if paths is None:
+        return []
+    root, own = paths
+    if _under_any(root, hidden) or any(_under_any(r, [root]) for r in roots):
+        return []  # hidden whole already, or the user made it (or a part) the workspace
+    argv = ["--tmpfs", str(root)]
+    if own is not None:
+        argv += ["--ro-bind", str(own), str(own)]
+    return [*argv, "--remount-ro", str(root)]
 
 
 def _existing_inside(path: Path, writable: Sequence[Path]) -> Path | None:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
 from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
+from loopwright.tools.base import ToolContext
+from loopwright.tools.output import spill_directory, spill_scope
 
 SandboxMode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full-access")
@@ -105,6 +107,11 @@ class SandboxPolicy:
     # never looked up on PATH there, where a command could have planted one (a run's own roots
     # are added at each launch)
     workspace: tuple[str, ...] = ()
+    # the spilled tool outputs (`tools/output.py`): the root is hidden but for the directory of
+    # `spill_scope` (the calling run's session, set per command), so a command reads back its
+    # own session's outputs and no other session's or project's (default: the default cache's)
+    spill_root: str = field(default_factory=lambda: str(spill_directory(None)))
+    spill_scope: str = ""
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
@@ -128,6 +135,12 @@ def context_policy(services: Mapping[str, Any]) -> SandboxPolicy:
     return policy if isinstance(policy, SandboxPolicy) else SandboxPolicy()
 
 
+def call_policy(ctx: ToolContext) -> SandboxPolicy:
+    """The policy a tool call's commands run under: the run's, seeing the call's session's
+    spilled outputs (and no other session's)."""
+    return replace(context_policy(ctx.services), spill_scope=spill_scope(ctx))
+
+
 def parse_mode(value: Any, source: str = "sandbox_mode") -> SandboxMode:
     """`value` as a mode; `ConfigError` naming the valid ones otherwise."""
     if isinstance(value, str) and value.strip().lower() in MODES:
@@ -147,6 +160,7 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        spill_root=str(spill_directory(settings.cache_dir)),
         workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
             settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
         limits=SandboxLimits(
@@ -167,7 +181,7 @@ def _own_paths(settings: Any) -> list[Path]:
     workdir = Path(settings.workdir or Path.cwd())
     paths = [Path(settings.data_dir).expanduser() if settings.data_dir else default_data_dir()]
     # the MCP servers' logs (what a server prints may hold its tokens); the spilled outputs
-    # beside them stay, as commands read them back
+    # beside them have a rule of their own (`spill_root`)
     cache = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
     paths.append(cache / "mcp")
     if settings.memory_dir:
