@@ -376,9 +376,11 @@ class Agent(Generic[DepsT, OutputT]):
                    model: str | None = None) -> Agent:
         """A sub-agent of this agent (what `delegate` runs): this agent's settings, approval,
         retry policy and credential refresher, except its own system prompt, exactly `tools`
-        (its other tools hidden) and optionally another model; a fresh session in this
-        agent's store; no rubric and no MCP servers of its own (it may be given this agent's
-        MCP tools). On the same model it reuses this agent's resolved endpoints and windows."""
+        (its other tools hidden) and optionally another model; a session of its own in this
+        agent's store (fresh, unless a run names one: `delegate` continues the child session of
+        a call made again after a crash); no rubric and no MCP servers of its own (it may be
+        given this agent's MCP tools). On the same model it reuses this agent's resolved
+        endpoints and windows."""
         from loopwright.endpoints.resolve import split_model
 
         s = self.settings
