@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.pages import is_html, not_the_api, page_extract
-from loopwright.endpoints.resolve import missing_key
+from loopwright.endpoints.resolve import CUSTOM, missing_key
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -75,8 +75,8 @@ class ClientReport:
 
     @property
     def endpoint(self) -> str:
-        """The base URL."""
-        return self.client.endpoint.base_url
+        """The base URL, as it may be shown (`Endpoint.shown_url`)."""
+        return self.client.endpoint.shown_url
 
     @property
     def model(self) -> str:
@@ -117,7 +117,10 @@ class ModelClient:
 
     @property
     def label(self) -> str:
-        return f"{self.endpoint.name or self.endpoint.base_url} {self.model} ({self.mode})"
+        # a server of one's own is told apart by where it is: errors name its URL
+        name = self.endpoint.name
+        where = name if name and name != CUSTOM else self.endpoint.shown_url
+        return f"{where} {self.model} ({self.mode})"
 
     async def call_opening(self) -> str:
         """How a native call begins in the model's chat template (`Profile.call_opening`), when
@@ -307,7 +310,7 @@ class ModelClient:
         except ValueError as exc:
             text = body.decode("utf-8", "replace")
             if is_html(text, headers.get("content-type", "")):
-                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.base_url, text)}",
+                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.shown_url, text)}",
                                     status=200) from exc
             raise ProviderError(f"{self.label}: reply is not JSON: {text[:200]!r}",
                                 retryable=True) from exc

@@ -112,7 +112,11 @@ def provider_from_url(base_url: str, environ: Mapping[str, str] | None = None) -
     for name in LOCAL_PROBE_ORDER:
         if httpx.URL(provider(name, environ).base_url).port == port:
             return name
-    return "custom"
+    return CUSTOM
+
+
+CUSTOM = "custom"
+"""The provider name of a base URL no known provider claims: its label shows the URL instead."""
 
 
 def resolve_model(
