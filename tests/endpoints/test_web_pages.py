@@ -82,6 +82,7 @@ async def test_the_library_at_a_web_page_fails_once_naming_it(
     assert result.stop_reason == "error"
     assert result.error is not None
     assert "answered with an HTML page ('Open WebUI'), not the model API" in result.error
+    assert 'pass base_url="http://HOST:PORT/v1" (--base-url' in result.error  # the library's
     assert "JSONDecodeError" not in result.error and "lorem" not in result.error
     assert len(posts(seen)) == 1  # a web page does not become the API on a retry
 

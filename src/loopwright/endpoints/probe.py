@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopwright.endpoints.base import normalize_base_url, shown_url, with_path
+from loopwright.endpoints.fixes import pass_setting
 from loopwright.endpoints.pages import not_the_api
 from loopwright.endpoints.resolve import PROVIDERS, Resolved, missing_key
 from loopwright.endpoints.servers import (
@@ -298,16 +299,17 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     if listing.status == 0:
         reason = listing.error or "no answer"
         raise ConfigError(f"nothing answers at {where_shown} ({reason}): start the server, or pass "
-                          "--base-url with its address")
+                          + pass_setting("--base-url", "base_url=…") + " with its address")
     if listing.page:
         raise ConfigError(not_the_api(where_shown, listing.page))
     if listing.status in (401, 403):
         where = key_env or "LOOPWRIGHT_API_KEY"
         raise ConfigError(f"{where_shown} refused the API key (HTTP {listing.status}): check "
-                          f"{where} or --api-key")
+                          f"{where} or " + pass_setting("--api-key", "Agent(api_key=…)"))
     served = listing.ids  # empty for a server that does not list its models
     # a server listing a single model answers to any name (llama.cpp): only a list can rule out
     if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
         shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
         raise ConfigError(f"model {resolved.model!r} is not served at {where_shown}; it serves "
-                          f"{shown}: pass --model with one of them")
+                          f"{shown}: pass " + pass_setting("--model", "Agent(model=…)")
+                          + " with one of them")
