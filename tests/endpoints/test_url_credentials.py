@@ -12,7 +12,7 @@ import pytest
 
 from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
-from loopwright.events import Event, event_to_json
+from loopwright.events import Event, StatusEvent, event_to_json
 from loopwright.testing import FakeModelServer, Fault, Reply
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0, attempts=2)
@@ -110,3 +110,23 @@ async def test_a_key_in_the_query_of_a_url_without_its_v1_still_goes_with_each_r
         sent = server.model_requests[0]
     assert result.output == "done"
     assert (sent.path, sent.query) == ("/v1/chat/completions", "api_key=secret")
+
+
+async def test_a_dead_embeddings_endpoint_is_named_without_its_credentials(
+        tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    events: list[Event] = []
+    with FakeModelServer([Reply("ok")] * 2) as server:
+        async with Agent("m", base_url=server.base_url, api_key="k", store=store) as agent:
+            await agent.run("How do I stop the car engine noise")
+        async with Agent("m", base_url=server.base_url, api_key="k", store=store, recall=True,
+                         embeddings_url=f"http://user:secret@127.0.0.1:{closed_port()}/v1"
+                                        "?key=secret",
+                         callbacks=[events.append]) as agent:
+            result = await agent.run("engine trouble")
+    assert result.stop_reason == "completed"
+    failed = next(e for e in events if isinstance(e, StatusEvent) and e.kind == "recall")
+    assert "embeddings endpoint http://***@127.0.0.1:" in failed.data["error"]
+    assert "/v1/embeddings?key=***: ConnectError" in failed.data["error"]
+    assert "secret" not in everything_shown(events, result)
+    assert "secret" not in stored_text(store)
