@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.pages import is_html, not_the_api, page_extract
-from loopwright.endpoints.resolve import CUSTOM, missing_key
+from loopwright.endpoints.resolve import missing_key
 from loopwright.endpoints.retry import (
     RetryPolicy,
     demanded_pause,
@@ -119,10 +119,7 @@ class ModelClient:
 
     @property
     def label(self) -> str:
-        # a server of one's own is told apart by where it is: errors name its URL
-        name = self.endpoint.name
-        where = name if name and name != CUSTOM else self.endpoint.shown_url
-        return f"{where} {self.model} ({self.mode})"
+        return f"{self.endpoint.name or self.endpoint.shown_url} {self.model} ({self.mode})"
 
     async def call_opening(self) -> str:
         """How a native call begins in the model's chat template (`Profile.call_opening`), when
@@ -282,9 +279,10 @@ class ModelClient:
         except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
         except _httpx().TransportError as exc:
-            raise _connection_failed(self.label, url.host, exc) from exc
+            raise _connection_failed(self.label, self.endpoint, url.host, exc) from exc
         if reply.status_code >= 400:
-            raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
+            raise _http_error(self.label, self.endpoint, reply.status_code, reply.text,
+                              reply.headers)
         data = self._reply_json(reply.content, reply.headers)
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             if says_overflow(str(data["error"])):  # (a failed Responses object is one)
@@ -336,7 +334,8 @@ class ModelClient:
             ) as reply:
                 if reply.status_code >= 400:
                     text = (await reply.aread()).decode("utf-8", "replace")
-                    raise _http_error(self.label, reply.status_code, text, reply.headers)
+                    raise _http_error(self.label, self.endpoint, reply.status_code, text,
+                                      reply.headers)
                 content_type = reply.headers.get("content-type", "text/event-stream")
                 if "text/event-stream" not in content_type:  # a server that ignored stream=true
                     return self.wire.parse_body(self._reply_json(await reply.aread(),
@@ -359,7 +358,7 @@ class ModelClient:
                              f"{self.stream_idle_timeout:g}s") from exc
         except _httpx().TransportError as exc:
             if acc.events_seen == 0:
-                raise _connection_failed(self.label, url.host, exc) from exc
+                raise _connection_failed(self.label, self.endpoint, url.host, exc) from exc
             raise _abandoned(acc, f"{self.label}: stream cut: {_describe(exc)}") from exc
         except StreamError as exc:  # a malformed event, or the format's own error event
             exc.discarded_usage = exc.discarded_usage or acc.usage
@@ -379,8 +378,10 @@ class _HostNotFound(ProviderError):
     """The base URL's host name did not resolve."""
 
 
-def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
-    """A request that reached no server, retryable; a host name that did not resolve says so."""
+def _connection_failed(label: str, endpoint: Endpoint, host: str, exc: Exception
+                       ) -> ProviderError:
+    """A request that reached no server, retryable; a host name that did not resolve says so.
+    Either names where it went (without the credentials a URL may carry)."""
     import socket
 
     cause: BaseException | None = exc
@@ -389,7 +390,8 @@ def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
             break
         cause = cause.__cause__ or cause.__context__
     if not isinstance(cause, socket.gaierror):
-        return ProviderError(f"{label}: connection failed: {_describe(exc)}", retryable=True)
+        return ProviderError(f"{label}: connection failed to {endpoint.shown_url}: "
+                             f"{_describe(exc)}", retryable=True)
     return _HostNotFound(f"{label}: cannot resolve {host} ({cause.strerror}): check the base "
                          "URL's host name and the network", retryable=True)
 
@@ -526,9 +528,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+def _http_error(label: str, endpoint: Endpoint, status: int, text: str,
+                headers: httpx.Headers) -> ProviderError:
+    """The error of an HTTP error reply, naming the server (without the credentials its URL
+    may carry)."""
     detail, code = _error_detail(text, headers.get("content-type", ""))
-    message = f"{label}: HTTP {status}: {detail}"
+    message = f"{label}: HTTP {status} from {endpoint.shown_url}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
                          body=text)

@@ -113,11 +113,7 @@ def provider_from_url(base_url: str, environ: Mapping[str, str] | None = None) -
     for name in LOCAL_PROBE_ORDER:
         if httpx.URL(provider(name, environ).base_url).port == port:
             return name
-    return CUSTOM
-
-
-CUSTOM = "custom"
-"""The provider name of a base URL no known provider claims: its label shows the URL instead."""
+    return "custom"
 
 
 def resolve_model(
