@@ -332,7 +332,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         primary = (await self._providers.resolve())[0]
         recorder = self.state_services.recorder(
-            session_id, model=chain.model, base_url=primary.endpoint.base_url,
+            session_id, model=chain.model, base_url=primary.endpoint.shown_url,
             api_mode=primary.mode, parent_id=parent_session_id)
         if recorder is None:
             run_history = list(history or [])

@@ -137,7 +137,7 @@ class ModelCalls:
             session_id=owner.session_id, agent=owner.agent_tag, turn=owner.turn,
             model=last.model if last else model,
             provider=last.label if last else chain.current.label,
-            endpoint=last.endpoint if last else chain.current.endpoint.base_url,
+            endpoint=last.endpoint if last else chain.current.endpoint.shown_url,
             mode=last.mode if last else chain.current.mode,
             started=call.started, latency=round(time.perf_counter() - call.clock, 6),
             attempts=attempts,

@@ -24,9 +24,10 @@ def retries(events: list[Event]) -> int:
 
 @pytest.mark.parametrize(("model", "fix"), [
     ("gpt-4o-mini", "no API key for openai: set OPENAI_API_KEY (or LOOPWRIGHT_API_KEY), "
-                    "or pass --api-key"),
+                    "or pass Agent(api_key=…) (--api-key on the command line)"),
     ("anthropic:claude-sonnet-4-5", "no API key for anthropic: set ANTHROPIC_API_KEY (or "
-                                    "LOOPWRIGHT_API_KEY), or pass --api-key"),
+                                    "LOOPWRIGHT_API_KEY), or pass Agent(api_key=…) (--api-key "
+                                    "on the command line)"),
 ])
 async def test_a_hosted_provider_without_a_key_fails_on_the_first_run_at_once(
         model: str, fix: str) -> None:

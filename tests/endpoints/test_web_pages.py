@@ -82,6 +82,7 @@ async def test_the_library_at_a_web_page_fails_once_naming_it(
     assert result.stop_reason == "error"
     assert result.error is not None
     assert "answered with an HTML page ('Open WebUI'), not the model API" in result.error
+    assert 'pass base_url="http://HOST:PORT/v1" (--base-url' in result.error  # the library's
     assert "JSONDecodeError" not in result.error and "lorem" not in result.error
     assert len(posts(seen)) == 1  # a web page does not become the API on a retry
 
@@ -111,7 +112,7 @@ async def test_an_html_error_page_is_shown_by_its_status_and_a_short_extract(
         result = await Agent("m", base_url=root, api_key="k", retry=FAST).run(
             "Hi", raise_on_error=False)
         assert result.error is not None
-        assert result.error.endswith(f"HTTP {status}: {extract}")
+        assert result.error.endswith(f"HTTP {status} from {root}/v1: {extract}")
         assert "<" not in result.error and "lorem" not in result.error
         assert len(posts(seen)) == tries
 
@@ -121,8 +122,10 @@ async def test_a_plain_text_error_body_is_still_shown_as_it_is() -> None:
                          ) as server:
         result = await Agent("m", base_url=server.base_url, api_key="k", retry=FAST).run(
             "Hi", raise_on_error=False)
+        base_url = server.base_url
     assert result.error is not None
-    assert result.error.endswith("HTTP 404: model 'm' not found, try pulling it")
+    assert result.error.endswith(f"HTTP 404 from {base_url}: model 'm' not found, try "
+                                 "pulling it")
 
 
 @pytest.mark.parametrize(("status", "tries"), [

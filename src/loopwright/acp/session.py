@@ -271,7 +271,7 @@ class AcpSession:
             return "Tools: " + ", ".join(sorted(tool.name for tool in self.agent.registry))
         if name == "model":
             primary = (await self.agent.providers())[0]
-            return f"{primary.model} at {primary.endpoint.base_url} ({primary.mode})"
+            return f"{primary.model} at {primary.endpoint.shown_url} ({primary.mode})"
         store = self.agent.state_services.store
         info = await store.get(self.id) if store is not None else None
         if info is None:

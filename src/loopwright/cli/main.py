@@ -312,6 +312,9 @@ _register("loopwright.cli.mcp_server", "mcp_server_command", name="mcp-server")
 
 def main() -> None:
     """Console-script entry point (`loopwright`)."""
+    from loopwright.endpoints.fixes import for_the_command_line
+
+    for_the_command_line()  # errors name the flags that fix them, not the library's keywords
     for stream in (sys.stdout, sys.stderr):  # never die on a character the terminal lacks
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(errors="replace")  # type: ignore[union-attr]

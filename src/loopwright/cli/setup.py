@@ -27,7 +27,7 @@ def banner(agent: Agent, primary: Resolved) -> str:
     """Model, endpoint, context window and where that number came from, workdir, sandbox and
     approval mode — one line."""
     settings = agent.settings
-    parts = [f"{primary.model} at {primary.endpoint.base_url} ({primary.provider}, "
+    parts = [f"{primary.model} at {primary.endpoint.shown_url} ({primary.provider}, "
              f"{primary.mode})"]
     if agent.windows:
         window = agent.windows[0]

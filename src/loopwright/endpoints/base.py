@@ -47,10 +47,12 @@ def max_connections() -> int:
 
 
 def normalize_base_url(url: str) -> str:
-    """Accept a base URL with or without its `/v1`; return it with the version segment."""
-    url = url.strip().rstrip("/")
+    """Accept a base URL with or without its `/v1`; return it with the version segment (before
+    a query string the URL may carry, `?api_key=…`)."""
+    url, mark, query = url.strip().partition("?")
+    url = url.rstrip("/")
     if not url:
-        return url
+        return url + mark + query
     for suffix in ("/chat/completions", "/messages", "/responses"):
         if url.endswith(suffix):
             url = url[: -len(suffix)]
@@ -58,9 +60,51 @@ def normalize_base_url(url: str) -> str:
 
     parsed = httpx.URL(url)
     last = parsed.path.rstrip("/").rsplit("/", 1)[-1]
-    if _VERSION_SEGMENT.match(last) or last == "openai":
+    if not (_VERSION_SEGMENT.match(last) or last == "openai"):
+        url += "/v1"
+    return url + mark + query
+
+
+def with_path(base_url: str, path: str) -> str:
+    """`path` appended to the path of `base_url`, before its query string: some gateways take
+    the key as `?api_key=…` or `?key=…` on every request."""
+    base, mark, query = base_url.partition("?")
+    return base + path + mark + query
+
+
+_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "pwd",
+                           "auth", "authorization", "sig", "signature", "credential",
+                           "credentials", "session"})
+
+
+def _secret_name(name: str) -> bool:
+    """A query parameter that looks like it carries a credential: a word of its name (split at
+    `_`, `-`, `.`) is one of `_SECRET_WORDS` — `api_key`, `x-goog-api-key`, `access_token`, but
+    not `keyword` or `monkey`."""
+    return bool(_SECRET_WORDS.intersection(re.split(r"[_\-.]", name.lower())))
+
+
+@functools.lru_cache(maxsize=256)
+def shown_url(url: str) -> str:
+    """`url` as it may be shown or recorded: user-info (`user:secret@`) replaced by `***`, and
+    the value of every secret-looking query parameter (`?api_key=…`). Everything else is kept
+    as written."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
         return url
-    return url + "/v1"
+    authority_end = min((at for at in (rest.find(c) for c in "/?#") if at >= 0), default=len(rest))
+    authority, tail = rest[:authority_end], rest[authority_end:]
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    path, mark, query = tail.partition("?")
+    if mark:
+        query, hash_mark, fragment = query.partition("#")
+        parts = []
+        for part in query.split("&"):
+            name, eq, value = part.partition("=")
+            parts.append(f"{name}=***" if eq and value and _secret_name(name) else part)
+        query = "&".join(parts) + hash_mark + fragment
+    return f"{scheme}{sep}{authority}{path}{mark}{query}"
 
 
 @dataclass(kw_only=True)
@@ -77,7 +121,12 @@ class Endpoint:
         self.base_url = normalize_base_url(self.base_url)
 
     def url(self, path: str) -> str:
-        return self.base_url + path
+        return with_path(self.base_url, path)
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL as errors, events and records show it: no credentials in it."""
+        return shown_url(self.base_url)
 
     def request_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", **self.headers}

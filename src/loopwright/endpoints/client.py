@@ -7,7 +7,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.pages import is_html, not_the_api, page_extract
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 # httpx is imported by the first request (endpoints/base.py says why); the functions that catch
 # its errors import it where they run.
 
+_P = ParamSpec("_P")
+
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
 _OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
@@ -75,8 +77,8 @@ class ClientReport:
 
     @property
     def endpoint(self) -> str:
-        """The base URL."""
-        return self.client.endpoint.base_url
+        """The base URL, as it may be shown (`Endpoint.shown_url`)."""
+        return self.client.endpoint.shown_url
 
     @property
     def model(self) -> str:
@@ -117,7 +119,7 @@ class ModelClient:
 
     @property
     def label(self) -> str:
-        return f"{self.endpoint.name or self.endpoint.base_url} {self.model} ({self.mode})"
+        return f"{self.endpoint.name or self.endpoint.shown_url} {self.model} ({self.mode})"
 
     async def call_opening(self) -> str:
         """How a native call begins in the model's chat template (`Profile.call_opening`), when
@@ -277,9 +279,10 @@ class ModelClient:
         except _httpx().PoolTimeout as exc:
             raise _PoolBusy from exc
         except _httpx().TransportError as exc:
-            raise _connection_failed(self.label, url.host, exc) from exc
+            raise _connection_failed(self.label, self.endpoint, url.host, exc) from exc
         if reply.status_code >= 400:
-            raise _http_error(self.label, reply.status_code, reply.text, reply.headers)
+            raise _http_error(self.label, self.endpoint, reply.status_code, reply.text,
+                              reply.headers)
         data = self._reply_json(reply.content, reply.headers)
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             if says_overflow(str(data["error"])):  # (a failed Responses object is one)
@@ -307,7 +310,7 @@ class ModelClient:
         except ValueError as exc:
             text = body.decode("utf-8", "replace")
             if is_html(text, headers.get("content-type", "")):
-                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.base_url, text)}",
+                raise ProviderError(f"{self.label}: {not_the_api(self.endpoint.shown_url, text)}",
                                     status=200) from exc
             raise ProviderError(f"{self.label}: reply is not JSON: {text[:200]!r}",
                                 retryable=True) from exc
@@ -316,8 +319,9 @@ class ModelClient:
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
         body = await self._encode(request, stream=True)
-        acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
-                                on_tool_args=listeners.on_tool_args)
+        acc = StreamAccumulator(on_text=_guarded(listeners.on_text),
+                                on_reasoning=_guarded(listeners.on_reasoning),
+                                on_tool_args=_guarded(listeners.on_tool_args))
         parser = self.wire.stream_parser()
         url = _parsed_url(self.endpoint.url(self.wire.path))
         try:
@@ -330,7 +334,8 @@ class ModelClient:
             ) as reply:
                 if reply.status_code >= 400:
                     text = (await reply.aread()).decode("utf-8", "replace")
-                    raise _http_error(self.label, reply.status_code, text, reply.headers)
+                    raise _http_error(self.label, self.endpoint, reply.status_code, text,
+                                      reply.headers)
                 content_type = reply.headers.get("content-type", "text/event-stream")
                 if "text/event-stream" not in content_type:  # a server that ignored stream=true
                     return self.wire.parse_body(self._reply_json(await reply.aread(),
@@ -339,6 +344,8 @@ class ModelClient:
                     acc.events_seen += 1
                     try:
                         parser.feed(event, data, acc)
+                    except _ListenerFailed as failed:  # not the stream's fault: not retried
+                        raise failed.error from None
                     except (ValueError, KeyError, TypeError) as exc:
                         raise StreamError(f"{self.label}: malformed stream event: {data[:200]!r}",
                                           retryable=True) from exc
@@ -351,7 +358,7 @@ class ModelClient:
                              f"{self.stream_idle_timeout:g}s") from exc
         except _httpx().TransportError as exc:
             if acc.events_seen == 0:
-                raise _connection_failed(self.label, url.host, exc) from exc
+                raise _connection_failed(self.label, self.endpoint, url.host, exc) from exc
             raise _abandoned(acc, f"{self.label}: stream cut: {_describe(exc)}") from exc
         except StreamError as exc:  # a malformed event, or the format's own error event
             exc.discarded_usage = exc.discarded_usage or acc.usage
@@ -371,8 +378,10 @@ class _HostNotFound(ProviderError):
     """The base URL's host name did not resolve."""
 
 
-def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
-    """A request that reached no server, retryable; a host name that did not resolve says so."""
+def _connection_failed(label: str, endpoint: Endpoint, host: str, exc: Exception
+                       ) -> ProviderError:
+    """A request that reached no server, retryable; a host name that did not resolve says so.
+    Either names where it went (without the credentials a URL may carry)."""
     import socket
 
     cause: BaseException | None = exc
@@ -381,9 +390,34 @@ def _connection_failed(label: str, host: str, exc: Exception) -> ProviderError:
             break
         cause = cause.__cause__ or cause.__context__
     if not isinstance(cause, socket.gaierror):
-        return ProviderError(f"{label}: connection failed: {_describe(exc)}", retryable=True)
+        return ProviderError(f"{label}: connection failed to {endpoint.shown_url}: "
+                             f"{_describe(exc)}", retryable=True)
     return _HostNotFound(f"{label}: cannot resolve {host} ({cause.strerror}): check the base "
                          "URL's host name and the network", retryable=True)
+
+
+class _ListenerFailed(Exception):
+    """A listener's own error (the user's callback, the CLI's renderer, serve's writer), carried
+    through the wire format's parser past its "malformed stream event" handling — a listener's
+    `ValueError` is no decoding error of the stream — to be raised as itself."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _guarded(listener: Callable[_P, None] | None) -> Callable[_P, None] | None:
+    """`listener`, its errors raised as `_ListenerFailed`."""
+    if listener is None:
+        return None
+
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        try:
+            listener(*args, **kwargs)
+        except Exception as exc:
+            raise _ListenerFailed(exc) from exc
+
+    return guarded
 
 
 class _PoolBusy(Exception):
@@ -494,9 +528,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _http_error(label: str, status: int, text: str, headers: httpx.Headers) -> ProviderError:
+def _http_error(label: str, endpoint: Endpoint, status: int, text: str,
+                headers: httpx.Headers) -> ProviderError:
+    """The error of an HTTP error reply, naming the server (without the credentials its URL
+    may carry)."""
     detail, code = _error_detail(text, headers.get("content-type", ""))
-    message = f"{label}: HTTP {status}: {detail}"
+    message = f"{label}: HTTP {status} from {endpoint.shown_url}: {detail}"
     if status in (401, 403):
         return AuthError(message + " (check the API key for this provider)", status=status,
                          body=text)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 import re
 
+from loopwright.endpoints.fixes import pass_setting
+
 # Each search stops at the next "<" from where it began: one that may run on to the end of the
 # page from every unclosed tag takes quadratic time on a page of them (a hostile server's).
 _TITLE = re.compile(r"<title[^<>]*>([^<]*)</title\s*>", re.IGNORECASE)
@@ -37,7 +39,8 @@ def not_the_api(base_url: str, text: str) -> str:
     """What to say when `base_url` answered a web page where the model API should be."""
     return (f"the server at {base_url} answered with an HTML page ({page_extract(text)!r}), "
             "not the model API: check the address — an OpenAI-compatible API usually lives "
-            "under /v1 (pass --base-url http://HOST:PORT/v1)")
+            "under /v1 (pass " + pass_setting("--base-url http://HOST:PORT/v1",
+                                              'base_url="http://HOST:PORT/v1"') + ")")
 
 
 def _without_unseen(text: str) -> str:

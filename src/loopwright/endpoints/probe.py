@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loopwright.endpoints.base import normalize_base_url
+from loopwright.endpoints.base import normalize_base_url, shown_url, with_path
+from loopwright.endpoints.fixes import pass_setting
 from loopwright.endpoints.pages import not_the_api
 from loopwright.endpoints.resolve import PROVIDERS, Resolved, missing_key
 from loopwright.endpoints.servers import (
@@ -67,9 +68,9 @@ class WindowInfo:
 
 def server_root(base_url: str) -> str:
     """`http://host:11434/v1` → `http://host:11434` (probe endpoints live at the root)."""
-    url = normalize_base_url(base_url)
+    url, mark, query = normalize_base_url(base_url).partition("?")
     head, _, last = url.rpartition("/")
-    return head if re.fullmatch(r"v\d+[a-z0-9]*", last) else url
+    return (head if re.fullmatch(r"v\d+[a-z0-9]*", last) else url) + mark + query
 
 
 def sane(value: Any) -> int | None:
@@ -195,7 +196,7 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
     root = server_root(base_url)
     probes = _KIND_PROBES[kind]
     answers = await asyncio.gather(*(
-        _ask(root + path, method=method, model=model, extract=extract, timeout=timeout,
+        _ask(with_path(root, path), method=method, model=model, extract=extract, timeout=timeout,
              headers=sent) for path, method, extract in probes))
     if all(answer is False for answer in answers) and kind == known_kind(base_url):
         forget_kind(base_url)  # not that kind of server (any more): find out what answers now
@@ -251,7 +252,7 @@ async def detect_window(resolved: Resolved, *, explicit: int | None = None,
                         timeout: float = PROBE_TIMEOUT) -> WindowInfo:
     """The context window of one resolved model (see the module docstring for the order)."""
     where = {"model": resolved.model, "provider": resolved.provider,
-             "base_url": resolved.endpoint.base_url}
+             "base_url": resolved.endpoint.shown_url}
     if explicit:
         return WindowInfo(tokens=int(explicit), source="explicit", **where)
     local = is_local(resolved)
@@ -287,6 +288,7 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     info = PROVIDERS.get(resolved.provider)
     key_env = info.key_env if info else None
     base_url = resolved.endpoint.base_url
+    where_shown = shown_url(base_url)
     fix = missing_key(resolved.endpoint)
     if fix:
         raise ConfigError(fix)
@@ -296,17 +298,18 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
                                   timeout=timeout)
     if listing.status == 0:
         reason = listing.error or "no answer"
-        raise ConfigError(f"nothing answers at {base_url} ({reason}): start the server, or pass "
-                          "--base-url with its address")
+        raise ConfigError(f"nothing answers at {where_shown} ({reason}): start the server, or pass "
+                          + pass_setting("--base-url", "base_url=…") + " with its address")
     if listing.page:
-        raise ConfigError(not_the_api(base_url, listing.page))
+        raise ConfigError(not_the_api(where_shown, listing.page))
     if listing.status in (401, 403):
         where = key_env or "LOOPWRIGHT_API_KEY"
-        raise ConfigError(f"{base_url} refused the API key (HTTP {listing.status}): check "
-                          f"{where} or --api-key")
+        raise ConfigError(f"{where_shown} refused the API key (HTTP {listing.status}): check "
+                          f"{where} or " + pass_setting("--api-key", "Agent(api_key=…)"))
     served = listing.ids  # empty for a server that does not list its models
     # a server listing a single model answers to any name (llama.cpp): only a list can rule out
     if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
         shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
-        raise ConfigError(f"model {resolved.model!r} is not served at {base_url}; it serves "
-                          f"{shown}: pass --model with one of them")
+        raise ConfigError(f"model {resolved.model!r} is not served at {where_shown}; it serves "
+                          f"{shown}: pass " + pass_setting("--model", "Agent(model=…)")
+                          + " with one of them")

@@ -9,6 +9,8 @@ builds the `ProviderChain` a run calls — or a chain with another model first, 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.client import ModelClient
@@ -43,7 +45,12 @@ class AgentProviders:
         self.http_client = http_client
         self.resolved: list[Resolved] | None = None
         self.windows: list[WindowInfo] = []  # per provider in the chain, found at first run
-        self._lock: asyncio.Lock | None = None
+        # one lock per event loop resolving (an asyncio.Lock belongs to one loop: shared, a
+        # second loop's `chat()` raised, or waited for ever on a release made on another
+        # loop); the map is touched under a thread lock, the resolving under the loop's own
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary())
+        self._locks_guard = threading.Lock()
 
     def adopt(self, other: AgentProviders) -> None:
         """Use `other`'s resolution and windows (a sub-agent on the same model)."""
@@ -53,17 +60,27 @@ class AgentProviders:
         """The primary provider then each fallback, resolved and probed once."""
         if self.resolved is not None:
             return self.resolved
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+        async with self._loop_lock():
             if self.resolved is None:
                 from loopwright.endpoints.probe import detect_windows
 
                 resolved = await self._resolve_all()
-                self.windows = await detect_windows(resolved,
-                                                    explicit=self.settings.context_window)
-                self.resolved = resolved
+                windows = await detect_windows(resolved, explicit=self.settings.context_window)
+                # loops on other threads may have resolved meanwhile (the same settings give
+                # the same answer): the first to finish is kept, and its windows with it
+                with self._locks_guard:
+                    if self.resolved is None:
+                        self.windows, self.resolved = windows, resolved
         return self.resolved
+
+    def _loop_lock(self) -> asyncio.Lock:
+        """The running loop's resolution lock."""
+        loop = asyncio.get_running_loop()
+        with self._locks_guard:
+            lock = self._locks.get(loop)
+            if lock is None:
+                lock = self._locks[loop] = asyncio.Lock()
+        return lock
 
     async def chain(self) -> ProviderChain:
         return ProviderChain(clients=[self.client(r) for r in await self.resolve()],

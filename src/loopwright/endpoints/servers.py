@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.endpoints.base import normalize_base_url, request_slot
+from loopwright.endpoints.base import normalize_base_url, request_slot, with_path
 from loopwright.endpoints.pages import is_html
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
         return cached
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
     try:
-        reply = await one_off_request(key + "/models", headers=sent, timeout=timeout)
+        reply = await one_off_request(with_path(key, "/models"), headers=sent, timeout=timeout)
     except TimeoutError:  # (an OSError too: first)
         return Listing(status=0, error=f"no whole answer within {timeout:g}s")
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:

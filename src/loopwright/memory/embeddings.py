@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from loopwright.endpoints.base import Endpoint, request_slot
+from loopwright.endpoints.base import Endpoint, request_slot, shown_url
 from loopwright.errors import ProviderError
 
 MAX_CACHED = 4_096
@@ -47,39 +47,40 @@ class Embedder:
 
     async def _request(self, texts: list[str]) -> list[list[float]]:
         url = self.endpoint.url("/embeddings")
+        where = shown_url(url)  # the credentials a URL may carry are sent, never shown
         try:
             async with request_slot(url=url) as client:
                 reply = await client.post(url, json={"model": self.model, "input": texts},
                                           headers=self.endpoint.request_headers(),
                                           timeout=TIMEOUT)
         except httpx.HTTPError as exc:
-            raise ProviderError(f"embeddings endpoint {url}: {type(exc).__name__}: {exc}") \
+            raise ProviderError(f"embeddings endpoint {where}: {type(exc).__name__}: {exc}") \
                 from exc
         if reply.status_code != 200:
-            raise ProviderError(f"embeddings endpoint {url}: HTTP {reply.status_code}: "
+            raise ProviderError(f"embeddings endpoint {where}: HTTP {reply.status_code}: "
                                 f"{reply.text[:200]}", status=reply.status_code)
         if len(reply.content) > MAX_REPLY_BYTES:
-            raise ProviderError(f"embeddings endpoint {url}: a reply of {len(reply.content):,} "
+            raise ProviderError(f"embeddings endpoint {where}: a reply of {len(reply.content):,} "
                                 f"bytes, over the {MAX_REPLY_BYTES:,} limit")
-        return await asyncio.to_thread(_vectors, reply, len(texts), url)  # big JSON: off the loop
+        return await asyncio.to_thread(_vectors, reply, len(texts), where)  # big JSON: off the loop
 
 
-def _vectors(reply: httpx.Response, count: int, url: str) -> list[list[float]]:
+def _vectors(reply: httpx.Response, count: int, where: str) -> list[list[float]]:
     try:
         data: Any = reply.json()["data"]
         ordered = sorted(data, key=lambda item: int(item["index"]))
         vectors = [[float(x) for x in item["embedding"]] for item in ordered]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ProviderError(f"embeddings endpoint {url}: not an embeddings reply: "
+        raise ProviderError(f"embeddings endpoint {where}: not an embeddings reply: "
                             f"{reply.text[:200]!r}") from exc
     if len(vectors) != count or len({len(v) for v in vectors}) > 1 or not vectors[0]:
-        raise ProviderError(f"embeddings endpoint {url}: {len(vectors)} vectors for {count} "
+        raise ProviderError(f"embeddings endpoint {where}: {len(vectors)} vectors for {count} "
                             "inputs, or vectors of different lengths")
     if len(vectors[0]) > MAX_DIMENSIONS:
-        raise ProviderError(f"embeddings endpoint {url}: vectors of {len(vectors[0]):,} "
+        raise ProviderError(f"embeddings endpoint {where}: vectors of {len(vectors[0]):,} "
                             f"dimensions, over the {MAX_DIMENSIONS:,} limit; check the model")
     if not all(math.isfinite(x) for vector in vectors for x in vector):
-        raise ProviderError(f"embeddings endpoint {url}: a vector holds a value that is not a "
+        raise ProviderError(f"embeddings endpoint {where}: a vector holds a value that is not a "
                             "finite number (NaN or infinity); check the model")
     return vectors
 
