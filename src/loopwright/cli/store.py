@@ -7,6 +7,7 @@ else `<data dir>/sessions.db` (`LOOPWRIGHT_DATA_DIR`).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -119,4 +120,11 @@ def stored_provider(session_id: str, *, db: str | None = None) -> dict[str, str]
     if info is None or not info.model or not info.base_url:
         return {}
     found = {"model": info.model, "base_url": info.base_url, "api_mode": info.api_mode}
+    if "***" in info.base_url:  # stored without its credentials (endpoints.base.shown_url)
+        if not os.environ.get("LOOPWRIGHT_BASE_URL"):
+            raise typer.BadParameter(
+                f"session {session_id[:8]} ran against {info.base_url}, whose credentials are "
+                "not stored: resume it with --base-url and the URL with its credentials",
+                param_hint="--resume")
+        del found["base_url"]  # the environment's, credentials and all
     return {key: value for key, value in found.items() if value}
