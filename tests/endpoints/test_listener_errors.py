@@ -49,3 +49,18 @@ async def test_a_malformed_event_from_the_server_is_still_malformed_and_retried(
     retried = [e for e in events if isinstance(e, StatusEvent) and e.kind == "retrying"]
     assert retried and "malformed stream event" in retried[0].message
     assert result.stop_reason == "error"
+
+
+async def test_a_listener_failing_on_the_held_back_end_of_a_reply_raises_as_itself() -> None:
+    """The accumulator holds a reply's start while it may become a `<think>` tag and sends it
+    when the stream ends, outside the parser: the listener's error came out as the wrapper."""
+    def listener(event: Event) -> None:
+        if isinstance(event, TextDelta):
+            raise ListenerBug("the renderer broke")
+
+    with FakeModelServer([Reply("<thi", chunk_size=2)]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", callbacks=[listener])
+        result = await agent.run("hi", raise_on_error=False)
+    assert result.stop_reason == "error"
+    assert result.error is not None and "ListenerBug: the renderer broke" in result.error
+    assert len(server.model_requests) == 1

@@ -7,7 +7,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, Any
 
 from loopwright.endpoints.base import Endpoint, request_slot
 from loopwright.endpoints.pages import is_html, not_the_api, page_extract
@@ -39,7 +39,12 @@ from loopwright.profiles import Profile
 from loopwright.settings import DEFAULTS
 from loopwright.wire.base import WireFormat, says_overflow
 from loopwright.wire.sse import iter_sse
-from loopwright.wire.stream import DeltaListener, StreamAccumulator, ToolArgsListener
+from loopwright.wire.stream import (
+    DeltaListener,
+    ListenerFailed,
+    StreamAccumulator,
+    ToolArgsListener,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -48,8 +53,6 @@ if TYPE_CHECKING:
 
 # httpx is imported by the first request (endpoints/base.py says why); the functions that catch
 # its errors import it where they run.
-
-_P = ParamSpec("_P")
 
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
@@ -319,9 +322,8 @@ class ModelClient:
         self, request: ModelRequest, listeners: CallListeners
     ) -> ModelResponse:
         body = await self._encode(request, stream=True)
-        acc = StreamAccumulator(on_text=_guarded(listeners.on_text),
-                                on_reasoning=_guarded(listeners.on_reasoning),
-                                on_tool_args=_guarded(listeners.on_tool_args))
+        acc = StreamAccumulator(on_text=listeners.on_text, on_reasoning=listeners.on_reasoning,
+                                on_tool_args=listeners.on_tool_args)
         parser = self.wire.stream_parser()
         url = _parsed_url(self.endpoint.url(self.wire.path))
         try:
@@ -344,7 +346,7 @@ class ModelClient:
                     acc.events_seen += 1
                     try:
                         parser.feed(event, data, acc)
-                    except _ListenerFailed as failed:  # not the stream's fault: not retried
+                    except ListenerFailed as failed:  # not the stream's fault: not retried
                         raise failed.error from None
                     except (ValueError, KeyError, TypeError) as exc:
                         raise StreamError(f"{self.label}: malformed stream event: {data[:200]!r}",
@@ -365,7 +367,10 @@ class ModelClient:
             raise
         if not parser.finished and acc.finish_reason is None:
             raise _abandoned(acc, f"{self.label}: stream ended before its end marker")
-        return acc.build()
+        try:
+            return acc.build()  # sends the text it held back (a "<thi" that never became a tag)
+        except ListenerFailed as failed:
+            raise failed.error from None
 
 
 HOST_NOT_FOUND_ATTEMPTS = 2
@@ -394,30 +399,6 @@ def _connection_failed(label: str, endpoint: Endpoint, host: str, exc: Exception
                              f"{_describe(exc)}", retryable=True)
     return _HostNotFound(f"{label}: cannot resolve {host} ({cause.strerror}): check the base "
                          "URL's host name and the network", retryable=True)
-
-
-class _ListenerFailed(Exception):
-    """A listener's own error (the user's callback, the CLI's renderer, serve's writer), carried
-    through the wire format's parser past its "malformed stream event" handling — a listener's
-    `ValueError` is no decoding error of the stream — to be raised as itself."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _guarded(listener: Callable[_P, None] | None) -> Callable[_P, None] | None:
-    """`listener`, its errors raised as `_ListenerFailed`."""
-    if listener is None:
-        return None
-
-    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> None:
-        try:
-            listener(*args, **kwargs)
-        except Exception as exc:
-            raise _ListenerFailed(exc) from exc
-
-    return guarded
 
 
 class _PoolBusy(Exception):

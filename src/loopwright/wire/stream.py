@@ -22,6 +22,18 @@ ToolArgsListener = Callable[[str, str], None]  # (call name, arguments fragment)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
+class ListenerFailed(Exception):
+    """A listener's own error (the user's callback, the CLI's renderer, serve's writer), carried
+    out of a wire format's parser past its "malformed stream event" handling — a listener's
+    `ValueError` is no decoding error of the stream — to be raised as itself (`error`). The
+    accumulator catches it where it calls a listener: a `try` costs nothing until it catches,
+    where a wrapper around each listener was a call more on every delta."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _PendingCall:
     __slots__ = ("args", "id", "name")
 
@@ -94,7 +106,10 @@ class StreamAccumulator:
             self._trim_answer_start = False
         self._text.append(delta)
         if self._on_text is not None:
-            self._on_text(delta)
+            try:
+                self._on_text(delta)
+            except Exception as exc:
+                raise ListenerFailed(exc) from exc
 
     def _flush_held(self) -> None:
         held, self._held = self._held, ""
@@ -108,7 +123,10 @@ class StreamAccumulator:
         if delta:
             self._reasoning.append(delta)
             if self._on_reasoning is not None:
-                self._on_reasoning(delta)
+                try:
+                    self._on_reasoning(delta)
+                except Exception as exc:
+                    raise ListenerFailed(exc) from exc
 
     def tool_call_delta(
         self,
@@ -129,7 +147,10 @@ class StreamAccumulator:
         if arguments:
             call.args.append(arguments)
             if self._on_tool_args is not None:
-                self._on_tool_args(call.name, arguments)
+                try:
+                    self._on_tool_args(call.name, arguments)
+                except Exception as exc:
+                    raise ListenerFailed(exc) from exc
 
     def set_tool_call_arguments(self, index: int | str, arguments: str) -> None:
         """Replace a call's arguments with their full text (some formats resend it at the end)."""
