@@ -111,13 +111,19 @@ class RunStats:
 
 
 async def run_loopwright(task: Task, tools: list[Any], base_url: str, model_id: str, *,
-                         fmt: str, stream: bool, args: argparse.Namespace, workspace: Path
-                         ) -> RunStats:
+                         fmt: str, stream: bool, args: argparse.Namespace, workspace: Path,
+                         progress: RunStats) -> RunStats:
+    """`progress` counts the model calls as they end, for a run the task timeout cuts off."""
     reviews: list[str] = []
 
     def note_review(event: Any) -> None:  # which checks acted: the ablation counts them
-        if getattr(event, "type", "") == "review":
+        kind = getattr(event, "type", "")
+        if kind == "review":
             reviews.append(f"{event.check}:{event.verdict}")
+        elif kind == "model_call":
+            progress.requests += 1
+            progress.input_tokens += event.record.usage.input_tokens
+            progress.output_tokens += event.record.usage.output_tokens
 
     agent = Agent(model_id, base_url=base_url, api_key="none", tools=tools,
                   tool_call_format=fmt, stream=stream, max_turns=args.max_turns,
@@ -194,6 +200,8 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
     tools = task.setup(workspace)
     stats: RunStats | None = None
     error: BaseException | None = None
+    # what a run cut off by the task timeout did (loopwright's: the peer's usage is not seen)
+    progress = RunStats(output="", stop="raised")
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         if runner == "pydantic-ai":
@@ -201,7 +209,8 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
         else:
             fmt, _, mode = runner.removeprefix("loopwright/").partition("/")
             coro = run_loopwright(task, tools, base_url, model_id, fmt=fmt,
-                                  stream=mode == "stream", args=args, workspace=workspace)
+                                  stream=mode == "stream", args=args, workspace=workspace,
+                                  progress=progress)
         stats = await asyncio.wait_for(coro, args.task_timeout)
     except Exception as exc:  # a peer raising is a result to count, not a crash
         error = exc
@@ -209,7 +218,7 @@ async def run_one(runner: str, task: Task, base_url: str, model_key: str, model_
     checker_ok = stats is not None and task.check(stats.output, workspace)
     answered = missing_answer(stats, error) is None
     failure = classify(stats, error, checker_ok)
-    s = stats or RunStats(output="", stop="raised")
+    s = stats or progress
     return Outcome(runner=runner, model=model_key, task=task.name,
                    solved=answered and checker_ok, answered=answered, checker_ok=checker_ok,
                    stop=s.stop, split=task.split, failure=failure, turns=s.turns,
