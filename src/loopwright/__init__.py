@@ -12,10 +12,12 @@ import sys
 # anything else is imported — which is also why this module has no `from __future__` import: it
 # imports a module of that name. (A `loopwright/` folder there is found before this package:
 # `python -P -m loopwright` or the `loopwright` command avoid even that.)
-if sys.argv[:1] == ["-m"] and not sys.flags.safe_path and sys.path:
+if (sys.argv[:1] == ["-m"] and not sys.flags.safe_path and sys.path
+        and any(flag == "-m" and name.partition(".")[0] == "loopwright"
+                for flag, name in zip(sys.orig_argv, sys.orig_argv[1:], strict=False))):
     import os  # imported by Python's start-up already: nothing is read from the directory
 
-    if sys.path[0] in ("", os.getcwd()):
+    if sys.path[0] in ("", os.getcwd()):  # not for `python -m yourapp`, which imports us
         del sys.path[0]
 
 import importlib

@@ -37,3 +37,16 @@ def test_a_library_user_keeps_the_working_directory_on_the_path(tmp_path: Path) 
     done = subprocess.run([sys.executable, "main.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert done.stdout.strip() == "7", done.stderr
+
+
+def test_another_program_run_with_dash_m_keeps_the_working_directory(tmp_path: Path) -> None:
+    """`python -m yourapp`, whose package imports loopwright while Python is still finding it:
+    the working directory is the user's own, and stays on the path for it."""
+    (tmp_path / "helper_module.py").write_text("VALUE = 7\n")
+    app = tmp_path / "yourapp"
+    app.mkdir()
+    (app / "__init__.py").write_text("import loopwright\n")
+    (app / "__main__.py").write_text("import helper_module\nprint(helper_module.VALUE)\n")
+    done = subprocess.run([sys.executable, "-m", "yourapp"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.strip() == "7", done.stderr
