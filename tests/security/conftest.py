@@ -1,7 +1,10 @@
-"""The red-team suite's fixture: a fresh workspace and harness per case (see redteam.py)."""
+"""The red-team suite's fixtures: a fresh workspace and harness per case (see redteam.py), and
+where planted code leaves its mark."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,3 +31,13 @@ def other() -> Iterator[Listener]:
     listener = Listener("127.0.0.2")
     yield listener
     listener.close()
+
+
+@pytest.fixture
+def canary() -> Iterator[Path]:
+    """Where planted code leaves its mark: outside the workspace and outside /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix="loopwright-canary-", dir="/var/tmp"))
+    try:
+        yield folder / "ran"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

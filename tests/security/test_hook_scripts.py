@@ -13,8 +13,6 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,14 +34,6 @@ def needs_bwrap() -> None:
     require_component(shutil.which("bwrap") is not None,
                       "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
-
-@pytest.fixture
-def canary() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="loopwright-canary-", dir="/var/tmp"))
-    try:
-        yield folder / "ran"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def run_with_hook(workdir: Path, *commands: str) -> list[str]:

@@ -13,8 +13,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,15 +27,6 @@ def needs_bwrap() -> None:
     require_component(shutil.which("bwrap") is not None,
                       "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
-
-@pytest.fixture
-def canary() -> Iterator[Path]:
-    """Where planted code leaves its mark: outside the workspace and outside /tmp."""
-    folder = Path(tempfile.mkdtemp(prefix="loopwright-canary-", dir="/var/tmp"))
-    try:
-        yield folder / "ran"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def make_venv(where: Path) -> Path:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,14 +30,6 @@ def needs_bwrap() -> None:
     require_component(REAL_BWRAP is not None,
                       "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
-
-@pytest.fixture
-def canary() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="loopwright-canary-", dir="/var/tmp"))
-    try:
-        yield folder / "ran"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def run_commands(workdir: Path, *commands: str) -> list[str]:
