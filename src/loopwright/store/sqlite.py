@@ -50,6 +50,7 @@ from loopwright.store.sqlite_rows import (
     session_runs,
     session_turns,
 )
+from loopwright.store.sqlite_tx import Transaction, Translating
 from loopwright.store.turns import TURN_RECORD, run_totals
 from loopwright.store.writes import (
     AppendMessages,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
 
 TOUCH_SECONDS = 5.0  # a live run's session `updated` time is at most this stale
+MAX_KEPT = 4096  # sessions whose keys `write_batch` keeps (forgotten all at once past it)
 
 
 class SQLiteStore:
@@ -79,6 +81,7 @@ class SQLiteStore:
         self.timeout = timeout
         self._lock = threading.RLock()
         self._touched: dict[str, float] = {}  # session id → when this process last set `updated`
+        self._kept: dict[str, SessionRows] = {}  # a leased session's keys (`write_batch`)
         self._db = self._open()
 
     # -- connection, errors, migrations --
@@ -128,7 +131,7 @@ class SQLiteStore:
 
     def _translate(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn SQLite's errors into `SessionError`s that say what to do."""
-        return _Translating(self, action)
+        return Translating(self, action)
 
     def _translated(self, exc: BaseException, action: str) -> BaseException | None:
         """The `SessionError` (or `StoreBusy`) SQLite's error `exc` is raised as while `action`
@@ -156,7 +159,7 @@ class SQLiteStore:
 
     def _write(self, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One IMMEDIATE transaction (the write lock is taken up front, so no deadlock later)."""
-        return _Transaction(self, action)
+        return Transaction(self, action)
 
     def close(self) -> None:
         with self._lock:
@@ -249,6 +252,7 @@ class SQLiteStore:
                                    f"(pid {row[1]}); stop it first")
             delete_rows(db, session_id)
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            self._kept.pop(session_id, None)
 
     def _info(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
         (sid, parent_id, title, model, cwd, created, updated,
@@ -282,8 +286,14 @@ class SQLiteStore:
             return
         now = time.time()
         with self._write("writing messages") as db:
-            SessionRows(db, session_id).append(history, now)
+            self._rows_afresh(db, session_id).append(history, now)
             self._touch(db, session_id, now, always=True)
+
+    def _rows_afresh(self, db: sqlite3.Connection, session_id: str) -> SessionRows:
+        """The session's keys read in this transaction; those `write_batch` kept are
+        forgotten, as this write moves them on."""
+        self._kept.pop(session_id, None)
+        return SessionRows(db, session_id)
 
     def _touch(self, db: sqlite3.Connection, session_id: str, now: float, *,
                always: bool = False) -> None:
@@ -302,7 +312,7 @@ class SQLiteStore:
         """Start the session's next epoch with `history`, in one transaction (a crash leaves
         either the old epoch or the whole new one); earlier epochs stay as the lineage."""
         with self._write("compacting a session") as db:
-            return SessionRows(db, session_id).compact(history, time.time())
+            return self._rows_afresh(db, session_id).compact(history, time.time())
 
     def lineage(self, session_id: str) -> list[Epoch]:
         """The session's epochs, oldest first (one per compaction, plus the live one)."""
@@ -384,7 +394,7 @@ class SQLiteStore:
         """Store a turn's record (it replaces what the turn's `turn_end` event says)."""
         # one transaction: the key is read from the newest stored, then taken
         with self._write("recording a turn") as db:
-            SessionRows(db, session_id).turn(run_id, turn, usage, cost, time.time())
+            self._rows_afresh(db, session_id).turn(run_id, turn, usage, cost, time.time())
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """What each turn of the session's runs spent, in order, as dicts of the columns the
@@ -401,18 +411,42 @@ class SQLiteStore:
     def record_events(self, session_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
         if events:
             with self._write("recording events") as db:
-                SessionRows(db, session_id).events(run_id, events, time.time())
+                self._rows_afresh(db, session_id).events(run_id, events, time.time())
 
     def write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         """Several of a run's writes (`store/writes.py`) in one transaction, in order. Nothing
-        is indexed for search here: `search` catches the index up first (`index_messages`)."""
+        is indexed for search here: `search` catches the index up first (`index_messages`).
+
+        A session's keys are kept from one batch to its next (`_kept`), so a steady turn does
+        not read them again: while a run holds the session's lease nobody else writes its
+        rows. If someone did (a lease lost, another connection), a kept key is taken already
+        and the batch fails on it; it is written again with the keys read afresh."""
+        with self._lock:  # a failed batch's keys are forgotten before any other batch runs
+            kept = session_id in self._kept
+            try:
+                self._write_batch(session_id, writes)
+            except SessionError as exc:
+                self._kept.pop(session_id, None)
+                if not (kept and isinstance(exc.__cause__, sqlite3.IntegrityError)):
+                    raise
+                self._write_batch(session_id, writes)
+            except BaseException:
+                self._kept.pop(session_id, None)
+                raise
+
+    def _write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         now = time.time()
         batch = merged(writes)
         with self._write("writing a run's records") as db:
             opening = batch[0] if batch and isinstance(batch[0], OpenSession) else None
             if opening is not None:  # a new session's first write (merged puts it first)
                 self._open_in(db, session_id, opening.owner, now, **opening.fields)
-            rows = SessionRows(db, session_id)
+            rows = self._kept.get(session_id)
+            if rows is None:
+                rows = SessionRows(db, session_id)
+                if len(self._kept) >= MAX_KEPT:
+                    self._kept.clear()
+                self._kept[session_id] = rows
             for write in batch:
                 if isinstance(write, AppendMessages):
                     rows.append(write.messages, now)
@@ -428,6 +462,7 @@ class SQLiteStore:
                         self._touch(db, session_id, now, always=True)
                 elif isinstance(write, ReleaseLease):
                     db.execute(_RELEASE, (session_id, write.owner))
+                    del self._kept[session_id]  # others may write the session from now on
                 elif isinstance(write, RecordTurn):
                     rows.turn(write.run_id, write.turn, write.usage, write.cost, now)
 
@@ -493,64 +528,6 @@ class SQLiteStore:
             return readable(db.execute(sql, (SNIPPET_START, SNIPPET_END, *params)),
                             lambda r: hit_at(r[0], r[1], r[2], r[3], r[5], r[6], score=r[4]),
                             limit, damaged)
-
-
-class _Translating:
-    """`SQLiteStore._translate`'s context. (This and `_Transaction` are classes, not
-    generators under `contextlib.contextmanager`: a turn's transaction made and stepped two
-    generators and their wrappers, ~170 bytecodes of the store thread's ~1,200 a turn.)"""
-
-    __slots__ = ("action", "store")
-
-    def __init__(self, store: SQLiteStore, action: str) -> None:
-        self.store, self.action = store, action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
-        if exc is not None and (error := self.store._translated(exc, self.action)) is not None:
-            raise error from exc
-
-
-class _Transaction:
-    """`SQLiteStore._write`'s context: the store's lock held, `BEGIN IMMEDIATE` on entry,
-    `COMMIT` on a clean exit, `ROLLBACK` on an exception; SQLite's errors translated
-    (`SQLiteStore._translated`)."""
-
-    __slots__ = ("action", "store")
-
-    def __init__(self, store: SQLiteStore, action: str) -> None:
-        self.store, self.action = store, action
-
-    def __enter__(self) -> sqlite3.Connection:
-        store = self.store
-        store._lock.acquire()
-        try:
-            store._db.execute("BEGIN IMMEDIATE")
-        except BaseException as exc:
-            store._lock.release()
-            self._raise(exc)
-            raise
-        return store._db
-
-    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
-        store = self.store
-        try:
-            store._db.execute("COMMIT" if exc is None else "ROLLBACK")
-        except BaseException as failed:
-            self._raise(failed)
-            raise
-        finally:
-            store._lock.release()
-        if exc is not None:
-            self._raise(exc)
-
-    def _raise(self, exc: BaseException) -> None:
-        """Raise SQLite's error `exc` translated (nothing for any other)."""
-        error = self.store._translated(exc, self.action)
-        if error is not None:
-            raise error from exc
 
 
 _UPSERT_RUN = (
