@@ -15,6 +15,7 @@ bench/context_growth.py --rounds 300.
     python bench/overhead.py --concurrency 1 --repeats 60 --sync-tool
     python bench/overhead.py --concurrency 1 --sync-tool --threaded-floor
     python bench/overhead.py --one-process   # every setting one after another in one process
+    python bench/overhead.py --pin           # the measured side on CPU 0, the server on CPU 1
 
 In one process, a setting measured after others reads up to 0.03 higher in the ratio than in a
 fresh process (responses plain), with the same instruction count (callgrind): the machine's
@@ -161,6 +162,8 @@ def main() -> None:
     parser.add_argument("--one-process", action="store_true",
                         help="measure every setting in this process, one after another (the "
                              "way before the ninth session; later settings read higher)")
+    parser.add_argument("--pin", action="store_true",
+                        help="the measured processes on CPU 0, the fake model server on CPU 1")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -170,7 +173,11 @@ def main() -> None:
         return
     hand_loops.TOOL_IN_THREAD = args.threaded_floor
     modes = args.mode or ["chat_completions", "responses", "anthropic_messages"]
+    if args.pin:  # the server inherits CPU 1; this process and its children then take CPU 0
+        os.sched_setaffinity(0, {1})
     proc, base_url = start_server()
+    if args.pin:
+        os.sched_setaffinity(0, {0})
     rows = []
     print("ms per turn: client CPU, wall in brackets; ratio = loopwright / hand loop")
     print("| API mode | stream | concurrency | hand loop CPU (wall) | loopwright CPU (wall) "

@@ -20,6 +20,7 @@ divided by the turns completed; the median of REPEATS batches of RUNS runs one a
     python bench/store_overhead.py --parts         # SQLite: the recorder, the hop, the SQL
     python bench/store_overhead.py --replay        # SQLite: its writes alone, replayed
     python bench/store_overhead.py --hops          # a bare hop to the store's thread and back
+    python bench/store_overhead.py --no-serve --pin  # this process on CPU 0, servers on CPU 1
 
 `--instructions` counts instead of timing: each store's workload runs in a child under
 `valgrind --tool=callgrind`, once with 2 runs and once with 12, and the difference divided by the
@@ -537,6 +538,15 @@ def hops(repeats: int, count: int = 3000) -> tuple[float, float]:
         return asyncio.run(measure(ThreadedStore(WithoutSQL(Path(scratch) / "h.db"))))
 
 
+def pinned_here(pin: bool) -> None:
+    """With `--pin`, this process (the measured one) on CPU 0, once the servers it started
+    are on CPU 1: on a machine of two cores no server takes the measured process's core or
+    its caches, and the store's thread shares the event loop's core (figures with and
+    without it are in docs/benchmarks.md)."""
+    if pin:
+        os.sched_setaffinity(0, {0})
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-child":
         serve_child(*sys.argv[2:5])
@@ -568,7 +578,11 @@ def main() -> None:
                         help="SQLite's writes alone, replayed in this thread")
     parser.add_argument("--hops", action="store_true",
                         help="a bare hop to the SQLite store's thread and back, alone")
+    parser.add_argument("--pin", action="store_true",
+                        help="the measured process on CPU 0, every server it starts on CPU 1")
     args = parser.parse_args()
+    if args.pin:  # the servers started from here on inherit CPU 1 (`pinned_here`)
+        os.sched_setaffinity(0, {1})
     if args.hops:
         us, switched = hops(args.repeats)
         print(f"a bare hop to the store's thread and back, median of {args.repeats} rounds "
@@ -579,12 +593,15 @@ def main() -> None:
                                    str(ROUNDS)])
     try:
         if args.breakdown:
+            pinned_here(args.pin)
             print_breakdown(base_url, args.runs * args.repeats)
             return
         if args.parts:
+            pinned_here(args.pin)
             print_parts(base_url, args.runs, args.repeats)
             return
         if args.replay:
+            pinned_here(args.pin)
             us = replay(base_url, args.repeats)
             print(f"SQLite's writes replayed, CPU per turn, median of {args.repeats} (load "
                   f"average {os.getloadavg()[0]:.1f}): into new sessions {us['fresh']:.1f} us "
@@ -592,6 +609,7 @@ def main() -> None:
                   f"{us['resumed']:.1f} us ({us['resumed_system']:.1f})")
             return
         with postgres(args.postgres) as pg_dsn:
+            pinned_here(args.pin)
             if args.instructions:
                 print_instructions(base_url, pg_dsn, collect=not args.no_gc, warm=args.warm)
                 return
