@@ -154,6 +154,8 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
         reply = await one_off_request(
             url, headers=headers, timeout=timeout,
             json_body={"model": model} if method == "POST" else None)
+        if reply.status_code in (401, 403):  # that server, but not for this key: it is
+            return None  # still the kind it was, so another key's kind is not forgotten
         if reply.status_code != 200:
             return False
         data = reply.json()
