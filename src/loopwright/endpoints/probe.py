@@ -236,6 +236,36 @@ def window_from_error(text: str) -> int | None:
     return None
 
 
+# an overflow reply that names both the input and the reply's allowance (`max_tokens`) it was
+# asked for (digits bounded: `int` of a long run is slow, then refused)
+_ALLOWANCE_PATTERNS = (
+    re.compile(r"exceed context limit: (?P<input>\d{1,9}) \+ (?P<output>\d{1,9}) >"),  # Anthropic
+    # OpenAI, vLLM, and OpenRouter passing theirs on
+    re.compile(r"\((?P<input>\d{1,9}) in the messages, (?P<output>\d{1,9}) in the completion\)"),
+    re.compile(r"requested (?P<output>\d{1,9}) output tokens and your prompt contains at least "
+               r"(?P<input>\d{1,9}) input tokens"),  # vLLM from 0.10
+    re.compile(r"\((?P<input>\d{1,9}) of text input, (?:(?P<tools>\d{1,9}) of tool input, )?"
+               r"(?P<output>\d{1,9}) in the output\)"),  # OpenRouter
+)
+
+
+def allowance_overrun(text: str) -> tuple[int, int] | None:
+    """(input tokens, window) when a provider's overflow reply says the input alone fits its
+    window and the reply's allowance (`max_tokens`) took the request over it; else None."""
+    window = window_from_error(text)
+    if window is None:
+        return None
+    lowered = text.lower()
+    for pattern in _ALLOWANCE_PATTERNS:
+        match = pattern.search(lowered)
+        if match:
+            found = match.groupdict()
+            used = int(found["input"]) + int(found.get("tools") or 0)
+            asked = int(found["output"])
+            return (used, window) if asked > 0 and used < window < used + asked else None
+    return None
+
+
 def is_local(resolved: Resolved) -> bool:
     """A server on this machine (or the local network), or a local provider (Ollama, …); a
     hosted provider (OpenAI, Anthropic, …) is never local, whatever URL stands in for it."""
