@@ -148,3 +148,48 @@ async def test_an_input_over_the_window_by_itself_is_not_sent_again_with_a_small
                                                        raise_on_error=False)
     assert result.stop_reason == "error"
     assert fitted_events(events) == []
+
+
+# each provider's reply naming the input (1000) and the allowance (3500) over a 4096 window
+ALLOWANCE_REPLIES: dict[str, tuple[str, int, Any]] = {
+    "anthropic": ("anthropic_messages", 400, {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "input length and `max_tokens` exceed "
+        "context limit: 1000 + 3500 > 4096, decrease input length or `max_tokens` and try "
+        "again"}}),
+    "openai": ("chat_completions", 400, {"error": {"message": "This model's maximum context "
+               "length is 4096 tokens. However, you requested 4500 tokens (1000 in the "
+               "messages, 3500 in the completion). Please reduce the length of the messages or "
+               "completion.", "type": "invalid_request_error", "param": "messages",
+               "code": "context_length_exceeded"}}),
+    "vllm": ("responses", 400, {"error": {"message": "This model's maximum context length is "
+             "4096 tokens. However, you requested 3500 output tokens and your prompt contains "
+             "at least 1000 input tokens, for a total of at least 4500 tokens. Please reduce "
+             "the length of the input prompt or the number of requested output tokens. "
+             "(parameter=input_tokens, value=1000)", "type": "BadRequestError", "code": 400}}),
+    "vllm-max-tokens": ("chat_completions", 400, {"error": {"message": "'max_tokens' or "
+                        "'max_completion_tokens' is too large: 3500. This model's maximum "
+                        "context length is 4096 tokens and your request has 1000 input tokens "
+                        "(3500 > 4096 - 1000).", "type": "BadRequestError", "code": 400}}),
+    "openrouter": ("chat_completions", 400, {"error": {"message": "This endpoint's maximum "
+                   "context length is 4096 tokens. However, you requested about 4500 tokens "
+                   "(600 of text input, 400 of tool input, 3500 in the output). Please reduce "
+                   "the length of either one.", "code": 400}}),
+    "tgi": ("chat_completions", 422, {"error": "Input validation error: `inputs` tokens + "
+            "`max_new_tokens` must be <= 4096. Given: 1000 `inputs` tokens and 3500 "
+            "`max_new_tokens`", "error_type": "validation"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALLOWANCE_REPLIES))
+async def test_each_providers_count_of_the_input_fits_the_allowance(case: str) -> None:
+    mode, status, body = ALLOWANCE_REPLIES[case]
+    events: list[Event] = []
+    script = [Fault.status(status, json.dumps(body)), Reply("answered")]
+    with FakeModelServer(script) as server:
+        result = await agent_for(server, mode, events, context_window=WINDOW,
+                                 max_tokens=3_500).run("Say hello.")
+        limits = [next(r.body[f] for f in _LIMIT_FIELDS if f in r.body)
+                  for r in server.model_requests]
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    assert limits == [3_500, WINDOW - 1_000]
+    assert [f["sent"] for f in fitted_events(events)] == [WINDOW - 1_000]

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
-_OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
+# Ollama answers its overflow with a 500, TGI with a 422 (its validation errors)
+_OVERFLOW_STATUSES = (400, 413, 422, 500)
 
 
 class ClientReport:

@@ -219,6 +219,10 @@ _ERROR_WINDOW_PATTERNS = (
     re.compile(r"maximum prompt length is (\d[\d,]*)"),  # xAI
     re.compile(r"maximum number of tokens allowed \((\d[\d,]*)\)"),  # Google
     re.compile(r"maximum allowed input length of (\d[\d,]*)"),  # Poolside
+    re.compile(r"range of input length should be \[\d{1,9}, ?(\d[\d,]*)\]"),  # DashScope
+    re.compile(r"`max_new_tokens` must be <= (\d[\d,]*)"),  # TGI
+    re.compile(r"`inputs` must have less than (\d[\d,]*) tokens"),  # TGI, the input alone
+    re.compile(r"(?<![\d,])(\d[\d,]*) maximum context length"),  # Mistral
     re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
     re.compile(r"n_ctx\D{0,6}(\d+)"),
 )
@@ -246,6 +250,10 @@ _ALLOWANCE_PATTERNS = (
                r"(?P<input>\d{1,9}) input tokens"),  # vLLM from 0.10
     re.compile(r"\((?P<input>\d{1,9}) of text input, (?:(?P<tools>\d{1,9}) of tool input, )?"
                r"(?P<output>\d{1,9}) in the output\)"),  # OpenRouter
+    re.compile(r"is too large: (?P<output>\d{1,9})\. this model's maximum context length is "
+               r"\d{1,9} tokens and your request has (?P<input>\d{1,9}) input tokens"),  # vLLM
+    re.compile(r"given: (?P<input>\d{1,9}) `inputs` tokens and (?P<output>\d{1,9}) "
+               r"`max_new_tokens`"),  # TGI
 )
 
 
