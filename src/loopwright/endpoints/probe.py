@@ -316,6 +316,11 @@ async def detect_windows(chain: list[Resolved], *, explicit: int | None = None,
 
 
 PREFLIGHT_TIMEOUT = 5.0
+SHOWN_ID_CHARS = 80
+
+
+def _clipped(model_id: str) -> str:
+    return model_id if len(model_id) <= SHOWN_ID_CHARS else model_id[:SHOWN_ID_CHARS] + "…"
 
 
 async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
@@ -349,7 +354,9 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     served = listing.ids  # empty for a server that does not list its models
     # a server listing a single model answers to any name (llama.cpp): only a list can rule out
     if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
-        shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
+        # a listing's ids are the server's to write, of any length
+        shown = ", ".join(_clipped(entry) for entry in served[:8]) + (
+            ", …" if len(served) > 8 else "")
         raise ConfigError(f"model {resolved.model!r} is not served at {where_shown}; it serves "
                           f"{shown}: pass " + pass_setting("--model", "Agent(model=…)")
                           + " with one of them")

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     import httpx
 
 ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
+MAX_REPLY_BYTES = 16_000_000
+"""The longest listing or probe reply read (OpenRouter's listing of every model it routes to is
+a few MB)."""
 FRESH_FOR = 10.0
 """Seconds a listing is reused: long enough for start-up's checks, short enough to notice a
 model loaded or unloaded later."""
@@ -106,7 +109,7 @@ async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = No
         reply = await one_off_request(with_path(url, "/models"), headers=sent, timeout=timeout)
     except TimeoutError:  # (an OSError too: first)
         return Listing(status=0, error=f"no whole answer within {timeout:g}s")
-    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ReplyTooLarge) as exc:
         return Listing(status=0, error=str(exc) or type(exc).__name__)
     if reply.status_code != 200:
         return Listing(status=reply.status_code)
@@ -127,19 +130,35 @@ async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = No
     return listing
 
 
+class ReplyTooLarge(ValueError):
+    """A probe's or listing's reply longer than `MAX_REPLY_BYTES`."""
+
+
 async def one_off_request(url: str, *, headers: dict[str, str], timeout: float,
                           json_body: dict[str, Any] | None = None) -> httpx.Response:
     """A request asked once (a listing, a window probe), its reply read whole: a POST of
     `json_body` when given, else a GET. `timeout` bounds the whole exchange, not each read as
     httpx's does: a server sending its answer a byte at a time would hold a run's start for as
-    long as it liked. Raises what httpx raises, or `TimeoutError`."""
+    long as it liked; and the reply's length is bounded (`ReplyTooLarge`): read whole and
+    decoded, a server's gigabytes in that time would take the process's memory. Raises what
+    httpx raises, `TimeoutError` or `ReplyTooLarge`."""
+    import httpx
+
     # kept open, an idle connection would be walked (and its socket polled) by the pool on
     # every later model request of the process
     headers = {**headers, "connection": "close"}
     async with asyncio.timeout(timeout), request_slot(url=url) as client:
-        if json_body is not None:
-            return await client.post(url, json=json_body, headers=headers, timeout=timeout)
-        return await client.get(url, headers=headers, timeout=timeout)
+        method = "GET" if json_body is None else "POST"
+        async with client.stream(method, url, json=json_body, headers=headers,
+                                 timeout=timeout) as reply:
+            chunks, size = [], 0
+            async for chunk in reply.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply is over {MAX_REPLY_BYTES // 1_000_000} MB")
+                chunks.append(chunk)
+        return httpx.Response(reply.status_code, headers=reply.headers, content=b"".join(chunks),
+                              request=reply.request)
 
 
 def kind_of(entries: tuple[dict[str, Any], ...]) -> ServerKind:

@@ -1,0 +1,64 @@
+"""A server that claims every request is over its window ends the run with an error after a
+bounded number of requests — it is never shrunk and sent again for ever — whatever the claim
+names: a fixed window, a smaller one each time, none, or the reply's allowance."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from loopwright import Agent
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Fault
+from loopwright.testing.scripted import RecordedRequest, ScriptItem
+
+MOST_REQUESTS = 4  # the first, once with the allowance fitted, once shrunk, once both
+
+
+def claim(message: str) -> ScriptItem:
+    return Fault.status(400, json.dumps({"error": {
+        "message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}}))
+
+
+class AlwaysOver:
+    """Answers every model request with an overflow; `wording(n)` is the n-th one's text."""
+
+    def __init__(self, wording: Any) -> None:
+        self.wording = wording
+        self.seen = 0
+
+    def __call__(self, request: RecordedRequest) -> ScriptItem:
+        self.seen += 1
+        return claim(self.wording(self.seen))
+
+
+CLAIMS: dict[str, Any] = {
+    "a fixed window": lambda n: "This model's maximum context length is 4096 tokens.",
+    "a smaller window each time": lambda n: (
+        f"This model's maximum context length is {8192 - 600 * n} tokens."),
+    "the least window": lambda n: "This model's maximum context length is 512 tokens.",
+    "no number": lambda n: "context length exceeded",
+    "an absurd number": lambda n: "This model's maximum context length is 1e309 tokens.",
+    "the allowance": lambda n: (
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 "
+        "tokens (1000 in the messages, 4000 in the completion)."),
+    "the allowance, no input": lambda n: (
+        "This model's maximum context length is 4096 tokens. However, you requested 9000 "
+        "tokens (0 in the messages, 9000 in the completion)."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLAIMS))
+@pytest.mark.parametrize("max_tokens", [None, 4_000])
+async def test_a_server_that_is_always_over_ends_the_run(case: str,
+                                                         max_tokens: int | None) -> None:
+    server_side = AlwaysOver(CLAIMS[case])
+    with FakeModelServer(handler=server_side) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
+                      max_tokens=max_tokens, retry=RetryPolicy(base_delay=0.01, jitter=0),
+                      cache_dir=None)
+        result = await agent.run("word " * 3_000, raise_on_error=False)
+    assert result.stop_reason == "error"
+    assert 1 <= server_side.seen <= MOST_REQUESTS
