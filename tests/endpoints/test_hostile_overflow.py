@@ -5,6 +5,7 @@ names: a fixed window, a smaller one each time, none, or the reply's allowance."
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -62,3 +63,37 @@ async def test_a_server_that_is_always_over_ends_the_run(case: str,
         result = await agent.run("word " * 3_000, raise_on_error=False)
     assert result.stop_reason == "error"
     assert 1 <= server_side.seen <= MOST_REQUESTS
+
+
+async def test_an_overflow_reply_of_megabytes_is_read_without_holding_the_loop() -> None:
+    # a server that echoes the request (or anything) after its message: every wording's search
+    # ran over the whole body on the event loop, ~10 s for 20 MB; this one is 45 MB
+    from loopwright.events import Event
+
+    body = json.dumps({"error": {"message": "the context length is exceeded",
+                                 "echo": "1 (" * 15_000_000}})
+    events: list[Event] = []
+    with FakeModelServer([Fault.status(400, body)]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
+                      retry=RetryPolicy(base_delay=0.01, jitter=0), cache_dir=None,
+                      callbacks=[events.append])
+        started = time.monotonic()
+        # long: a window guessed below it is plausible (and too small for it: the run ends)
+        result = await agent.run("word " * 3_000, raise_on_error=False)
+        took = time.monotonic() - started
+    assert result.stop_reason == "error"
+    assert any(e.type == "status" and e.kind == "context_window" for e in events)
+    assert took < 2.5
+
+
+async def test_another_error_of_megabytes_is_read_without_holding_the_loop() -> None:
+    body = json.dumps({"error": {"message": "Invalid value for 'tool_choice'.",
+                                 "echo": "1 (" * 15_000_000}})
+    with FakeModelServer([Fault.status(400, body)]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
+                      retry=RetryPolicy(base_delay=0.01, jitter=0), cache_dir=None)
+        started = time.monotonic()
+        result = await agent.run("hello", raise_on_error=False)
+        took = time.monotonic() - started
+    assert result.stop_reason == "error" and "tool_choice" in (result.error or "")
+    assert took < 2.5

@@ -40,6 +40,7 @@ from loopwright.endpoints.servers import (
 )
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
+from loopwright.wire.base import ERROR_HEAD_CHARS
 
 PROBE_TIMEOUT = 1.0
 MIN_WINDOW = 512
@@ -230,7 +231,7 @@ _ERROR_WINDOW_PATTERNS = (
 
 def window_from_error(text: str) -> int | None:
     """The window a provider names in its "prompt too long" error, if it names one."""
-    lowered = text.lower()
+    lowered = text[:ERROR_HEAD_CHARS].lower()
     for pattern in _ERROR_WINDOW_PATTERNS:
         match = pattern.search(lowered)
         if match:
@@ -263,7 +264,7 @@ def allowance_overrun(text: str) -> tuple[int, int] | None:
     window = window_from_error(text)
     if window is None:
         return None
-    lowered = text.lower()
+    lowered = text[:ERROR_HEAD_CHARS].lower()
     for pattern in _ALLOWANCE_PATTERNS:
         match = pattern.search(lowered)
         if match:

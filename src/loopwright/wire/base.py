@@ -32,6 +32,12 @@ _OVERFLOW_WORDINGS = ("context length", "context_length_exceeded", "maximum cont
                       "`inputs` must have less than")
 
 
+ERROR_HEAD_CHARS = 65_536
+"""How much of an error body is searched for its meaning and numbers: they come near its start;
+a body that echoes the request after them (or a hostile one) may go on for megabytes, every
+wording searched over all of it on the event loop (~10 s for 20 MB)."""
+
+
 def says_overflow(text: str) -> bool:
     """True when a provider's error text says the request is over the model's window."""
     lowered = text.lower()
