@@ -146,10 +146,11 @@ class ModelCalls:
     def _fit_to_overflow(self, request: ModelRequest, exc: ContextOverflowError) -> bool:
         """The provider counted the input and says it fits, but not with the reply's allowance
         (Anthropic, OpenAI, vLLM, OpenRouter name both): the allowance is fitted to what its
-        count leaves, to be sent once more. False when that is not what it said, when it leaves
-        less than `MIN_REFIT_ROOM` (the input itself must shrink), or when the window it names
-        is below the one this request was sized for — at least its room plus the estimate's
-        least margin: that window is compaction's to learn, for this run and the next."""
+        count leaves, to be sent once more. False when that is not what it said, when fitting
+        changes nothing, when it leaves less than `MIN_REFIT_ROOM` (the input itself must
+        shrink), or when the window it names is below the one this request was sized for — at
+        least its room plus the estimate's least margin: that window is compaction's to learn,
+        for this run and the next."""
         from loopwright.context.window import ROOM_MARGIN_TOKENS
         from loopwright.endpoints.probe import allowance_overrun
 
@@ -160,16 +161,15 @@ class ModelCalls:
         if request.output_room is not None and window < request.output_room + ROOM_MARGIN_TOKENS:
             return False
         room = window - used
-        if request.max_tokens is None:  # the wire format's default allowance (Anthropic's)
-            if request.output_room is not None and request.output_room <= room:
-                return False
-            request.output_room = room
-            return True
-        if request.max_tokens <= room:
-            return False
-        request.output_room = min(room, request.output_room or room)
-        self._fit_max_tokens(request)
-        return True
+        refitted = False
+        # what the wire format fits its own allowance to (Anthropic's default, a thinking
+        # budget beside the max_tokens set)
+        if request.output_room is None or request.output_room > room:
+            request.output_room, refitted = room, True
+        if request.max_tokens is not None and request.max_tokens > room:
+            self._fit_max_tokens(request)
+            refitted = True
+        return refitted
 
     def _record(self, call: _Call, response: ModelResponse | None, usage: Usage, *,
                 error: str | None = None, status: int | None = None) -> None:
