@@ -102,3 +102,29 @@ async def test_a_server_named_in_the_environment_lists_with_the_environments_key
         result = await Agent(cache_dir=None).run("hello")
         sent = server.model_requests[0].body or {}
     assert (result.output, sent["model"]) == ("hi", "alpha-model")
+
+
+class KeyedLlamaCpp(FakeModelServer):
+    """llama.cpp started with `--api-key alpha-key`: every endpoint but the model listing asks
+    for it (HTTP 401 otherwise)."""
+
+    listed = 0
+
+    def _answer(self, request: HttpRequest) -> Send | Any:
+        if request.path.rstrip("/") == "/v1/models":
+            self.listed += 1
+        elif request.headers.get("authorization") != "Bearer alpha-key":
+            body = {"error": {"code": 401, "message": "Invalid API Key",
+                              "type": "authentication_error"}}
+            return Send(response_bytes(401, json.dumps(body).encode(), keep_alive=False))
+        return super()._answer(request)
+
+
+async def test_a_refused_key_does_not_make_the_server_forgotten() -> None:
+    with KeyedLlamaCpp(context_window=6_000, flavor="llamacpp", model="m") as server:
+        first = await agent_for(server, "alpha-key", "m").context_windows()
+        refused = await agent_for(server, "wrong-key", "m").context_windows()
+        again = await agent_for(server, "alpha-key", "m").context_windows()
+    assert [w.tokens for w in first] == [w.tokens for w in again] == [6_000]
+    assert [w.source for w in refused] == ["default"]  # not the other key's window
+    assert server.listed == 1  # the kind stayed known: asked once, by the first agent

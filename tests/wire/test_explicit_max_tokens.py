@@ -193,3 +193,21 @@ async def test_each_providers_count_of_the_input_fits_the_allowance(case: str) -
     assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
     assert limits == [3_500, WINDOW - 1_000]
     assert [f["sent"] for f in fitted_events(events)] == [WINDOW - 1_000]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_max_tokens_a_plugin_sets_on_one_call_is_fitted_too(mode: str) -> None:
+    from loopwright.plugins import LoopPlugin
+
+    class LongReplies(LoopPlugin):
+        async def before_model(self, run: Any, request: Any) -> None:
+            request.max_tokens = WINDOW
+
+    window, events = SmallWindowServer(mode), []
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, mode, events, context_window=WINDOW,
+                                 plugins=[LongReplies()]).run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    (sent,) = window.limits
+    assert sent is not None and sent < WINDOW
+    assert [f["max_tokens"] for f in fitted_events(events)] == [WINDOW]
