@@ -97,3 +97,22 @@ async def test_another_error_of_megabytes_is_read_without_holding_the_loop() -> 
         took = time.monotonic() - started
     assert result.stop_reason == "error" and "tool_choice" in (result.error or "")
     assert took < 2.5
+
+
+@pytest.mark.parametrize("wording", [
+    "the context length is -4096 tokens", "maximum context length is -4096", "n_ctx: -4096",
+    "context size: -8192 tokens", "maximum context length is 0 tokens",
+    "maximum context length is 1e309 tokens",
+])
+async def test_a_window_named_negative_zero_or_absurd_is_no_window(wording: str) -> None:
+    from loopwright.events import Event
+
+    events: list[Event] = []
+    with FakeModelServer([claim(wording)]) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
+                      retry=RetryPolicy(base_delay=0.01, jitter=0), cache_dir=None,
+                      callbacks=[events.append])
+        # short: no window can be guessed below it either
+        result = await agent.run("hello", raise_on_error=False)
+    assert result.stop_reason == "error"
+    assert [e for e in events if e.type == "status" and e.kind == "context_window"] == []

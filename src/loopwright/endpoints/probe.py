@@ -224,8 +224,9 @@ _ERROR_WINDOW_PATTERNS = (
     re.compile(r"`max_new_tokens` must be <= (\d[\d,]*)"),  # TGI
     re.compile(r"`inputs` must have less than (\d[\d,]*) tokens"),  # TGI, the input alone
     re.compile(r"(?<![\d,])(\d[\d,]*) maximum context length"),  # Mistral
-    re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
-    re.compile(r"n_ctx\D{0,6}(\d+)"),
+    # llama.cpp, others ("-4096" is no window, and no 4096 either)
+    re.compile(r"context (?:size|window|length)[^\d]{0,20}(?<!-)(\d[\d,]*)"),
+    re.compile(r"n_ctx\D{0,6}(?<!-)(\d+)"),
 )
 
 
