@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from loopwright.endpoints.client import CallListeners, ClientReport, StatusListener
 from loopwright.endpoints.fallback import ProviderChain
-from loopwright.errors import ProviderError, RunCancelled
+from loopwright.errors import ContextOverflowError, ProviderError, RunCancelled
 from loopwright.events import REPLY_ANEW, Event, StatusKind, new_call_record, new_model_call
 from loopwright.messages import ModelRequest, ModelResponse, Usage
 from loopwright.profiles.prices import CostMeter, cost_of
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from loopwright.routing.choose import RouteFunction  # a type: routing loads when used
 
 LAST_MESSAGE_CHARS = 2_000  # of the request's newest message, kept in the record
+MIN_REFIT_ROOM = 256  # tokens a reply's allowance is fitted down to after an overflow, at least
 
 
 class CallOwner(Protocol):
@@ -68,6 +69,7 @@ class ModelCalls:
         self.usage = Usage()
         self.cost = CostMeter()  # USD, call by call; None once a call's model has no price
         self.side_usage: dict[str, SideUsage] = {}  # every purpose but "turn", counted apart
+        self.told_fitted = False  # a run says once that the max_tokens set was fitted
 
     @property
     def model(self) -> str:
@@ -84,6 +86,7 @@ class ModelCalls:
         record is emitted either way. Text and reasoning reach the listeners given (none: the
         call is silent, as side calls must be)."""
         streamed = self.stream if stream is None else stream
+        self._fit_max_tokens(request)
         reports: list[ClientReport] = []
         # a text filter holding part of a reply (half a call, half an output object) drops it
         # when the reply starts anew, else the new reply is read as its continuation
@@ -97,23 +100,76 @@ class ModelCalls:
             chain = await self.route(self.owner, request, purpose, chain) or chain
         call = _Call(purpose=purpose, request=request, streamed=streamed, reports=reports,
                      chain=chain)
-        try:
-            response: ModelResponse = await self.owner.interruptible(
-                chain.complete(request, stream=streamed, listeners=listeners))
-        except asyncio.CancelledError:
-            if self.owner.cancel_requested:
-                self._record(call, None, Usage(), error="cancelled")
-                raise RunCancelled from None
-            raise
-        except ProviderError as exc:  # replies thrown away before the failure were paid for
-            self._record(call, None, exc.discarded_usage or Usage(), error=str(exc),
-                         status=exc.status)
-            raise
-        except Exception as exc:
-            self._record(call, None, Usage(), error=f"{type(exc).__name__}: {exc}")
-            raise
+        refitted = False
+        while True:
+            try:
+                response: ModelResponse = await self.owner.interruptible(
+                    chain.complete(request, stream=streamed, listeners=listeners))
+                break
+            except asyncio.CancelledError:
+                if self.owner.cancel_requested:
+                    self._record(call, None, Usage(), error="cancelled")
+                    raise RunCancelled from None
+                raise
+            except ContextOverflowError as exc:  # over for the reply's allowance alone: once
+                if refitted or not self._fit_to_overflow(request, exc):
+                    self._record(call, None, exc.discarded_usage or Usage(), error=str(exc),
+                                 status=exc.status)
+                    raise
+                refitted = True
+            except ProviderError as exc:  # replies thrown away before the failure were paid for
+                self._record(call, None, exc.discarded_usage or Usage(), error=str(exc),
+                             status=exc.status)
+                raise
+            except Exception as exc:
+                self._record(call, None, Usage(), error=f"{type(exc).__name__}: {exc}")
+                raise
         self._record(call, response, response.usage)
         return response
+
+    def _fit_max_tokens(self, request: ModelRequest) -> None:
+        """A `max_tokens` set (in the settings, or on the request by a plugin) that the window
+        cannot hold beside the request is sent as what the window leaves: sent whole, the
+        provider rejects the request (Anthropic's run stopped) — the default allowance is
+        fitted the same way (`ModelRequest.output_room`). Said once a run, as a status."""
+        asked, room = request.max_tokens, request.output_room
+        if asked is None or room is None or asked <= room:
+            return
+        request.max_tokens = room
+        if self.told_fitted:
+            return
+        self.told_fitted = True
+        self.owner.status("context_window", f"max_tokens {asked:,} is more than the window "
+                          f"leaves beside the request: sent as {room:,}",
+                          {"max_tokens": asked, "sent": room})
+
+    def _fit_to_overflow(self, request: ModelRequest, exc: ContextOverflowError) -> bool:
+        """The provider counted the input and says it fits, but not with the reply's allowance
+        (Anthropic, OpenAI, vLLM, OpenRouter name both): the allowance is fitted to what its
+        count leaves, to be sent once more. False when that is not what it said, when fitting
+        changes nothing, when it leaves less than `MIN_REFIT_ROOM` (the input itself must
+        shrink), or when the window it names is below the one this request was sized for — at
+        least its room plus the estimate's least margin: that window is compaction's to learn,
+        for this run and the next."""
+        from loopwright.context.window import ROOM_MARGIN_TOKENS
+        from loopwright.endpoints.probe import allowance_overrun
+
+        told = allowance_overrun(f"{exc} {exc.body}")
+        if told is None or told[1] - told[0] < MIN_REFIT_ROOM:
+            return False
+        used, window = told
+        if request.output_room is not None and window < request.output_room + ROOM_MARGIN_TOKENS:
+            return False
+        room = window - used
+        refitted = False
+        # what the wire format fits its own allowance to (Anthropic's default, a thinking
+        # budget beside the max_tokens set)
+        if request.output_room is None or request.output_room > room:
+            request.output_room, refitted = room, True
+        if request.max_tokens is not None and request.max_tokens > room:
+            self._fit_max_tokens(request)
+            refitted = True
+        return refitted
 
     def _record(self, call: _Call, response: ModelResponse | None, usage: Usage, *,
                 error: str | None = None, status: int | None = None) -> None:

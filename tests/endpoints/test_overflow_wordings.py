@@ -70,6 +70,34 @@ CASES: dict[str, tuple[str, int, Any]] = {
     "openrouter-poolside": ("chat_completions", 400, openai_error(
         "Input length 5000 exceeds the maximum allowed input length of 4096 tokens.",
         code=None)),
+    # DashScope (Qwen's hosted API), OpenAI-compatible mode: help.aliyun.com error codes
+    "dashscope": ("chat_completions", 400, {"error": {
+        "message": "<400> InternalError.Algo.InvalidParameter: Range of input length should be "
+                   "[1, 4096]", "type": "invalid_request_error", "param": None,
+        "code": "invalid_parameter_error"}}),
+    # vLLM from 0.10: the reply's allowance and the input, named apart
+    "vllm-total": ("chat_completions", 400, openai_error(
+        "This model's maximum context length is 4096 tokens. However, you requested 8000 output "
+        "tokens and your prompt contains at least 1000 input tokens, for a total of at least "
+        "9000 tokens. Please reduce the length of the input prompt or the number of requested "
+        "output tokens. (parameter=input_tokens, value=1000)", code=None)),
+    "vllm-max-tokens": ("chat_completions", 400, openai_error(
+        "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum "
+        "context length is 4096 tokens and your request has 1000 input tokens (8000 > 4096 - "
+        "1000).", code=None)),
+    # Hugging Face TGI (and Together in front of it): a 422 validation error
+    "tgi": ("chat_completions", 422, {
+        "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+                 "Given: 1000 `inputs` tokens and 8000 `max_new_tokens`",
+        "error_type": "validation"}),
+    "tgi-input": ("chat_completions", 422, {
+        "error": "Input validation error: `inputs` must have less than 4096 tokens. Given: 5000",
+        "error_type": "validation"}),
+    # Mistral's API (and vLLM-based servers of its models)
+    "mistral": ("chat_completions", 400, {
+        "object": "error", "message": "Prompt contains 5000 tokens and 0 draft tokens, too large "
+        "for model with 4096 maximum context length", "type": "invalid_request_error",
+        "param": None, "code": None}),
 }
 
 
@@ -100,7 +128,62 @@ UNNUMBERED: dict[str, tuple[int, Any]] = {
     "ollama-500": (500, {"error": "the input length exceeds the context length"}),
     # Groq (directly or through OpenRouter): only the code names the cause
     "groq": (400, openai_error("Please reduce the length of the messages or completion.")),
+    # OpenAI's Responses API
+    "openai-responses": (400, {"error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your "
+                   "input and try again.", "type": "invalid_request_error", "param": "input",
+        "code": "context_length_exceeded"}}),
+    # LM Studio (newer), llama.cpp (older)
+    "lm-studio-keep": (400, {"error": "The number of tokens to keep from the initial prompt is "
+                                      "greater than the context length. Try to load the model "
+                                      "with a larger context length, or provide a shorter input"}),
+    "llama.cpp-old": (400, {"error": {"code": 400, "type": "invalid_request_error", "message":
+                                      "the request exceeds the available context size, try "
+                                      "increasing it"}}),
 }
+
+
+# replies that are not about the window, some naming a token count or a "context": a rate limit,
+# a bad request about another field; none may be read as an overflow (the window is not
+# learned, the request not shrunk)
+NOT_OVERFLOW: dict[str, tuple[str, int, Any]] = {
+    "dashscope-max-tokens": ("chat_completions", 400, {"error": {
+        "message": "<400> InternalError.Algo.InvalidParameter: Range of max_tokens should be "
+                   "[1, 8192]", "type": "invalid_request_error", "param": None,
+        "code": "invalid_parameter_error"}}),
+    "groq-tokens-per-minute": ("chat_completions", 413, {"error": {
+        "message": "Request too large for model `llama-3.1-8b-instant` in organization `org_1` "
+                   "service tier `on_demand` on tokens per minute (TPM): Limit 6000, Requested "
+                   "9000, please reduce your message size and try again.",
+        "type": "tokens", "code": "rate_limit_exceeded"}}),
+    "openai-max-tokens-over-the-models": ("chat_completions", 400, {"error": {
+        "message": "max_tokens is too large: 100000. This model supports at most 16384 "
+                   "completion tokens, whereas you provided 100000.",
+        "type": "invalid_request_error", "param": "max_tokens", "code": "invalid_value"}}),
+    "anthropic-max-tokens-over-the-models": ("anthropic_messages", 400, {
+        "type": "error", "error": {"type": "invalid_request_error", "message":
+                                   "max_tokens: 100000 > 64000, which is the maximum allowed "
+                                   "number of output tokens for claude-sonnet-4-5"}}),
+    "a-tool-named-for-the-context-length": ("chat_completions", 400, {"error": {
+        "message": "Invalid schema for function 'get_context_length': In context=(), 'required' "
+                   "is required to be supplied and to be an array including every key in "
+                   "properties.", "type": "invalid_request_error",
+        "param": "tools[0].function.parameters", "code": "invalid_function_parameters"}}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_OVERFLOW))
+async def test_a_reply_about_something_else_is_not_taken_for_an_overflow(case: str) -> None:
+    mode, status, body = NOT_OVERFLOW[case]
+    events: list[Event] = []
+    with FakeModelServer([Fault.status(status, json.dumps(body))], strict=False) as server:
+        agent = overflowing_agent(server, mode, events)
+        # long enough that a window guessed below it would be plausible
+        result = await agent.run("word " * 3_000, raise_on_error=False)
+        sent = len(server.model_requests)
+    assert result.stop_reason == "error"
+    assert not any(e.type == "status" and e.kind == "context_window" for e in events)
+    assert sent == 1  # not sent again shrunk (nor repaired: the same bytes would follow)
 
 
 @pytest.mark.parametrize("case", sorted(UNNUMBERED))

@@ -109,3 +109,31 @@ async def test_ollama_num_ctx_is_read_from_its_parameters() -> None:
     async with window_server(listing, props) as base_url:
         windows = await Agent("m", base_url=base_url, api_key="k").context_windows()
     assert (windows[0].tokens, windows[0].source) == (6000, "probe:/api/show")
+
+
+async def test_a_model_id_of_any_length_is_named_in_a_line_of_bounded_length() -> None:
+    from loopwright.endpoints.probe import preflight
+    from loopwright.errors import ConfigError
+
+    ids = ["a" * 200_000, "b" * 200_000]  # a server's listing: no limit on what it writes
+    listing = json.dumps({"object": "list", "data": [{"id": i, "owned_by": "x"} for i in ids]})
+    async with window_server(listing, "{}") as base_url:
+        agent = Agent("nope", base_url=base_url, api_key="k")
+        with pytest.raises(ConfigError) as refused:
+            await preflight((await agent.providers())[0])
+    message = str(refused.value)
+    assert "is not served" in message and "aaa" in message and "bbb" in message
+    assert len(message) < 1_000
+
+
+async def test_a_listing_larger_than_any_server_sends_is_not_read_whole() -> None:
+    # a server's reply is read whole into memory and decoded: 64 MB of small entries (~2.3 M
+    # objects once decoded) within the probe's time bound, and a hostile server could send GBs
+    from loopwright.endpoints.servers import MAX_REPLY_BYTES, fetch_listing
+
+    entry = '{"id": "m", "owned_by": "vllm", "max_model_len": 4096},'
+    count = 64 * 1024 * 1024 // len(entry)
+    listing = '{"object": "list", "data": [' + entry * count + '{"id": "m"}]}'
+    async with window_server(listing, "{}") as base_url:
+        found = await fetch_listing(base_url, headers={"authorization": "Bearer k"}, timeout=30)
+    assert found.status == 0 and f"{MAX_REPLY_BYTES // 1_000_000} MB" in found.error

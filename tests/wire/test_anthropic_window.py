@@ -107,3 +107,37 @@ async def test_no_thinking_when_the_window_leaves_less_than_its_minimum() -> Non
                                  reasoning_effort="high").run("Say hello.")
     assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
     assert window.budgets == [None] and window.max_tokens[0] < 2048
+
+
+async def test_a_thinking_budget_beside_a_max_tokens_set_is_cut_to_the_window() -> None:
+    # the max_tokens set is the answer's allowance, the thinking budget comes on top of it: the
+    # two were sent whole (16,384 + 1,000 on a 4,096 window), rejected, and the run stopped
+    window = ThinkingWindowServer()
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, context_window=WINDOW, max_tokens=1_000,
+                                 reasoning_effort="high").run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    (budget,) = window.budgets  # one request, with thinking still on
+    assert budget is not None and budget >= 1024
+    assert window.max_tokens == [budget + 1_000] and budget + 1_000 < WINDOW
+
+
+async def test_no_thinking_beside_a_max_tokens_set_when_the_window_leaves_too_little() -> None:
+    window = ThinkingWindowServer(2048)
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, context_window=2048, max_tokens=1_000,
+                                 reasoning_effort="high").run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    assert window.budgets == [None] and window.max_tokens == [1_000]
+
+
+async def test_thinking_beside_a_max_tokens_set_is_cut_to_the_providers_count() -> None:
+    # compaction off: no estimate of what the window leaves; the provider's reply names it
+    window = ThinkingWindowServer()
+    with FakeModelServer(handler=window) as server:
+        result = await agent_for(server, context_window=WINDOW, max_tokens=1_000,
+                                 reasoning_effort="high", compaction=False).run("Say hello.")
+    assert (result.stop_reason, result.output) == ("completed", "answered"), result.error
+    assert window.budgets[0] == 16_384 and len(window.budgets) == 2
+    budget = window.budgets[1]
+    assert budget is not None and window.max_tokens[1] == budget + 1_000 <= WINDOW

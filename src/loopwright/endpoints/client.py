@@ -37,7 +37,7 @@ from loopwright.messages import (
 )
 from loopwright.profiles import Profile
 from loopwright.settings import DEFAULTS
-from loopwright.wire.base import WireFormat, says_overflow
+from loopwright.wire.base import ERROR_HEAD_CHARS, WireFormat, says_overflow
 from loopwright.wire.sse import iter_sse
 from loopwright.wire.stream import (
     DeltaListener,
@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 StatusListener = Callable[["StatusKind", str, dict[str, Any]], None]
 
-_OVERFLOW_STATUSES = (400, 413, 500)  # Ollama answers its overflow with a 500
+# Ollama answers its overflow with a 500, TGI with a 422 (its validation errors)
+_OVERFLOW_STATUSES = (400, 413, 422, 500)
 
 
 class ClientReport:
@@ -521,12 +522,13 @@ def _http_error(label: str, endpoint: Endpoint, status: int, text: str,
     if status in _OVERFLOW_STATUSES and (says_overflow(detail)
                                          or code == "context_length_exceeded"):  # Groq's wording
         return ContextOverflowError(message, status=status, body=text)
-    if is_malformed_request(status, text):
+    head = text[:ERROR_HEAD_CHARS]
+    if is_malformed_request(status, head):
         return RequestRejectedError(message, status=status, body=text)
     return ProviderError(
         message,
         status=status,
-        retryable=is_retryable_status(status, text),
+        retryable=is_retryable_status(status, head),
         body=text,
         retry_after=demanded_pause(headers),
     )

@@ -40,6 +40,7 @@ from loopwright.endpoints.servers import (
 )
 from loopwright.errors import ConfigError
 from loopwright.profiles.metadata import model_info
+from loopwright.wire.base import ERROR_HEAD_CHARS
 
 PROBE_TIMEOUT = 1.0
 MIN_WINDOW = 512
@@ -154,6 +155,8 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
         reply = await one_off_request(
             url, headers=headers, timeout=timeout,
             json_body={"model": model} if method == "POST" else None)
+        if reply.status_code in (401, 403):  # that server, but not for this key: it is
+            return None  # still the kind it was, so another key's kind is not forgotten
         if reply.status_code != 200:
             return False
         data = reply.json()
@@ -217,20 +220,59 @@ _ERROR_WINDOW_PATTERNS = (
     re.compile(r"maximum prompt length is (\d[\d,]*)"),  # xAI
     re.compile(r"maximum number of tokens allowed \((\d[\d,]*)\)"),  # Google
     re.compile(r"maximum allowed input length of (\d[\d,]*)"),  # Poolside
-    re.compile(r"context (?:size|window|length)[^\d]{0,20}(\d[\d,]*)"),  # llama.cpp, others
-    re.compile(r"n_ctx\D{0,6}(\d+)"),
+    re.compile(r"range of input length should be \[\d{1,9}, ?(\d[\d,]*)\]"),  # DashScope
+    re.compile(r"`max_new_tokens` must be <= (\d[\d,]*)"),  # TGI
+    re.compile(r"`inputs` must have less than (\d[\d,]*) tokens"),  # TGI, the input alone
+    re.compile(r"(?<![\d,])(\d[\d,]*) maximum context length"),  # Mistral
+    # llama.cpp, others ("-4096" is no window, and no 4096 either)
+    re.compile(r"context (?:size|window|length)[^\d]{0,20}(?<!-)(\d[\d,]*)"),
+    re.compile(r"n_ctx\D{0,6}(?<!-)(\d+)"),
 )
 
 
 def window_from_error(text: str) -> int | None:
     """The window a provider names in its "prompt too long" error, if it names one."""
-    lowered = text.lower()
+    lowered = text[:ERROR_HEAD_CHARS].lower()
     for pattern in _ERROR_WINDOW_PATTERNS:
         match = pattern.search(lowered)
         if match:
             found = sane(match.group(1).replace(",", ""))
             if found is not None:
                 return found
+    return None
+
+
+# an overflow reply that names both the input and the reply's allowance (`max_tokens`) it was
+# asked for (digits bounded: `int` of a long run is slow, then refused)
+_ALLOWANCE_PATTERNS = (
+    re.compile(r"exceed context limit: (?P<input>\d{1,9}) \+ (?P<output>\d{1,9}) >"),  # Anthropic
+    # OpenAI, vLLM, and OpenRouter passing theirs on
+    re.compile(r"\((?P<input>\d{1,9}) in the messages, (?P<output>\d{1,9}) in the completion\)"),
+    re.compile(r"requested (?P<output>\d{1,9}) output tokens and your prompt contains at least "
+               r"(?P<input>\d{1,9}) input tokens"),  # vLLM from 0.10
+    re.compile(r"\((?P<input>\d{1,9}) of text input, (?:(?P<tools>\d{1,9}) of tool input, )?"
+               r"(?P<output>\d{1,9}) in the output\)"),  # OpenRouter
+    re.compile(r"is too large: (?P<output>\d{1,9})\. this model's maximum context length is "
+               r"\d{1,9} tokens and your request has (?P<input>\d{1,9}) input tokens"),  # vLLM
+    re.compile(r"given: (?P<input>\d{1,9}) `inputs` tokens and (?P<output>\d{1,9}) "
+               r"`max_new_tokens`"),  # TGI
+)
+
+
+def allowance_overrun(text: str) -> tuple[int, int] | None:
+    """(input tokens, window) when a provider's overflow reply says the input alone fits its
+    window and the reply's allowance (`max_tokens`) took the request over it; else None."""
+    window = window_from_error(text)
+    if window is None:
+        return None
+    lowered = text[:ERROR_HEAD_CHARS].lower()
+    for pattern in _ALLOWANCE_PATTERNS:
+        match = pattern.search(lowered)
+        if match:
+            found = match.groupdict()
+            used = int(found["input"]) + int(found.get("tools") or 0)
+            asked = int(found["output"])
+            return (used, window) if asked > 0 and used < window < used + asked else None
     return None
 
 
@@ -276,6 +318,11 @@ async def detect_windows(chain: list[Resolved], *, explicit: int | None = None,
 
 
 PREFLIGHT_TIMEOUT = 5.0
+SHOWN_ID_CHARS = 80
+
+
+def _clipped(model_id: str) -> str:
+    return model_id if len(model_id) <= SHOWN_ID_CHARS else model_id[:SHOWN_ID_CHARS] + "…"
 
 
 async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -> None:
@@ -309,7 +356,9 @@ async def preflight(resolved: Resolved, *, timeout: float = PREFLIGHT_TIMEOUT) -
     served = listing.ids  # empty for a server that does not list its models
     # a server listing a single model answers to any name (llama.cpp): only a list can rule out
     if len(served) > 1 and not any(_same_model(entry, resolved.model) for entry in served):
-        shown = ", ".join(served[:8]) + (", …" if len(served) > 8 else "")
+        # a listing's ids are the server's to write, of any length
+        shown = ", ".join(_clipped(entry) for entry in served[:8]) + (
+            ", …" if len(served) > 8 else "")
         raise ConfigError(f"model {resolved.model!r} is not served at {where_shown}; it serves "
                           f"{shown}: pass " + pass_setting("--model", "Agent(model=…)")
                           + " with one of them")

@@ -110,8 +110,10 @@ class AgentProviders:
     async def _resolve_all(self) -> list[Resolved]:
         s = self.settings
         model, base_url = s.model, s.base_url
-        if model is None and base_url:  # a server but no model: use the first one it serves
-            model = await first_served_model(base_url, timeout=5.0) or "default"
+        if model is None and base_url:  # a server but no model: the first one it serves us
+            sent = resolve_model("default", base_url=base_url, api_key=s.api_key,
+                                 api_mode=s.api_mode).endpoint.request_headers()
+            model = await first_served_model(base_url, timeout=5.0, headers=sent) or "default"
         elif model is None:
             model, base_url = await detect_provider()
         primary = resolve_model(model, base_url=base_url, api_key=s.api_key, api_mode=s.api_mode,

@@ -175,7 +175,9 @@ async def detect_provider(environ: Mapping[str, str] | None = None, *,
     env = os.environ if environ is None else environ
     if env.get("LOOPWRIGHT_BASE_URL"):
         url = require_scheme(env["LOOPWRIGHT_BASE_URL"], "LOOPWRIGHT_BASE_URL")
-        model = env.get("LOOPWRIGHT_MODEL") or await first_served_model(url, timeout) or "default"
+        sent = resolve_model("default", base_url=url, environ=env).endpoint.request_headers()
+        model = (env.get("LOOPWRIGHT_MODEL") or await first_served_model(url, timeout, sent)
+                 or "default")
         return model, url
     for name in ("openai", "openrouter", "anthropic"):
         key_env = PROVIDERS[name].key_env
@@ -209,8 +211,10 @@ def _how_to_name_a_model() -> str:
             "pip install 'loopwright[local]').")
 
 
-async def first_served_model(base_url: str, timeout: float) -> str | None:
-    """The first model id a server lists at /models, or None if nothing answers (the listing
-    also tells the window probe which kind of server this is: `endpoints/servers.py`)."""
-    listing = await fetch_listing(base_url, timeout=timeout)
+async def first_served_model(base_url: str, timeout: float,
+                             headers: Mapping[str, str] | None = None) -> str | None:
+    """The first model id a server lists at /models to these credentials, or None if nothing
+    answers (the listing also tells the window probe which kind of server this is:
+    `endpoints/servers.py`)."""
+    listing = await fetch_listing(base_url, headers=headers, timeout=timeout)
     return listing.ids[0] if listing.ids else None

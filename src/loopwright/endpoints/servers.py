@@ -4,8 +4,12 @@ which kind of server it is (Ollama, llama.cpp, LM Studio, vLLM or another OpenAI
 The kind is kept per base URL for the life of the process, so a second agent on the same server
 (a sub-agent, the next batch task, another `serve` run) does not ask again; a cached kind whose
 own window endpoint stops answering is forgotten (`forget_kind`): another server may have taken
-the port. The listing itself is kept for `FRESH_FOR` seconds only, for the checks that follow it
-at start-up (the CLI's `preflight`, a model picked from the server's list).
+the port. The kind is a fact of the server, not of a key: every request it leads to is sent
+with the asking agent's own credentials. The listing itself is kept for `FRESH_FOR` seconds
+only, for the checks that follow it at start-up (the CLI's `preflight`, a model picked from the
+server's list), and per base URL *and credentials*: a gateway lists to each key what that key
+may use, and a key it refuses must hear so, not be shown another key's list (issue 31). Neither
+cache holds a credential: URLs are kept as shown (`shown_url`), credentials as a digest.
 
 Everything in a reply is hostile: entries that are not objects are skipped, ids must be text.
 """
@@ -13,17 +17,22 @@ Everything in a reply is hostile: entries that are not objects are skipped, ids 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from loopwright.endpoints.base import normalize_base_url, request_slot, with_path
+from loopwright.endpoints.base import normalize_base_url, request_slot, shown_url, with_path
 from loopwright.endpoints.pages import is_html
 
 if TYPE_CHECKING:
     import httpx
 
 ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
+MAX_REPLY_BYTES = 16_000_000
+"""The longest listing or probe reply read (OpenRouter's listing of every model it routes to is
+a few MB)."""
 FRESH_FOR = 10.0
 """Seconds a listing is reused: long enough for start-up's checks, short enough to notice a
 model loaded or unloaded later."""
@@ -49,20 +58,31 @@ class Listing:
                 if isinstance(name := entry.get("id") or entry.get("name"), str)]
 
 
-_kinds: dict[str, ServerKind] = {}
-_listings: dict[str, Listing] = {}
+_kinds: dict[str, ServerKind] = {}  # by shown base URL
+_listings: dict[tuple[str, str], Listing] = {}  # by shown base URL and credentials' digest
+
+
+def credentials_digest(base_url: str, headers: Mapping[str, str]) -> str:
+    """A digest of everything a request to `base_url` authenticates with: the URL as written
+    (user-info, a `?key=` parameter) and every header sent (which header carries a key is the
+    server's choice: `authorization`, `x-api-key`, `api-key`, a gateway's own)."""
+    sent = sorted((name.lower(), value) for name, value in headers.items()
+                  if name.lower() != "content-type")
+    return hashlib.sha256(repr((normalize_base_url(base_url), sent)).encode()).hexdigest()
 
 
 def known_kind(base_url: str) -> ServerKind | None:
     """The kind found earlier for this base URL in this process, if any."""
-    return _kinds.get(normalize_base_url(base_url))
+    return _kinds.get(shown_url(normalize_base_url(base_url)))
 
 
 def forget_kind(base_url: str) -> None:
-    """Drop what is known about this base URL (its kind endpoint no longer answers)."""
-    key = normalize_base_url(base_url)
-    _kinds.pop(key, None)
-    _listings.pop(key, None)
+    """Drop what is known about this base URL, under any credentials (its kind endpoint no
+    longer answers)."""
+    shown = shown_url(normalize_base_url(base_url))
+    _kinds.pop(shown, None)
+    for key in [key for key in _listings if key[0] == shown]:
+        del _listings[key]
 
 
 def forget_all() -> None:
@@ -72,22 +92,24 @@ def forget_all() -> None:
     _listings.clear()
 
 
-async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
+async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = None,
                         timeout: float = 5.0) -> Listing:
-    """`GET <base_url>/models` (or a listing fetched less than `FRESH_FOR` seconds ago); records
-    the server's kind. Transport errors become `Listing(status=0)`; nothing raises."""
+    """`GET <base_url>/models` with these credentials (or a listing fetched with the same ones
+    less than `FRESH_FOR` seconds ago); records the server's kind. Transport errors become
+    `Listing(status=0)`; nothing raises."""
     import httpx
 
-    key = normalize_base_url(base_url)
+    url = normalize_base_url(base_url)
+    sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
+    key = shown_url(url), credentials_digest(url, sent)
     cached = _listings.get(key)
     if cached is not None and time.monotonic() - cached.fetched_at < FRESH_FOR:
         return cached
-    sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
     try:
-        reply = await one_off_request(with_path(key, "/models"), headers=sent, timeout=timeout)
+        reply = await one_off_request(with_path(url, "/models"), headers=sent, timeout=timeout)
     except TimeoutError:  # (an OSError too: first)
         return Listing(status=0, error=f"no whole answer within {timeout:g}s")
-    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ReplyTooLarge) as exc:
         return Listing(status=0, error=str(exc) or type(exc).__name__)
     if reply.status_code != 200:
         return Listing(status=reply.status_code)
@@ -103,9 +125,13 @@ async def fetch_listing(base_url: str, *, headers: dict[str, str] | None = None,
     entries = tuple(e for e in listed if isinstance(e, dict)) if isinstance(listed, list) else ()
     kind = kind_of(entries)
     listing = Listing(status=200, entries=entries, kind=kind, fetched_at=time.monotonic())
-    _kinds[key] = kind
+    _kinds[key[0]] = kind
     _listings[key] = listing
     return listing
+
+
+class ReplyTooLarge(ValueError):
+    """A probe's or listing's reply longer than `MAX_REPLY_BYTES`."""
 
 
 async def one_off_request(url: str, *, headers: dict[str, str], timeout: float,
@@ -113,14 +139,26 @@ async def one_off_request(url: str, *, headers: dict[str, str], timeout: float,
     """A request asked once (a listing, a window probe), its reply read whole: a POST of
     `json_body` when given, else a GET. `timeout` bounds the whole exchange, not each read as
     httpx's does: a server sending its answer a byte at a time would hold a run's start for as
-    long as it liked. Raises what httpx raises, or `TimeoutError`."""
+    long as it liked; and the reply's length is bounded (`ReplyTooLarge`): read whole and
+    decoded, a server's gigabytes in that time would take the process's memory. Raises what
+    httpx raises, `TimeoutError` or `ReplyTooLarge`."""
+    import httpx
+
     # kept open, an idle connection would be walked (and its socket polled) by the pool on
     # every later model request of the process
     headers = {**headers, "connection": "close"}
     async with asyncio.timeout(timeout), request_slot(url=url) as client:
-        if json_body is not None:
-            return await client.post(url, json=json_body, headers=headers, timeout=timeout)
-        return await client.get(url, headers=headers, timeout=timeout)
+        method = "GET" if json_body is None else "POST"
+        async with client.stream(method, url, json=json_body, headers=headers,
+                                 timeout=timeout) as reply:
+            chunks, size = [], 0
+            async for chunk in reply.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(f"the reply is over {MAX_REPLY_BYTES // 1_000_000} MB")
+                chunks.append(chunk)
+        return httpx.Response(reply.status_code, headers=reply.headers, content=b"".join(chunks),
+                              request=reply.request)
 
 
 def kind_of(entries: tuple[dict[str, Any], ...]) -> ServerKind:

@@ -380,15 +380,19 @@ def thinking_budget(effort: str | None) -> int | None:
 def fitted_thinking(budget: int, max_tokens: int | None, room: int | None
                     ) -> tuple[int | None, int]:
     """The thinking budget (None: no thinking) and `max_tokens` when the reply's allowance does
-    not hold the budget: the budget plus room to answer — the `max_tokens` the user set, sent as
-    asked, or else within what the window leaves (`room`): a smaller budget on a small window,
-    none when less than the API's minimum would be left."""
+    not hold the budget: the budget plus room to answer — the `max_tokens` the user set (fitted
+    to the window already: `ModelCalls`), or else a share of what the window leaves (`room`).
+    Within `room` both: a smaller budget on a small window, none when less than the API's
+    minimum would be left (the answer's allowance alone is sent then)."""
     answer = max_tokens or ANSWER_ALLOWANCE
-    if max_tokens or room is None or budget + answer <= room:
+    if room is None or budget + answer <= room:
         return budget, budget + answer
-    answer = min(answer, room // 2)
+    if not max_tokens:
+        answer = min(answer, room // 2)
     fitted = room - answer
-    return (fitted, room) if fitted >= MIN_THINKING_BUDGET else (None, room)
+    if fitted >= MIN_THINKING_BUDGET:
+        return fitted, room
+    return None, (max_tokens or room)
 
 
 def thinking_fits(turns: list[dict[str, Any]]) -> bool:

@@ -13,18 +13,29 @@ from loopwright.wire.stream import StreamAccumulator
 CACHE_BOUNDARY = "\n<!-- loopwright:cache-boundary -->\n"
 
 
-# "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length"), the
-# Responses API ("context window"), Anthropic ("prompt is too long", "exceed context limit"), vLLM
-# ("maximum model length"), llama.cpp ("exceeds the available context size",
-# exceed_context_size_error), Ollama ("the input length exceeds the context length"), LM Studio
-# ("… context length of only N tokens"), and upstream providers OpenRouter passes on: xAI
-# ("maximum prompt length"), Google ("exceeds the maximum number of tokens"), Poolside ("maximum
-# allowed input length"); tests/endpoints/test_overflow_wordings.py holds each reply
-_OVERFLOW_WORDINGS = ("context length", "context_length", "maximum context", "too many tokens",
-                      "prompt is too long", "context window", "exceed context limit",
-                      "maximum model length", "context size", "exceed_context_size",
-                      "maximum prompt length", "exceeds the maximum number of tokens",
-                      "maximum allowed input length")
+# "over the window" as providers word it: OpenAI and OpenRouter ("maximum context length",
+# context_length_exceeded), the Responses API ("context window"), Anthropic ("prompt is too
+# long", "exceed context limit"), vLLM ("maximum model length"), llama.cpp ("exceeds the
+# available context size", exceed_context_size_error), Ollama ("the input length exceeds the
+# context length"), LM Studio ("… context length of only N tokens"), DashScope ("Range of input
+# length should be [1, N]"), TGI ("`inputs` tokens + `max_new_tokens` must be <= N"), and upstream
+# providers OpenRouter passes on: xAI ("maximum prompt length"), Google ("exceeds the maximum
+# number of tokens"), Poolside ("maximum allowed input length"). Whole phrases or error codes,
+# not a name's part: a 400 about a tool named `get_context_length` is no overflow.
+# tests/endpoints/test_overflow_wordings.py holds each reply, and replies that must not match
+_OVERFLOW_WORDINGS = ("context length", "context_length_exceeded", "maximum context",
+                      "too many tokens", "prompt is too long", "context window",
+                      "exceed context limit", "maximum model length", "context size",
+                      "exceed_context_size", "maximum prompt length",
+                      "exceeds the maximum number of tokens", "maximum allowed input length",
+                      "range of input length", "`inputs` tokens + `max_new_tokens`",
+                      "`inputs` must have less than")
+
+
+ERROR_HEAD_CHARS = 65_536
+"""How much of an error body is searched for its meaning and numbers: they come near its start;
+a body that echoes the request after them (or a hostile one) may go on for megabytes, every
+wording searched over all of it on the event loop (~10 s for 20 MB)."""
 
 
 def says_overflow(text: str) -> bool:
