@@ -146,7 +146,9 @@ class Settings:
     temperature: float | None = field(default=None, metadata=doc(MODEL, "sampling temperature"))
     max_tokens: Positive | None = field(default=None, metadata=doc(MODEL,
         "output-token limit per reply (unset: the provider's default; Anthropic, which requires "
-        "one, gets 8192 or what the window leaves for the reply, whichever is less)"))
+        "one, gets 8192 or what the window leaves for the reply, whichever is less); a value "
+        "the window cannot hold beside the request is sent as what it leaves, said once a run "
+        "in a `context_window` status"))
     context_window: Positive | None = field(default=None, metadata=doc(MODEL,
         "the model's window in tokens: the metadata table for a hosted model it knows (no "
         "request); a local or unknown server is asked (one `GET /models` tells its kind, kept per "
