@@ -18,7 +18,9 @@ the parent's `stream()`. Cancelling the parent cancels its children.
 
 A child delegated by the tool gets a session id derived from the delegate call's idempotency key
 (`child_session_id`): the call the resumed parent makes again after a crash has the cut call's
-key, so its child continues the cut child's session, and a call the crash cut off in the child
+key, so it finds the cut child's session (`earlier_child`). A child that had answered (the crash
+came before the parent stored the call's result) gives its stored answer, with no model call; one
+cut off continues its session without its task sent again, and a call the crash cut off in it
 keeps its key there (tools/idempotency.py) — a key-aware tool does not repeat its effect. Any
 other delegate call has a key, and so a child session, of its own.
 """
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import typing
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -41,7 +44,8 @@ if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
     from loopwright.events import Event
     from loopwright.messages import Message
-    from loopwright.result import RunResult
+    from loopwright.result import RunResult, StopReason
+    from loopwright.store import SessionStore
 
 DELEGATE_TAG = "delegate"
 DEFAULT_MAX_DEPTH = 2
@@ -177,8 +181,6 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     subset = select_tools(parent, tools)
     if child_tool is not None:
         subset.append(child_tool())
-    prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
-    child = parent.make_child(tools=subset, model=model, system_prompt=prompt)
     sink: Callable[[Event], None]
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
@@ -191,7 +193,22 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     def forward(event: Event) -> None:
         sink(event if event.agent else dataclasses.replace(event, agent=child_id))
 
-    handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id,
+    prompt = task
+    earlier = await earlier_child(parent, session_id)
+    if earlier is not None:
+        if earlier.result is not None:  # it had answered: that answer, not a second run
+            forward(_note(f"the sub-agent of this delegate call had finished before a crash "
+                          f"({earlier.result.stop_reason}); its stored answer is returned "
+                          "without running it again", session_id, "replayed"))
+            return _outcome_of(earlier, child_id, task)
+        # cut off: it continues its session (its task is there; its cut calls get the
+        # interrupted note and their keys), not the task sent again on top of its work
+        forward(_note("the sub-agent of this delegate call was cut off by a crash; it "
+                      "continues its session", session_id, "resumed"))
+        prompt = ""
+    system_prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
+    child = parent.make_child(tools=subset, model=model, system_prompt=system_prompt)
+    handle = await child.start(prompt, extra_callback=forward, budget=budget, agent_tag=child_id,
                                parent_session_id=parent_run.session_id if parent_run else None,
                                session_id=session_id)
     try:
@@ -212,6 +229,74 @@ def child_session_id(idempotency_key: str) -> str | None:
         return None
     text = f"loopwright delegated session\0{idempotency_key}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EarlierChild:
+    """The child session a delegate call made again after a crash finds in the store."""
+
+    history: list[Message]
+    result: RunResult | None  # of its last run, when that run ended with an answer
+
+
+# a child whose last run ended so had given the delegate call its result; one that failed
+# (an error, a cancel: the parent's own, or a timeout) or never ended goes on instead
+_FINISHED = frozenset({"completed", "max_turns", "budget_exhausted", "loop_detected", "refused",
+                       "usage_limit"})
+
+
+async def earlier_child(parent: Agent[Any, Any], session_id: str | None) -> EarlierChild | None:
+    """The child session `session_id` as a crash left it; None when the store holds none, or
+    none of its messages (cut before its task was written: it starts anew)."""
+    store = parent.state_services.store
+    if session_id is None or store is None:
+        return None
+    info = await store.get(session_id)
+    if info is None or not info.message_count:
+        return None
+    history = await store.load(session_id)
+    if info.stop_reason not in _FINISHED:
+        return EarlierChild(history=history, result=None)
+    return EarlierChild(history=history,
+                        result=await _stored_result(store, session_id, history, info.stop_reason))
+
+
+async def _stored_result(store: SessionStore, session_id: str, history: list[Message],
+                         stop_reason: str) -> RunResult:
+    """The result the session's last run ended with: its stored terminal event (the built-in
+    stores), else its last answer (a store without an event log)."""
+    from loopwright.result import RunResult
+
+    read_events = getattr(store, "events", None)
+    events: list[dict[str, Any]] = await read_events(session_id) if read_events else []
+    ends = [e for e in events if e.get("type") in ("done", "error", "cancelled")]
+    if ends and isinstance(ends[-1].get("result"), dict):
+        result = RunResult.from_dict(ends[-1]["result"])
+        result.messages = history
+        return result
+    answer = next((m.content for m in reversed(history)
+                   if m.role == "assistant" and not m.tool_calls), "")
+    return RunResult(output=answer, messages=history, turns=0,
+                     stop_reason=typing.cast("StopReason", stop_reason))
+
+
+def _outcome_of(earlier: EarlierChild, child_id: str, task: str) -> DelegationResult:
+    """The delegate call's result from a child that had finished (no model call)."""
+    result = earlier.result
+    assert result is not None
+    reason = result.stop_reason
+    return DelegationResult(
+        child_id=child_id, task=task, output=str(result.output), stop_reason=reason,
+        turns=result.turns, tools_used=tools_used(earlier.history), error=result.error,
+        partial=partial_work(earlier.history) if reason != "completed" else "", result=result)
+
+
+def _note(message: str, session_id: str | None, what: str) -> Event:
+    """The status event telling the run's stream how a child left by a crash was taken up."""
+    from loopwright.events import StatusEvent
+
+    return StatusEvent(kind="custom", message=message,
+                       data={"tool": "delegate", "child": what, "session_id": session_id})
 
 
 def select_tools(parent: Agent[Any, Any], names: Sequence[str] | None) -> list[Tool]:
