@@ -28,6 +28,7 @@ other delegate call has a key, and so a child session, of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import typing
@@ -35,6 +36,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import ToolError
@@ -122,6 +124,8 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
         parent = ctx.services.get("agent")
         if parent is None:
             raise ToolError("delegate needs the calling agent (ToolContext.services['agent'])")
+        from loopwright.tools.output import run_spill_root, spill_scope  # with a run only
+
         requested = arguments.get("tools")
         outcome = await delegate(
             parent, str(arguments["task"]),
@@ -132,6 +136,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
             parent_run=ctx.run,
             child_tool=child_tool if _depth + 1 < max_depth else None,
             session_id=child_session_id(ctx.idempotency_key),
+            spills=(run_spill_root(ctx), spill_scope(ctx)),
         )
         if outcome.failed:
             raise ToolError(outcome.to_text())
@@ -168,14 +173,16 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
 async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
                    timeout: float | None = DEFAULT_TIMEOUT, parent_run: CallingRun | None = None,
-                   child_tool: Callable[[], Tool] | None = None, session_id: str | None = None
-                   ) -> DelegationResult:
+                   child_tool: Callable[[], Tool] | None = None, session_id: str | None = None,
+                   spills: tuple[Path, str] | None = None) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
 
     Inside a run (`parent_run`), the child shares the run's budget and its events join the run's
     stream; otherwise it gets a fresh budget and its events go to the parent's callbacks.
     `child_tool` makes the delegate tool the child is offered (None: the child may not delegate).
-    `session_id`: the child's session, continued if the store holds it (None: a fresh one)."""
+    `session_id`: the child's session, continued if the store holds it (None: a fresh one).
+    `spills`: the spill root and the calling session's scope, whose spill directory is to hold
+    the child's (its commands read what the child spilled; tools/output.nest_child_spills)."""
     tag = parent_run.agent_tag if parent_run is not None else ""
     child_id = f"{tag}/sub-{uuid.uuid4().hex[:6]}" if tag else f"sub-{uuid.uuid4().hex[:6]}"
     subset = select_tools(parent, tools)
@@ -208,6 +215,12 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
         prompt = ""
     system_prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
     child = parent.make_child(tools=subset, model=model, system_prompt=system_prompt)
+    if spills is not None:
+        from loopwright.tools.output import nest_child_spills
+
+        with contextlib.suppress(OSError):  # then the child's spills stay out of the parent's sight
+            await asyncio.to_thread(nest_child_spills, *spills,
+                                    session_id or child.settings.session_id or "")
     handle = await child.start(prompt, extra_callback=forward, budget=budget, agent_tag=child_id,
                                parent_session_id=parent_run.session_id if parent_run else None,
                                session_id=session_id)
