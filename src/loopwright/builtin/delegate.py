@@ -111,7 +111,8 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
                        models: Sequence[str] | None = None, _depth: int = 0) -> Tool:
     """The `delegate` tool. `timeout`: seconds per delegation; `default_tools`: tool names a child
     gets when the model names none (default: all the parent's tools); `models`: the models the
-    model may pick for a child (default: any, and the parent's model when none is named)."""
+    model may pick for a child (default: any on the parent's own provider, and the user's
+    aliases; the parent's model when none is named)."""
 
     def child_tool() -> Tool:  # the tool a child gets: same options, one level deeper
         return make_delegate_tool(name=name, max_depth=max_depth, timeout=timeout,
@@ -127,10 +128,13 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
         from loopwright.tools.output import run_spill_root, spill_scope  # with a run only
 
         requested = arguments.get("tools")
+        model = arguments.get("model") or None
+        if model is not None and not models:  # a listed model was checked by the schema
+            refuse_other_provider(parent, str(model))
         outcome = await delegate(
             parent, str(arguments["task"]),
             tools=list(requested) if requested is not None else default_tools,
-            model=arguments.get("model") or None,
+            model=model,
             instructions=arguments.get("instructions") or None,
             timeout=timeout,
             parent_run=ctx.run,
@@ -310,6 +314,25 @@ def _note(message: str, session_id: str | None, what: str) -> Event:
 
     return StatusEvent(kind="custom", message=message,
                        data={"tool": "delegate", "child": what, "session_id": session_id})
+
+
+def refuse_other_provider(parent: Agent[Any, Any], model: str) -> None:
+    """`ToolError` for a model the model names for a child that would take the task to a
+    provider the user did not choose: a provider-prefixed name (`openrouter:…`) other than the
+    parent's own provider, unless the user named it (an alias of the settings). A name without
+    a prefix stays on the parent's endpoint. (With `models` the user listed what is allowed.)"""
+    from loopwright.endpoints.resolve import split_model
+
+    settings = parent.settings
+    if model in settings.aliases or model == settings.model:
+        return
+    wanted = split_model(model)[0]
+    mine = settings.model or ""
+    own = split_model(settings.aliases.get(mine, mine))[0]
+    if wanted is not None and wanted != own:
+        raise ToolError(f"the model {model!r} is of another provider ({wanted}) than yours: a "
+                        "sub-agent runs on your own provider (name a model without a prefix, "
+                        "or leave `model` out for your own)")
 
 
 def select_tools(parent: Agent[Any, Any], names: Sequence[str] | None) -> list[Tool]:

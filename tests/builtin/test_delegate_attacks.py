@@ -1,0 +1,64 @@
+"""What a model (or text it read) can make the delegate tool do, through `Agent` against the
+fake model server.
+
+A model naming a child's model of another provider (`openrouter:…`) sent the task there with
+the user's key from the environment, though the user ran against their own server only: the
+task (whatever the parent put in it, such as a private file's contents) left for a provider the
+user never chose. Now such a name is refused; a name without a prefix (the parent's endpoint)
+and an alias the user set still go where they say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from loopwright import Agent
+from loopwright.builtin.delegate import make_delegate_tool
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply, call
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+@pytest.fixture
+def other_provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelServer]:
+    """OpenRouter as the environment has it: the user's key, the URL of a server of ours."""
+    with FakeModelServer([Reply("The other provider's answer.")], strict=False) as server:
+        monkeypatch.setenv("LOOPWRIGHT_OPENROUTER_URL", server.base_url)
+        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-the-users-key")
+        yield server
+
+
+async def delegate_with(model: str, **options: Any) -> tuple[str, FakeModelServer]:
+    """A parent on its own server delegating "Summarise PRIVATE-NOTES." with `model`: the
+    delegate call's result and the parent's server."""
+    script = [Reply(tool_calls=[call("delegate", {"task": "Summarise PRIVATE-NOTES.",
+                                                  "model": model})]),
+              Reply("The child's answer."), Reply("done")]
+    with FakeModelServer(script, strict=False) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[make_delegate_tool()], **options)
+        result = await agent.run("go")
+    [delegated] = [str(m.content) for m in result.messages if m.role == "tool"]
+    return delegated, server
+
+
+async def test_a_child_model_of_another_provider_is_refused(
+        other_provider: FakeModelServer) -> None:
+    delegated, _ = await delegate_with("openrouter:some/model")
+    assert "another provider" in delegated
+    assert other_provider.model_requests == []  # the task never left
+
+
+async def test_a_model_on_the_parents_endpoint_and_the_users_alias_still_go(
+        other_provider: FakeModelServer) -> None:
+    delegated, server = await delegate_with("small-model")
+    assert "The child's answer." in delegated
+    assert [(r.body or {}).get("model") for r in server.model_requests][1] == "small-model"
+    delegated, _ = await delegate_with("cheap", aliases={"cheap": "openrouter:some/model"})
+    assert "The other provider's answer." in delegated  # the user named it
+    [request] = other_provider.model_requests
+    assert "PRIVATE-NOTES" in str(request.body)
