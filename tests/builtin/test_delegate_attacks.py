@@ -6,10 +6,14 @@ the user's key from the environment, though the user ran against their own serve
 task (whatever the parent put in it, such as a private file's contents) left for a provider the
 user never chose. Now such a name is refused; a name without a prefix (the parent's endpoint)
 and an alias the user set still go where they say.
+
+A reply of many delegate calls ran as many children at once (forty model requests in flight,
+and their events); now a run has a few child slots and a call waits for one within its timeout.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +23,7 @@ from loopwright import Agent
 from loopwright.builtin.delegate import make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing.scripted import RecordedRequest
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -62,3 +67,47 @@ async def test_a_model_on_the_parents_endpoint_and_the_users_alias_still_go(
     assert "The other provider's answer." in delegated  # the user named it
     [request] = other_provider.model_requests
     assert "PRIVATE-NOTES" in str(request.body)
+
+
+class Crowd:
+    """A parent that delegates `calls` tasks in one reply; children that take a while to
+    answer. `peak`: the most child requests in flight at once."""
+
+    def __init__(self, calls: int, delay: float = 0.2) -> None:
+        self.calls, self.delay, self.live, self.peak, self.started = calls, delay, 0, 0, False
+
+    async def __call__(self, request: RecordedRequest) -> Reply:
+        messages = (request.body or {})["messages"]
+        if "sub-agent" not in messages[0]["content"]:  # the parent
+            if self.started:
+                return Reply("done")
+            self.started = True
+            return Reply(tool_calls=[call("delegate", {"task": f"Task {n}."})
+                                     for n in range(self.calls)])
+        self.live += 1  # the server answers on one event loop of its own: no lock needed
+        self.peak = max(self.peak, self.live)
+        await asyncio.sleep(self.delay)
+        self.live -= 1
+        return Reply(f"Answer to {messages[-1]['content']}")
+
+
+async def test_a_reply_of_many_delegate_calls_runs_a_few_children_at_a_time() -> None:
+    crowd = Crowd(12)  # before: twelve children, twelve model requests at once
+    with FakeModelServer(handler=crowd) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[make_delegate_tool()])
+        result = await agent.run("go")
+    answers = [str(m.content) for m in result.messages if m.role == "tool"]
+    assert result.output == "done" and crowd.peak == 4
+    assert [f"Answer to Task {n}." in answer for n, answer in enumerate(answers)] == [True] * 12
+
+
+async def test_a_delegation_waiting_for_a_slot_spends_its_own_timeout() -> None:
+    crowd = Crowd(3, delay=5)  # the first child holds the one slot until it times out
+    with FakeModelServer(handler=crowd, strict=False) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[make_delegate_tool(max_concurrent=1, timeout=0.5)])
+        result = await agent.run("go")
+    answers = [str(m.content) for m in result.messages if m.role == "tool"]
+    assert crowd.peak == 1 and "timed out after 0.5s" in answers[0]
+    assert all("no sub-agent slot came free in 0.5s" in answer for answer in answers[1:])

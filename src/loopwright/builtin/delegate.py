@@ -4,8 +4,9 @@ Two ways in:
 
 - the `delegate` tool, for the model: `Agent(tools=[..., make_delegate_tool()])`. Its result is the
   child's final answer under a one-line summary (turns, tools used). Several `delegate` calls in
-  one turn run concurrently (the tool is `concurrent_safe`: children may write, so it is not
-  read-only; give concurrent children disjoint work).
+  one turn run concurrently, at most `max_concurrent` (default 4) of one run at once (the tool
+  is `concurrent_safe`: children may write, so it is not read-only; give concurrent children
+  disjoint work).
 - `await agent.delegate(task, tools=[...], model=...)`, for programs: a `DelegationResult`.
 
 Children draw on the parent's iteration budget (one `IterationBudget` shared by the whole tree),
@@ -34,7 +35,7 @@ import hashlib
 import typing
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 
 DELEGATE_TAG = "delegate"
 DEFAULT_MAX_DEPTH = 2
+DEFAULT_MAX_CONCURRENT = 4
+_SLOTS = "delegate_slots"  # ToolContext.state key: the run's child slots
 DEFAULT_TIMEOUT = 600.0
 _STOP_GRACE = 10.0  # how long a cancelled child may take to wind down before it is abandoned
 
@@ -108,15 +111,18 @@ class DelegationResult:
 
 def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_DEPTH,
                        timeout: float = DEFAULT_TIMEOUT, default_tools: Sequence[str] | None = None,
-                       models: Sequence[str] | None = None, _depth: int = 0) -> Tool:
-    """The `delegate` tool. `timeout`: seconds per delegation; `default_tools`: tool names a child
-    gets when the model names none (default: all the parent's tools); `models`: the models the
-    model may pick for a child (default: any on the parent's own provider, and the user's
-    aliases; the parent's model when none is named)."""
+                       models: Sequence[str] | None = None,
+                       max_concurrent: int = DEFAULT_MAX_CONCURRENT, _depth: int = 0) -> Tool:
+    """The `delegate` tool. `timeout`: seconds per delegation, waiting for a slot included;
+    `default_tools`: tool names a child gets when the model names none (default: all the
+    parent's tools); `models`: the models the model may pick for a child (default: any on the
+    parent's own provider, and the user's aliases; the parent's model when none is named);
+    `max_concurrent`: children of one run at once (more calls in a turn wait for a slot)."""
 
     def child_tool() -> Tool:  # the tool a child gets: same options, one level deeper
         return make_delegate_tool(name=name, max_depth=max_depth, timeout=timeout,
-                                  default_tools=default_tools, models=models, _depth=_depth + 1)
+                                  default_tools=default_tools, models=models,
+                                  max_concurrent=max_concurrent, _depth=_depth + 1)
 
     async def run_delegate(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if _depth >= max_depth:
@@ -131,17 +137,18 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
         model = arguments.get("model") or None
         if model is not None and not models:  # a listed model was checked by the schema
             refuse_other_provider(parent, str(model))
-        outcome = await delegate(
-            parent, str(arguments["task"]),
-            tools=list(requested) if requested is not None else default_tools,
-            model=model,
-            instructions=arguments.get("instructions") or None,
-            timeout=timeout,
-            parent_run=ctx.run,
-            child_tool=child_tool if _depth + 1 < max_depth else None,
-            session_id=child_session_id(ctx.idempotency_key),
-            spills=(run_spill_root(ctx), spill_scope(ctx)),
-        )
+        async with _slot(ctx, max_concurrent, timeout) as left:
+            outcome = await delegate(
+                parent, str(arguments["task"]),
+                tools=list(requested) if requested is not None else default_tools,
+                model=model,
+                instructions=arguments.get("instructions") or None,
+                timeout=left,
+                parent_run=ctx.run,
+                child_tool=child_tool if _depth + 1 < max_depth else None,
+                session_id=child_session_id(ctx.idempotency_key),
+                spills=(run_spill_root(ctx), spill_scope(ctx)),
+            )
         if outcome.failed:
             raise ToolError(outcome.to_text())
         return outcome.to_text()
@@ -172,6 +179,28 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
         tags=frozenset({DELEGATE_TAG}),
         timeout=timeout + 2 * _STOP_GRACE + 5,  # our own timeout reports partial work first
     )
+
+
+@contextlib.asynccontextmanager
+async def _slot(ctx: ToolContext, max_concurrent: int, timeout: float
+                ) -> AsyncIterator[float]:
+    """One of the calling run's `max_concurrent` child slots, held while the child runs: a
+    reply of forty delegate calls ran forty children (forty model requests) at once. Yields
+    what is left of `timeout` after the wait; `ToolError` when nothing is."""
+    slots = ctx.state.get(_SLOTS)
+    if not isinstance(slots, asyncio.Semaphore):  # one per run: `state` is the run's
+        slots = ctx.state[_SLOTS] = asyncio.Semaphore(max(1, max_concurrent))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        await asyncio.wait_for(slots.acquire(), timeout)
+    except TimeoutError:
+        raise ToolError(f"no sub-agent slot came free in {timeout:g}s ({max_concurrent} run "
+                        "at once); do this task yourself or delegate it later") from None
+    try:
+        yield timeout - (loop.time() - started)
+    finally:
+        slots.release()
 
 
 async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
@@ -392,7 +421,8 @@ def _outcome(handle: RunHandle, child_id: str, task: str,
             error = f"the sub-agent crashed: {handle.task.exception()!r}"
     stop_reason: str = result.stop_reason if result is not None else "error"
     if timed_out_after is not None:
-        stop_reason, error = "timeout", f"the sub-agent timed out after {timed_out_after:g}s"
+        spent = round(timed_out_after, 1)  # the delegation's time: waiting for a slot took some
+        stop_reason, error = "timeout", f"the sub-agent timed out after {spent:g}s"
     elif result is not None and result.error:
         error = result.error
     complete = result is not None and timed_out_after is None and stop_reason != "cancelled"
