@@ -9,17 +9,23 @@ and an alias the user set still go where they say.
 
 A reply of many delegate calls ran as many children at once (forty model requests in flight,
 and their events); now a run has a few child slots and a call waits for one within its timeout.
+
+A run started in a directory of its own (`run(workdir=)`, as batch runs its tasks) gave its
+child the agent's `workdir`: the child wrote outside the run's workspace. Now it works where
+its parent's run does.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loopwright import Agent
+from loopwright.builtin import default_tools
 from loopwright.builtin.delegate import make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
@@ -111,3 +117,32 @@ async def test_a_delegation_waiting_for_a_slot_spends_its_own_timeout() -> None:
     answers = [str(m.content) for m in result.messages if m.role == "tool"]
     assert crowd.peak == 1 and "timed out after 0.5s" in answers[0]
     assert all("no sub-agent slot came free in 0.5s" in answer for answer in answers[1:])
+
+
+async def write_through_a_child(tmp_path: Path, **run_options: Any) -> list[str]:
+    """An agent whose `workdir` is `tmp_path/agent` writes p.txt and has a child write c.txt:
+    where the files are, relative to `tmp_path`."""
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "task").mkdir()
+    script = [Reply(tool_calls=[call("write_file", {"path": "p.txt", "content": "parent"})]),
+              Reply(tool_calls=[call("delegate", {"task": "Write c.txt."})]),
+              Reply(tool_calls=[call("write_file", {"path": "c.txt", "content": "child"})]),
+              Reply("Written."), Reply("done")]
+    with FakeModelServer(script) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                      workdir=str(tmp_path / "agent"),
+                      tools=[*default_tools(names=["write_file"]), make_delegate_tool()])
+        result = await agent.run("go", **run_options)
+    assert result.output == "done"
+    return sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*.txt"))
+
+
+async def test_a_child_works_in_its_parent_runs_directory(tmp_path: Path) -> None:
+    # a run in a directory of its own (batch's tasks): before, its child wrote in the agent's
+    # `workdir` (the batch's working directory), outside the task's workspace
+    assert await write_through_a_child(tmp_path, workdir=tmp_path / "task",
+                                       project=False) == ["task/c.txt", "task/p.txt"]
+
+
+async def test_a_child_of_a_run_in_the_agents_directory_works_there(tmp_path: Path) -> None:
+    assert await write_through_a_child(tmp_path) == ["agent/c.txt", "agent/p.txt"]

@@ -148,6 +148,7 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
                 child_tool=child_tool if _depth + 1 < max_depth else None,
                 session_id=child_session_id(ctx.idempotency_key),
                 spills=(run_spill_root(ctx), spill_scope(ctx)),
+                workdir=ctx.workdir,
             )
         if outcome.failed:
             raise ToolError(outcome.to_text())
@@ -207,7 +208,8 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
                    model: str | None = None, instructions: str | None = None,
                    timeout: float | None = DEFAULT_TIMEOUT, parent_run: CallingRun | None = None,
                    child_tool: Callable[[], Tool] | None = None, session_id: str | None = None,
-                   spills: tuple[Path, str] | None = None) -> DelegationResult:
+                   spills: tuple[Path, str] | None = None, workdir: Path | None = None
+                   ) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
 
     Inside a run (`parent_run`), the child shares the run's budget and its events join the run's
@@ -215,7 +217,8 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     `child_tool` makes the delegate tool the child is offered (None: the child may not delegate).
     `session_id`: the child's session, continued if the store holds it (None: a fresh one).
     `spills`: the spill root and the calling session's scope, whose spill directory is to hold
-    the child's (its commands read what the child spilled; tools/output.nest_child_spills)."""
+    the child's (its commands read what the child spilled; tools/output.nest_child_spills).
+    `workdir`: the calling run's working directory, the child's too (None: the agent's)."""
     tag = parent_run.agent_tag if parent_run is not None else ""
     child_id = f"{tag}/sub-{uuid.uuid4().hex[:6]}" if tag else f"sub-{uuid.uuid4().hex[:6]}"
     subset = select_tools(parent, tools)
@@ -254,9 +257,12 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
         with contextlib.suppress(OSError):  # then the child's spills stay out of the parent's sight
             await asyncio.to_thread(nest_child_spills, *spills,
                                     session_id or child.settings.session_id or "")
+    # a run of its own directory (`run(workdir=)`: batch's tasks) may be no project of the
+    # agent's; whether it is, the run does not tell a tool: none is looked for there then
     handle = await child.start(prompt, extra_callback=forward, budget=budget, agent_tag=child_id,
                                parent_session_id=parent_run.session_id if parent_run else None,
-                               session_id=session_id)
+                               session_id=session_id, workdir=workdir,
+                               project=workdir is None or workdir == parent.state_services.workdir)
     try:
         timed_out = not await _wait(handle, timeout)
     finally:
