@@ -29,7 +29,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.messages import Message
 from loopwright.store import open_store
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, Fault, Reply, call
 from shared_helpers import wait_for_child
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
@@ -39,7 +39,8 @@ TASK = {"task": "Charge 7 to the card."}
 
 # the parent, in a process of its own, with a key-aware charge in its child; it stalls (and is
 # killed) where argv[5] says: inside the child's charge, after its effect ("tool"), or once the
-# child has answered and its session is stored, before the delegate call returns ("answer")
+# child has answered ("answer") or failed ("failed") and its session is stored, before the
+# delegate call returns
 PARENT = '''
 import asyncio, json, sys, time
 from pathlib import Path
@@ -62,8 +63,8 @@ async def charge(amount: int, ctx: ToolContext) -> str:
     return "charged"
 
 def on_event(event):
-    if event.type == "done" and event.agent:  # the child's, after its last write
-        stall_here("answer")
+    if event.agent and event.type in ("done", "error"):  # the child's, after its last write
+        stall_here("answer" if event.type == "done" else "failed")
 
 agent = Agent("test-model", base_url=base_url, api_key="k", store=store, session_id="parent",
               tools=[charge, make_delegate_tool()], callbacks=[on_event])
@@ -172,3 +173,20 @@ async def test_a_child_cut_off_in_its_tool_continues_its_session(tmp_path: Path,
     assert [note["child"] for note in delegate_notes(events)] == ["resumed"]
     roles = [m.role for m in await child_messages(store_spec)]
     assert roles.count("user") == 1 and roles.count("assistant") == 3
+
+
+async def test_a_child_that_had_failed_goes_on_rather_than_failing_again(
+        tmp_path: Path, store_spec: str) -> None:
+    """Where the stored answer must not be given: the child's run ended in an error (its
+    provider refused a request), so it had no answer; the call made again continues it."""
+    crash(tmp_path, store_spec, "failed",
+          [Reply(tool_calls=[call("charge", {"amount": 7})]),
+           Fault.status(400, body={"error": {"message": "bad request"}})])
+    [first_key] = charged(tmp_path / "ledger")
+    script = [Reply(tool_calls=[call("delegate", TASK)]),
+              Reply("Charged 7, receipt 41."), Reply("Done.")]
+    output, server, keys, events = await resume(tmp_path, store_spec, script)
+    assert output == "Done." and keys == [] and charged(tmp_path / "ledger") == [first_key]
+    assert [note["child"] for note in delegate_notes(events)] == ["resumed"]
+    assert "Charged 7, receipt 41." in (server.model_requests[2].body or {})["messages"][-1][
+        "content"]
