@@ -119,30 +119,36 @@ async def test_a_delegation_waiting_for_a_slot_spends_its_own_timeout() -> None:
     assert all("no sub-agent slot came free in 0.5s" in answer for answer in answers[1:])
 
 
-async def write_through_a_child(tmp_path: Path, **run_options: Any) -> list[str]:
-    """An agent whose `workdir` is `tmp_path/agent` writes p.txt and has a child write c.txt:
-    where the files are, relative to `tmp_path`."""
+async def write_through_a_child(tmp_path: Path, **run_options: Any
+                                ) -> tuple[list[str], bool]:
+    """An agent whose `workdir` is `tmp_path/agent` (instructions in its AGENTS.md, trusted)
+    writes p.txt and has a child write c.txt: where the files are, relative to `tmp_path`, and
+    whether the child was given the instructions."""
     (tmp_path / "agent").mkdir()
     (tmp_path / "task").mkdir()
+    (tmp_path / "agent" / "AGENTS.md").write_text("Name every file you write.\n")
     script = [Reply(tool_calls=[call("write_file", {"path": "p.txt", "content": "parent"})]),
               Reply(tool_calls=[call("delegate", {"task": "Write c.txt."})]),
               Reply(tool_calls=[call("write_file", {"path": "c.txt", "content": "child"})]),
               Reply("Written."), Reply("done")]
     with FakeModelServer(script) as server:
         agent = Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
-                      workdir=str(tmp_path / "agent"),
+                      workdir=str(tmp_path / "agent"), trust_project_files=True,
                       tools=[*default_tools(names=["write_file"]), make_delegate_tool()])
         result = await agent.run("go", **run_options)
+        child_prompt = str((server.model_requests[2].body or {})["messages"][0]["content"])
     assert result.output == "done"
-    return sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*.txt"))
+    written = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*.txt"))
+    return written, "Name every file you write." in child_prompt
 
 
 async def test_a_child_works_in_its_parent_runs_directory(tmp_path: Path) -> None:
     # a run in a directory of its own (batch's tasks): before, its child wrote in the agent's
     # `workdir` (the batch's working directory), outside the task's workspace
-    assert await write_through_a_child(tmp_path, workdir=tmp_path / "task",
-                                       project=False) == ["task/c.txt", "task/p.txt"]
+    written, _ = await write_through_a_child(tmp_path, workdir=tmp_path / "task", project=False)
+    assert written == ["task/c.txt", "task/p.txt"]
 
 
 async def test_a_child_of_a_run_in_the_agents_directory_works_there(tmp_path: Path) -> None:
-    assert await write_through_a_child(tmp_path) == ["agent/c.txt", "agent/p.txt"]
+    # as before: there, and with the project's instructions
+    assert await write_through_a_child(tmp_path) == (["agent/c.txt", "agent/p.txt"], True)
