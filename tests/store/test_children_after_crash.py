@@ -24,12 +24,14 @@ from typing import Any
 import pytest
 
 from loopwright import Agent, ToolContext, tool
-from loopwright.builtin.delegate import make_delegate_tool
+from loopwright.builtin.delegate import child_session_id, make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
-from loopwright.messages import Message
-from loopwright.store import open_store
+from loopwright.messages import Message, ToolCall
+from loopwright.store import RunRecord, open_store
+from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Fault, Reply, call
+from loopwright.tools.idempotency import IdempotencyKeys
 from shared_helpers import wait_for_child
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
@@ -45,7 +47,7 @@ PARENT = '''
 import asyncio, json, sys, time
 from pathlib import Path
 from loopwright import Agent, ToolContext, tool
-from loopwright.builtin.delegate import make_delegate_tool
+from loopwright.builtin.delegate import child_session_id, make_delegate_tool
 
 base_url, store, ledger, marker, stall = sys.argv[1:6]
 
@@ -190,3 +192,32 @@ async def test_a_child_that_had_failed_goes_on_rather_than_failing_again(
     assert [note["child"] for note in delegate_notes(events)] == ["resumed"]
     assert "Charged 7, receipt 41." in (server.model_requests[2].body or {})["messages"][-1][
         "content"]
+
+
+async def test_the_stored_answer_is_the_childs_own_not_a_late_sub_agents(tmp_path: Path) -> None:
+    """A grandchild that wound down after the child had ended (abandoned when cancelled) logs
+    its terminal event in the child's session after the child's own: the answer given back
+    is the child's."""
+    cut = ToolCall(id="c1", name="delegate", arguments=json.dumps(TASK))
+    cutting = Message(role="assistant", tool_calls=[cut])
+    child = child_session_id(IdempotencyKeys("parent").key_for(cut, [cutting]))
+    assert child is not None
+    own = {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 1}
+    late = {"output": "", "stop_reason": "cancelled", "turns": 1}
+    with SQLiteStore(tmp_path / "s.db") as store:
+        store.create("parent")
+        store.append_many("parent", [Message(role="user", content="Charge 7."), cutting])
+        store.create(child, parent_id="parent")
+        store.append_many(child, [Message(role="user", content=TASK["task"]),
+                                  Message(role="assistant", content=own["output"])])
+        store.record_events(child, "r1", [
+            {"type": "done", "result": own, "agent": "sub-aaaaaa"},
+            {"type": "cancelled", "result": late, "agent": "sub-aaaaaa/sub-bbbbbb"}])
+        store.record_run(child, RunRecord(run_id="r1", stop_reason="completed", turns=1),
+                         ended=True)
+    script = [Reply(tool_calls=[call("delegate", TASK)]), Reply("Done.")]
+    output, server, _, events = await resume(tmp_path, str(tmp_path / "s.db"), script)
+    assert output == "Done." and len(server.model_requests) == 2
+    delegate_result = (server.model_requests[1].body or {})["messages"][-1]["content"]
+    assert "completed" in delegate_result and own["output"] in delegate_result
+    assert [note["child"] for note in delegate_notes(events)] == ["replayed"]

@@ -322,6 +322,9 @@ async def _stored_result(store: SessionStore, session_id: str, history: list[Mes
     read_events = getattr(store, "events", None)
     events: list[dict[str, Any]] = await read_events(session_id) if read_events else []
     ends = [e for e in events if e.get("type") in ("done", "error", "cancelled")]
+    # its own, not those of its sub-agents (kept in its log too, tagged one level deeper)
+    depth = min((str(e.get("agent", "")).count("/") for e in ends), default=0)
+    ends = [e for e in ends if str(e.get("agent", "")).count("/") == depth]
     if ends and isinstance(ends[-1].get("result"), dict):
         result = RunResult.from_dict(ends[-1]["result"])
         result.messages = history
