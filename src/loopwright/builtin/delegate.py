@@ -4,8 +4,9 @@ Two ways in:
 
 - the `delegate` tool, for the model: `Agent(tools=[..., make_delegate_tool()])`. Its result is the
   child's final answer under a one-line summary (turns, tools used). Several `delegate` calls in
-  one turn run concurrently (the tool is `concurrent_safe`: children may write, so it is not
-  read-only; give concurrent children disjoint work).
+  one turn run concurrently, at most `max_concurrent` (default 4) of one run at once (the tool
+  is `concurrent_safe`: children may write, so it is not read-only; give concurrent children
+  disjoint work).
 - `await agent.delegate(task, tools=[...], model=...)`, for programs: a `DelegationResult`.
 
 Children draw on the parent's iteration budget (one `IterationBudget` shared by the whole tree),
@@ -18,7 +19,9 @@ the parent's `stream()`. Cancelling the parent cancels its children.
 
 A child delegated by the tool gets a session id derived from the delegate call's idempotency key
 (`child_session_id`): the call the resumed parent makes again after a crash has the cut call's
-key, so its child continues the cut child's session, and a call the crash cut off in the child
+key, so it finds the cut child's session (`earlier_child`). A child that had answered (the crash
+came before the parent stored the call's result) gives its stored answer, with no model call; one
+cut off continues its session without its task sent again, and a call the crash cut off in it
 keeps its key there (tools/idempotency.py) — a key-aware tool does not repeat its effect. Any
 other delegate call has a key, and so a child session, of its own.
 """
@@ -26,12 +29,15 @@ other delegate call has a key, and so a child session, of its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
+import typing
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopwright.errors import ToolError
@@ -41,10 +47,13 @@ if TYPE_CHECKING:
     from loopwright.agent import Agent, RunHandle
     from loopwright.events import Event
     from loopwright.messages import Message
-    from loopwright.result import RunResult
+    from loopwright.result import RunResult, StopReason
+    from loopwright.store import SessionStore
 
 DELEGATE_TAG = "delegate"
 DEFAULT_MAX_DEPTH = 2
+DEFAULT_MAX_CONCURRENT = 4
+_SLOTS = "delegate_slots"  # ToolContext.state key: the run's child slots
 DEFAULT_TIMEOUT = 600.0
 _STOP_GRACE = 10.0  # how long a cancelled child may take to wind down before it is abandoned
 
@@ -102,14 +111,18 @@ class DelegationResult:
 
 def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_DEPTH,
                        timeout: float = DEFAULT_TIMEOUT, default_tools: Sequence[str] | None = None,
-                       models: Sequence[str] | None = None, _depth: int = 0) -> Tool:
-    """The `delegate` tool. `timeout`: seconds per delegation; `default_tools`: tool names a child
-    gets when the model names none (default: all the parent's tools); `models`: the models the
-    model may pick for a child (default: any, and the parent's model when none is named)."""
+                       models: Sequence[str] | None = None,
+                       max_concurrent: int = DEFAULT_MAX_CONCURRENT, _depth: int = 0) -> Tool:
+    """The `delegate` tool. `timeout`: seconds per delegation, waiting for a slot included;
+    `default_tools`: tool names a child gets when the model names none (default: all the
+    parent's tools); `models`: the models the model may pick for a child (default: any on the
+    parent's own provider, and the user's aliases; the parent's model when none is named);
+    `max_concurrent`: children of one run at once (more calls in a turn wait for a slot)."""
 
     def child_tool() -> Tool:  # the tool a child gets: same options, one level deeper
         return make_delegate_tool(name=name, max_depth=max_depth, timeout=timeout,
-                                  default_tools=default_tools, models=models, _depth=_depth + 1)
+                                  default_tools=default_tools, models=models,
+                                  max_concurrent=max_concurrent, _depth=_depth + 1)
 
     async def run_delegate(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if _depth >= max_depth:
@@ -118,17 +131,25 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
         parent = ctx.services.get("agent")
         if parent is None:
             raise ToolError("delegate needs the calling agent (ToolContext.services['agent'])")
+        from loopwright.tools.output import run_spill_root, spill_scope  # with a run only
+
         requested = arguments.get("tools")
-        outcome = await delegate(
-            parent, str(arguments["task"]),
-            tools=list(requested) if requested is not None else default_tools,
-            model=arguments.get("model") or None,
-            instructions=arguments.get("instructions") or None,
-            timeout=timeout,
-            parent_run=ctx.run,
-            child_tool=child_tool if _depth + 1 < max_depth else None,
-            session_id=child_session_id(ctx.idempotency_key),
-        )
+        model = arguments.get("model") or None
+        if model is not None and not models:  # a listed model was checked by the schema
+            refuse_other_provider(parent, str(model))
+        async with _slot(ctx, max_concurrent, timeout) as left:
+            outcome = await delegate(
+                parent, str(arguments["task"]),
+                tools=list(requested) if requested is not None else default_tools,
+                model=model,
+                instructions=arguments.get("instructions") or None,
+                timeout=left,
+                parent_run=ctx.run,
+                child_tool=child_tool if _depth + 1 < max_depth else None,
+                session_id=child_session_id(ctx.idempotency_key),
+                spills=(run_spill_root(ctx), spill_scope(ctx)),
+                workdir=ctx.workdir,
+            )
         if outcome.failed:
             raise ToolError(outcome.to_text())
         return outcome.to_text()
@@ -161,24 +182,48 @@ def make_delegate_tool(*, name: str = "delegate", max_depth: int = DEFAULT_MAX_D
     )
 
 
+@contextlib.asynccontextmanager
+async def _slot(ctx: ToolContext, max_concurrent: int, timeout: float
+                ) -> AsyncIterator[float]:
+    """One of the calling run's `max_concurrent` child slots, held while the child runs: a
+    reply of forty delegate calls ran forty children (forty model requests) at once. Yields
+    what is left of `timeout` after the wait; `ToolError` when nothing is."""
+    slots = ctx.state.get(_SLOTS)
+    if not isinstance(slots, asyncio.Semaphore):  # one per run: `state` is the run's
+        slots = ctx.state[_SLOTS] = asyncio.Semaphore(max(1, max_concurrent))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        await asyncio.wait_for(slots.acquire(), timeout)
+    except TimeoutError:
+        raise ToolError(f"no sub-agent slot came free in {timeout:g}s ({max_concurrent} run "
+                        "at once); do this task yourself or delegate it later") from None
+    try:
+        yield timeout - (loop.time() - started)
+    finally:
+        slots.release()
+
+
 async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] | None = None,
                    model: str | None = None, instructions: str | None = None,
                    timeout: float | None = DEFAULT_TIMEOUT, parent_run: CallingRun | None = None,
-                   child_tool: Callable[[], Tool] | None = None, session_id: str | None = None
+                   child_tool: Callable[[], Tool] | None = None, session_id: str | None = None,
+                   spills: tuple[Path, str] | None = None, workdir: Path | None = None
                    ) -> DelegationResult:
     """Run `task` in a child of `parent` and wait for it (at most `timeout` seconds).
 
     Inside a run (`parent_run`), the child shares the run's budget and its events join the run's
     stream; otherwise it gets a fresh budget and its events go to the parent's callbacks.
     `child_tool` makes the delegate tool the child is offered (None: the child may not delegate).
-    `session_id`: the child's session, continued if the store holds it (None: a fresh one)."""
+    `session_id`: the child's session, continued if the store holds it (None: a fresh one).
+    `spills`: the spill root and the calling session's scope, whose spill directory is to hold
+    the child's (its commands read what the child spilled; tools/output.nest_child_spills).
+    `workdir`: the calling run's working directory, the child's too (None: the agent's)."""
     tag = parent_run.agent_tag if parent_run is not None else ""
     child_id = f"{tag}/sub-{uuid.uuid4().hex[:6]}" if tag else f"sub-{uuid.uuid4().hex[:6]}"
     subset = select_tools(parent, tools)
     if child_tool is not None:
         subset.append(child_tool())
-    prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
-    child = parent.make_child(tools=subset, model=model, system_prompt=prompt)
     sink: Callable[[Event], None]
     if parent_run is not None:
         budget, sink = parent_run.budget, parent_run.emit
@@ -191,9 +236,33 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
     def forward(event: Event) -> None:
         sink(event if event.agent else dataclasses.replace(event, agent=child_id))
 
-    handle = await child.start(task, extra_callback=forward, budget=budget, agent_tag=child_id,
+    prompt = task
+    earlier = await earlier_child(parent, session_id)
+    if earlier is not None:
+        if earlier.result is not None:  # it had answered: that answer, not a second run
+            forward(_note(f"the sub-agent of this delegate call had finished before a crash "
+                          f"({earlier.result.stop_reason}); its stored answer is returned "
+                          "without running it again", session_id, "replayed"))
+            return _outcome_of(earlier, child_id, task)
+        # cut off: it continues its session (its task is there; its cut calls get the
+        # interrupted note and their keys), not the task sent again on top of its work
+        forward(_note("the sub-agent of this delegate call was cut off by a crash; it "
+                      "continues its session", session_id, "resumed"))
+        prompt = ""
+    system_prompt = CHILD_PROMPT + (f"\n\n{instructions.strip()}" if instructions else "")
+    child = parent.make_child(tools=subset, model=model, system_prompt=system_prompt)
+    if spills is not None:
+        from loopwright.tools.output import nest_child_spills
+
+        with contextlib.suppress(OSError):  # then the child's spills stay out of the parent's sight
+            await asyncio.to_thread(nest_child_spills, *spills,
+                                    session_id or child.settings.session_id or "")
+    # a run of its own directory (`run(workdir=)`: batch's tasks) may be no project of the
+    # agent's; whether it is, the run does not tell a tool: none is looked for there then
+    handle = await child.start(prompt, extra_callback=forward, budget=budget, agent_tag=child_id,
                                parent_session_id=parent_run.session_id if parent_run else None,
-                               session_id=session_id)
+                               session_id=session_id, workdir=workdir,
+                               project=workdir is None or workdir == parent.state_services.workdir)
     try:
         timed_out = not await _wait(handle, timeout)
     finally:
@@ -212,6 +281,96 @@ def child_session_id(idempotency_key: str) -> str | None:
         return None
     text = f"loopwright delegated session\0{idempotency_key}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class EarlierChild:
+    """The child session a delegate call made again after a crash finds in the store."""
+
+    history: list[Message]
+    result: RunResult | None  # of its last run, when that run ended with an answer
+
+
+# a child whose last run ended so had given the delegate call its result; one that failed
+# (an error, a cancel: the parent's own, or a timeout) or never ended goes on instead
+_FINISHED = frozenset({"completed", "max_turns", "budget_exhausted", "loop_detected", "refused",
+                       "usage_limit"})
+
+
+async def earlier_child(parent: Agent[Any, Any], session_id: str | None) -> EarlierChild | None:
+    """The child session `session_id` as a crash left it; None when the store holds none, or
+    none of its messages (cut before its task was written: it starts anew)."""
+    store = parent.state_services.store
+    if session_id is None or store is None:
+        return None
+    info = await store.get(session_id)
+    if info is None or not info.message_count:
+        return None
+    history = await store.load(session_id)
+    if info.stop_reason not in _FINISHED:
+        return EarlierChild(history=history, result=None)
+    return EarlierChild(history=history,
+                        result=await _stored_result(store, session_id, history, info.stop_reason))
+
+
+async def _stored_result(store: SessionStore, session_id: str, history: list[Message],
+                         stop_reason: str) -> RunResult:
+    """The result the session's last run ended with: its stored terminal event (the built-in
+    stores), else its last answer (a store without an event log)."""
+    from loopwright.result import RunResult
+
+    read_events = getattr(store, "events", None)
+    events: list[dict[str, Any]] = await read_events(session_id) if read_events else []
+    ends = [e for e in events if e.get("type") in ("done", "error", "cancelled")]
+    # its own, not those of its sub-agents (kept in its log too, tagged one level deeper)
+    depth = min((str(e.get("agent", "")).count("/") for e in ends), default=0)
+    ends = [e for e in ends if str(e.get("agent", "")).count("/") == depth]
+    if ends and isinstance(ends[-1].get("result"), dict):
+        result = RunResult.from_dict(ends[-1]["result"])
+        result.messages = history
+        return result
+    answer = next((m.content for m in reversed(history)
+                   if m.role == "assistant" and not m.tool_calls), "")
+    return RunResult(output=answer, messages=history, turns=0,
+                     stop_reason=typing.cast("StopReason", stop_reason))
+
+
+def _outcome_of(earlier: EarlierChild, child_id: str, task: str) -> DelegationResult:
+    """The delegate call's result from a child that had finished (no model call)."""
+    result = earlier.result
+    assert result is not None
+    reason = result.stop_reason
+    return DelegationResult(
+        child_id=child_id, task=task, output=str(result.output), stop_reason=reason,
+        turns=result.turns, tools_used=tools_used(earlier.history), error=result.error,
+        partial=partial_work(earlier.history) if reason != "completed" else "", result=result)
+
+
+def _note(message: str, session_id: str | None, what: str) -> Event:
+    """The status event telling the run's stream how a child left by a crash was taken up."""
+    from loopwright.events import StatusEvent
+
+    return StatusEvent(kind="custom", message=message,
+                       data={"tool": "delegate", "child": what, "session_id": session_id})
+
+
+def refuse_other_provider(parent: Agent[Any, Any], model: str) -> None:
+    """`ToolError` for a model the model names for a child that would take the task to a
+    provider the user did not choose: a provider-prefixed name (`openrouter:…`) other than the
+    parent's own provider, unless the user named it (an alias of the settings). A name without
+    a prefix stays on the parent's endpoint. (With `models` the user listed what is allowed.)"""
+    from loopwright.endpoints.resolve import split_model
+
+    settings = parent.settings
+    if model in settings.aliases or model == settings.model:
+        return
+    wanted = split_model(model)[0]
+    mine = settings.model or ""
+    own = split_model(settings.aliases.get(mine, mine))[0]
+    if wanted is not None and wanted != own:
+        raise ToolError(f"the model {model!r} is of another provider ({wanted}) than yours: a "
+                        "sub-agent runs on your own provider (name a model without a prefix, "
+                        "or leave `model` out for your own)")
 
 
 def select_tools(parent: Agent[Any, Any], names: Sequence[str] | None) -> list[Tool]:
@@ -271,7 +430,8 @@ def _outcome(handle: RunHandle, child_id: str, task: str,
             error = f"the sub-agent crashed: {handle.task.exception()!r}"
     stop_reason: str = result.stop_reason if result is not None else "error"
     if timed_out_after is not None:
-        stop_reason, error = "timeout", f"the sub-agent timed out after {timed_out_after:g}s"
+        spent = round(timed_out_after, 1)  # the delegation's time: waiting for a slot took some
+        stop_reason, error = "timeout", f"the sub-agent timed out after {spent:g}s"
     elif result is not None and result.error:
         error = result.error
     complete = result is not None and timed_out_after is None and stop_reason != "cancelled"

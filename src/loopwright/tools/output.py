@@ -6,13 +6,16 @@ sized from the context window (see `context/window.py`). Spill files live in a d
 session's (mode 0700) under `<cache_dir>/spill` (`Settings.cache_dir`, else
 `settings.default_cache_dir()`): its name is an HMAC of the session id under a key kept in the
 spill root, so no other session can name it, and the sandbox shows a command only its own
-session's (`safety/sandbox/mounts.py`). Files older than seven days (in the session directories
+session's (`safety/sandbox/mounts.py`). A sub-agent's directory lies inside its parent's
+(`nest_child_spills`): a parent reads what its children spilled, a child reads neither its
+parent's nor its siblings'. Files older than seven days (in the session directories
 and, from before them, in the root) are removed the first time a process bounds output there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -34,6 +37,7 @@ SPILL_ROOT_SERVICE = "spill_root"
 not the calling session's; absent: the default cache's)."""
 SPILL_KEY_FILE = ".key"  # in the spill root: the secret the session directories' names hash with
 SPILL_MARKER = "Full output saved to "
+NESTING_ALLOWANCE = 4  # directory levels `preview_overhead` leaves room for (a sub-agent's)
 PREVIEW_SHARE = 0.5  # of the cap; the preview must leave room for the next results
 HEAD_SHARE = 2 / 3  # of the preview: beginnings usually say what the output is
 
@@ -78,11 +82,41 @@ def _spill_key(root: Path) -> bytes:
     return key
 
 
+def _directory_name(root: Path, scope: str) -> str:
+    digest = hmac.new(_spill_key(root), scope.encode("utf-8"), hashlib.sha256).hexdigest()
+    return f"s-{digest[:16]}"  # 64 bits: short in every preview, unguessable still
+
+
 def session_spill_directory(root: Path, scope: str) -> Path:
     """The directory of `root` holding one session's spills (`scope`: its session id, else its
-    run id). Reads, maybe makes, the root's key: blocking file I/O, off the event loop."""
-    digest = hmac.new(_spill_key(root), scope.encode("utf-8"), hashlib.sha256).hexdigest()
-    return root / f"s-{digest[:16]}"  # 64 bits: short in every preview, unguessable still
+    run id): a sub-agent's lies inside its parent's (`nest_child_spills`), where the parent's
+    commands see it. Reads, maybe makes, the root's key: blocking file I/O, off the event
+    loop. `OSError` for a link in the root that leads out of it."""
+    own = root / _directory_name(root, scope)
+    if not own.is_symlink():
+        return own
+    nested = own.resolve()  # the runtime made the link; a link out of the root is no spill
+    if not nested.is_relative_to(root.resolve()) or nested == root.resolve():
+        raise OSError(f"{own} leads out of the spill root; remove it")
+    return nested
+
+
+def nest_child_spills(root: Path, parent_scope: str, child_scope: str) -> Path:
+    """Make the spill directory of the sub-agent `child_scope` one inside its parent's: the
+    parent's commands (which see their own directory) read the spills its child's answer
+    names; the child sees only its own, not its parent's or its siblings'. The child's name
+    in the root becomes a link to it, so whatever spills for the child's session (its tools,
+    its compaction) lands there. A child that spilled before (a session continued) keeps its
+    directory. Blocking file I/O. Returns the child's directory."""
+    parent = session_spill_directory(root, parent_scope)
+    name = _directory_name(root, child_scope)
+    nested = parent / name
+    nested.mkdir(mode=0o700, parents=True, exist_ok=True)
+    parent.chmod(0o700)  # `parents=True` makes the parent with the default mode
+    # nested already (a child continued after a crash), or a directory of its own: kept
+    with contextlib.suppress(FileExistsError):
+        os.symlink(nested, root / name)
+    return session_spill_directory(root, child_scope)
 
 
 def is_foreign_spill(path: Path, root: Path, scope: str) -> bool:
@@ -95,6 +129,11 @@ def is_foreign_spill(path: Path, root: Path, scope: str) -> bool:
         return not path.is_relative_to(session_spill_directory(root, scope))
     except OSError:  # no key: nothing in the root can be this session's
         return True
+
+
+def run_spill_root(ctx: ToolContext) -> Path:
+    """The spill root of the run a call belongs to (the default cache's outside a run)."""
+    return Path(ctx.services.get(SPILL_ROOT_SERVICE) or spill_directory(None))
 
 
 def spill_scope(ctx: ToolContext) -> str:
@@ -122,6 +161,9 @@ def clean_spill_directory(directory: Path, *, max_age: float = SPILL_RETENTION_S
                   and entry.stat().st_mtime < cutoff):
                 os.unlink(entry.path)
                 removed += 1
+            elif (entry.is_symlink() and not os.path.exists(entry.path)
+                  and entry.stat(follow_symlinks=False).st_mtime < cutoff):
+                os.unlink(entry.path)  # a sub-agent's name whose directory went
         except OSError:
             continue  # another process got there first, or no permission: not our problem
     return removed
@@ -153,7 +195,9 @@ def preview_overhead(root: Path, label: str) -> int:
     """At most how many characters `preview` adds to the text it keeps (header, with the spill
     path of `label` under the spill root `root`, and the omission line), for a caller that
     must fit the whole in a size."""
-    longest = root / f"s-{'0' * 16}" / f"{'0' * 8}-{'0' * 6}-{_file_label(label)}-{'0' * 8}.txt"
+    # a sub-agent's directory lies in its parent's: room for a few levels of delegation
+    nesting = "/".join([f"s-{'0' * 16}"] * NESTING_ALLOWANCE)
+    longest = root / nesting / f"{'0' * 8}-{'0' * 6}-{_file_label(label)}-{'0' * 8}.txt"
     return len(preview("x", 0, path=longest)) - 1 + 5 * 9  # its five counts: 1 digit here
 
 
