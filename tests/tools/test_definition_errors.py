@@ -108,26 +108,6 @@ def test_typed_dicts_dataclasses_and_json_types_are_taken() -> None:
     assert set(ship.parameters["properties"]) == {"address", "box", "tags", "note"}
 
 
-def test_a_parameter_named_like_pydantics_own_attributes_is_refused() -> None:
-    """`model_config` was left out of the schema without a word (and refused as an extra input
-    if sent), `model_fields_set` validated to the wrong value, `model_dump` raised pydantic's
-    `ValueError`, and `_hidden` a `PydanticUserError`."""
-    def set_config(model_config: str, value: int) -> str:
-        return model_config
-
-    def dump(model_dump: bool) -> str:
-        return ""
-
-    def hide(_hidden: int) -> str:
-        return ""
-
-    for function, parameter in ((set_config, "model_config"), (dump, "model_dump"),
-                                (hide, "_hidden")):
-        with pytest.raises(TypeError, match=rf"tool '{function.__name__}': parameter "
-                           rf"'{parameter}' has a name pydantic keeps for itself .*: rename it"):
-            tool(function)
-
-
 def test_parameter_names_that_only_start_like_pydantics_are_taken() -> None:
     @tool
     def describe(model_name: str, model_size: int, private_: bool = False) -> str:

@@ -10,6 +10,7 @@ import json
 import re
 import sys
 import time
+import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -139,14 +140,17 @@ class Tool:
     timeout: float | None = None
     arguments_model: type[pydantic.BaseModel] | None = None
     takes_context: bool = False
+    context_parameter: str = "ctx"  # the parameter the `ToolContext` goes to
+    # parameters before a `/`: passed by position, in this order (the context's among them)
+    positional_only: tuple[str, ...] = ()
     raw_arguments: bool = False  # function(arguments: dict, ctx) rather than keyword arguments
     preview: ChangePreview | None = None  # the diff a call would make, for approval prompts
 
     _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
     # (function, whether it is async): `inspect` asked once, not on every call
     _kind_cache: tuple[ToolFunction, bool] | None = field(default=None, init=False, repr=False)
-    # (the arguments model, its field names): see `_field_names`
-    _fields_cache: tuple[type[pydantic.BaseModel], tuple[str, ...]] | None = field(
+    # (the arguments model, its (key, field name) pairs): see `_argument_keys`
+    _fields_cache: tuple[type[pydantic.BaseModel], tuple[tuple[str, str], ...]] | None = field(
         default=None, init=False, repr=False)
 
     def spec(self, *, strict: bool = False) -> ToolSpec:
@@ -170,16 +174,18 @@ class Tool:
         arguments = drop_null_optionals(arguments, self.parameters)
         if self.arguments_model is not None:
             model = self.arguments_model.model_validate(arguments)
-            return {name: getattr(model, name) for name in self._field_names(type(model))}
+            return {key: getattr(model, name) for key, name in self._argument_keys(type(model))}
         check_against_schema(arguments, self.parameters)
         return arguments
 
-    def _field_names(self, model: type[pydantic.BaseModel]) -> tuple[str, ...]:
-        """`model`'s field names, read from pydantic once per model class, not on every call
+    def _argument_keys(self, model: type[pydantic.BaseModel]) -> tuple[tuple[str, str], ...]:
+        """(the name the model writes — a field's alias, else its name —, the field's name) for
+        each field of `model`, read from pydantic once per model class, not on every call
         (`model_fields` is a descriptor that calls a class method each time it is read)."""
         known = self._fields_cache
         if known is None or known[0] is not model:
-            known = self._fields_cache = (model, tuple(model.model_fields))
+            known = self._fields_cache = (model, tuple(
+                (info.alias or name, name) for name, info in model.model_fields.items()))
         return known[1]
 
     def _is_async(self) -> bool:
@@ -195,10 +201,11 @@ class Tool:
             call_args: tuple[Any, ...] = (arguments, ctx)
             kwargs: dict[str, Any] = {}
         else:
-            call_args = ()
             kwargs = dict(arguments)
             if self.takes_context:
-                kwargs["ctx"] = ctx
+                kwargs[self.context_parameter] = ctx
+            call_args = _take_positional(kwargs, self.positional_only
+                                         ) if self.positional_only else ()
         if self._is_async():
             return await self.function(*call_args, **kwargs)
         run_in_thread = _thread_runner()  # the first plain tool call loads it
@@ -207,6 +214,17 @@ class Tool:
         if type(result) in _PLAIN_RESULTS or not inspect.isawaitable(result):
             return result
         return await result
+
+
+def _take_positional(kwargs: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The values of the positional-only parameters `names`, taken out of `kwargs` up to the
+    first one missing (the function then names what it lacks, as for any missing argument)."""
+    taken = []
+    for name in names:
+        if name not in kwargs:
+            break
+        taken.append(kwargs.pop(name))
+    return tuple(taken)
 
 
 _PLAIN_RESULTS = frozenset({str, bytes, dict, list, tuple, int, float, bool, type(None)})
@@ -279,8 +297,12 @@ def tool(
     `Parameters` or Sphinx `:param x:`). The model reads a text result as it is, anything else
     as JSON (dataclasses, dates, UUIDs and paths included).
 
+    A parameter may have any name (`json`, `schema`, `model_config`, `_id`): the model sees it
+    as written. One annotated `ToolContext` (or `ToolContext | None`), whatever its name, or
+    an unannotated `ctx`, gets the call's context instead of an argument.
+
     Raises `TypeError` for a function the model could not call as written: a `*args` or
-    `**kwargs` parameter, a parameter type with no JSON schema, a name pydantic reserves.
+    `**kwargs` parameter, a parameter type with no JSON schema, two context parameters.
     """
 
     def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
@@ -313,8 +335,8 @@ def tool_from_function(
     name = name or fn.__name__
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     try:
-        model, takes_context = arguments_model_for(fn, param_docs, tool_name=name)
-        parameters = clean_schema(model.model_json_schema())
+        signature = signature_of(fn, param_docs, tool_name=name)
+        parameters = clean_schema(signature.arguments_model.model_json_schema())
     except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
         raise _unusable_parameter(name, fn, exc) from None
     return FunctionTool(
@@ -329,27 +351,48 @@ def tool_from_function(
         core=core,
         timeout=timeout,
         network=network,
-        arguments_model=model,
-        takes_context=takes_context,
+        arguments_model=signature.arguments_model,
+        takes_context=signature.context_parameter is not None,
+        context_parameter=signature.context_parameter or "ctx",
+        positional_only=signature.positional_only,
     )
 
 
-def arguments_model_for(
-    fn: ToolFunction, param_docs: dict[str, str], *, tool_name: str | None = None
-) -> tuple[type[pydantic.BaseModel], bool]:
-    """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
-    pydantic is imported here, by the first tool made from a function, not by the package.
+@dataclass(frozen=True, slots=True)
+class ToolSignature:
+    """How a function is called with the arguments a model wrote."""
 
-    Raises `TypeError` for a `*args` or `**kwargs` parameter (the model could never be told of
-    what they take) and for a name pydantic keeps for itself (its argument would be lost)."""
+    arguments_model: type[pydantic.BaseModel]
+    context_parameter: str | None  # the parameter the `ToolContext` goes to, if any
+    positional_only: tuple[str, ...]  # passed by position, in order (the context's among them)
+
+
+def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
+                 tool_name: str | None = None) -> ToolSignature:
+    """The pydantic model of the function's parameters (minus an injected `ToolContext`), and
+    how to call it. pydantic is imported here, by the first tool made from a function, not by
+    the package.
+
+    Each field is named `p0`, `p1`… and aliased to its parameter's name, so any name the model
+    may write is a parameter name: `json`, `schema` or `model_config` as a field name would
+    shadow (or be) an attribute of `pydantic.BaseModel` — pydantic warns, or drops the field —
+    and a leading underscore would make it private. Raises `TypeError` for a `*args` or
+    `**kwargs` parameter (the model could never be told what they take) and for a function
+    that takes the context twice."""
     import pydantic
 
     shown = tool_name or fn.__name__
     fields: dict[str, Any] = {}
-    takes_context = False
+    context: str | None = None
+    positional_only: list[str] = []
     for param, annotation in _parameters(fn):
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append(param.name)
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
-            takes_context = True
+            if context is not None:
+                raise TypeError(f"tool {shown!r}: parameters {context!r} and {param.name!r} "
+                                "both take the ToolContext: keep one")
+            context = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
@@ -357,21 +400,14 @@ def arguments_model_for(
                 f"tool {shown!r}: parameter {stars}{param.name} cannot be "
                 "shown to the model (a tool's schema names each argument): give each argument "
                 "a parameter of its own, or take one `dict` parameter")
-        if param.name.startswith("_") or (param.name.startswith("model_")
-                                          and hasattr(pydantic.BaseModel, param.name)):
-            raise TypeError(
-                f"tool {shown!r}: parameter {param.name!r} has a name "
-                "pydantic keeps for itself (a leading underscore, or a name of "
-                "`pydantic.BaseModel`), so the model's argument would not reach it: rename it")
         annotation, doc = _split_annotated(annotation)
         default = ... if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            pydantic.Field(default, description=doc or param_docs.get(param.name)),
-        )
+        fields[f"p{len(fields)}"] = (annotation, pydantic.Field(
+            default, alias=param.name, description=doc or param_docs.get(param.name)))
     model = pydantic.create_model(
         f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
-    return model, takes_context
+    return ToolSignature(arguments_model=model, context_parameter=context,
+                         positional_only=tuple(positional_only))
 
 
 def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
@@ -419,6 +455,10 @@ def _type_name(annotation: Any) -> str:
 
 
 def _is_context(annotation: Any) -> bool:
+    """`ToolContext`, `ToolContext[Deps]`, or either `| None` (a tool also called directly)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        others = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return len(others) == 1 and _is_context(others[0])
     if typing.get_origin(annotation) is ToolContext:  # ToolContext[Deps]
         return True
     return annotation is ToolContext or (
