@@ -7,7 +7,6 @@ import contextlib
 import functools
 import inspect
 import json
-import re
 import sys
 import time
 import types
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 from typing_extensions import TypeVar
 
 from loopwright.messages import Message, ToolSpec, Usage
+from loopwright.tools.docstrings import parse_docstring
 from loopwright.tools.schema import (
     check_against_schema,
     drop_null_optionals,
@@ -476,80 +476,6 @@ def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
     if rest:
         return typing.Annotated[(base, *rest)], doc
     return base, doc
-
-
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?):\s*$")
-_PARAM_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_SPHINX_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-, NumPy- or Sphinx-style docstring."""
-    lines, params = _numpy_sections(doc.splitlines())
-    description: list[str] = []
-    section: str | None = None
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        header = _SECTION.match(stripped)
-        if header:
-            section, current = header.group(1).lower(), None
-            continue
-        sphinx = _SPHINX_PARAM.match(stripped)
-        if sphinx:
-            current = sphinx.group(1)
-            params[current] = sphinx.group(2).strip()
-            section = "sphinx"
-            continue
-        if stripped.startswith(":"):
-            section, current = "sphinx-other", None
-            continue
-        if section in ("args", "arguments", "parameters", "params"):
-            match = _PARAM_LINE.match(line)
-            if match and (not line.startswith(" " * 8) or current is None):
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current and stripped:
-                params[current] = f"{params[current]} {stripped}".strip()
-            continue
-        if section is None:
-            description.append(line)
-        elif section == "sphinx" and current and stripped:
-            params[current] = f"{params[current]} {stripped}".strip()
-    return "\n".join(description).strip(), params
-
-
-_NUMPY_TITLE = re.compile(r"^[A-Za-z][A-Za-z ]*$")
-_NUMPY_UNDERLINE = re.compile(r"^-{3,}$")
-_NUMPY_PARAMETERS = frozenset({"parameters", "other parameters", "arguments", "args", "params"})
-_NUMPY_PARAM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
-
-
-def _numpy_sections(lines: list[str]) -> tuple[list[str], dict[str, str]]:
-    """(the lines before the first NumPy-style section, {param: description} from its
-    `Parameters` sections). A section is a title underlined with dashes; a parameter is a
-    `name : type` line at the title's indentation, described by the indented lines under it."""
-    titles = {i for i in range(len(lines) - 1) if _NUMPY_TITLE.match(lines[i].strip())
-              and _NUMPY_UNDERLINE.match(lines[i + 1].strip())}
-    if not titles:
-        return lines, {}
-    params: dict[str, str] = {}
-    in_parameters, current = False, tuple[str, ...]()
-    for index in range(min(titles), len(lines)):
-        line, stripped = lines[index], lines[index].strip()
-        if index in titles:
-            in_parameters, current = stripped.lower() in _NUMPY_PARAMETERS, ()
-        elif not in_parameters or not stripped or index - 1 in titles:
-            continue
-        elif not line[:1].isspace():
-            match = _NUMPY_PARAM.match(stripped)
-            current = tuple(name.strip().lstrip("*") for name in match.group(1).split(",")
-                            ) if match else ()
-            params.update(dict.fromkeys(current, ""))
-        else:
-            for name in current:
-                params[name] = f"{params[name]} {stripped}".strip()
-    return lines[:min(titles)], params
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
