@@ -30,6 +30,7 @@ from loopwright.tools.schema import (
 
 if TYPE_CHECKING:
     import pydantic
+    import pydantic.json_schema
 
     from loopwright.budget import IterationBudget
     from loopwright.events import Event, StatusKind
@@ -179,13 +180,14 @@ class Tool:
         return arguments
 
     def _argument_keys(self, model: type[pydantic.BaseModel]) -> tuple[tuple[str, str], ...]:
-        """(the name the model writes — a field's alias, else its name —, the field's name) for
-        each field of `model`, read from pydantic once per model class, not on every call
-        (`model_fields` is a descriptor that calls a class method each time it is read)."""
+        """(the function's parameter, the field's name) for each field of `model` (a model not
+        made from a function: its field names), read from pydantic once per model class, not
+        on every call (`model_fields` is a descriptor that calls a class method each time)."""
         known = self._fields_cache
         if known is None or known[0] is not model:
+            parameters = _PARAMETER_NAMES.get(model, {})
             known = self._fields_cache = (model, tuple(
-                (info.alias or name, name) for name, info in model.model_fields.items()))
+                (parameters.get(name, name), name) for name in model.model_fields))
         return known[1]
 
     def _is_async(self) -> bool:
@@ -336,7 +338,8 @@ def tool_from_function(
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     try:
         signature = signature_of(fn, param_docs, tool_name=name)
-        parameters = clean_schema(signature.arguments_model.model_json_schema())
+        parameters = clean_schema(signature.arguments_model.model_json_schema(
+            schema_generator=_tool_schema_generator()))
     except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
         raise _unusable_parameter(name, fn, exc) from None
     return FunctionTool(
@@ -383,6 +386,7 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
 
     shown = tool_name or fn.__name__
     fields: dict[str, Any] = {}
+    parameter_names: dict[str, str] = {}
     context: str | None = None
     positional_only: list[str] = []
     for param, annotation in _parameters(fn):
@@ -400,14 +404,55 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
                 f"tool {shown!r}: parameter {stars}{param.name} cannot be "
                 "shown to the model (a tool's schema names each argument): give each argument "
                 "a parameter of its own, or take one `dict` parameter")
-        annotation, doc = _split_annotated(annotation)
-        default = ... if param.default is param.empty else param.default
-        fields[f"p{len(fields)}"] = (annotation, pydantic.Field(
-            default, alias=param.name, description=doc or param_docs.get(param.name)))
+        fields[f"p{len(fields)}"] = _field(param, annotation, param_docs.get(param.name))
+        parameter_names[f"p{len(parameter_names)}"] = param.name
     model = pydantic.create_model(
         f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
+    _PARAMETER_NAMES[model] = parameter_names
     return ToolSignature(arguments_model=model, context_parameter=context,
                          positional_only=tuple(positional_only))
+
+
+@functools.cache
+def _tool_schema_generator() -> type[pydantic.json_schema.GenerateJsonSchema]:
+    """pydantic's JSON schema generator, quiet about a default with no JSON form (it is left
+    out of the schema, which is all the model needs): its warning raised under `-W error`."""
+    from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
+
+    class ToolSchema(GenerateJsonSchema):
+        ignored_warning_kinds: set[JsonSchemaWarningKind] = {  # noqa: RUF012 (pydantic's)
+            "skipped-choice", "non-serializable-default"}
+
+    return ToolSchema
+
+
+# the parameter each field of a model made from a function stands for ({"p0": "json", …}):
+# `Tool.validate` gives the function its arguments under these names
+_PARAMETER_NAMES: weakref.WeakKeyDictionary[type[Any], dict[str, str]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _field(param: inspect.Parameter, annotation: Any, documented: str | None
+           ) -> tuple[Any, Any]:
+    """The (type, `pydantic.Field`) of one parameter: named as the parameter unless its own
+    `Field` gives an alias, described by its own `Field`, else `Annotated`'s string, else the
+    docstring. A `Field(...)` as the default (`limit: int = Field(10, ge=1)`) is its `Field`.
+    Only what is known is set: a `Field` given `description=None` hides the function's own."""
+    import pydantic
+    from pydantic.fields import FieldInfo
+
+    annotation, doc = _split_annotated(annotation)
+    default = ... if param.default is param.empty else param.default
+    if isinstance(default, FieldInfo):
+        annotation, default = typing.Annotated[annotation, default], ...
+    own = [extra for extra in getattr(annotation, "__metadata__", ())
+           if isinstance(extra, FieldInfo)]
+    settings: dict[str, Any] = {}
+    if not any(info.alias or info.validation_alias for info in own):
+        settings["alias"] = param.name
+    if (doc or documented) and not any(info.description for info in own):
+        settings["description"] = doc or documented
+    return annotation, pydantic.Field(default, **settings)
 
 
 def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
