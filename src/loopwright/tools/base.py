@@ -7,6 +7,7 @@ import contextlib
 import functools
 import inspect
 import json
+import re
 import sys
 import time
 import types
@@ -113,6 +114,8 @@ class ToolContext(Generic[DepsT]):
 
 
 ToolFunction = Callable[..., Any]
+# what OpenAI's function names allow, and Anthropic's: a name outside it fails every request
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -153,6 +156,13 @@ class Tool:
     # (the arguments model, its (key, field name) pairs): see `_argument_keys`
     _fields_cache: tuple[type[pydantic.BaseModel], tuple[tuple[str, str], ...]] | None = field(
         default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"tool name {self.name[:80]!r} is not one every provider accepts: use 1 to 64 "
+                "ASCII letters, digits, '_' or '-' (OpenAI and Anthropic refuse every request "
+                "that offers it), e.g. @tool(name=\"get_weather\")")
 
     def spec(self, *, strict: bool = False) -> ToolSpec:
         """The tool as advertised. `strict=True` gives an OpenAI strict-mode schema when the
@@ -255,6 +265,7 @@ class FunctionTool(Tool, Generic[P, R]):
         return result
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.__wrapped__ = self.function
         self.__doc__ = self.function.__doc__
 
