@@ -6,14 +6,12 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import json
 import re
-import sys
 import time
 import types
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
@@ -25,8 +23,10 @@ from loopwright.tools.docstrings import parse_docstring
 from loopwright.tools.schema import (
     check_against_schema,
     drop_null_optionals,
-    inline_refs,
     strict_schema,
+)
+from loopwright.tools.schema import (  # its home is schema.py; mcp/ and output/ read it here
+    clean_schema as clean_schema,
 )
 
 if TYPE_CHECKING:
@@ -532,55 +532,3 @@ def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
     if rest:
         return typing.Annotated[(base, *rest)], doc
     return base, doc
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing, and inline
-    `$defs` references (recursive models keep theirs)."""
-
-    def walk(node: Any, *, in_properties: bool = False) -> Any:
-        if isinstance(node, dict):
-            return {
-                key: walk(value, in_properties=key == "properties" and not in_properties)
-                for key, value in node.items()
-                if not (key == "title" and not in_properties and isinstance(value, str))
-            }
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        return node
-
-    cleaned: dict[str, Any] = walk(inline_refs(schema))
-    cleaned.setdefault("type", "object")
-    cleaned.setdefault("properties", {})
-    return cleaned
-
-
-def render_result(value: Any) -> str:
-    """A tool's return value as the text the model reads."""
-    if isinstance(value, str):
-        return value if value else "(no output)"
-    if value is None:
-        return "(no output)"
-    # a pydantic model can only exist once pydantic is imported: no need to import it here
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(value, pydantic.BaseModel):
-        dumped: str = value.model_dump_json()
-        return dumped
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
-    except (TypeError, ValueError):  # a cycle, or a key JSON cannot have
-        return str(value)
-
-
-def _jsonable(value: Any) -> Any:
-    """`json.dumps`'s fallback: what pydantic can make JSON of (dataclasses, dates, UUIDs, paths,
-    sets…) as that JSON, anything else as its text. Only a result with such a value pays the
-    import. An iterator stays its text: reading it could take forever (`itertools.count()`)."""
-    from pydantic_core import to_jsonable_python
-
-    if isinstance(value, Iterator):
-        return str(value)
-    try:
-        return to_jsonable_python(value, fallback=str)
-    except ValueError:  # bytes that are not UTF-8
-        return str(value)

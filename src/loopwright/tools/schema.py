@@ -335,3 +335,24 @@ def _is_type(value: Any, kind: str) -> bool:
     if kind in ("integer", "number") and isinstance(value, bool):
         return False
     return isinstance(value, types)
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing, and inline
+    `$defs` references (recursive models keep theirs)."""
+
+    def walk(node: Any, *, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: walk(value, in_properties=key == "properties" and not in_properties)
+                for key, value in node.items()
+                if not (key == "title" and not in_properties and isinstance(value, str))
+            }
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = walk(inline_refs(schema))
+    cleaned.setdefault("type", "object")
+    cleaned.setdefault("properties", {})
+    return cleaned
