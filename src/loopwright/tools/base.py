@@ -7,6 +7,7 @@ import contextlib
 import functools
 import inspect
 import re
+import sys
 import time
 import types
 import typing
@@ -318,15 +319,18 @@ def tool(
     `**kwargs` parameter, a parameter type with no JSON schema, two context parameters.
     """
 
-    def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
+    def build(fn: ToolFunction, namespace: Namespace | None = None) -> FunctionTool[Any, Any]:
         return tool_from_function(
             fn, name=name, description=description, read_only=read_only,
             interactive=interactive, tags=tags, deferred=deferred, core=core, timeout=timeout,
             network=network,
+            # the names where the decorator is applied, as pydantic's `validate_call` takes
+            # them: a type defined in the same function as the tool
+            namespace=sys._getframe(1).f_locals if namespace is None else namespace,
         )
 
     if function is not None:
-        return build(function)
+        return build(function, sys._getframe(1).f_locals)
     return build
 
 
@@ -342,17 +346,20 @@ def tool_from_function(
     core: bool = False,
     timeout: float | None = None,
     network: bool = False,
+    namespace: Namespace | None = None,
 ) -> FunctionTool[Any, Any]:
+    """`@tool`'s work; `namespace` holds the names visible where the function was defined, for
+    its string annotations (`from __future__ import annotations`)."""
     import pydantic
 
     name = name or fn.__name__
     summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     try:
-        signature = signature_of(fn, param_docs, tool_name=name)
+        signature = signature_of(fn, param_docs, tool_name=name, namespace=namespace)
         parameters = clean_schema(signature.arguments_model.model_json_schema(
             schema_generator=_tool_schema_generator()))
     except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
-        raise _unusable_parameter(name, fn, exc) from None
+        raise _unusable_parameter(name, fn, exc, namespace) from None
     return FunctionTool(
         name=name,
         description=description or summary or fn.__name__.replace("_", " "),
@@ -382,7 +389,8 @@ class ToolSignature:
 
 
 def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
-                 tool_name: str | None = None) -> ToolSignature:
+                 tool_name: str | None = None, namespace: Namespace | None = None
+                 ) -> ToolSignature:
     """The pydantic model of the function's parameters (minus an injected `ToolContext`), and
     how to call it. pydantic is imported here, by the first tool made from a function, not by
     the package.
@@ -400,7 +408,7 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
     parameter_names: dict[str, str] = {}
     context: str | None = None
     positional_only: list[str] = []
-    for param, annotation in _parameters(fn):
+    for param, annotation in _parameters(fn, namespace, shown=shown):
         if param.kind is param.POSITIONAL_ONLY:
             positional_only.append(param.name)
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
@@ -466,23 +474,58 @@ def _field(param: inspect.Parameter, annotation: Any, documented: str | None
     return annotation, pydantic.Field(default, **settings)
 
 
-def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
-    """Each parameter of `fn` with its resolved annotation (`Any` when it has none)."""
-    hints = typing.get_type_hints(fn, include_extras=True)
-    return [(param, hints.get(param.name, Any))
-            for param in inspect.signature(fn).parameters.values()]
+Namespace = typing.Mapping[str, Any]
+
+
+def _parameters(fn: ToolFunction, namespace: Namespace | None = None, *, shown: str = ""
+                ) -> list[tuple[inspect.Parameter, Any]]:
+    """Each parameter of `fn` with its resolved annotation (`Any` when it has none), names in
+    string annotations (`from __future__ import annotations`) looked up in the function's
+    module, then in `namespace` (where `@tool` was applied: a class defined in a function)."""
+    params = list(inspect.signature(fn).parameters.values())
+    local = dict(namespace) if namespace is not None else None
+    try:
+        hints = typing.get_type_hints(fn, localns=local, include_extras=True)
+    except NameError:  # one annotation names what is not there at run time: find which
+        hints = {param.name: _resolved(fn, param, local, shown or fn.__name__)
+                 for param in params if param.annotation is not param.empty}
+    return [(param, hints.get(param.name, Any)) for param in params]
+
+
+# `ToolContext`, `ToolContext[Deps]`, `lw.ToolContext | None`, `Optional[ToolContext]`: what a
+# module that imports ToolContext only for type checkers (`if TYPE_CHECKING:`) writes
+_CONTEXT_TEXT = re.compile(r"\s*(?:(?:typing\.)?Optional\[)?(?:[\w.]+\.)?ToolContext\b")
+
+
+def _resolved(fn: ToolFunction, param: inspect.Parameter, namespace: dict[str, Any] | None,
+              shown: str) -> Any:
+    """One parameter's annotation, resolved alone; `ToolContext` for one that names it but
+    cannot be resolved (imported for type checkers only)."""
+    holder = types.SimpleNamespace(__annotations__={param.name: param.annotation})
+    try:
+        return typing.get_type_hints(holder, globalns=getattr(fn, "__globals__", {}),
+                                     localns=namespace, include_extras=True)[param.name]
+    except NameError as exc:
+        if isinstance(param.annotation, str) and _CONTEXT_TEXT.match(param.annotation):
+            return ToolContext
+        raise TypeError(
+            f"tool {shown!r}: the annotation of parameter {param.name!r} "
+            f"({param.annotation!r}) cannot be resolved: {exc}; define or import what it "
+            "names at the module's top level (an import under `if TYPE_CHECKING:` is not "
+            "there when the program runs)") from None
 
 
 _ARGUMENTS_CONFIG: pydantic.ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": True}
 
 
-def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeError:
+def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception,
+                        namespace: Namespace | None) -> TypeError:
     """pydantic's refusal of a tool's parameters as one `TypeError` naming the parameter at
     fault (found by trying each alone: only on this path, so a good tool pays nothing)."""
     import pydantic
 
     culprit = None
-    for param, annotation in _parameters(fn):
+    for param, annotation in _parameters(fn, namespace, shown=name):
         if _is_context(annotation) or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         try:
@@ -517,9 +560,7 @@ def _is_context(annotation: Any) -> bool:
         return len(others) == 1 and _is_context(others[0])
     if typing.get_origin(annotation) is ToolContext:  # ToolContext[Deps]
         return True
-    return annotation is ToolContext or (
-        isinstance(annotation, str) and annotation.split("[", 1)[0].endswith("ToolContext")
-    )
+    return annotation is ToolContext
 
 
 def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
