@@ -2,117 +2,44 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
 import re
 import sys
-import time
 import types
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
 from typing_extensions import TypeVar
 
-from loopwright.messages import Message, ToolSpec, Usage
+from loopwright.messages import ToolSpec
+from loopwright.tools.context import (  # their home is context.py; read here too (`__all__`)
+    ApprovalGate,
+    CallingRun,
+    ChangePreview,
+    DepsT,
+    ToolContext,
+)
+from loopwright.tools.context import _deny_all as _deny_all  # run_state.py reads it here
 from loopwright.tools.docstrings import parse_docstring
 from loopwright.tools.schema import (
     check_against_schema,
+    clean_schema,  # its home; mcp/ and output/ read it here
     drop_null_optionals,
     strict_schema,
 )
-from loopwright.tools.schema import (  # its home is schema.py; mcp/ and output/ read it here
-    clean_schema as clean_schema,
-)
+
+__all__ = [
+    "ApprovalGate", "CallingRun", "DepsT", "FunctionTool", "Tool", "ToolContext", "ToolFunction",
+    "ToolSignature", "clean_schema", "signature_of", "tool", "tool_from_function"]
 
 if TYPE_CHECKING:
     import pydantic
     import pydantic.json_schema
-
-    from loopwright.budget import IterationBudget
-    from loopwright.events import Event, StatusKind
-
-ApprovalGate = Callable[[str, str], Awaitable[bool]]
-StatusEmitter = Callable[["StatusKind", str, dict[str, Any]], None]
-EffectRecorder = Callable[[dict[str, Any]], Awaitable[None]]
-ChangePreview = Callable[[dict[str, Any], "ToolContext[Any]"], Awaitable[str]]
-"""`(arguments, ctx) -> diff`: what a file-changing call would change, as a unified diff ("" if
-unknown), shown when the call waits for the user's approval."""
-
-
-async def _deny_all(action: str, detail: str) -> bool:
-    return False
-
-
-DepsT = TypeVar("DepsT", default=Any)
-
-
-@dataclass(frozen=True, slots=True)
-class CallingRun:
-    """What a tool may see of the run that called it (`ToolContext.run`), and no more: a
-    sub-agent shares the run's budget, its events and its usage; a tool reads the history
-    (live, not to be changed)."""
-
-    agent_tag: str
-    session_id: str | None
-    budget: IterationBudget
-    history: Sequence[Message]
-    emit: Callable[[Event], None]
-    charge: Callable[[Usage, float | None], None]
-
-
-@dataclass(kw_only=True)
-class ToolContext(Generic[DepsT]):
-    """What a tool may ask of the run that called it; injected into a `ctx: ToolContext` param.
-    `deps` is what `Agent.run(..., deps=)` was given: annotate `ctx: ToolContext[MyDeps]` and
-    `ctx.deps` is typed."""
-
-    deps: DepsT = field(default=typing.cast(Any, None))
-
-    workdir: Path = field(default_factory=Path.cwd)
-    session_id: str | None = None
-    run_id: str = ""
-    call_id: str = ""
-    # the same for a call the model makes again after a crash cut it off (tools/idempotency.py):
-    # a tool with a side effect records it with the effect and skips an effect it already holds
-    idempotency_key: str = ""
-    # makes a record of what the call is about to change durable first (the session recorder
-    # sets it on calls that are not read-only; tools/effects.py); None without a session store
-    record_effect: EffectRecorder | None = None
-    approve: ApprovalGate = _deny_all
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
-    emit_status: StatusEmitter | None = None
-    services: dict[str, Any] = field(default_factory=dict)  # agent, store, memory… by name
-    run: CallingRun | None = None  # None outside a run (a tool called directly)
-    approval_wait: float = 0.0  # seconds this call spent waiting for the user's approval
-
-    def __post_init__(self) -> None:
-        # the wrapper reaches this context weakly: a strong reference would make the two a
-        # cycle, left for the garbage collector by every tool call (its collections are CPU
-        # a turn; a context is otherwise freed as soon as the call is over)
-        gate, context = self.approve, weakref.ref(self)
-
-        async def timed(action: str, detail: str) -> bool:
-            started = time.perf_counter()
-            try:
-                return await gate(action, detail)
-            finally:  # the human's time is no tool time
-                ctx = context()
-                if ctx is not None:
-                    ctx.approval_wait += time.perf_counter() - started
-
-        self.approve = timed
-
-    def status(self, kind: StatusKind, message: str, **data: Any) -> None:
-        if self.emit_status is not None:
-            self.emit_status(kind, message, data)
-
 
 ToolFunction = Callable[..., Any]
 # what OpenAI's function names allow, and Anthropic's: a name outside it fails every request
@@ -352,8 +279,9 @@ def tool_from_function(
     its string annotations (`from __future__ import annotations`)."""
     import pydantic
 
-    name = name or fn.__name__
-    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    name = name or _default_name(fn)
+    described = _described(fn)
+    summary, param_docs = parse_docstring(_docstring(fn, described))
     try:
         signature = signature_of(fn, param_docs, tool_name=name, namespace=namespace)
         parameters = clean_schema(signature.arguments_model.model_json_schema(
@@ -362,7 +290,7 @@ def tool_from_function(
         raise _unusable_parameter(name, fn, exc, namespace) from None
     return FunctionTool(
         name=name,
-        description=description or summary or fn.__name__.replace("_", " "),
+        description=description or summary or name.replace("_", " "),
         parameters=parameters,
         function=fn,
         read_only=read_only,
@@ -403,7 +331,7 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
     that takes the context twice."""
     import pydantic
 
-    shown = tool_name or fn.__name__
+    shown = tool_name or _default_name(fn)
     fields: dict[str, Any] = {}
     parameter_names: dict[str, str] = {}
     context: str | None = None
@@ -426,7 +354,7 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
         fields[f"p{len(fields)}"] = _field(param, annotation, param_docs.get(param.name))
         parameter_names[f"p{len(parameter_names)}"] = param.name
     model = pydantic.create_model(
-        f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
+        f"{shown}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
     _PARAMETER_NAMES[model] = parameter_names
     return ToolSignature(arguments_model=model, context_parameter=context,
                          positional_only=tuple(positional_only))
@@ -485,11 +413,40 @@ def _parameters(fn: ToolFunction, namespace: Namespace | None = None, *, shown: 
     params = list(inspect.signature(fn).parameters.values())
     local = dict(namespace) if namespace is not None else None
     try:
-        hints = typing.get_type_hints(fn, localns=local, include_extras=True)
+        hints = typing.get_type_hints(_described(fn), localns=local, include_extras=True)
     except NameError:  # one annotation names what is not there at run time: find which
-        hints = {param.name: _resolved(fn, param, local, shown or fn.__name__)
+        hints = {param.name: _resolved(fn, param, local, shown)
                  for param in params if param.annotation is not param.empty}
     return [(param, hints.get(param.name, Any)) for param in params]
+
+
+def _default_name(fn: ToolFunction) -> str:
+    """The name of the function (a `functools.partial`'s), or of a callable object's class."""
+    described = _described(fn)
+    if described is not fn and not isinstance(fn, functools.partial):
+        return type(fn).__name__
+    return str(getattr(described, "__name__", type(fn).__name__))
+
+
+def _docstring(fn: ToolFunction, described: Any) -> str:
+    """The docstring that describes `fn`: a callable object's `__call__`'s own (not the one it
+    inherits from `object`), else its class's; `partial`'s class doc is never it."""
+    if described is fn or isinstance(fn, functools.partial):
+        return inspect.getdoc(described) or ""
+    own = getattr(described, "__doc__", None)
+    if own:
+        return inspect.cleandoc(own)
+    return inspect.getdoc(fn) or ""
+
+
+def _described(fn: ToolFunction) -> Any:
+    """What describes `fn` (its name, docstring and annotations): the function a
+    `functools.partial` wraps, the `__call__` of a callable object, else `fn`."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return fn
+    return getattr(fn, "__call__", fn)  # noqa: B004 (a callable object's own method)
 
 
 # `ToolContext`, `ToolContext[Deps]`, `lw.ToolContext | None`, `Optional[ToolContext]`: what a
@@ -503,7 +460,7 @@ def _resolved(fn: ToolFunction, param: inspect.Parameter, namespace: dict[str, A
     cannot be resolved (imported for type checkers only)."""
     holder = types.SimpleNamespace(__annotations__={param.name: param.annotation})
     try:
-        return typing.get_type_hints(holder, globalns=getattr(fn, "__globals__", {}),
+        return typing.get_type_hints(holder, globalns=getattr(_described(fn), "__globals__", {}),
                                      localns=namespace, include_extras=True)[param.name]
     except NameError as exc:
         if isinstance(param.annotation, str) and _CONTEXT_TEXT.match(param.annotation):
