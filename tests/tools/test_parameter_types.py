@@ -12,9 +12,10 @@ import pydantic
 import typing_extensions
 from pydantic import Field
 
-from loopwright import Agent, tool
+from loopwright import Agent, Tool, tool
 from loopwright.events import Event, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.tools.schema import clean_schema
 
 
 async def run_calls(tools: list[Any], *calls: Any, **options: Any
@@ -175,3 +176,25 @@ async def test_a_typed_dicts_not_required_keys_may_be_left_out_or_sent_as_null()
     assert absent.content == null.content == "[('name', 'a')]"
     assert kept_null.content == "[('name', 'a'), ('note', None)]"  # null is a value it takes
     assert missing.is_error and "missing required argument 'options.name'" in missing.content
+
+
+async def test_nulls_for_nested_optionals_of_a_draft_7_schema_mean_not_given() -> None:
+    """A raw schema (an MCP server's) keeps its recursive types under draft-07's `definitions`:
+    `children: null` inside failed the schema check."""
+    seen: list[dict[str, Any]] = []
+
+    async def record(arguments: dict[str, Any], ctx: Any) -> str:
+        seen.append(arguments)
+        return "ok"
+
+    node = {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/definitions/Node"}}}}
+    remote = Tool(name="record", description="Record a tree.", function=record,
+                  raw_arguments=True, parameters=clean_schema({
+                      "type": "object", "required": ["tree"], "definitions": {"Node": node},
+                      "properties": {"tree": {"$ref": "#/definitions/Node"}}}))
+    tree = {"name": "a", "children": [{"name": "b", "children": None}]}
+    (outcome,), _ = await run_calls([remote], call("record", {"tree": tree}))
+    assert (outcome.is_error, outcome.content) == (False, "ok")
+    assert seen == [{"tree": {"name": "a", "children": [{"name": "b"}]}}]

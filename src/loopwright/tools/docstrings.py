@@ -143,7 +143,8 @@ def _is_google_header(lines: list[str], index: int) -> bool:
     header = _GOOGLE_HEADER.match(lines[index].strip())
     if header is None or header.group(1).strip().lower() not in _GOOGLE_SECTIONS:
         return False
-    following = next((line for line in lines[index + 1:] if line.strip()), "")
+    following = next((lines[at] for at in range(index + 1, len(lines)) if lines[at].strip()),
+                     "")
     return following[:1].isspace() or (
         header.group(1).strip().lower() in _PARAMETER_SECTIONS
         and _GOOGLE_PARAM.match(following) is not None)

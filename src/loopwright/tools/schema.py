@@ -151,7 +151,8 @@ def drop_null_optionals(arguments: dict[str, Any], schema: dict[str, Any]) -> di
     """Remove `null` values of optional parameters whose schema does not accept null, so their
     defaults apply — at any depth: models send `null` for "not given", and strict mode makes
     them send it for every optional field, a nested model's or a `NotRequired` key's too."""
-    return _without_null_optionals(arguments, schema, schema.get("$defs") or {})
+    return _without_null_optionals(
+        arguments, schema, schema.get("$defs") or schema.get("definitions") or {})
 
 
 def _without_null_optionals(arguments: dict[str, Any], schema: dict[str, Any],
@@ -199,8 +200,8 @@ def _object_or_array(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
         if not isinstance(prop, dict):
             return None
         ref = prop.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            prop = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+            prop = defs.get(ref.rsplit("/", 1)[1])  # draft-07's `definitions`: MCP servers'
             continue
         options = [option for option in prop.get("anyOf") or prop.get("oneOf") or []
                    if isinstance(option, dict) and option.get("type") != "null"]
