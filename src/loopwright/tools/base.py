@@ -234,8 +234,8 @@ def tool(
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
-    `Annotated[int, "the count"]` or from the docstring (a Google `Args:` section, NumPy
-    `Parameters` or Sphinx `:param x:`). The model reads a text result as it is, anything else
+    `Annotated[int, "the count"]`, a `Field(description=…)` or the docstring (a Google `Args:`
+    section, NumPy `Parameters` or Sphinx `:param x:`, mixed freely). The model reads a text result as it is, anything else
     as JSON (dataclasses, dates, UUIDs and paths included).
 
     A parameter may have any name (`json`, `schema`, `model_config`, `_id`): the model sees it
@@ -243,7 +243,9 @@ def tool(
     an unannotated `ctx`, gets the call's context instead of an argument.
 
     Raises `TypeError` for a function the model could not call as written: a `*args` or
-    `**kwargs` parameter, a parameter type with no JSON schema, two context parameters.
+    `**kwargs` parameter, a parameter type with no JSON schema (or a name in an annotation
+    that is not there at run time), two context parameters; `ValueError` for a tool name a
+    provider refuses (1 to 64 ASCII letters, digits, `_` or `-`).
     """
 
     def build(fn: ToolFunction, namespace: Namespace | None = None) -> FunctionTool[Any, Any]:
@@ -411,11 +413,10 @@ def _parameters(fn: ToolFunction, namespace: Namespace | None = None, *, shown: 
     string annotations (`from __future__ import annotations`) looked up in the function's
     module, then in `namespace` (where `@tool` was applied: a class defined in a function)."""
     params = list(inspect.signature(fn).parameters.values())
-    local = dict(namespace) if namespace is not None else None
     try:
-        hints = typing.get_type_hints(_described(fn), localns=local, include_extras=True)
+        hints = typing.get_type_hints(_described(fn), localns=namespace, include_extras=True)
     except NameError:  # one annotation names what is not there at run time: find which
-        hints = {param.name: _resolved(fn, param, local, shown)
+        hints = {param.name: _resolved(fn, param, namespace, shown)
                  for param in params if param.annotation is not param.empty}
     return [(param, hints.get(param.name, Any)) for param in params]
 
@@ -454,7 +455,7 @@ def _described(fn: ToolFunction) -> Any:
 _CONTEXT_TEXT = re.compile(r"\s*(?:(?:typing\.)?Optional\[)?(?:[\w.]+\.)?ToolContext\b")
 
 
-def _resolved(fn: ToolFunction, param: inspect.Parameter, namespace: dict[str, Any] | None,
+def _resolved(fn: ToolFunction, param: inspect.Parameter, namespace: Namespace | None,
               shown: str) -> Any:
     """One parameter's annotation, resolved alone; `ToolContext` for one that names it but
     cannot be resolved (imported for type checkers only)."""
