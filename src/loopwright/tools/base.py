@@ -235,8 +235,8 @@ def tool(
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
     `Annotated[int, "the count"]`, a `Field(description=…)` or the docstring (a Google `Args:`
-    section, NumPy `Parameters` or Sphinx `:param x:`, mixed freely). The model reads a text result as it is, anything else
-    as JSON (dataclasses, dates, UUIDs and paths included).
+    section, NumPy `Parameters` or Sphinx `:param x:`, mixed freely). The model reads a text
+    result as it is, anything else as JSON (dataclasses, dates, UUIDs and paths included).
 
     A parameter may have any name (`json`, `schema`, `model_config`, `_id`): the model sees it
     as written. One annotated `ToolContext` (or `ToolContext | None`), whatever its name, or
