@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,3 +116,19 @@ def test_parameter_names_that_only_start_like_pydantics_are_taken() -> None:
     assert set(describe.parameters["properties"]) == {"model_name", "model_size", "private_"}
     assert describe.validate({"model_name": "m", "model_size": 3}) == {
         "model_name": "m", "model_size": 3, "private_": False}
+
+
+def test_a_generator_function_is_refused_not_shown_as_its_repr() -> None:
+    """The model read '<generator object rows at 0x…>' (and an async generator failed every
+    call with "can't be used in 'await' expression")."""
+    def rows(n: int) -> Iterator[int]:
+        yield from range(n)
+
+    async def stream(n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            yield i
+
+    for function in (rows, stream):
+        with pytest.raises(TypeError, match=rf"tool '{function.__name__}' is a generator "
+                           r"function: .* return the values \(`return list\(…\)`"):
+            Agent("m", tools=[function])

@@ -244,7 +244,8 @@ def tool(
 
     Raises `TypeError` for a function the model could not call as written: a `*args` or
     `**kwargs` parameter, a parameter type with no JSON schema (or a name in an annotation
-    that is not there at run time), two context parameters; `ValueError` for a tool name a
+    that is not there at run time), two context parameters, a generator function (what it
+    yields would never reach the model); `ValueError` for a tool name a
     provider refuses (1 to 64 ASCII letters, digits, `_` or `-`).
     """
 
@@ -334,6 +335,10 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
     import pydantic
 
     shown = tool_name or _default_name(fn)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"tool {shown!r} is a generator function: the model would read '<generator "
+            "object …>', never what it yields; return the values (`return list(…)`, or text)")
     fields: dict[str, Any] = {}
     parameter_names: dict[str, str] = {}
     context: str | None = None
