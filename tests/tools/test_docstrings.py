@@ -179,3 +179,19 @@ def test_google_arguments_written_at_the_margin_are_read() -> None:
 
     assert add.description == "Add."
     assert described(add) == {"a": "the first", "b": "the second, added to the first."}
+
+
+def test_a_google_type_with_parentheses_of_its_own_is_read() -> None:
+    """`size (tuple(int, int)): …` was not read as a parameter: its text went to the one
+    before it."""
+    @tool
+    def resize(path: str, size: tuple[int, int]) -> str:
+        """Resize.
+
+        Args:
+            path (str): The image.
+            size (tuple(int, int)): Width and height.
+        """
+        return ""
+
+    assert described(resize) == {"path": "The image.", "size": "Width and height."}

@@ -22,7 +22,8 @@ _PARAMETER_SECTIONS = frozenset({
     "args", "arguments", "keyword args", "keyword arguments", "kwargs", "other parameters",
     "parameters", "params"})
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
-_GOOGLE_PARAM = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:(?:\s+(.*)|$)")
+# `name: text`, `name (type): text`; a type may hold parentheses of its own: `(tuple(int, int))`
+_GOOGLE_PARAM = re.compile(r"^(\*{0,2}\w+)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:(?:\s+(.*)|$)")
 _NUMPY_TITLE = re.compile(r"^[A-Za-z][A-Za-z ]*$")
 _NUMPY_UNDERLINE = re.compile(r"^-{3,}$")
 _NUMPY_PARAM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
