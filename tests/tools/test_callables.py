@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, tool
 from loopwright.events import Event, ToolResultEvent
 from loopwright.testing import FakeModelServer, Reply, call
@@ -74,3 +76,22 @@ async def test_a_bound_method_takes_no_self() -> None:
     outcome, offered = await run_call([Shelf().find], "find", {"title": "Dune"})
     assert (outcome.is_error, outcome.content) == (False, "yes")
     assert list(offered["parameters"]["properties"]) == ["title"]
+
+
+def test_a_method_decorated_in_its_class_body_is_refused_with_the_fix() -> None:
+    """`self` became a required argument the model had to send (and could never send right)."""
+    def lookup(self, key: str) -> str:  # what `@tool` sees inside a class body
+        return key
+
+    with pytest.raises(TypeError, match=r"tool 'lookup': its first parameter is 'self', so "
+                       r"@tool was applied to a method in its class body .* "
+                       r"\(`tool\(instance\.method\)`"):
+        tool(lookup)
+
+
+def test_a_parameter_named_self_that_is_typed_is_an_argument() -> None:
+    @tool
+    def describe(self: str, other: str = "") -> str:
+        return self + other
+
+    assert describe.parameters["required"] == ["self"]

@@ -343,7 +343,13 @@ def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
     parameter_names: dict[str, str] = {}
     context: str | None = None
     positional_only: list[str] = []
-    for param, annotation in _parameters(fn, namespace, shown=shown):
+    for index, (param, annotation) in enumerate(_parameters(fn, namespace, shown=shown)):
+        if index == 0 and param.name in ("self", "cls") and param.annotation is param.empty:
+            raise TypeError(
+                f"tool {shown!r}: its first parameter is {param.name!r}, so @tool was applied to "
+                "a method in its class body and the model would have to send it: make the tool "
+                "from the bound method instead (`tool(instance.method)`, or pass "
+                "`instance.method` in `tools=`)")
         if param.kind is param.POSITIONAL_ONLY:
             positional_only.append(param.name)
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
