@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,8 +48,15 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> ParsedArguments:
 
     Accepts: valid JSON, `""`/whitespace (no arguments), double-encoded JSON strings, code fences,
     Python-literal dicts, trailing commas, single quotes and prose around the object.
-    Raises `ArgumentsError` when nothing object-like can be recovered.
+    Raises `ArgumentsError` when nothing object-like can be recovered, and for a number JSON
+    does not have (`NaN`, `Infinity`, `1e999`: Python's parser takes them).
     """
+    parsed = _parse(raw)
+    _check_finite(parsed.value)
+    return parsed
+
+
+def _parse(raw: str | dict[str, Any] | None) -> ParsedArguments:
     if raw is None:
         return ParsedArguments(value={})
     if isinstance(raw, dict):
@@ -129,6 +137,22 @@ def check_nesting(text: str) -> None:
 def _too_deep_message() -> str:
     return (f"the arguments nest deeper than {MAX_NESTING} levels of brackets; send a flatter "
             "JSON object")
+
+
+def _check_finite(value: dict[str, Any]) -> None:
+    """`ArgumentsError` for a NaN or infinite number anywhere in `value`: a tool would run with
+    it, and history would keep it as text no other parser reads (llama.cpp, which parses every
+    call of the history, refused every later request; Anthropic's `input` went out as invalid
+    JSON). Iterative; `value` is already bounded in depth."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append(child)
+            elif type(child) is float and not math.isfinite(child):
+                raise ArgumentsError(f"the arguments hold a number JSON does not have "
+                                     f"({child}): send a finite number, or null")
 
 
 def _check_value_depth(value: Any) -> None:
@@ -393,9 +417,13 @@ def _is_json_object(raw: str) -> bool:
     if not text.startswith("{"):
         return False
     try:
-        return isinstance(loads_bounded(text), dict)
+        value = loads_bounded(text)
+        if isinstance(value, dict):
+            _check_finite(value)  # `NaN` is Python's JSON, no other parser's
+            return True
     except ValueError:
-        return False
+        pass
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -436,6 +464,6 @@ def storable_arguments(raw: str, *, cut: bool = False) -> str:
     except (ArgumentsError, RecursionError):
         return EMPTY
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return EMPTY

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,26 +108,6 @@ def test_typed_dicts_dataclasses_and_json_types_are_taken() -> None:
     assert set(ship.parameters["properties"]) == {"address", "box", "tags", "note"}
 
 
-def test_a_parameter_named_like_pydantics_own_attributes_is_refused() -> None:
-    """`model_config` was left out of the schema without a word (and refused as an extra input
-    if sent), `model_fields_set` validated to the wrong value, `model_dump` raised pydantic's
-    `ValueError`, and `_hidden` a `PydanticUserError`."""
-    def set_config(model_config: str, value: int) -> str:
-        return model_config
-
-    def dump(model_dump: bool) -> str:
-        return ""
-
-    def hide(_hidden: int) -> str:
-        return ""
-
-    for function, parameter in ((set_config, "model_config"), (dump, "model_dump"),
-                                (hide, "_hidden")):
-        with pytest.raises(TypeError, match=rf"tool '{function.__name__}': parameter "
-                           rf"'{parameter}' has a name pydantic keeps for itself .*: rename it"):
-            tool(function)
-
-
 def test_parameter_names_that_only_start_like_pydantics_are_taken() -> None:
     @tool
     def describe(model_name: str, model_size: int, private_: bool = False) -> str:
@@ -136,3 +116,19 @@ def test_parameter_names_that_only_start_like_pydantics_are_taken() -> None:
     assert set(describe.parameters["properties"]) == {"model_name", "model_size", "private_"}
     assert describe.validate({"model_name": "m", "model_size": 3}) == {
         "model_name": "m", "model_size": 3, "private_": False}
+
+
+def test_a_generator_function_is_refused_not_shown_as_its_repr() -> None:
+    """The model read '<generator object rows at 0x…>' (and an async generator failed every
+    call with "can't be used in 'await' expression")."""
+    def rows(n: int) -> Iterator[int]:
+        yield from range(n)
+
+    async def stream(n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            yield i
+
+    for function in (rows, stream):
+        with pytest.raises(TypeError, match=rf"tool '{function.__name__}' is a generator "
+                           r"function: .* return the values \(`return list\(…\)`"):
+            Agent("m", tools=[function])

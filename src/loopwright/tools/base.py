@@ -2,115 +2,48 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
-import json
 import re
 import sys
-import time
+import types
 import typing
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, overload
 
 from typing_extensions import TypeVar
 
-from loopwright.messages import Message, ToolSpec, Usage
+from loopwright.messages import ToolSpec
+from loopwright.tools.context import (  # their home is context.py; read here too (`__all__`)
+    ApprovalGate,
+    CallingRun,
+    ChangePreview,
+    DepsT,
+    ToolContext,
+)
+from loopwright.tools.context import _deny_all as _deny_all  # run_state.py reads it here
+from loopwright.tools.docstrings import parse_docstring
 from loopwright.tools.schema import (
     check_against_schema,
+    clean_schema,  # its home; mcp/ and output/ read it here
     drop_null_optionals,
-    inline_refs,
     strict_schema,
 )
 
+__all__ = [
+    "ApprovalGate", "CallingRun", "DepsT", "FunctionTool", "Tool", "ToolContext", "ToolFunction",
+    "ToolSignature", "clean_schema", "signature_of", "tool", "tool_from_function"]
+
 if TYPE_CHECKING:
     import pydantic
-
-    from loopwright.budget import IterationBudget
-    from loopwright.events import Event, StatusKind
-
-ApprovalGate = Callable[[str, str], Awaitable[bool]]
-StatusEmitter = Callable[["StatusKind", str, dict[str, Any]], None]
-EffectRecorder = Callable[[dict[str, Any]], Awaitable[None]]
-ChangePreview = Callable[[dict[str, Any], "ToolContext[Any]"], Awaitable[str]]
-"""`(arguments, ctx) -> diff`: what a file-changing call would change, as a unified diff ("" if
-unknown), shown when the call waits for the user's approval."""
-
-
-async def _deny_all(action: str, detail: str) -> bool:
-    return False
-
-
-DepsT = TypeVar("DepsT", default=Any)
-
-
-@dataclass(frozen=True, slots=True)
-class CallingRun:
-    """What a tool may see of the run that called it (`ToolContext.run`), and no more: a
-    sub-agent shares the run's budget, its events and its usage; a tool reads the history
-    (live, not to be changed)."""
-
-    agent_tag: str
-    session_id: str | None
-    budget: IterationBudget
-    history: Sequence[Message]
-    emit: Callable[[Event], None]
-    charge: Callable[[Usage, float | None], None]
-
-
-@dataclass(kw_only=True)
-class ToolContext(Generic[DepsT]):
-    """What a tool may ask of the run that called it; injected into a `ctx: ToolContext` param.
-    `deps` is what `Agent.run(..., deps=)` was given: annotate `ctx: ToolContext[MyDeps]` and
-    `ctx.deps` is typed."""
-
-    deps: DepsT = field(default=typing.cast(Any, None))
-
-    workdir: Path = field(default_factory=Path.cwd)
-    session_id: str | None = None
-    run_id: str = ""
-    call_id: str = ""
-    # the same for a call the model makes again after a crash cut it off (tools/idempotency.py):
-    # a tool with a side effect records it with the effect and skips an effect it already holds
-    idempotency_key: str = ""
-    # makes a record of what the call is about to change durable first (the session recorder
-    # sets it on calls that are not read-only; tools/effects.py); None without a session store
-    record_effect: EffectRecorder | None = None
-    approve: ApprovalGate = _deny_all
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    state: dict[str, Any] = field(default_factory=dict)  # per-run tool state (todos, read stamps…)
-    emit_status: StatusEmitter | None = None
-    services: dict[str, Any] = field(default_factory=dict)  # agent, store, memory… by name
-    run: CallingRun | None = None  # None outside a run (a tool called directly)
-    approval_wait: float = 0.0  # seconds this call spent waiting for the user's approval
-
-    def __post_init__(self) -> None:
-        # the wrapper reaches this context weakly: a strong reference would make the two a
-        # cycle, left for the garbage collector by every tool call (its collections are CPU
-        # a turn; a context is otherwise freed as soon as the call is over)
-        gate, context = self.approve, weakref.ref(self)
-
-        async def timed(action: str, detail: str) -> bool:
-            started = time.perf_counter()
-            try:
-                return await gate(action, detail)
-            finally:  # the human's time is no tool time
-                ctx = context()
-                if ctx is not None:
-                    ctx.approval_wait += time.perf_counter() - started
-
-        self.approve = timed
-
-    def status(self, kind: StatusKind, message: str, **data: Any) -> None:
-        if self.emit_status is not None:
-            self.emit_status(kind, message, data)
-
+    import pydantic.json_schema
 
 ToolFunction = Callable[..., Any]
+# what OpenAI's function names allow, and Anthropic's: a name outside it fails every request
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -139,15 +72,25 @@ class Tool:
     timeout: float | None = None
     arguments_model: type[pydantic.BaseModel] | None = None
     takes_context: bool = False
+    context_parameter: str = "ctx"  # the parameter the `ToolContext` goes to
+    # parameters before a `/`: passed by position, in this order (the context's among them)
+    positional_only: tuple[str, ...] = ()
     raw_arguments: bool = False  # function(arguments: dict, ctx) rather than keyword arguments
     preview: ChangePreview | None = None  # the diff a call would make, for approval prompts
 
     _spec_cache: dict[bool, ToolSpec] = field(default_factory=dict, init=False, repr=False)
     # (function, whether it is async): `inspect` asked once, not on every call
     _kind_cache: tuple[ToolFunction, bool] | None = field(default=None, init=False, repr=False)
-    # (the arguments model, its field names): see `_field_names`
-    _fields_cache: tuple[type[pydantic.BaseModel], tuple[str, ...]] | None = field(
+    # (the arguments model, its (key, field name) pairs): see `_argument_keys`
+    _fields_cache: tuple[type[pydantic.BaseModel], tuple[tuple[str, str], ...]] | None = field(
         default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"tool name {self.name[:80]!r} is not one every provider accepts: use 1 to 64 "
+                "ASCII letters, digits, '_' or '-' (OpenAI and Anthropic refuse every request "
+                "that offers it), e.g. @tool(name=\"get_weather\")")
 
     def spec(self, *, strict: bool = False) -> ToolSpec:
         """The tool as advertised. `strict=True` gives an OpenAI strict-mode schema when the
@@ -170,16 +113,19 @@ class Tool:
         arguments = drop_null_optionals(arguments, self.parameters)
         if self.arguments_model is not None:
             model = self.arguments_model.model_validate(arguments)
-            return {name: getattr(model, name) for name in self._field_names(type(model))}
+            return {key: getattr(model, name) for key, name in self._argument_keys(type(model))}
         check_against_schema(arguments, self.parameters)
         return arguments
 
-    def _field_names(self, model: type[pydantic.BaseModel]) -> tuple[str, ...]:
-        """`model`'s field names, read from pydantic once per model class, not on every call
-        (`model_fields` is a descriptor that calls a class method each time it is read)."""
+    def _argument_keys(self, model: type[pydantic.BaseModel]) -> tuple[tuple[str, str], ...]:
+        """(the function's parameter, the field's name) for each field of `model` (a model not
+        made from a function: its field names), read from pydantic once per model class, not
+        on every call (`model_fields` is a descriptor that calls a class method each time)."""
         known = self._fields_cache
         if known is None or known[0] is not model:
-            known = self._fields_cache = (model, tuple(model.model_fields))
+            parameters = _PARAMETER_NAMES.get(model, {})
+            known = self._fields_cache = (model, tuple(
+                (parameters.get(name, name), name) for name in model.model_fields))
         return known[1]
 
     def _is_async(self) -> bool:
@@ -195,10 +141,11 @@ class Tool:
             call_args: tuple[Any, ...] = (arguments, ctx)
             kwargs: dict[str, Any] = {}
         else:
-            call_args = ()
             kwargs = dict(arguments)
             if self.takes_context:
-                kwargs["ctx"] = ctx
+                kwargs[self.context_parameter] = ctx
+            call_args = _take_positional(kwargs, self.positional_only
+                                         ) if self.positional_only else ()
         if self._is_async():
             return await self.function(*call_args, **kwargs)
         run_in_thread = _thread_runner()  # the first plain tool call loads it
@@ -207,6 +154,17 @@ class Tool:
         if type(result) in _PLAIN_RESULTS or not inspect.isawaitable(result):
             return result
         return await result
+
+
+def _take_positional(kwargs: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The values of the positional-only parameters `names`, taken out of `kwargs` up to the
+    first one missing (the function then names what it lacks, as for any missing argument)."""
+    taken = []
+    for name in names:
+        if name not in kwargs:
+            break
+        taken.append(kwargs.pop(name))
+    return tuple(taken)
 
 
 _PLAIN_RESULTS = frozenset({str, bytes, dict, list, tuple, int, float, bool, type(None)})
@@ -235,6 +193,7 @@ class FunctionTool(Tool, Generic[P, R]):
         return result
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.__wrapped__ = self.function
         self.__doc__ = self.function.__doc__
 
@@ -275,23 +234,33 @@ def tool(
     """Make a `Tool` from a function: type hints → JSON schema, docstring → description.
 
     Use as `@tool` or `@tool(read_only=True, tags={"math"})`. Parameter descriptions come from
-    `Annotated[int, "the count"]` or from the docstring (a Google `Args:` section, NumPy
-    `Parameters` or Sphinx `:param x:`). The model reads a text result as it is, anything else
-    as JSON (dataclasses, dates, UUIDs and paths included).
+    `Annotated[int, "the count"]`, a `Field(description=…)` or the docstring (a Google `Args:`
+    section, NumPy `Parameters` or Sphinx `:param x:`, mixed freely). The model reads a text
+    result as it is, anything else as JSON (dataclasses, dates, UUIDs and paths included).
+
+    A parameter may have any name (`json`, `schema`, `model_config`, `_id`): the model sees it
+    as written. One annotated `ToolContext` (or `ToolContext | None`), whatever its name, or
+    an unannotated `ctx`, gets the call's context instead of an argument.
 
     Raises `TypeError` for a function the model could not call as written: a `*args` or
-    `**kwargs` parameter, a parameter type with no JSON schema, a name pydantic reserves.
+    `**kwargs` parameter, a parameter type with no JSON schema (or a name in an annotation
+    that is not there at run time), two context parameters, a generator function (what it
+    yields would never reach the model); `ValueError` for a tool name a
+    provider refuses (1 to 64 ASCII letters, digits, `_` or `-`).
     """
 
-    def build(fn: ToolFunction) -> FunctionTool[Any, Any]:
+    def build(fn: ToolFunction, namespace: Namespace | None = None) -> FunctionTool[Any, Any]:
         return tool_from_function(
             fn, name=name, description=description, read_only=read_only,
             interactive=interactive, tags=tags, deferred=deferred, core=core, timeout=timeout,
             network=network,
+            # the names where the decorator is applied, as pydantic's `validate_call` takes
+            # them: a type defined in the same function as the tool
+            namespace=sys._getframe(1).f_locals if namespace is None else namespace,
         )
 
     if function is not None:
-        return build(function)
+        return build(function, sys._getframe(1).f_locals)
     return build
 
 
@@ -307,19 +276,24 @@ def tool_from_function(
     core: bool = False,
     timeout: float | None = None,
     network: bool = False,
+    namespace: Namespace | None = None,
 ) -> FunctionTool[Any, Any]:
+    """`@tool`'s work; `namespace` holds the names visible where the function was defined, for
+    its string annotations (`from __future__ import annotations`)."""
     import pydantic
 
-    name = name or fn.__name__
-    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    name = name or _default_name(fn)
+    described = _described(fn)
+    summary, param_docs = parse_docstring(_docstring(fn, described))
     try:
-        model, takes_context = arguments_model_for(fn, param_docs, tool_name=name)
-        parameters = clean_schema(model.model_json_schema())
+        signature = signature_of(fn, param_docs, tool_name=name, namespace=namespace)
+        parameters = clean_schema(signature.arguments_model.model_json_schema(
+            schema_generator=_tool_schema_generator()))
     except pydantic.PydanticUserError as exc:  # a type with no schema; typing.TypedDict, 3.11
-        raise _unusable_parameter(name, fn, exc) from None
+        raise _unusable_parameter(name, fn, exc, namespace) from None
     return FunctionTool(
         name=name,
-        description=description or summary or fn.__name__.replace("_", " "),
+        description=description or summary or name.replace("_", " "),
         parameters=parameters,
         function=fn,
         read_only=read_only,
@@ -329,27 +303,60 @@ def tool_from_function(
         core=core,
         timeout=timeout,
         network=network,
-        arguments_model=model,
-        takes_context=takes_context,
+        arguments_model=signature.arguments_model,
+        takes_context=signature.context_parameter is not None,
+        context_parameter=signature.context_parameter or "ctx",
+        positional_only=signature.positional_only,
     )
 
 
-def arguments_model_for(
-    fn: ToolFunction, param_docs: dict[str, str], *, tool_name: str | None = None
-) -> tuple[type[pydantic.BaseModel], bool]:
-    """A pydantic model of the function's parameters (minus an injected `ctx: ToolContext`).
-    pydantic is imported here, by the first tool made from a function, not by the package.
+@dataclass(frozen=True, slots=True)
+class ToolSignature:
+    """How a function is called with the arguments a model wrote."""
 
-    Raises `TypeError` for a `*args` or `**kwargs` parameter (the model could never be told of
-    what they take) and for a name pydantic keeps for itself (its argument would be lost)."""
+    arguments_model: type[pydantic.BaseModel]
+    context_parameter: str | None  # the parameter the `ToolContext` goes to, if any
+    positional_only: tuple[str, ...]  # passed by position, in order (the context's among them)
+
+
+def signature_of(fn: ToolFunction, param_docs: dict[str, str], *,
+                 tool_name: str | None = None, namespace: Namespace | None = None
+                 ) -> ToolSignature:
+    """The pydantic model of the function's parameters (minus an injected `ToolContext`), and
+    how to call it. pydantic is imported here, by the first tool made from a function, not by
+    the package.
+
+    Each field is named `p0`, `p1`… and aliased to its parameter's name, so any name the model
+    may write is a parameter name: `json`, `schema` or `model_config` as a field name would
+    shadow (or be) an attribute of `pydantic.BaseModel` — pydantic warns, or drops the field —
+    and a leading underscore would make it private. Raises `TypeError` for a `*args` or
+    `**kwargs` parameter (the model could never be told what they take) and for a function
+    that takes the context twice."""
     import pydantic
 
-    shown = tool_name or fn.__name__
+    shown = tool_name or _default_name(fn)
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"tool {shown!r} is a generator function: the model would read '<generator "
+            "object …>', never what it yields; return the values (`return list(…)`, or text)")
     fields: dict[str, Any] = {}
-    takes_context = False
-    for param, annotation in _parameters(fn):
+    parameter_names: dict[str, str] = {}
+    context: str | None = None
+    positional_only: list[str] = []
+    for index, (param, annotation) in enumerate(_parameters(fn, namespace, shown=shown)):
+        if index == 0 and param.name in ("self", "cls") and param.annotation is param.empty:
+            raise TypeError(
+                f"tool {shown!r}: its first parameter is {param.name!r}, so @tool was applied to "
+                "a method in its class body and the model would have to send it: make the tool "
+                "from the bound method instead (`tool(instance.method)`, or pass "
+                "`instance.method` in `tools=`)")
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append(param.name)
         if _is_context(annotation) or (param.name == "ctx" and annotation is Any):
-            takes_context = True
+            if context is not None:
+                raise TypeError(f"tool {shown!r}: parameters {context!r} and {param.name!r} "
+                                "both take the ToolContext: keep one")
+            context = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
@@ -357,40 +364,137 @@ def arguments_model_for(
                 f"tool {shown!r}: parameter {stars}{param.name} cannot be "
                 "shown to the model (a tool's schema names each argument): give each argument "
                 "a parameter of its own, or take one `dict` parameter")
-        if param.name.startswith("_") or (param.name.startswith("model_")
-                                          and hasattr(pydantic.BaseModel, param.name)):
-            raise TypeError(
-                f"tool {shown!r}: parameter {param.name!r} has a name "
-                "pydantic keeps for itself (a leading underscore, or a name of "
-                "`pydantic.BaseModel`), so the model's argument would not reach it: rename it")
-        annotation, doc = _split_annotated(annotation)
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            pydantic.Field(default, description=doc or param_docs.get(param.name)),
-        )
+        fields[f"p{len(fields)}"] = _field(param, annotation, param_docs.get(param.name))
+        parameter_names[f"p{len(parameter_names)}"] = param.name
     model = pydantic.create_model(
-        f"{fn.__name__}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
-    return model, takes_context
+        f"{shown}_arguments", __config__=_ARGUMENTS_CONFIG, **fields)
+    _PARAMETER_NAMES[model] = parameter_names
+    return ToolSignature(arguments_model=model, context_parameter=context,
+                         positional_only=tuple(positional_only))
 
 
-def _parameters(fn: ToolFunction) -> list[tuple[inspect.Parameter, Any]]:
-    """Each parameter of `fn` with its resolved annotation (`Any` when it has none)."""
-    hints = typing.get_type_hints(fn, include_extras=True)
-    return [(param, hints.get(param.name, Any))
-            for param in inspect.signature(fn).parameters.values()]
+@functools.cache
+def _tool_schema_generator() -> type[pydantic.json_schema.GenerateJsonSchema]:
+    """pydantic's JSON schema generator, quiet about a default with no JSON form (it is left
+    out of the schema, which is all the model needs): its warning raised under `-W error`."""
+    from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
+
+    class ToolSchema(GenerateJsonSchema):
+        ignored_warning_kinds: set[JsonSchemaWarningKind] = {  # noqa: RUF012 (pydantic's)
+            "skipped-choice", "non-serializable-default"}
+
+    return ToolSchema
+
+
+# the parameter each field of a model made from a function stands for ({"p0": "json", …}):
+# `Tool.validate` gives the function its arguments under these names
+_PARAMETER_NAMES: weakref.WeakKeyDictionary[type[Any], dict[str, str]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _field(param: inspect.Parameter, annotation: Any, documented: str | None
+           ) -> tuple[Any, Any]:
+    """The (type, `pydantic.Field`) of one parameter: named as the parameter unless its own
+    `Field` gives an alias, described by its own `Field`, else `Annotated`'s string, else the
+    docstring. A `Field(...)` as the default (`limit: int = Field(10, ge=1)`) is its `Field`.
+    Only what is known is set: a `Field` given `description=None` hides the function's own."""
+    import pydantic
+    from pydantic.fields import FieldInfo
+
+    annotation, doc = _split_annotated(annotation)
+    default = ... if param.default is param.empty else param.default
+    if isinstance(default, FieldInfo):
+        annotation, default = typing.Annotated[annotation, default], ...
+    own = [extra for extra in getattr(annotation, "__metadata__", ())
+           if isinstance(extra, FieldInfo)]
+    settings: dict[str, Any] = {}
+    if not any(info.alias or info.validation_alias for info in own):
+        settings["alias"] = param.name
+    if (doc or documented) and not any(info.description for info in own):
+        settings["description"] = doc or documented
+    return annotation, pydantic.Field(default, **settings)
+
+
+Namespace = typing.Mapping[str, Any]
+
+
+def _parameters(fn: ToolFunction, namespace: Namespace | None = None, *, shown: str = ""
+                ) -> list[tuple[inspect.Parameter, Any]]:
+    """Each parameter of `fn` with its resolved annotation (`Any` when it has none), names in
+    string annotations (`from __future__ import annotations`) looked up in the function's
+    module, then in `namespace` (where `@tool` was applied: a class defined in a function)."""
+    params = list(inspect.signature(fn).parameters.values())
+    try:
+        hints = typing.get_type_hints(_described(fn), localns=namespace, include_extras=True)
+    except NameError:  # one annotation names what is not there at run time: find which
+        hints = {param.name: _resolved(fn, param, namespace, shown)
+                 for param in params if param.annotation is not param.empty}
+    return [(param, hints.get(param.name, Any)) for param in params]
+
+
+def _default_name(fn: ToolFunction) -> str:
+    """The name of the function (a `functools.partial`'s), or of a callable object's class."""
+    described = _described(fn)
+    if described is not fn and not isinstance(fn, functools.partial):
+        return type(fn).__name__
+    return str(getattr(described, "__name__", type(fn).__name__))
+
+
+def _docstring(fn: ToolFunction, described: Any) -> str:
+    """The docstring that describes `fn`: a callable object's `__call__`'s own (not the one it
+    inherits from `object`), else its class's; `partial`'s class doc is never it."""
+    if described is fn or isinstance(fn, functools.partial):
+        return inspect.getdoc(described) or ""
+    own = getattr(described, "__doc__", None)
+    if own:
+        return inspect.cleandoc(own)
+    return inspect.getdoc(fn) or ""
+
+
+def _described(fn: ToolFunction) -> Any:
+    """What describes `fn` (its name, docstring and annotations): the function a
+    `functools.partial` wraps, the `__call__` of a callable object, else `fn`."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return fn
+    return getattr(fn, "__call__", fn)  # noqa: B004 (a callable object's own method)
+
+
+# `ToolContext`, `ToolContext[Deps]`, `lw.ToolContext | None`, `Optional[ToolContext]`: what a
+# module that imports ToolContext only for type checkers (`if TYPE_CHECKING:`) writes
+_CONTEXT_TEXT = re.compile(r"\s*(?:(?:typing\.)?Optional\[)?(?:[\w.]+\.)?ToolContext\b")
+
+
+def _resolved(fn: ToolFunction, param: inspect.Parameter, namespace: Namespace | None,
+              shown: str) -> Any:
+    """One parameter's annotation, resolved alone; `ToolContext` for one that names it but
+    cannot be resolved (imported for type checkers only)."""
+    holder = types.SimpleNamespace(__annotations__={param.name: param.annotation})
+    try:
+        return typing.get_type_hints(holder, globalns=getattr(_described(fn), "__globals__", {}),
+                                     localns=namespace, include_extras=True)[param.name]
+    except NameError as exc:
+        if isinstance(param.annotation, str) and _CONTEXT_TEXT.match(param.annotation):
+            return ToolContext
+        raise TypeError(
+            f"tool {shown!r}: the annotation of parameter {param.name!r} "
+            f"({param.annotation!r}) cannot be resolved: {exc}; define or import what it "
+            "names at the module's top level (an import under `if TYPE_CHECKING:` is not "
+            "there when the program runs)") from None
 
 
 _ARGUMENTS_CONFIG: pydantic.ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": True}
 
 
-def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception) -> TypeError:
+def _unusable_parameter(name: str, fn: ToolFunction, exc: Exception,
+                        namespace: Namespace | None) -> TypeError:
     """pydantic's refusal of a tool's parameters as one `TypeError` naming the parameter at
     fault (found by trying each alone: only on this path, so a good tool pays nothing)."""
     import pydantic
 
     culprit = None
-    for param, annotation in _parameters(fn):
+    for param, annotation in _parameters(fn, namespace, shown=name):
         if _is_context(annotation) or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         try:
@@ -419,11 +523,13 @@ def _type_name(annotation: Any) -> str:
 
 
 def _is_context(annotation: Any) -> bool:
+    """`ToolContext`, `ToolContext[Deps]`, or either `| None` (a tool also called directly)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        others = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return len(others) == 1 and _is_context(others[0])
     if typing.get_origin(annotation) is ToolContext:  # ToolContext[Deps]
         return True
-    return annotation is ToolContext or (
-        isinstance(annotation, str) and annotation.split("[", 1)[0].endswith("ToolContext")
-    )
+    return annotation is ToolContext
 
 
 def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
@@ -436,129 +542,3 @@ def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
     if rest:
         return typing.Annotated[(base, *rest)], doc
     return base, doc
-
-
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?):\s*$")
-_PARAM_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_SPHINX_PARAM = re.compile(r"^:param\s+(?:[\w\[\], ]+\s+)?(\w+):\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """(description, {param: description}) from a Google-, NumPy- or Sphinx-style docstring."""
-    lines, params = _numpy_sections(doc.splitlines())
-    description: list[str] = []
-    section: str | None = None
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        header = _SECTION.match(stripped)
-        if header:
-            section, current = header.group(1).lower(), None
-            continue
-        sphinx = _SPHINX_PARAM.match(stripped)
-        if sphinx:
-            current = sphinx.group(1)
-            params[current] = sphinx.group(2).strip()
-            section = "sphinx"
-            continue
-        if stripped.startswith(":"):
-            section, current = "sphinx-other", None
-            continue
-        if section in ("args", "arguments", "parameters", "params"):
-            match = _PARAM_LINE.match(line)
-            if match and (not line.startswith(" " * 8) or current is None):
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current and stripped:
-                params[current] = f"{params[current]} {stripped}".strip()
-            continue
-        if section is None:
-            description.append(line)
-        elif section == "sphinx" and current and stripped:
-            params[current] = f"{params[current]} {stripped}".strip()
-    return "\n".join(description).strip(), params
-
-
-_NUMPY_TITLE = re.compile(r"^[A-Za-z][A-Za-z ]*$")
-_NUMPY_UNDERLINE = re.compile(r"^-{3,}$")
-_NUMPY_PARAMETERS = frozenset({"parameters", "other parameters", "arguments", "args", "params"})
-_NUMPY_PARAM = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
-
-
-def _numpy_sections(lines: list[str]) -> tuple[list[str], dict[str, str]]:
-    """(the lines before the first NumPy-style section, {param: description} from its
-    `Parameters` sections). A section is a title underlined with dashes; a parameter is a
-    `name : type` line at the title's indentation, described by the indented lines under it."""
-    titles = {i for i in range(len(lines) - 1) if _NUMPY_TITLE.match(lines[i].strip())
-              and _NUMPY_UNDERLINE.match(lines[i + 1].strip())}
-    if not titles:
-        return lines, {}
-    params: dict[str, str] = {}
-    in_parameters, current = False, tuple[str, ...]()
-    for index in range(min(titles), len(lines)):
-        line, stripped = lines[index], lines[index].strip()
-        if index in titles:
-            in_parameters, current = stripped.lower() in _NUMPY_PARAMETERS, ()
-        elif not in_parameters or not stripped or index - 1 in titles:
-            continue
-        elif not line[:1].isspace():
-            match = _NUMPY_PARAM.match(stripped)
-            current = tuple(name.strip().lstrip("*") for name in match.group(1).split(",")
-                            ) if match else ()
-            params.update(dict.fromkeys(current, ""))
-        else:
-            for name in current:
-                params[name] = f"{params[name]} {stripped}".strip()
-    return lines[:min(titles)], params
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing, and inline
-    `$defs` references (recursive models keep theirs)."""
-
-    def walk(node: Any, *, in_properties: bool = False) -> Any:
-        if isinstance(node, dict):
-            return {
-                key: walk(value, in_properties=key == "properties" and not in_properties)
-                for key, value in node.items()
-                if not (key == "title" and not in_properties and isinstance(value, str))
-            }
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        return node
-
-    cleaned: dict[str, Any] = walk(inline_refs(schema))
-    cleaned.setdefault("type", "object")
-    cleaned.setdefault("properties", {})
-    return cleaned
-
-
-def render_result(value: Any) -> str:
-    """A tool's return value as the text the model reads."""
-    if isinstance(value, str):
-        return value if value else "(no output)"
-    if value is None:
-        return "(no output)"
-    # a pydantic model can only exist once pydantic is imported: no need to import it here
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(value, pydantic.BaseModel):
-        dumped: str = value.model_dump_json()
-        return dumped
-    try:
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
-    except (TypeError, ValueError):  # a cycle, or a key JSON cannot have
-        return str(value)
-
-
-def _jsonable(value: Any) -> Any:
-    """`json.dumps`'s fallback: what pydantic can make JSON of (dataclasses, dates, UUIDs, paths,
-    sets…) as that JSON, anything else as its text. Only a result with such a value pays the
-    import. An iterator stays its text: reading it could take forever (`itertools.count()`)."""
-    from pydantic_core import to_jsonable_python
-
-    if isinstance(value, Iterator):
-        return str(value)
-    try:
-        return to_jsonable_python(value, fallback=str)
-    except ValueError:  # bytes that are not UTF-8
-        return str(value)

@@ -27,8 +27,9 @@ from loopwright.tools.argument_errors import (
     truncated_call_message,
     unknown_tool_message,
 )
-from loopwright.tools.base import Tool, ToolContext, render_result
+from loopwright.tools.base import Tool, ToolContext
 from loopwright.tools.registry import ToolRegistry
+from loopwright.tools.results import render_result
 from loopwright.tools.schema_echo import (
     schema_echo_message,
     takes_no_arguments,

@@ -149,16 +149,67 @@ def _reaches(target: str, node: Any, defs: dict[str, Any], prefix: str, seen: se
 
 def drop_null_optionals(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """Remove `null` values of optional parameters whose schema does not accept null, so their
-    defaults apply. Models send `null` for "not given" (strict mode even requires it)."""
+    defaults apply — at any depth: models send `null` for "not given", and strict mode makes
+    them send it for every optional field, a nested model's or a `NotRequired` key's too."""
+    return _without_null_optionals(
+        arguments, schema, schema.get("$defs") or schema.get("definitions") or {})
+
+
+def _without_null_optionals(arguments: dict[str, Any], schema: dict[str, Any],
+                            defs: dict[str, Any]) -> dict[str, Any]:
     properties: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or [])
-    dropped = [
-        name for name, value in arguments.items()
-        if value is None and name not in required and not _accepts_null(properties.get(name))
-    ]
-    if not dropped:
+    changed: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if value is None:
+            if name not in required and not _accepts_null(properties.get(name)):
+                changed[name] = _DROP
+        elif isinstance(value, dict | list):
+            inner = _nested_without_nulls(value, properties.get(name), defs)
+            if inner is not value:
+                changed[name] = inner
+    if not changed:
         return arguments
-    return {k: v for k, v in arguments.items() if k not in dropped}
+    return {name: changed.get(name, value) for name, value in arguments.items()
+            if changed.get(name) is not _DROP}
+
+
+_DROP = object()
+
+
+def _nested_without_nulls(value: Any, prop: Any, defs: dict[str, Any]) -> Any:
+    """`value` (an object or array) with the null optionals of the objects in it dropped, as
+    `prop` describes them; `value` itself when nothing changed."""
+    prop = _object_or_array(prop, defs)
+    if prop is None:
+        return value
+    if isinstance(value, dict):
+        return _without_null_optionals(value, prop, defs) if prop.get("properties") else value
+    items = _object_or_array(prop.get("items"), defs)
+    if items is None:
+        return value
+    inner = [_nested_without_nulls(item, items, defs) if isinstance(item, dict | list) else item
+             for item in value]
+    return value if all(a is b for a, b in zip(inner, value, strict=True)) else inner
+
+
+def _object_or_array(prop: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema of an object or array that `prop` stands for, through a `$defs` reference or
+    the one such option of an `anyOf` (`Model | None`); None when there is no single one."""
+    for _ in range(8):  # a chain of references, bounded
+        if not isinstance(prop, dict):
+            return None
+        ref = prop.get("$ref")
+        if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+            prop = defs.get(ref.rsplit("/", 1)[1])  # draft-07's `definitions`: MCP servers'
+            continue
+        options = [option for option in prop.get("anyOf") or prop.get("oneOf") or []
+                   if isinstance(option, dict) and option.get("type") != "null"]
+        if len(options) == 1:
+            prop = options[0]
+            continue
+        return prop if ("properties" in prop or "items" in prop) else None
+    return None
 
 
 def _accepts_null(prop: Any) -> bool:
@@ -285,3 +336,24 @@ def _is_type(value: Any, kind: str) -> bool:
     if kind in ("integer", "number") and isinstance(value, bool):
         return False
     return isinstance(value, types)
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's noise (titles) that costs tokens and tells the model nothing, and inline
+    `$defs` references (recursive models keep theirs)."""
+
+    def walk(node: Any, *, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: walk(value, in_properties=key == "properties" and not in_properties)
+                for key, value in node.items()
+                if not (key == "title" and not in_properties and isinstance(value, str))
+            }
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = walk(inline_refs(schema))
+    cleaned.setdefault("type", "object")
+    cleaned.setdefault("properties", {})
+    return cleaned
