@@ -24,14 +24,10 @@ from loopwright.builtin import bash
 from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from shared_helpers import require_component
 
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
+
 CONNECT = ("python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
            "s.connect(sys.argv[1]); print(\"connected\")' {address}")
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
 
 @pytest.fixture

@@ -27,14 +27,10 @@ from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
 from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component, wait_until
+from shared_helpers import wait_until
 
-HAVE_TOOLS = shutil.which("bwrap") is not None and shutil.which("git") is not None
+pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
 
-
-@pytest.fixture(autouse=True)
-def needs_bwrap_and_git() -> None:
-    require_component(HAVE_TOOLS, "bubblewrap and git are needed: apt-get install bubblewrap git")
 
 
 @pytest.fixture
