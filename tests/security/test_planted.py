@@ -155,7 +155,9 @@ async def test_another_agents_settings_cannot_be_swapped_by_moving_their_folder(
     assert "Device or resource busy" in text and refused(text), text
     assert sorted(os.listdir(tmp_path)) == [".claude"]
     assert sorted(os.listdir(tmp_path / ".claude")) == ["notes.md"]
-    assert (tmp_path / ".claude" / "notes.md").read_text() == "x\n"
+    # all of .claude is read-only now: its hook scripts, commands and agents run or are obeyed
+    # outside the sandbox as its settings are (test_planted_for_tools.py)
+    assert (tmp_path / ".claude" / "notes.md").read_text() == "mine\n"
 
 
 @pytest.mark.parametrize("hooks_path", ["app/hooks", "{top}/app/hooks"])
@@ -221,6 +223,21 @@ async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
     assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
     git(workdir, "status", "--short")
     assert not canary.exists() and not (workdir / "lib" / ".git").exists()
+
+
+async def test_a_submodule_whose_folder_is_missing_cannot_be_given_a_planted_git_pointer(
+        tmp_path: Path, canary: Path) -> None:
+    # the folder removed (or never made): a command made lib/ with a lib/.git pointing at a
+    # planted git directory, and the top's git status ran its core.fsmonitor on the host
+    workdir = with_submodule(tmp_path)
+    shutil.rmtree(workdir / "lib")
+    text = await run(workdir, "git init -q --bare planted && git --git-dir=planted config "
+                     f"core.bare false && git --git-dir=planted config core.fsmonitor 'touch "
+                     f"{canary}; false' && mkdir -p lib; echo 'gitdir: ../planted' > lib/.git; "
+                     "git status --short >/dev/null; echo status $?")
+    assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
+    git(workdir, "status", "--short")
+    assert not canary.exists() and not (workdir / "lib").exists()  # the placeholder is gone
 
 
 async def test_a_git_symlink_replaced_by_a_planted_repository_is_put_back(

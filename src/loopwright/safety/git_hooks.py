@@ -69,12 +69,14 @@ def hooks_dirs(root: Path) -> list[Path]:
 def submodule_git_paths(root: Path) -> list[Path]:
     """What keeps each submodule of the repository at `root` from being pointed at a planted git
     directory: its `.git` (a `gitdir:` file or a directory) where it exists, else its folder
-    while that is empty (an unpopulated submodule: nothing to edit there, and a `.git` made in
-    it would make it populated). git runs `git status` inside each populated submodule from
-    the top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
+    while that is empty or missing (an unpopulated or deleted submodule: nothing to edit
+    there, and a folder with a `.git` made there would make it populated; a missing folder
+    gets the sandbox's placeholder, an empty directory, which is what git itself leaves for a
+    submodule not checked out). git runs `git status` inside each populated submodule from the
+    top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
     absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and the paths
-    `.gitmodules` names, each bounded; only paths that exist (no placeholder: an empty `.git`
-    directory would make git fail on the submodule)."""
+    `.gitmodules` names, each bounded; never a missing `.git` (its placeholder, an empty
+    directory, would make git fail on the submodule)."""
     git_dir = git_dir_of(root)
     if git_dir is None:
         return []
@@ -92,7 +94,8 @@ def submodule_git_paths(root: Path) -> list[Path]:
             continue
         if os.path.lexists(folder / ".git"):
             found.append(folder / ".git")
-        elif folder.is_dir() and not folder.is_symlink() and _is_empty(folder):
+        elif not os.path.lexists(folder) or (folder.is_dir() and not folder.is_symlink()
+                                              and _is_empty(folder)):
             found.append(folder)
     return found
 

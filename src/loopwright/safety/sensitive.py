@@ -74,11 +74,15 @@ def ripgrep_exclusions() -> list[str]:
 
 
 def protected_paths_of(ctx: ToolContext) -> list[str]:
-    """Protected beyond the one list: the scripts configured hooks and MCP servers run and the
-    git hooks directories the repository's configuration names. Reads files: call it off the
-    loop."""
+    """Protected beyond the one list: the scripts configured hooks and MCP servers run, the git
+    hooks directories the repository's configuration names and the skill folders the settings
+    name (`skill_paths`). Reads files: call it off the loop."""
+    # here, not at the top: the sandbox package imports the file tools, which import this one
+    from loopwright.safety.sandbox.policy import context_policy
+
     workdir = Path(ctx.workdir).resolve()
-    return [*held_files(ctx), *(str(path) for path in hooks_dirs(workdir))]
+    return [*held_files(ctx), *(str(path) for path in hooks_dirs(workdir)),
+            *context_policy(ctx.services).skill_folders]
 
 
 def held_files(ctx: ToolContext) -> list[str]:

@@ -41,19 +41,20 @@ class ReadOnlyMounts:
     links: list[GuardedLink]
 
 
-def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
-                     ) -> ReadOnlyMounts:
-    """Read-only binds for every protected path of the writable roots and every held file (the
-    scripts hooks run), and the placeholders that must exist when bubblewrap starts (for the
-    protected paths that do not exist yet), and the symlinks on the way to a protected path
-    (a mount cannot be put on a link: `links.py` puts a replaced one back).
+def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = (),
+                     folders: Sequence[str] = ()) -> ReadOnlyMounts:
+    """Read-only binds for every protected path of the writable roots, every held file (the
+    scripts hooks run) and every folder the settings protect (`skill_paths`) inside a root,
+    the placeholders that must exist when bubblewrap starts (for the protected paths that do
+    not exist yet), and the symlinks on the way to a protected path (a mount cannot be put on
+    a link: `links.py` puts a replaced one back).
 
-    A read-only path below the top of a root (`.claude/settings.json`, a `core.hooksPath` of
+    A read-only path below the top of a root (`.agents/skills`, a `core.hooksPath` of
     `.husky/_`, `.hooks/check.py`) could otherwise be swapped by moving a directory on its way
     (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
     writable as before, but a mount point, which can be neither renamed nor removed. All of
     these come before the read-only binds, which must stay over them."""
-    targets, placeholders, links = _protected_targets(writable)
+    targets, placeholders, links = _protected_targets(writable, [Path(f) for f in folders])
     for name in held_files:
         path = Path(name).resolve()
         if path.is_file() and _under_any(path, writable):
@@ -68,33 +69,34 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
     return ReadOnlyMounts(argv=argv, placeholders=placeholders, links=links)
 
 
-def _protected_targets(writable: Sequence[Path]
+def _protected_targets(writable: Sequence[Path], extra: Sequence[Path]
                        ) -> tuple[list[Path], list[Path], list[GuardedLink]]:
-    """What to bind read-only for the protected paths of the writable roots (where each really
-    is, or its placeholder), the placeholders among them, and the symlinks on their way."""
+    """What to bind read-only for the protected paths of the writable roots and the `extra`
+    ones inside them (where each really is, or its placeholder), the placeholders among them,
+    and the symlinks on their way."""
     targets: list[Path] = []
     placeholders: list[Path] = []
     links: dict[Path, GuardedLink] = {}
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
-    for top in writable:
-        for location in protected_locations(top):
-            root = next((r for r in writable if _under_any(location, [r])), None)
-            if root is None or _under_any(location, covered):
+    locations = [location for top in writable for location in protected_locations(top)]
+    for location in [*locations, *extra]:
+        root = next((r for r in writable if _under_any(location, [r])), None)
+        if root is None or _under_any(location, covered):
+            continue
+        link = links_on_the_way(root, location)
+        if link is not None:
+            links.setdefault(link.path, link)
+        placeholder = shared(root, location)
+        target = None if placeholder else _existing_inside(location, writable)
+        if target is None:
+            placeholder = placeholder or missing_point(root, location)
+            if placeholder is None or _under_any(placeholder, covered):
                 continue
-            link = links_on_the_way(root, location)
-            if link is not None:
-                links.setdefault(link.path, link)
-            placeholder = shared(root, location)
-            target = None if placeholder else _existing_inside(location, writable)
-            if target is None:
-                placeholder = placeholder or missing_point(root, location)
-                if placeholder is None or _under_any(placeholder, covered):
-                    continue
-                placeholders.append(placeholder)
-                target = placeholder
-            targets.append(target)
-            if target.is_dir() or target == placeholder:
-                covered.append(target)
+            placeholders.append(placeholder)
+            target = placeholder
+        targets.append(target)
+        if target.is_dir() or target == placeholder:
+            covered.append(target)
     return targets, placeholders, list(links.values())
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
+from loopwright.safety.protected import setting_skill_folders
 from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
 from loopwright.tools.base import ToolContext
 from loopwright.tools.output import spill_directory, spill_scope
@@ -103,6 +104,9 @@ class SandboxPolicy:
     # files something outside the sandbox runs (the scripts the user's hooks run): read-only,
     # and the directories on their way in a writable root cannot be renamed to swap them
     held_files: tuple[str, ...] = ()
+    # the skill folders the settings name (`skill_paths`): inside a writable root they are
+    # read-only as a project's own skill folders are (`.agents/skills`), created or not
+    skill_folders: tuple[str, ...] = ()
     # the workspace roots the settings name (working directory, allowed_roots): bubblewrap is
     # never looked up on PATH there, where a command could have planted one (a run's own roots
     # are added at each launch)
@@ -160,6 +164,8 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        skill_folders=tuple(str(path.resolve()) for path in setting_skill_folders(
+            Path(settings.workdir or Path.cwd()), settings.skill_paths or ())),
         spill_root=str(spill_directory(settings.cache_dir)),
         workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
             settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
