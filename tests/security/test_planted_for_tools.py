@@ -85,6 +85,18 @@ async def test_file_tools_ask_before_writing_a_skill_folder_the_settings_name(
     assert (tmp_path / "notes" / "helper" / "SKILL.md").read_text() == "x\n", other
 
 
+async def test_a_skill_folder_that_is_the_workspace_stays_writable(tmp_path: Path) -> None:
+    # must not fire: the user develops skills in the folder they made the workspace
+    # (skill_paths = ["."]); only a folder below the workspace is held
+    [result, written], asked = await run(
+        tmp_path, bash(f"mkdir -p helper && printf -- '{SKILL}' > helper/SKILL.md && echo ok"),
+        ("write_file", {"path": "helper/notes.md", "content": "x\n"}),
+        approve_all=True, skill_paths=["."])
+    assert result == "ok\n[exit code 0]" and not asked, (result, asked)
+    assert (tmp_path / "helper" / "SKILL.md").is_file()
+    assert (tmp_path / "helper" / "notes.md").read_text() == "x\n", written
+
+
 PLANTED = {
     ".vscode/tasks.json": '{"tasks": [{"label": "x", "command": "touch /var/tmp/pwned", '
                           '"runOptions": {"runOn": "folderOpen"}}]}',

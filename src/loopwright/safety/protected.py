@@ -118,6 +118,14 @@ def setting_skill_folders(workdir: Path, paths: Iterable[str | os.PathLike[str]]
     return found
 
 
+def folders_holding_no_root(folders: Iterable[str | Path], roots: Iterable[Path]) -> list[Path]:
+    """The `folders` (resolved) that neither are nor hold one of `roots`: a skill folder the
+    user made the workspace itself (developing skills there) stays theirs to write."""
+    tops = [root.resolve() for root in roots]
+    resolved = [Path(folder).resolve() for folder in folders]
+    return [path for path in resolved if not any(top.is_relative_to(path) for top in tops)]
+
+
 @functools.cache
 def own_environment() -> tuple[Path, ...]:
     """Where the Python environment running loopwright keeps code it runs (resolved): the

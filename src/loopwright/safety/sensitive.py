@@ -18,7 +18,7 @@ from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
 from loopwright.safety.git_hooks import hooks_dirs
-from loopwright.safety.protected import protected_reason
+from loopwright.safety.protected import folders_holding_no_root, protected_reason
 from loopwright.tools.base import ToolContext
 
 SECRET_NAMES: tuple[str, ...] = (
@@ -81,8 +81,8 @@ def protected_paths_of(ctx: ToolContext) -> list[str]:
     from loopwright.safety.sandbox.policy import context_policy
 
     workdir = Path(ctx.workdir).resolve()
-    return [*held_files(ctx), *(str(path) for path in hooks_dirs(workdir)),
-            *context_policy(ctx.services).skill_folders]
+    skills = folders_holding_no_root(context_policy(ctx.services).skill_folders, [workdir])
+    return [*held_files(ctx), *(str(path) for path in (*hooks_dirs(workdir), *skills))]
 
 
 def held_files(ctx: ToolContext) -> list[str]:

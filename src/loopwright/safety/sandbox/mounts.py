@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.config import user_config_dir
-from loopwright.safety.protected import protected_locations
+from loopwright.safety.protected import folders_holding_no_root, protected_locations
 from loopwright.safety.sandbox.links import GuardedLink, links_on_the_way
 from loopwright.safety.sandbox.placeholders import missing_point, shared
 from loopwright.safety.sandbox.policy import (
@@ -54,7 +54,8 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = (),
     (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
     writable as before, but a mount point, which can be neither renamed nor removed. All of
     these come before the read-only binds, which must stay over them."""
-    targets, placeholders, links = _protected_targets(writable, [Path(f) for f in folders])
+    extra = folders_holding_no_root(folders, writable)
+    targets, placeholders, links = _protected_targets(writable, extra)
     for name in held_files:
         path = Path(name).resolve()
         if path.is_file() and _under_any(path, writable):
