@@ -2,8 +2,9 @@
 
 Every tool that reaches the network passes here: `web_fetch` for its URL and for every redirect,
 and any tool that declares network use (`@tool(network=True)`, MCP tools that do not say they
-stay in a closed world) for each URL in its arguments. A URL's query is as good a channel as a
-request body, so *reaching* a host is what needs leave, whatever the method.
+stay in a closed world) for each URL in its arguments (any scheme, glued to a word or not, and
+a destination argument's value written without one: `urls_in`). A URL's query is as good a
+channel as a request body, so *reaching* a host is what needs leave, whatever the method.
 
 A host on the allow-list (`egress_allow`: the user's config, or a trusted project's) goes
 through. Any other host is asked about once per host and session through the run's approval
@@ -35,7 +36,19 @@ from loopwright.tools.execute import GateDecision, PreparedCall
 EGRESS_SERVICE = "egress"
 """`ToolContext.services` key: the run's `Egress`."""
 
-_URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>`]+", re.IGNORECASE)
+# after `://`: what a URL written in text runs to
+_URL_REST = re.compile(r"[^\s\"'<>`]+")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_MAX_SCHEME = 32
+_WEB_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp"})
+# an argument named for where it goes (`url`, `baseUrl`, `webhook_urls`, `host`): its value names
+# a host without a scheme too (`evil.net/c?d=…`, `//evil.net/…`), as fetch helpers complete it
+_DESTINATION_WORDS = frozenset({
+    "url", "urls", "uri", "uris", "href", "link", "links", "host", "hosts", "hostname", "domain",
+    "domains", "endpoint", "endpoints", "server", "servers", "origin", "webhook", "site",
+    "remote"})
+_CAMEL_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 _WHOLE_URL = re.compile(r"((?:https?|wss?|ftp):)[/\\]*(?=[^\s/\\])", re.IGNORECASE)
 _TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MAX_SCANNED_CHARS = 1_000_000
@@ -51,7 +64,12 @@ def egress_host(url: str) -> str:
         raise ToolError(f"{url!r} is not a valid URL: {exc}") from exc
     if not raw:
         raise ToolError(f"{url!r} names no host.")
-    host = unquote(raw).strip("[]").rstrip(".").lower()
+    return _ascii_name(unquote(raw).strip("[]"))
+
+
+def _ascii_name(name: str) -> str:
+    """A host name lower case, without a trailing dot, international labels in punycode."""
+    host = name.rstrip(".").lower()
     try:
         return host.encode("idna").decode("ascii")
     except UnicodeError:
@@ -59,9 +77,11 @@ def egress_host(url: str) -> str:
 
 
 def host_allowed(host: str, allowed: Iterable[str]) -> bool:
-    """Whether `host` (as `egress_host` gives it) is on the allow-list."""
+    """Whether `host` (as `egress_host` gives it) is on the allow-list (whose entries may be
+    written in Unicode: `bücher.example`)."""
     for entry in allowed:
-        rule = entry.strip().lower().rstrip(".")
+        rule = entry.strip()
+        rule = "*." + _ascii_name(rule[2:]) if rule.startswith("*.") else _ascii_name(rule)
         if rule == "*" or rule == host:
             return True
         if rule.startswith("*.") and host.endswith(rule[1:]) and len(host) > len(rule) - 1:
@@ -120,30 +140,80 @@ def urls_in(value: Any) -> Iterator[str]:
     limit must not pass unseen."""
     budget = [_MAX_SCANNED_CHARS]
 
-    def walk(item: Any) -> Iterator[str]:
+    def walk(item: Any, destination: bool = False) -> Iterator[str]:
         if isinstance(item, str):
             budget[0] -= len(item)
             if budget[0] < 0:
                 raise ToolError(
                     f"the arguments are too large to check for the addresses they name (over "
                     f"{_MAX_SCANNED_CHARS:,} characters); send less at once")
-            yield from (m.group(0) for m in _URL.finditer(item))
+            yield from _written_urls(item)
             whole = _as_browsers_read(item)
             if whole is not None:
                 yield whole
+            elif destination:
+                yield from _schemeless(item)
         elif isinstance(item, dict):
             for key, nested in item.items():
                 yield from walk(key)
-                yield from walk(nested)
+                yield from walk(nested, isinstance(key, str) and _names_destination(key))
         elif isinstance(item, list | tuple):
             for nested in item:
-                yield from walk(nested)
+                yield from walk(nested, destination)
 
     seen: set[str] = set()
     for url in walk(value):
         if url not in seen:
             seen.add(url)
             yield url
+
+
+def _written_urls(text: str) -> Iterator[str]:
+    """The URLs written in `text`, any scheme (`git://`, `ssh://` and `s3://` reach hosts too),
+    glued to a word or not (Slack makes `_https://…_` an italic link and unfurls it from its
+    own servers), `://host` alone read as http; not one that names no host in a scheme that
+    needs none (`file:///tmp/a.txt`). Found from each `://` (a regular expression starting
+    at every letter took a second on a long word)."""
+    start = 0
+    while (at := text.find("://", start)) != -1:
+        rest = _URL_REST.match(text, at + 3)
+        start = rest.end() if rest else at + 3
+        if rest is None:
+            continue
+        begin = at
+        while begin > 0 and at - begin < _MAX_SCHEME and text[begin - 1] in _SCHEME_CHARS:
+            begin -= 1
+        while begin < at and not (text[begin].isascii() and text[begin].isalpha()):
+            begin += 1  # a scheme starts with a letter: `1https` is `https`
+        scheme = text[begin:at].lower() or "http"
+        url = f"{scheme}://{rest.group(0)}"
+        if scheme in _WEB_SCHEMES or _host_of(url):
+            yield url
+
+
+def _schemeless(value: str) -> Iterator[str]:
+    """`value` of a destination argument written without a scheme (`evil.net/c?d=…`,
+    `//evil.net/…`, `evil.net:8080`) as the http URL a fetch helper makes of it, when it names
+    a host (a dot or a colon in it: a bare word is a name, a branch, a remote)."""
+    if "://" in value or not value.strip() or any(char.isspace() for char in value.strip()):
+        return
+    url = "http://" + value.strip().lstrip("/\\")
+    host = _host_of(url)
+    if host == "?" or (host and ("." in host or ":" in host or host == "localhost")):
+        yield url
+
+
+def _host_of(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return "?"  # unparsable: judged (and refused) as it is
+
+
+def _names_destination(key: str) -> bool:
+    """Whether an argument's name says where it goes: `url`, `baseUrl`, `webhook_urls`…"""
+    words = _NOT_ALPHANUMERIC.split(_CAMEL_HUMP.sub("_", key).lower())
+    return any(word in _DESTINATION_WORDS for word in words)
 
 
 def _as_browsers_read(text: str) -> str | None:
