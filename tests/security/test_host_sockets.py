@@ -9,6 +9,7 @@ Real bubblewrap and real sockets; every host socket lives outside /tmp (the sand
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -116,6 +117,48 @@ async def test_a_database_socket_is_out_of_reach_with_the_network_off(
             assert was_reached(server) is network
     finally:
         address.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def host_directory(path: Path) -> Iterator[Path]:
+    """`path`, a directory of the host's, made for the test where it is missing (removed after);
+    an existing one is used as it is (the test's socket gets a name of its own in it)."""
+    made = not path.exists()
+    with contextlib.suppress(OSError):
+        path.mkdir(exist_ok=True)
+    if not (path.is_dir() and os.access(path, os.W_OK)):
+        pytest.skip(f"{path} cannot be written here (the test puts a resolver's socket there)")
+    try:
+        yield path
+    finally:
+        if made:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+RESOLVERS = {"/run/systemd/resolve": "io.systemd.Resolve", "/run/nscd": "socket"}
+
+
+@pytest.mark.parametrize("network", [False, True])
+@pytest.mark.parametrize("resolver", list(RESOLVERS))
+async def test_the_hosts_name_resolver_is_out_of_reach_with_the_network_off(
+        tmp_path: Path, network: bool, resolver: str) -> None:
+    # systemd-resolved's varlink socket (or nscd's) looks up any name for whoever connects: a
+    # command with the network off sent `<secret>.attacker.example` to that domain's DNS servers
+    # through the host. With the network on the command resolves names itself anyway.
+    real = Path(resolver) / RESOLVERS[resolver]
+    if real.is_socket():  # the host's own resolver: connecting is all the test does
+        text = await run(tmp_path, CONNECT.format(address=real), network=network)
+        assert ("connected" in text) is network, text
+        return
+    with host_directory(Path(resolver)) as directory:
+        address = directory / f"loopwright-test-{os.getpid()}"
+        try:
+            with listening(str(address)) as server:
+                text = await run(tmp_path, CONNECT.format(address=address), network=network)
+                assert ("connected" in text) is network, text
+                assert was_reached(server) is network
+        finally:
+            address.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("socket_path", [".1password/agent.sock", ".bitwarden-ssh-agent.sock"])

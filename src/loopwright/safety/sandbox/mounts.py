@@ -26,6 +26,7 @@ from loopwright.safety.sandbox.placeholders import missing_point, shared
 from loopwright.safety.sandbox.policy import (
     DATABASE_SOCKETS,
     HOST_SERVICE_SOCKETS,
+    RESOLVER_SOCKETS,
     SandboxPolicy,
 )
 from loopwright.settings import default_data_dir
@@ -111,7 +112,8 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
             user_config_dir(), default_data_dir(),
             *(Path(path).expanduser() for path in policy.hidden_paths),
             *(Path(path) for path in HOST_SERVICE_SOCKETS),
-            *(Path(path) for path in (() if policy.network else DATABASE_SOCKETS)),
+            *(Path(path) for path in (
+                () if policy.network else (*DATABASE_SOCKETS, *RESOLVER_SOCKETS))),
             *([Path(runtime)] if os.path.isabs(runtime) else []),
             *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else [])]
 

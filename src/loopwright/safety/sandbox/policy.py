@@ -63,6 +63,13 @@ HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/dock
 # TCP ports are out of reach too; with it on, a socket is no more than the port.
 DATABASE_SOCKETS = ("/run/postgresql", "/var/run/postgresql", "/run/mysqld", "/var/run/mysqld",
                     "/run/redis", "/var/run/redis", "/run/mongodb", "/var/run/mongodb")
+# The host's name resolvers on Unix sockets: systemd-resolved's varlink socket (glibc's
+# nss-resolve speaks it, and so can any program), nscd's and avahi's. Through them a command with
+# the network off still had the host look up any name, and a name carries data to the DNS
+# servers of its domain (`<secret>.attacker.example`). Hidden with the network off only: with it
+# on, the command resolves names itself anyway.
+RESOLVER_SOCKETS = ("/run/systemd/resolve", "/run/nscd", "/var/run/nscd", "/run/avahi-daemon",
+                    "/var/run/avahi-daemon")
 MEBIBYTE = 1024 * 1024
 
 
