@@ -9,10 +9,12 @@ Real bubblewrap and real sockets; every host socket lives outside /tmp (the sand
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,6 +159,44 @@ async def test_the_hosts_name_resolver_is_out_of_reach_with_the_network_off(
                 text = await run(tmp_path, CONNECT.format(address=address), network=network)
                 assert ("connected" in text) is network, text
                 assert was_reached(server) is network
+        finally:
+            address.unlink(missing_ok=True)
+
+
+async def test_the_tmux_server_loopwright_runs_under_is_out_of_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path) -> None:
+    # loopwright started in a tmux pane whose server socket is outside /tmp (TMUX_TMPDIR): the
+    # command inherits $TMUX, and `tmux send-keys` typed into the user's own shell, which ran
+    # the keys outside the sandbox at once
+    require_component(shutil.which("tmux") is not None, "tmux: apt-get install tmux")
+    folder = Path(tempfile.mkdtemp(prefix="loopwright-tmux-", dir="/var/tmp"))
+    address = folder / "default"
+    tmux = ["tmux", "-S", str(address)]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "sh"], check=True,
+                   env={**os.environ, "TMUX": ""}, timeout=30)
+    try:
+        server_pid = subprocess.run([*tmux, "display", "-p", "#{pid}"], capture_output=True,
+                                    text=True, check=True, timeout=30).stdout.strip()
+        monkeypatch.setenv("TMUX", f"{address},{server_pid},0")
+        text = await run(tmp_path, f"tmux send-keys -t 0 'touch {canary}' Enter; echo sent $?")
+        await asyncio.sleep(0.5)  # a shell that got the keys has run them by now
+        assert not canary.exists(), text
+        assert "sent 1" in text, text
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_gnu_screens_sessions_are_out_of_reach(tmp_path: Path, network: bool) -> None:
+    # `screen -S NAME -X stuff 'CMD\n'` types into a session of the user's through its socket
+    # in /run/screen (SCREENDIR), outside the sandbox, network or not
+    with host_directory(Path("/run/screen")) as directory:
+        address = directory / f"loopwright-test-{os.getpid()}"
+        try:
+            with listening(str(address)) as server:
+                text = await run(tmp_path, CONNECT.format(address=address), network=network)
+                assert "connected" not in text and not was_reached(server), text
         finally:
             address.unlink(missing_ok=True)
 

@@ -115,7 +115,27 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
             *(Path(path) for path in (
                 () if policy.network else (*DATABASE_SOCKETS, *RESOLVER_SOCKETS))),
             *([Path(runtime)] if os.path.isabs(runtime) else []),
-            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else [])]
+            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else []),
+            *terminal_sessions()]
+
+
+def terminal_sessions() -> list[Path]:
+    """The sockets of the user's tmux and screen sessions that the environment names: the tmux
+    server loopwright runs under (`$TMUX`; its own socket, not the folder, which may be any)
+    and the user's other tmux servers (`$TMUX_TMPDIR/tmux-UID`), and `$SCREENDIR`. `tmux
+    send-keys` and `screen -X stuff` type into the user's shell, outside the sandbox. The
+    default places (`/tmp/tmux-UID`, `/run/screen`) are covered already."""
+    found: list[Path] = []
+    tmux_socket = os.environ.get("TMUX", "").split(",")[0]
+    if os.path.isabs(tmux_socket):
+        found.append(Path(tmux_socket))
+    tmux_folder = os.environ.get("TMUX_TMPDIR", "")
+    if os.path.isabs(tmux_folder):
+        found.append(Path(tmux_folder) / f"tmux-{os.getuid()}")
+    screen_folder = os.environ.get("SCREENDIR", "")
+    if os.path.isabs(screen_folder):
+        found.append(Path(screen_folder))
+    return found
 
 
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:

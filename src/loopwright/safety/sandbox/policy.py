@@ -57,7 +57,9 @@ HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/dock
                         "/run/containerd", "/run/podman", "/run/libvirt", "/run/snapd.socket",
                         "/run/snapd-snap.socket", "/run/incus", "/var/run/docker.sock",
                         "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
-                        "/var/lib/incus/unix.socket")
+                        "/var/lib/incus/unix.socket",
+                        # GNU screen's sessions: `screen -X stuff` types into the user's shell
+                        "/run/screen", "/var/run/screen")
 # Databases on Unix sockets: reached as the user (peer authentication), a superuser role runs
 # programs outside the sandbox (`COPY … TO PROGRAM`). Hidden with the network off, when their
 # TCP ports are out of reach too; with it on, a socket is no more than the port.
