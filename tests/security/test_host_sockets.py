@@ -187,6 +187,28 @@ async def test_the_tmux_server_loopwright_runs_under_is_out_of_reach(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.parametrize("variable,prefix", [
+    ("WEZTERM_UNIX_SOCKET", ""), ("KITTY_LISTEN_ON", "unix:"), ("NVIM", ""),
+    ("VSCODE_IPC_HOOK_CLI", "")])
+async def test_a_terminals_or_editors_remote_control_is_out_of_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, prefix: str) -> None:
+    # loopwright in a WezTerm or kitty window, a Neovim :terminal or VS Code's terminal: the
+    # socket the variable names (here in the home directory, WezTerm's place) takes
+    # `send-text` and types into the user's shell outside the sandbox
+    folder = Path(tempfile.mkdtemp(prefix="loopwright-terminal-", dir="/var/tmp"))
+    address = folder / "gui-sock-1"
+    try:
+        with listening(str(address)) as server:
+            monkeypatch.setenv(variable, prefix + str(address))
+            text = await run(tmp_path, CONNECT.format(address=address))
+            assert "connected" not in text and not was_reached(server), text
+            monkeypatch.delenv(variable)  # must not fire: no variable, no cover (a plain socket)
+            text = await run(tmp_path, CONNECT.format(address=address))
+            assert "connected" in text, text
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("network", [False, True])
 async def test_gnu_screens_sessions_are_out_of_reach(tmp_path: Path, network: bool) -> None:
     # `screen -S NAME -X stuff 'CMD\n'` types into a session of the user's through its socket

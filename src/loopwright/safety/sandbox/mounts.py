@@ -119,16 +119,25 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
             *terminal_sessions()]
 
 
+# Variables naming a socket that drives the user's terminal or editor, outside the sandbox:
+# WezTerm's and kitty's remote control (`send-text`), Neovim's server (`:terminal` sets $NVIM),
+# VS Code's CLI hook (it opens and runs things in the window)
+_DRIVING_SOCKETS = ("WEZTERM_UNIX_SOCKET", "KITTY_LISTEN_ON", "NVIM", "NVIM_LISTEN_ADDRESS",
+                    "VSCODE_IPC_HOOK_CLI")
+
+
 def terminal_sessions() -> list[Path]:
-    """The sockets of the user's tmux and screen sessions that the environment names: the tmux
-    server loopwright runs under (`$TMUX`; its own socket, not the folder, which may be any)
-    and the user's other tmux servers (`$TMUX_TMPDIR/tmux-UID`), and `$SCREENDIR`. `tmux
-    send-keys` and `screen -X stuff` type into the user's shell, outside the sandbox. The
-    default places (`/tmp/tmux-UID`, `/run/screen`) are covered already."""
+    """The sockets of the user's terminal sessions that the environment names: the tmux server
+    loopwright runs under (`$TMUX`: its own socket, not the folder, which may be any) and the
+    user's other tmux servers (`$TMUX_TMPDIR/tmux-UID`), `$SCREENDIR`, and the remote controls
+    of terminals and editors (`_DRIVING_SOCKETS`). `tmux send-keys`, `screen -X stuff` and
+    `wezterm cli send-text` type into the user's shell, outside the sandbox. The default places
+    (`/tmp/tmux-UID`, `/run/screen`, the runtime directory) are covered already."""
     found: list[Path] = []
-    tmux_socket = os.environ.get("TMUX", "").split(",")[0]
-    if os.path.isabs(tmux_socket):
-        found.append(Path(tmux_socket))
+    for name in ("TMUX", *_DRIVING_SOCKETS):
+        value = os.environ.get(name, "").split(",")[0].removeprefix("unix:")
+        if os.path.isabs(value):
+            found.append(Path(value))
     tmux_folder = os.environ.get("TMUX_TMPDIR", "")
     if os.path.isabs(tmux_folder):
         found.append(Path(tmux_folder) / f"tmux-{os.getuid()}")
