@@ -9,6 +9,7 @@ to ask, or only `--yes`, the host is refused. Allowed hosts still work.
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -175,12 +176,27 @@ async def test_attack_a_redirect_to_a_new_host_is_asked_about_with_its_full_url(
         hostile_repo: Path, local: Listener, other: Listener) -> None:
     asked = Asked("no")
     target = f"{other.url}/page?d={SECRET}"
-    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to?url={target}"),
+    hidden = base64.urlsafe_b64encode(target.encode()).decode()  # seen only when it redirects
+    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to64/{hidden}"),
                         approval=asked, egress_allow=["127.0.0.1"],
                         web_allow_private=["127.0.0.1", "127.0.0.2"])
     assert [detail for _, detail in asked.questions] == [target]
     assert "refused to connect to 127.0.0.2" in _result_of(result, "web_fetch")[0]
     assert len(local.requests) == 1 and other.requests == []
+
+
+async def test_attack_a_url_nested_in_web_fetchs_is_asked_about_before_anything_is_fetched(
+        hostile_repo: Path, local: Listener, other: Listener) -> None:
+    # a fetching proxy on an allowed host (a reader service, an archive's "save") sends the
+    # nested URL on from its own servers, with no redirect for web_fetch to check
+    asked = Asked("no")
+    target = f"{other.url}/page?d={SECRET}"
+    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to?url={target}"),
+                        approval=asked, egress_allow=["127.0.0.1"],
+                        web_allow_private=["127.0.0.1", "127.0.0.2"])
+    assert [detail for _, detail in asked.questions] == [target]
+    assert "refused to connect to 127.0.0.2" in _result_of(result, "web_fetch")[0]
+    assert local.requests == [] and other.requests == []
 
 
 # --- any tool that declares network use ------------------------------------------------------

