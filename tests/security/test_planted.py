@@ -225,6 +225,23 @@ async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
     assert not canary.exists() and not (workdir / "lib" / ".git").exists()
 
 
+async def test_a_config_file_the_repository_includes_cannot_be_rewritten(
+        tmp_path: Path, canary: Path) -> None:
+    # a project sharing git settings (`git config include.path ../.gitconfig-project`): git
+    # reads that file as its own config, so a core.fsmonitor written there ran at the user's
+    # next git status
+    workdir = bare_repository(tmp_path)
+    (workdir / ".gitconfig-project").write_text("[alias]\n\tst = status\n")
+    (workdir / ".gitconfig-other").write_text("# not included\n")
+    assert git(workdir, "config", "include.path", "../.gitconfig-project").returncode == 0
+    text = await run(workdir, f"printf '[core]\\n\\tfsmonitor = \"touch {canary}; false\"\\n' "
+                              ">> .gitconfig-project; echo x >> .gitconfig-other && echo ok")
+    assert refused(text) and text.endswith("ok\n[exit code 0]"), text  # the other one is not
+    assert git(workdir, "status", "--short").returncode == 0
+    assert not canary.exists()
+    assert (workdir / ".gitconfig-project").read_text() == "[alias]\n\tst = status\n"
+
+
 async def test_a_submodule_whose_folder_is_missing_cannot_be_given_a_planted_git_pointer(
         tmp_path: Path, canary: Path) -> None:
     # the folder removed (or never made): a command made lib/ with a lib/.git pointing at a

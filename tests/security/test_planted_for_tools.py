@@ -10,6 +10,7 @@ Real bubblewrap, through `Agent` against the fake model server."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,19 @@ async def test_file_tools_ask_before_writing_an_editors_tasks(tmp_path: Path) ->
     [result], asked = await run(tmp_path, ("write_file", tasks))
     assert len(asked) == 1 and ".vscode/tasks.json" in asked[0], asked
     assert "VS Code runs its tasks" in result and not (tmp_path / ".vscode").exists()
+
+
+@pytest.mark.usefixtures("needs_git")
+async def test_file_tools_ask_before_writing_a_config_file_the_repository_includes(
+        tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(tmp_path), "config", "include.path", "../.gitconfig-project"],
+                   check=True, timeout=30)
+    (tmp_path / ".gitconfig-project").write_text("[alias]\n\tst = status\n")
+    planted = {"path": ".gitconfig-project", "content": "[core]\n\tfsmonitor = touch x\n"}
+    other = {"path": ".gitconfig-other", "content": "x\n"}
+    [result, _], asked = await run(tmp_path, ("write_file", planted), ("write_file", other))
+    assert len(asked) == 1 and ".gitconfig-project" in asked[0], asked
+    assert "protected" in result
+    assert (tmp_path / ".gitconfig-project").read_text() == "[alias]\n\tst = status\n"
+    assert (tmp_path / ".gitconfig-other").read_text() == "x\n"

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs, submodule_git_paths
+from loopwright.safety.git_hooks import (
+    common_dir,
+    git_dir_of,
+    hooks_dirs,
+    included_configs,
+    submodule_git_paths,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +98,8 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
 
 def protected_locations(root: Path) -> list[Path]:
     """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
-    yet): the entries at its top, the hooks directories the git configuration names, the git
+    yet): the entries at its top, the hooks directories and the existing included config files
+    the git configuration names, the git
     directories a `.git` file points to (a worktree's own and the shared one with the hooks
     and config), each submodule's `.git`, the environment loopwright runs in, and the startup
     files of a home directory inside it."""
@@ -104,7 +111,8 @@ def protected_locations(root: Path) -> list[Path]:
     own = [path for path in own_environment() if path.is_relative_to(root)]
     home = Path.home().resolve()
     startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
-    return found + hooks_dirs(root) + submodule_git_paths(root) + own + startup
+    included = [path.resolve() for path in included_configs(root)]
+    return found + hooks_dirs(root) + included + submodule_git_paths(root) + own + startup
 
 
 def setting_skill_folders(workdir: Path, paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
-from loopwright.safety.git_hooks import hooks_dirs
+from loopwright.safety.git_hooks import hooks_dirs, included_configs
 from loopwright.safety.protected import folders_holding_no_root, protected_reason
 from loopwright.tools.base import ToolContext
 
@@ -75,14 +75,15 @@ def ripgrep_exclusions() -> list[str]:
 
 def protected_paths_of(ctx: ToolContext) -> list[str]:
     """Protected beyond the one list: the scripts configured hooks and MCP servers run, the git
-    hooks directories the repository's configuration names and the skill folders the settings
-    name (`skill_paths`). Reads files: call it off the loop."""
+    hooks directories and included config files the repository's configuration names, and the
+    skill folders the settings name (`skill_paths`). Reads files: call it off the loop."""
     # here, not at the top: the sandbox package imports the file tools, which import this one
     from loopwright.safety.sandbox.policy import context_policy
 
     workdir = Path(ctx.workdir).resolve()
     skills = folders_holding_no_root(context_policy(ctx.services).skill_folders, [workdir])
-    return [*held_files(ctx), *(str(path) for path in (*hooks_dirs(workdir), *skills))]
+    return [*held_files(ctx), *(str(path) for path in (
+        *hooks_dirs(workdir), *included_configs(workdir), *skills))]
 
 
 def held_files(ctx: ToolContext) -> list[str]:
