@@ -199,6 +199,18 @@ async def test_attack_a_url_nested_in_web_fetchs_is_asked_about_before_anything_
     assert local.requests == [] and other.requests == []
 
 
+async def test_a_credential_in_web_fetchs_url_is_asked_about_once_per_url(
+        hostile_repo: Path, local: Listener) -> None:
+    # must not fire twice: the gate and web_fetch both admit the URL; one yes covers that URL
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    asked = Asked(True)
+    url = f"{local.url}/page?d={token}"
+    await _run(hostile_repo, _exfiltration_script(url), approval=asked,
+               egress_allow=["127.0.0.1"], web_allow_private=["127.0.0.1"])
+    assert [detail for _, detail in asked.questions] == [url]
+    assert len(local.requests) == 1
+
+
 # --- any tool that declares network use ------------------------------------------------------
 
 sent_by_tool: list[str] = []

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loopwright.errors import ToolError
+from loopwright.safety.credentials import carries_credential
 from loopwright.safety.policy import Approver
 from loopwright.tools.base import ToolContext
 from loopwright.tools.execute import GateDecision, PreparedCall
@@ -120,12 +121,33 @@ class Egress:
     approver: Approver | None = None
     _asking: dict[str, asyncio.Lock] = field(default_factory=dict, init=False, repr=False)
     _refused: dict[str, str] = field(default_factory=dict, init=False, repr=False)  # this run
+    _credential_urls: set[str] = field(default_factory=set, init=False, repr=False)
 
     async def admit(self, url: str, ctx: ToolContext, *, tool: str) -> None:
         """Return when `tool` may send a request to `url`'s host (each reading of its name:
-        `egress_hosts`); `ToolError` saying why not."""
-        for host in egress_hosts(url):
+        `egress_hosts`); `ToolError` saying why not. A URL carrying a well-known credential is
+        asked about every time, allowed host or not: a yes to a host is no yes to a token."""
+        hosts = egress_hosts(url)
+        if carries_credential(url):
+            await self._admit_credential(hosts[0], url, ctx, tool)
+            return
+        for host in hosts:
             await self._admit_host(host, url, ctx, tool)
+
+    async def _admit_credential(self, host: str, url: str, ctx: ToolContext, tool: str) -> None:
+        if url in self._credential_urls:  # said yes to in this run (web_fetch admits twice)
+            return
+        allowed, why = False, "no user is available to allow it"
+        if self.approver is not None:
+            allowed, why = await self.approver.ask_for_call(
+                f"network: send what looks like a credential to {host}", url, ctx, tool=tool,
+                why_asked="a credential in the URL", blanket=False, remember=False)
+        if not allowed:
+            raise ToolError(
+                f"refused to send a request to {host}: its URL carries what looks like a "
+                f"credential (a token or key), which needs the user's yes each time, and {why}. "
+                "Do not send it another way; tell the user what you wanted to send.")
+        self._credential_urls.add(url)
 
     async def _admit_host(self, host: str, url: str, ctx: ToolContext, tool: str) -> None:
         if host_allowed(host, self.allowed):
