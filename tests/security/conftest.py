@@ -1,5 +1,7 @@
-"""The red-team suite's fixtures: a fresh workspace and harness per case (see redteam.py), and
-where planted code leaves its mark."""
+"""The red-team suite's fixtures: a fresh workspace and harness per case (see redteam.py), where
+planted code leaves its mark, and the real programs a file needs (opt in with
+`pytestmark = pytest.mark.usefixtures("needs_bwrap")`, so a test that does not start the sandbox
+never skips for want of it)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,20 @@ from pathlib import Path
 import pytest
 from listeners import Listener
 from redteam import Harness, make_workspace
+
+from shared_helpers import require_component
+
+
+@pytest.fixture
+def needs_bwrap() -> None:
+    """Skip (fail on CI) where bubblewrap is missing: the test starts the real sandbox."""
+    require_component(shutil.which("bwrap") is not None,
+                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
+
+
+@pytest.fixture
+def needs_git() -> None:
+    require_component(shutil.which("git") is not None, "git is needed: apt-get install git")
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ never reach them; an allowed one must."""
 
 from __future__ import annotations
 
+import base64
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 
 class Listener:
     """A real HTTP server that records every request it gets. Routes: `/page` answers text,
-    `/to?url=X` redirects to X, `/loop` redirects to itself."""
+    `/to?url=X` redirects to X, `/to64/B` to the URL B is in base64 (a target nothing can read
+    in the request's URL), `/loop` redirects to itself."""
 
     def __init__(self, host: str) -> None:
         self.requests: list[dict[str, str]] = []
@@ -21,6 +23,9 @@ class Listener:
                 listener.requests.append({"path": self.path, "host": self.headers["Host"]})
                 if self.path.startswith("/to?url="):
                     self._redirect(self.path.removeprefix("/to?url="))
+                elif self.path.startswith("/to64/"):
+                    encoded = self.path.removeprefix("/to64/")
+                    self._redirect(base64.urlsafe_b64decode(encoded.encode()).decode())
                 elif self.path == "/loop":
                     self._redirect("/loop")
                 else:

@@ -9,6 +9,7 @@ to ask, or only `--yes`, the host is refused. Allowed hosts still work.
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -175,12 +176,39 @@ async def test_attack_a_redirect_to_a_new_host_is_asked_about_with_its_full_url(
         hostile_repo: Path, local: Listener, other: Listener) -> None:
     asked = Asked("no")
     target = f"{other.url}/page?d={SECRET}"
-    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to?url={target}"),
+    hidden = base64.urlsafe_b64encode(target.encode()).decode()  # seen only when it redirects
+    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to64/{hidden}"),
                         approval=asked, egress_allow=["127.0.0.1"],
                         web_allow_private=["127.0.0.1", "127.0.0.2"])
     assert [detail for _, detail in asked.questions] == [target]
     assert "refused to connect to 127.0.0.2" in _result_of(result, "web_fetch")[0]
     assert len(local.requests) == 1 and other.requests == []
+
+
+async def test_attack_a_url_nested_in_web_fetchs_is_asked_about_before_anything_is_fetched(
+        hostile_repo: Path, local: Listener, other: Listener) -> None:
+    # a fetching proxy on an allowed host (a reader service, an archive's "save") sends the
+    # nested URL on from its own servers, with no redirect for web_fetch to check
+    asked = Asked("no")
+    target = f"{other.url}/page?d={SECRET}"
+    result = await _run(hostile_repo, _exfiltration_script(f"{local.url}/to?url={target}"),
+                        approval=asked, egress_allow=["127.0.0.1"],
+                        web_allow_private=["127.0.0.1", "127.0.0.2"])
+    assert [detail for _, detail in asked.questions] == [target]
+    assert "refused to connect to 127.0.0.2" in _result_of(result, "web_fetch")[0]
+    assert local.requests == [] and other.requests == []
+
+
+async def test_a_credential_in_web_fetchs_url_is_asked_about_once_per_url(
+        hostile_repo: Path, local: Listener) -> None:
+    # must not fire twice: the gate and web_fetch both admit the URL; one yes covers that URL
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    asked = Asked(True)
+    url = f"{local.url}/page?d={token}"
+    await _run(hostile_repo, _exfiltration_script(url), approval=asked,
+               egress_allow=["127.0.0.1"], web_allow_private=["127.0.0.1"])
+    assert [detail for _, detail in asked.questions] == [url]
+    assert len(local.requests) == 1
 
 
 # --- any tool that declares network use ------------------------------------------------------

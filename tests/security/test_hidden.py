@@ -22,15 +22,10 @@ from loopwright import Agent
 from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed: apt-get install bubblewrap")
 
 
 @pytest.fixture
@@ -141,12 +136,12 @@ async def test_mcp_server_logs_in_the_cache_are_hidden(
     assert output.endswith("end\n[exit code 0]")
 
 
+@pytest.mark.usefixtures("needs_git")
 @pytest.mark.parametrize("xdg_cache", [False, True])
 async def test_gits_credential_cache_daemon_is_out_of_reach(
         place: Path, monkeypatch: pytest.MonkeyPatch, xdg_cache: bool) -> None:
     # `git credential approve` with the cache helper starts a daemon that answers anyone who
     # reaches its socket with the passwords it holds
-    require_component(shutil.which("git") is not None, "git is needed: apt-get install git")
     home = place / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

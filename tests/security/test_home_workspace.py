@@ -9,7 +9,6 @@ Real bubblewrap, through `Agent` against the fake model server."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,14 @@ from loopwright import Agent
 from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 PLANT = ("echo 'touch /var/tmp/pwned' >> .bashrc; mkdir -p .config/autostart && "
          "echo '[Desktop Entry]' > .config/autostart/x.desktop; mv .config .c; "
          "printf '[core]\\n\\tpager = touch /var/tmp/pwned\\n' > .gitconfig; "
          "echo mine > notes.txt && cat notes.txt")
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
 
 async def run(workdir: Path, *calls: tuple[str, dict[str, Any]], approve_all: bool = False

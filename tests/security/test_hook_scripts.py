@@ -11,7 +11,6 @@ server."""
 from __future__ import annotations
 
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -23,17 +22,11 @@ from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.hooks import Hooks
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 GUARD = "import sys, json; json.load(sys.stdin); print('{}')\n"
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
-
 
 
 async def run_with_hook(workdir: Path, *commands: str) -> list[str]:

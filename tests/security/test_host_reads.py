@@ -17,16 +17,11 @@ from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- host-only"
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
 
 
 @pytest.fixture

@@ -24,13 +24,9 @@ from loopwright.safety.sandbox.policy import SandboxLimits
 from loopwright.trust import UntrustedConfigWarning
 from shared_helpers import TAG, live_processes, require_component
 
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
+
 GENEROUS = 60  # seconds: far more than a limit needs to act
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed: apt-get install bubblewrap")
 
 
 def context(workdir: Path, **limits: int) -> ToolContext:

@@ -9,7 +9,6 @@ Real bubblewrap, a real virtual environment and the real CLI, started from that 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,14 +18,8 @@ import pytest
 
 import loopwright
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component
 
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
-
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 
 def make_venv(where: Path) -> Path:

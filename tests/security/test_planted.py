@@ -27,14 +27,10 @@ from loopwright.builtin.workspace import ALLOWED_ROOTS_SERVICE
 from loopwright.config import load_settings
 from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, sandbox_availability
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import require_component, wait_until
+from shared_helpers import wait_until
 
-HAVE_TOOLS = shutil.which("bwrap") is not None and shutil.which("git") is not None
+pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
 
-
-@pytest.fixture(autouse=True)
-def needs_bwrap_and_git() -> None:
-    require_component(HAVE_TOOLS, "bubblewrap and git are needed: apt-get install bubblewrap git")
 
 
 @pytest.fixture
@@ -159,7 +155,9 @@ async def test_another_agents_settings_cannot_be_swapped_by_moving_their_folder(
     assert "Device or resource busy" in text and refused(text), text
     assert sorted(os.listdir(tmp_path)) == [".claude"]
     assert sorted(os.listdir(tmp_path / ".claude")) == ["notes.md"]
-    assert (tmp_path / ".claude" / "notes.md").read_text() == "x\n"
+    # all of .claude is read-only now: its hook scripts, commands and agents run or are obeyed
+    # outside the sandbox as its settings are (test_planted_for_tools.py)
+    assert (tmp_path / ".claude" / "notes.md").read_text() == "mine\n"
 
 
 @pytest.mark.parametrize("hooks_path", ["app/hooks", "{top}/app/hooks"])
@@ -225,6 +223,38 @@ async def test_an_unpopulated_submodule_cannot_be_given_a_planted_git_pointer(
     assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
     git(workdir, "status", "--short")
     assert not canary.exists() and not (workdir / "lib" / ".git").exists()
+
+
+async def test_a_config_file_the_repository_includes_cannot_be_rewritten(
+        tmp_path: Path, canary: Path) -> None:
+    # a project sharing git settings (`git config include.path ../.gitconfig-project`): git
+    # reads that file as its own config, so a core.fsmonitor written there ran at the user's
+    # next git status
+    workdir = bare_repository(tmp_path)
+    (workdir / ".gitconfig-project").write_text("[alias]\n\tst = status\n")
+    (workdir / ".gitconfig-other").write_text("# not included\n")
+    assert git(workdir, "config", "include.path", "../.gitconfig-project").returncode == 0
+    text = await run(workdir, f"printf '[core]\\n\\tfsmonitor = \"touch {canary}; false\"\\n' "
+                              ">> .gitconfig-project; echo x >> .gitconfig-other && echo ok")
+    assert refused(text) and text.endswith("ok\n[exit code 0]"), text  # the other one is not
+    assert git(workdir, "status", "--short").returncode == 0
+    assert not canary.exists()
+    assert (workdir / ".gitconfig-project").read_text() == "[alias]\n\tst = status\n"
+
+
+async def test_a_submodule_whose_folder_is_missing_cannot_be_given_a_planted_git_pointer(
+        tmp_path: Path, canary: Path) -> None:
+    # the folder removed (or never made): a command made lib/ with a lib/.git pointing at a
+    # planted git directory, and the top's git status ran its core.fsmonitor on the host
+    workdir = with_submodule(tmp_path)
+    shutil.rmtree(workdir / "lib")
+    text = await run(workdir, "git init -q --bare planted && git --git-dir=planted config "
+                     f"core.bare false && git --git-dir=planted config core.fsmonitor 'touch "
+                     f"{canary}; false' && mkdir -p lib; echo 'gitdir: ../planted' > lib/.git; "
+                     "git status --short >/dev/null; echo status $?")
+    assert refused(text) and text.endswith("status 0\n[exit code 0]"), text
+    git(workdir, "status", "--short")
+    assert not canary.exists() and not (workdir / "lib").exists()  # the placeholder is gone
 
 
 async def test_a_git_symlink_replaced_by_a_planted_repository_is_put_back(

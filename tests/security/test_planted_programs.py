@@ -21,15 +21,10 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import require_component
 
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
+
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 REAL_BWRAP = shutil.which("bwrap")
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(REAL_BWRAP is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
-
 
 
 async def run_commands(workdir: Path, *commands: str) -> list[str]:

@@ -27,14 +27,9 @@ from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import TAG, live_processes, require_component, wait_until
 
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
+
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
-HAVE_BWRAP = shutil.which("bwrap") is not None
-WHY = "bubblewrap is needed to build the sandbox: apt-get install bubblewrap"
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(HAVE_BWRAP, WHY)
 
 
 def context(workdir: Path, **policy: Any) -> ToolContext:

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from loopwright.safety.sandbox import SandboxPolicy, prepare_launch
-from shared_helpers import require_component
 
 
+@pytest.mark.usefixtures("needs_bwrap")
 @pytest.mark.parametrize("by_name", [False, True])
 async def test_a_program_under_tmp_is_visible_read_only_inside_the_sandbox(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_name: bool) -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed to build the sandbox: apt-get install bubblewrap")
     assert str(tmp_path).startswith("/tmp/")
     programs = tmp_path / "venv" / "bin"
     programs.mkdir(parents=True)

@@ -23,7 +23,8 @@ from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.output import SPILL_MARKER
-from shared_helpers import require_component
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
 
@@ -31,12 +32,6 @@ FAST = RetryPolicy(base_delay=0.01, jitter=0)
 def loud(secret: str) -> str:
     """A command printing ~50 KB of lines holding `secret`: spilled under a 8k window."""
     return f"for i in $(seq 1 2000); do echo \"line $i {secret}\"; done"
-
-
-@pytest.fixture(autouse=True)
-def needs_bwrap() -> None:
-    require_component(shutil.which("bwrap") is not None,
-                      "bubblewrap is needed: apt-get install bubblewrap")
 
 
 @pytest.fixture

@@ -56,25 +56,45 @@ def hooks_dirs(root: Path) -> list[Path]:
     top, where git runs hooks."""
     top = repository_top(root) or root
     found: list[Path] = []
+    for value in _configured(top)[0]:
+        path = Path(os.path.expanduser(value))
+        resolved = (path if path.is_absolute() else top / path).resolve()
+        if resolved not in found:
+            found.append(resolved)
+    return found
+
+
+def included_configs(root: Path) -> list[Path]:
+    """The existing files git's configuration includes (`include.path`, `includeIf.*.path`)
+    for the repository `root` is in: a project that shares settings by `include.path =
+    ../.gitconfig` keeps a file in its working tree that git reads as its own config, so a
+    `core.fsmonitor` written there runs at the user's next git command. A missing one is left
+    (a placeholder directory there makes git stop reading its config)."""
+    return [path for path in _configured(repository_top(root) or root)[1] if path.is_file()]
+
+
+def _configured(top: Path) -> tuple[list[str], list[Path]]:
+    """The `core.hooksPath` values and the included files of every configuration git reads for
+    the repository at `top`."""
+    values: list[str] = []
+    included: list[Path] = []
     seen: set[Path] = set()
     for config in _config_files(top):
-        for value in _hooks_values(config, seen, depth=0):
-            path = Path(os.path.expanduser(value))
-            resolved = (path if path.is_absolute() else top / path).resolve()
-            if resolved not in found:
-                found.append(resolved)
-    return found
+        values += _hooks_values(config, seen, included, depth=0)
+    return values, included
 
 
 def submodule_git_paths(root: Path) -> list[Path]:
     """What keeps each submodule of the repository at `root` from being pointed at a planted git
     directory: its `.git` (a `gitdir:` file or a directory) where it exists, else its folder
-    while that is empty (an unpopulated submodule: nothing to edit there, and a `.git` made in
-    it would make it populated). git runs `git status` inside each populated submodule from
-    the top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
+    while that is empty or missing (an unpopulated or deleted submodule: nothing to edit
+    there, and a folder with a `.git` made there would make it populated; a missing folder
+    gets the sandbox's placeholder, an empty directory, which is what git itself leaves for a
+    submodule not checked out). git runs `git status` inside each populated submodule from the
+    top's own `git status`, so a planted `core.fsmonitor` would run there. Found from the
     absorbed submodules' configs (`.git/modules/**/config`, `core.worktree`) and the paths
-    `.gitmodules` names, each bounded; only paths that exist (no placeholder: an empty `.git`
-    directory would make git fail on the submodule)."""
+    `.gitmodules` names, each bounded; never a missing `.git` (its placeholder, an empty
+    directory, would make git fail on the submodule)."""
     git_dir = git_dir_of(root)
     if git_dir is None:
         return []
@@ -92,7 +112,8 @@ def submodule_git_paths(root: Path) -> list[Path]:
             continue
         if os.path.lexists(folder / ".git"):
             found.append(folder / ".git")
-        elif folder.is_dir() and not folder.is_symlink() and _is_empty(folder):
+        elif not os.path.lexists(folder) or (folder.is_dir() and not folder.is_symlink()
+                                              and _is_empty(folder)):
             found.append(folder)
     return found
 
@@ -154,8 +175,9 @@ def common_dir(git_dir: Path) -> Path:
     return (target if target.is_absolute() else git_dir / target).resolve()
 
 
-def _hooks_values(config: Path, seen: set[Path], *, depth: int) -> list[str]:
-    """`core.hooksPath` values in `config` and the files it includes."""
+def _hooks_values(config: Path, seen: set[Path], included: list[Path], *, depth: int
+                  ) -> list[str]:
+    """`core.hooksPath` values in `config` and the files it includes (added to `included`)."""
     try:
         config = config.expanduser().resolve()
     except (OSError, RuntimeError):
@@ -172,10 +194,11 @@ def _hooks_values(config: Path, seen: set[Path], *, depth: int) -> list[str]:
             values.append(value)
         elif (section == "include" or section.startswith("includeif")) and key == "path" \
                 and value:
-            included = Path(os.path.expanduser(value))
-            if not included.is_absolute():
-                included = config.parent / included
-            values += _hooks_values(included, seen, depth=depth + 1)
+            path = Path(os.path.expanduser(value))
+            path = Path(os.path.normpath(path if path.is_absolute() else config.parent / path))
+            if path not in included:
+                included.append(path)
+            values += _hooks_values(path, seen, included, depth=depth + 1)
     return values
 
 

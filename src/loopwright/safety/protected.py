@@ -3,7 +3,9 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
-configs, skill folders, and another agent's project settings that run hooks. To them come the git
+configs, skill folders, another agent's project folder (hooks, their scripts, prompts), what an
+editor runs when the folder opens (`.vscode`, `.devcontainer`), pre-commit's config and another
+version control system's repository where one exists (`.hg`, `.jj`). To them come the git
 hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
 the Python environment loopwright runs in (a project's `.venv`, often): a `.pth` file or module
 written there runs outside the sandbox at loopwright's next start, or at once when this process
@@ -29,15 +31,23 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from loopwright.config import user_config_dir
-from loopwright.safety.git_hooks import common_dir, git_dir_of, hooks_dirs, submodule_git_paths
+from loopwright.safety.git_hooks import (
+    common_dir,
+    git_dir_of,
+    hooks_dirs,
+    included_configs,
+    submodule_git_paths,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ProtectedEntry:
-    """A path relative to a workspace root, and why it matters."""
+    """A path relative to a workspace root, and why it matters. `when_present`: protected only
+    where it exists already (no placeholder: an empty `.hg` would pass for a repository)."""
 
     relative: str
     reason: str
+    when_present: bool = False
 
 
 _GIT = "git runs commands from it"  # hooks, core.fsmonitor and core.pager in its config
@@ -67,28 +77,61 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     # `lfs.url` there sends every file `.gitattributes` gives to LFS to that server at the
     # user's next push: data leaving without any fetch being asked
     ProtectedEntry(".lfsconfig", "git-lfs uploads file contents where it says, at your push"),
-    # `.loopwright/skills`, the first skill folder, is inside `.loopwright` already
+    # all of it: the settings' hooks, the scripts they name (`.claude/hooks/*.sh`), skills,
+    # commands and agents, each run or obeyed by another agent outside this sandbox
+    ProtectedEntry(".claude", "another agent runs hooks and loads prompts from it"),
+    # `.loopwright/skills` and `.claude/skills` lie in folders protected whole already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
-      for path in SKILL_DIRS if not path.startswith(".loopwright/")),
-    ProtectedEntry(".claude/settings.json", "another agent runs hooks from it"),
-    ProtectedEntry(".claude/settings.local.json", "another agent runs hooks from it"),
+      for path in SKILL_DIRS if not path.startswith((".loopwright/", ".claude/"))),
+    ProtectedEntry(".vscode", "VS Code runs its tasks (runOn: folderOpen) and settings when "
+                   "you open the folder"),
+    ProtectedEntry(".devcontainer", "VS Code runs its initializeCommand on your machine when "
+                   "the container is opened"),
+    ProtectedEntry(".pre-commit-config.yaml", "the pre-commit hook runs what it lists at your "
+                   "next git commit"),
+    ProtectedEntry(".hg", "Mercurial runs the hooks and extensions its hgrc names",
+                   when_present=True),
+    ProtectedEntry(".jj", "Jujutsu runs the pager and tools its repository config names",
+                   when_present=True),
 )
 
 
 def protected_locations(root: Path) -> list[Path]:
     """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
-    yet): the entries at its top, the hooks directories the git configuration names, the git
+    yet): the entries at its top, the hooks directories and the existing included config files
+    the git configuration names, the git
     directories a `.git` file points to (a worktree's own and the shared one with the hooks
     and config), each submodule's `.git`, the environment loopwright runs in, and the startup
     files of a home directory inside it."""
-    found = [root / entry.relative for entry in PROTECTED_ENTRIES]
+    found = [root / entry.relative for entry in PROTECTED_ENTRIES
+             if not entry.when_present or os.path.lexists(root / entry.relative)]
     git_dir = git_dir_of(root)
     if git_dir is not None and git_dir != root / ".git":
         found += dict.fromkeys((git_dir, common_dir(git_dir)))
     own = [path for path in own_environment() if path.is_relative_to(root)]
     home = Path.home().resolve()
     startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
-    return found + hooks_dirs(root) + submodule_git_paths(root) + own + startup
+    included = [path.resolve() for path in included_configs(root)]
+    return found + hooks_dirs(root) + included + submodule_git_paths(root) + own + startup
+
+
+def setting_skill_folders(workdir: Path, paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The folders the `skill_paths` setting names, as skill discovery reads them: `~`
+    expanded, a relative one taken from `workdir`. Inside a workspace root they are protected
+    as a project's skill folders are: what is planted there goes into the next run's prompt."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(os.path.expanduser(raw))
+        found.append(path if path.is_absolute() else workdir / path)
+    return found
+
+
+def folders_holding_no_root(folders: Iterable[str | Path], roots: Iterable[Path]) -> list[Path]:
+    """The `folders` (resolved) that neither are nor hold one of `roots`: a skill folder the
+    user made the workspace itself (developing skills there) stays theirs to write."""
+    tops = [root.resolve() for root in roots]
+    resolved = [Path(folder).resolve() for folder in folders]
+    return [path for path in resolved if not any(top.is_relative_to(path) for top in tops)]
 
 
 @functools.cache

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePath
 
 from loopwright.errors import ToolError
-from loopwright.safety.git_hooks import hooks_dirs
-from loopwright.safety.protected import protected_reason
+from loopwright.safety.git_hooks import hooks_dirs, included_configs
+from loopwright.safety.protected import folders_holding_no_root, protected_reason
 from loopwright.tools.base import ToolContext
 
 SECRET_NAMES: tuple[str, ...] = (
@@ -74,11 +74,16 @@ def ripgrep_exclusions() -> list[str]:
 
 
 def protected_paths_of(ctx: ToolContext) -> list[str]:
-    """Protected beyond the one list: the scripts configured hooks and MCP servers run and the
-    git hooks directories the repository's configuration names. Reads files: call it off the
-    loop."""
+    """Protected beyond the one list: the scripts configured hooks and MCP servers run, the git
+    hooks directories and included config files the repository's configuration names, and the
+    skill folders the settings name (`skill_paths`). Reads files: call it off the loop."""
+    # here, not at the top: the sandbox package imports the file tools, which import this one
+    from loopwright.safety.sandbox.policy import context_policy
+
     workdir = Path(ctx.workdir).resolve()
-    return [*held_files(ctx), *(str(path) for path in hooks_dirs(workdir))]
+    skills = folders_holding_no_root(context_policy(ctx.services).skill_folders, [workdir])
+    return [*held_files(ctx), *(str(path) for path in (
+        *hooks_dirs(workdir), *included_configs(workdir), *skills))]
 
 
 def held_files(ctx: ToolContext) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from loopwright.context.prompt import repository_root
 from loopwright.errors import ToolError
-from loopwright.safety.protected import SKILL_DIRS
+from loopwright.safety.protected import SKILL_DIRS, setting_skill_folders
 from loopwright.skills.frontmatter import MAX_HEAD_BYTES, SkillFormatError, parse_front_matter
 
 PROJECT_DIRS = SKILL_DIRS  # one list with the protected paths (safety/protected.py)
@@ -85,9 +85,7 @@ def skill_roots(workdir: Path, *, extra_paths: Iterable[str] = (),
     project's own when `project` is false (an untrusted project: `loopwright.trust`)."""
     workdir = workdir.resolve()
     roots = project_skill_roots(workdir, repository_root(workdir)) if project else []
-    for raw in extra_paths:
-        path = Path(os.path.expanduser(raw))
-        path = path if path.is_absolute() else workdir / path
+    for path in setting_skill_folders(workdir, extra_paths):
         roots.append(SkillRoot(path=path, source="settings", boundary=path.resolve()))
     if user_dir is None:
         from loopwright.config import user_config_dir

@@ -16,6 +16,8 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 
+from loopwright.safety.credentials import TOKEN_SHAPE
+
 _SECRET_NAME = re.compile(
     r"""(
         (^|_)API_?KEYS?($|_) | (^|_)(ACCESS|SECRET|PRIVATE|SIGNING|ENCRYPTION|MASTER|AUTH)_?KEY |
@@ -42,16 +44,6 @@ _WEBHOOK_URL = re.compile(
 _URL_QUERY_SECRET = re.compile(
     r"[a-z][a-z0-9+.-]*://[^\s]*[?&](access_?token|token|api_?key|key|secret|sig|signature|"
     r"password|auth|code|client_secret)=[^&\s]{6,}", re.IGNORECASE)
-_TOKEN_SHAPE = re.compile(
-    r"""(
-        \bgh[pousr]_[A-Za-z0-9]{20,} | \bgithub_pat_[A-Za-z0-9_]{20,} | \bglpat-[A-Za-z0-9_-]{16,} |
-        \bxox[abposr]-[A-Za-z0-9-]{10,} | \bsk-(ant-|proj-)?[A-Za-z0-9_-]{20,} |
-        \bAKIA[0-9A-Z]{16}\b | \bAIza[0-9A-Za-z_-]{35} |
-        -----BEGIN\ [A-Z ]*PRIVATE\ KEY-----
-    )""",
-    re.VERBOSE,
-)
-
 COMMAND_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command: nothing may wait for a terminal that is not there."""
 
@@ -65,7 +57,7 @@ def is_secret_value(value: str) -> bool:
     """Whether a value is a credential whatever its name: a URL with credentials or a token in
     its query, a webhook URL, or a well-known token shape."""
     return any(pattern.search(value) for pattern in (
-        _URL_WITH_CREDENTIALS, _WEBHOOK_URL, _URL_QUERY_SECRET, _TOKEN_SHAPE))
+        _URL_WITH_CREDENTIALS, _WEBHOOK_URL, _URL_QUERY_SECRET, TOKEN_SHAPE))
 
 
 def scrubbed_environment(environ: Mapping[str, str], passthrough: Iterable[str] = ()

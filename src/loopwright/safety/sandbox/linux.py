@@ -70,7 +70,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
-    protected = read_only_mounts(writable, policy.held_files)
+    protected = read_only_mounts(writable, policy.held_files, policy.skill_folders)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills

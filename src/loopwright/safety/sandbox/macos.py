@@ -42,7 +42,7 @@ def seatbelt_profile(policy: SandboxPolicy, *, roots: Sequence[Path], home: Path
     # Seatbelt matches paths, existing or not: a protected path that does not exist yet cannot
     # be created either, and no placeholder is needed
     protected = [path for root in policy.writable(roots) for path in protected_locations(root)]
-    protected += [Path(path) for path in policy.held_files]
+    protected += [Path(path) for path in (*policy.held_files, *policy.skill_folders)]
     if protected:
         lines.append("(deny file-write* " + " ".join(_subpath(p) for p in protected) + ")")
     hidden = hidden_paths(policy, home)

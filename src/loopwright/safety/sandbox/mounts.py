@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopwright.config import user_config_dir
-from loopwright.safety.protected import protected_locations
+from loopwright.safety.protected import folders_holding_no_root, protected_locations
 from loopwright.safety.sandbox.links import GuardedLink, links_on_the_way
 from loopwright.safety.sandbox.placeholders import missing_point, shared
 from loopwright.safety.sandbox.policy import (
     DATABASE_SOCKETS,
     HOST_SERVICE_SOCKETS,
+    RESOLVER_SOCKETS,
     SandboxPolicy,
 )
 from loopwright.settings import default_data_dir
@@ -41,19 +42,21 @@ class ReadOnlyMounts:
     links: list[GuardedLink]
 
 
-def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
-                     ) -> ReadOnlyMounts:
-    """Read-only binds for every protected path of the writable roots and every held file (the
-    scripts hooks run), and the placeholders that must exist when bubblewrap starts (for the
-    protected paths that do not exist yet), and the symlinks on the way to a protected path
-    (a mount cannot be put on a link: `links.py` puts a replaced one back).
+def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = (),
+                     folders: Sequence[str] = ()) -> ReadOnlyMounts:
+    """Read-only binds for every protected path of the writable roots, every held file (the
+    scripts hooks run) and every folder the settings protect (`skill_paths`) inside a root,
+    the placeholders that must exist when bubblewrap starts (for the protected paths that do
+    not exist yet), and the symlinks on the way to a protected path (a mount cannot be put on
+    a link: `links.py` puts a replaced one back).
 
-    A read-only path below the top of a root (`.claude/settings.json`, a `core.hooksPath` of
+    A read-only path below the top of a root (`.agents/skills`, a `core.hooksPath` of
     `.husky/_`, `.hooks/check.py`) could otherwise be swapped by moving a directory on its way
     (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
     writable as before, but a mount point, which can be neither renamed nor removed. All of
     these come before the read-only binds, which must stay over them."""
-    targets, placeholders, links = _protected_targets(writable)
+    extra = folders_holding_no_root(folders, writable)
+    targets, placeholders, links = _protected_targets(writable, extra)
     for name in held_files:
         path = Path(name).resolve()
         if path.is_file() and _under_any(path, writable):
@@ -68,33 +71,34 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = ()
     return ReadOnlyMounts(argv=argv, placeholders=placeholders, links=links)
 
 
-def _protected_targets(writable: Sequence[Path]
+def _protected_targets(writable: Sequence[Path], extra: Sequence[Path]
                        ) -> tuple[list[Path], list[Path], list[GuardedLink]]:
-    """What to bind read-only for the protected paths of the writable roots (where each really
-    is, or its placeholder), the placeholders among them, and the symlinks on their way."""
+    """What to bind read-only for the protected paths of the writable roots and the `extra`
+    ones inside them (where each really is, or its placeholder), the placeholders among them,
+    and the symlinks on their way."""
     targets: list[Path] = []
     placeholders: list[Path] = []
     links: dict[Path, GuardedLink] = {}
     covered: list[Path] = []  # protected directories: nothing inside them needs its own mount
-    for top in writable:
-        for location in protected_locations(top):
-            root = next((r for r in writable if _under_any(location, [r])), None)
-            if root is None or _under_any(location, covered):
+    locations = [location for top in writable for location in protected_locations(top)]
+    for location in [*locations, *extra]:
+        root = next((r for r in writable if _under_any(location, [r])), None)
+        if root is None or _under_any(location, covered):
+            continue
+        link = links_on_the_way(root, location)
+        if link is not None:
+            links.setdefault(link.path, link)
+        placeholder = shared(root, location)
+        target = None if placeholder else _existing_inside(location, writable)
+        if target is None:
+            placeholder = placeholder or missing_point(root, location)
+            if placeholder is None or _under_any(placeholder, covered):
                 continue
-            link = links_on_the_way(root, location)
-            if link is not None:
-                links.setdefault(link.path, link)
-            placeholder = shared(root, location)
-            target = None if placeholder else _existing_inside(location, writable)
-            if target is None:
-                placeholder = placeholder or missing_point(root, location)
-                if placeholder is None or _under_any(placeholder, covered):
-                    continue
-                placeholders.append(placeholder)
-                target = placeholder
-            targets.append(target)
-            if target.is_dir() or target == placeholder:
-                covered.append(target)
+            placeholders.append(placeholder)
+            target = placeholder
+        targets.append(target)
+        if target.is_dir() or target == placeholder:
+            covered.append(target)
     return targets, placeholders, list(links.values())
 
 
@@ -108,9 +112,39 @@ def hidden_paths(policy: SandboxPolicy, home: Path) -> list[Path]:
             user_config_dir(), default_data_dir(),
             *(Path(path).expanduser() for path in policy.hidden_paths),
             *(Path(path) for path in HOST_SERVICE_SOCKETS),
-            *(Path(path) for path in (() if policy.network else DATABASE_SOCKETS)),
+            *(Path(path) for path in (
+                () if policy.network else (*DATABASE_SOCKETS, *RESOLVER_SOCKETS))),
             *([Path(runtime)] if os.path.isabs(runtime) else []),
-            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else [])]
+            *([Path(cache) / "git" / "credential"] if os.path.isabs(cache) else []),
+            *terminal_sessions()]
+
+
+# Variables naming a socket that drives the user's terminal or editor, outside the sandbox:
+# WezTerm's and kitty's remote control (`send-text`), Neovim's server (`:terminal` sets $NVIM),
+# VS Code's CLI hook (it opens and runs things in the window)
+_DRIVING_SOCKETS = ("WEZTERM_UNIX_SOCKET", "KITTY_LISTEN_ON", "NVIM", "NVIM_LISTEN_ADDRESS",
+                    "VSCODE_IPC_HOOK_CLI")
+
+
+def terminal_sessions() -> list[Path]:
+    """The sockets of the user's terminal sessions that the environment names: the tmux server
+    loopwright runs under (`$TMUX`: its own socket, not the folder, which may be any) and the
+    user's other tmux servers (`$TMUX_TMPDIR/tmux-UID`), `$SCREENDIR`, and the remote controls
+    of terminals and editors (`_DRIVING_SOCKETS`). `tmux send-keys`, `screen -X stuff` and
+    `wezterm cli send-text` type into the user's shell, outside the sandbox. The default places
+    (`/tmp/tmux-UID`, `/run/screen`, the runtime directory) are covered already."""
+    found: list[Path] = []
+    for name in ("TMUX", *_DRIVING_SOCKETS):
+        value = os.environ.get(name, "").split(",")[0].removeprefix("unix:")
+        if os.path.isabs(value):
+            found.append(Path(value))
+    tmux_folder = os.environ.get("TMUX_TMPDIR", "")
+    if os.path.isabs(tmux_folder):
+        found.append(Path(tmux_folder) / f"tmux-{os.getuid()}")
+    screen_folder = os.environ.get("SCREENDIR", "")
+    if os.path.isabs(screen_folder):
+        found.append(Path(screen_folder))
+    return found
 
 
 def hidden_mounts(policy: SandboxPolicy, home: Path, roots: Sequence[Path]) -> list[str]:

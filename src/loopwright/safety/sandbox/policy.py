@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from loopwright.errors import ConfigError
+from loopwright.safety.protected import setting_skill_folders
 from loopwright.settings import DEFAULTS, default_cache_dir, default_data_dir
 from loopwright.tools.base import ToolContext
 from loopwright.tools.output import spill_directory, spill_scope
@@ -56,12 +57,21 @@ HOST_SERVICE_SOCKETS = ("/run/user", "/run/dbus", "/run/docker.sock", "/run/dock
                         "/run/containerd", "/run/podman", "/run/libvirt", "/run/snapd.socket",
                         "/run/snapd-snap.socket", "/run/incus", "/var/run/docker.sock",
                         "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
-                        "/var/lib/incus/unix.socket")
+                        "/var/lib/incus/unix.socket",
+                        # GNU screen's sessions: `screen -X stuff` types into the user's shell
+                        "/run/screen", "/var/run/screen")
 # Databases on Unix sockets: reached as the user (peer authentication), a superuser role runs
 # programs outside the sandbox (`COPY … TO PROGRAM`). Hidden with the network off, when their
 # TCP ports are out of reach too; with it on, a socket is no more than the port.
 DATABASE_SOCKETS = ("/run/postgresql", "/var/run/postgresql", "/run/mysqld", "/var/run/mysqld",
                     "/run/redis", "/var/run/redis", "/run/mongodb", "/var/run/mongodb")
+# The host's name resolvers on Unix sockets: systemd-resolved's varlink socket (glibc's
+# nss-resolve speaks it, and so can any program), nscd's and avahi's. Through them a command with
+# the network off still had the host look up any name, and a name carries data to the DNS
+# servers of its domain (`<secret>.attacker.example`). Hidden with the network off only: with it
+# on, the command resolves names itself anyway.
+RESOLVER_SOCKETS = ("/run/systemd/resolve", "/run/nscd", "/var/run/nscd", "/run/avahi-daemon",
+                    "/var/run/avahi-daemon")
 MEBIBYTE = 1024 * 1024
 
 
@@ -103,6 +113,9 @@ class SandboxPolicy:
     # files something outside the sandbox runs (the scripts the user's hooks run): read-only,
     # and the directories on their way in a writable root cannot be renamed to swap them
     held_files: tuple[str, ...] = ()
+    # the skill folders the settings name (`skill_paths`): inside a writable root they are
+    # read-only as a project's own skill folders are (`.agents/skills`), created or not
+    skill_folders: tuple[str, ...] = ()
     # the workspace roots the settings name (working directory, allowed_roots): bubblewrap is
     # never looked up on PATH there, where a command could have planted one (a run's own roots
     # are added at each launch)
@@ -160,6 +173,8 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         env_passthrough=tuple(_strings(settings.env_passthrough, "env_passthrough")),
         bwrap=str(settings.sandbox_bwrap or "bwrap"),
         hidden_paths=tuple(str(path) for path in _own_paths(settings)),
+        skill_folders=tuple(str(path.resolve()) for path in setting_skill_folders(
+            Path(settings.workdir or Path.cwd()), settings.skill_paths or ())),
         spill_root=str(spill_directory(settings.cache_dir)),
         workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
             settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),

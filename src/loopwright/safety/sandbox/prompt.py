@@ -33,9 +33,9 @@ def sandbox_note(policy: SandboxPolicy, *, available: bool, compact: bool = Fals
             f"{_WHERE[policy.mode]}. "
             "/tmp is private and empty for each command; credentials are removed from the "
             "environment and credential stores in the home directory are hidden; background "
-            "processes end when the command ends; the .git directory and agent configuration "
-            "files are read-only (a missing one shows as an empty directory while a command "
-            "runs; leave commits to the user). "
+            "processes end when the command ends; the .git directory and agent and editor "
+            "configuration files are read-only (a missing one shows as an empty directory "
+            "while a command runs; leave commits to the user). "
             f"{network} A 'Read-only file system' or "
             "network error is the sandbox at work: do not try to get around it.")
 
