@@ -24,7 +24,8 @@ from loopwright.model_call import ModelCalls
 from loopwright.plugins import LoopPlugin
 from loopwright.result import StopReason
 from loopwright.review.stage import ReviewPlan, ReviewStage
-from loopwright.tools.base import ApprovalGate, CallingRun, ToolContext, _deny_all
+from loopwright.tools.base import ApprovalGate, CallingRun, ToolContext
+from loopwright.tools.context import _deny_all
 from loopwright.tools.execute import ToolExecutor
 from loopwright.tools.idempotency import IdempotencyKeys
 

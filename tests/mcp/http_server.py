@@ -27,6 +27,30 @@ def whoami(ctx: Context) -> str:
     return headers.get("authorization", "(none)")
 
 
+@server.tool(name="get.user")
+def get_user_dotted() -> str:
+    """A name a provider refuses as it is (the dot)."""
+    return "from get.user"
+
+
+@server.tool(name="get_user")
+def get_user_plain() -> str:
+    """The name the dotted one reads as once cleaned."""
+    return "from get_user"
+
+
+@server.tool(name="lookup_" + "x" * 60 + "_first")
+def long_first() -> str:
+    """One of two names alike in their first 64 characters."""
+    return "first"
+
+
+@server.tool(name="lookup_" + "x" * 60 + "_second")
+def long_second() -> str:
+    """The other."""
+    return "second"
+
+
 @server.tool()
 def explode() -> str:
     """Fail with a JSON-RPC error rather than an error result."""

@@ -237,3 +237,26 @@ def test_the_sync_chat_api_reconnects_on_each_event_loop(everything: str, tmp_pa
                   if m["role"] == "tool"]
     assert answers == ["one", "two"]
     assert echoes == ["Echo: a", "Echo: b"]
+
+
+async def test_tools_whose_names_read_alike_once_fitted_stay_apart(
+        http_server_url: str, tmp_path: Path) -> None:
+    """`get.user` cleaned to `get_user` and two names cut at 64 characters made one tool name
+    each, and the registry kept only the first: the model could not reach the other."""
+    from loopwright.mcp.config import tool_name
+
+    dotted, long_second = tool_name("web", "get.user"), tool_name("web", "lookup_" + "x" * 60
+                                                                          + "_second")
+    assert dotted != "mcp__web__get_user" and len(long_second) <= 64
+    script = [Reply(tool_calls=[call(dotted), call("mcp__web__get_user"), call(long_second)]),
+              Reply("done")]
+    with FakeModelServer(replies=script) as server:
+        async with make_agent(server, {"web": {"url": http_server_url}}, tmp_path) as agent:
+            result = await agent.run("go")
+    offered = offered_tools(server.model_requests[0])
+    assert {dotted, "mcp__web__get_user", long_second,
+            tool_name("web", "lookup_" + "x" * 60 + "_first")} <= set(offered)
+    assert all(len(name) <= 64 for name in offered)
+    answers = [m.content for m in result.messages if m.role == "tool"]
+    assert answers == ["from get.user", "from get_user", "second"]
+    assert tool_name("web", "shout") == "mcp__web__shout"  # a name that fits is unchanged

@@ -168,3 +168,13 @@ async def test_a_call_repeated_with_the_same_bad_arguments_is_still_a_loop(tmp_p
     assert result.stop_reason == "loop_detected"
     # the warning quotes the error the call kept getting (its last result)
     assert "Its last result was: Error: the arguments for tool 'read_file'" in third
+
+
+async def test_a_runaway_tool_name_is_not_repeated_whole_in_the_review_event() -> None:
+    """The error the model reads cut a 100,000-character name; the `review` event (in --json,
+    SSE, the session and the page) still carried it whole."""
+    events, read, _ = await run_one("gpt-4.1", call("x" * 100_000, {}))
+    (event,) = events
+    assert event.check == "unknown_tool"
+    assert len(event.reason) < 300 and "(100,000 characters)" in event.reason
+    assert "(100,000 characters)" in read

@@ -17,9 +17,8 @@ from loopwright.errors import ToolError
 from loopwright.safety.sensitive import is_secret_path, require_secret_approval
 from loopwright.tools.base import ToolContext
 from loopwright.tools.output import (
-    SPILL_ROOT_SERVICE,
     is_foreign_spill,
-    spill_directory,
+    run_spill_root,
     spill_scope,
 )
 
@@ -66,8 +65,7 @@ def resolve_path(ctx: ToolContext, raw: str, *, reading: bool = False) -> Path:
 def _refuse_foreign_spill(ctx: ToolContext, raw: str, resolved: Path) -> None:
     """Another session's spilled outputs stay out of reach where the workspace holds the cache
     (a workspace of `~`): they are other projects' command outputs (docs/safety.md)."""
-    root = ctx.services.get(SPILL_ROOT_SERVICE) or spill_directory(None)
-    if is_foreign_spill(resolved, Path(root), spill_scope(ctx)):
+    if is_foreign_spill(resolved, run_spill_root(ctx), spill_scope(ctx)):
         raise ToolError(f"{raw!r} is another session's spilled output; only this session's "
                         "may be read")
 

@@ -26,7 +26,8 @@ from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
 from loopwright.mcp.content import result_text
 from loopwright.plugins import LoopPlugin
 from loopwright.safety.sensitive import SERVER_SCRIPTS_STATE
-from loopwright.tools.base import Tool, ToolContext, clean_schema
+from loopwright.tools.base import Tool, ToolContext
+from loopwright.tools.schema import clean_schema
 
 if TYPE_CHECKING:
     from mcp import Client

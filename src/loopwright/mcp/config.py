@@ -18,6 +18,7 @@ out of config files.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ _KNOWN_KEYS = frozenset({
 })
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+MAX_TOOL_NAME = 64  # OpenAI's and Anthropic's limit on a tool's name
 
 
 @dataclass(kw_only=True)
@@ -108,9 +110,16 @@ def parse_server(name: str, entry: Any) -> MCPServerConfig:
 
 def tool_name(server: str, tool: str) -> str:
     """The name the model sees: `mcp__{server}__{tool}`, limited to what every provider accepts
-    (letters, digits, `_`, `-`; at most 64 characters)."""
+    (letters, digits, `_`, `-`; at most 64 characters). A name that had to be changed to fit
+    ends with a digest of the server's and the tool's own names, so two tools that would read
+    the same after it (`get.user` and `get_user`, or two long names alike in their first 64
+    characters) stay two tools."""
     name = f"mcp__{_SAFE_NAME.sub('_', server)}__{_SAFE_NAME.sub('_', tool)}"
-    return name[:64]
+    if name == f"mcp__{server}__{tool}" and len(name) <= MAX_TOOL_NAME:
+        return name
+    digest = hashlib.blake2b(f"{server}\0{tool}".encode(errors="surrogatepass"),
+                             digest_size=4).hexdigest()
+    return f"{name[:MAX_TOOL_NAME - len(digest) - 1]}_{digest}"
 
 
 def _expand(value: str) -> str:

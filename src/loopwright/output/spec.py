@@ -17,8 +17,7 @@ from typing_extensions import TypeVar
 
 from loopwright.errors import ConfigError
 from loopwright.messages import ToolSpec
-from loopwright.tools.base import clean_schema
-from loopwright.tools.schema import strict_schema
+from loopwright.tools.schema import clean_schema, strict_schema
 
 T = TypeVar("T", default=Any)
 

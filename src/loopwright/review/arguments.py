@@ -13,6 +13,7 @@ from __future__ import annotations
 from loopwright.review.check import Check
 from loopwright.review.verdicts import Verdict, skip_call
 from loopwright.review.view import ReviewView
+from loopwright.tools.argument_errors import shown_tool_name
 from loopwright.tools.execute import ToolOutcome
 
 
@@ -49,7 +50,7 @@ class BadArguments(_Refusals):
 
 
 def _reason(outcome: ToolOutcome) -> str:
-    name = outcome.call.name
+    name = shown_tool_name(outcome.call.name)
     data = outcome.data
     if data.get("unknown_tool"):
         return f"{name}: no tool of that name"

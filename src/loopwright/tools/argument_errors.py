@@ -77,6 +77,14 @@ def example_or_parameters(schema: dict[str, Any], *, written: dict[str, Any] | N
 _SHOWN_NAME_CHARS = 100  # no tool's name is longer than 64
 
 
+def shown_tool_name(name: str) -> str:
+    """A tool name a model wrote, as the runtime repeats it (an error, a review event): a
+    runaway name is not echoed back whole."""
+    if len(name) <= _SHOWN_NAME_CHARS:
+        return name
+    return f"{name[:_SHOWN_NAME_CHARS]}… ({len(name):,} characters)"
+
+
 def unknown_tool_message(name: str, suggested: list[str],
                          closest_schema: dict[str, Any] | None, *, request: str = "") -> str:
     """What the model reads after calling a tool that does not exist: the tools it has, and a
@@ -87,9 +95,8 @@ def unknown_tool_message(name: str, suggested: list[str],
     its next call as the code to run, and "read_file takes path (string)." as a path (bench
     dev2 split, docs/benchmarks.md); the parameters are in the tool's definition."""
     names = ", ".join(suggested) or "(none)"
-    if len(name) > _SHOWN_NAME_CHARS:  # a model's runaway name is not echoed back whole
-        name = f"{name[:_SHOWN_NAME_CHARS]}… ({len(name):,} characters)"
-    message = f"Error: there is no tool named {name!r}. Tools you can call: {names}."
+    message = (f"Error: there is no tool named {shown_tool_name(name)!r}. Tools you can call: "
+               f"{names}.")
     if suggested and closest_schema is not None:
         example = example_call(suggested[0], closest_schema, request=request, grounded=True)
         message += (f" Call one of them instead, for example: {example}" if example else

@@ -24,18 +24,17 @@ from loopwright.tools.context import (  # their home is context.py; read here to
     DepsT,
     ToolContext,
 )
-from loopwright.tools.context import _deny_all as _deny_all  # run_state.py reads it here
 from loopwright.tools.docstrings import parse_docstring
 from loopwright.tools.schema import (
     check_against_schema,
-    clean_schema,  # its home; mcp/ and output/ read it here
+    clean_schema,
     drop_null_optionals,
     strict_schema,
 )
 
 __all__ = [
     "ApprovalGate", "CallingRun", "DepsT", "FunctionTool", "Tool", "ToolContext", "ToolFunction",
-    "ToolSignature", "clean_schema", "signature_of", "tool", "tool_from_function"]
+    "ToolSignature", "signature_of", "tool", "tool_from_function"]
 
 if TYPE_CHECKING:
     import pydantic
