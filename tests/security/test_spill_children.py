@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from test_spill_sessions import (  # noqa: F401 (needs_bwrap, place: fixtures)
+import pytest
+from test_spill_sessions import (  # noqa: F401 (place: a fixture)
     FAST,
     loud,
-    needs_bwrap,
     place,
     run_calls,
     spill_root,
@@ -28,6 +28,8 @@ from loopwright.builtin import default_tools
 from loopwright.builtin.delegate import make_delegate_tool
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.testing.scripted import RecordedRequest
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 Step = Reply | Callable[[], Reply]
 
