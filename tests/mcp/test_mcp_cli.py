@@ -46,8 +46,13 @@ def test_mcp_list_lists_a_streamable_http_server(http_server_url: str, tmp_path:
     assert code == 0, output
     row = json.loads(output)
     assert row["transport"] == "http" and row["target"] == http_server_url
-    assert {t["name"] for t in row["tools"]} == {
-        "mcp__web__shout", "mcp__web__whoami", "mcp__web__explode", "mcp__web__grumble"}
+    names = {t["remote_name"]: t["name"] for t in row["tools"]}
+    assert {names[n] for n in ("shout", "whoami", "explode", "grumble", "get_user")} == {
+        "mcp__web__shout", "mcp__web__whoami", "mcp__web__explode", "mcp__web__grumble",
+        "mcp__web__get_user"}
+    # the names changed to fit keep the server's own beside them, each its own
+    assert names["get.user"].startswith("mcp__web__get_user_")
+    assert len(set(names.values())) == len(names) == 8
 
 
 def test_mcp_list_rejects_a_malformed_server_entry(tmp_path: Path) -> None:
