@@ -1,0 +1,227 @@
+"""What a sandboxed command planted below the top of a root, undone when it has ended.
+
+bubblewrap mounts by path, not by name pattern, so three kinds of file a command can write
+anywhere in the tree would run later outside the sandbox:
+
+- a compiled module (`.pyc`): Python trusts the source's mtime and size recorded in it, so one
+  written beside an unchanged source runs at the next import, and `git status` ignores it;
+- a repository (`vendor/x/.git`, a directory or a `gitdir:` file): VS Code's git extension runs
+  git in the repositories it finds below the folder it opens, and git runs the `core.fsmonitor`
+  (and more) of their config;
+- a protected name below the top (`pkg/.claude/settings.json`, `pkg/.vscode/tasks.json`,
+  `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it.
+
+Before the command, a `Tree` of each writable root is taken: each directory's mtime, ctime and
+entries (name, inode), and each `.pyc`'s inode and ctime. It is kept per root and the next one
+is built from it, reading again only the directories whose times changed (creating, removing
+or renaming an entry changes its directory's times), so a command costs one `lstat` per
+directory and per `.pyc`, not a walk of every file. Protected paths that already exist below
+the top are bound read-only like those at the top (`mounts.py`), and not descended into;
+neither are dependency folders and virtual environments (`SKIPPED_DIRS`: their code is the
+project's dependencies, writable by commands as a whole, and invisible to git anyway).
+
+After the command (nothing of it runs any more), the tree is taken again and compared:
+every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
+wrote, and Python writes it again from the source — and every protected name it made below
+the top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopwright.safety.protected import protected_entry_at
+
+MADE_SUFFIX = ".made-by-command"
+SKIPPED_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
+                          ".pytest_cache", ".ruff_cache"})
+"""Dependency and cache folders, not descended into (the project's dependencies, not its own
+files: a command may write them whole, and git ignores them already)."""
+MAX_DIRECTORIES = 50_000  # more directories than this in a root: not checked
+MAX_SECONDS = 5.0  # a walk slower than this (a network mount): not checked
+# A directory or file whose times lie this close to the snapshot may change again within the
+# file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
+# anyway (git's "racy" rule). No command writes sooner: bubblewrap and the supervisor start first.
+_RACY_NS = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One directory: its times and entries (name -> inode, is a directory)."""
+
+    mtime_ns: int
+    ctime_ns: int
+    entries: dict[str, tuple[int, bool]]
+
+
+@dataclass(kw_only=True)
+class Tree:
+    """A writable root as seen before or after a command."""
+
+    root: Path
+    taken_ns: int
+    directories: dict[str, Listing] = field(default_factory=dict)
+    compiled: dict[str, tuple[int, int]] = field(default_factory=dict)  # .pyc -> inode, ctime
+    nested: list[Path] = field(default_factory=list)  # protected paths below the top
+    overflow: str = ""  # why the tree could not be taken: nothing is checked
+
+
+_latest: dict[Path, Tree] = {}
+_lock = threading.Lock()
+_reported: set[Path] = set()  # roots whose overflow was said once
+
+
+def take(root: Path) -> Tree:
+    """The tree of `root` now, built from the last one taken (blocking: a worker thread)."""
+    with _lock:
+        previous = _latest.get(root)
+    tree = _walk(root, previous)
+    with _lock:
+        _latest[root] = tree
+    return tree
+
+
+def undo(before: Tree) -> list[str]:
+    """Remove the `.pyc` files and move aside the protected names below the top that appeared
+    or changed since `before`; one line for each thing done, for the command's result."""
+    if before.overflow:
+        if before.root in _reported:
+            return []
+        _reported.add(before.root)
+        return [f"loopwright did not check what the commands plant in {before.root} "
+                f"({before.overflow}): look for new .pyc files and .git folders yourself"]
+    after = take(before.root)
+    if after.overflow:
+        return undo(after)
+    notes = _move_aside(before, after)
+    removed = _remove_compiled(before, after)
+    if removed:
+        shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3
+                                          else "")
+        notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the command "
+                     f"wrote ({shown}): Python writes them again from the sources")
+    return notes
+
+
+def _walk(root: Path, previous: Tree | None) -> Tree:
+    tree = Tree(root=root, taken_ns=time.time_ns())
+    old = previous.directories if previous is not None else {}
+    racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
+    deadline = time.monotonic() + MAX_SECONDS
+    pending = [str(root)]
+    while pending:
+        directory = pending.pop()
+        if len(tree.directories) >= MAX_DIRECTORIES or time.monotonic() > deadline:
+            tree.overflow = f"more than {MAX_DIRECTORIES:,} folders, or too slow to walk"
+            return tree
+        listing = _listing(directory, old.get(directory), racy_after)
+        if listing is None:
+            continue
+        tree.directories[directory] = listing
+        for name, (_, is_dir) in listing.entries.items():
+            path = os.path.join(directory, name)
+            _note(tree, path, name, is_dir, pending)
+    return tree
+
+
+def _listing(directory: str, known: Listing | None, racy_after: int) -> Listing | None:
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if known is not None and known.mtime_ns == info.st_mtime_ns and \
+            known.ctime_ns == info.st_ctime_ns and known.mtime_ns < racy_after:
+        return known
+    entries: dict[str, tuple[int, bool]] = {}
+    try:
+        with os.scandir(directory) as listed:
+            for entry in listed:
+                entries[entry.name] = (entry.inode(), entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return None
+    return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries)
+
+
+def _note(tree: Tree, path: str, name: str, is_dir: bool, pending: list[str]) -> None:
+    """Record what matters about one entry, and queue a directory to descend into."""
+    relative = Path(path).relative_to(tree.root).parts
+    entry = protected_entry_at(relative)
+    if entry is not None:  # at the top: mounted read-only already; never descended into
+        if len(relative) > len(Path(entry).parts):
+            tree.nested.append(Path(path))
+        return
+    if is_dir:
+        if name not in SKIPPED_DIRS:
+            pending.append(path)
+    elif name.endswith(".pyc"):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return
+        tree.compiled[path] = (info.st_ino, info.st_ctime_ns)
+
+
+def _move_aside(before: Tree, after: Tree) -> list[str]:
+    known = set(before.nested)
+    notes: list[str] = []
+    for path in after.nested:
+        if path in known or not _new_entry(before, path):
+            continue
+        aside = _aside(path)
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            notes.append(f"the command made {path}, which is run or obeyed outside the sandbox, "
+                         f"and moving it aside failed ({exc}): delete it before you open "
+                         "that folder in an editor or agent, or run git there")
+            continue
+        what = "a repository" if path.name.casefold() == ".git" else path.name
+        notes.append(f"loopwright moved {what} the command made below the top, {path}, to "
+                     f"{aside.name}: programs started there would run or obey it outside the "
+                     "sandbox")
+    return notes
+
+
+def _new_entry(before: Tree, path: Path) -> bool:
+    """Whether `path` was not there before (or is another file now)."""
+    listing = before.directories.get(str(path.parent))
+    if listing is None:
+        return True
+    try:
+        return listing.entries.get(path.name, (None, False))[0] != os.lstat(path).st_ino
+    except OSError:
+        return False
+
+
+def _remove_compiled(before: Tree, after: Tree) -> list[str]:
+    racy_after = before.taken_ns - _RACY_NS
+    removed: list[str] = []
+    for path, (inode, ctime_ns) in list(after.compiled.items()):
+        known = before.compiled.get(path)
+        if known is not None and known == (inode, ctime_ns) and ctime_ns < racy_after:
+            continue
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        del after.compiled[path]
+        removed.append(os.path.relpath(path, before.root))
+    return removed
+
+
+def _aside(path: Path) -> Path:
+    candidate = path.with_name(path.name + MADE_SUFFIX)
+    number = 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = path.with_name(f"{path.name}{MADE_SUFFIX}-{number}")
+    return candidate

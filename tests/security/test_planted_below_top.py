@@ -1,0 +1,185 @@
+"""What a sandboxed command plants below the top of the workspace for programs run later,
+outside the sandbox: a compiled module (`__pycache__/app.cpython-311.pyc` beside an unchanged
+`app.py`: Python checks only the source's mtime and size recorded in it), a repository one
+folder down (`vendor/x/.git`, whose `core.fsmonitor` VS Code's git extension runs when the
+project opens) and another agent's or an editor's folder in a package (`pkg/.claude`,
+`pkg/.vscode`). After each command, loopwright removes the `.pyc` files it wrote and moves the
+protected names it made below the top aside; the ones that existed before are read-only to
+commands, as at the top. Where the rule must not fire: a `.pyc` the command did not touch, a
+repository the user had, look-alike names, and vendored dependencies.
+
+Real bubblewrap, real Python and git outside the sandbox, through `Agent` against the fake
+model server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import tool_results
+
+from loopwright import Agent
+from loopwright.builtin import default_tools
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.testing import FakeModelServer, Reply, call
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
+
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+PYTHON = os.path.realpath(sys.executable)  # one version inside and outside: one magic number
+
+
+async def command_result(workdir: Path, command: str) -> str:
+    """The result of a scripted model's one `bash` call in `workdir` (everything approved)."""
+    script = [Reply(tool_calls=[call("bash", {"command": command})]), Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=default_tools(), workdir=str(workdir), approve_all=True)
+        result = await agent.run("go")
+    [text] = tool_results(result.messages)
+    return text
+
+
+def host_python(workdir: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """The user's Python, outside the sandbox (the tests, the app), writing its caches."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    return subprocess.run([PYTHON, "-c", code], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=30, check=False)
+
+
+def host_git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The user's git (and VS Code's git extension), outside the sandbox."""
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(workdir.parent)}
+    return subprocess.run(["git", *args], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=30, check=False)
+
+
+def plant_pyc(canary: Path) -> str:
+    """A command writing app.py's cached module with code touching `canary`, its header made
+    to match the unchanged source (rewritten in place where one exists: the same inode)."""
+    return f"""{PYTHON} - <<'EOF'
+import importlib.util, marshal, pathlib
+source = pathlib.Path("app.py").stat()
+cached = pathlib.Path(importlib.util.cache_from_source("app.py"))
+cached.parent.mkdir(exist_ok=True)
+code = compile("import pathlib; pathlib.Path({str(canary)!r}).touch()", "app.py", "exec")
+header = importlib.util.MAGIC_NUMBER + bytes(4) + (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(
+    4, "little") + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+cached.write_bytes(header + marshal.dumps(code))
+print("planted", cached)
+EOF"""
+
+
+def app(workdir: Path) -> Path:
+    workdir.mkdir(exist_ok=True)
+    (workdir / "app.py").write_text("print('the real app')\n")
+    return workdir
+
+
+@pytest.mark.parametrize("compiled_before", [True, False])
+async def test_a_pyc_planted_beside_an_unchanged_source_does_not_run_at_the_next_import(
+        tmp_path: Path, compiled_before: bool) -> None:
+    workdir = app(tmp_path / "work")
+    canary = tmp_path / "PYC-RAN"
+    if compiled_before:  # the user ran the app: Python wrote its cache
+        assert host_python(workdir, "import app").returncode == 0
+        assert list((workdir / "__pycache__").glob("app.*.pyc"))
+    text = await command_result(workdir, plant_pyc(canary))
+    imported = host_python(workdir, "import app")
+    assert not canary.exists()
+    assert imported.stdout == "the real app\n", imported
+    assert "planted" in text and "removed 1 compiled Python file" in text, text
+
+
+async def test_a_pyc_the_command_did_not_write_stays_and_a_changed_source_runs(
+        tmp_path: Path) -> None:
+    # must not fire on what the command left alone; what Python wrote in the sandbox for a
+    # source the command changed is removed too (it cannot be told from a planted one) and
+    # written again, from the new source, at the next import
+    workdir = app(tmp_path / "work")
+    (workdir / "lib.py").write_text("VALUE = 1\n")
+    assert host_python(workdir, "import app, lib").returncode == 0
+    [lib_cache] = list((workdir / "__pycache__").glob("lib.*.pyc"))
+    before = lib_cache.stat()
+    text = await command_result(workdir, "echo \"print('changed')\" > app.py && "
+                                f"env -u PYTHONDONTWRITEBYTECODE {PYTHON} -c 'import app'")
+    assert text.startswith("changed\n") and "removed 1 compiled" in text, text
+    assert lib_cache.stat().st_ino == before.st_ino
+    assert lib_cache.stat().st_mtime_ns == before.st_mtime_ns
+    assert host_python(workdir, "import app").stdout == "changed\n"
+
+
+def fsmonitor(canary: Path) -> str:
+    return f"touch {canary}; false"
+
+
+async def test_a_repository_a_command_makes_one_folder_down_is_moved_aside(
+        tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    canary = tmp_path / "FSMONITOR-RAN"
+    text = await command_result(
+        workdir, f"git init -q vendor/x && git -C vendor/x config core.fsmonitor "
+        f"'{fsmonitor(canary)}' && git init -q --bare planted && git --git-dir=planted config "
+        f"core.bare false && git --git-dir=planted config core.fsmonitor '{fsmonitor(canary)}'"
+        " && mkdir -p vendor/y && echo 'gitdir: ../../planted' > vendor/y/.git && echo made")
+    for folder in ("vendor/x", "vendor/y"):
+        host_git(workdir / folder, "status")  # what VS Code runs in each repository it finds
+    assert not canary.exists()
+    for folder in ("vendor/x", "vendor/y"):
+        assert not (workdir / folder / ".git").exists()
+        assert (workdir / folder / ".git.made-by-command").exists()
+    assert "made" in text and text.count("moved a repository") == 2, text
+
+
+async def test_a_repository_the_user_had_stays_and_is_read_only(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    vendored = workdir / "vendor" / "old"
+    vendored.mkdir(parents=True)
+    assert host_git(vendored, "init", "-q").returncode == 0
+    canary = tmp_path / "FSMONITOR-RAN"
+    text = await command_result(
+        workdir, "git -C vendor/old status --short; echo status $?; git -C vendor/old config "
+        f"core.fsmonitor '{fsmonitor(canary)}'; echo x > vendor/old/file.txt; echo end")
+    host_git(vendored, "status")
+    assert not canary.exists()
+    assert "status 0" in text and "moved" not in text, text
+    assert "could not lock config file" in text or "Read-only file system" in text, text
+    assert (vendored / ".git").is_dir() and (vendored / "file.txt").is_file()
+
+
+TASKS = '{"version": "2.0.0", "tasks": [{"label": "x", "command": "touch /tmp/x", ' \
+        '"runOptions": {"runOn": "folderOpen"}}]}'
+
+
+async def test_an_editors_or_agents_folder_made_in_a_package_is_moved_aside(
+        tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    text = await command_result(
+        workdir, f"mkdir -p pkg/.vscode pkg/.claude && echo '{TASKS}' > pkg/.vscode/tasks.json"
+        " && echo '{\"hooks\": {}}' > pkg/.claude/settings.json && echo '{}' > pkg/.mcp.json"
+        # look-alikes, and a dependency's own folders: not moved
+        " && mkdir -p pkg/vscode node_modules/dep/.vscode && echo '{}' > pkg/vscode/tasks.json"
+        " && echo '{}' > node_modules/dep/.vscode/tasks.json && echo made")
+    assert "made" in text and text.count("loopwright moved") == 3, text
+    package = workdir / "pkg"
+    assert sorted(os.listdir(package)) == [".claude.made-by-command", ".mcp.json.made-by-command",
+                                           ".vscode.made-by-command", "vscode"]
+    assert (workdir / "node_modules" / "dep" / ".vscode" / "tasks.json").is_file()
+
+
+async def test_an_editors_folder_that_exists_in_a_package_is_read_only(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    settings = workdir / "pkg" / ".vscode"
+    settings.mkdir(parents=True)
+    (settings / "tasks.json").write_text("{}\n")
+    text = await command_result(workdir, f"echo '{TASKS}' > pkg/.vscode/tasks.json; "
+                                "echo x > pkg/.vscode/new.json; mv pkg pkg2; echo end")
+    assert text.count("Read-only file system") == 2 and "moved" not in text, text
+    assert (settings / "tasks.json").read_text() == "{}\n"
+    assert os.listdir(settings) == ["tasks.json"]
