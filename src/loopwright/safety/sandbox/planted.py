@@ -52,11 +52,15 @@ _RACY_NS = 10_000_000
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """One directory: its times and entries (name -> inode, is a directory)."""
+    """One directory: its times, its entries (name -> inode) and, sorted once when it is read,
+    the subdirectories to descend into, the protected names in it and its `.pyc` files."""
 
     mtime_ns: int
     ctime_ns: int
-    entries: dict[str, tuple[int, bool]]
+    entries: dict[str, int]
+    descend: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    compiled: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)
@@ -119,17 +123,25 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
         if len(tree.directories) >= MAX_DIRECTORIES or time.monotonic() > deadline:
             tree.overflow = f"more than {MAX_DIRECTORIES:,} folders, or too slow to walk"
             return tree
-        listing = _listing(directory, old.get(directory), racy_after)
+        listing = _listing(root, directory, old.get(directory), racy_after)
         if listing is None:
             continue
         tree.directories[directory] = listing
-        for name, (_, is_dir) in listing.entries.items():
+        pending.extend(os.path.join(directory, name) for name in listing.descend)
+        tree.nested.extend(Path(directory, name) for name in listing.protected)
+        for name in listing.compiled:
             path = os.path.join(directory, name)
-            _note(tree, path, name, is_dir, pending)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            tree.compiled[path] = (info.st_ino, info.st_ctime_ns)
     return tree
 
 
-def _listing(directory: str, known: Listing | None, racy_after: int) -> Listing | None:
+def _listing(root: Path, directory: str, known: Listing | None, racy_after: int
+             ) -> Listing | None:
+    """`known` while the directory's times say it is unchanged, else it read again."""
     try:
         info = os.lstat(directory)
     except OSError:
@@ -139,33 +151,29 @@ def _listing(directory: str, known: Listing | None, racy_after: int) -> Listing 
     if known is not None and known.mtime_ns == info.st_mtime_ns and \
             known.ctime_ns == info.st_ctime_ns and known.mtime_ns < racy_after:
         return known
-    entries: dict[str, tuple[int, bool]] = {}
+    entries: dict[str, int] = {}
+    descend: list[str] = []
+    protected: list[str] = []
+    compiled: list[str] = []
+    above = Path(directory).relative_to(root).parts
     try:
         with os.scandir(directory) as listed:
             for entry in listed:
-                entries[entry.name] = (entry.inode(), entry.is_dir(follow_symlinks=False))
+                entries[entry.name] = entry.inode()
+                is_dir = entry.is_dir(follow_symlinks=False)
+                relative = (*above, entry.name)
+                name = protected_entry_at(relative)
+                if name is not None:  # at the top: mounted read-only already; not descended
+                    if len(relative) > len(Path(name).parts):
+                        protected.append(entry.name)
+                elif is_dir and entry.name not in SKIPPED_DIRS:
+                    descend.append(entry.name)
+                elif not is_dir and entry.name.endswith(".pyc"):
+                    compiled.append(entry.name)
     except OSError:
         return None
-    return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries)
-
-
-def _note(tree: Tree, path: str, name: str, is_dir: bool, pending: list[str]) -> None:
-    """Record what matters about one entry, and queue a directory to descend into."""
-    relative = Path(path).relative_to(tree.root).parts
-    entry = protected_entry_at(relative)
-    if entry is not None:  # at the top: mounted read-only already; never descended into
-        if len(relative) > len(Path(entry).parts):
-            tree.nested.append(Path(path))
-        return
-    if is_dir:
-        if name not in SKIPPED_DIRS:
-            pending.append(path)
-    elif name.endswith(".pyc"):
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return
-        tree.compiled[path] = (info.st_ino, info.st_ctime_ns)
+    return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries,
+                   descend=tuple(descend), protected=tuple(protected), compiled=tuple(compiled))
 
 
 def _move_aside(before: Tree, after: Tree) -> list[str]:
@@ -195,7 +203,7 @@ def _new_entry(before: Tree, path: Path) -> bool:
     if listing is None:
         return True
     try:
-        return listing.entries.get(path.name, (None, False))[0] != os.lstat(path).st_ino
+        return listing.entries.get(path.name) != os.lstat(path).st_ino
     except OSError:
         return False
 
