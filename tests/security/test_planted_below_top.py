@@ -113,6 +113,24 @@ async def test_a_pyc_the_command_did_not_write_stays_and_a_changed_source_runs(
     assert host_python(workdir, "import app").stdout == "changed\n"
 
 
+async def test_a_sourceless_pyc_shadowing_a_standard_module_is_removed(tmp_path: Path) -> None:
+    # Python imports `csv.pyc` from the script's folder when no `csv.py` is there, before the
+    # standard library's csv, and git ignores it as it ignores every .pyc
+    workdir = app(tmp_path / "work")
+    (workdir / "report.py").write_text("import csv\nprint('report')\n")
+    canary = tmp_path / "PYC-RAN"
+    text = await command_result(workdir, f"""{PYTHON} - <<'EOF'
+import pathlib, py_compile
+pathlib.Path("x.py").write_text("import pathlib; pathlib.Path({str(canary)!r}).touch()")
+py_compile.compile("x.py", cfile="csv.pyc")
+pathlib.Path("x.py").unlink()
+EOF""")
+    ran = subprocess.run([PYTHON, "report.py"], cwd=workdir, capture_output=True, text=True,
+                         timeout=30, check=False)
+    assert not canary.exists() and ran.stdout == "report\n", ran
+    assert "removed 1 compiled Python file(s) the command wrote (csv.pyc)" in text, text
+
+
 def fsmonitor(canary: Path) -> str:
     return f"touch {canary}; false"
 
@@ -126,14 +144,17 @@ async def test_a_repository_a_command_makes_one_folder_down_is_moved_aside(
         workdir, f"git init -q vendor/x && git -C vendor/x config core.fsmonitor "
         f"'{fsmonitor(canary)}' && git init -q --bare planted && git --git-dir=planted config "
         f"core.bare false && git --git-dir=planted config core.fsmonitor '{fsmonitor(canary)}'"
-        " && mkdir -p vendor/y && echo 'gitdir: ../../planted' > vendor/y/.git && echo made")
-    for folder in ("vendor/x", "vendor/y"):
+        " && mkdir -p vendor/y && echo 'gitdir: ../../planted' > vendor/y/.git"
+        # a virtual environment's own top: VS Code finds a repository one folder down there too
+        " && git init -q .venv && git -C .venv config core.fsmonitor "
+        f"'{fsmonitor(canary)}' && echo made")
+    for folder in ("vendor/x", "vendor/y", ".venv"):
         host_git(workdir / folder, "status")  # what VS Code runs in each repository it finds
     assert not canary.exists()
-    for folder in ("vendor/x", "vendor/y"):
+    for folder in ("vendor/x", "vendor/y", ".venv"):
         assert not (workdir / folder / ".git").exists()
         assert (workdir / folder / ".git.made-by-command").exists()
-    assert "made" in text and text.count("moved a repository") == 2, text
+    assert "made" in text and text.count("moved a repository") == 3, text
 
 
 async def test_a_repository_the_user_had_stays_and_is_read_only(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ is built from it, reading again only the directories whose times changed (creati
 or renaming an entry changes its directory's times), so a command costs one `lstat` per
 directory and per `.pyc`, not a walk of every file. Protected paths that already exist below
 the top are bound read-only like those at the top (`mounts.py`), and not descended into;
-neither are dependency folders and virtual environments (`SKIPPED_DIRS`: their code is the
-project's dependencies, writable by commands as a whole, and invisible to git anyway).
+nor are dependency folders and virtual environments (`SKIPPED_DIRS`: their code is the
+project's dependencies, writable by commands as a whole, and invisible to git anyway) beyond
+their own top, where a `.venv/.git` is a repository VS Code finds one folder down.
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
@@ -59,6 +60,7 @@ class Listing:
     ctime_ns: int
     entries: dict[str, int]
     descend: tuple[str, ...] = ()
+    shallow: tuple[str, ...] = ()  # dependency folders: only what lies at their own top
     protected: tuple[str, ...] = ()
     compiled: tuple[str, ...] = ()
 
@@ -117,17 +119,18 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + MAX_SECONDS
-    pending = [str(root)]
+    pending = [(str(root), False)]
     while pending:
-        directory = pending.pop()
+        directory, shallow = pending.pop()
         if len(tree.directories) >= MAX_DIRECTORIES or time.monotonic() > deadline:
             tree.overflow = f"more than {MAX_DIRECTORIES:,} folders, or too slow to walk"
             return tree
-        listing = _listing(root, directory, old.get(directory), racy_after)
+        listing = _listing(root, directory, old.get(directory), racy_after, shallow=shallow)
         if listing is None:
             continue
         tree.directories[directory] = listing
-        pending.extend(os.path.join(directory, name) for name in listing.descend)
+        pending.extend((os.path.join(directory, name), False) for name in listing.descend)
+        pending.extend((os.path.join(directory, name), True) for name in listing.shallow)
         tree.nested.extend(Path(directory, name) for name in listing.protected)
         for name in listing.compiled:
             path = os.path.join(directory, name)
@@ -139,9 +142,10 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
     return tree
 
 
-def _listing(root: Path, directory: str, known: Listing | None, racy_after: int
-             ) -> Listing | None:
-    """`known` while the directory's times say it is unchanged, else it read again."""
+def _listing(root: Path, directory: str, known: Listing | None, racy_after: int, *,
+             shallow: bool = False) -> Listing | None:
+    """`known` while the directory's times say it is unchanged, else it read again; of a
+    `shallow` one (a dependency folder) only the protected names count."""
     try:
         info = os.lstat(directory)
     except OSError:
@@ -153,6 +157,7 @@ def _listing(root: Path, directory: str, known: Listing | None, racy_after: int
         return known
     entries: dict[str, int] = {}
     descend: list[str] = []
+    skipped: list[str] = []
     protected: list[str] = []
     compiled: list[str] = []
     above = Path(directory).relative_to(root).parts
@@ -166,14 +171,17 @@ def _listing(root: Path, directory: str, known: Listing | None, racy_after: int
                 if name is not None:  # at the top: mounted read-only already; not descended
                     if len(relative) > len(Path(name).parts):
                         protected.append(entry.name)
-                elif is_dir and entry.name not in SKIPPED_DIRS:
-                    descend.append(entry.name)
-                elif not is_dir and entry.name.endswith(".pyc"):
+                elif shallow:
+                    continue
+                elif is_dir:
+                    (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.name)
+                elif entry.name.endswith(".pyc"):
                     compiled.append(entry.name)
     except OSError:
         return None
     return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries,
-                   descend=tuple(descend), protected=tuple(protected), compiled=tuple(compiled))
+                   descend=tuple(descend), shallow=tuple(skipped),
+                   protected=tuple(protected), compiled=tuple(compiled))
 
 
 def _move_aside(before: Tree, after: Tree) -> list[str]:
