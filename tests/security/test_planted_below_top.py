@@ -131,6 +131,26 @@ EOF""")
     assert "removed 1 compiled Python file(s) the command wrote (csv.pyc)" in text, text
 
 
+async def test_a_command_cannot_make_the_check_give_up_by_making_many_folders(
+        tmp_path: Path) -> None:
+    # 60,000 folders in one command (more than a bounded walk took), then the plant: a walk
+    # after a command reads only what changed, so it never gives up
+    workdir = app(tmp_path / "work")
+    canary = tmp_path / "PYC-RAN"
+    make = f"{PYTHON} -c \"import os; [os.makedirs(f'm/{{i % 300}}/{{i}}') for i in range(60000)]\""
+    script = [Reply(tool_calls=[call("bash", {"command": make})]),
+              Reply(tool_calls=[call("bash", {"command": plant_pyc(canary)})]),
+              Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=default_tools(), workdir=str(workdir), approve_all=True)
+        result = await agent.run("go")
+    host_python(workdir, "import app")
+    assert not canary.exists()
+    [_, planted] = tool_results(result.messages)
+    assert "removed 1 compiled Python file" in planted, planted
+
+
 def fsmonitor(canary: Path) -> str:
     return f"touch {canary}; false"
 

@@ -43,8 +43,10 @@ SKIPPED_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".myp
                           ".pytest_cache", ".ruff_cache"})
 """Dependency and cache folders, not descended into (the project's dependencies, not its own
 files: a command may write them whole, and git ignores them already)."""
-MAX_DIRECTORIES = 50_000  # more directories than this in a root: not checked
-MAX_SECONDS = 5.0  # a walk slower than this (a network mount): not checked
+# The first walk of a root slower than this (a network mount, millions of folders): the root is
+# not checked in this process. Later walks have no bound: they read only what changed, so a
+# command that makes a million folders pays for their walk, and cannot make the check give up.
+FIRST_WALK_SECONDS = 10.0
 # A directory or file whose times lie this close to the snapshot may change again within the
 # file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
 # anyway (git's "racy" rule). No command writes sooner: bubblewrap and the supervisor start first.
@@ -86,6 +88,8 @@ def take(root: Path) -> Tree:
     """The tree of `root` now, built from the last one taken (blocking: a worker thread)."""
     with _lock:
         previous = _latest.get(root)
+    if previous is not None and previous.overflow:
+        return previous  # given up for this process: another try would cost as much
     tree = _walk(root, previous)
     with _lock:
         _latest[root] = tree
@@ -118,12 +122,12 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
     tree = Tree(root=root, taken_ns=time.time_ns())
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
-    deadline = time.monotonic() + MAX_SECONDS
+    deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
     pending = [(str(root), False)]
     while pending:
         directory, shallow = pending.pop()
-        if len(tree.directories) >= MAX_DIRECTORIES or time.monotonic() > deadline:
-            tree.overflow = f"more than {MAX_DIRECTORIES:,} folders, or too slow to walk"
+        if deadline is not None and time.monotonic() > deadline:
+            tree.overflow = f"its folders took over {FIRST_WALK_SECONDS:g} s to walk"
             return tree
         listing = _listing(root, directory, old.get(directory), racy_after, shallow=shallow)
         if listing is None:
