@@ -14,13 +14,18 @@ model server."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sandbox_helpers import tool_results
 
+import loopwright
 from loopwright import Agent
 from loopwright.builtin import default_tools
 from loopwright.endpoints.retry import RetryPolicy
@@ -58,10 +63,10 @@ def host_git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=30, check=False)
 
 
-def plant_pyc(canary: Path) -> str:
+def plant_pyc(canary: Path, python: str = PYTHON) -> str:
     """A command writing app.py's cached module with code touching `canary`, its header made
     to match the unchanged source (rewritten in place where one exists: the same inode)."""
-    return f"""{PYTHON} - <<'EOF'
+    return f"""{python} - <<'EOF'
 import importlib.util, marshal, pathlib
 source = pathlib.Path("app.py").stat()
 cached = pathlib.Path(importlib.util.cache_from_source("app.py"))
@@ -111,6 +116,18 @@ async def test_a_pyc_the_command_did_not_write_stays_and_a_changed_source_runs(
     assert lib_cache.stat().st_ino == before.st_ino
     assert lib_cache.stat().st_mtime_ns == before.st_mtime_ns
     assert host_python(workdir, "import app").stdout == "changed\n"
+
+
+async def test_a_pycache_link_to_a_folder_not_checked_is_removed(tmp_path: Path) -> None:
+    # `__pycache__ -> node_modules/c`: Python follows the link, and the .pyc lies in a
+    # dependency folder the check does not descend into
+    workdir = app(tmp_path / "work")
+    canary = tmp_path / "PYC-RAN"
+    text = await command_result(workdir, "mkdir -p node_modules/c && ln -s node_modules/c "
+                                f"__pycache__ && {plant_pyc(canary)}")
+    host_python(workdir, "import app")
+    assert not canary.exists()
+    assert "removed 1 compiled Python file(s) the command wrote (__pycache__)" in text, text
 
 
 async def test_a_sourceless_pyc_shadowing_a_standard_module_is_removed(tmp_path: Path) -> None:
@@ -193,6 +210,21 @@ async def test_a_repository_the_user_had_stays_and_is_read_only(tmp_path: Path) 
     assert (vendored / ".git").is_dir() and (vendored / "file.txt").is_file()
 
 
+async def test_the_git_directory_a_users_nested_git_file_points_to_is_read_only(
+        tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    (workdir / "vendor").mkdir(parents=True)
+    (workdir / ".gitdirs").mkdir()
+    made = host_git(workdir, "init", "-q", "--separate-git-dir=.gitdirs/x", "vendor/x")
+    assert made.returncode == 0, made.stderr
+    canary = tmp_path / "FSMONITOR-RAN"
+    text = await command_result(workdir, "git -C vendor/x config core.fsmonitor "
+                                f"'{fsmonitor(canary)}'; echo end")
+    host_git(workdir / "vendor" / "x", "status")
+    assert not canary.exists()
+    assert "could not lock config file" in text or "Read-only file system" in text, text
+
+
 TASKS = '{"version": "2.0.0", "tasks": [{"label": "x", "command": "touch /tmp/x", ' \
         '"runOptions": {"runOn": "folderOpen"}}]}'
 
@@ -224,3 +256,62 @@ async def test_an_editors_folder_that_exists_in_a_package_is_read_only(tmp_path:
     assert text.count("Read-only file system") == 2 and "moved" not in text, text
     assert (settings / "tasks.json").read_text() == "{}\n"
     assert os.listdir(settings) == ["tasks.json"]
+
+
+# --- a user who is not root: a command may take away the write access its plant needs -------
+
+NOBODY = 65534
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+AS_NOBODY = """
+import asyncio, sys
+from loopwright import Agent
+from loopwright.builtin import default_tools
+from loopwright.testing import FakeModelServer, Reply, call
+
+async def main() -> None:
+    script = [Reply(tool_calls=[call("bash", {"command": sys.argv[1]})]), Reply(text="done")]
+    with FakeModelServer(replies=script) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", tools=default_tools(),
+                      workdir=sys.argv[2], approve_all=True)
+        result = await agent.run("go")
+    print([str(m.content) for m in result.messages if m.role == "tool"])
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def nobodys_folder() -> Iterator[Path]:
+    """A folder of the user nobody's (not under pytest's root-only tmp_path)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or not os.access(SYSTEM_PYTHON,
+                                                                             os.X_OK):
+        pytest.skip("needs root, setpriv and a system Python of this version to act as nobody")
+    folder = Path(tempfile.mkdtemp(prefix="loopwright-nobody-"))
+    (folder / "home").mkdir()
+    app(folder / "work")
+    (folder / "agent.py").write_text(AS_NOBODY)
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY)
+    yield folder
+    shutil.rmtree(folder)
+
+
+async def test_a_plant_in_a_folder_the_command_made_read_only_is_still_undone(
+        nobodys_folder: Path) -> None:
+    # as root the removal ignored `chmod 555`; as any other user it failed and the .pyc was
+    # left (silently), the `.vscode` left with a note
+    canary = nobodys_folder / "PYC-RAN"
+    command = (f"{plant_pyc(canary, 'python3')}\nchmod 555 __pycache__ && mkdir -p "
+               "pkg/.vscode && echo '{}' > pkg/.vscode/tasks.json && chmod 555 pkg")
+    source = Path(loopwright.__file__).resolve().parents[1]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(nobodys_folder / "home"),
+           "PYTHONPATH": f"{source}{os.pathsep}{sysconfig.get_paths()['purelib']}"}
+    done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                           "--clear-groups", SYSTEM_PYTHON, "agent.py", command,
+                           str(nobodys_folder / "work")], cwd=nobodys_folder, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    host_python(nobodys_folder / "work", "import app")
+    assert not canary.exists()
+    assert not (nobodys_folder / "work" / "pkg" / ".vscode").exists(), done.stdout
+    assert "removed 1 compiled" in done.stdout, done.stdout

@@ -29,13 +29,16 @@ the top (`.git` included) is moved aside as `NAME.made-by-command`, for the user
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopwright.safety.git_hooks import common_dir, git_dir_of
 from loopwright.safety.protected import protected_entry_at
 
 MADE_SUFFIX = ".made-by-command"
@@ -76,6 +79,8 @@ class Tree:
     directories: dict[str, Listing] = field(default_factory=dict)
     compiled: dict[str, tuple[int, int]] = field(default_factory=dict)  # .pyc -> inode, ctime
     nested: list[Path] = field(default_factory=list)  # protected paths below the top
+    # where their `.git` files point (`gitdir: ../../.gitdirs/x`): read-only too, not moved
+    pointed: list[Path] = field(default_factory=list)
     overflow: str = ""  # why the tree could not be taken: nothing is checked
 
 
@@ -109,7 +114,8 @@ def undo(before: Tree) -> list[str]:
     if after.overflow:
         return undo(after)
     notes = _move_aside(before, after)
-    removed = _remove_compiled(before, after)
+    removed, failed = _remove_compiled(before, after)
+    notes += failed
     if removed:
         shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3
                                           else "")
@@ -135,7 +141,10 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
         tree.directories[directory] = listing
         pending.extend((os.path.join(directory, name), False) for name in listing.descend)
         pending.extend((os.path.join(directory, name), True) for name in listing.shallow)
-        tree.nested.extend(Path(directory, name) for name in listing.protected)
+        for name in listing.protected:
+            tree.nested.append(Path(directory, name))
+            if name.casefold() == ".git":
+                tree.pointed.extend(_pointed_at(Path(directory)))
         for name in listing.compiled:
             path = os.path.join(directory, name)
             try:
@@ -179,7 +188,9 @@ def _listing(root: Path, directory: str, known: Listing | None, racy_after: int,
                     continue
                 elif is_dir:
                     (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.name)
-                elif entry.name.endswith(".pyc"):
+                # a `__pycache__` link leads Python to a cache where no one looks
+                elif entry.name.endswith(".pyc") or (entry.name == "__pycache__" and
+                                                     entry.is_symlink()):
                     compiled.append(entry.name)
     except OSError:
         return None
@@ -196,7 +207,7 @@ def _move_aside(before: Tree, after: Tree) -> list[str]:
             continue
         aside = _aside(path)
         try:
-            os.rename(path, aside)
+            _writably(path.parent, functools.partial(os.rename, path, aside))
         except OSError as exc:
             notes.append(f"the command made {path}, which is run or obeyed outside the sandbox, "
                          f"and moving it aside failed ({exc}): delete it before you open "
@@ -220,22 +231,43 @@ def _new_entry(before: Tree, path: Path) -> bool:
         return False
 
 
-def _remove_compiled(before: Tree, after: Tree) -> list[str]:
+def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
     racy_after = before.taken_ns - _RACY_NS
     removed: list[str] = []
+    failed: list[str] = []
     for path, (inode, ctime_ns) in list(after.compiled.items()):
         known = before.compiled.get(path)
         if known is not None and known == (inode, ctime_ns) and ctime_ns < racy_after:
             continue
         try:
-            os.unlink(path)
+            _writably(Path(path).parent, functools.partial(os.unlink, path))
         except FileNotFoundError:
             pass
-        except OSError:
+        except OSError as exc:
+            failed.append(f"the command wrote {path}, which Python would run at the next "
+                          f"import, and removing it failed ({exc}): delete it yourself")
             continue
         del after.compiled[path]
         removed.append(os.path.relpath(path, before.root))
-    return removed
+    return removed, failed
+
+
+def _writably(parent: Path, change: Callable[[], None]) -> None:
+    """`change` an entry of `parent`, giving the owner write access to it first if the command
+    took it away (`chmod 555 pkg` would otherwise keep what it planted there)."""
+    try:
+        change()
+    except PermissionError:
+        mode = stat.S_IMODE(os.lstat(parent).st_mode)
+        os.chmod(parent, mode | stat.S_IWUSR | stat.S_IXUSR)
+        change()
+
+
+def _pointed_at(top: Path) -> list[Path]:
+    git_dir = git_dir_of(top)
+    if git_dir is None or git_dir == top / ".git":
+        return []
+    return list(dict.fromkeys((git_dir, common_dir(git_dir))))
 
 
 def _aside(path: Path) -> Path:
