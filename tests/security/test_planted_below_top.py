@@ -296,13 +296,15 @@ def nobodys_folder() -> Iterator[Path]:
     shutil.rmtree(folder)
 
 
+@pytest.mark.parametrize("mode", ["555", "111"])
 async def test_a_plant_in_a_folder_the_command_made_read_only_is_still_undone(
-        nobodys_folder: Path) -> None:
-    # as root the removal ignored `chmod 555`; as any other user it failed and the .pyc was
-    # left (silently), the `.vscode` left with a note
+        nobodys_folder: Path, mode: str) -> None:
+    # as root the removal ignored the modes; as any other user, under `chmod 555` it failed and
+    # the .pyc was left (silently), the `.vscode` with a note; `chmod 111` (no listing, yet
+    # Python and VS Code open the files by name) hid both from the check
     canary = nobodys_folder / "PYC-RAN"
-    command = (f"{plant_pyc(canary, 'python3')}\nchmod 555 __pycache__ && mkdir -p "
-               "pkg/.vscode && echo '{}' > pkg/.vscode/tasks.json && chmod 555 pkg")
+    command = (f"{plant_pyc(canary, 'python3')}\nchmod {mode} __pycache__ && mkdir -p "
+               f"pkg/.vscode && echo '{{}}' > pkg/.vscode/tasks.json && chmod {mode} pkg")
     source = Path(loopwright.__file__).resolve().parents[1]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(nobodys_folder / "home"),
            "PYTHONPATH": f"{source}{os.pathsep}{sysconfig.get_paths()['purelib']}"}

@@ -34,7 +34,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,7 +176,7 @@ def _listing(root: Path, directory: str, known: Listing | None, racy_after: int,
     compiled: list[str] = []
     above = Path(directory).relative_to(root).parts
     try:
-        with os.scandir(directory) as listed:
+        with _scandir(directory) as listed:
             for entry in listed:
                 entries[entry.name] = entry.inode()
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -250,6 +251,17 @@ def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
         del after.compiled[path]
         removed.append(os.path.relpath(path, before.root))
     return removed, failed
+
+
+def _scandir(directory: str) -> ContextManager[Iterator[os.DirEntry[str]]]:
+    """`os.scandir`, giving the owner read access first if it lacks it: a folder made
+    `chmod 111` cannot be listed, yet Python opens a `.pyc` in it by name."""
+    try:
+        return os.scandir(directory)
+    except PermissionError:
+        mode = stat.S_IMODE(os.lstat(directory).st_mode)
+        os.chmod(directory, mode | stat.S_IRUSR | stat.S_IXUSR)
+        return os.scandir(directory)
 
 
 def _writably(parent: Path, change: Callable[[], None]) -> None:
