@@ -106,14 +106,14 @@ def undo(before: Tree) -> list[str]:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
     or changed since `before`; one line for each thing done, for the command's result."""
     if before.overflow:
-        if before.root in _reported:
+        with _lock:
+            said = before.root in _reported
+            _reported.add(before.root)
+        if said:
             return []
-        _reported.add(before.root)
         return [f"loopwright did not check what the commands plant in {before.root} "
                 f"({before.overflow}): look for new .pyc files and .git folders yourself"]
-    after = take(before.root)
-    if after.overflow:
-        return undo(after)
+    after = take(before.root)  # never gives up: `before` was taken
     notes = _move_aside(before, after)
     removed, failed = _remove_compiled(before, after)
     notes += failed
