@@ -43,6 +43,8 @@ from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
 from loopwright.safety.sandbox.planted import Tree, take
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
+PYCACHE_PREFIX = "/tmp/.pycache"
+
 
 @dataclass(frozen=True, kw_only=True)
 class BwrapCommand:
@@ -84,6 +86,9 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
+    # Python's caches go to the private /tmp: those it would write beside the sources are
+    # removed after the command anyway (`planted.py`), and nothing there is run from them
+    argv += ["--setenv", "PYTHONPYCACHEPREFIX", PYCACHE_PREFIX]
     argv += ["--chdir", str(cwd), "--", *wrapped]
     group = pids_group(policy.limits.processes)
     return BwrapCommand(argv=group.wrap(argv) if group else argv,
