@@ -60,7 +60,8 @@ _RACY_NS = 10_000_000
 @dataclass(frozen=True, slots=True)
 class Listing:
     """One directory: its times, its entries (name -> inode) and, sorted once when it is read,
-    the subdirectories to descend into, the protected names in it and its `.pyc` files."""
+    the subdirectories to descend into and its `.pyc` files (paths: joined once), and the
+    protected names in it."""
 
     mtime_ns: int
     ctime_ns: int
@@ -140,14 +141,13 @@ def _walk(root: Path, previous: Tree | None) -> Tree:
         if listing is None:
             continue
         tree.directories[directory] = listing
-        pending.extend((os.path.join(directory, name), False) for name in listing.descend)
-        pending.extend((os.path.join(directory, name), True) for name in listing.shallow)
+        pending.extend((path, False) for path in listing.descend)
+        pending.extend((path, True) for path in listing.shallow)
         for name in listing.protected:
             tree.nested.append(Path(directory, name))
             if name.casefold() == ".git":
                 tree.pointed.extend(_pointed_at(Path(directory)))
-        for name in listing.compiled:
-            path = os.path.join(directory, name)
+        for path in listing.compiled:
             try:
                 info = os.lstat(path)
             except OSError:
@@ -188,11 +188,11 @@ def _listing(root: Path, directory: str, known: Listing | None, racy_after: int,
                 elif shallow:
                     continue
                 elif is_dir:
-                    (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.name)
+                    (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.path)
                 # a `__pycache__` link leads Python to a cache where no one looks
                 elif entry.name.endswith(".pyc") or (entry.name == "__pycache__" and
                                                      entry.is_symlink()):
-                    compiled.append(entry.name)
+                    compiled.append(entry.path)
     except OSError:
         return None
     return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries,
