@@ -153,7 +153,7 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
     configured git hooks directories)."""
     parts = tuple(part.casefold() for part in path.parts)  # `.GIT` is `.git` on macOS
     for entry in PROTECTED_ENTRIES:
-        wanted = tuple(part.casefold() for part in PurePath(entry.relative).parts)
+        wanted = _folded_parts(entry.relative)
         width = len(wanted)
         if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
             return entry.reason
@@ -171,6 +171,22 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         if _within(path, Path(other).expanduser()):
             return "a configured hook or MCP server runs it"
     return None
+
+
+def protected_entry_at(parts: tuple[str, ...]) -> str | None:
+    """The entry of `PROTECTED_ENTRIES` the path of `parts` (relative to a root) ends with, in
+    any case (`pkg/.Claude`, `.agents/skills`), else None: a protected name at any depth."""
+    folded = tuple(part.casefold() for part in parts)
+    for entry in PROTECTED_ENTRIES:
+        wanted = _folded_parts(entry.relative)
+        if folded[-len(wanted):] == wanted:
+            return entry.relative
+    return None
+
+
+@functools.cache
+def _folded_parts(relative: str) -> tuple[str, ...]:
+    return tuple(part.casefold() for part in PurePath(relative).parts)
 
 
 def _same(a: Path, b: Path) -> bool:

@@ -3,7 +3,9 @@
 One job per module: `policy` (modes, limits, settings), `env` (scrubbing credentials from the
 environment), `linux` (the bubblewrap command line), `mounts` (read-only protected paths and
 hidden paths), `placeholders` (protected paths that do not exist yet), `links` (symlinks on the
-way to a protected path, put back when a command replaced them), `supervisor` (the first
+way to a protected path, put back when a command replaced them), `planted` (the `.pyc`
+files, repositories and protected names a command left below the top, undone when it ends),
+`supervisor` (the first
 process inside: limits and their reports), `cgroup` (a pids cgroup per command), `macos` (the
 `sandbox-exec` profile, untested), `launch` (probing and building what is started),
 `unsandboxed` (what may run without approval where no sandbox can be made) and `prompt` (what

@@ -28,6 +28,7 @@ from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
 from loopwright.safety.sandbox.placeholders import remove as remove_placeholder
+from loopwright.safety.sandbox.planted import Tree, undo
 from loopwright.safety.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -54,6 +55,7 @@ class Launch:
     placeholders: tuple[Path, ...] = ()
     pids_group: PidsGroup | None = None
     links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
+    trees: tuple[Tree, ...] = ()  # the writable roots before the command (`planted.py`)
     # what `staged()` put back once the command ended: one line each, for the tool's result
     restored: list[str] = field(default_factory=list)
 
@@ -91,6 +93,8 @@ class Launch:
         self.restored.extend(restore_links(self.links))
         for placeholder in placeholders:
             remove_placeholder(placeholder)
+        for tree in self.trees:  # a .pyc, a repository or a protected name it left below
+            self.restored.extend(undo(tree))
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
@@ -255,7 +259,7 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
                   placeholders=tuple(built.placeholders), pids_group=built.pids_group,
-                  links=tuple(built.links))
+                  links=tuple(built.links), trees=tuple(built.trees))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

@@ -40,7 +40,10 @@ from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
 from loopwright.safety.sandbox.links import GuardedLink
 from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
+from loopwright.safety.sandbox.planted import Tree, take
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
+
+PYCACHE_PREFIX = "/tmp/.pycache"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +54,7 @@ class BwrapCommand:
     placeholders: list[Path] = field(default_factory=list)
     pids_group: PidsGroup | None = None  # to make before and remove after the command
     links: list[GuardedLink] = field(default_factory=list)  # to put back if replaced
+    trees: list[Tree] = field(default_factory=list)  # the writable roots before the command
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -70,7 +74,10 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _program_mount(program)
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
-    protected = read_only_mounts(writable, policy.held_files, policy.skill_folders)
+    # taken before the command starts: what it plants below the top is undone afterwards
+    trees = [take(root) for root in writable if root != Path("/")]
+    nested = [path for tree in trees for path in (*tree.nested, *tree.pointed)]
+    protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
@@ -79,11 +86,14 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
+    # Python's caches go to the private /tmp: those it would write beside the sources are
+    # removed after the command anyway (`planted.py`), and nothing there is run from them
+    argv += ["--setenv", "PYTHONPYCACHEPREFIX", PYCACHE_PREFIX]
     argv += ["--chdir", str(cwd), "--", *wrapped]
     group = pids_group(policy.limits.processes)
     return BwrapCommand(argv=group.wrap(argv) if group else argv,
                         placeholders=protected.placeholders, pids_group=group,
-                        links=protected.links)
+                        links=protected.links, trees=trees)
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,

@@ -43,9 +43,11 @@ class ReadOnlyMounts:
 
 
 def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = (),
-                     folders: Sequence[str] = ()) -> ReadOnlyMounts:
+                     folders: Sequence[str] = (), nested: Sequence[Path] = ()
+                     ) -> ReadOnlyMounts:
     """Read-only binds for every protected path of the writable roots, every held file (the
-    scripts hooks run) and every folder the settings protect (`skill_paths`) inside a root,
+    scripts hooks run), every folder the settings protect (`skill_paths`) inside a root and
+    the protected names that exist below the top of one (`nested`, found by `planted.py`),
     the placeholders that must exist when bubblewrap starts (for the protected paths that do
     not exist yet), and the symlinks on the way to a protected path (a mount cannot be put on
     a link: `links.py` puts a replaced one back).
@@ -55,7 +57,7 @@ def read_only_mounts(writable: Sequence[Path], held_files: Sequence[str] = (),
     (`mv .husky x && mkdir -p .husky/_`): each such directory is first bound onto itself —
     writable as before, but a mount point, which can be neither renamed nor removed. All of
     these come before the read-only binds, which must stay over them."""
-    extra = folders_holding_no_root(folders, writable)
+    extra = [*folders_holding_no_root(folders, writable), *nested]
     targets, placeholders, links = _protected_targets(writable, extra)
     for name in held_files:
         path = Path(name).resolve()
