@@ -317,3 +317,27 @@ async def test_a_plant_in_a_folder_the_command_made_read_only_is_still_undone(
     assert not canary.exists()
     assert not (nobodys_folder / "work" / "pkg" / ".vscode").exists(), done.stdout
     assert "removed 1 compiled" in done.stdout, done.stdout
+
+
+async def test_python_in_the_sandbox_keeps_its_caches_outside_the_workspace_between_commands(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the private /tmp every command compiled again each module it imported, the standard
+    library's too (Python reads caches from the prefix alone): a test run under the agent paid
+    it every time. They are kept in loopwright's cache now, one folder per workspace, which
+    the user's own Python never reads."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    (workdir / "mod.py").write_text("VALUE = 7\n")
+    importing = "python3 -c 'import mod, json; print(mod.VALUE)'"
+    assert "7" in await command_result(workdir, importing)
+    [compiled] = list(cache.rglob("mod.*.pyc"))
+    assert compiled.is_relative_to(cache / "loopwright" / "pycache")
+    assert list(cache.rglob("json/__init__.*.pyc"))  # the standard library's too
+    assert not list(workdir.rglob("*.pyc"))
+    before = compiled.stat().st_mtime_ns
+    assert "7" in await command_result(workdir, importing)
+    assert compiled.stat().st_mtime_ns == before  # read, not compiled again
+    assert host_python(workdir, "import mod; print(mod.VALUE)").stdout.strip() == "7"

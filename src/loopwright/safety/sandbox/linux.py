@@ -29,6 +29,7 @@ kernel kills every process of the namespace, including any that moved to a sessi
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import sys
@@ -43,7 +44,23 @@ from loopwright.safety.sandbox.mounts import hidden_mounts, read_only_mounts
 from loopwright.safety.sandbox.planted import Tree, take
 from loopwright.safety.sandbox.policy import MEBIBYTE, SandboxPolicy
 
-PYCACHE_PREFIX = "/tmp/.pycache"
+PYCACHE_PREFIX = "/tmp/.pycache"  # where no folder of the workspace's own can be made
+
+
+def python_caches(policy: SandboxPolicy, workspace: Path) -> str:
+    """Where Python inside keeps its compiled caches (`PYTHONPYCACHEPREFIX`): a folder of the
+    workspace's own in loopwright's cache, kept from one command to the next (in the private
+    /tmp every command compiled again every module it imported, the standard library's too,
+    since Python then reads caches from the prefix alone). Not beside the sources: a `.pyc` a
+    command writes there runs at the user's next import outside the sandbox, which never
+    reads the prefix (`planted.py` removes those). Blocking (makes the folder)."""
+    key = hashlib.blake2b(os.fsencode(workspace), digest_size=8).hexdigest()
+    folder = Path(policy.pycache_root) / key
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:  # a cache that cannot be written: the private /tmp, as before
+        return PYCACHE_PREFIX
+    return str(folder)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,15 +97,16 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
+    caches = python_caches(policy, resolved[0] if resolved else cwd)
+    if caches != PYCACHE_PREFIX:  # after the hidden mounts, which may cover loopwright's cache
+        argv += ["--bind", caches, caches]
     # No `--new-session`: bubblewrap's own init must stay in the process group loopwright kills
     # on a cancel or timeout (the command has no terminal anyway: bubblewrap is started in a
     # new session of its own, with stdin from /dev/null and a fresh /dev).
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not policy.network:
         argv.append("--unshare-net")
-    # Python's caches go to the private /tmp: those it would write beside the sources are
-    # removed after the command anyway (`planted.py`), and nothing there is run from them
-    argv += ["--setenv", "PYTHONPYCACHEPREFIX", PYCACHE_PREFIX]
+    argv += ["--setenv", "PYTHONPYCACHEPREFIX", caches]
     argv += ["--chdir", str(cwd), "--", *wrapped]
     group = pids_group(policy.limits.processes)
     return BwrapCommand(argv=group.wrap(argv) if group else argv,

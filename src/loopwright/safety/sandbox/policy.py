@@ -75,6 +75,12 @@ RESOLVER_SOCKETS = ("/run/systemd/resolve", "/run/nscd", "/var/run/nscd", "/run/
 MEBIBYTE = 1024 * 1024
 
 
+def pycache_directory(cache_dir: str | os.PathLike[str] | None) -> Path:
+    """The folder of the sandbox's Python caches for a `cache_dir` setting: beside the spilled
+    outputs, in loopwright's cache."""
+    return spill_directory(cache_dir).with_name("pycache")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SandboxLimits:
     """What one command may use inside the sandbox; 0 means no limit.
@@ -125,6 +131,9 @@ class SandboxPolicy:
     # own session's outputs and no other session's or project's (default: the default cache's)
     spill_root: str = field(default_factory=lambda: str(spill_directory(None)))
     spill_scope: str = ""
+    # where Python inside keeps its compiled caches, one folder per workspace (`linux.py`):
+    # outside the workspace, so no `.pyc` a command writes is imported by Python run outside
+    pycache_root: str = field(default_factory=lambda: str(pycache_directory(None)))
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
@@ -176,6 +185,7 @@ def policy_from_settings(settings: Any) -> SandboxPolicy:
         skill_folders=tuple(str(path.resolve()) for path in setting_skill_folders(
             Path(settings.workdir or Path.cwd()), settings.skill_paths or ())),
         spill_root=str(spill_directory(settings.cache_dir)),
+        pycache_root=str(pycache_directory(settings.cache_dir)),
         workspace=tuple(str(Path(os.path.expanduser(str(root))).absolute()) for root in (
             settings.workdir or Path.cwd(), *(settings.allowed_roots or ()))),
         limits=SandboxLimits(
