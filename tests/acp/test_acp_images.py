@@ -149,3 +149,17 @@ async def test_thoughts_tool_results_titles_plans_questions_and_replays(tmp_path
             replayed = [shown_text(u) for u in client.updates]
             assert any("not loaded" in text for text in replayed)
             assert all(remote_images(text) == [] for text in replayed)
+
+
+async def test_prose_is_not_held_back(tmp_path: Path) -> None:
+    # only the start of an image or tag, or a line's first few characters, waits for more
+    prose = ("The tests pass now! I changed the parser so that a < b holds, and the cache is "
+             "cleared on every reload; nothing else moved.\n\nNext, the docs.")
+    client = EditorClient()
+    with FakeModelServer([Reply(prose, chunk_size=4)]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("status?")])
+    chunks = [u.content.text for u in client.of("agent_message_chunk")]
+    assert "".join(chunks) == prose
+    assert len(chunks) >= len(prose) // 4 - 6
