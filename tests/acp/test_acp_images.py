@@ -139,7 +139,8 @@ async def test_thoughts_tool_results_titles_plans_questions_and_replays(tmp_path
             assert kinds <= set(client.kinds())
             thought = "".join(u.content.text for u in client.of("agent_thought_chunk"))
             assert "I will show (image from attacker.example not loaded: x)" in thought
-            assert "# Read me" in client.of("tool_call_update")[0].raw_output
+            read = client.of("tool_call_update")[0]
+            assert "# Read me" in read.raw_output and remote_images(read.raw_output) == []
             (question, _options), = client.questions
             for update in [*client.updates, question]:
                 assert remote_images(shown_text(update)) == [], update

@@ -132,6 +132,8 @@ class MarkdownGuard:
                 changes["title"] = self.text(update.title)
             if update.content is not None:
                 changes["content"] = [self._tool_content(part) for part in update.content]
+            if isinstance(update.raw_output, str):  # a client may show it as the result
+                changes["raw_output"] = self.text(update.raw_output)
             return update.model_copy(update=changes)
         return update
 
