@@ -140,10 +140,12 @@ class LoopwrightAcpAgent:
                                             read=bool(fs.read_text_file),
                                             write=bool(fs.write_text_file))
         permissions = EditorPermissions(self.client, session_id, announced=session.announced,
-                                        flush=session.flush, timeout=self.permission_timeout)
+                                        flush=session.flush, timeout=self.permission_timeout,
+                                        inert=lambda question: session.guard.update(question))
         # reads config files and probes paths: not on the event loop
         session.agent = await asyncio.to_thread(self._build_agent, workdir, session_id,
                                                 permissions, session.buffers)
+        session.show_images_from(session.agent.settings.egress_allow)
         self.sessions[session_id] = session
         return session
 

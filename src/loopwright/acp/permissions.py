@@ -40,11 +40,13 @@ class EditorPermissions:
 
     def __init__(self, client: Client, session_id: str, *, announced: CallLookup,
                  flush: Callable[[], Awaitable[None]],
+                 inert: Callable[[ToolCallUpdate], ToolCallUpdate] = lambda question: question,
                  timeout: float = DEFAULT_PERMISSION_TIMEOUT) -> None:
         self.client = client
         self.session_id = session_id
         self.announced = announced
         self.flush = flush  # send the updates queued before the question
+        self.inert = inert  # the question's text without remote images (acp/inert.py)
         self.timeout = timeout
 
     async def __call__(self, action: str, detail: str) -> ApprovalAnswer:
@@ -62,8 +64,8 @@ class EditorPermissions:
             locations=started.locations if started is not None else None)
         try:
             response = await asyncio.wait_for(
-                self.client.request_permission(session_id=self.session_id, tool_call=question,
-                                               options=OPTIONS),
+                self.client.request_permission(session_id=self.session_id,
+                                               tool_call=self.inert(question), options=OPTIONS),
                 timeout=self.timeout)
         except Exception:  # a time-out, an error answer or a broken connection: not approved
             return False

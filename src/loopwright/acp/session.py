@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from acp import RequestError, helpers
 from acp.schema import AvailableCommand, AvailableCommandInput, PromptResponse, StopReason
 from acp.schema import UnstructuredCommandInput as CommandHint
 
+from loopwright.acp.inert import MarkdownGuard
 from loopwright.acp.updates import (
     EDIT_TOOLS,
     FILE_CHARS,
@@ -87,6 +89,9 @@ class AcpSession:
         self.client = client
         self.agent: Agent | None = None  # set by the host once built (off the event loop)
         self.buffers: EditorBuffers | None = None
+        self.guard = MarkdownGuard()
+        self._message = self.guard.stream()  # the reply and the reasoning being streamed
+        self._thought = self.guard.stream()
         self._handle: RunHandle | None = None
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -97,6 +102,11 @@ class AcpSession:
         self._reply_open = False  # text of the model's reply being written was sent
         self._turn = False  # a prompt is being answered (set before its first await)
         self._provider_checked = False
+
+    def show_images_from(self, allowed: Sequence[str]) -> None:
+        """Images the editor may load: from the hosts of the run's egress allow-list."""
+        self.guard = MarkdownGuard(tuple(allowed))
+        self._message, self._thought = self.guard.stream(), self.guard.stream()
 
     # -- what the permission callback asks of the session --
 
@@ -137,6 +147,8 @@ class AcpSession:
                                               session_id=self.id)
         result = await self._handle.task
         await self.flush()
+        for update in self._held():  # a turn that ended with no `done` event
+            await self.client.session_update(session_id=self.id, update=update)
         if result.stop_reason == "error":
             raise self._failed(result.error or "the run failed")
         return PromptResponse(stop_reason=_STOPS.get(result.stop_reason, "end_turn"))
@@ -166,7 +178,8 @@ class AcpSession:
         store = self.agent.state_services.store
         history = await store.load(self.id) if store is not None else []
         for update in history_updates(history, self.workdir):
-            await self.client.session_update(session_id=self.id, update=update)
+            await self.client.session_update(session_id=self.id,
+                                             update=self.guard.update(update))
 
     async def advertise_commands(self) -> None:
         commands = [AvailableCommand(name=name, description=text,
@@ -201,11 +214,25 @@ class AcpSession:
                 self._queue.task_done()
 
     async def _updates_for(self, event: Event) -> list[Any]:
+        """What the editor is sent for `event`, with no remote image left in it."""
         if event.agent:  # a sub-agent's own events stay inside its `delegate` call
             return []
         if isinstance(event, TextDelta) and event.text:
             self._text_sent = self._reply_open = True
-            return [helpers.update_agent_message_text(event.text)]
+            return _chunks(thought=self._thought.end()) + _chunks(
+                message=self._message.feed(event.text))
+        if isinstance(event, ReasoningDelta) and event.text:
+            return _chunks(message=self._message.end()) + _chunks(
+                thought=self._thought.feed(event.text))
+        # any other update ends the editor's current Markdown block: what it held is sent
+        return self._held() + [self.guard.update(update)
+                               for update in await self._event_updates(event)]
+
+    def _held(self) -> list[Any]:
+        """The end of the streamed text held back (an image or tag not yet complete)."""
+        return _chunks(message=self._message.end()) + _chunks(thought=self._thought.end())
+
+    async def _event_updates(self, event: Event) -> list[Any]:
         if isinstance(event, TurnStart | ToolCallEvent):
             self._reply_open = False
         if (isinstance(event, StatusEvent) and event.kind in REPLY_ANEW
@@ -214,8 +241,6 @@ class AcpSession:
             # one tried again starts a paragraph of its own instead of running on from it
             self._reply_open = False
             return [helpers.update_agent_message_text(f"\n\n↻ {event.message}\n\n")]
-        if isinstance(event, ReasoningDelta) and event.text:
-            return [helpers.update_agent_thought_text(event.text)]
         if isinstance(event, ToolCallEvent):
             return [await self._call_started(event)]
         if isinstance(event, ToolResultEvent):
@@ -281,8 +306,15 @@ class AcpSession:
                 f"{info.usage.requests} requests in {info.runs} runs{cost}")
 
     async def _say(self, text: str) -> None:
-        await self.client.session_update(session_id=self.id,
-                                         update=helpers.update_agent_message_text(text))
+        update = helpers.update_agent_message_text(text)
+        await self.client.session_update(session_id=self.id, update=self.guard.update(update))
+
+
+def _chunks(*, message: str = "", thought: str = "") -> list[Any]:
+    """Streamed text already made inert, in context: sent as it is, not guarded again."""
+    if message:
+        return [helpers.update_agent_message_text(message)]
+    return [helpers.update_agent_thought_text(thought)] if thought else []
 
 
 def _read_small_text(path: Path) -> str | None:
