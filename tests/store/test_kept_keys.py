@@ -84,3 +84,21 @@ def test_a_full_disk_is_reported_as_full_not_as_a_failed_rollback(tmp_path: Path
             store.append_many("s", [assistant("x" * 200_000)])
         assert "full" in str(raised.value)
         assert "rollback" not in str(raised.value)
+
+
+def test_a_batch_written_again_that_fails_leaves_no_gap_either(tmp_path: Path) -> None:
+    """A kept key taken by another writer, then the batch written again with fresh keys
+    fails (a full disk): the keys that second attempt moved on were kept."""
+    path = tmp_path / "s.db"
+    with SQLiteStore(path) as ours, SQLiteStore(path) as theirs:
+        opened(ours, user("one"))
+        theirs.append_many("s", [assistant("two")])
+        pages = ours._db.execute("PRAGMA page_count").fetchone()[0]
+        ours._db.execute(f"PRAGMA max_page_count = {pages + 1}")
+        with pytest.raises(SessionError, match="full"):
+            ours.write_batch("s", [AppendMessages(messages=[user("lost")]),
+                                   RecordEvents(run_id="r", events=[{"big": "x" * 200_000}])])
+        ours._db.execute("PRAGMA max_page_count = 1073741823")
+        ours.write_batch("s", [AppendMessages(messages=[user("three")])])
+        assert contents(theirs) == ["one", "two", "three"]
+        assert theirs.message_count("s") == 3

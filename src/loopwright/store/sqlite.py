@@ -422,17 +422,17 @@ class SQLiteStore:
         rows. If someone did (a lease lost, another connection), a kept key is taken already
         and the batch fails on it; it is written again with the keys read afresh."""
         with self._lock:  # a failed batch's keys are forgotten before any other batch runs
-            kept = session_id in self._kept
-            try:
-                self._write_batch(session_id, writes)
-            except SessionError as exc:
-                self._kept.pop(session_id, None)
-                if not (kept and isinstance(exc.__cause__, sqlite3.IntegrityError)):
-                    raise
-                self._write_batch(session_id, writes)
-            except BaseException:
-                self._kept.pop(session_id, None)
-                raise
+            again = session_id in self._kept  # a kept key may have been taken: one more try
+            while True:
+                try:
+                    self._write_batch(session_id, writes)
+                    return
+                except BaseException as exc:
+                    self._kept.pop(session_id, None)
+                    if not (again and isinstance(exc, SessionError)
+                            and isinstance(exc.__cause__, sqlite3.IntegrityError)):
+                        raise
+                    again = False
 
     def _write_batch(self, session_id: str, writes: Sequence[StoreWrite]) -> None:
         now = time.time()
