@@ -584,6 +584,7 @@ def main() -> None:
     if args.pin:  # the servers started from here on inherit CPU 1 (`pinned_here`)
         os.sched_setaffinity(0, {1})
     if args.hops:
+        pinned_here(args.pin)
         us, switched = hops(args.repeats)
         print(f"a bare hop to the store's thread and back, median of {args.repeats} rounds "
               f"(load average {os.getloadavg()[0]:.1f}): {us:.1f} us of CPU, {switched:.2f} "
