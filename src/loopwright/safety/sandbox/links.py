@@ -52,7 +52,7 @@ def restore(links: tuple[GuardedLink, ...]) -> list[str]:
                 continue
         except OSError:
             continue
-        aside = _aside(link.path)
+        aside = aside_path(link.path, MOVED_SUFFIX)
         try:
             if os.path.lexists(link.path):
                 os.rename(link.path, aside)
@@ -68,10 +68,12 @@ def restore(links: tuple[GuardedLink, ...]) -> list[str]:
     return notes
 
 
-def _aside(path: Path) -> Path:
-    candidate = path.with_name(path.name + MOVED_SUFFIX)
+def aside_path(path: Path, suffix: str) -> Path:
+    """A free name beside `path` for what a command left there: `NAME{suffix}`, else
+    `NAME{suffix}-2`, `-3`, … (the links a command replaced; what it planted, planted.py)."""
+    candidate = path.with_name(path.name + suffix)
     number = 1
     while os.path.lexists(candidate):
         number += 1
-        candidate = path.with_name(f"{path.name}{MOVED_SUFFIX}-{number}")
+        candidate = path.with_name(f"{path.name}{suffix}-{number}")
     return candidate

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
 from loopwright.safety.protected import protected_entry_at
+from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
 SKIPPED_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
@@ -206,7 +207,7 @@ def _move_aside(before: Tree, after: Tree) -> list[str]:
     for path in after.nested:
         if path in known or not _new_entry(before, path):
             continue
-        aside = _aside(path)
+        aside = aside_path(path, MADE_SUFFIX)
         try:
             _writably(path.parent, functools.partial(os.rename, path, aside))
         except OSError as exc:
@@ -281,11 +282,3 @@ def _pointed_at(top: Path) -> list[Path]:
         return []
     return list(dict.fromkeys((git_dir, common_dir(git_dir))))
 
-
-def _aside(path: Path) -> Path:
-    candidate = path.with_name(path.name + MADE_SUFFIX)
-    number = 1
-    while os.path.lexists(candidate):
-        number += 1
-        candidate = path.with_name(f"{path.name}{MADE_SUFFIX}-{number}")
-    return candidate
