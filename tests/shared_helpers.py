@@ -7,6 +7,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -151,6 +152,16 @@ def wait_for_child(condition: Callable[[], Any], child: subprocess.Popen[str]) -
         if time.monotonic() > deadline:
             pytest.fail("timed out waiting for the child")
         time.sleep(0.02)
+
+
+def killed_once(command: list[str], marker: Path) -> None:
+    """Run `command` until it makes `marker`, then kill it with SIGKILL (a crash just there)."""
+    process = subprocess.Popen(command, text=True, stderr=subprocess.PIPE)
+    try:
+        wait_for_child(marker.exists, process)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
 
 
 def schema_file(path: Path, version: int) -> sqlite3.Connection:

@@ -10,9 +10,6 @@ The crash is real: the parent runs in a process killed with SIGKILL inside the c
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +20,7 @@ from loopwright.builtin.delegate import make_delegate_tool
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import wait_for_child
+from shared_helpers import killed_once
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
@@ -88,15 +85,9 @@ def crash_inside_the_childs_charge(tmp_path: Path) -> None:
               Reply(tool_calls=[call("charge", {"amount": 7})])]  # its child
     with FakeModelServer(script) as server:
         (tmp_path / "parent.py").write_text(PARENT)
-        process = subprocess.Popen(
-            [sys.executable, str(tmp_path / "parent.py"), server.base_url,
-             str(tmp_path / "s.db"), str(tmp_path / "ledger"), str(tmp_path / "marker")],
-            text=True, stderr=subprocess.PIPE)
-        try:
-            wait_for_child((tmp_path / "marker").exists, process)
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(10)
+        marker = tmp_path / "marker"
+        killed_once([sys.executable, str(tmp_path / "parent.py"), server.base_url,
+                     str(tmp_path / "s.db"), str(tmp_path / "ledger"), str(marker)], marker)
 
 
 async def test_the_delegate_call_made_again_after_a_crash_does_not_repeat_the_childs_effect(

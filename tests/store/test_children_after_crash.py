@@ -14,9 +14,6 @@ The crash is real: the parent runs in a process killed with SIGKILL.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,7 @@ from loopwright.store import RunRecord, open_store
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from loopwright.tools.idempotency import IdempotencyKeys
-from shared_helpers import wait_for_child
+from shared_helpers import killed_once
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
@@ -86,15 +83,9 @@ def crash(tmp_path: Path, store_spec: str, where: str, child_replies: list[Reply
     script = [Reply(tool_calls=[call("delegate", TASK)]), *child_replies]
     with FakeModelServer(script) as server:
         (tmp_path / "parent.py").write_text(PARENT)
-        process = subprocess.Popen(
-            [sys.executable, str(tmp_path / "parent.py"), server.base_url, store_spec,
-             str(tmp_path / "ledger"), str(tmp_path / "marker"), where],
-            text=True, stderr=subprocess.PIPE)
-        try:
-            wait_for_child((tmp_path / "marker").exists, process)
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(10)
+        marker = tmp_path / "marker"
+        killed_once([sys.executable, str(tmp_path / "parent.py"), server.base_url, store_spec,
+                     str(tmp_path / "ledger"), str(marker), where], marker)
 
 
 async def resume(tmp_path: Path, store_spec: str, script: list[Reply]
