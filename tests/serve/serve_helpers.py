@@ -34,6 +34,7 @@ class Served:
     token: str
     app: Any
     clients: list[httpx.Client] = field(default_factory=list)
+    pid: int | None = None  # the server's process, when it runs in one of its own
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"authorization": f"Bearer {token or self.token}", **kwargs.pop("headers", {})}
@@ -150,7 +151,7 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
             lines.append(process.stderr.readline())
             found = re.search(r"serving on (http://127\.0\.0\.1:\d+)/", lines[-1])
             if found:
-                served = Served(url=found.group(1), token=TOKEN, app=None)
+                served = Served(url=found.group(1), token=TOKEN, app=None, pid=process.pid)
         if served is None:
             raise RuntimeError("loopwright serve did not start: " + "".join(lines))
         yield served
