@@ -271,3 +271,20 @@ def test_clients_that_never_read_a_long_log_do_not_each_hold_a_copy_of_it(
             assert events[-1]["type"] == "done"
     assert grown < 16, f"8 clients that never read grew the server by {grown} MiB"
 
+
+def test_a_deeply_nested_body_is_a_400_not_a_server_error(make_server: MakeServer) -> None:
+    # json.loads raised RecursionError, which no handler caught: a 500 in plain text
+    with FakeModelServer([Reply("fine")]) as fake:
+        served = make_server(fake)
+        started = served.start("[" * 100_000)  # brackets inside a string are no nesting
+        run = f"/runs/{started['run_id']}"
+        assert served.wait_finished(started["run_id"])["stop_reason"] == "completed"
+        deep = "[" * 100_000
+        for path, body in [("/runs", deep), ("/runs", '{"prompt": "x", "tools": ' + deep + "}"),
+                           ("/runs", '{"a":' * 100_000), (f"{run}/steer", deep),
+                           (f"{run}/approvals/c1", deep)]:
+            response = served.api.post(path, content=body.encode(),
+                                       headers={"content-type": "application/json"})
+            assert response.status_code == 400, (path, body[:40], response.text)
+            assert response.json() == {"error": "the body is not valid JSON: it is nested "
+                                                "too deeply"}

@@ -295,6 +295,8 @@ async def _json_body(request: Request, fields: dict[str, type]) -> dict[str, Any
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # "[[[[…" in 1 MB is far deeper than the parser recurses
+        raise BadRequest("the body is not valid JSON: it is nested too deeply") from exc
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     for key, value in body.items():
