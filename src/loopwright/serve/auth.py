@@ -6,9 +6,9 @@ the server starts on a loopback address. A non-loopback address without a token 
 
 Every route needs it: `Authorization: Bearer TOKEN`. A browser cannot send that header when it
 opens a page, so `GET /?token=TOKEN` (the link the server prints) sets an HttpOnly, SameSite=Strict
-cookie and redirects to `/`; the cookie is accepted for GET requests only (the page, its files, the
-read-only API and the event streams). Anything that changes state needs the header, which the page
-sends from JavaScript; another site cannot make a browser send it.
+cookie (named for the server's port) and redirects to `/`; the cookie is accepted for GET requests
+only (the page, its files, the read-only API and the event streams). Anything that changes state
+needs the header, which the page sends from JavaScript; another site cannot make a browser send it.
 """
 
 from __future__ import annotations
@@ -115,11 +115,12 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         if method in ("GET", "HEAD"):
+            name = cookie_name(scope)
             query_token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
             if scope["path"] == "/" and query_token and self._matches(query_token[0].encode()):
-                await _set_cookie_and_redirect(send, query_token[0])
+                await _set_cookie_and_redirect(send, name, query_token[0])
                 return
-            if self._matches(_cookie(headers.get(b"cookie", b""))):
+            if self._matches(_cookie(headers.get(b"cookie", b""), name)):
                 await self.app(scope, receive, send)
                 return
         await _refuse(send)
@@ -145,18 +146,25 @@ def _bearer(header: bytes) -> bytes | None:
     return value.strip() if scheme.lower() == b"bearer" and value.strip() else None
 
 
-def _cookie(header: bytes) -> bytes | None:
+def cookie_name(scope: Scope) -> str:
+    """The login cookie's name on this server: a browser sends a host's cookies to every port of
+    it, so servers on one host that shared a name would replace each other's logins."""
+    server = scope.get("server")
+    return f"{COOKIE_NAME}_{server[1]}" if server and server[1] is not None else COOKIE_NAME
+
+
+def _cookie(header: bytes, name: str) -> bytes | None:
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(header.decode("latin-1"))
     except Exception:  # a malformed Cookie header is no token
         return None
-    morsel = jar.get(COOKIE_NAME)
+    morsel = jar.get(name)
     return morsel.value.encode() if morsel is not None and morsel.value else None
 
 
-async def _set_cookie_and_redirect(send: Send, token: str) -> None:
-    cookie = f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/"
+async def _set_cookie_and_redirect(send: Send, name: str, token: str) -> None:
+    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode()),
                             (b"cache-control", b"no-store"), (b"content-length", b"0")]})
