@@ -1,13 +1,21 @@
 """The page's login against what else runs in the browser and on the machine, in Debian's
-Chromium (Playwright) against real servers: another `loopwright serve` on the same host, and
-pages of other origins posting forms or opening sockets to the server."""
+Chromium (Playwright) against real servers: another `loopwright serve` on the same host, cookies
+other servers of the host set, and tokens with characters a URL or a cookie treats specially."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from serve_helpers import TOKEN, agent_options, serve_in_thread
+import pytest
+from serve_helpers import (
+    TOKEN,
+    MakeServer,
+    agent_options,
+    other_origin_page,
+    serve_in_thread,
+    serve_process,
+)
 
 from loopwright.serve.app import ServeOptions
 from loopwright.testing import FakeModelServer
@@ -37,3 +45,58 @@ def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path:
                     page.wait_for_selector("#sessions li", state="attached")
             finally:
                 context.close()
+
+
+@pytest.mark.parametrize("token", [
+    "q3ZV+lTz/0aJx8c+0m1nHbWzP2d4sKqS7xYvLr9Eo1U=",  # `openssl rand -base64 32`
+    'semi;colon,comma"quote\\back',  # printable ASCII without spaces: a token serve accepts
+])
+def test_the_printed_link_logs_in_with_any_token_serve_accepts(browser: Any, tmp_path: Path,
+                                                               token: str) -> None:
+    # The link's "+" was read as a space (the query's form encoding) and refused; a ";" cut the
+    # cookie's value short, so the page that followed the link was refused
+    with FakeModelServer([]) as fake, serve_process(
+            "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
+            "--workdir", str(tmp_path), env={"LOOPWRIGHT_SERVE_TOKEN": token}) as served:
+        assert served.link is not None and served.link.startswith(f"{served.url}/?token=")
+        near_misses = {token.replace("+", " "), token[:-1], token + "x"} - {token}
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            response = page.goto(served.link)
+            assert response is not None and response.status == 200, served.link
+            assert page.get_attribute('meta[name="loopwright-token"]', "content") == token
+            page.wait_for_selector("#sessions li", state="attached")
+        finally:
+            context.close()
+        for wrong in near_misses:  # a near miss still logs nobody in (a browser without a login)
+            stranger = browser.new_context()
+            try:
+                assert stranger.new_page().goto(f"{served.url}/?token={wrong}").status == 401
+            finally:
+                stranger.close()
+
+
+def test_cookies_other_servers_on_the_host_set_do_not_lock_the_page_out(
+        make_server: MakeServer, browser: Any) -> None:
+    # A browser sends every cookie of 127.0.0.1 here, whichever port set it; `http.cookies`
+    # gave up on the whole header at one it found malformed, and the page was refused (401)
+    setter = (b"<!doctype html><title>a dev server</title><script>"
+              b"document.cookie = 'prefs={\"theme\":\"dark\"}; path=/';"
+              b"document.cookie = 'beta; path=/';</script>")
+    with FakeModelServer([]) as fake, other_origin_page(setter) as elsewhere:
+        served = make_server(fake)
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(elsewhere)  # the other server's page, visited before this one
+            assert {c["name"] for c in context.cookies()} == {"prefs", ""}
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            response = page.goto(f"{served.url}/")
+            assert response is not None and response.status == 200
+            page.wait_for_selector("#sessions li", state="attached")
+        finally:
+            context.close()

@@ -19,9 +19,8 @@ import json
 import os
 import secrets
 import stat
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import parse_qs
+from urllib.parse import quote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -116,11 +115,11 @@ class TokenAuth:
             return
         if method in ("GET", "HEAD"):
             name = cookie_name(scope)
-            query_token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
-            if scope["path"] == "/" and query_token and self._matches(query_token[0].encode()):
-                await _set_cookie_and_redirect(send, name, query_token[0])
+            if scope["path"] == "/" and self._matches(_query_token(scope["query_string"])):
+                await _set_cookie_and_redirect(send, name, self._token)
                 return
-            if self._matches(_cookie(headers.get(b"cookie", b""), name)):
+            cookies = b"; ".join(value for key, value in scope["headers"] if key == b"cookie")
+            if self._matches(_cookie(cookies, name)):
                 await self.app(scope, receive, send)
                 return
         await _refuse(send)
@@ -153,18 +152,31 @@ def cookie_name(scope: Scope) -> str:
     return f"{COOKIE_NAME}_{server[1]}" if server and server[1] is not None else COOKIE_NAME
 
 
+def _query_token(query: bytes) -> bytes | None:
+    """The `token` of the page link's query, percent-decoded but with "+" kept: the link is
+    printed as it is, and a base64 token's plus signs would be spaces to a form decoder."""
+    for pair in query.split(b"&"):
+        key, sep, value = pair.partition(b"=")
+        if sep and key == b"token":
+            return unquote_to_bytes(value)
+    return None
+
+
 def _cookie(header: bytes, name: str) -> bytes | None:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header.decode("latin-1"))
-    except Exception:  # a malformed Cookie header is no token
-        return None
-    morsel = jar.get(name)
-    return morsel.value.encode() if morsel is not None and morsel.value else None
+    """The value of cookie `name`, read by hand: `http.cookies` gives up on the whole header at
+    the first cookie it finds malformed (`prefs={"a":1}`, `flag`), and every server on this host
+    sets cookies the browser sends here too."""
+    wanted = name.encode()
+    for pair in header.split(b";"):
+        key, sep, value = pair.strip().partition(b"=")
+        if sep and key == wanted and value:
+            return unquote_to_bytes(value)
+    return None
 
 
-async def _set_cookie_and_redirect(send: Send, name: str, token: str) -> None:
-    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
+async def _set_cookie_and_redirect(send: Send, name: str, token: bytes) -> None:
+    value = quote(token, safe="")  # a token may hold ";", "," or '"', which end a cookie value
+    cookie = f"{name}={value}; HttpOnly; SameSite=Strict; Path=/"
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode()),
                             (b"cache-control", b"no-store"), (b"content-length", b"0")]})
