@@ -18,7 +18,7 @@ from serve_helpers import (
 )
 
 from loopwright.serve.app import ServeOptions
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply, call
 
 OTHER_TOKEN = "other-token-9876543210fedcba"
 
@@ -100,3 +100,51 @@ def test_cookies_other_servers_on_the_host_set_do_not_lock_the_page_out(
             page.wait_for_selector("#sessions li", state="attached")
         finally:
             context.close()
+
+
+def _hostile(n: int) -> str:
+    return (f'<img src=x onerror="window.pwned={n}"><svg onload="window.pwned={n}"></svg>'
+            f'<a href="javascript:window.pwned={n}">go</a>')
+
+
+INJECTED = """() => [...document.querySelectorAll(
+    'img, svg:not(.chart svg), a[href^="javascript"], [onerror], [onload]')]
+    .filter((node) => !node.closest('.chart')).map((node) => node.outerHTML)"""
+
+
+def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
+        make_server: MakeServer, browser: Any, tmp_path: Path) -> None:
+    """Held: what the prompt (the session's title), a tool's name, its result, an approval's
+    command and the model's run name hold is put into the page as text, live and reopened —
+    checked without the CSP (bypassed), so it is the page that holds, not the policy."""
+    script = [Reply(tool_calls=[call(_hostile(2), {"x": _hostile(3)}, id="c1"),
+                                call("bash", {"command": f"rm -rf '{_hostile(4)}'"}, id="c2")]),
+              Reply("all done")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=tmp_path / "work")
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            page.fill("#prompt", _hostile(1))
+            page.click("#start")
+            page.click(".approval button[data-decision=allow]")
+            page.wait_for_selector(".run-state.completed")
+            page.wait_for_selector("#sessions li.session.open")
+            live = page.evaluate(INJECTED)
+            names = [n.text_content() for n in page.query_selector_all(".tool .name")]
+            page.reload()
+            page.click("#sessions li.session")
+            page.wait_for_selector(".tool .result")
+            reopened = page.evaluate(INJECTED)
+            shown = page.text_content("#layout")
+            pwned = page.evaluate("() => window.pwned")
+        finally:
+            context.close()
+    assert live == [] and reopened == [], (live, reopened)
+    assert pwned is None
+    assert names == [_hostile(2), "bash"]
+    for n in (1, 2, 4):
+        assert _hostile(n) in shown, n
