@@ -148,3 +148,41 @@ def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
     assert names == [_hostile(2), "bash"]
     for n in (1, 2, 4):
         assert _hostile(n) in shown, n
+
+
+def test_a_page_of_another_origin_can_neither_post_a_form_nor_open_a_socket(
+        make_server: MakeServer, browser: Any) -> None:
+    """Held: a form posted from another port of the host (same site: the login cookie goes
+    along) is refused, JSON smuggled in a text/plain form starts nothing, and a WebSocket
+    (to any path) is closed before it opens."""
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        attacker = (
+            f"<!doctype html><title>elsewhere</title><form id=f method=post "
+            f"action='{served.url}/runs' enctype='text/plain'>"
+            "<input name='{\"prompt\": \"from a form\", \"x\": \"' value='\"}'></form>"
+            "<script>window.sockets = {};"
+            "for (const path of ['/runs/news', '/', '/runs']) {"
+            f"  const socket = new WebSocket('ws://{served.url[len('http://'):]}' + path);"
+            "  socket.onopen = () => { window.sockets[path] = 'open'; };"
+            "  socket.onclose = () => { window.sockets[path] ||= 'closed'; }; }"
+            "</script>").encode()
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            with other_origin_page(attacker) as elsewhere:
+                page.goto(elsewhere)
+                page.wait_for_function("Object.keys(window.sockets).length === 3")
+                sockets = page.evaluate("() => window.sockets")
+                with page.expect_navigation():
+                    page.evaluate("() => document.getElementById('f').submit()")
+                posted = page.text_content("body")
+        finally:
+            context.close()
+        assert sockets == {"/runs/news": "closed", "/": "closed", "/runs": "closed"}
+        assert "missing or wrong token" in posted
+        assert served.api.get("/runs").json()["runs"] == []
+        assert fake.model_requests == []
