@@ -186,3 +186,38 @@ def test_a_page_of_another_origin_can_neither_post_a_form_nor_open_a_socket(
         assert "missing or wrong token" in posted
         assert served.api.get("/runs").json()["runs"] == []
         assert fake.model_requests == []
+
+
+def test_an_image_that_got_past_the_sanitiser_would_load_from_nowhere(
+        make_server: MakeServer, browser: Any) -> None:
+    # The policy let data: images load, which the page never uses: a fake button drawn by the
+    # model, had one slipped past the sanitiser, would have shown
+    svg = ("<svg xmlns='http://www.w3.org/2000/svg' width='40' height='20'>"
+           "<rect width='40' height='20' fill='green'/></svg>")
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        context = browser.new_context()  # the server's own policy, in force
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            loaded = page.evaluate("""async (svg) => {
+                const blob = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
+                const sources = {data: "data:image/svg+xml," + encodeURIComponent(svg), blob,
+                                 remote: "http://127.0.0.1:9/tracker.png",
+                                 own: "/static/icon.svg"};
+                const outcome = {};
+                for (const [name, src] of Object.entries(sources)) {
+                  const image = new Image();
+                  outcome[name] = await new Promise((done) => {
+                    image.onload = () => done("loaded"); image.onerror = () => done("blocked");
+                    image.src = src;
+                  });
+                }
+                return outcome;
+            }""", svg)
+        finally:
+            context.close()
+    assert loaded == {"data": "blocked", "blob": "blocked", "remote": "blocked",
+                      "own": "loaded"}

@@ -107,12 +107,13 @@ def create_app(options: ServeOptions) -> ASGIApp:
     return TokenAuth(app, options.token)
 
 
-PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
                "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
                "frame-ancestors 'none'")
-"""The Content-Security-Policy of every response: scripts and styles only from the server's own
-files (the page has no inline script, so an injected one cannot run), and no page of any other
-origin may frame it (its approval buttons cannot be clickjacked)."""
+"""The Content-Security-Policy of every response: scripts, styles and images only from the
+server's own files (the page has no inline script, so an injected one cannot run, and no `data:`
+or `blob:` image, so none can be drawn), and no page of any other origin may frame it (its
+approval buttons cannot be clickjacked)."""
 
 
 class PageHeaders:
