@@ -288,3 +288,32 @@ def test_a_deeply_nested_body_is_a_400_not_a_server_error(make_server: MakeServe
             assert response.status_code == 400, (path, body[:40], response.text)
             assert response.json() == {"error": "the body is not valid JSON: it is nested "
                                                 "too deeply"}
+
+
+def test_finished_runs_kept_for_replay_stay_within_a_byte_budget(
+        make_server: MakeServer) -> None:
+    # Every one of the last 200 finished runs kept its whole event log in memory, however
+    # large: runs with long outputs grew the server without bound until then
+    big = "z" * 200_000  # each run's log is several times this (deltas, the model call record)
+    script = [Reply(big, chunk_size=5_000), Reply(big, chunk_size=5_000, delay=3.0),
+              Reply(big, chunk_size=5_000), Reply(big, chunk_size=5_000)]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, keep_finished_bytes=600_000)
+        started = served.start("one")
+        first = started["run_id"]
+        served.wait_finished(first)
+        live = served.start("two, slowly")["run_id"]  # live: kept whatever its size
+        third = served.start("three")["run_id"]
+        served.wait_finished(third)
+        assert served.api.get(f"/runs/{first}").status_code == 404  # over the budget: dropped
+        assert served.api.get(f"/runs/{third}").status_code == 200
+        assert served.api.get(f"/runs/{live}").json()["finished"] is False
+        served.wait_finished(live)
+        fourth = served.start("four")["run_id"]
+        served.wait_finished(fourth)
+        kept = {run["id"] for run in served.api.get("/runs").json()["runs"]}
+        assert kept == {fourth}  # the newest finished run stays, even alone over the budget
+        text = "".join(e["text"] for _, e in served.events(fourth) if e["type"] == "text_delta")
+        assert text == big
+        stored = served.api.get(f"/sessions/{started['session_id']}").json()
+        assert stored["messages"][-1]["content"] == big  # a dropped run stays in the store

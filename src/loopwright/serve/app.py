@@ -31,7 +31,7 @@ from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.batches import BatchSource
 from loopwright.serve.openapi import openapi_document
-from loopwright.serve.runs import RunRegistry
+from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
 from loopwright.serve.sse import KEEPALIVE
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class ServeOptions:
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
     keepalive: float = KEEPALIVE
+    keep_finished_bytes: int = KEEP_FINISHED_BYTES
+    """Bytes of finished runs' event logs kept for clients to replay (the newest finished run
+    always is); older runs are read from the session store."""
     batches: list[Path] = field(default_factory=list)
     """`loopwright batch` output directories (or their results.jsonl) the page shows."""
 
@@ -61,7 +64,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
     from loopwright import __version__
 
     approvals = WireApprovals(timeout=options.approval_timeout, grace=options.leave_grace)
-    registry = RunRegistry(leave_grace=options.leave_grace)
+    registry = RunRegistry(leave_grace=options.leave_grace,
+                           keep_finished_bytes=options.keep_finished_bytes)
     pool = AgentPool(options.agent_options, store=options.store, approvals=approvals,
                      output_types=options.output_types)
     store: BrowsableStore | None = options.store  # type: ignore[assignment]
