@@ -8,6 +8,7 @@ import asyncio
 import json
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -288,6 +289,24 @@ def test_a_deeply_nested_body_is_a_400_not_a_server_error(make_server: MakeServe
             assert response.status_code == 400, (path, body[:40], response.text)
             assert response.json() == {"error": "the body is not valid JSON: it is nested "
                                                 "too deeply"}
+
+
+def test_a_body_without_a_length_is_cut_off_at_the_limit(make_server: MakeServer) -> None:
+    """Held: a chunked body (no Content-Length to refuse up front) is read only up to 1 MB."""
+    sent: list[int] = []
+
+    def chunks() -> Iterator[bytes]:
+        while len(sent) < 32:  # 2 MB
+            sent.append(1)
+            yield b" " * 65_536
+
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        response = served.api.post("/runs", content=chunks(),
+                                   headers={"content-type": "application/json"})
+        assert response.status_code == 413
+        assert response.json() == {"error": "the body is over 1000000 bytes"}
+        assert served.api.get("/runs").json()["runs"] == []
 
 
 def test_finished_runs_kept_for_replay_stay_within_a_byte_budget(

@@ -114,29 +114,31 @@ INJECTED = """() => [...document.querySelectorAll(
 
 def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
         make_server: MakeServer, browser: Any, tmp_path: Path) -> None:
-    """Held: what the prompt (the session's title), a tool's name, its result, an approval's
-    command and the model's run name hold is put into the page as text, live and reopened —
-    checked without the CSP (bypassed), so it is the page that holds, not the policy."""
-    script = [Reply(tool_calls=[call(_hostile(2), {"x": _hostile(3)}, id="c1"),
+    """Held: what the prompt (the session's title), a tool's name, its arguments, an approval's
+    command and a model name another client chose hold is put into the page as text, live and
+    reopened — checked without the CSP (bypassed), so it is the page that holds, not the
+    policy."""
+    script = [Reply("ok"), Reply(tool_calls=[call(_hostile(2), {"x": _hostile(3)}, id="c1"),
                                 call("bash", {"command": f"rm -rf '{_hostile(4)}'"}, id="c2")]),
               Reply("all done")]
     with FakeModelServer(script) as fake:
         served = make_server(fake, workdir=tmp_path / "work")
+        served.wait_finished(served.start("elsewhere", model=_hostile(5))["run_id"])
         context = browser.new_context(bypass_csp=True)
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
             page.goto(f"{served.url}/?token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
+            page.wait_for_selector("#sessions li.session", state="attached")
             page.fill("#prompt", _hostile(1))
             page.click("#start")
             page.click(".approval button[data-decision=allow]")
             page.wait_for_selector(".run-state.completed")
-            page.wait_for_selector("#sessions li.session.open")
+            mine = page.get_attribute("#sessions li.session.open", "data-id")
             live = page.evaluate(INJECTED)
             names = [n.text_content() for n in page.query_selector_all(".tool .name")]
             page.reload()
-            page.click("#sessions li.session")
+            page.click(f"#sessions li.session[data-id='{mine}']")
             page.wait_for_selector(".tool .result")
             reopened = page.evaluate(INJECTED)
             shown = page.text_content("#layout")
@@ -146,7 +148,7 @@ def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
     assert live == [] and reopened == [], (live, reopened)
     assert pwned is None
     assert names == [_hostile(2), "bash"]
-    for n in (1, 2, 4):
+    for n in (1, 2, 4, 5):
         assert _hostile(n) in shown, n
 
 
