@@ -4,7 +4,8 @@ clients watching it, and its pending approvals.
 Events are serialised once, when they happen (`events.event_line`, the one home `--json` uses
 too), and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log,
 so a client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs
-stay for replay until `keep_finished` newer runs have finished.
+stay for replay until `keep_finished` newer runs have finished, or their logs together pass
+`keep_finished_bytes`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -199,7 +200,7 @@ class RunRegistry:
         self.keep_finished_bytes = keep_finished_bytes
         self.leave_grace = leave_grace  # how long a run may stay unwatched before it is stopped
         self._runs: OrderedDict[str, ServeRun] = OrderedDict()
-        self._finished: list[str] = []
+        self._finished: deque[tuple[str, int]] = deque()  # (run id, bytes), oldest first
         self._finished_bytes = 0
         self._watchdogs: set[asyncio.Task[None]] = set()
         self.news = RunNews()
@@ -230,12 +231,13 @@ class RunRegistry:
     def _finish(self, run: ServeRun) -> None:
         run.mark_finished()
         self.news.announce("run_finished", run)
-        self._finished.append(run.id)
+        self._finished.append((run.id, run.size))
         self._finished_bytes += run.size
         while len(self._finished) > self.keep_finished or (
                 self._finished_bytes > self.keep_finished_bytes and len(self._finished) > 1):
-            dropped = self._runs.pop(self._finished.pop(0), None)
-            self._finished_bytes -= dropped.size if dropped is not None else 0
+            run_id, size = self._finished.popleft()
+            self._runs.pop(run_id, None)
+            self._finished_bytes -= size
 
     async def _stop_when_unwatched(self, run: ServeRun) -> None:
         """Cancel `run` once it has had no client for `leave_grace` seconds."""
