@@ -223,3 +223,35 @@ def test_an_image_that_got_past_the_sanitiser_would_load_from_nowhere(
             context.close()
     assert loaded == {"data": "blocked", "blob": "blocked", "remote": "blocked",
                       "own": "loaded"}
+
+
+def test_an_answer_nested_past_the_markdown_parser_shows_as_text(
+        make_server: MakeServer, browser: Any) -> None:
+    # marked recurses once per level: at 2,000 quote levels (or list levels, or emphasis marks)
+    # it threw "Maximum call stack size exceeded" at every render, the turn and the run never
+    # ended on the page (no run state; the steer and cancel buttons stayed) and the session,
+    # reopened, showed no answer
+    nested = ">" * 2_000 + " deep\n\n" + "- " * 3_000 + "listed\n\nthe last words"
+    with FakeModelServer([Reply(nested, chunk_size=5_000)]) as fake:
+        served = make_server(fake)
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)[:200]))
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            page.fill("#prompt", "nest it")
+            page.click("#start")
+            page.wait_for_selector(".run-state.completed")
+            assert page.is_hidden("#controls")
+            live = page.text_content(".turn .text")
+            page.reload()
+            page.click("#sessions li.session")
+            page.wait_for_selector(".turn .text >> text=the last words")
+            reopened = page.text_content(".turn .text")
+        finally:
+            context.close()
+    assert errors == []
+    assert live == reopened == nested
