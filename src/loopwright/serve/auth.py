@@ -114,7 +114,7 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         if method in ("GET", "HEAD"):
-            name = cookie_name(scope)
+            name = _cookie_name(scope)
             if scope["path"] == "/" and self._matches(_query_token(scope["query_string"])):
                 await _set_cookie_and_redirect(send, name, self._token)
                 return
@@ -145,7 +145,7 @@ def _bearer(header: bytes) -> bytes | None:
     return value.strip() if scheme.lower() == b"bearer" and value.strip() else None
 
 
-def cookie_name(scope: Scope) -> str:
+def _cookie_name(scope: Scope) -> str:
     """The login cookie's name on this server: a browser sends a host's cookies to every port of
     it, so servers on one host that shared a name would replace each other's logins."""
     server = scope.get("server")
