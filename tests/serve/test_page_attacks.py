@@ -255,3 +255,31 @@ def test_an_answer_nested_past_the_markdown_parser_shows_as_text(
             context.close()
     assert errors == []
     assert live == reopened == nested
+
+
+def test_a_call_whose_id_holds_a_slash_is_approved_from_the_page(
+        make_server: MakeServer, browser: Any, tmp_path: Path) -> None:
+    # A provider's call id is its own: "call/1" made the card's answer go to
+    # /runs/R/approvals/call%2F1, which no route matched (404), and the call was denied
+    scratch = tmp_path / "work" / "scratch"
+    scratch.mkdir(parents=True)
+    script = [Reply(tool_calls=[call("bash", {"command": "rm -rf scratch"}, id="call/1")]),
+              Reply("cleaned up")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=tmp_path / "work", leave_grace=30.0)
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            page.fill("#prompt", "clean up")
+            page.click("#start")
+            page.click(".approval button[data-decision=allow]")
+            page.wait_for_selector(".run-state.completed")
+            state = page.get_attribute(".approval", "data-state")
+            error = page.text_content("#error")
+        finally:
+            context.close()
+    assert (state, error) == ("allowed", "")
+    assert not scratch.exists()

@@ -76,7 +76,8 @@ class ServeApi:
             route("/runs/{run_id}/events", self.events, "GET"),
             route("/runs/{run_id}/steer", self.steer, "POST"),
             route("/runs/{run_id}/cancel", self.cancel, "POST"),
-            route("/runs/{run_id}/approvals/{call_id}", self.approve, "POST"),
+            # a provider's call id may hold "/" (the page sends it as %2F, which arrives decoded)
+            route("/runs/{run_id}/approvals/{call_id:path}", self.approve, "POST"),
             route("/sessions", self.sessions, "GET"),
             route("/sessions/{session_id}", self.session, "GET"),
             route("/batches", self.list_batches, "GET"),
