@@ -283,3 +283,42 @@ def test_a_call_whose_id_holds_a_slash_is_approved_from_the_page(
             context.close()
     assert (state, error) == ("allowed", "")
     assert not scratch.exists()
+
+
+def test_a_page_of_another_port_learns_nothing_from_what_loads(
+        make_server: MakeServer, browser: Any) -> None:
+    # The login cookie goes along with a same-site page's requests (another port of the host):
+    # a <link rel=prefetch> there loaded for a session that exists and failed for one that
+    # does not, so the page could spell out session ids one character at a time
+    with FakeModelServer([Reply("ok")]) as fake:
+        served = make_server(fake)
+        started = served.start("secret plans")
+        served.wait_finished(started["run_id"])
+        session = started["session_id"]
+        missing = "0" if session[0] != "0" else "1"
+        probe = (
+            "<!doctype html><title>elsewhere</title>"
+            f"<a id=open href='{served.url}/'>the server's page</a><script>window.outcome = {{}};"
+            "for (const [name, path] of Object.entries("
+            f"  {{hit: '/sessions/{session[:2]}', miss: '/sessions/{missing}z',"
+            f"    runs: '/runs', page: '/'}})) {{"
+            "  const link = document.createElement('link');"
+            f"  link.rel = 'prefetch'; link.href = '{served.url}' + path;"
+            "  link.onload = () => { window.outcome[name] = 'loaded'; };"
+            "  link.onerror = () => { window.outcome[name] = 'failed'; };"
+            "  document.head.appendChild(link); }</script>").encode()
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#sessions li", state="attached")
+            with other_origin_page(probe) as elsewhere:
+                page.goto(elsewhere)
+                page.wait_for_function("Object.keys(window.outcome).length === 4")
+                outcome = page.evaluate("() => window.outcome")
+                page.click("#open")  # a link followed to the page still opens it, logged in
+                page.wait_for_selector("#sessions li.session")
+        finally:
+            context.close()
+    assert outcome == {"hit": "failed", "miss": "failed", "runs": "failed", "page": "failed"}

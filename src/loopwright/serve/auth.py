@@ -7,7 +7,8 @@ the server starts on a loopback address. A non-loopback address without a token 
 Every route needs it: `Authorization: Bearer TOKEN`. A browser cannot send that header when it
 opens a page, so `GET /?token=TOKEN` (the link the server prints) sets an HttpOnly, SameSite=Strict
 cookie (named for the server's port) and redirects to `/`; the cookie is accepted for GET requests
-only (the page, its files, the read-only API and the event streams). Anything that changes state
+only (the page, its files, the read-only API and the event streams), and only from the page itself
+or a page opened in the browser, never a request another page makes. Anything that changes state
 needs the header, which the page sends from JavaScript; another site cannot make a browser send it.
 """
 
@@ -119,7 +120,7 @@ class TokenAuth:
                 await _set_cookie_and_redirect(send, name, self._token)
                 return
             cookies = b"; ".join(value for key, value in scope["headers"] if key == b"cookie")
-            if self._matches(_cookie(cookies, name)):
+            if self._matches(_cookie(cookies, name)) and _asked_by_this_origin(headers):
                 await self.app(scope, receive, send)
                 return
         await _refuse(send)
@@ -150,6 +151,18 @@ def _cookie_name(scope: Scope) -> str:
     it, so servers on one host that shared a name would replace each other's logins."""
     server = scope.get("server")
     return f"{COOKIE_NAME}_{server[1]}" if server and server[1] is not None else COOKIE_NAME
+
+
+def _asked_by_this_origin(headers: dict[bytes, bytes]) -> bool:
+    """Whether the browser says (Fetch Metadata) a request comes from this server's own page, the
+    address bar or a link followed to a page. A page on another port of this host is the same
+    site, so the SameSite cookie goes along with its requests: whether they loaded or failed
+    told it which sessions exist. Clients that send no such header are not browsers."""
+    site = headers.get(b"sec-fetch-site")
+    if site is None or site in (b"same-origin", b"none"):
+        return True
+    return (headers.get(b"sec-fetch-mode") == b"navigate"
+            and headers.get(b"sec-fetch-dest") == b"document")
 
 
 def _query_token(query: bytes) -> bytes | None:
