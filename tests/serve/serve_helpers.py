@@ -34,6 +34,8 @@ class Served:
     token: str
     app: Any
     clients: list[httpx.Client] = field(default_factory=list)
+    pid: int | None = None  # the server's process, when it runs in one of its own
+    link: str | None = None  # the page's link as `loopwright serve` printed it
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"authorization": f"Bearer {token or self.token}", **kwargs.pop("headers", {})}
@@ -141,6 +143,7 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
         [sys.executable, "-m", "loopwright", "serve", "--port", "0", *args],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         env={**os.environ, "LOOPWRIGHT_SERVE_TOKEN": TOKEN, **(env or {})})
+    token = (env or {}).get("LOOPWRIGHT_SERVE_TOKEN", TOKEN)
     assert process.stderr is not None
     served: Served | None = None
     try:
@@ -148,9 +151,10 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
         deadline = time.monotonic() + 60
         while served is None and time.monotonic() < deadline and process.poll() is None:
             lines.append(process.stderr.readline())
-            found = re.search(r"serving on (http://127\.0\.0\.1:\d+)/", lines[-1])
+            found = re.search(r"serving on ((http://127\.0\.0\.1:\d+)/\S*)", lines[-1])
             if found:
-                served = Served(url=found.group(1), token=TOKEN, app=None)
+                served = Served(url=found.group(2), token=token, app=None, pid=process.pid,
+                                link=found.group(1))
         if served is None:
             raise RuntimeError("loopwright serve did not start: " + "".join(lines))
         yield served

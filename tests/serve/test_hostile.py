@@ -1,16 +1,18 @@
 """The server against hostile or careless clients: odd resume ids, path tricks on the static
-route, clients that hang up mid-stream, approvals answered twice or too late, and the page's
-token never travelling onwards in a Referer."""
+route, clients that hang up mid-stream or never read, approvals answered twice or too late, and
+the page's token never travelling onwards in a Referer."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread
+from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread, serve_process
 
 from loopwright.serve.app import ServeOptions
 from loopwright.store import open_store
@@ -228,3 +230,109 @@ def test_a_reply_with_a_lone_surrogate_or_a_c1_control_streams_escaped(
     assert text == "lone \ud800 csi \x9b2J"
     assert run.status_code == 200  # was a 500: the run's output could not be encoded
     assert run.json()["output"] == text
+
+
+def _resident_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) // 1024
+
+
+def test_clients_that_never_read_a_long_log_do_not_each_hold_a_copy_of_it(
+        tmp_path: Path) -> None:
+    # A client that asked for a finished run's events from the start and then read nothing
+    # was handed the whole log in one write, which the server kept buffered for it: these 8
+    # clients grew the server by 115 MiB (10 clients of a 32 MB log: by 620 MiB).
+    answer = "".join(f"{n:07d}" for n in range(300_000))  # 2.1 MB, one frame over a write
+    with FakeModelServer([Reply(answer, chunk_size=8_000), Reply(answer, chunk_size=150_000)]
+                         ) as fake, serve_process(
+            "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
+            "--workdir", str(tmp_path)) as served:
+        assert served.pid is not None
+        run_id = served.start("long")["run_id"]
+        served.wait_finished(run_id, limit=120)
+        before = _resident_mib(served.pid)
+        port = int(served.url.rsplit(":", 1)[1])
+        stalled = []
+        for _ in range(8):
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.connect(("127.0.0.1", port))
+            client.sendall(f"GET /runs/{run_id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            stalled.append(client)
+        time.sleep(2)
+        grown = _resident_mib(served.pid) - before
+        for client in stalled:
+            client.close()
+        # a client that reads gets every frame whole, the ones cut over several writes too
+        for run in (run_id, served.start("long again")["run_id"]):
+            events = [event for _, event in served.events(run)]
+            assert "".join(e["text"] for e in events if e["type"] == "text_delta") == answer
+            assert events[-1]["type"] == "done"
+    assert grown < 16, f"8 clients that never read grew the server by {grown} MiB"
+
+
+def test_a_deeply_nested_body_is_a_400_not_a_server_error(make_server: MakeServer) -> None:
+    # json.loads raised RecursionError, which no handler caught: a 500 in plain text
+    with FakeModelServer([Reply("fine")]) as fake:
+        served = make_server(fake)
+        started = served.start("[" * 100_000)  # brackets inside a string are no nesting
+        run = f"/runs/{started['run_id']}"
+        assert served.wait_finished(started["run_id"])["stop_reason"] == "completed"
+        deep = "[" * 100_000
+        for path, body in [("/runs", deep), ("/runs", '{"prompt": "x", "tools": ' + deep + "}"),
+                           ("/runs", '{"a":' * 100_000), (f"{run}/steer", deep),
+                           (f"{run}/approvals/c1", deep)]:
+            response = served.api.post(path, content=body.encode(),
+                                       headers={"content-type": "application/json"})
+            assert response.status_code == 400, (path, body[:40], response.text)
+            assert response.json() == {"error": "the body is not valid JSON: it is nested "
+                                                "too deeply"}
+
+
+def test_a_body_without_a_length_is_cut_off_at_the_limit(make_server: MakeServer) -> None:
+    """Held: a chunked body (no Content-Length to refuse up front) is read only up to 1 MB."""
+    sent: list[int] = []
+
+    def chunks() -> Iterator[bytes]:
+        while len(sent) < 32:  # 2 MB
+            sent.append(1)
+            yield b" " * 65_536
+
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        response = served.api.post("/runs", content=chunks(),
+                                   headers={"content-type": "application/json"})
+        assert response.status_code == 413
+        assert response.json() == {"error": "the body is over 1000000 bytes"}
+        assert served.api.get("/runs").json()["runs"] == []
+
+
+def test_finished_runs_kept_for_replay_stay_within_a_byte_budget(
+        make_server: MakeServer) -> None:
+    # Every one of the last 200 finished runs kept its whole event log in memory, however
+    # large: runs with long outputs grew the server without bound until then
+    big = "z" * 200_000  # each run's log is several times this (deltas, the model call record)
+    script = [Reply(big, chunk_size=5_000), Reply(big, chunk_size=5_000, delay=3.0),
+              Reply(big, chunk_size=5_000), Reply(big, chunk_size=5_000)]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, keep_finished_bytes=600_000)
+        started = served.start("one")
+        first = started["run_id"]
+        served.wait_finished(first)
+        live = served.start("two, slowly")["run_id"]  # live: kept whatever its size
+        third = served.start("three")["run_id"]
+        served.wait_finished(third)
+        assert served.api.get(f"/runs/{first}").status_code == 404  # over the budget: dropped
+        assert served.api.get(f"/runs/{third}").status_code == 200
+        assert served.api.get(f"/runs/{live}").json()["finished"] is False
+        served.wait_finished(live)
+        fourth = served.start("four")["run_id"]
+        served.wait_finished(fourth)
+        kept = {run["id"] for run in served.api.get("/runs").json()["runs"]}
+        assert kept == {fourth}  # the newest finished run stays, even alone over the budget
+        text = "".join(e["text"] for _, e in served.events(fourth) if e["type"] == "text_delta")
+        assert text == big
+        stored = served.api.get(f"/sessions/{started['session_id']}").json()
+        assert stored["messages"][-1]["content"] == big  # a dropped run stays in the store

@@ -76,7 +76,8 @@ class ServeApi:
             route("/runs/{run_id}/events", self.events, "GET"),
             route("/runs/{run_id}/steer", self.steer, "POST"),
             route("/runs/{run_id}/cancel", self.cancel, "POST"),
-            route("/runs/{run_id}/approvals/{call_id}", self.approve, "POST"),
+            # a provider's call id may hold "/" (the page sends it as %2F, which arrives decoded)
+            route("/runs/{run_id}/approvals/{call_id:path}", self.approve, "POST"),
             route("/sessions", self.sessions, "GET"),
             route("/sessions/{session_id}", self.session, "GET"),
             route("/batches", self.list_batches, "GET"),
@@ -295,6 +296,8 @@ async def _json_body(request: Request, fields: dict[str, type]) -> dict[str, Any
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # "[[[[…" in 1 MB is far deeper than the parser recurses
+        raise BadRequest("the body is not valid JSON: it is nested too deeply") from exc
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     for key, value in body.items():

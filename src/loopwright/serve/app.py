@@ -31,7 +31,7 @@ from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.batches import BatchSource
 from loopwright.serve.openapi import openapi_document
-from loopwright.serve.runs import RunRegistry
+from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
 from loopwright.serve.sse import KEEPALIVE
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class ServeOptions:
     approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     leave_grace: float = 5.0  # seconds a run may go unwatched before "last client left" acts
     keepalive: float = KEEPALIVE
+    keep_finished_bytes: int = KEEP_FINISHED_BYTES
+    """Bytes of finished runs' event logs kept for clients to replay (the newest finished run
+    always is); older runs are read from the session store."""
     batches: list[Path] = field(default_factory=list)
     """`loopwright batch` output directories (or their results.jsonl) the page shows."""
 
@@ -61,7 +64,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
     from loopwright import __version__
 
     approvals = WireApprovals(timeout=options.approval_timeout, grace=options.leave_grace)
-    registry = RunRegistry(leave_grace=options.leave_grace)
+    registry = RunRegistry(leave_grace=options.leave_grace,
+                           keep_finished_bytes=options.keep_finished_bytes)
     pool = AgentPool(options.agent_options, store=options.store, approvals=approvals,
                      output_types=options.output_types)
     store: BrowsableStore | None = options.store  # type: ignore[assignment]
@@ -107,12 +111,13 @@ def create_app(options: ServeOptions) -> ASGIApp:
     return TokenAuth(app, options.token)
 
 
-PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
                "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
                "frame-ancestors 'none'")
-"""The Content-Security-Policy of every response: scripts and styles only from the server's own
-files (the page has no inline script, so an injected one cannot run), and no page of any other
-origin may frame it (its approval buttons cannot be clickjacked)."""
+"""The Content-Security-Policy of every response: scripts, styles and images only from the
+server's own files (the page has no inline script, so an injected one cannot run, and no `data:`
+or `blob:` image, so none can be drawn), and no page of any other origin may frame it (its
+approval buttons cannot be clickjacked)."""
 
 
 class PageHeaders:

@@ -6,9 +6,10 @@ the server starts on a loopback address. A non-loopback address without a token 
 
 Every route needs it: `Authorization: Bearer TOKEN`. A browser cannot send that header when it
 opens a page, so `GET /?token=TOKEN` (the link the server prints) sets an HttpOnly, SameSite=Strict
-cookie and redirects to `/`; the cookie is accepted for GET requests only (the page, its files, the
-read-only API and the event streams). Anything that changes state needs the header, which the page
-sends from JavaScript; another site cannot make a browser send it.
+cookie (named for the server's port) and redirects to `/`; the cookie is accepted for GET requests
+only (the page, its files, the read-only API and the event streams), and only from the page itself
+or a page opened in the browser, never a request another page makes. Anything that changes state
+needs the header, which the page sends from JavaScript; another site cannot make a browser send it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import json
 import os
 import secrets
 import stat
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import parse_qs
+from urllib.parse import quote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -115,11 +115,12 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         if method in ("GET", "HEAD"):
-            query_token = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
-            if scope["path"] == "/" and query_token and self._matches(query_token[0].encode()):
-                await _set_cookie_and_redirect(send, query_token[0])
+            name = _cookie_name(scope)
+            if scope["path"] == "/" and self._matches(_query_token(scope["query_string"])):
+                await _set_cookie_and_redirect(send, name, self._token)
                 return
-            if self._matches(_cookie(headers.get(b"cookie", b""))):
+            cookies = b"; ".join(value for key, value in scope["headers"] if key == b"cookie")
+            if self._matches(_cookie(cookies, name)) and _asked_by_this_origin(headers):
                 await self.app(scope, receive, send)
                 return
         await _refuse(send)
@@ -145,18 +146,50 @@ def _bearer(header: bytes) -> bytes | None:
     return value.strip() if scheme.lower() == b"bearer" and value.strip() else None
 
 
-def _cookie(header: bytes) -> bytes | None:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header.decode("latin-1"))
-    except Exception:  # a malformed Cookie header is no token
-        return None
-    morsel = jar.get(COOKIE_NAME)
-    return morsel.value.encode() if morsel is not None and morsel.value else None
+def _cookie_name(scope: Scope) -> str:
+    """The login cookie's name on this server: a browser sends a host's cookies to every port of
+    it, so servers on one host that shared a name would replace each other's logins."""
+    server = scope.get("server")
+    return f"{COOKIE_NAME}_{server[1]}" if server and server[1] is not None else COOKIE_NAME
 
 
-async def _set_cookie_and_redirect(send: Send, token: str) -> None:
-    cookie = f"{COOKIE_NAME}={token}; HttpOnly; SameSite=Strict; Path=/"
+def _asked_by_this_origin(headers: dict[bytes, bytes]) -> bool:
+    """Whether the browser says (Fetch Metadata) a request comes from this server's own page, the
+    address bar or a link followed to a page. A page on another port of this host is the same
+    site, so the SameSite cookie goes along with its requests: whether they loaded or failed
+    told it which sessions exist. Clients that send no such header are not browsers."""
+    site = headers.get(b"sec-fetch-site")
+    if site is None or site in (b"same-origin", b"none"):
+        return True
+    return (headers.get(b"sec-fetch-mode") == b"navigate"
+            and headers.get(b"sec-fetch-dest") == b"document")
+
+
+def _query_token(query: bytes) -> bytes | None:
+    """The `token` of the page link's query, percent-decoded but with "+" kept: the link is
+    printed as it is, and a base64 token's plus signs would be spaces to a form decoder."""
+    for pair in query.split(b"&"):
+        key, sep, value = pair.partition(b"=")
+        if sep and key == b"token":
+            return unquote_to_bytes(value)
+    return None
+
+
+def _cookie(header: bytes, name: str) -> bytes | None:
+    """The value of cookie `name`, read by hand: `http.cookies` gives up on the whole header at
+    the first cookie it finds malformed (`prefs={"a":1}`, `flag`), and every server on this host
+    sets cookies the browser sends here too."""
+    wanted = name.encode()
+    for pair in header.split(b";"):
+        key, sep, value = pair.strip().partition(b"=")
+        if sep and key == wanted and value:
+            return unquote_to_bytes(value)
+    return None
+
+
+async def _set_cookie_and_redirect(send: Send, name: str, token: bytes) -> None:
+    value = quote(token, safe="")  # a token may hold ";", "," or '"', which end a cookie value
+    cookie = f"{name}={value}; HttpOnly; SameSite=Strict; Path=/"
     await send({"type": "http.response.start", "status": 303,
                 "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode()),
                             (b"cache-control", b"no-store"), (b"content-length", b"0")]})

@@ -4,7 +4,8 @@ clients watching it, and its pending approvals.
 Events are serialised once, when they happen (`events.event_line`, the one home `--json` uses
 too), and kept in order as ready SSE frames; an event's SSE id is its 1-based position in the log,
 so a client that reconnects with `Last-Event-ID: N` gets exactly the events after N. Finished runs
-stay for replay until `keep_finished` newer runs have finished.
+stay for replay until `keep_finished` newer runs have finished, or their logs together pass
+`keep_finished_bytes`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 KEEP_FINISHED = 200
 """Finished runs kept in memory for replay (older ones are still in the session store)."""
+KEEP_FINISHED_BYTES = 256 * 2**20
+"""At most this many bytes of finished runs' event logs are kept (the newest finished run always
+is): a few runs with long outputs would otherwise hold gigabytes."""
 KEEP_NEWS = 500
 """Frames of `RunNews` kept for clients that reconnect."""
 
@@ -54,6 +58,7 @@ class ServeRun:
     handle: RunHandle | None = None
     created: float = field(default_factory=time.time)
     events: list[bytes] = field(default_factory=list)  # SSE frames; id = index + 1
+    size: int = 0  # bytes of `events`
     finished: bool = False
     stop_reason: str | None = None
     result: RunResult | None = None  # from the terminal event
@@ -69,7 +74,9 @@ class ServeRun:
         """Append one event (as its SSE frame: formatted once, whatever the number of clients)
         and wake every client waiting for it."""
         number = len(self.events) + 1
-        self.events.append(f"id: {number}\ndata: {event_line(event)}\n\n".encode())
+        frame = f"id: {number}\ndata: {event_line(event)}\n\n".encode()
+        self.events.append(frame)
+        self.size += len(frame)
         if event.type in TERMINAL_TYPES and not event.agent:
             self.result = getattr(event, "result", None)
             self.stop_reason = getattr(self.result, "stop_reason", None) or event.type
@@ -186,11 +193,15 @@ class RunNews:
 class RunRegistry:
     """Every run of this process by id: live ones and the latest finished ones."""
 
-    def __init__(self, *, keep_finished: int = KEEP_FINISHED, leave_grace: float = 5.0) -> None:
+    def __init__(self, *, keep_finished: int = KEEP_FINISHED,
+                 keep_finished_bytes: int = KEEP_FINISHED_BYTES, leave_grace: float = 5.0
+                 ) -> None:
         self.keep_finished = keep_finished
+        self.keep_finished_bytes = keep_finished_bytes
         self.leave_grace = leave_grace  # how long a run may stay unwatched before it is stopped
         self._runs: OrderedDict[str, ServeRun] = OrderedDict()
-        self._finished: list[str] = []
+        self._finished: deque[tuple[str, int]] = deque()  # (run id, bytes), oldest first
+        self._finished_bytes = 0
         self._watchdogs: set[asyncio.Task[None]] = set()
         self.news = RunNews()
 
@@ -220,9 +231,13 @@ class RunRegistry:
     def _finish(self, run: ServeRun) -> None:
         run.mark_finished()
         self.news.announce("run_finished", run)
-        self._finished.append(run.id)
-        while len(self._finished) > self.keep_finished:
-            self._runs.pop(self._finished.pop(0), None)
+        self._finished.append((run.id, run.size))
+        self._finished_bytes += run.size
+        while len(self._finished) > self.keep_finished or (
+                self._finished_bytes > self.keep_finished_bytes and len(self._finished) > 1):
+            run_id, size = self._finished.popleft()
+            self._runs.pop(run_id, None)
+            self._finished_bytes -= size
 
     async def _stop_when_unwatched(self, run: ServeRun) -> None:
         """Cancel `run` once it has had no client for `leave_grace` seconds."""

@@ -10,11 +10,15 @@ nothing happens, so proxies keep the connection and a vanished client is noticed
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Protocol
 
 KEEPALIVE = 15.0
 RETRY_MS = 1000  # how soon a browser reconnects after the connection drops
+WRITE_BYTES = 64 * 1024
+"""The most one write to a client holds: a client that stops reading is left holding one write
+in the server's buffers, not a copy of the whole log (uvicorn waits for it to read before the
+next write)."""
 
 
 class FrameSource(Protocol):
@@ -49,8 +53,8 @@ async def event_stream(run: FrameSource, seen: int, *, keepalive: float = KEEPAL
         while True:
             new, end = run.frames(position)
             if new:
-                # one write for everything new: cheap for many clients and chatty runs
-                yield b"".join(new)
+                for piece in _writes(new):
+                    yield piece
                 position = end
                 continue
             if run.finished:
@@ -64,3 +68,24 @@ async def event_stream(run: FrameSource, seen: int, *, keepalive: float = KEEPAL
                 yield b": keep-alive\n\n"
     finally:
         run.detach(waker)
+
+
+def _writes(frames: list[bytes]) -> Iterator[bytes]:
+    """`frames` as writes of up to `WRITE_BYTES` each: frames are joined (few writes for many
+    small ones keep many clients and chatty runs cheap) and a larger frame is cut (SSE is a
+    byte stream: the client puts it together again)."""
+    batch: list[bytes] = []
+    size = 0
+    for frame in frames:
+        if size + len(frame) > WRITE_BYTES and batch:
+            yield b"".join(batch)
+            batch, size = [], 0
+        if len(frame) > WRITE_BYTES:
+            view = memoryview(frame)
+            for start in range(0, len(frame), WRITE_BYTES):
+                yield bytes(view[start:start + WRITE_BYTES])
+            continue
+        batch.append(frame)
+        size += len(frame)
+    if batch:
+        yield b"".join(batch)

@@ -37,9 +37,17 @@ const PURIFY = {
   ALLOW_DATA_ATTR: false, RETURN_DOM_FRAGMENT: true,
 };
 
-/** Replace `box`'s content with `text` rendered as sanitised Markdown. */
+/** Replace `box`'s content with `text` rendered as sanitised Markdown; as plain text when the
+ * parser gives up on it (marked recurses once per nesting level: an answer thousands of levels
+ * deep overflows the stack, and the error stopped the timeline). */
 export function renderMarkdown(box, text) {
-  const fragment = DOMPurify.sanitize(parser.parse(text || "").trim(), PURIFY);
+  let fragment;
+  try {
+    fragment = DOMPurify.sanitize(parser.parse(text || "").trim(), PURIFY);
+  } catch {  // whatever made it fail, the words still show, and nothing of them as markup
+    box.replaceChildren(document.createTextNode(text || ""));
+    return;
+  }
   for (const code of fragment.querySelectorAll("pre > code")) {
     const mark = [...code.classList].find((name) => name.startsWith("language-"));
     const language = mark ? mark.slice("language-".length) : "";
