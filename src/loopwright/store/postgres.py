@@ -44,6 +44,7 @@ from loopwright.store.rows import (
     message_row,
     readable_page,
     run_row,
+    storable_value,
     turn_row,
 )
 from loopwright.store.search import (
@@ -205,9 +206,8 @@ class PostgresStore:
     async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
                      parent_id: str | None = None, system_prompt: str | None = None) -> None:
         now = time.time()
-        await self._rows("creating a session", _INSERT_SESSION,
-                         (session_id, parent_id, title, model, cwd, system_prompt, "", "", now,
-                          now))
+        await self._rows("creating a session", _INSERT_SESSION, _session_values(
+            session_id, parent_id, title, model, cwd, system_prompt, "", "", now, now))
 
     async def update(self, session_id: str, **fields: Any) -> None:
         unknown = set(fields) - {"title", "model", "base_url", "api_mode", "cwd", "system_prompt"}
@@ -217,7 +217,7 @@ class PostgresStore:
             assignments = ", ".join(f"{name} = %s" for name in fields)
             await self._rows("updating a session",
                              f"UPDATE sessions SET {assignments} WHERE id = %s",
-                             (*fields.values(), session_id))
+                             _session_values(*fields.values(), session_id))
 
     async def get(self, session_id: str) -> SessionInfo | None:
         rows = await self._rows("reading a session", f"SELECT {SESSION_COLUMNS} FROM sessions "
@@ -234,7 +234,8 @@ class PostgresStore:
             "(%(cwd)s::text IS NULL OR cwd = %(cwd)s) AND "
             "(%(model)s::text IS NULL OR model = %(model)s) "
             "ORDER BY updated DESC, created DESC, id LIMIT %(limit)s OFFSET %(offset)s",
-            {"cwd": cwd, "model": model}, self._info, limit, damaged)
+            {"cwd": storable_value(cwd), "model": storable_value(model)}, self._info, limit,
+            damaged)
 
     async def _readable(self, action: str, sql: str, params: dict[str, Any],
                            read: Callable[[tuple[Any, ...]], Awaitable[_Read]], limit: int,
@@ -504,7 +505,15 @@ class PostgresStore:
             "AND (%(exclude)s::text IS NULL OR m.session_id <> %(exclude)s) "
             "AND (%(cwd)s::text IS NULL OR s.cwd = %(cwd)s) "
             "ORDER BY ts_rank(m.search, q) DESC, m.id LIMIT %(limit)s OFFSET %(offset)s",
-            {"query": query, "exclude": exclude_session, "cwd": cwd}, hit, limit, damaged)
+            {"query": query, "exclude": storable_value(exclude_session),
+             "cwd": storable_value(cwd)}, hit, limit, damaged)
+
+
+def _session_values(*values: Any) -> tuple[Any, ...]:
+    """A session row's values as PostgreSQL's text holds them: a prompt (the title), a system
+    prompt or a model name may hold NUL, which text refuses and which would stop the run; the
+    exact text is in the messages (`rows.storable`)."""
+    return tuple(storable_value(value) for value in values)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -525,7 +534,7 @@ async def _open(conn: psycopg.AsyncConnection[Any], session_id: str, owner: str,
                 system_prompt: str | None = None, base_url: str = "", api_mode: str = ""
                 ) -> bool:
     """`open_session` inside the caller's transaction; whether this made the session."""
-    created = (await conn.execute(_INSERT_SESSION, (
+    created = (await conn.execute(_INSERT_SESSION, _session_values(
         session_id, parent_id, title, model, cwd, system_prompt, base_url, api_mode, now,
         now))).rowcount
     await _take_lease(conn, session_id, owner)
