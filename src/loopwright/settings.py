@@ -152,7 +152,7 @@ class Settings:
     context_window: Positive | None = field(default=None, metadata=doc(MODEL,
         "the model's window in tokens: the metadata table for a hosted model it knows (no "
         "request); a local or unknown server is asked (one `GET /models` tells its kind, kept per "
-        "base URL, then that kind's window endpoint); else a default. A local server whose window "
+        "base URL and key, then that kind's window endpoint); else a default. A local server whose window "
         "(probed or set) is at most 16,384 tokens gets the compact system prompt and tool specs "
         "(first sentence, no parameter prose), with the working directory, date and instruction "
         "files sent after the tool section (in the first user message of each request) so its "
