@@ -27,6 +27,9 @@ ADDRESSES = [
     "https://ok.example/fine.png", "https://ok.example.evil.example/x", "x.png", "docs/a b.png",
     "data:image/png;base64,AAAA", "https://evil.example/(paren)", "ht\\tps://evil.example/z",
     "https&#58;//evil.example/colon", "%2F%2Fevil.example/pct", "https://evil.example/new\nline",
+    "<//evil.example/a b>", "/\\evil.example/mixed", "&#47;&#47;evil.example/dec",
+    "\t//evil.example/t",
+    "HtTpS://evil.example/case", "https://user@evil.example/u", "https://ok.example@evil.example/at",
 ]
 LABELS = ["a", "", "x]y", "a`b", "[n]", "a\\]", "*em*", "ref", "REF", "<b>", "a\nb"]
 FENCE_RUNS = ["```", "````", "~~~", "~~~~~", "``", "`````"]
@@ -66,6 +69,10 @@ def _tag(rng: random.Random) -> str:
         f'<img srcset="a.png 1x, {url} 2x">', f'<video poster="{url}"></video>',
         f'<div style="background:url({url})">', f'<img src="{url}"', f"<IMG SRC={url}>",
         f'<svg><image href="{url}"/></svg>', f'<a href="{url}">link</a>',
+        f"<iframe src='{url}'></iframe>", f'<object data="{url}"></object>',
+        f'<input type=image src="{url}">', f'<link rel=stylesheet href="{url}">',
+        f'<table background="{url}">', f"<img src=`{url.split()[0]}`>",
+        f'<img\tsrc="{url}">', f'<img src = "{url}" >',
     ])
 
 
@@ -116,8 +123,10 @@ def pieces(seed: int) -> list[str]:
 
 
 def document(blocks: list[str], seed: int) -> str:
+    """The blocks joined; one case in five with CommonMark's other line endings."""
     rng = random.Random(seed * 7919 + len(blocks))
-    return "".join(block + rng.choice(["\n", "\n", "\n\n", ""]) for block in blocks)
+    text = "".join(block + rng.choice(["\n", "\n", "\n\n", ""]) for block in blocks)
+    return text.replace("\n", rng.choice(["\n"] * 8 + ["\r\n", "\r"]))
 
 
 def deltas(text: str, seed: int) -> list[str]:

