@@ -155,7 +155,7 @@ def _check_finite(value: dict[str, Any]) -> None:
                 raise non_finite_error(child, f"{path}.{key}" if path else str(key))
 
 
-def non_finite_error(number: float, where: str) -> ArgumentsError:
+def non_finite_error(number: complex, where: str) -> ArgumentsError:
     """The error for a NaN or infinite number at `where` (dotted, as the model sent it:
     `points.2.x`), whether written as JSON's missing literal or as text a tool's `float`
     parameter reads so (`tools.finite`)."""

@@ -169,3 +169,16 @@ async def test_a_dataclass_field_is_checked_but_not_its_default() -> None:
     taken = await outcome_of(spanned, {"value": {"start": 1}})
     assert "does not have (-inf) in 'value.start'" in refused.content
     assert (taken.is_error, taken.content) == (False, "(1.0, inf)")
+
+
+@tool
+def rotate(angle: complex) -> str:
+    """Rotate by a complex number."""
+    return repr(angle)
+
+
+async def test_a_complex_parameter_is_checked_too() -> None:
+    refused = await outcome_of(rotate, {"angle": "inf+1j"})
+    taken = await outcome_of(rotate, {"angle": "1+2j"})
+    assert "does not have ((inf+1j)) in 'angle'" in refused.content
+    assert (taken.is_error, taken.content) == (False, "(1+2j)")

@@ -11,8 +11,8 @@ other than its default): a default of `math.inf` is the tool's own choice."""
 
 from __future__ import annotations
 
+import cmath
 import dataclasses
-import math
 import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -37,8 +37,8 @@ def refuse_non_finite_text(sent: dict[str, Any], validated: pydantic.BaseModel) 
     stack: _Children = [(validated, "", False)]
     while stack:
         value, path, allowed = stack.pop()
-        if isinstance(value, float):
-            if not (allowed or math.isfinite(value)):
+        if isinstance(value, float | complex):
+            if not (allowed or cmath.isfinite(value)):
                 raise non_finite_error(value, path)
         elif isinstance(value, pydantic.BaseModel):
             stack.extend(_model_children(value, path, allowed))
@@ -53,13 +53,14 @@ def refuse_non_finite_text(sent: dict[str, Any], validated: pydantic.BaseModel) 
 
 def _has_non_finite_text(value: Any) -> bool:
     """Whether any string in `value` (parsed JSON: dicts, lists, scalars) reads as NaN or an
-    infinity, as Python's `float` (and pydantic's, which takes the same spellings) reads it."""
+    infinity, as Python's `complex` (and `float`, and pydantic's, which take the same
+    spellings) reads it."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            try:
-                if not math.isfinite(float(item)):
+            try:  # (a `complex` parameter reads "inf+1j")
+                if not cmath.isfinite(complex(item)):
                     return True
             except ValueError:
                 pass
