@@ -89,3 +89,33 @@ async def test_delegating_outside_a_run_is_in_the_agents_own_project(project: Pa
         (request,) = server.model_requests
     assert outcome.output == "child done"
     assert RULE in request.body["messages"][0]["content"]
+
+
+def task_of(request: RecordedRequest) -> str:
+    return next(m["content"] for m in request.body["messages"] if m["role"] == "user")
+
+
+def delegating_twice(request: RecordedRequest) -> ScriptItem:
+    """The parent delegates "look around", whose child delegates "deeper"."""
+    messages = request.body["messages"]
+    task = task_of(request)
+    if any(m["role"] == "tool" for m in messages):
+        return Reply("done")
+    if CHILD_MARK in messages[0]["content"] and task == "deeper":
+        return Reply("grandchild done")
+    return Reply(tool_calls=[call("delegate", {"task": "deeper" if CHILD_MARK in messages[0][
+        "content"] else "look around"})])
+
+
+@pytest.mark.parametrize("project_run", [True, False])
+async def test_a_grandchild_takes_the_same_choice(project: Path, tmp_path: Path,
+                                                  project_run: bool) -> None:
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    with FakeModelServer(handler=delegating_twice) as server:
+        agent = Agent("test-model", base_url=server.base_url, api_key="k", workdir=elsewhere,
+                      tools=[make_delegate_tool(max_depth=2)], trust_project_files=True)
+        result = await agent.run("go", workdir=project, project=project_run)
+        prompts = {task_of(r): r.body["messages"][0]["content"] for r in server.model_requests}
+    assert result.output == "done" and set(prompts) == {"go", "look around", "deeper"}
+    assert all((RULE in prompt) is project_run for prompt in prompts.values())
