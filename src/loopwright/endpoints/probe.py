@@ -157,7 +157,7 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
             url, headers=headers, timeout=timeout,
             json_body={"model": model} if method == "POST" else None)
         if reply.status_code in (401, 403):  # that server, but not for this key: it is
-            return None  # still the kind it was, so another key's kind is not forgotten
+            return None  # still the kind it was: not forgotten
         if reply.status_code != 200:
             return False
         data = reply.json()
