@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import cmath
 import dataclasses
+import re
 import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,10 @@ def refuse_non_finite_text(sent: dict[str, Any], validated: pydantic.BaseModel) 
                          for index, child in enumerate(value))
 
 
+# how every text `complex` reads as a number begins ("(inf+1j)", " -nan", "٩e999")
+_NUMBER_LIKE = re.compile(r"\s*\(?\s*[-+]?[\d.iInN]")
+
+
 def _has_non_finite_text(value: Any) -> bool:
     """Whether any string in `value` (parsed JSON: dicts, lists, scalars) reads as NaN or an
     infinity, as Python's `complex` (and `float`, and pydantic's, which take the same
@@ -58,7 +63,7 @@ def _has_non_finite_text(value: Any) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
+        if isinstance(item, str) and _NUMBER_LIKE.match(item):  # (not a file's text)
             try:  # (a `complex` parameter reads "inf+1j")
                 if not cmath.isfinite(complex(item)):
                     return True
