@@ -297,7 +297,7 @@ class Agent(Generic[DepsT, OutputT]):
         where, system_prompt = await run_in_thread(functools.partial(
             self._where_and_prompt, workdir if workdir is not None else self.settings.workdir,
             compact, project))
-        settings = self._loop_settings(chain, session_id, where)
+        settings = self._loop_settings(chain, session_id, where, project=project)
         run_history = await self._open_history(
             chain, session_id, parent_session_id, history, system_prompt, prompt,
             settings=settings, callbacks=callbacks, agent_tag=agent_tag, new=new_session)
@@ -472,8 +472,8 @@ class Agent(Generic[DepsT, OutputT]):
                                    max_instruction_chars=instruction_chars(self.windows),
                                    per_run_sections=self.state_services.prompt_sections())
 
-    def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path
-                       ) -> LoopSettings:
+    def _loop_settings(self, chain: ProviderChain, session_id: str, workdir: Path, *,
+                       project: bool = True) -> LoopSettings:
         from loopwright.context.economy import context_layers, small_window
         from loopwright.review.plan import review_plan, text_call_reader
         from loopwright.run_state import LoopSettings
@@ -524,6 +524,7 @@ class Agent(Generic[DepsT, OutputT]):
                                prompt_mode=fmt.tool_call_format == "prompt"),
             max_auto_continues=s.max_auto_continues,
             workdir=workdir,
+            project=project,
             approve=safety.approver,
             tool_specs=catalogue.specs,  # router (turn 1) → hide map → deferred + tool_search
             services={"agent": self, **safety.services, **context.services,

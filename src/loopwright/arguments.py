@@ -144,15 +144,23 @@ def _check_finite(value: dict[str, Any]) -> None:
     it, and history would keep it as text no other parser reads (llama.cpp, which parses every
     call of the history, refused every later request; Anthropic's `input` went out as invalid
     JSON). Iterative; `value` is already bounded in depth."""
-    stack: list[Any] = [value]
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        item = stack.pop()
-        for child in item.values() if isinstance(item, dict) else item:
+        item, path = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
             if isinstance(child, dict | list):
-                stack.append(child)
+                stack.append((child, f"{path}.{key}" if path else str(key)))
             elif type(child) is float and not math.isfinite(child):
-                raise ArgumentsError(f"the arguments hold a number JSON does not have "
-                                     f"({child}): send a finite number, or null")
+                raise non_finite_error(child, f"{path}.{key}" if path else str(key))
+
+
+def non_finite_error(number: complex, where: str) -> ArgumentsError:
+    """The error for a NaN or infinite number at `where` (dotted, as the model sent it:
+    `points.2.x`), whether written as JSON's missing literal or as text a tool's `float`
+    parameter reads so (`tools.finite`)."""
+    return ArgumentsError(f"the arguments hold a number JSON does not have ({number}) in "
+                          f"{where!r}: send a finite number, or null")
 
 
 def _check_value_depth(value: Any) -> None:

@@ -48,6 +48,7 @@ class LoopSettings:
     reasoning_effort: str | None
     max_auto_continues: int
     workdir: Path
+    project: bool = True  # whether `workdir` is a project (`Agent.start(project=)`)
     approve: ApprovalGate = _deny_all
     tool_specs: Callable[[int], list[ToolSpec]] | None = None  # by turn number
     services: dict[str, Any] = field(default_factory=dict)
@@ -368,5 +369,6 @@ class RunState:
         if self._calling is None or self._calling.session_id != self.session_id:
             self._calling = CallingRun(agent_tag=self.agent_tag, session_id=self.session_id,
                                        budget=self.budget, history=self.history,
-                                       emit=self.emit, charge=self.charge)
+                                       emit=self.emit, charge=self.charge,
+                                       project=self.settings.project)
         return self._calling

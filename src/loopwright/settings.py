@@ -152,11 +152,11 @@ class Settings:
     context_window: Positive | None = field(default=None, metadata=doc(MODEL,
         "the model's window in tokens: the metadata table for a hosted model it knows (no "
         "request); a local or unknown server is asked (one `GET /models` tells its kind, kept per "
-        "base URL, then that kind's window endpoint); else a default. A local server whose window "
-        "(probed or set) is at most 16,384 tokens gets the compact system prompt and tool specs "
-        "(first sentence, no parameter prose), with the working directory, date and instruction "
-        "files sent after the tool section (in the first user message of each request) so its "
-        "prompt cache is reused across directories", shown="probed"))
+        "base URL and key, then that kind's window endpoint); else a default. A local server "
+        "whose window (probed or set) is at most 16,384 tokens gets the compact system prompt "
+        "and tool specs (first sentence, no parameter prose), with the working directory, date "
+        "and instruction files sent after the tool section (in the first user message of each "
+        "request) so its prompt cache is reused across directories", shown="probed"))
     stream: bool = field(default=True, metadata=doc(MODEL,
         "stream replies (text appears as it is written)"))
     stream_idle_timeout: Seconds = field(default=120.0, metadata=doc(MODEL,

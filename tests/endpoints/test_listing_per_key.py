@@ -127,4 +127,75 @@ async def test_a_refused_key_does_not_make_the_server_forgotten() -> None:
         again = await agent_for(server, "alpha-key", "m").context_windows()
     assert [w.tokens for w in first] == [w.tokens for w in again] == [6_000]
     assert [w.source for w in refused] == ["default"]  # not the other key's window
-    assert server.listed == 1  # the kind stayed known: asked once, by the first agent
+    # the kind stayed known to the first key (asked once, by its first agent); the refused key
+    # found it out for itself (a kind is per key: one URL may route keys to other servers)
+    assert server.listed == 2
+
+
+# what a gateway in front of several backends (LiteLLM-style key routing) lists to each key:
+# one key reaches a vLLM server running open weights, the other a hosted model behind the
+# same alias; `gateway-model` is a name no profile knows, so the server's kind decides
+# whether calls written in a reply's text are read as calls
+ROUTED_BY_KEY = {
+    "local-key": {"id": "gateway-model", "object": "model", "owned_by": "vllm",
+                  "max_model_len": 8_000},
+    "hosted-key": {"id": "gateway-model", "object": "model", "owned_by": "openai"},
+}
+TEXT_CALL = '<tool_call>{"name": "note", "arguments": {"text": "ran"}}</tool_call>'
+
+
+class RoutingGateway(FakeModelServer):
+    """The fake model server behind a gateway that lists to each key the backend it routes
+    that key to (`ROUTED_BY_KEY`), and refuses a key it does not know (HTTP 401)."""
+
+    def _answer(self, request: HttpRequest) -> Send | Any:
+        if request.path.rstrip("/") != "/v1/models":
+            return super()._answer(request)
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        entry = ROUTED_BY_KEY.get(key)
+        if entry is None:
+            body = {"error": {"message": "invalid api key", "type": "invalid_request_error"}}
+            return Send(response_bytes(401, json.dumps(body).encode(), keep_alive=False))
+        listing = {"object": "list", "data": [entry]}
+        return Send(response_bytes(200, json.dumps(listing).encode(), keep_alive=False))
+
+
+def routed_agent(server: FakeModelServer, key: str, ran: list[str], **kwargs: Any) -> Agent:
+    from loopwright import tool
+
+    @tool
+    def note(text: str) -> str:
+        """Note a text."""
+        ran.append(f"{key}: {text}")
+        return "noted"
+
+    return Agent("gateway-model", base_url=server.base_url, api_key=key, cache_dir=None,
+                 tools=[note], **kwargs)
+
+
+async def test_a_kind_learned_with_one_key_is_not_another_keys() -> None:
+    ran: list[str] = []
+    with RoutingGateway([Reply("hi"), Reply(TEXT_CALL)]) as server:
+        await routed_agent(server, "local-key", ran).run("hello")  # learns: vLLM, for it
+        # its window given, the hosted key's run asks the server nothing before its call
+        hosted = await routed_agent(server, "hosted-key", ran, context_window=32_000).run("x")
+    assert (hosted.output, hosted.turns, ran) == (TEXT_CALL, 1, [])
+
+
+@pytest.mark.parametrize("key", ["hosted-key", "unknown-key"])
+async def test_a_key_that_never_listed_inherits_no_kind(key: str) -> None:
+    ran: list[str] = []
+    with RoutingGateway([Reply("hi"), Reply(TEXT_CALL)]) as server:
+        await routed_agent(server, "local-key", ran).run("hello")
+        other = await routed_agent(server, key, ran).run("x")
+    assert (other.output, ran) == (TEXT_CALL, [])
+
+
+async def test_a_keys_own_kind_survives_another_key_listing() -> None:
+    ran: list[str] = []
+    script = [Reply("hi"), Reply("hi"), Reply(TEXT_CALL), Reply("done")]
+    with RoutingGateway(script) as server:
+        await routed_agent(server, "local-key", ran).run("hello")
+        await routed_agent(server, "hosted-key", ran).run("hello")  # lists: a hosted model
+        local = await routed_agent(server, "local-key", ran).run("x")
+    assert (local.output, ran) == ("done", ["local-key: ran"])

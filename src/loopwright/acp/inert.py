@@ -15,7 +15,8 @@ CommonMark renderer parses it, into an inline image with a plain label and an al
 anything less certain (a reference, an odd label, a half-written address) is replaced, and a
 `<` that may or may not open a tag becomes `&lt;`, so a renderer that reads the text otherwise
 still finds no image. Fenced code is passed as written, but for a loading tag or a remote
-image in it (a renderer that tells the blocks apart otherwise reads it as prose); telling
+image in it, one that runs over lines too (a renderer that tells the blocks apart otherwise
+reads it as prose: `_code_line`); in a tag a backslash escapes nothing; telling
 fences apart means following HTML blocks (inside one a fence is none) and list items (whose
 fence ends with them) as CommonMark does, from the text as sent. Inline code is not exempt: a
 link or tag that starts before a backtick can end after it, and backslash escapes do not hold
@@ -106,6 +107,8 @@ class _Lines:
     shown: str = ""  # what was sent of the current line
     html_block_end: str | None = None  # "" ends at a blank line; "</pre>" … at that tag
     line_start: bool = True
+    # in fenced code: the lines from one that begins an image or tag not ended (`_code_line`)
+    code_carry: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,11 @@ class MarkdownGuard:
                 changes["content"] = [self._tool_content(part) for part in update.content]
             if isinstance(update.raw_output, str):  # a client may show it as the result
                 changes["raw_output"] = self.text(update.raw_output)
+            # Zed shows the raw input of a call the user expands: a string as Markdown (the
+            # arguments of a call that did not parse), an object as JSON in a fence, which
+            # no line of JSON can close (docs/editors.md)
+            if isinstance(update.raw_input, str):
+                changes["raw_input"] = self.text(update.raw_input)
             return update.model_copy(update=changes)
         return update
 
@@ -258,13 +266,18 @@ def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
         return None  # what the line is, or what it ends, shows only once it is all there
     indent = len(line) - len(line.lstrip(" "))
     if lines.fence and lines.fence_column and line.strip() and indent < lines.fence_column:
+        shown = _code_line(line, allowed, lines) if lines.code_carry else line
+        if shown != line:  # a tag or image begun in the code loads from this line on, where
+            out.append(shown)  # a renderer that read the code as prose reads on: code still
+            return i + len(line)
         lines.fence, lines.fence_column, lines.list_column = "", 0, 0  # the list item ended
+        lines.code_carry = ""
     if lines.fence:
         closing = line.strip(" \t\n")
+        out.append(_code_line(line, allowed, lines))
         if (indent - lines.fence_column <= 3 and closing.startswith(lines.fence)
                 and set(closing) == {lines.fence[0]}):
-            lines.fence, lines.paragraph = "", False
-        out.append(_code_line(line, allowed))
+            lines.fence, lines.paragraph, lines.code_carry = "", False, ""
         return i + len(line)
     lines.ordinary = False
     if lines.html_block_end is not None:
@@ -276,7 +289,8 @@ def _line_start(text: str, i: int, lines: _Lines, final: bool, out: list[str],
         lines.fence, lines.fence_column = opening
         if lines.fence_column == 0:
             lines.list_column = 0  # a fence at the margin ends a list
-        out.append(_code_line(line, allowed))
+        lines.code_carry = ""
+        out.append(_code_line(line, allowed, lines))
         return i + len(line)
     # for this line's own raw HTML; from its end on, as the line sent tells (`_line_ended`)
     lines.html_block_end = _html_block_end(text, i, lines.paragraph)
@@ -440,37 +454,101 @@ def _tag_blocked(tag: str, name: str, allowed: Sequence[str]) -> str | None:
         return None
     decoded = html.unescape(tag).translate(_TAB_AND_NEWLINE)
     return next((host for url in _TAG_URL.findall(decoded)
-                 if (host := _blocked_host(url, allowed)) is not None), None)
+                 if (host := _blocked_host(url, allowed, raw_html=True)) is not None), None)
 
 
-def _code_line(line: str, allowed: Sequence[str]) -> str:
+def _code_line(line: str, allowed: Sequence[str], lines: _Lines) -> str:
     """A line of fenced code as written, but for what would load from off the list were it
     read as prose: a tag, or a Markdown image. A renderer that tells the blocks around it apart
     otherwise (a list, a block quote, an HTML block) may take the line for prose, so a remote
-    image in code is shown as its placeholder too (an example's address is lost, never sent)."""
+    image in code is shown as its placeholder too (an example's address is lost, never sent).
+
+    Read as prose, an image or a tag may run over lines (`<img` here, `src=…>` on the next):
+    one not ended on its line is carried to the next (`lines.code_carry`) until it ends, a
+    blank line ends its paragraph, or the block ends; the part of it on each line is replaced
+    once what it holds so far loads from off the list. A tag is carried only while it can still
+    be one as CommonMark reads a tag over lines (or it opens an HTML block, which a browser
+    reads as loosely as it likes), so `a <b` in code does not take the lines after it along.
+    Past `_CARRY_LIMIT` characters (looked at again on every line, it would cost the square of
+    its length) an address off the list anywhere on a line costs the line."""
+    carry, lines.code_carry = lines.code_carry, ""
+    if not line.strip():
+        return line  # a blank line ends the paragraph, and whatever was begun in it
+    if len(carry) > _CARRY_LIMIT:
+        lines.code_carry = carry  # (ended by a blank line or the block's end, as above)
+        blocked = _tag_blocked("<x " + line, "x", allowed)
+        return line if blocked is None else _CLOSERS["<"] + _CLOSERS["!"] + _placeholder(
+            "", blocked if blocked != "?" else None) + ("\n" if line.endswith("\n") else "")
+    text = carry + line
     out: list[str] = []
-    i = 0
-    for found in _CODE_LOADS.finditer(line):
+    written, looked = len(carry), 0  # what of `text` is out (or in `out`); what was looked at
+    carried: int | None = None  # where the line of the first image or tag not ended begins
+    for found in _CODE_LOADS.finditer(text):
         start = found.start()
-        if start < i:
+        if start < looked:
             continue
-        if line[start] == "!":
-            taken: list[str] = []
-            end = _image(line, start, True, allowed, taken)
-            if end is None or taken in ([line[start:end]], ["\\!"], ["!"]):
-                continue  # kept as written: no image, or one that loads nothing from off it
-            out += [line[i:start], *taken]
-            i = end
-            continue
-        name = _TAG_NAME.match(line, start)
-        assert name is not None
-        tag_end = _tag_end(line, name.end(), True, raw=False)
-        end = tag_end[0] if tag_end is not None else len(line)
-        blocked = _tag_blocked(line[start:end], name.group(1), allowed)
-        if blocked is not None:
-            out += [line[i:start], _placeholder("", blocked if blocked != "?" else None)]
-            i = end
-    return "".join(out) + line[i:] if out else line
+        line_begin = text.rfind("\n", 0, start) + 1  # (the carry begins a line)
+        margin = start - line_begin <= 3 and not text[line_begin:start].strip(" ")
+        end, replacement, pending = _code_load(text, start, allowed, margin=margin)
+        if replacement is not None and end > written:
+            if start < len(carry):  # its opening went with an earlier line: closed first
+                replacement = _CLOSERS[text[start]] + replacement
+            out += [text[written:start] if start > written else "", replacement]
+            written = end
+        if pending and carried is None:
+            carried = line_begin
+        # an image not ended may be none: the tags in its label and address are looked at
+        looked = start + 2 if pending and text[start] == "!" else end
+    if carried is not None:
+        lines.code_carry = text[carried:]
+    return "".join(out) + text[written:] if out else line
+
+
+_CARRY_LIMIT = 8_192
+# what ends an image or tag whose opening was sent and whose rest is replaced, lest the opening
+# and what follows the placeholder make one: a blank line ends an image's paragraph (a `]`
+# might close a nested bracket instead); `"'>` ends a tag in a browser whether it was in a
+# double-quoted value, a single-quoted one or neither (an HTML block of `<pre` or `<script`
+# runs past blank lines)
+_CLOSERS = {"!": "\n\n", "<": "\"'>"}
+_TAG_BEGUN = re.compile(  # a tag CommonMark may still read as one once the rest of it comes
+    rf"<[A-Za-z][A-Za-z0-9-]*{_ATTRIBUTE}*(?:\s+[A-Za-z_:][A-Za-z0-9_.:-]*"
+    r"""(?:\s*=\s*(?:[^\s"'=<>`]*|'[^']*|"[^"]*)?)?)?\s*""")
+_WHOLE_TAG = re.compile(rf"<[A-Za-z][A-Za-z0-9-]*{_ATTRIBUTE}*\s*/?>")
+_BLOCK_TAG = re.compile(_HTML_BLOCKS[0][0].pattern.removeprefix("[ ]{0,3}") + "|"
+                        + _HTML_BLOCKS[5][0].pattern.removeprefix("[ ]{0,3}"), re.IGNORECASE)
+
+
+def _code_load(text: str, start: int, allowed: Sequence[str], *, margin: bool
+               ) -> tuple[int, str | None, bool]:
+    """At an image's `!` or a tag's `<` in code: where it ends (or where to look on), its
+    placeholder (None if it loads nothing from off the list) and whether it runs on past the
+    end of `text`. `margin`: it begins a line, where a tag may open an HTML block."""
+    if text[start] == "!":
+        taken: list[str] = []
+        end = _image(text, start, False, allowed, taken)
+        if end is not None:
+            return end, None if taken in ([text[start:end]], ["!"]) else "".join(taken), False
+        # not ended: replaced as it stands if it is no image so far (as prose is at its end),
+        # and followed to its end all the same
+        end = _image(text, start, True, allowed, taken)
+        assert end is not None
+        kept = taken in ([text[start:end]], ["\\!"], ["!"])
+        return (len(text), None, True) if kept else (end, "".join(taken), True)
+    name = _TAG_NAME.match(text, start)
+    assert name is not None
+    if name.end() < len(text) and not (text[name.end()].isspace() or text[name.end()] in "/>"):
+        return name.end(), None, False  # `<https:…>` (an autolink), `a <b:`: no tag here
+    loose = margin and _BLOCK_TAG.match(text, start) is not None
+    tag_end = _tag_end(text, name.end(), False, raw=False)
+    end = len(text) if tag_end is None else tag_end[0]
+    tag = text[start:end]
+    one_line = "\n" not in tag.rstrip("\n")
+    if not (one_line or loose or (_TAG_BEGUN if tag_end is None else _WHOLE_TAG).fullmatch(tag)):
+        return name.end(), None, False  # over lines, no tag as CommonMark reads one
+    blocked = _tag_blocked(tag, name.group(1), allowed)
+    return end, None if blocked is None else _placeholder(
+        "", blocked if blocked != "?" else None), tag_end is None
 
 
 def _tag_end(text: str, start: int, final: bool, *, raw: bool) -> tuple[int, bool] | None:
@@ -490,10 +568,13 @@ def _tag_end(text: str, start: int, final: bool, *, raw: bool) -> tuple[int, boo
         end = closing + 1
 
 
-def _blocked_host(destination: str, allowed: Sequence[str]) -> str | None:
+def _blocked_host(destination: str, allowed: Sequence[str], *, raw_html: bool = False
+                  ) -> str | None:
     """None if an image at `destination` stays on this machine or goes to an allowed host; else
-    the host it would reach ("?" when none can be told: refused all the same)."""
-    address = html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", destination))
+    the host it would reach ("?" when none can be told: refused all the same). `raw_html`: an
+    address in a tag, where a backslash escapes nothing (`\\\\host` is `//host` to a browser)."""
+    address = destination if raw_html else re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", destination)
+    address = html.unescape(address)
     address = address.translate(_TAB_AND_NEWLINE).strip("\x00 \x0b\x0c")
     scheme = _SCHEME.match(address)
     if scheme is None and not address.startswith(("//", "\\\\", "/\\", "\\/")):

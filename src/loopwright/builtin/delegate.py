@@ -257,12 +257,14 @@ async def delegate(parent: Agent[Any, Any], task: str, *, tools: Sequence[str] |
         with contextlib.suppress(OSError):  # then the child's spills stay out of the parent's sight
             await asyncio.to_thread(nest_child_spills, *spills,
                                     session_id or child.settings.session_id or "")
-    # a run of its own directory (`run(workdir=)`: batch's tasks) may be no project of the
-    # agent's; whether it is, the run does not tell a tool: none is looked for there then
+    # the child's directory is its calling run's, a project or not as that run was told
+    # (`run(workdir=, project=)`): its instruction files reach the child exactly when they
+    # reached the parent; outside a run, the agent's own directory is its project
+    project = parent_run.project if parent_run is not None else (
+        workdir is None or workdir == parent.state_services.workdir)
     handle = await child.start(prompt, extra_callback=forward, budget=budget, agent_tag=child_id,
                                parent_session_id=parent_run.session_id if parent_run else None,
-                               session_id=session_id, workdir=workdir,
-                               project=workdir is None or workdir == parent.state_services.workdir)
+                               session_id=session_id, workdir=workdir, project=project)
     try:
         timed_out = not await _wait(handle, timeout)
     finally:

@@ -129,15 +129,14 @@ class ModelClient:
         """How a native call begins in the model's chat template (`Profile.call_opening`), when
         this server continues a reply begun for the model and reads the call it completes:
         llama.cpp's does, in Chat Completions; "" for any other server, or when the server does
-        not say what it is (one `GET /models`, kept per base URL)."""
+        not say what it is (one `GET /models`, kept per base URL and key)."""
         opening = self.profile.call_opening
         if not opening or self.mode != "chat_completions":
             return ""
         from loopwright.endpoints.servers import fetch_listing, known_kind
 
-        base = self.endpoint.base_url
-        kind = known_kind(base) or (
-            await fetch_listing(base, headers=self.endpoint.request_headers())).kind
+        base, headers = self.endpoint.base_url, self.endpoint.request_headers()
+        kind = known_kind(base, headers) or (await fetch_listing(base, headers=headers)).kind
         return opening if kind == "llamacpp" else ""
 
     async def complete(

@@ -6,11 +6,12 @@ Order, first answer wins:
 2. for a hosted endpoint (not on this machine or the local network), the offline metadata table
    when it knows the model (source `"metadata"`), with no request at all;
 3. for local and unknown ("custom") endpoints, the server itself: one `GET /models` tells which
-   kind of server answers (`endpoints/servers.py`, kept per base URL), then that kind's own
-   window, asked once: Ollama `/api/ps` (the loaded model's `context_length`) with `/api/show`
-   (a `num_ctx` parameter), llama.cpp `/props` (`default_generation_settings.n_ctx`), LM Studio
-   `/api/v0/models` (`loaded_context_length`); vLLM and other OpenAI-compatible servers list it
-   on `/models` itself (`max_model_len`, `context_length`, …) (source `"probe:<path>"`);
+   kind of server answers (`endpoints/servers.py`, kept per base URL and credentials), then
+   that kind's own window, asked once: Ollama `/api/ps` (the loaded model's `context_length`)
+   with `/api/show` (a `num_ctx` parameter), llama.cpp `/props`
+   (`default_generation_settings.n_ctx`), LM Studio `/api/v0/models` (`loaded_context_length`);
+   vLLM and other OpenAI-compatible servers list it on `/models` itself (`max_model_len`,
+   `context_length`, …) (source `"probe:<path>"`);
 4. a default (source `"default"`): `DEFAULT_LOCAL_WINDOW` for local servers, whose real window is a
    runtime setting (Ollama's default is a few thousand tokens whatever the model could do, so a
    model's nominal window is not trusted there), `DEFAULT_HOSTED_WINDOW` otherwise.
@@ -156,7 +157,7 @@ async def _ask(url: str, *, method: str, model: str, extract: Extractor, timeout
             url, headers=headers, timeout=timeout,
             json_body={"model": model} if method == "POST" else None)
         if reply.status_code in (401, 403):  # that server, but not for this key: it is
-            return None  # still the kind it was, so another key's kind is not forgotten
+            return None  # still the kind it was: not forgotten
         if reply.status_code != 200:
             return False
         data = reply.json()
@@ -186,7 +187,7 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
     One `GET /models` finds the kind of server (skipped when this process knows it already),
     then that kind's own endpoints are asked."""
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
-    kind = known_kind(base_url)
+    kind = known_kind(base_url, sent)
     listing = None
     if kind is None or kind not in _KIND_PROBES:  # the listing is the kind's window endpoint
         listing = await fetch_listing(base_url, headers=sent, timeout=timeout)
@@ -201,8 +202,8 @@ async def probe_server(base_url: str, model: str, *, timeout: float = PROBE_TIME
     answers = await asyncio.gather(*(
         _ask(with_path(root, path), method=method, model=model, extract=extract, timeout=timeout,
              headers=sent) for path, method, extract in probes))
-    if all(answer is False for answer in answers) and kind == known_kind(base_url):
-        forget_kind(base_url)  # not that kind of server (any more): find out what answers now
+    if all(answer is False for answer in answers) and kind == known_kind(base_url, sent):
+        forget_kind(base_url, sent)  # not that kind of server (any more): find out what answers
         if listing is None:
             return await probe_server(base_url, model, timeout=timeout, headers=headers)
     for (path, *_), window in zip(probes, answers, strict=True):

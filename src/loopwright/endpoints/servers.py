@@ -1,15 +1,17 @@
 """What answers at a base URL: one `GET /models` both lists the models a server serves and tells
 which kind of server it is (Ollama, llama.cpp, LM Studio, vLLM or another OpenAI-compatible one).
 
-The kind is kept per base URL for the life of the process, so a second agent on the same server
-(a sub-agent, the next batch task, another `serve` run) does not ask again; a cached kind whose
-own window endpoint stops answering is forgotten (`forget_kind`): another server may have taken
-the port. The kind is a fact of the server, not of a key: every request it leads to is sent
-with the asking agent's own credentials. The listing itself is kept for `FRESH_FOR` seconds
-only, for the checks that follow it at start-up (the CLI's `preflight`, a model picked from the
-server's list), and per base URL *and credentials*: a gateway lists to each key what that key
-may use, and a key it refuses must hear so, not be shown another key's list (issue 31). Neither
-cache holds a credential: URLs are kept as shown (`shown_url`), credentials as a digest.
+Both are kept per base URL *and credentials*. A gateway lists to each key what that key may use,
+and a key it refuses must hear so, not be shown another key's list (issue 31); and one gateway
+URL may route one key to a llama.cpp server and another to a hosted model (LiteLLM's key
+routing), so the kind one key found says nothing of what another key reaches: whether a reply's
+text is read as tool calls (`review.plan`) and which window endpoints are asked hang on it. The
+kind is kept for the life of the process, so a second agent with the same key (a sub-agent, the
+next batch task, another `serve` run) does not ask again; a cached kind whose own window
+endpoint stops answering is forgotten (`forget_kind`): another server may have taken the port.
+The listing itself is kept for `FRESH_FOR` seconds only, for the checks that follow it at
+start-up (the CLI's `preflight`, a model picked from the server's list). Neither cache holds a
+credential: URLs are kept as shown (`shown_url`), credentials as a digest.
 
 Everything in a reply is hostile: entries that are not objects are skipped, ids must be text.
 """
@@ -58,8 +60,9 @@ class Listing:
                 if isinstance(name := entry.get("id") or entry.get("name"), str)]
 
 
-_kinds: dict[str, ServerKind] = {}  # by shown base URL
-_listings: dict[tuple[str, str], Listing] = {}  # by shown base URL and credentials' digest
+_CacheKey = tuple[str, str]  # the shown base URL, the credentials' digest
+_kinds: dict[_CacheKey, ServerKind] = {}
+_listings: dict[_CacheKey, Listing] = {}
 
 
 def credentials_digest(base_url: str, headers: Mapping[str, str]) -> str:
@@ -71,18 +74,23 @@ def credentials_digest(base_url: str, headers: Mapping[str, str]) -> str:
     return hashlib.sha256(repr((normalize_base_url(base_url), sent)).encode()).hexdigest()
 
 
-def known_kind(base_url: str) -> ServerKind | None:
-    """The kind found earlier for this base URL in this process, if any."""
-    return _kinds.get(shown_url(normalize_base_url(base_url)))
+def _cache_key(base_url: str, headers: Mapping[str, str] | None) -> _CacheKey:
+    url = normalize_base_url(base_url)
+    return shown_url(url), credentials_digest(url, headers or {})
 
 
-def forget_kind(base_url: str) -> None:
-    """Drop what is known about this base URL, under any credentials (its kind endpoint no
-    longer answers)."""
-    shown = shown_url(normalize_base_url(base_url))
-    _kinds.pop(shown, None)
-    for key in [key for key in _listings if key[0] == shown]:
-        del _listings[key]
+def known_kind(base_url: str, headers: Mapping[str, str] | None = None) -> ServerKind | None:
+    """The kind found earlier in this process for this base URL with these credentials (the
+    headers a request sends), if any: a kind found with other credentials is not this one's."""
+    return _kinds.get(_cache_key(base_url, headers))
+
+
+def forget_kind(base_url: str, headers: Mapping[str, str] | None = None) -> None:
+    """Drop what is known about this base URL with these credentials (its kind endpoint no
+    longer answers them); another key finds out for itself at its own next probe."""
+    key = _cache_key(base_url, headers)
+    _kinds.pop(key, None)
+    _listings.pop(key, None)
 
 
 def forget_all() -> None:
@@ -101,7 +109,7 @@ async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = No
 
     url = normalize_base_url(base_url)
     sent = {k: v for k, v in (headers or {}).items() if k.lower() != "content-type"}
-    key = shown_url(url), credentials_digest(url, sent)
+    key = _cache_key(url, sent)
     cached = _listings.get(key)
     if cached is not None and time.monotonic() - cached.fetched_at < FRESH_FOR:
         return cached
@@ -125,7 +133,7 @@ async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = No
     entries = tuple(e for e in listed if isinstance(e, dict)) if isinstance(listed, list) else ()
     kind = kind_of(entries)
     listing = Listing(status=200, entries=entries, kind=kind, fetched_at=time.monotonic())
-    _kinds[key[0]] = kind
+    _kinds[key] = kind
     _listings[key] = listing
     return listing
 

@@ -61,7 +61,8 @@ def reads_text_calls(settings: Settings, profile: Profile, *, prompt_mode: bool,
     native mode (`text_tool_calls`) for a model known to be small and local — by its profile
     (`Profile.small_local`), or, for a name no profile knows, by the server that answers for it
     being one that runs open weights itself (llama.cpp, Ollama, LM Studio, vLLM: `server_kind`,
-    from its `/models`) — or for every model under `review = "all"`. Never for a frontier or
+    from its `/models` as listed to this client's own key: a gateway may route another key
+    elsewhere) — or for every model under `review = "all"`. Never for a frontier or
     any other hosted model: a fenced JSON example in a how-to answer is not a call, and an
     unknown name may be a hosted one (an Azure deployment, a proxy's alias)."""
     if prompt_mode:
@@ -81,7 +82,8 @@ def text_call_reader(settings: Settings, chain: ProviderChain, *, prompt_mode: b
 
     def reads(client: ModelClient) -> bool:
         return reads_text_calls(settings, client.profile, prompt_mode=prompt_mode,
-                                server_kind=known_kind(client.endpoint.base_url))
+                                server_kind=known_kind(client.endpoint.base_url,
+                                                       client.endpoint.request_headers()))
 
     if not any(reads(client) for client in chain.clients):
         return None

@@ -25,6 +25,7 @@ from loopwright.tools.context import (  # their home is context.py; read here to
     ToolContext,
 )
 from loopwright.tools.docstrings import parse_docstring
+from loopwright.tools.finite import refuse_non_finite_text
 from loopwright.tools.schema import (
     check_against_schema,
     clean_schema,
@@ -107,11 +108,13 @@ class Tool:
         return spec
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Check arguments against the schema; raises `pydantic.ValidationError` or `ValueError`.
-        `null` for an optional parameter that does not accept null means "not given"."""
+        """Check arguments against the schema; raises `pydantic.ValidationError` or `ValueError`
+        (`ArgumentsError` for NaN or infinity written as text: `tools.finite`). `null` for an
+        optional parameter that does not accept null means "not given"."""
         arguments = drop_null_optionals(arguments, self.parameters)
         if self.arguments_model is not None:
             model = self.arguments_model.model_validate(arguments)
+            refuse_non_finite_text(arguments, model)
             return {key: getattr(model, name) for key, name in self._argument_keys(type(model))}
         check_against_schema(arguments, self.parameters)
         return arguments

