@@ -466,7 +466,7 @@ class PostgresStore:
 
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
-        return audit_entries(await self.events(session_id))
+        return audit_entries(session_id, await self.events(session_id))
 
     async def model_calls(self, session_id: str) -> list[ModelCallRecord]:
         """Every model call of the session's runs, in order, as recorded."""
