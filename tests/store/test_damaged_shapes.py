@@ -57,20 +57,24 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
                         session_id=SID, tools=[add], workdir=str(folder)).run("add 2 and 3")
 
     asyncio.run(run())
-    second = ToolCall(id="c2", name="add", arguments='{"a": 1}')
     with SQLiteStore(db) as store:
         store.compact(SID, [*store.load(SID)])
-        store.append_many(SID, [
-            Message(role="user", content="and this?", attachments=[image(PNG)]),
-            Message(role="assistant", reasoning="look first", tool_calls=[second],
-                    provider_data={"anthropic": {"signature": "s1"}}),
-            Message(role="tool", content="missing b", tool_call_id="c2", name="add",
-                    is_error=True, marks=frozenset({"runtime_note"})),
-            Message(role="assistant", content="b is missing")])
+        store.append_many(SID, every_field())
         store.record_events(SID, "r2", [{"type": EFFECT_EVENT, "id": "c2", "name": "add",
                                         "files": [{"path": str(folder / "a.txt"),
                                                    "before": None, "after": "0" * 64}]}])
     return db
+
+
+def every_field() -> list[Message]:
+    """Messages holding between them every field a message stores."""
+    second = ToolCall(id="c2", name="add", arguments='{"a": 1}')
+    return [Message(role="user", content="and this?", attachments=[image(PNG)]),
+            Message(role="assistant", reasoning="look first", tool_calls=[second],
+                    provider_data={"anthropic": {"signature": "s1"}}),
+            Message(role="tool", content="missing b", tool_call_id="c2", name="add",
+                    is_error=True, marks=frozenset({"runtime_note"})),
+            Message(role="assistant", content="b is missing")]
 
 
 def copied(source: Path, target: Path, *statements: str) -> Path:
@@ -174,6 +178,40 @@ def test_a_message_of_another_shape_never_reaches_the_model(pristine: Path,
                             cli_at(str(db), *rng.choice([SHOW_ALL, ("export", SID)]))]
                 failures += [f"{where}: {problem}" for problem in problems if problem]
                 db.unlink()
+    assert not failures, "\n".join(failures)
+
+
+async def test_a_message_of_another_shape_never_reaches_the_model_on_postgresql(
+        postgres_server: str) -> None:
+    """The same damages, drawn with the seed, in a real PostgreSQL database (its rows are read
+    by the same decoder: `store/rows.py`)."""
+    import psycopg
+
+    from loopwright.store import open_store
+    from pg_server import fresh_database
+
+    dsn = fresh_database(postgres_server)
+    store = open_store(dsn)
+    assert store is not None
+    try:
+        await store.create(SID)
+        await store.append_many(SID, every_field())
+    finally:
+        await store.aclose()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT seq, role, data FROM messages ORDER BY seq").fetchall()
+    cases = [(seq, role, data, what, damaged) for seq, role, data in rows
+             for what, damaged in shape_damages(role, json.loads(data))]
+    failures = []
+    with FakeModelServer([Reply("ok")], repeat=True) as server, \
+            psycopg.connect(dsn, autocommit=True) as conn:
+        for seq, role, data, what, damaged in random.Random(f"{SEED}:pg").sample(cases, 12):
+            conn.execute("UPDATE messages SET data = %s WHERE seq = %s",
+                         (json.dumps(damaged), seq))
+            problem = await resume(dsn, server, refused=True)
+            if problem:
+                failures.append(f"message {seq} ({role}), {what}: {problem}")
+            conn.execute("UPDATE messages SET data = %s WHERE seq = %s", (data, seq))
     assert not failures, "\n".join(failures)
 
 
