@@ -56,7 +56,7 @@ def damaged_lines() -> list[tuple[str, bytes]]:
     lines = [(what, json.dumps(line).encode()) for what, line in cases]
     return [*lines, ("a list", b"[1, 2]"), ("a string", b'"done"'), ("null", b"null"),
             ("not UTF-8", b'{"id": "a", "line": 1, "status": "d\xffne"}'),
-            ("not JSON", b"{id: a}")]
+            ("not JSON", b"{id: a}"), ("nested past the parser's depth", b"[" * 100_000)]
 
 
 def server_options(server: FakeModelServer) -> dict[str, str]:

@@ -300,6 +300,18 @@ async def test_a_resumed_message_that_is_not_utf8_names_the_session(pristine: Pa
         assert await resume(db, server, refused=True) is None
 
 
+@pytest.mark.parametrize("table", ["messages", "events"])
+async def test_json_nested_past_the_parsers_depth_is_a_damaged_row(
+        pristine: Path, tmp_path: Path, table: str) -> None:
+    """`json` gives up on it with a RecursionError, not a ValueError."""
+    db = copied(pristine, tmp_path / "s.db", f"UPDATE {table} SET data = '{'[' * 100_000}' "
+                f"WHERE id = (SELECT max(id) FROM {table})")
+    with FakeModelServer([Reply("ok")], repeat=True) as server:
+        problems = [await resume(db, server, refused=table == "messages"),
+                    cli_at(str(db), *SHOW_ALL)]
+    assert problems == [None, None]
+
+
 # -- events of unknown types and odd shapes --
 
 def event_damages(db: Path) -> Iterator[tuple[str, str]]:

@@ -276,7 +276,7 @@ def keep_lines(path: Path, keep: set[str]) -> None:
             continue
         try:
             item = json.loads(raw)
-        except ValueError:  # not JSON, or not UTF-8
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past json's depth
             continue
         if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"] in keep:
             kept.append(raw)
@@ -304,7 +304,7 @@ def read_rows(path: Path, *, repair: bool = False, damaged: list[int] | None = N
             if not isinstance(item, dict):
                 raise ValueError("not an object")
             rows.append(ResultRow.from_dict(item))
-        except ValueError:  # not JSON, not UTF-8, or not a row
+        except (ValueError, RecursionError):  # not JSON (or nested past its depth), not a row
             if damaged is not None and raw.strip():
                 damaged.append(number)
     return rows

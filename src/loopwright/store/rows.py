@@ -135,7 +135,9 @@ def turn_row(session_id: str, run_id: str, turn: int, usage: Usage, cost: float 
 
 _Read = TypeVar("_Read")  # what `readable` makes of a row
 _Row = TypeVar("_Row", bound=Sequence[Any])
-_DECODING = (ValueError, TypeError, KeyError, AttributeError)  # json, from_dict on odd shapes
+# what decoding a row raises: json on cut text (or, RecursionError, on arrays nested past its
+# depth), from_dict on odd shapes
+DECODING_ERRORS = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
 
 
 class DamagedRowError(SessionError):
@@ -344,7 +346,7 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
         # the exact text when the column holds a storable form of it (`message_row`)
         fields.setdefault("content", content)
         return Message.from_dict(fields)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, f"message {seq}", exc) from None
 
 
@@ -376,7 +378,7 @@ def events_at(session_id: str, run_id: str, created: float, data: str
         found = json.loads(data)
         events = found if isinstance(found, list) else [found]
         return [{**event, "run_id": run_id, "created": created} for event in events]
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, f"an event of run {str(run_id)[:40]}", exc) from None
 
 
@@ -384,7 +386,7 @@ def call_at(session_id: str, data: str) -> ModelCallRecord:
     """A stored model call record (JSON) back as a `ModelCallRecord`."""
     try:
         found = json.loads(data)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, "a model call record", exc) from None
     return record_at(session_id, found)
 
@@ -395,5 +397,5 @@ def record_at(session_id: str, record: Any) -> ModelCallRecord:
 
     try:
         return ModelCallRecord.from_dict(record)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, "a model call record", exc) from None
