@@ -174,8 +174,9 @@ def test_a_message_of_another_shape_never_reaches_the_model(pristine: Path,
                             f"UPDATE messages SET data = {sql_text(damaged)} "
                             f"WHERE id = {rowid}")
                 where = f"message row {rowid} ({role}), {what}"
-                problems = [asyncio.run(resume(db, server, refused=True)),
-                            cli_at(str(db), *rng.choice([SHOW_ALL, ("export", SID)]))]
+                problems = [asyncio.run(resume(db, server, refused=True))]
+                if rng.random() < 1 / 3:  # the CLI reads through the same decoder
+                    problems.append(cli_at(str(db), *rng.choice([SHOW_ALL, ("export", SID)])))
                 failures += [f"{where}: {problem}" for problem in problems if problem]
                 db.unlink()
     assert not failures, "\n".join(failures)
@@ -272,8 +273,8 @@ def test_text_that_is_not_utf8_is_a_damaged_row(pristine: Path, tmp_path: Path) 
             db = copied(pristine, tmp_path / f"{table}.{column}.db", "PRAGMA foreign_keys = OFF",
                         f"UPDATE {table} SET {column} = {NOT_UTF8} WHERE rowid = {rowid}")
             where = f"{table}.{column} (row {rowid})"
-            problems = [asyncio.run(resume(db, server)), cli_at(str(db), *SHOW_ALL),
-                        cli_at(str(db), *rng.choice([("list",), ("search", "add")]))]
+            problems = [asyncio.run(resume(db, server)), cli_at(str(db), *rng.choice(
+                [SHOW_ALL, SHOW_ALL, ("list",), ("search", "add")]))]
             failures += [f"{where}: {problem}" for problem in problems if problem]
             db.unlink()
     assert not failures, "\n".join(failures)
