@@ -293,6 +293,19 @@ def test_a_session_whose_title_is_not_utf8_is_skipped_by_the_listing_and_named(
     assert "title" in last["damaged"][0]["error"]
 
 
+@pytest.mark.parametrize("command", [("export", SID), SHOW_ALL])
+def test_a_system_prompt_that_is_not_utf8_is_a_damaged_row(pristine: Path, tmp_path: Path,
+                                                           command: tuple[str, ...]) -> None:
+    """Read as bytes (the store's text factory), it reached export's JSON encoder raw."""
+    from loopwright.cli.main import app
+
+    db = copied(pristine, tmp_path / "s.db", f"UPDATE sessions SET system_prompt = {NOT_UTF8}")
+    result = CliRunner().invoke(app, ["sessions", *command, "--db", str(db)])
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit | None), result.exception
+    assert "system_prompt" in result.output and f"sessions rm {SID}" in result.output
+
+
 async def test_a_resumed_message_that_is_not_utf8_names_the_session(pristine: Path,
                                                                     tmp_path: Path) -> None:
     db = copied(pristine, tmp_path / "s.db",

@@ -31,6 +31,7 @@ from loopwright.store.rows import (
     DamagedSession,
     call_at,
     checked_session_row,
+    damaged_session_row,
     events_at,
     keyed_messages,
     readable,
@@ -218,7 +219,10 @@ class SQLiteStore:
         with self._read("reading a session") as db:
             row = db.execute("SELECT system_prompt FROM sessions WHERE id = ?",
                              (session_id,)).fetchone()
-        return None if row is None else row[0]
+        prompt = None if row is None else row[0]
+        if prompt is not None and not isinstance(prompt, str):  # bytes: not UTF-8, or a BLOB
+            raise damaged_session_row(session_id, "system_prompt", prompt)
+        return prompt
 
     def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
                       limit: int = 20, damaged: list[DamagedSession] | None = None
