@@ -182,16 +182,12 @@ def test_a_message_of_another_shape_never_reaches_the_model(pristine: Path,
     assert not failures, "\n".join(failures)
 
 
-async def test_a_message_of_another_shape_never_reaches_the_model_on_postgresql(
-        postgres_server: str) -> None:
-    """The same damages, drawn with the seed, in a real PostgreSQL database (its rows are read
-    by the same decoder: `store/rows.py`)."""
-    import psycopg
-
+async def pg_session(server: str) -> str:
+    """A fresh PostgreSQL database holding session SID with `every_field`; its DSN."""
     from loopwright.store import open_store
     from pg_server import fresh_database
 
-    dsn = fresh_database(postgres_server)
+    dsn = fresh_database(server)
     store = open_store(dsn)
     assert store is not None
     try:
@@ -199,6 +195,29 @@ async def test_a_message_of_another_shape_never_reaches_the_model_on_postgresql(
         await store.append_many(SID, every_field())
     finally:
         await store.aclose()
+    return dsn
+
+
+@pytest.mark.parametrize("damage", ["DELETE FROM messages WHERE seq = 3",
+                                    "UPDATE messages SET seq = seq + 10 WHERE seq = 4"])
+async def test_a_message_row_lost_on_postgresql_is_refused(postgres_server: str,
+                                                           damage: str) -> None:
+    import psycopg
+
+    dsn = await pg_session(postgres_server)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(damage)
+    with FakeModelServer([Reply("ok")], repeat=True) as server:
+        assert await resume(dsn, server, refused=True) is None
+
+
+async def test_a_message_of_another_shape_never_reaches_the_model_on_postgresql(
+        postgres_server: str) -> None:
+    """The same damages, drawn with the seed, in a real PostgreSQL database (its rows are read
+    by the same decoder: `store/rows.py`)."""
+    import psycopg
+
+    dsn = await pg_session(postgres_server)
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute("SELECT seq, role, data FROM messages ORDER BY seq").fetchall()
     cases = [(seq, role, data, what, damaged) for seq, role, data in rows

@@ -351,10 +351,11 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
 
 
 def keyed_messages(session_id: str, rows: Iterable[Sequence[Any]]) -> list[Message]:
-    """The messages of rows the SQLite store found by key, each row `(n, session, seq, role,
-    content, data)` with `n` the seq its key says. A session's messages are keyed one after
-    another and never removed one alone, so a row whose own seq or session differs was moved
-    or written by something else, and a gap in the keys is a row lost (`damaged`)."""
+    """The messages of a session's rows in order, each row `(n, session, seq, role, content,
+    data)` with `n` the seq its place says (SQLite: its key; PostgreSQL: its seq). A session's
+    messages are numbered one after another and never removed one alone, so a row whose own
+    seq or session differs was moved or written by something else, and a gap is a row lost
+    (`damaged`)."""
     found: list[Message] = []
     expected = None
     for at, owner, seq, *fields in rows:
