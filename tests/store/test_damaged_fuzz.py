@@ -10,7 +10,6 @@ Seeded, so a failure replays: the damages of each column are drawn by `random.Ra
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -18,17 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from damage_helpers import SID, add, cli_at, resume
 
-from loopwright import Agent, tool
-from loopwright.errors import SessionError
+from loopwright import Agent
 from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
 from loopwright.tools.effects import EFFECT_EVENT
 
 SEED = 30
-SID = "fuzzed-session"
 TABLES = ("sessions", "messages", "events", "runs")
 DAMAGES_PER_COLUMN = 3
 
@@ -52,12 +49,6 @@ DAMAGES: dict[str, Any] = {
     "text in a number": lambda value: "seven",
     "another session": lambda value: "no-such-session",
 }
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
 
 
 @pytest.fixture(scope="module")
@@ -121,34 +112,6 @@ def damage(source: Path, target: Path, table: str, column: str, kind: str, rowid
 
 def cli(db: Path, *args: str) -> str | None:
     return cli_at(str(db), *args)
-
-
-def cli_at(db: str, *args: str) -> str | None:
-    """What went wrong running `loopwright sessions ARGS` (None: it worked, or failed as it
-    should: exit 1 with a message, no traceback)."""
-    from loopwright.cli.main import app
-
-    env: dict[str, str | None] = {key: None for key in os.environ
-                                  if key.startswith(("LOOPWRIGHT_", "XDG_"))}
-    result = CliRunner().invoke(app, ["sessions", *args, "--db", db], env=env)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        return f"sessions {args[0]}: {type(result.exception).__name__}: {result.exception}"[:300]
-    if result.exit_code not in (0, 1) or "Traceback" in result.output:
-        return f"sessions {args[0]}: exit {result.exit_code}: {result.output[-300:]}"
-    return None
-
-
-async def resume(db: Path | str, server: FakeModelServer) -> str | None:
-    workdir = str(db.parent) if isinstance(db, Path) else None
-    agent = Agent("test-model", base_url=server.base_url, api_key="k", store=db,
-                  session_id=SID, tools=[add], workdir=workdir)
-    try:
-        await agent.run("")
-    except SessionError as exc:
-        return None if SID in str(exc) else f"resume: a SessionError not naming it: {exc}"
-    except Exception as exc:  # what the test looks for
-        return f"resume: {type(exc).__name__}: {exc}"[:300]
-    return None
 
 
 # the richest read (header, lineage, children, transcript, turns, diffs, audit, events) runs

@@ -18,10 +18,15 @@ import asyncio
 import json
 import os
 import queue
+import stat
 import threading
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, get_args
+
+from loopwright.errors import ConfigError
 
 Status = Literal["done", "failed", "invalid"]
 RESULTS_FILE = "results.jsonl"
@@ -62,12 +67,59 @@ class ResultRow:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ResultRow:
-        known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
-        return cls(**known)
+        """A row as `to_dict` wrote it; `ValueError` for any other (a line damaged, or written
+        by something else: a row of another shape was trusted — its task not run again — or
+        failed the resume with a raw TypeError)."""
+        wrong = sorted(key for key in data.keys() | _REQUIRED
+                       if not _ROW_FIELDS.get(key, _never)(data.get(key, _MISSING)))
+        if wrong:
+            raise ValueError(f"{', '.join(wrong)} not as loopwright writes them")
+        return cls(**data)
 
     def resume_key(self) -> str:
         """What `--resume` matches: the id, or the line for an invalid line without one."""
         return self.id if self.id is not None else f"line {self.line}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _absent_or(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is _MISSING or check(value)
+
+
+_MISSING = object()
+_REQUIRED = frozenset({"id", "line", "status"})
+# each key of a row's line with what its value must be (absent: the field's default)
+_ROW_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "id": _optional_text, "line": _whole, "status": lambda value: value in get_args(Status),
+    "solved": _absent_or(lambda value: isinstance(value, bool)),
+    "stop_reason": _absent_or(_optional_text), "error": _absent_or(_optional_text),
+    "session_id": _absent_or(_optional_text),
+    "verdict": _absent_or(lambda value: isinstance(value, dict)),
+    "usage": _absent_or(lambda value: isinstance(value, dict) and all(
+        isinstance(key, str) and _whole(count) for key, count in value.items())),
+    "turns": _absent_or(_whole), "tokens": _absent_or(_whole),
+    "cost": _absent_or(lambda value: value is None or _number(value)),
+    "wall": _absent_or(_number), "output": _absent_or(lambda value: isinstance(value, str))}
+
+
+class DamagedResultsWarning(UserWarning):
+    """Warned once by a resumed batch whose `results.jsonl` holds damaged lines (their tasks
+    run again)."""
 
 
 def failed_row(*, id: str | None, line: int, error: str, invalid: bool = False) -> ResultRow:
@@ -180,22 +232,43 @@ class JsonlAppender:
 
 
 def open_results(path: Path, *, resume: bool) -> list[ResultRow]:
-    """The rows already in `path` (when resuming; its cut last line is repaired). Refuses to
+    """The rows already in `path` (when resuming; its cut last line is repaired, each damaged
+    line skipped, its task run again, and named in one `DamagedResultsWarning`). Refuses to
     start over a file that holds results unless resuming. Blocking: call it off the loop."""
-    if not (path.exists() and path.stat().st_size):
+    if not (regular_file(path) and path.stat().st_size):
         return []
     if not resume:
-        from loopwright.errors import ConfigError
-
         raise ConfigError(f"{path} already holds results; pass --resume to continue that "
                           "batch, or choose another output directory")
-    return read_rows(path, repair=True)
+    damaged: list[int] = []
+    rows = read_rows(path, repair=True, damaged=damaged)
+    if damaged:
+        lines = ", ".join(map(str, damaged[:10])) + (", …" if len(damaged) > 10 else "")
+        warnings.warn(DamagedResultsWarning(
+            f"{path}: {len(damaged)} damaged line(s) skipped (line {lines}); their tasks run "
+            "again"), stacklevel=2)
+    return rows
+
+
+def regular_file(path: Path) -> bool:
+    """Whether `path` is a file (False: absent); `ConfigError` when it is something else: a
+    directory failed the resume raw, a pipe hung it, a link to /dev/zero swallowed every row."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{path} is not a file; move it aside, or choose another output "
+                          "directory")
+    return True
 
 
 def keep_lines(path: Path, keep: set[str]) -> None:
     """Rewrite a JSONL file keeping only lines whose `id` is in `keep` (a resumed batch drops
     the trajectories of tasks it runs again, and a line cut by a crash). Blocking."""
-    if not path.exists():
+    if not regular_file(path):
         return
     kept = []
     for raw in path.read_bytes().splitlines(keepends=True):
@@ -203,18 +276,21 @@ def keep_lines(path: Path, keep: set[str]) -> None:
             continue
         try:
             item = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past json's depth
             continue
-        if isinstance(item, dict) and item.get("id") in keep:
+        if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"] in keep:
             kept.append(raw)
     temporary = path.with_suffix(path.suffix + ".tmp")
     temporary.write_bytes(b"".join(kept))
     os.replace(temporary, path)
 
 
-def read_rows(path: Path, *, repair: bool = False) -> list[ResultRow]:
+def read_rows(path: Path, *, repair: bool = False, damaged: list[int] | None = None
+              ) -> list[ResultRow]:
     """The rows of a results file. A last line cut by a crash is dropped — and, with `repair`,
-    cut off the file, so that the next append starts on a line of its own."""
+    cut off the file, so that the next append starts on a line of its own. Any other line that
+    is not a row as loopwright writes it is skipped (its number put in `damaged`): a damaged
+    line is a task to run again, not a reason to stop."""
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data) and repair:
@@ -222,13 +298,15 @@ def read_rows(path: Path, *, repair: bool = False) -> list[ResultRow]:
             handle.truncate(end)
             os.fsync(handle.fileno())
     rows = []
-    for raw in data[:end].splitlines():
+    for number, raw in enumerate(data[:end].splitlines(), start=1):
         try:
             item = json.loads(raw)
-        except json.JSONDecodeError:
-            continue  # a damaged line is a task to run again, not a reason to stop
-        if isinstance(item, dict):
+            if not isinstance(item, dict):
+                raise ValueError("not an object")
             rows.append(ResultRow.from_dict(item))
+        except (ValueError, RecursionError):  # not JSON (or nested past its depth), not a row
+            if damaged is not None and raw.strip():
+                damaged.append(number)
     return rows
 
 

@@ -40,7 +40,7 @@ from loopwright.store.rows import (
     checked_session_row,
     events_at,
     events_row,
-    message_at,
+    keyed_messages,
     message_row,
     readable_page,
     run_row,
@@ -321,11 +321,11 @@ class PostgresStore:
                         limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
         rows = await self._rows(
-            "loading a session", "SELECT seq, role, content, data FROM messages WHERE session_id = "
-            "%(sid)s AND epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM sessions WHERE "
-            "id = %(sid)s)) ORDER BY seq LIMIT %(limit)s OFFSET %(offset)s",
+            "loading a session", "SELECT seq, session_id, seq, role, content, data FROM messages "
+            "WHERE session_id = %(sid)s AND epoch = coalesce(%(epoch)s::int, (SELECT epoch FROM "
+            "sessions WHERE id = %(sid)s)) ORDER BY seq LIMIT %(limit)s OFFSET %(offset)s",
             {"sid": session_id, "epoch": epoch, "limit": limit, "offset": offset})
-        return [message_at(session_id, *row) for row in rows]
+        return keyed_messages(session_id, rows)
 
     async def load(self, session_id: str) -> list[Message]:
         return await self.load_page(session_id)
@@ -467,7 +467,7 @@ class PostgresStore:
 
     async def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
-        return audit_entries(await self.events(session_id))
+        return audit_entries(session_id, await self.events(session_id))
 
     async def model_calls(self, session_id: str) -> list[ModelCallRecord]:
         """Every model call of the session's runs, in order, as recorded."""

@@ -135,7 +135,9 @@ def turn_row(session_id: str, run_id: str, turn: int, usage: Usage, cost: float 
 
 _Read = TypeVar("_Read")  # what `readable` makes of a row
 _Row = TypeVar("_Row", bound=Sequence[Any])
-_DECODING = (ValueError, TypeError, KeyError, AttributeError)  # json, from_dict on odd shapes
+# what decoding a row raises: json on cut text (or, RecursionError, on arrays nested past its
+# depth), from_dict on odd shapes
+DECODING_ERRORS = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
 
 
 class DamagedRowError(SessionError):
@@ -290,19 +292,81 @@ def _shown(value: Any) -> str:
 _ROLES = frozenset(get_args(Role))
 
 
+def _is_optional_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_call(value: Any) -> bool:
+    return (isinstance(value, dict) and value.keys() == _CALL_KEYS
+            and all(isinstance(part, str) for part in value.values()))
+
+
+def _is_attachment(value: Any) -> bool:
+    """An attachment as `Attachment.to_dict` writes it: its bytes in one place."""
+    return (isinstance(value, dict) and value.keys() <= _ATTACHMENT_KEYS
+            and value.get("kind") in ("image", "document")
+            and all(isinstance(part, str) for part in value.values())
+            and len(value.keys() & {"path", "url", "base64"}) == 1)
+
+
+def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(check(item) for item in value)
+
+
+_CALL_KEYS = frozenset({"id", "name", "arguments"})
+_ATTACHMENT_KEYS = frozenset({"kind", "media_type", "path", "url", "name", "base64"})
+# each key `message_row` may write into a message's `data`, with what its value must be: a
+# row holding any other key, or a value of another type, was not written by loopwright, and
+# reading it leniently would send the model what the row never said (`"is_error": "false"`
+# read as true, a result's call id lost so the call looks unanswered)
+_MESSAGE_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "content": _is_text, "tool_calls": _is_list_of(_is_call),
+    "tool_call_id": _is_optional_text, "name": _is_optional_text,
+    "reasoning": _is_optional_text, "is_error": lambda value: isinstance(value, bool),
+    "provider_data": lambda value: isinstance(value, dict),
+    "attachments": _is_list_of(_is_attachment), "marks": _is_list_of(_is_text)}
+
+
 def message_at(session_id: str, seq: int, role: str, content: str, data: str) -> Message:
-    """A stored message row (`seq`: its number in the session) back as a `Message`."""
+    """A stored message row (`seq`: its number in the session) back as a `Message`, once
+    every field of it is what `message_row` writes (`damaged` otherwise)."""
     try:
         if role not in _ROLES or not isinstance(content, str):
             raise ValueError(f"role {_shown(role)} with content of type {type(content).__name__}")
         fields = json.loads(data) if data != "{}" else {}
+        if not isinstance(fields, dict):
+            raise ValueError(f"data holds {type(fields).__name__}, not an object")
+        for key, value in fields.items():
+            check = _MESSAGE_FIELDS.get(key)
+            if check is None or not check(value):
+                raise ValueError(f"data holds {_shown(key)}: {_shown(value)}")
+        if role == "tool" and not isinstance(fields.get("tool_call_id"), str):
+            raise ValueError("a tool result without the id of its call")
         fields["role"] = role
         # the exact text when the column holds a storable form of it (`message_row`)
-        if not isinstance(fields.setdefault("content", content), str):
-            raise ValueError("content in data is not text")
+        fields.setdefault("content", content)
         return Message.from_dict(fields)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, f"message {seq}", exc) from None
+
+
+def keyed_messages(session_id: str, rows: Iterable[Sequence[Any]]) -> list[Message]:
+    """The messages of a session's rows in order, each row `(n, session, seq, role, content,
+    data)` with `n` the seq its place says (SQLite: its key; PostgreSQL: its seq). A session's
+    messages are numbered one after another and never removed one alone, so a row whose own
+    seq or session differs was moved or written by something else, and a gap is a row lost
+    (`damaged`)."""
+    found: list[Message] = []
+    expected = None
+    for at, owner, seq, *fields in rows:
+        if expected not in (None, at):
+            raise damaged(session_id, f"message {expected}", ValueError("its row is missing"))
+        if seq != at or owner != session_id:
+            raise damaged(session_id, f"message {at}", ValueError(
+                f"its row says seq {_shown(seq)} of session {_shown(owner)}"))
+        found.append(message_at(session_id, seq, *fields))
+        expected = at + 1
+    return found
 
 
 def events_at(session_id: str, run_id: str, created: float, data: str
@@ -315,7 +379,7 @@ def events_at(session_id: str, run_id: str, created: float, data: str
         found = json.loads(data)
         events = found if isinstance(found, list) else [found]
         return [{**event, "run_id": run_id, "created": created} for event in events]
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, f"an event of run {str(run_id)[:40]}", exc) from None
 
 
@@ -323,7 +387,7 @@ def call_at(session_id: str, data: str) -> ModelCallRecord:
     """A stored model call record (JSON) back as a `ModelCallRecord`."""
     try:
         found = json.loads(data)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, "a model call record", exc) from None
     return record_at(session_id, found)
 
@@ -334,5 +398,5 @@ def record_at(session_id: str, record: Any) -> ModelCallRecord:
 
     try:
         return ModelCallRecord.from_dict(record)
-    except _DECODING as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, "a model call record", exc) from None

@@ -31,8 +31,9 @@ from loopwright.store.rows import (
     DamagedSession,
     call_at,
     checked_session_row,
+    damaged_session_row,
     events_at,
-    message_at,
+    keyed_messages,
     readable,
     record_at,
     run_row,
@@ -43,12 +44,14 @@ from loopwright.store.sqlite_rows import (
     IN_RANGE,
     NEXT_NUM,
     SessionRows,
+    check_file,
     count_messages,
     delete_rows,
     index_all,
     key_range,
     session_runs,
     session_turns,
+    text_or_bytes,
 )
 from loopwright.store.sqlite_tx import Transaction, Translating
 from loopwright.store.turns import TURN_RECORD, run_totals
@@ -88,6 +91,7 @@ class SQLiteStore:
 
     def _open(self) -> sqlite3.Connection:
         if isinstance(self.path, Path):
+            check_file(self.path)
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -98,6 +102,7 @@ class SQLiteStore:
                                  check_same_thread=False)
         except sqlite3.Error as exc:
             raise SessionError(f"cannot open the session database {self.path}: {exc}") from exc
+        db.text_factory = text_or_bytes
         try:
             with self._translate("opening"):
                 db.execute("PRAGMA journal_mode=WAL").fetchone()
@@ -142,6 +147,11 @@ class SQLiteStore:
                 return StoreBusy(
                     f"the session database {self.path} is locked by another process (waited "
                     f"{self.timeout:g}s while {action}); try again once it finishes")
+            if any(words in text for words in _MISSING_SCHEMA):
+                return SessionError(
+                    f"{self.path} lacks part of the session schema ({text}): it was changed by "
+                    "another program or is damaged; move it aside (a fresh one is created on "
+                    "the next run) or give another path")
             return SessionError(f"session database {self.path}: {action} failed: {text}")
         if isinstance(exc, sqlite3.IntegrityError):  # a write the schema refuses: file sound
             return SessionError(f"session database {self.path}: {action} failed: {exc}; "
@@ -209,7 +219,10 @@ class SQLiteStore:
         with self._read("reading a session") as db:
             row = db.execute("SELECT system_prompt FROM sessions WHERE id = ?",
                              (session_id,)).fetchone()
-        return None if row is None else row[0]
+        prompt = None if row is None else row[0]
+        if prompt is not None and not isinstance(prompt, str):  # bytes: not UTF-8, or a BLOB
+            raise damaged_session_row(session_id, "system_prompt", prompt)
+        return prompt
 
     def list_sessions(self, *, cwd: str | None = None, model: str | None = None,
                       limit: int = 20, damaged: list[DamagedSession] | None = None
@@ -326,11 +339,12 @@ class SQLiteStore:
                   limit: int | None = None) -> list[Message]:
         """Part of one epoch (default: the live one) in order, without reading the rest."""
         with self._read("loading a session") as db:
-            rows = db.execute(f"SELECT seq, role, content, data FROM messages WHERE {IN_RANGE} "
-                              f"AND epoch = {_EPOCH} ORDER BY id LIMIT ?5 OFFSET ?6",
+            rows = db.execute(f"SELECT id - ?1, session_id, seq, role, content, data FROM "
+                              f"messages WHERE {IN_RANGE} AND epoch = {_EPOCH} ORDER BY id "
+                              "LIMIT ?5 OFFSET ?6",
                               (*key_range(db, session_id), epoch, session_id,
                                -1 if limit is None else limit, offset)).fetchall()
-        return [message_at(session_id, *row) for row in rows]
+        return keyed_messages(session_id, rows)
 
     def children(self, session_id: str) -> list[SessionInfo]:
         """Sessions of the sub-agents this session delegated to, oldest first."""
@@ -477,7 +491,7 @@ class SQLiteStore:
 
     def audit(self, session_id: str) -> list[AuditEntry]:
         """Every tool call of the session: arguments, result size, duration, error, decision."""
-        return audit_entries(self.events(session_id))
+        return audit_entries(session_id, self.events(session_id))
 
     def model_calls(self, session_id: str) -> list[ModelCallRecord]:
         """Every model call of the session's runs, in order, as recorded."""
@@ -568,6 +582,9 @@ def _take_lease(db: sqlite3.Connection, session_id: str, owner: str) -> None:
                "lock_expires = ? WHERE id = ?",
                (owner, os.getpid(), HOST, time.time() + LEASE_SECONDS, session_id))
 
+
+# what SQLite says of a table or column the statement needs and the file lacks
+_MISSING_SCHEMA = ("no such table", "no such column", "has no column named")
 
 # `?3`: an epoch, or None for the live one of session `?4`
 _EPOCH = "coalesce(?3, (SELECT epoch FROM sessions WHERE id = ?4))"

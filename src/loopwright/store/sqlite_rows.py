@@ -24,7 +24,9 @@ transactions write no page of the index (at a run's end they wrote ~0.4 WAL page
 from __future__ import annotations
 
 import sqlite3
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from loopwright.errors import SessionError
@@ -156,6 +158,30 @@ class SessionRows:
     def _add_event(self, row: tuple[Any, ...]) -> None:
         self._event += 1
         self.db.execute(_INSERT_EVENT, (self._event, *row))
+
+
+def text_or_bytes(raw: bytes) -> str | bytes:
+    """A TEXT value as the store reads it (the connection's `text_factory`): its text, or its
+    bytes when they are not UTF-8. A row holding such bytes is then damaged where its fields
+    are checked, naming its session, as a BLOB in a text column is; decoding them failed the
+    whole read instead, naming no session (a listing stopped at the first)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw
+
+
+def check_file(path: Path) -> None:
+    """Refuse a database path that is there but is not a file: SQLite reported a directory, a
+    device (a link to /dev/zero) or a pipe as a disk I/O error, or waited on the pipe."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # not there yet (created), or unreachable (SQLite says why)
+        return
+    if not stat.S_ISREG(mode):
+        raise SessionError(f"{path} is not a session database but a "
+                           f"{'directory' if stat.S_ISDIR(mode) else 'device or pipe'}; "
+                           "give the path of a session database file")
 
 
 def count_messages(db: sqlite3.Connection, session_id: str, epoch: int | None) -> int:

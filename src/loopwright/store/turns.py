@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from loopwright.messages import Usage
-from loopwright.store.rows import USAGE_COLUMNS, damaged
+from loopwright.store.rows import DECODING_ERRORS, USAGE_COLUMNS, damaged
 
 # the `type` of an events row (SQLite) holding one turn's record as a `turn_end`-shaped object:
 # stored through `record_turn`, or moved from the `turns` table of schema v7; not an event
@@ -43,7 +43,7 @@ def turn_at(session_id: str, run_id: str, created: float, event: dict[str, Any]
         return {"session_id": session_id, "run_id": run_id, "turn": int(event["turn"]),
                 "created": created, **{c: int(usage.get(c) or 0) for c in USAGE_COLUMNS},
                 "cost": None if cost is None else float(cost)}
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except DECODING_ERRORS as exc:
         raise damaged(session_id, f"a turn of run {run_id}", exc) from None
 
 
