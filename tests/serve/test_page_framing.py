@@ -108,7 +108,7 @@ def test_the_page_and_the_api_page_load_without_a_console_error(
                     if message.type == "error" else None)
             page.goto(f"{served.url}/#token={TOKEN}")  # the printed link
             page.goto(f"{served.url}{path}")
-            page.wait_for_load_state("networkidle")
+            page.wait_for_load_state("load")  # never idle: the page follows /runs/news
             page.wait_for_timeout(500)  # the icon is asked for after the load
             icon = page.evaluate("() => document.querySelector('link[rel=icon]')?.href")
         finally:
