@@ -403,3 +403,26 @@ def test_no_other_server_on_the_host_receives_the_token(browser: Any, tmp_path: 
         assert served.token.encode() not in request, request
         assert quote(served.token, safe="").encode() not in request, request
     assert [c["name"] for c in cookies if c["name"].startswith("loopwright")] == []
+
+
+def test_a_tab_without_the_link_asks_for_it_and_sends_nothing(
+        make_server: MakeServer, browser: Any) -> None:
+    """Held: the page opened from its bare address (a bookmark, a new tab) says to open the
+    printed link, calls no API route, and a token in the query (the old link) is not taken."""
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            asked: list[str] = []
+            page.on("request", lambda request: asked.append(request.url))
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#error >> text=Open the link")
+            page.wait_for_timeout(300)
+            assert stored_token(page) is None
+            assert page.url == f"{served.url}/"
+        finally:
+            context.close()
+    paths = {url.removeprefix(served.url).partition("?")[0] for url in asked}
+    assert all(path == "/" or path.startswith("/static/") for path in paths), paths
