@@ -74,7 +74,7 @@ def open_page(browser: Any) -> Iterator[Any]:
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
-        page.goto(f"{served.url}/?token={TOKEN}")  # the printed link: sets the cookie
+        page.goto(f"{served.url}/#token={TOKEN}")  # the printed link
         page.wait_for_selector("#sessions li", state="attached")  # folded away when narrow
         return page
 

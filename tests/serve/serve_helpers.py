@@ -20,6 +20,7 @@ import uvicorn
 
 from loopwright.builtin import default_tools
 from loopwright.serve.app import ServeOptions, create_app
+from loopwright.serve.limits import ConnectionLimits
 from loopwright.testing import FakeModelServer
 from shared_helpers import http_server
 
@@ -97,11 +98,13 @@ def sse_messages(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 @contextlib.contextmanager
-def serve_in_thread(options: ServeOptions) -> Iterator[Served]:
+def serve_in_thread(options: ServeOptions,
+                    limits: ConnectionLimits | None = None) -> Iterator[Served]:
     """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop."""
     app = create_app(options)
+    limited = (limits or ConnectionLimits.fitting()).uvicorn_config()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="on", timeout_graceful_shutdown=2))
+                                           lifespan="on", timeout_graceful_shutdown=2, **limited))
     thread = threading.Thread(target=server.run, name="loopwright-serve-test", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -131,7 +134,8 @@ MakeServer = Callable[..., Served]
 
 
 @contextlib.contextmanager
-def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serve_process(*args: str, env: dict[str, str] | None = None,
+                  max_open_files: int | None = None) -> Iterator[Served]:
     """`loopwright serve --port 0 ARGS` as a real process; stopped with Ctrl-C afterwards."""
     import os
     import re
@@ -142,7 +146,8 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
     process = subprocess.Popen(
         [sys.executable, "-m", "loopwright", "serve", "--port", "0", *args],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-        env={**os.environ, "LOOPWRIGHT_SERVE_TOKEN": TOKEN, **(env or {})})
+        env={**os.environ, "LOOPWRIGHT_SERVE_TOKEN": TOKEN, **(env or {})},
+        preexec_fn=None if max_open_files is None else lambda: _limit_files(max_open_files))
     token = (env or {}).get("LOOPWRIGHT_SERVE_TOKEN", TOKEN)
     assert process.stderr is not None
     served: Served | None = None
@@ -171,10 +176,16 @@ def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[Ser
         process.stderr.close()
 
 
+def _limit_files(most: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
+
+
 @contextlib.contextmanager
 def other_origin_page(body: bytes) -> Iterator[str]:
-    """A page with `body` on another port of 127.0.0.1: another origin, but the same site, so
-    the browser sends the server's SameSite=Strict cookie along with its requests."""
+    """A page with `body` on another port of 127.0.0.1: another origin, but the same site (a
+    cookie of the host would go along with its requests)."""
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(200)

@@ -1,5 +1,5 @@
-"""The token on every route, the cookie the page link sets, the token file, the refusal to listen
-beyond loopback without a token, and the OpenAPI description matching the routes."""
+"""The token on every API route, the page's files open without it, the token file, the refusal to
+listen beyond loopback without a token, and the OpenAPI description matching the routes."""
 
 from __future__ import annotations
 
@@ -30,45 +30,58 @@ def _concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "abc", path)
 
 
-def test_every_route_refuses_a_request_without_the_right_token(make_server: MakeServer) -> None:
+PAGE_FILES = [("GET", "/"), ("GET", "/docs"), ("GET", "/openapi.json"),
+              *(("GET", f"/static/{name}") for name in ("app.js", "style.css", "index.html"))]
+
+
+def test_every_route_but_the_pages_files_refuses_a_request_without_the_right_token(
+        make_server: MakeServer) -> None:
     with FakeModelServer([]) as fake:
         served = make_server(fake)
         routes = [(method.upper(), _concrete(path)) for path, methods in PATHS.items()
-                  for method in methods] + [
-            ("GET", f"/static/{name}") for name in ("app.js", "style.css", "index.html")] + [
+                  for method in methods if (method.upper(), path) not in PAGE_FILES] + [
             ("GET", "/no/such/route"), ("GET", "/static/../serve/app.py"),  # nothing to probe
-            ("OPTIONS", "/runs"), ("DELETE", "/runs/abc")]
+            ("OPTIONS", "/runs"), ("DELETE", "/runs/abc"), ("POST", "/"),
+            ("POST", "/static/app.js"), ("GET", "/?token=" + TOKEN)]
         right = served.api
         anonymous = httpx.Client(base_url=served.url, timeout=10)
         wrong = served.client(token="wrong-token-0123456789")
         for method, path in routes:
             for client in (anonymous, wrong):
                 response = client.request(method, path, json={})
+                if path.startswith("/?token"):  # the old link: the page, and no login
+                    assert response.status_code == 200 and "set-cookie" not in response.headers
+                    continue
                 assert response.status_code == 401, (method, path, response.text)
                 assert "token" in response.json()["error"]
                 assert response.headers["www-authenticate"].startswith("Bearer")
+        for method, path in PAGE_FILES:  # the package's own files: nothing of the user's
+            page = anonymous.request(method, path)
+            assert page.status_code == 200, path
+            assert TOKEN not in page.text
         for method, path in routes:  # the right token gets past the check
             with right.stream(method, path, json={}) as response:  # /runs/news never ends
                 assert response.status_code != 401, (method, path)
         anonymous.close()
 
 
-def test_the_page_link_sets_a_cookie_that_only_opens_get_requests(
+def test_no_response_sets_a_cookie_and_old_login_cookies_are_deleted(
         make_server: MakeServer) -> None:
+    # versions before the fragment link kept the token in a cookie every port of the host got
     with FakeModelServer([]) as fake:
         served = make_server(fake)
-        browser = httpx.Client(base_url=served.url, timeout=10)
-        assert browser.get("/?token=wrong-token-0123456789").status_code == 401
-        link = browser.get(f"/?token={TOKEN}")
-        assert link.status_code == 303 and link.headers["location"] == "/"
-        cookie = link.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        port = served.url.rsplit(":", 1)[1]
+        old = {f"loopwright_token_{port}": TOKEN, "loopwright_token_9": TOKEN, "prefs": "x"}
+        browser = httpx.Client(base_url=served.url, timeout=10, cookies=old)
+        assert browser.get("/sessions").status_code == 401  # the cookie opens nothing
         page = browser.get("/")
-        assert page.status_code == 200 and f'content="{TOKEN}"' in page.text
-        assert browser.get("/sessions").status_code == 200
-        assert browser.get("/docs").status_code == 200
-        refused = browser.post("/runs", json={"prompt": "hi"})  # state changes need the header
-        assert refused.status_code == 401
+        assert page.status_code == 200
+        assert sorted(page.headers.get_list("set-cookie")) == sorted([
+            "loopwright_token_9=; Max-Age=0; Path=/",
+            f"loopwright_token_{port}=; Max-Age=0; Path=/"])
+        browser.cookies.clear()
+        assert "set-cookie" not in browser.get("/").headers  # nothing to delete: nothing set
+        assert "set-cookie" not in served.api.get("/health").headers
         browser.close()
 
 
@@ -145,7 +158,7 @@ def test_loopwright_serve_prints_its_link_and_refuses_a_public_address_without_t
                     break
             assert any("new server token written to" in line for line in lines), lines
             assert not any("warning" in line for line in lines), lines  # the model works
-            match = re.search(r"serving on (http://127\.0\.0\.1:\d+/)\?token=(\S+)", lines[-1])
+            match = re.search(r"serving on (http://127\.0\.0\.1:\d+/)#token=(\S+)", lines[-1])
             assert match, lines
             url, token = match.groups()
             assert token == token_path().read_text().strip()

@@ -191,7 +191,7 @@ def _compacted_in_turns(page: Any) -> list[str]:
 
 
 def _other_origin() -> contextlib.AbstractContextManager[str]:
-    """A blank page of another origin, same site (the SameSite=Strict cookie goes along)."""
+    """A blank page of another origin, same site (a SameSite=Strict cookie would go along)."""
     return other_origin_page(b"<!doctype html><title>elsewhere</title>")
 
 
@@ -199,7 +199,7 @@ def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(
         make_server: MakeServer, open_page: Any) -> None:
     with FakeModelServer([]) as fake, _other_origin() as elsewhere:
         served = make_server(fake)
-        page = open_page(served)  # the login cookie is set in this browser context
+        page = open_page(served)  # logged in, in this browser context
         page.goto(elsewhere)
         outcome = page.evaluate("""async (server) => {
             const tries = {};
@@ -213,7 +213,7 @@ def test_a_page_of_another_origin_cannot_read_the_api_or_start_a_run(
                 body: JSON.stringify({prompt: "from elsewhere"})});
               tries.preflighted = "sent";
             } catch (error) { tries.preflighted = "blocked"; }
-            // a simple request goes out without a preflight; the cookie must not open it
+            // a simple request goes out without a preflight; it must not start anything
             await fetch(server + "/runs", {method: "POST", mode: "no-cors",
               credentials: "include", headers: {"content-type": "text/plain"},
               body: JSON.stringify({prompt: "from elsewhere"})});

@@ -1,11 +1,16 @@
 """The page's login against what else runs in the browser and on the machine, in Debian's
-Chromium (Playwright) against real servers: another `loopwright serve` on the same host, cookies
-other servers of the host set, and tokens with characters a URL or a cookie treats specially."""
+Chromium (Playwright) against real servers: another `loopwright serve` on the same host, other
+servers of the host that see what the browser sends them, cookies they set, and tokens with
+characters a URL treats specially."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from serve_helpers import (
@@ -19,8 +24,13 @@ from serve_helpers import (
 
 from loopwright.serve.app import ServeOptions
 from loopwright.testing import FakeModelServer, Reply, call
+from shared_helpers import http_server
 
 OTHER_TOKEN = "other-token-9876543210fedcba"
+
+
+def stored_token(page: Any) -> str | None:
+    return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
 
 
 def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path: Path) -> None:
@@ -35,13 +45,12 @@ def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path:
                 page = context.new_page()
                 page.set_default_timeout(20_000)
                 for served in (first, second, first, second):
-                    page.goto(f"{served.url}/?token={served.token}")
+                    page.goto(f"{served.url}/#token={served.token}")
                     page.wait_for_selector("#sessions li", state="attached")
-                for served in (first, second):  # each page opens again from its own cookie
+                for served in (first, second):  # each origin keeps its own token
                     response = page.goto(f"{served.url}/")
                     assert response is not None and response.status == 200, served.url
-                    assert page.get_attribute('meta[name="loopwright-token"]',
-                                              "content") == served.token
+                    assert stored_token(page) == served.token
                     page.wait_for_selector("#sessions li", state="attached")
             finally:
                 context.close()
@@ -50,15 +59,18 @@ def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path:
 @pytest.mark.parametrize("token", [
     "q3ZV+lTz/0aJx8c+0m1nHbWzP2d4sKqS7xYvLr9Eo1U=",  # `openssl rand -base64 32`
     'semi;colon,comma"quote\\back',  # printable ASCII without spaces: a token serve accepts
+    "amp&hash#pct%41plus+0123456789",  # "&" ended the link's token, "#" and "%41" changed it
 ])
 def test_the_printed_link_logs_in_with_any_token_serve_accepts(browser: Any, tmp_path: Path,
                                                                token: str) -> None:
     # The link's "+" was read as a space (the query's form encoding) and refused; a ";" cut the
-    # cookie's value short, so the page that followed the link was refused
+    # cookie's value short; the link printed the token as it is, so "&" or "#" cut it short and
+    # "%41" became "A", and the page that followed the link was refused
     with FakeModelServer([]) as fake, serve_process(
             "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
             "--workdir", str(tmp_path), env={"LOOPWRIGHT_SERVE_TOKEN": token}) as served:
-        assert served.link is not None and served.link.startswith(f"{served.url}/?token=")
+        assert served.link is not None and served.link.startswith(f"{served.url}/#token=")
+        assert "&" not in served.link and served.link.count("#") == 1
         near_misses = {token.replace("+", " "), token[:-1], token + "x"} - {token}
         context = browser.new_context(bypass_csp=True)
         try:
@@ -66,14 +78,18 @@ def test_the_printed_link_logs_in_with_any_token_serve_accepts(browser: Any, tmp
             page.set_default_timeout(20_000)
             response = page.goto(served.link)
             assert response is not None and response.status == 200, served.link
-            assert page.get_attribute('meta[name="loopwright-token"]', "content") == token
             page.wait_for_selector("#sessions li", state="attached")
+            assert stored_token(page) == token
+            assert page.url == f"{served.url}/"  # out of the address bar
         finally:
             context.close()
         for wrong in near_misses:  # a near miss still logs nobody in (a browser without a login)
-            stranger = browser.new_context()
+            stranger = browser.new_context(bypass_csp=True)
             try:
-                assert stranger.new_page().goto(f"{served.url}/?token={wrong}").status == 401
+                page = stranger.new_page()
+                page.goto(f"{served.url}/#token={quote(wrong, safe='')}")
+                page.wait_for_selector("#error >> text=missing or wrong token")
+                assert page.query_selector("#sessions li") is None
             finally:
                 stranger.close()
 
@@ -93,7 +109,7 @@ def test_cookies_other_servers_on_the_host_set_do_not_lock_the_page_out(
             page.set_default_timeout(20_000)
             page.goto(elsewhere)  # the other server's page, visited before this one
             assert {c["name"] for c in context.cookies()} == {"prefs", ""}
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             response = page.goto(f"{served.url}/")
             assert response is not None and response.status == 200
@@ -128,7 +144,7 @@ def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li.session", state="attached")
             page.fill("#prompt", _hostile(1))
             page.click("#start")
@@ -173,7 +189,7 @@ def test_a_page_of_another_origin_can_neither_post_a_form_nor_open_a_socket(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             with other_origin_page(attacker) as elsewhere:
                 page.goto(elsewhere)
@@ -202,7 +218,7 @@ def test_an_image_that_got_past_the_sanitiser_would_load_from_nowhere(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             loaded = page.evaluate("""async (svg) => {
                 const blob = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
@@ -240,7 +256,7 @@ def test_an_answer_nested_past_the_markdown_parser_shows_as_text(
             page.set_default_timeout(20_000)
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)[:200]))
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             page.fill("#prompt", "nest it")
             page.click("#start")
@@ -271,7 +287,7 @@ def test_a_call_whose_id_holds_a_slash_is_approved_from_the_page(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             page.fill("#prompt", "clean up")
             page.click("#start")
@@ -311,7 +327,7 @@ def test_a_page_of_another_port_learns_nothing_from_what_loads(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/?token={served.token}")
+            page.goto(f"{served.url}/#token={served.token}")
             page.wait_for_selector("#sessions li", state="attached")
             with other_origin_page(probe) as elsewhere:
                 page.goto(elsewhere)
@@ -322,3 +338,91 @@ def test_a_page_of_another_port_learns_nothing_from_what_loads(
         finally:
             context.close()
     assert outcome == {"hit": "failed", "miss": "failed", "runs": "failed", "page": "failed"}
+
+
+@contextlib.contextmanager
+def recording_server() -> Iterator[tuple[str, list[bytes]]]:
+    """Another server on another port of 127.0.0.1 (anyone's: another user's dev server): its
+    root URL and every request (line and headers, as they came) the browser sent it. Its page
+    asks it for an image, a fetch with credentials and a form's navigation."""
+    seen: list[bytes] = []
+    page = (b"<!doctype html><title>elsewhere</title><img src='/pixel.png'>"
+            b"<script>fetch('/api', {credentials: 'include'}).then(() => {"
+            b"  document.title = 'fetched'; });</script>")
+
+    class Recording(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.requestline.encode() + b"\n" + bytes(self.headers))
+            body = page if self.path.partition("?")[0] == "/" else b""
+            self.send_response(200 if body else 404)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with http_server(Recording) as root:
+        yield root, seen
+
+
+def test_no_other_server_on_the_host_receives_the_token(browser: Any, tmp_path: Path) -> None:
+    # The login cookie was the token itself, and a browser sends a host's cookies to every port
+    # of it: any other server on 127.0.0.1 received the token with every request the browser
+    # made to it (a cookie an older version set, too)
+    with FakeModelServer([Reply("one answer")]) as fake, serve_process(
+            "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
+            "--workdir", str(tmp_path)) as served, recording_server() as (elsewhere, seen):
+        assert served.link is not None
+        port = served.url.rsplit(":", 1)[1]
+        context = browser.new_context(bypass_csp=True)
+        try:
+            context.add_cookies([{"name": f"loopwright_token_{port}", "value": served.token,
+                                  "url": served.url}])  # the old version's login cookie
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(served.link)
+            page.wait_for_selector("#sessions li", state="attached")
+            page.fill("#prompt", "hello")
+            page.click("#start")  # the event stream, read with the header
+            page.wait_for_selector(".run-state.completed")
+            page.reload()  # the tab keeps its login
+            page.wait_for_selector("#sessions li.session", state="attached")
+            second = context.new_page()  # a second tab from the printed link
+            second.goto(served.link)
+            second.wait_for_selector("#sessions li.session", state="attached")
+            page.goto(f"{elsewhere}/")
+            page.wait_for_function("document.title === 'fetched'")
+            page.goto(f"{elsewhere}/?from=address-bar")
+            cookies = context.cookies()
+        finally:
+            context.close()
+    assert len(seen) >= 4, seen
+    for request in seen:
+        assert served.token.encode() not in request, request
+        assert quote(served.token, safe="").encode() not in request, request
+    assert [c["name"] for c in cookies if c["name"].startswith("loopwright")] == []
+
+
+def test_a_tab_without_the_link_asks_for_it_and_sends_nothing(
+        make_server: MakeServer, browser: Any) -> None:
+    """Held: the page opened from its bare address (a bookmark, a new tab) says to open the
+    printed link, calls no API route, and a token in the query (the old link) is not taken."""
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        context = browser.new_context(bypass_csp=True)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            asked: list[str] = []
+            page.on("request", lambda request: asked.append(request.url))
+            page.goto(f"{served.url}/?token={served.token}")
+            page.wait_for_selector("#error >> text=Open the link")
+            page.wait_for_timeout(300)
+            assert stored_token(page) is None
+            assert page.url == f"{served.url}/"
+        finally:
+            context.close()
+    paths = {url.removeprefix(served.url).partition("?")[0] for url in asked}
+    assert all(path == "/" or path.startswith("/static/") for path in paths), paths

@@ -32,7 +32,7 @@ def logged_in(browser: Any) -> Iterator[Callable[[Served], Any]]:
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(20_000)
-        page.goto(f"{served.url}/?token={TOKEN}")
+        page.goto(f"{served.url}/#token={TOKEN}")
         page.wait_for_selector("#sessions li", state="attached")
         return page
 
@@ -106,9 +106,9 @@ def test_the_page_and_the_api_page_load_without_a_console_error(
             errors: list[str] = []
             page.on("console", lambda message: errors.append(message.text)
                     if message.type == "error" else None)
-            page.goto(f"{served.url}/?token={TOKEN}")  # the printed link: sets the cookie
+            page.goto(f"{served.url}/#token={TOKEN}")  # the printed link
             page.goto(f"{served.url}{path}")
-            page.wait_for_load_state("networkidle")
+            page.wait_for_load_state("load")  # never idle: the page follows /runs/news
             page.wait_for_timeout(500)  # the icon is asked for after the load
             icon = page.evaluate("() => document.querySelector('link[rel=icon]')?.href")
         finally:

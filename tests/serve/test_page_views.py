@@ -146,9 +146,10 @@ def test_a_hidden_tab_lets_go_of_the_news_and_catches_up_when_shown(
         served = make_server(fake)
         page = open_page(served)
         page.wait_for_selector("text=0 live run(s)")
-        page.evaluate("""() => { window.newsOpened = 0; const Real = window.EventSource;
-            window.EventSource = class extends Real { constructor(url) { super(url);
-              if (url.endsWith('/runs/news')) window.newsOpened += 1; } }; }""")
+        page.evaluate("""() => { window.newsOpened = 0; const real = window.fetch;
+            window.fetch = (url, init) => {
+              if (String(url).endsWith('/runs/news')) window.newsOpened += 1;
+              return real(url, init); }; }""")
         _set_hidden(page, True)
         started = served.start("while nobody looked")
         _set_hidden(page, False)

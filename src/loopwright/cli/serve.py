@@ -97,6 +97,7 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
     import uvicorn
 
     from loopwright.serve.app import ServeOptions, create_app
+    from loopwright.serve.limits import ConnectionLimits
 
     listening = listen_or_exit(host, port)
     _warn_if_the_model_cannot_work(agent_options)
@@ -104,18 +105,27 @@ def _serve(host: str, port: int, token: str, agent_options: dict[str, Any], stor
                                   approval_timeout=approval_timeout,
                                   output_types=output_types, batches=list(batches)))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            timeout_graceful_shutdown=3, lifespan="on")
+                            timeout_graceful_shutdown=3, lifespan="on",
+                            **ConnectionLimits.fitting().uvicorn_config())
     server = uvicorn.Server(config)
 
     def started() -> None:
         bound = server.servers[0].sockets[0].getsockname() if server.servers else (host, port)
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
         link = f"http://{shown}:{bound[1]}/"
-        _say(f"serving on {link}" + (f"?token={token}" if show_token else
+        _say(f"serving on {link}" + (page_fragment(token) if show_token else
                                      " (send the token as 'Authorization: Bearer …')"))
         _say(f"API: {link}docs — Ctrl-C stops")
 
     _run_with_notice(server, started, listening)
+
+
+def page_fragment(token: str) -> str:
+    """The page link's fragment: the token, which a browser never sends to a server (nor in a
+    Referer), percent-encoded so "&", "#" or "%" in it reach the page as they are."""
+    from urllib.parse import quote
+
+    return "#token=" + quote(token, safe="")
 
 
 def _warn_if_the_model_cannot_work(agent_options: dict[str, Any]) -> None:

@@ -47,7 +47,10 @@ class JSONResponse(StarletteJSON):
 
 
 def error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    # the rest of a body too large is not read: uvicorn would go on reading and dropping it for
+    # as long as the client sends, so the connection ends with the answer
+    close = {"connection": "close"} if status == 413 else None
+    return JSONResponse({"error": message}, status_code=status, headers=close)
 
 
 class ServeApi:

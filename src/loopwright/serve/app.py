@@ -60,7 +60,7 @@ class ServeOptions:
 
 
 def create_app(options: ServeOptions) -> ASGIApp:
-    """The ASGI app: API, page and docs, all behind the token."""
+    """The ASGI app: API, page and docs; the API behind the token (`serve/auth.py`)."""
     from loopwright import __version__
 
     approvals = WireApprovals(timeout=options.approval_timeout, grace=options.leave_grace)
@@ -74,8 +74,7 @@ def create_app(options: ServeOptions) -> ASGIApp:
                    batches=[BatchSource.of(path) for path in options.batches])
     document = openapi_document(__version__)
     static = resources.files("loopwright.serve") / "static"
-    page = (static / "index.html").read_text(encoding="utf-8").replace(
-        "{{TOKEN}}", html.escape(options.token, quote=True))
+    page = (static / "index.html").read_text(encoding="utf-8")
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page, headers={"cache-control": "no-store"})

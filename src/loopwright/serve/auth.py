@@ -4,12 +4,14 @@ The token is `--token`, else `LOOPWRIGHT_SERVE_TOKEN`, else the file `serve_toke
 config dir (`~/.config/loopwright/`), written (mode 0600) with a new random token the first time
 the server starts on a loopback address. A non-loopback address without a token refuses to start.
 
-Every route needs it: `Authorization: Bearer TOKEN`. A browser cannot send that header when it
-opens a page, so `GET /?token=TOKEN` (the link the server prints) sets an HttpOnly, SameSite=Strict
-cookie (named for the server's port) and redirects to `/`; the cookie is accepted for GET requests
-only (the page, its files, the read-only API and the event streams), and only from the page itself
-or a page opened in the browser, never a request another page makes. Anything that changes state
-needs the header, which the page sends from JavaScript; another site cannot make a browser send it.
+Every API route needs it: `Authorization: Bearer TOKEN`. The page itself (`/`, `/static/…`,
+`/docs`, `/openapi.json`: the package's own files, nothing of the user's) opens without it, so a
+browser can load it; the link the server prints carries the token in its fragment
+(`/#token=…`), which a browser never sends to a server. The page keeps it in `sessionStorage`
+(one origin's, so one port's) and sends it as the header on every request. No cookie holds it:
+a browser sends a host's cookies to every port of it, so any other server on this host (another
+user's too) would receive it. Even the page's files are refused to a request another site's page
+makes (Fetch Metadata), so no other page learns that a server runs here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from urllib.parse import quote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -30,7 +31,6 @@ from loopwright.errors import ConfigError
 
 TOKEN_ENV = "LOOPWRIGHT_SERVE_TOKEN"
 TOKEN_FILENAME = "serve_token"
-COOKIE_NAME = "loopwright_token"
 MIN_TOKEN_CHARS = 16
 
 
@@ -94,8 +94,15 @@ def _checked(token: str) -> str:
     return token
 
 
+PAGE_FILES = ("/", "/docs", "/openapi.json")
+"""Paths that open without the token (with everything under `/static/`): they hold no data."""
+OLD_COOKIE = b"loopwright_token"
+"""The name (with `_PORT` after it) under which versions before the fragment link kept the
+token: the page's response deletes it, as it went to every other server of the host."""
+
+
 class TokenAuth:
-    """ASGI middleware: refuse (401) every request without the token."""
+    """ASGI middleware: refuse (401) every request without the token but the page's own files."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
@@ -110,32 +117,41 @@ class TokenAuth:
             return
         send = _without_referer(send)
         headers = dict(scope["headers"])
-        method = scope["method"]
         if self._matches(_bearer(headers.get(b"authorization", b""))):
             await self.app(scope, receive, send)
             return
-        if method in ("GET", "HEAD"):
-            name = _cookie_name(scope)
-            if scope["path"] == "/" and self._matches(_query_token(scope["query_string"])):
-                await _set_cookie_and_redirect(send, name, self._token)
-                return
-            cookies = b"; ".join(value for key, value in scope["headers"] if key == b"cookie")
-            if self._matches(_cookie(cookies, name)) and _asked_by_this_origin(headers):
-                await self.app(scope, receive, send)
-                return
-        await _refuse(send)
+        if scope["method"] in ("GET", "HEAD") and _is_page_file(scope["path"]) and \
+                _asked_by_this_origin(headers):
+            old = _old_login_cookies(scope["headers"])
+            await self.app(scope, receive, _deleting_cookies(send, old) if old else send)
+            return
+        await _refuse(send, headers)
 
     def _matches(self, given: bytes | None) -> bool:
         return given is not None and hmac.compare_digest(given, self._token)
 
 
+def _is_page_file(path: str) -> bool:
+    return path in PAGE_FILES or path.startswith("/static/")
+
+
 def _without_referer(send: Send) -> Send:
     """`send` that adds `Referrer-Policy: no-referrer` to every response: the page's links and
-    requests then never carry its address (the token link's, in a browser's first request) on."""
+    requests never carry its address on (an old `?token=` link's, for one)."""
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
             message = {**message, "headers": [*message.get("headers", []),
                                               (b"referrer-policy", b"no-referrer")]}
+        await send(message)
+
+    return sending
+
+
+def _deleting_cookies(send: Send, names: list[bytes]) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            expired = [(b"set-cookie", name + b"=; Max-Age=0; Path=/") for name in names]
+            message = {**message, "headers": [*message.get("headers", []), *expired]}
         await send(message)
 
     return sending
@@ -146,18 +162,11 @@ def _bearer(header: bytes) -> bytes | None:
     return value.strip() if scheme.lower() == b"bearer" and value.strip() else None
 
 
-def _cookie_name(scope: Scope) -> str:
-    """The login cookie's name on this server: a browser sends a host's cookies to every port of
-    it, so servers on one host that shared a name would replace each other's logins."""
-    server = scope.get("server")
-    return f"{COOKIE_NAME}_{server[1]}" if server and server[1] is not None else COOKIE_NAME
-
-
 def _asked_by_this_origin(headers: dict[bytes, bytes]) -> bool:
     """Whether the browser says (Fetch Metadata) a request comes from this server's own page, the
-    address bar or a link followed to a page. A page on another port of this host is the same
-    site, so the SameSite cookie goes along with its requests: whether they loaded or failed
-    told it which sessions exist. Clients that send no such header are not browsers."""
+    address bar or a link followed to a page. Whether a script or image of another page loaded
+    would tell that page a server runs here. Clients that send no such header are not
+    browsers."""
     site = headers.get(b"sec-fetch-site")
     if site is None or site in (b"same-origin", b"none"):
         return True
@@ -165,42 +174,37 @@ def _asked_by_this_origin(headers: dict[bytes, bytes]) -> bool:
             and headers.get(b"sec-fetch-dest") == b"document")
 
 
-def _query_token(query: bytes) -> bytes | None:
-    """The `token` of the page link's query, percent-decoded but with "+" kept: the link is
-    printed as it is, and a base64 token's plus signs would be spaces to a form decoder."""
-    for pair in query.split(b"&"):
-        key, sep, value = pair.partition(b"=")
-        if sep and key == b"token":
-            return unquote_to_bytes(value)
-    return None
+def _old_login_cookies(headers: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """The names of the old versions' login cookies the browser sent, read by hand:
+    `http.cookies` gives up on the whole header at the first cookie it finds malformed
+    (`prefs={"a":1}`, `flag`), and every server on this host sets cookies the browser sends
+    here too."""
+    names = []
+    for key, value in headers:
+        if key != b"cookie":
+            continue
+        for pair in value.split(b";"):
+            name = pair.strip().partition(b"=")[0]
+            if name.startswith(OLD_COOKIE) and name.replace(b"_", b"").isalnum():
+                names.append(name)
+    return names
 
 
-def _cookie(header: bytes, name: str) -> bytes | None:
-    """The value of cookie `name`, read by hand: `http.cookies` gives up on the whole header at
-    the first cookie it finds malformed (`prefs={"a":1}`, `flag`), and every server on this host
-    sets cookies the browser sends here too."""
-    wanted = name.encode()
-    for pair in header.split(b";"):
-        key, sep, value = pair.strip().partition(b"=")
-        if sep and key == wanted and value:
-            return unquote_to_bytes(value)
-    return None
-
-
-async def _set_cookie_and_redirect(send: Send, name: str, token: bytes) -> None:
-    value = quote(token, safe="")  # a token may hold ";", "," or '"', which end a cookie value
-    cookie = f"{name}={value}; HttpOnly; SameSite=Strict; Path=/"
-    await send({"type": "http.response.start", "status": 303,
-                "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode()),
-                            (b"cache-control", b"no-store"), (b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
-
-
-async def _refuse(send: Send) -> None:
+async def _refuse(send: Send, headers: dict[bytes, bytes]) -> None:
     body = json.dumps({"error": "missing or wrong token: send 'Authorization: Bearer TOKEN' "
                                 "(the token is printed when the server starts)"}).encode()
     await send({"type": "http.response.start", "status": 401,
                 "headers": [(b"content-type", b"application/json"),
                             (b"www-authenticate", b'Bearer realm="loopwright"'),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()),
+                            *_closing_if_a_body_comes(headers)]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _closing_if_a_body_comes(headers: dict[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+    """`Connection: close` for a refused request with a body: it is never read, and uvicorn
+    would go on reading and dropping it for as long as the client sends."""
+    length = headers.get(b"content-length", b"0").strip()
+    if b"transfer-encoding" in headers or not length.isdigit() or int(length) > 0:
+        return [(b"connection", b"close")]
+    return []

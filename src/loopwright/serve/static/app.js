@@ -3,7 +3,8 @@
 "use strict";
 
 import { showBatch } from "./batches.js";
-import { $, api, el, money, showError, when } from "./dom.js";
+import { $, NO_TOKEN, TOKEN, api, el, money, showError, when } from "./dom.js";
+import { follow } from "./stream.js";
 import { Timeline, replayStored } from "./timeline.js";
 import { UsageCharts } from "./usage.js";
 
@@ -63,20 +64,19 @@ const page = {
    * lets go of its stream: a browser opens only six connections to one server, for all tabs. */
   followNews() {
     if (this.news) this.news.close();
-    this.news = document.hidden ? null : new EventSource("/runs/news");
-    if (!this.news) return;
-    const news = this.news;
-    news.onmessage = (message) => {
-      const { type, run } = JSON.parse(message.data);
-      if (type === "run_started") this.live.set(run.id, run);
-      else this.live.delete(run.id);
-      this.showRuns();
-      this.refreshSessions();
-    };
-    news.onopen = () => {  // what happened while away
-      this.loadRuns().catch(showError);
-      this.refreshSessions();
-    };
+    this.news = document.hidden || !TOKEN ? null : follow("/runs/news", {
+      onMessage: (data) => {
+        const { type, run } = JSON.parse(data);
+        if (type === "run_started") this.live.set(run.id, run);
+        else this.live.delete(run.id);
+        this.showRuns();
+        this.refreshSessions();
+      },
+      onOpen: () => {  // what happened while away
+        this.loadRuns().catch(showError);
+        this.refreshSessions();
+      },
+    });
   },
 
   async loadBatches() {
@@ -178,15 +178,15 @@ const page = {
     this.runId = runId;
     this.timeline.runId = runId;
     $("controls").hidden = false;
-    const stream = new EventSource(`/runs/${encodeURIComponent(runId)}/events`);
-    this.stream = stream;
-    stream.onmessage = (message) => {
-      const event = JSON.parse(message.data);
-      this.timeline.add(event);
-      if (!event.agent && ["done", "error", "cancelled"].includes(event.type)) {
-        this.finished();
-      }
-    };
+    this.stream = follow(`/runs/${encodeURIComponent(runId)}/events`, {
+      onMessage: (data) => {
+        const event = JSON.parse(data);
+        this.timeline.add(event);
+        if (!event.agent && ["done", "error", "cancelled"].includes(event.type)) {
+          this.finished();
+        }
+      },
+    });
   },
 
   async finished() {
@@ -230,6 +230,10 @@ $("search").addEventListener("input", () => {
   searchTimer = setTimeout(() => page.loadSessions().catch(showError), 250);
 });
 document.addEventListener("visibilitychange", () => page.followNews());
-page.loadSessions().catch(showError);
-page.loadBatches().catch(showError);
-page.followNews();
+if (TOKEN) {
+  page.loadSessions().catch(showError);
+  page.loadBatches().catch(showError);
+  page.followNews();
+} else {
+  showError(NO_TOKEN);
+}

@@ -3,7 +3,25 @@
 // answer's Markdown becomes markup, and only through markdown.js's sanitiser.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="loopwright-token"]').content;
+const TOKEN_KEY = "loopwright-token";
+
+/** The server's token: from the printed link's fragment (`#token=…`, which no request carries)
+ * into this tab's sessionStorage, whose origin is this server's port alone; then out of the
+ * address bar, so the history and a shared screen do not show it. A reload finds it stored. */
+function takeToken() {
+  for (const pair of location.hash.slice(1).split("&")) {
+    const [key, value] = pair.split("=", 2);
+    if (key !== "token" || !value) continue;
+    try {  // decodeURIComponent, not URLSearchParams: a "+" in a token is no space
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(value));
+    } catch { /* a malformed %-escape: not a token */ }
+  }
+  if (location.hash || location.search) history.replaceState(null, "", location.pathname);
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export const TOKEN = takeToken();
+export const NO_TOKEN = "Open the link `loopwright serve` printed: it holds the server's token.";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -15,6 +33,7 @@ export function el(tag, className, text) {
 }
 
 export async function api(path, options = {}) {
+  if (!TOKEN) throw new Error(NO_TOKEN);
   const headers = { authorization: `Bearer ${TOKEN}` };
   if (options.body !== undefined) headers["content-type"] = "application/json";
   const response = await fetch(path, {

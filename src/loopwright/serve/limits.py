@@ -1,0 +1,128 @@
+"""What one client may hold of the server: connections, time to send a request's head, its size.
+
+uvicorn gives no time limit for a request's line and headers to arrive (its keep-alive timer
+starts over on every byte), so clients sending headers a byte a minute ("slowloris") would each
+hold a file descriptor for ever, and enough of them would leave none to accept anyone else. Here
+a connection whose head has not arrived `head_timeout` seconds after it opened (or after its last
+answer) is closed, and when more than `max_waiting_heads` connections are waiting for theirs, the
+one waiting longest is closed: a client sending its request at once always gets in.
+
+The limits are made to fit the process's file-descriptor limit (`ConnectionLimits.fitting`):
+accepting with no descriptor left fails, and asyncio logs a traceback for every attempt, which
+a flood of connections turns into megabytes of errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectionLimits:
+    """The limits `loopwright serve` runs with (docs/guide.md, "Limits")."""
+
+    head_timeout: float = 10.0
+    """Seconds a request's line and headers may take to arrive."""
+    max_waiting_heads: int = 64
+    """Connections waiting for a request's head at once; beyond, the oldest is closed."""
+    max_concurrency: int = 512
+    """Connections and requests in progress before new requests are answered 503 (uvicorn's
+    `limit_concurrency`); each browser tab holds up to two event streams."""
+    keep_alive: int = 5
+    """Seconds an idle connection is kept open between requests (uvicorn's default)."""
+    max_head_bytes: int = 16 * 1024
+    """The largest request head (line and headers); beyond it the answer is 400."""
+    backlog: int = 128
+    """Connections the kernel queues for accepting, and the most accepted in one go."""
+
+    @classmethod
+    def fitting(cls, open_files: int | None = None) -> ConnectionLimits:
+        """The defaults, smaller where the process may open fewer files (`open_files`, else its
+        `RLIMIT_NOFILE`) than they would take, with room kept for its own files."""
+        if open_files is None:
+            open_files = _open_files_allowed()
+        spare = max(open_files - RESERVED_FILES, 16)
+        default = cls()
+        return cls(max_waiting_heads=min(default.max_waiting_heads, spare // 8),
+                   backlog=min(default.backlog, spare // 8),
+                   max_concurrency=min(default.max_concurrency, spare // 2))
+
+    def uvicorn_config(self) -> dict[str, Any]:
+        """`uvicorn.Config` keyword arguments for these limits."""
+        return {"http": _head_timing_protocol(self), "limit_concurrency": self.max_concurrency,
+                "timeout_keep_alive": self.keep_alive,
+                "h11_max_incomplete_event_size": self.max_head_bytes, "backlog": self.backlog}
+
+
+RESERVED_FILES = 32
+"""Descriptors kept for the server's own files: the session store, model connections, logs."""
+
+
+def _open_files_allowed() -> int:
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to fit
+        return 1 << 20
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def _head_timing_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with the head deadline; one class per server, as the connections
+    waiting for a head are counted per server."""
+    waiting: dict[HeadTimedH11, None] = {}  # oldest first
+
+    class ServerHeadTimedH11(HeadTimedH11):
+        pass
+
+    ServerHeadTimedH11.limits = limits
+    ServerHeadTimedH11.waiting = waiting
+    return ServerHeadTimedH11
+
+
+class HeadTimedH11(H11Protocol):
+    """A connection that is closed when a request's head is late (see the module's text)."""
+
+    limits: ConnectionLimits
+    waiting: dict[HeadTimedH11, None]
+    _head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._head_arrived()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_arrived()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        self._head_arrived()
+        self.waiting[self] = None
+        self._head_deadline = self.loop.call_later(self.limits.head_timeout, self._close)
+        while len(self.waiting) > self.limits.max_waiting_heads:
+            next(iter(self.waiting))._close()
+
+    def _head_arrived(self) -> None:
+        self.waiting.pop(self, None)
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _close(self) -> None:
+        self._head_arrived()
+        self.transport.close()

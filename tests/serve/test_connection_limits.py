@@ -1,0 +1,122 @@
+"""What slow or greedy clients may hold of the server (`serve/limits.py`), over real sockets:
+heads sent a byte at a time, more of them than the process has file descriptors, bodies the
+server refuses."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread, serve_process
+
+from loopwright.serve.app import ServeOptions
+from loopwright.serve.limits import ConnectionLimits
+from loopwright.testing import FakeModelServer
+
+SLOW_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+
+
+@contextlib.contextmanager
+def slow_clients(url: str, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections that each sent the start of a request's head and then nothing."""
+    host, port = url.removeprefix("http://").split(":")
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            connection = socket.create_connection((host, int(port)), timeout=5)
+            connection.sendall(SLOW_HEAD)
+            sockets.append(connection)
+        yield sockets
+    finally:
+        for connection in sockets:
+            connection.close()
+
+
+def closed_by_server(connection: socket.socket, within: float) -> bool:
+    connection.settimeout(within)
+    try:
+        return connection.recv(1024) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_a_slowloris_does_not_keep_a_client_out_of_a_real_server(tmp_path: Path) -> None:
+    # uvicorn has no time limit for a request's head (its keep-alive timer starts over at each
+    # byte): connections that never finished theirs held every file descriptor the process
+    # had, and a client sending a whole request was never accepted
+    with FakeModelServer([]) as fake, serve_process(
+            "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
+            "--workdir", str(tmp_path), max_open_files=160) as served, \
+            slow_clients(served.url, 240) as attackers:
+        started = time.monotonic()
+        health = httpx.get(f"{served.url}/health", timeout=8,
+                           headers={"authorization": f"Bearer {TOKEN}"})
+        assert health.status_code == 200
+        assert time.monotonic() - started < 8
+        oldest = attackers[0]  # the longest waiting were let go for the newer ones
+        assert closed_by_server(oldest, within=2.0)
+
+
+def test_a_head_that_does_not_arrive_in_time_is_cut_off_but_slow_answers_are_not(
+        make_server: MakeServer, tmp_path: Path) -> None:
+    limits = ConnectionLimits(head_timeout=0.5)
+    with FakeModelServer([]) as fake, serve_in_thread(
+            ServeOptions(token=TOKEN, agent_options=agent_options(fake, tmp_path),
+                         keepalive=0.2), limits) as served, \
+            slow_clients(served.url, 1) as (trickling,):
+        started = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - started < 3:
+            with contextlib.suppress(OSError):
+                trickling.sendall(b"x")  # a byte at a time: uvicorn's own timer starts over
+            closed = closed_by_server(trickling, within=0.1)
+        assert closed and 0.4 < time.monotonic() - started < 2
+        # must not fire: a stream that outlives the deadline, and a kept-alive connection
+        # whose next request comes in time
+        with served.api.stream("GET", "/runs/news") as news:
+            lines = news.iter_lines()
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert next(lines) is not None  # keep-alive comments keep coming
+        with httpx.Client(base_url=served.url, timeout=5,
+                          headers={"authorization": f"Bearer {TOKEN}"}) as client:
+            ends = set()
+            for _ in range(4):  # 0.9 s on one connection, past the head deadline
+                response = client.get("/health")
+                assert response.status_code == 200
+                ends.add(response.extensions["network_stream"].get_extra_info("client_addr"))
+                time.sleep(0.3)
+            assert len(ends) == 1
+
+
+def test_a_refused_body_is_not_read_on_for_ever(make_server: MakeServer) -> None:
+    # uvicorn went on reading and dropping the body of a request already answered 401 or 413
+    # for as long as the client sent, on one connection
+    with FakeModelServer([]) as fake:
+        served = make_server(fake)
+        host, port = served.url.removeprefix("http://").split(":")
+        heads = [b"POST /runs HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n",
+                 b"POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+                 + b"\r\nContent-Length: 50000000\r\n\r\n"]
+        for head in heads:
+            with socket.create_connection((host, int(port)), timeout=5) as connection:
+                connection.sendall(head + b"x" * 65536)
+                answer = connection.recv(65536)
+                assert answer.split(b" ")[1] in (b"401", b"413"), answer
+                assert b"connection: close" in answer.lower()
+                sent = 0
+                with contextlib.suppress(OSError):
+                    while sent < 20_000_000:
+                        connection.sendall(b"x" * 65536)
+                        sent += 65536
+                assert sent < 20_000_000  # the server hung up instead of reading it all
+        # must not fire: a refused GET with no body keeps its connection
+        with httpx.Client(base_url=served.url, timeout=5) as anonymous:
+            response = anonymous.get("/health")
+            assert response.status_code == 401 and "connection" not in response.headers
