@@ -37,10 +37,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
-from loopwright.safety.protected import protected_entry_at
+from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
 from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
@@ -60,10 +60,11 @@ _RACY_NS = 10_000_000
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """One directory: its times, its entries (name -> inode) and, sorted once when it is read,
-    the subdirectories to descend into and its `.pyc` files (paths: joined once), and the
+    """One directory: its inode and times, its entries (name -> inode) and, sorted once when it
+    is read, the subdirectories to descend into (paths: joined once), its `.pyc` files and the
     protected names in it."""
 
+    inode: int
     mtime_ns: int
     ctime_ns: int
     entries: dict[str, int]
@@ -80,7 +81,8 @@ class Tree:
     root: Path
     taken_ns: int
     directories: dict[str, Listing] = field(default_factory=dict)
-    compiled: dict[str, tuple[int, int]] = field(default_factory=dict)  # .pyc -> inode, ctime
+    # the .pyc files written since the tree taken before the command: only in the one after it
+    compiled: list[str] = field(default_factory=list)
     nested: list[Path] = field(default_factory=list)  # protected paths below the top
     # where their `.git` files point (`gitdir: ../../.gitdirs/x`): read-only too, not moved
     pointed: list[Path] = field(default_factory=list)
@@ -90,15 +92,19 @@ class Tree:
 _latest: dict[Path, Tree] = {}
 _lock = threading.Lock()
 _reported: set[Path] = set()  # roots whose overflow was said once
+# the last name of each protected entry, folded: an entry named otherwise is none of them
+_LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
+                        for entry in PROTECTED_ENTRIES)
 
 
-def take(root: Path) -> Tree:
-    """The tree of `root` now, built from the last one taken (blocking: a worker thread)."""
+def take(root: Path, *, since: Tree | None = None) -> Tree:
+    """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
+    the `.pyc` files written since the tree `since` (taken before the command)."""
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:
         return previous  # given up for this process: another try would cost as much
-    tree = _walk(root, previous)
+    tree = _walk(root, previous, since=since)
     with _lock:
         _latest[root] = tree
     return tree
@@ -115,7 +121,7 @@ def undo(before: Tree) -> list[str]:
             return []
         return [f"loopwright did not check what the commands plant in {before.root} "
                 f"({before.overflow}): look for new .pyc files and .git folders yourself"]
-    after = take(before.root)  # never gives up: `before` was taken
+    after = take(before.root, since=before)  # never gives up: `before` was taken
     notes = _move_aside(before, after)
     removed, failed = _remove_compiled(before, after)
     notes += failed
@@ -127,77 +133,99 @@ def undo(before: Tree) -> list[str]:
     return notes
 
 
-def _walk(root: Path, previous: Tree | None) -> Tree:
+def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
+    """Each directory is `lstat`ed; one whose inode and times are those of the last tree's
+    listing, changed longer ago than the clock's tick before that tree was taken, is not read
+    again: making, removing or renaming an entry sets its directory's ctime, which no command
+    can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
+    covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
     tree = Tree(root=root, taken_ns=time.time_ns())
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
+    directories = tree.directories
     pending = [(str(root), False)]
     while pending:
         directory, shallow = pending.pop()
         if deadline is not None and time.monotonic() > deadline:
             tree.overflow = f"its folders took over {FIRST_WALK_SECONDS:g} s to walk"
             return tree
-        listing = _listing(root, directory, old.get(directory), racy_after, shallow=shallow)
-        if listing is None:
+        try:
+            info = os.lstat(directory)
+        except OSError:
             continue
-        tree.directories[directory] = listing
-        pending.extend((path, False) for path in listing.descend)
-        pending.extend((path, True) for path in listing.shallow)
-        for name in listing.protected:
+        known = old.get(directory)
+        if known is None or known.ctime_ns >= racy_after or known.inode != info.st_ino or \
+                known.ctime_ns != info.st_ctime_ns or known.mtime_ns != info.st_mtime_ns:
+            if not stat.S_ISDIR(info.st_mode):
+                continue
+            known = _listing(root, directory, info, shallow=shallow)
+            if known is None:
+                continue
+        directories[directory] = known
+        pending.extend([(path, False) for path in known.descend])
+        pending.extend([(path, True) for path in known.shallow])
+        for name in known.protected:
             tree.nested.append(Path(directory, name))
             if name.casefold() == ".git":
                 tree.pointed.extend(_pointed_at(Path(directory)))
-        for path in listing.compiled:
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            tree.compiled[path] = (info.st_ino, info.st_ctime_ns)
+        if since is not None and known.compiled:
+            tree.compiled += _written_since(since, directory, known.compiled)
     return tree
 
 
-def _listing(root: Path, directory: str, known: Listing | None, racy_after: int, *,
-             shallow: bool = False) -> Listing | None:
-    """`known` while the directory's times say it is unchanged, else it read again; of a
-    `shallow` one (a dependency folder) only the protected names count."""
-    try:
-        info = os.lstat(directory)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode):
-        return None
-    if known is not None and known.mtime_ns == info.st_mtime_ns and \
-            known.ctime_ns == info.st_ctime_ns and known.mtime_ns < racy_after:
-        return known
+def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list[str]:
+    """The `.pyc` files of `directory` the command made, linked, renamed in or rewrote: the
+    folder did not list them before, or their ctime — set to now by every write, link and
+    rename, never settable back — is not older than `before` by a clock tick. So the tree
+    before a command needs no `lstat` of each `.pyc`, only its folder's entries."""
+    listing = before.directories.get(directory)
+    known = listing.entries if listing is not None else {}
+    racy_after = before.taken_ns - _RACY_NS
+    written: list[str] = []
+    for name in names:
+        path = f"{directory}/{name}"
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if known.get(name) != info.st_ino or info.st_ctime_ns >= racy_after:
+            written.append(path)
+    return written
+
+
+def _listing(root: Path, directory: str, info: os.stat_result, *, shallow: bool = False
+             ) -> Listing | None:
+    """The directory read again; of a `shallow` one (a dependency folder) only the protected
+    names count."""
     entries: dict[str, int] = {}
     descend: list[str] = []
     skipped: list[str] = []
     protected: list[str] = []
     compiled: list[str] = []
-    above = Path(directory).relative_to(root).parts
     try:
         with _scandir(directory) as listed:
             for entry in listed:
                 entries[entry.name] = entry.inode()
-                is_dir = entry.is_dir(follow_symlinks=False)
-                relative = (*above, entry.name)
-                name = protected_entry_at(relative)
-                if name is not None:  # at the top: mounted read-only already; not descended
-                    if len(relative) > len(Path(name).parts):
-                        protected.append(entry.name)
-                elif shallow:
+                if entry.name.casefold() in _LAST_NAMES:
+                    relative = (*Path(directory).relative_to(root).parts, entry.name)
+                    name = protected_entry_at(relative)
+                    if name is not None:  # at the top: mounted read-only already; not descended
+                        if len(relative) > len(PurePath(name).parts):
+                            protected.append(entry.name)
+                        continue
+                if shallow:
                     continue
-                elif is_dir:
+                if entry.is_dir(follow_symlinks=False):
                     (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.path)
                 # a `__pycache__` link leads Python to a cache where no one looks
                 elif entry.name.endswith(".pyc") or (entry.name == "__pycache__" and
                                                      entry.is_symlink()):
-                    compiled.append(entry.path)
+                    compiled.append(entry.name)
     except OSError:
         return None
-    return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries,
-                   descend=tuple(descend), shallow=tuple(skipped),
+    return Listing(inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns,
+                   entries=entries, descend=tuple(descend), shallow=tuple(skipped),
                    protected=tuple(protected), compiled=tuple(compiled))
 
 
@@ -234,13 +262,9 @@ def _new_entry(before: Tree, path: Path) -> bool:
 
 
 def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
-    racy_after = before.taken_ns - _RACY_NS
     removed: list[str] = []
     failed: list[str] = []
-    for path, (inode, ctime_ns) in list(after.compiled.items()):
-        known = before.compiled.get(path)
-        if known is not None and known == (inode, ctime_ns) and ctime_ns < racy_after:
-            continue
+    for path in after.compiled:
         try:
             _writably(Path(path).parent, functools.partial(os.unlink, path))
         except FileNotFoundError:
@@ -249,7 +273,6 @@ def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
             failed.append(f"the command wrote {path}, which Python would run at the next "
                           f"import, and removing it failed ({exc}): delete it yourself")
             continue
-        del after.compiled[path]
         removed.append(os.path.relpath(path, before.root))
     return removed, failed
 
