@@ -1,30 +1,34 @@
 """What a sandboxed command planted below the top of a root, undone when it has ended.
 
-bubblewrap mounts by path, not by name pattern, so three kinds of file a command can write
+bubblewrap mounts by path, not by name pattern, so four kinds of thing a command can write
 anywhere in the tree would run later outside the sandbox:
 
 - a compiled module (`.pyc`): Python trusts the source's mtime and size recorded in it, so one
   written beside an unchanged source runs at the next import, and `git status` ignores it;
 - a repository (`vendor/x/.git`, a directory or a `gitdir:` file): VS Code's git extension runs
-  git in the repositories it finds below the folder it opens, and git runs the `core.fsmonitor`
-  (and more) of their config;
+  git in the repositories it finds below the folder it opens, and in the one of a file you
+  open (`node_modules/dep/lib/.git` too), and git runs the `core.fsmonitor` of their config;
+- a bare repository (a folder holding `HEAD`, `objects/` and `refs/`, or `HEAD` and
+  `commondir`): git takes the folder itself for its git directory when you work in it;
 - a protected name below the top (`pkg/.claude/settings.json`, `pkg/.vscode/tasks.json`,
   `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it.
 
-Before the command, a `Tree` of each writable root is taken: each directory's mtime, ctime and
-entries (name, inode), and each `.pyc`'s inode and ctime. It is kept per root and the next one
-is built from it, reading again only the directories whose times changed (creating, removing
-or renaming an entry changes its directory's times), so a command costs one `lstat` per
-directory and per `.pyc`, not a walk of every file. Protected paths that already exist below
-the top are bound read-only like those at the top (`mounts.py`), and not descended into;
-nor are dependency folders and virtual environments (`SKIPPED_DIRS`: their code is the
-project's dependencies, writable by commands as a whole, and invisible to git anyway) beyond
-their own top, where a `.venv/.git` is a repository VS Code finds one folder down.
+Before the command, a `Tree` of each writable root is taken: each directory's inode, times and
+entries (name, inode). It is kept per root and the next one is built from it, reading again
+only the directories whose inode or times changed: making, removing or renaming an entry sets
+its directory's ctime, which no command can set back. So a snapshot costs one `lstat` per
+directory. A file's content is another matter: a `.pyc` rewritten in place changes no
+directory, so the snapshot after the command `lstat`s each `.pyc` too, and its ctime tells.
+Protected paths and bare repositories that already exist below the top are bound read-only
+like those at the top (`mounts.py`), and not descended into. In dependency folders and virtual
+environments (`DEPENDENCY_DIRS`) only repositories are looked for below their own top; those
+already there are not bound (a mount point would keep `rm -rf node_modules` from working).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
-wrote, and Python writes it again from the source — and every protected name it made below
-the top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at.
+wrote, and Python writes it again from the source — every protected name it made below the
+top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at, and
+so is the `HEAD` of a bare repository it made, which git then no longer takes for one.
 """
 
 from __future__ import annotations
@@ -44,10 +48,17 @@ from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
 from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
-SKIPPED_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
-                          ".pytest_cache", ".ruff_cache"})
-"""Dependency and cache folders, not descended into (the project's dependencies, not its own
-files: a command may write them whole, and git ignores them already)."""
+DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
+                             ".pytest_cache", ".ruff_cache"})
+"""Dependency and cache folders: below their own top only repositories are looked for (the
+project's dependencies, not its own files: a command may rewrite their code as a whole, and
+git ignores them already, so a `.pyc` there adds nothing; but git, which an editor runs in the
+repository of a file you open there, `node_modules/dep/.git`, runs what its config says)."""
+REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
+# What makes a folder a repository of its own without a `.git` (a bare one: git takes a folder
+# holding these for its git directory when you work in it, and runs what its `config` says)
+BARE_HEAD = "HEAD"
+BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # The first walk of a root slower than this (a network mount, millions of folders): the root is
 # not checked in this process. Later walks have no bound: they read only what changed, so a
 # command that makes a million folders pays for their walk, and cannot make the check give up.
@@ -68,10 +79,11 @@ class Listing:
     mtime_ns: int
     ctime_ns: int
     entries: dict[str, int]
-    descend: tuple[str, ...] = ()
-    shallow: tuple[str, ...] = ()  # dependency folders: only what lies at their own top
+    descend: tuple[str, ...] = ()  # subdirectories, walked as this one is
+    dependencies: tuple[str, ...] = ()  # dependency folders (their top) in the project's own
     protected: tuple[str, ...] = ()
     compiled: tuple[str, ...] = ()
+    bare: bool = False  # shaped like a git directory (`BARE_HEAD` and `BARE_WITH`)
 
 
 @dataclass(kw_only=True)
@@ -86,9 +98,16 @@ class Tree:
     nested: list[Path] = field(default_factory=list)  # protected paths below the top
     # where their `.git` files point (`gitdir: ../../.gitdirs/x`): read-only too, not moved
     pointed: list[Path] = field(default_factory=list)
+    # folders shaped like a git directory below the top, outside dependency folders: read-only
+    held: list[Path] = field(default_factory=list)
+    # repositories inside dependency folders: not bound (a mount point there would keep
+    # `rm -rf node_modules` and `npm ci` from working), moved aside when a command made them
+    loose: list[Path] = field(default_factory=list)
+    bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken: nothing is checked
 
 
+_OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
 _latest: dict[Path, Tree] = {}
 _lock = threading.Lock()
 _reported: set[Path] = set()  # roots whose overflow was said once
@@ -144,9 +163,9 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
     directories = tree.directories
-    pending = [(str(root), False)]
+    pending = [(str(root), _OWN)]
     while pending:
-        directory, shallow = pending.pop()
+        directory, kind = pending.pop()
         if deadline is not None and time.monotonic() > deadline:
             tree.overflow = f"its folders took over {FIRST_WALK_SECONDS:g} s to walk"
             return tree
@@ -159,19 +178,30 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
                 known.ctime_ns != info.st_ctime_ns or known.mtime_ns != info.st_mtime_ns:
             if not stat.S_ISDIR(info.st_mode):
                 continue
-            known = _listing(root, directory, info, shallow=shallow)
+            known = _listing(root, directory, info, kind)
             if known is None:
                 continue
         directories[directory] = known
-        pending.extend([(path, False) for path in known.descend])
-        pending.extend([(path, True) for path in known.shallow])
-        for name in known.protected:
-            tree.nested.append(Path(directory, name))
-            if name.casefold() == ".git":
-                tree.pointed.extend(_pointed_at(Path(directory)))
+        inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
+        pending.extend([(path, inner) for path in known.descend])
+        pending.extend([(path, _DEPENDENCY_TOP) for path in known.dependencies])
+        if known.protected or known.bare:
+            _note_protected(tree, directory, known, kind)
         if since is not None and known.compiled:
             tree.compiled += _written_since(since, directory, known.compiled)
     return tree
+
+
+def _note_protected(tree: Tree, directory: str, listing: Listing, kind: int) -> None:
+    for name in listing.protected:
+        path = Path(directory, name)
+        (tree.loose if kind == _INSIDE_DEPENDENCY else tree.nested).append(path)
+        if kind != _INSIDE_DEPENDENCY and name.casefold() == ".git":
+            tree.pointed.extend(_pointed_at(Path(directory)))
+    if listing.bare:
+        tree.bare.append(Path(directory))
+        if kind != _INSIDE_DEPENDENCY and directory != str(tree.root):
+            tree.held.append(Path(directory))
 
 
 def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list[str]:
@@ -194,60 +224,83 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
     return written
 
 
-def _listing(root: Path, directory: str, info: os.stat_result, *, shallow: bool = False
-             ) -> Listing | None:
-    """The directory read again; of a `shallow` one (a dependency folder) only the protected
-    names count."""
+def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Listing | None:
+    """The directory read again. In the project's own folders every protected name counts, and
+    `.pyc` files; at a dependency folder's top, the protected names; deeper in it, repositories
+    alone (its `.vscode` is not the project's: no editor runs it)."""
     entries: dict[str, int] = {}
     descend: list[str] = []
-    skipped: list[str] = []
+    dependencies: list[str] = []
     protected: list[str] = []
     compiled: list[str] = []
     try:
         with _scandir(directory) as listed:
             for entry in listed:
                 entries[entry.name] = entry.inode()
-                if entry.name.casefold() in _LAST_NAMES:
+                folded = entry.name.casefold()
+                if folded in _LAST_NAMES:
                     relative = (*Path(directory).relative_to(root).parts, entry.name)
                     name = protected_entry_at(relative)
                     if name is not None:  # at the top: mounted read-only already; not descended
-                        if len(relative) > len(PurePath(name).parts):
+                        if len(relative) > len(PurePath(name).parts) and (
+                                kind != _INSIDE_DEPENDENCY or folded in REPOSITORY_NAMES):
                             protected.append(entry.name)
                         continue
-                if shallow:
-                    continue
                 if entry.is_dir(follow_symlinks=False):
-                    (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.path)
+                    (dependencies if kind == _OWN and entry.name in DEPENDENCY_DIRS
+                     else descend).append(entry.path)
                 # a `__pycache__` link leads Python to a cache where no one looks
-                elif entry.name.endswith(".pyc") or (entry.name == "__pycache__" and
-                                                     entry.is_symlink()):
+                elif kind == _OWN and (entry.name.endswith(".pyc") or (
+                        entry.name == "__pycache__" and entry.is_symlink())):
                     compiled.append(entry.name)
     except OSError:
         return None
+    bare = BARE_HEAD in entries and any(names.issubset(entries) for names in BARE_WITH)
     return Listing(inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns,
-                   entries=entries, descend=tuple(descend), shallow=tuple(skipped),
-                   protected=tuple(protected), compiled=tuple(compiled))
+                   entries=entries, descend=tuple(descend), dependencies=tuple(dependencies),
+                   protected=tuple(protected), compiled=tuple(compiled), bare=bare)
 
 
 def _move_aside(before: Tree, after: Tree) -> list[str]:
-    known = set(before.nested)
+    known = {*before.nested, *before.loose}
     notes: list[str] = []
-    for path in after.nested:
+    for path in (*after.nested, *after.loose):
         if path in known or not _new_entry(before, path):
             continue
-        aside = aside_path(path, MADE_SUFFIX)
-        try:
-            _writably(path.parent, functools.partial(os.rename, path, aside))
-        except OSError as exc:
-            notes.append(f"the command made {path}, which is run or obeyed outside the sandbox, "
-                         f"and moving it aside failed ({exc}): delete it before you open "
-                         "that folder in an editor or agent, or run git there")
-            continue
-        what = "a repository" if path.name.casefold() == ".git" else path.name
-        notes.append(f"loopwright moved {what} the command made below the top, {path}, to "
-                     f"{aside.name}: programs started there would run or obey it outside the "
-                     "sandbox")
+        what = "a repository" if path.name.casefold() in REPOSITORY_NAMES else path.name
+        notes.append(_set_aside(path, what, path))
+    for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
+        if not _was_bare(before, folder):
+            notes.append(_set_aside(folder / BARE_HEAD, "a bare repository", folder))
     return notes
+
+
+def _set_aside(path: Path, what: str, where: Path) -> str:
+    """`path` renamed to the free `NAME.made-by-command`; the line that says so."""
+    aside = aside_path(path, MADE_SUFFIX)
+    try:
+        _writably(path.parent, functools.partial(os.rename, path, aside))
+    except OSError as exc:
+        return (f"the command made {where}, which is run or obeyed outside the sandbox, and "
+                f"moving it aside failed ({exc}): delete it before you open that folder in an "
+                "editor or agent, or run git there")
+    if path == where:
+        return (f"loopwright moved {what} the command made below the top, {path}, to "
+                f"{aside.name}: programs started there would run or obey it outside the sandbox")
+    return (f"loopwright moved {path.name} of {what} the command made, {where}, to "
+            f"{aside.name}: git run in that folder would run what its config says outside the "
+            "sandbox")
+
+
+def _was_bare(before: Tree, folder: Path) -> bool:
+    """Whether `folder` was shaped like a git directory before, with the same `HEAD`."""
+    listing = before.directories.get(str(folder))
+    if listing is None or not listing.bare:
+        return False
+    try:
+        return listing.entries.get(BARE_HEAD) == os.lstat(folder / BARE_HEAD).st_ino
+    except OSError:
+        return True  # gone: nothing to move
 
 
 def _new_entry(before: Tree, path: Path) -> bool:
