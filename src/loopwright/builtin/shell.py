@@ -116,7 +116,10 @@ async def bash(
         raise
     if before is not None:
         await record_command_changes(ctx, before)
-    text = "\n".join([output.text().rstrip("\n"), *launch.restored]).strip("\n")
+    for warning in launch.unchecked:  # protection switched off for a while: the user is told
+        ctx.status("workspace_scan", warning, check="planted")
+    text = "\n".join([output.text().rstrip("\n"), *launch.restored, *launch.unchecked]
+                     ).strip("\n")
     if launch.sandboxed and process.returncode == LIMIT_STATUS and REPORT_PREFIX in text:
         raise ToolError(f"{text}\nThe sandbox stopped the command at one of its limits; do "
                         "the work in smaller steps (or ask the user to raise the limit).")

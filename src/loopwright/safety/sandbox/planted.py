@@ -59,9 +59,11 @@ REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
 # holding these for its git directory when you work in it, and runs what its `config` says)
 BARE_HEAD = "HEAD"
 BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
-# The first walk of a root slower than this (a network mount, millions of folders): the root is
-# not checked in this process. Later walks have no bound: they read only what changed, so a
-# command that makes a million folders pays for their walk, and cannot make the check give up.
+# The first walk of a root slower than this (a network mount, millions of folders): the command
+# waits no longer and is not checked (`unchecked` says so once), what the walk found so far is
+# bound read-only, and the walk goes on in the background; the commands after it has ended are
+# checked. Later walks have no bound: they read only what changed, so a command that makes a
+# million folders pays for their walk, and cannot make the check give up.
 FIRST_WALK_SECONDS = 10.0
 # A directory or file whose times lie this close to the snapshot may change again within the
 # file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
@@ -104,7 +106,7 @@ class Tree:
     # `rm -rf node_modules` and `npm ci` from working), moved aside when a command made them
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
-    overflow: str = ""  # why the tree could not be taken: nothing is checked
+    overflow: str = ""  # why the tree could not be taken whole: nothing is checked
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -122,25 +124,38 @@ def take(root: Path, *, since: Tree | None = None) -> Tree:
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:
-        return previous  # given up for this process: another try would cost as much
+        return previous  # still being walked in the background (`_finish`)
     tree = _walk(root, previous, since=since)
     with _lock:
         _latest[root] = tree
+    if tree.overflow:
+        threading.Thread(target=_finish, args=(tree,), name="loopwright-planted-walk",
+                         daemon=True).start()
     return tree
+
+
+def unchecked(before: Tree) -> str | None:
+    """The warning that what the command planted under `before.root` was not checked, the first
+    time for that root in this process; else None."""
+    if not before.overflow:
+        return None
+    with _lock:
+        said = before.root in _reported
+        _reported.add(before.root)
+    if said:
+        return None
+    return (f"loopwright could not yet check what commands plant in {before.root} "
+            f"({before.overflow}): until it has walked them all, in the background, look for "
+            "new .pyc files, .git folders and bare repositories there yourself; the protected "
+            "names it found so far are read-only")
 
 
 def undo(before: Tree) -> list[str]:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
     or changed since `before`; one line for each thing done, for the command's result."""
     if before.overflow:
-        with _lock:
-            said = before.root in _reported
-            _reported.add(before.root)
-        if said:
-            return []
-        return [f"loopwright did not check what the commands plant in {before.root} "
-                f"({before.overflow}): look for new .pyc files and .git folders yourself"]
-    after = take(before.root, since=before)  # never gives up: `before` was taken
+        return []  # `unchecked` says so
+    after = take(before.root, since=before)  # never gives up: `before` was taken whole
     notes = _move_aside(before, after)
     removed, failed = _remove_compiled(before, after)
     notes += failed
@@ -150,6 +165,13 @@ def undo(before: Tree) -> list[str]:
         notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the command "
                      f"wrote ({shown}): Python writes them again from the sources")
     return notes
+
+
+def _finish(partial: Tree) -> None:
+    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged)."""
+    tree = _walk(partial.root, partial, since=None)
+    with _lock:
+        _latest[partial.root] = tree
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
