@@ -150,21 +150,31 @@ def unchecked(before: Tree) -> str | None:
             "names it found so far are read-only")
 
 
-def undo(before: Tree) -> list[str]:
+@dataclass(kw_only=True)
+class Undone:
+    """What `undo` did: one line each, and the repositories it moved aside (the user may keep
+    them: `put_back`)."""
+
+    notes: list[str] = field(default_factory=list)
+    repositories: list[Aside] = field(default_factory=list)
+
+
+def undo(before: Tree) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before`; one line for each thing done, for the command's result."""
+    or changed since `before`."""
+    undone = Undone()
     if before.overflow:
-        return []  # `unchecked` says so
+        return undone  # `unchecked` says so
     after = take(before.root, since=before)  # never gives up: `before` was taken whole
-    notes = _move_aside(before, after)
+    _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
-    notes += failed
+    undone.notes += failed
     if removed:
         shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3
                                           else "")
-        notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the command "
-                     f"wrote ({shown}): Python writes them again from the sources")
-    return notes
+        undone.notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the "
+                            f"command wrote ({shown}): Python writes them again from the sources")
+    return undone
 
 
 def _finish(partial: Tree) -> None:
@@ -283,35 +293,85 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                    protected=tuple(protected), compiled=tuple(compiled), bare=bare)
 
 
-def _move_aside(before: Tree, after: Tree) -> list[str]:
+def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
     known = {*before.nested, *before.loose}
-    notes: list[str] = []
     for path in (*after.nested, *after.loose):
         if path in known or not _new_entry(before, path):
             continue
-        what = "a repository" if path.name.casefold() in REPOSITORY_NAMES else path.name
-        notes.append(_set_aside(path, what, path))
+        repository = path.name.casefold() in REPOSITORY_NAMES
+        _set_aside(path, "a repository" if repository else path.name, path, undone,
+                   keepable=repository)
     for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
         if not _was_bare(before, folder):
-            notes.append(_set_aside(folder / BARE_HEAD, "a bare repository", folder))
-    return notes
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone, keepable=True)
 
 
-def _set_aside(path: Path, what: str, where: Path) -> str:
-    """`path` renamed to the free `NAME.made-by-command`; the line that says so."""
+def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool) -> None:
+    """`path` renamed to the free `NAME.made-by-command`, and the line that says so."""
     aside = aside_path(path, MADE_SUFFIX)
     try:
         _writably(path.parent, functools.partial(os.rename, path, aside))
     except OSError as exc:
-        return (f"the command made {where}, which is run or obeyed outside the sandbox, and "
-                f"moving it aside failed ({exc}): delete it before you open that folder in an "
-                "editor or agent, or run git there")
+        undone.notes.append(
+            f"the command made {where}, which is run or obeyed outside the sandbox, and moving "
+            f"it aside failed ({exc}): delete it before you open that folder in an editor or "
+            "agent, or run git there")
+        return
     if path == where:
-        return (f"loopwright moved {what} the command made below the top, {path}, to "
-                f"{aside.name}: programs started there would run or obey it outside the sandbox")
-    return (f"loopwright moved {path.name} of {what} the command made, {where}, to "
-            f"{aside.name}: git run in that folder would run what its config says outside the "
-            "sandbox")
+        undone.notes.append(
+            f"loopwright moved {what} the command made below the top, {path}, to "
+            f"{aside.name}: programs started there would run or obey it outside the sandbox")
+    else:
+        undone.notes.append(
+            f"loopwright moved {path.name} of {what} the command made, {where}, to "
+            f"{aside.name}: git run in that folder would run what its config says outside "
+            "the sandbox")
+    if keepable:
+        undone.repositories.append(Aside(path=path, aside=aside, repository=where,
+                                         seen=_fingerprint(aside, where)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Aside:
+    """A repository a command made, moved aside: `path` renamed to `aside` (its `.git`, or the
+    `HEAD` of a bare one); `seen` is how `repository` looked just after."""
+
+    path: Path
+    aside: Path
+    repository: Path
+    seen: frozenset[tuple[str, int, int, int]]
+
+
+def put_back(moved: Aside) -> str:
+    """`moved` renamed back where the command made it — the user said to keep it — unless it
+    changed since it was moved aside (a command running meanwhile): one line saying which."""
+    if os.path.lexists(moved.path) or _fingerprint(moved.aside, moved.repository) != moved.seen:
+        return (f"loopwright left the repository the command made at {moved.aside}: it changed "
+                "after it was moved aside, so it is not what the command made")
+    try:
+        _writably(moved.path.parent, functools.partial(os.rename, moved.aside, moved.path))
+    except OSError as exc:
+        return f"loopwright could not put back {moved.path} from {moved.aside.name} ({exc})"
+    return f"loopwright kept the repository the command made, {moved.repository}, as allowed"
+
+
+def _fingerprint(aside: Path, repository: Path) -> frozenset[tuple[str, int, int, int]]:
+    """Every entry of the moved `.git` (or of the bare repository's folder): name, inode, ctime
+    and size — what a write anywhere in it changes."""
+    top = aside if aside.is_dir() and not aside.is_symlink() else repository
+    seen = {_stamp(aside, "")}
+    for folder, folders, files in os.walk(top):
+        seen.update(_stamp(Path(folder, name), os.path.relpath(Path(folder, name), top))
+                    for name in (*folders, *files))
+    return frozenset(seen)
+
+
+def _stamp(path: Path, name: str) -> tuple[str, int, int, int]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return name, 0, 0, 0
+    return name, info.st_ino, info.st_ctime_ns, info.st_size
 
 
 def _was_bare(before: Tree, folder: Path) -> bool:
