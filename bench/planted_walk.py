@@ -8,9 +8,12 @@ A tree of 50,000 files in 5,000 folders, 5,000 of them `.pyc` files in `__pycach
 - a `bash` call of `true` through the real tool (bubblewrap, the supervisor, a snapshot before
   and after), in that tree and in an empty workspace, wall and this process's CPU time.
 
+`--dependencies N` adds a `node_modules` of N folders (5 files each), where only repositories
+are looked for below the top.
+
 Needs bubblewrap. Run it on one core, as the tests are (`taskset -c 0`):
 
-    taskset -c 0 python bench/planted_walk.py [--repeat N] [--folders 5000]
+    taskset -c 0 python bench/planted_walk.py [--repeat N] [--folders 5000] [--dependencies N]
 """
 
 from __future__ import annotations
@@ -39,6 +42,15 @@ def make_tree(root: Path, folders: int) -> None:
             (package / f"f{number}.py").write_bytes(b"")
         for number in range(2):
             (caches / f"f{number}.cpython-311.pyc").write_bytes(b"")
+
+
+def make_dependencies(root: Path, folders: int) -> None:
+    """`folders` folders of 5 files in `node_modules`: packages of 10 folders each."""
+    for index in range(folders):
+        folder = root / "node_modules" / f"dep{index // 10}" / f"d{index % 10}"
+        folder.mkdir(parents=True)
+        for number in range(5):
+            (folder / f"f{number}.js").write_bytes(b"")
 
 
 def timed(step: Callable[[], object]) -> tuple[float, float]:
@@ -83,13 +95,15 @@ async def commands(root: Path, repeat: int, label: str) -> None:
           f"then, median of {repeat}: {median_ms(later)}")
 
 
-async def main(repeat: int, folders: int) -> None:
+async def main(repeat: int, folders: int, dependencies: int) -> None:
     with tempfile.TemporaryDirectory(dir="/var/tmp") as empty, \
             tempfile.TemporaryDirectory(dir="/var/tmp") as full:
         await commands(Path(empty), 3, "empty workspace (the probe)")  # probe once, warm up
         await commands(Path(empty), repeat, "empty workspace")
         make_tree(Path(full), folders)
-        print(f"tree: {folders} folders, {folders * 10} files, {folders} .pyc")
+        make_dependencies(Path(full), dependencies)
+        print(f"tree: {folders} folders, {folders * 10} files, {folders} .pyc; "
+              f"node_modules: {dependencies} folders, {dependencies * 5} files")
         snapshots(Path(full), repeat)
         await commands(Path(full), repeat, "in the tree")
 
@@ -98,5 +112,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--folders", type=int, default=5000)
+    parser.add_argument("--dependencies", type=int, default=0)
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.repeat, arguments.folders))
+    asyncio.run(main(arguments.repeat, arguments.folders, arguments.dependencies))
