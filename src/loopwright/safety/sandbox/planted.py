@@ -74,15 +74,14 @@ _RACY_NS = 10_000_000
 @dataclass(frozen=True, slots=True)
 class Listing:
     """One directory: its inode and times, its entries (name -> inode) and, sorted once when it
-    is read, the subdirectories to descend into (paths: joined once), its `.pyc` files and the
+    is read, the subdirectories to walk (paths joined once, with how), its `.pyc` files and the
     protected names in it."""
 
     inode: int
     mtime_ns: int
     ctime_ns: int
     entries: dict[str, int]
-    descend: tuple[str, ...] = ()  # subdirectories, walked as this one is
-    dependencies: tuple[str, ...] = ()  # dependency folders (their top) in the project's own
+    children: tuple[tuple[str, int], ...] = ()  # (path, where in the tree: `_OWN`, …)
     protected: tuple[str, ...] = ()
     compiled: tuple[str, ...] = ()
     bare: bool = False  # shaped like a git directory (`BARE_HEAD` and `BARE_WITH`)
@@ -214,9 +213,7 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
             if known is None:
                 continue
         directories[directory] = known
-        inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
-        pending.extend([(path, inner) for path in known.descend])
-        pending.extend([(path, _DEPENDENCY_TOP) for path in known.dependencies])
+        pending.extend(known.children)
         if known.protected or known.bare:
             _note_protected(tree, directory, known, kind)
         if since is not None and known.compiled:
@@ -261,8 +258,8 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
     `.pyc` files; at a dependency folder's top, the protected names; deeper in it, repositories
     alone (its `.vscode` is not the project's: no editor runs it)."""
     entries: dict[str, int] = {}
-    descend: list[str] = []
-    dependencies: list[str] = []
+    children: list[tuple[str, int]] = []
+    inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
     protected: list[str] = []
     compiled: list[str] = []
     try:
@@ -279,8 +276,8 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                             protected.append(entry.name)
                         continue
                 if entry.is_dir(follow_symlinks=False):
-                    (dependencies if kind == _OWN and entry.name in DEPENDENCY_DIRS
-                     else descend).append(entry.path)
+                    children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
+                                     entry.name in DEPENDENCY_DIRS else inner))
                 # a `__pycache__` link leads Python to a cache where no one looks
                 elif kind == _OWN and (entry.name.endswith(".pyc") or (
                         entry.name == "__pycache__" and entry.is_symlink())):
@@ -289,7 +286,7 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
         return None
     bare = BARE_HEAD in entries and any(names.issubset(entries) for names in BARE_WITH)
     return Listing(inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns,
-                   entries=entries, descend=tuple(descend), dependencies=tuple(dependencies),
+                   entries=entries, children=tuple(children),
                    protected=tuple(protected), compiled=tuple(compiled), bare=bare)
 
 
