@@ -23,67 +23,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import tool_results
+from sandbox_helpers import (
+    FAST,
+    PYTHON,
+    app,
+    command_result,
+    fsmonitor,
+    host_git,
+    host_python,
+    plant_pyc,
+    tool_results,
+)
 
 import loopwright
 from loopwright import Agent
 from loopwright.builtin import default_tools
-from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Reply, call
 
 pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
-
-FAST = RetryPolicy(base_delay=0.01, jitter=0)
-PYTHON = os.path.realpath(sys.executable)  # one version inside and outside: one magic number
-
-
-async def command_result(workdir: Path, command: str) -> str:
-    """The result of a scripted model's one `bash` call in `workdir` (everything approved)."""
-    script = [Reply(tool_calls=[call("bash", {"command": command})]), Reply(text="done")]
-    with FakeModelServer(replies=script) as server:
-        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
-                      tools=default_tools(), workdir=str(workdir), approve_all=True)
-        result = await agent.run("go")
-    [text] = tool_results(result.messages)
-    return text
-
-
-def host_python(workdir: Path, code: str) -> subprocess.CompletedProcess[str]:
-    """The user's Python, outside the sandbox (the tests, the app), writing its caches."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    return subprocess.run([PYTHON, "-c", code], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=30, check=False)
-
-
-def host_git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The user's git (and VS Code's git extension), outside the sandbox."""
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(workdir.parent)}
-    return subprocess.run(["git", *args], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
-
-
-def plant_pyc(canary: Path, python: str = PYTHON) -> str:
-    """A command writing app.py's cached module with code touching `canary`, its header made
-    to match the unchanged source (rewritten in place where one exists: the same inode)."""
-    return f"""{python} - <<'EOF'
-import importlib.util, marshal, pathlib, sys
-source = pathlib.Path("app.py").stat()
-cached = pathlib.Path("__pycache__", f"app.{{sys.implementation.cache_tag}}.pyc")
-cached.parent.mkdir(exist_ok=True)
-code = compile("import pathlib; pathlib.Path({str(canary)!r}).touch()", "app.py", "exec")
-header = importlib.util.MAGIC_NUMBER + bytes(4) + (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(
-    4, "little") + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
-cached.write_bytes(header + marshal.dumps(code))
-print("planted", cached)
-EOF"""
-
-
-def app(workdir: Path) -> Path:
-    workdir.mkdir(exist_ok=True)
-    (workdir / "app.py").write_text("print('the real app')\n")
-    return workdir
-
 
 @pytest.mark.parametrize("compiled_before", [True, False])
 async def test_a_pyc_planted_beside_an_unchanged_source_does_not_run_at_the_next_import(
@@ -166,10 +123,6 @@ async def test_a_command_cannot_make_the_check_give_up_by_making_many_folders(
     assert not canary.exists()
     [_, planted] = tool_results(result.messages)
     assert "removed 1 compiled Python file" in planted, planted
-
-
-def fsmonitor(canary: Path) -> str:
-    return f"touch {canary}; false"
 
 
 async def test_a_repository_a_command_makes_one_folder_down_is_moved_aside(

@@ -29,6 +29,7 @@ from pydantic import Field
 from loopwright.builtin.workspace import display_path, resolve_path, workspace_roots
 from loopwright.builtin.workspace_scan import record_command_changes, scan_before_command
 from loopwright.errors import ToolError
+from loopwright.safety.egress import egress_for
 from loopwright.safety.sandbox import (
     Launch,
     call_policy,
@@ -36,6 +37,7 @@ from loopwright.safety.sandbox import (
     is_plainly_read_only,
     prepare_launch,
 )
+from loopwright.safety.sandbox.planted import put_back
 from loopwright.safety.sandbox.supervisor import LIMIT_STATUS, REPORT_PREFIX
 from loopwright.safety.sensitive import held_files
 from loopwright.tools.base import ToolContext, tool
@@ -116,13 +118,36 @@ async def bash(
         raise
     if before is not None:
         await record_command_changes(ctx, before)
-    text = "\n".join([output.text().rstrip("\n"), *launch.restored]).strip("\n")
+    if launch.repositories:
+        launch.restored.extend(await _keep_if_asked_for(ctx, command, launch))
+    for warning in launch.unchecked:  # protection switched off for a while: the user is told
+        ctx.status("workspace_scan", warning, check="planted")
+    text = "\n".join([output.text().rstrip("\n"), *launch.restored, *launch.unchecked]
+                     ).strip("\n")
     if launch.sandboxed and process.returncode == LIMIT_STATUS and REPORT_PREFIX in text:
         raise ToolError(f"{text}\nThe sandbox stopped the command at one of its limits; do "
                         "the work in smaller steps (or ask the user to raise the limit).")
     note = "" if outcome == "exited" else (
         "\n[background processes still hold the output open; later output is not shown]")
     return f"{text or '(no output)'}{note}\n[exit code {process.returncode}]"
+
+
+async def _keep_if_asked_for(ctx: ToolContext, command: str, launch: Launch) -> list[str]:
+    """The repositories the command made were moved aside (`planted.py`): put back if a person
+    says to keep them (`git init packages/foo`, asked for). `approve_all` / `--yes` does not
+    answer, nor does anyone when no one is there: a model's command keeps none unasked."""
+    approver = egress_for(ctx).approver  # the run's approval gate (egress asks through it too)
+    if approver is None:
+        return []
+    made = "\n".join(f"  {display_path(ctx, moved.repository)}" for moved in launch.repositories)
+    allowed, _ = await approver.ask_for_call(
+        "bash: keep the git repositories a command made", f"{command}\nmade the repositories\n"
+        f"{made}\nKeep them? git runs the hooks and core.fsmonitor of a repository's config "
+        "outside the sandbox; if you did not ask for them, answer no (they stay moved aside).",
+        ctx, tool="bash", why_asked="repositories the command made", blanket=False)
+    if not allowed:
+        return []
+    return [await asyncio.to_thread(put_back, moved) for moved in launch.repositories]
 
 
 async def _execute(launch: Launch, directory: Path, timeout: float, ctx: ToolContext

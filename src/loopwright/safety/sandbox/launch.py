@@ -28,7 +28,7 @@ from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
 from loopwright.safety.sandbox.placeholders import remove as remove_placeholder
-from loopwright.safety.sandbox.planted import Tree, undo
+from loopwright.safety.sandbox.planted import Aside, Tree, unchecked, undo
 from loopwright.safety.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -58,6 +58,10 @@ class Launch:
     trees: tuple[Tree, ...] = ()  # the writable roots before the command (`planted.py`)
     # what `staged()` put back once the command ended: one line each, for the tool's result
     restored: list[str] = field(default_factory=list)
+    # the roots whose plants could not be checked (once each): for the result and the user
+    unchecked: list[str] = field(default_factory=list)
+    # repositories the command made, moved aside: the user may keep them (`planted.put_back`)
+    repositories: list[Aside] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def staged(self) -> AsyncIterator[None]:
@@ -94,7 +98,12 @@ class Launch:
         for placeholder in placeholders:
             remove_placeholder(placeholder)
         for tree in self.trees:  # a .pyc, a repository or a protected name it left below
-            self.restored.extend(undo(tree))
+            undone = undo(tree)
+            self.restored.extend(undone.notes)
+            self.repositories.extend(undone.repositories)
+            warning = unchecked(tree)
+            if warning is not None:
+                self.unchecked.append(warning)
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}

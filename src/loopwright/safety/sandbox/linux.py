@@ -93,7 +93,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
         argv += _standard_library_mount()
     # taken before the command starts: what it plants below the top is undone afterwards
     trees = [take(root) for root in writable if root != Path("/")]
-    nested = [path for tree in trees for path in (*tree.nested, *tree.pointed)]
+    nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)

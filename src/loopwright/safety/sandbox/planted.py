@@ -1,30 +1,34 @@
 """What a sandboxed command planted below the top of a root, undone when it has ended.
 
-bubblewrap mounts by path, not by name pattern, so three kinds of file a command can write
+bubblewrap mounts by path, not by name pattern, so four kinds of thing a command can write
 anywhere in the tree would run later outside the sandbox:
 
 - a compiled module (`.pyc`): Python trusts the source's mtime and size recorded in it, so one
   written beside an unchanged source runs at the next import, and `git status` ignores it;
 - a repository (`vendor/x/.git`, a directory or a `gitdir:` file): VS Code's git extension runs
-  git in the repositories it finds below the folder it opens, and git runs the `core.fsmonitor`
-  (and more) of their config;
+  git in the repositories it finds below the folder it opens, and in the one of a file you
+  open (`node_modules/dep/lib/.git` too), and git runs the `core.fsmonitor` of their config;
+- a bare repository (a folder holding `HEAD`, `objects/` and `refs/`, or `HEAD` and
+  `commondir`): git takes the folder itself for its git directory when you work in it;
 - a protected name below the top (`pkg/.claude/settings.json`, `pkg/.vscode/tasks.json`,
   `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it.
 
-Before the command, a `Tree` of each writable root is taken: each directory's mtime, ctime and
-entries (name, inode), and each `.pyc`'s inode and ctime. It is kept per root and the next one
-is built from it, reading again only the directories whose times changed (creating, removing
-or renaming an entry changes its directory's times), so a command costs one `lstat` per
-directory and per `.pyc`, not a walk of every file. Protected paths that already exist below
-the top are bound read-only like those at the top (`mounts.py`), and not descended into;
-nor are dependency folders and virtual environments (`SKIPPED_DIRS`: their code is the
-project's dependencies, writable by commands as a whole, and invisible to git anyway) beyond
-their own top, where a `.venv/.git` is a repository VS Code finds one folder down.
+Before the command, a `Tree` of each writable root is taken: each directory's inode, times and
+entries (name, inode). It is kept per root and the next one is built from it, reading again
+only the directories whose inode or times changed: making, removing or renaming an entry sets
+its directory's ctime, which no command can set back. So a snapshot costs one `lstat` per
+directory. A file's content is another matter: a `.pyc` rewritten in place changes no
+directory, so the snapshot after the command `lstat`s each `.pyc` too, and its ctime tells.
+Protected paths and bare repositories that already exist below the top are bound read-only
+like those at the top (`mounts.py`), and not descended into. In dependency folders and virtual
+environments (`DEPENDENCY_DIRS`) only repositories are looked for below their own top; those
+already there are not bound (a mount point would keep `rm -rf node_modules` from working).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
-wrote, and Python writes it again from the source — and every protected name it made below
-the top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at.
+wrote, and Python writes it again from the source — every protected name it made below the
+top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at, and
+so is the `HEAD` of a bare repository it made, which git then no longer takes for one.
 """
 
 from __future__ import annotations
@@ -37,20 +41,29 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
-from loopwright.safety.protected import protected_entry_at
+from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
 from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
-SKIPPED_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
-                          ".pytest_cache", ".ruff_cache"})
-"""Dependency and cache folders, not descended into (the project's dependencies, not its own
-files: a command may write them whole, and git ignores them already)."""
-# The first walk of a root slower than this (a network mount, millions of folders): the root is
-# not checked in this process. Later walks have no bound: they read only what changed, so a
-# command that makes a million folders pays for their walk, and cannot make the check give up.
+DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
+                             ".pytest_cache", ".ruff_cache"})
+"""Dependency and cache folders: below their own top only repositories are looked for (the
+project's dependencies, not its own files: a command may rewrite their code as a whole, and
+git ignores them already, so a `.pyc` there adds nothing; but git, which an editor runs in the
+repository of a file you open there, `node_modules/dep/.git`, runs what its config says)."""
+REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
+# What makes a folder a repository of its own without a `.git` (a bare one: git takes a folder
+# holding these for its git directory when you work in it, and runs what its `config` says)
+BARE_HEAD = "HEAD"
+BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
+# The first walk of a root slower than this (a network mount, millions of folders): the command
+# waits no longer and is not checked (`unchecked` says so once), what the walk found so far is
+# bound read-only, and the walk goes on in the background; the commands after it has ended are
+# checked. Later walks have no bound: they read only what changed, so a command that makes a
+# million folders pays for their walk, and cannot make the check give up.
 FIRST_WALK_SECONDS = 10.0
 # A directory or file whose times lie this close to the snapshot may change again within the
 # file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
@@ -60,17 +73,18 @@ _RACY_NS = 10_000_000
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """One directory: its times, its entries (name -> inode) and, sorted once when it is read,
-    the subdirectories to descend into and its `.pyc` files (paths: joined once), and the
+    """One directory: its inode and times, its entries (name -> inode) and, sorted once when it
+    is read, the subdirectories to walk (paths joined once, with how), its `.pyc` files and the
     protected names in it."""
 
+    inode: int
     mtime_ns: int
     ctime_ns: int
     entries: dict[str, int]
-    descend: tuple[str, ...] = ()
-    shallow: tuple[str, ...] = ()  # dependency folders: only what lies at their own top
+    children: tuple[tuple[str, int], ...] = ()  # (path, where in the tree: `_OWN`, …)
     protected: tuple[str, ...] = ()
     compiled: tuple[str, ...] = ()
+    bare: bool = False  # shaped like a git directory (`BARE_HEAD` and `BARE_WITH`)
 
 
 @dataclass(kw_only=True)
@@ -80,146 +94,292 @@ class Tree:
     root: Path
     taken_ns: int
     directories: dict[str, Listing] = field(default_factory=dict)
-    compiled: dict[str, tuple[int, int]] = field(default_factory=dict)  # .pyc -> inode, ctime
+    # the .pyc files written since the tree taken before the command: only in the one after it
+    compiled: list[str] = field(default_factory=list)
     nested: list[Path] = field(default_factory=list)  # protected paths below the top
     # where their `.git` files point (`gitdir: ../../.gitdirs/x`): read-only too, not moved
     pointed: list[Path] = field(default_factory=list)
-    overflow: str = ""  # why the tree could not be taken: nothing is checked
+    # folders shaped like a git directory below the top, outside dependency folders: read-only
+    held: list[Path] = field(default_factory=list)
+    # repositories inside dependency folders: not bound (a mount point there would keep
+    # `rm -rf node_modules` and `npm ci` from working), moved aside when a command made them
+    loose: list[Path] = field(default_factory=list)
+    bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
+    overflow: str = ""  # why the tree could not be taken whole: nothing is checked
 
 
+_OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
 _latest: dict[Path, Tree] = {}
 _lock = threading.Lock()
 _reported: set[Path] = set()  # roots whose overflow was said once
+# the last name of each protected entry, folded: an entry named otherwise is none of them
+_LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
+                        for entry in PROTECTED_ENTRIES)
 
 
-def take(root: Path) -> Tree:
-    """The tree of `root` now, built from the last one taken (blocking: a worker thread)."""
+def take(root: Path, *, since: Tree | None = None) -> Tree:
+    """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
+    the `.pyc` files written since the tree `since` (taken before the command)."""
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:
-        return previous  # given up for this process: another try would cost as much
-    tree = _walk(root, previous)
+        return previous  # still being walked in the background (`_finish`)
+    tree = _walk(root, previous, since=since)
     with _lock:
         _latest[root] = tree
+    if tree.overflow:
+        threading.Thread(target=_finish, args=(tree,), name="loopwright-planted-walk",
+                         daemon=True).start()
     return tree
 
 
-def undo(before: Tree) -> list[str]:
+def unchecked(before: Tree) -> str | None:
+    """The warning that what the command planted under `before.root` was not checked, the first
+    time for that root in this process; else None."""
+    if not before.overflow:
+        return None
+    with _lock:
+        said = before.root in _reported
+        _reported.add(before.root)
+    if said:
+        return None
+    return (f"loopwright could not yet check what commands plant in {before.root} "
+            f"({before.overflow}): until it has walked them all, in the background, look for "
+            "new .pyc files, .git folders and bare repositories there yourself; the protected "
+            "names it found so far are read-only")
+
+
+@dataclass(kw_only=True)
+class Undone:
+    """What `undo` did: one line each, and the repositories it moved aside (the user may keep
+    them: `put_back`)."""
+
+    notes: list[str] = field(default_factory=list)
+    repositories: list[Aside] = field(default_factory=list)
+
+
+def undo(before: Tree) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before`; one line for each thing done, for the command's result."""
+    or changed since `before`."""
+    undone = Undone()
     if before.overflow:
-        with _lock:
-            said = before.root in _reported
-            _reported.add(before.root)
-        if said:
-            return []
-        return [f"loopwright did not check what the commands plant in {before.root} "
-                f"({before.overflow}): look for new .pyc files and .git folders yourself"]
-    after = take(before.root)  # never gives up: `before` was taken
-    notes = _move_aside(before, after)
+        return undone  # `unchecked` says so
+    after = take(before.root, since=before)  # never gives up: `before` was taken whole
+    _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
-    notes += failed
+    undone.notes += failed
     if removed:
         shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3
                                           else "")
-        notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the command "
-                     f"wrote ({shown}): Python writes them again from the sources")
-    return notes
+        undone.notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the "
+                            f"command wrote ({shown}): Python writes them again from the sources")
+    return undone
 
 
-def _walk(root: Path, previous: Tree | None) -> Tree:
+def _finish(partial: Tree) -> None:
+    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged)."""
+    tree = _walk(partial.root, partial, since=None)
+    with _lock:
+        _latest[partial.root] = tree
+
+
+def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
+    """Each directory is `lstat`ed; one whose inode and times are those of the last tree's
+    listing, changed longer ago than the clock's tick before that tree was taken, is not read
+    again: making, removing or renaming an entry sets its directory's ctime, which no command
+    can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
+    covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
     tree = Tree(root=root, taken_ns=time.time_ns())
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
-    pending = [(str(root), False)]
+    directories = tree.directories
+    pending = [(str(root), _OWN)]
     while pending:
-        directory, shallow = pending.pop()
+        directory, kind = pending.pop()
         if deadline is not None and time.monotonic() > deadline:
             tree.overflow = f"its folders took over {FIRST_WALK_SECONDS:g} s to walk"
             return tree
-        listing = _listing(root, directory, old.get(directory), racy_after, shallow=shallow)
-        if listing is None:
+        try:
+            info = os.lstat(directory)
+        except OSError:
             continue
-        tree.directories[directory] = listing
-        pending.extend((path, False) for path in listing.descend)
-        pending.extend((path, True) for path in listing.shallow)
-        for name in listing.protected:
-            tree.nested.append(Path(directory, name))
-            if name.casefold() == ".git":
-                tree.pointed.extend(_pointed_at(Path(directory)))
-        for path in listing.compiled:
-            try:
-                info = os.lstat(path)
-            except OSError:
+        known = old.get(directory)
+        if known is None or known.ctime_ns >= racy_after or known.inode != info.st_ino or \
+                known.ctime_ns != info.st_ctime_ns or known.mtime_ns != info.st_mtime_ns:
+            if not stat.S_ISDIR(info.st_mode):
                 continue
-            tree.compiled[path] = (info.st_ino, info.st_ctime_ns)
+            known = _listing(root, directory, info, kind)
+            if known is None:
+                continue
+        directories[directory] = known
+        pending.extend(known.children)
+        if known.protected or known.bare:
+            _note_protected(tree, directory, known, kind)
+        if since is not None and known.compiled:
+            tree.compiled += _written_since(since, directory, known.compiled)
     return tree
 
 
-def _listing(root: Path, directory: str, known: Listing | None, racy_after: int, *,
-             shallow: bool = False) -> Listing | None:
-    """`known` while the directory's times say it is unchanged, else it read again; of a
-    `shallow` one (a dependency folder) only the protected names count."""
-    try:
-        info = os.lstat(directory)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode):
-        return None
-    if known is not None and known.mtime_ns == info.st_mtime_ns and \
-            known.ctime_ns == info.st_ctime_ns and known.mtime_ns < racy_after:
-        return known
+def _note_protected(tree: Tree, directory: str, listing: Listing, kind: int) -> None:
+    for name in listing.protected:
+        path = Path(directory, name)
+        (tree.loose if kind == _INSIDE_DEPENDENCY else tree.nested).append(path)
+        if kind != _INSIDE_DEPENDENCY and name.casefold() == ".git":
+            tree.pointed.extend(_pointed_at(Path(directory)))
+    if listing.bare:
+        tree.bare.append(Path(directory))
+        if kind != _INSIDE_DEPENDENCY and directory != str(tree.root):
+            tree.held.append(Path(directory))
+
+
+def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list[str]:
+    """The `.pyc` files of `directory` the command made, linked, renamed in or rewrote: the
+    folder did not list them before, or their ctime — set to now by every write, link and
+    rename, never settable back — is not older than `before` by a clock tick. So the tree
+    before a command needs no `lstat` of each `.pyc`, only its folder's entries."""
+    listing = before.directories.get(directory)
+    known = listing.entries if listing is not None else {}
+    racy_after = before.taken_ns - _RACY_NS
+    written: list[str] = []
+    for name in names:
+        path = f"{directory}/{name}"
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if known.get(name) != info.st_ino or info.st_ctime_ns >= racy_after:
+            written.append(path)
+    return written
+
+
+def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Listing | None:
+    """The directory read again. In the project's own folders every protected name counts, and
+    `.pyc` files; at a dependency folder's top, the protected names; deeper in it, repositories
+    alone (its `.vscode` is not the project's: no editor runs it)."""
     entries: dict[str, int] = {}
-    descend: list[str] = []
-    skipped: list[str] = []
+    children: list[tuple[str, int]] = []
+    inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
     protected: list[str] = []
     compiled: list[str] = []
-    above = Path(directory).relative_to(root).parts
     try:
         with _scandir(directory) as listed:
             for entry in listed:
                 entries[entry.name] = entry.inode()
-                is_dir = entry.is_dir(follow_symlinks=False)
-                relative = (*above, entry.name)
-                name = protected_entry_at(relative)
-                if name is not None:  # at the top: mounted read-only already; not descended
-                    if len(relative) > len(Path(name).parts):
-                        protected.append(entry.name)
-                elif shallow:
-                    continue
-                elif is_dir:
-                    (skipped if entry.name in SKIPPED_DIRS else descend).append(entry.path)
+                folded = entry.name.casefold()
+                if folded in _LAST_NAMES:
+                    relative = (*Path(directory).relative_to(root).parts, entry.name)
+                    name = protected_entry_at(relative)
+                    if name is not None:  # at the top: mounted read-only already; not descended
+                        if len(relative) > len(PurePath(name).parts) and (
+                                kind != _INSIDE_DEPENDENCY or folded in REPOSITORY_NAMES):
+                            protected.append(entry.name)
+                        continue
+                if entry.is_dir(follow_symlinks=False):
+                    children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
+                                     entry.name in DEPENDENCY_DIRS else inner))
                 # a `__pycache__` link leads Python to a cache where no one looks
-                elif entry.name.endswith(".pyc") or (entry.name == "__pycache__" and
-                                                     entry.is_symlink()):
-                    compiled.append(entry.path)
+                elif kind == _OWN and (entry.name.endswith(".pyc") or (
+                        entry.name == "__pycache__" and entry.is_symlink())):
+                    compiled.append(entry.name)
     except OSError:
         return None
-    return Listing(mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns, entries=entries,
-                   descend=tuple(descend), shallow=tuple(skipped),
-                   protected=tuple(protected), compiled=tuple(compiled))
+    bare = BARE_HEAD in entries and any(names.issubset(entries) for names in BARE_WITH)
+    return Listing(inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns,
+                   entries=entries, children=tuple(children),
+                   protected=tuple(protected), compiled=tuple(compiled), bare=bare)
 
 
-def _move_aside(before: Tree, after: Tree) -> list[str]:
-    known = set(before.nested)
-    notes: list[str] = []
-    for path in after.nested:
+def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
+    known = {*before.nested, *before.loose}
+    for path in (*after.nested, *after.loose):
         if path in known or not _new_entry(before, path):
             continue
-        aside = aside_path(path, MADE_SUFFIX)
-        try:
-            _writably(path.parent, functools.partial(os.rename, path, aside))
-        except OSError as exc:
-            notes.append(f"the command made {path}, which is run or obeyed outside the sandbox, "
-                         f"and moving it aside failed ({exc}): delete it before you open "
-                         "that folder in an editor or agent, or run git there")
-            continue
-        what = "a repository" if path.name.casefold() == ".git" else path.name
-        notes.append(f"loopwright moved {what} the command made below the top, {path}, to "
-                     f"{aside.name}: programs started there would run or obey it outside the "
-                     "sandbox")
-    return notes
+        repository = path.name.casefold() in REPOSITORY_NAMES
+        _set_aside(path, "a repository" if repository else path.name, path, undone,
+                   keepable=repository)
+    for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
+        if not _was_bare(before, folder):
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone, keepable=True)
+
+
+def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool) -> None:
+    """`path` renamed to the free `NAME.made-by-command`, and the line that says so."""
+    aside = aside_path(path, MADE_SUFFIX)
+    try:
+        _writably(path.parent, functools.partial(os.rename, path, aside))
+    except OSError as exc:
+        undone.notes.append(
+            f"the command made {where}, which is run or obeyed outside the sandbox, and moving "
+            f"it aside failed ({exc}): delete it before you open that folder in an editor or "
+            "agent, or run git there")
+        return
+    if path == where:
+        undone.notes.append(
+            f"loopwright moved {what} the command made below the top, {path}, to "
+            f"{aside.name}: programs started there would run or obey it outside the sandbox")
+    else:
+        undone.notes.append(
+            f"loopwright moved {path.name} of {what} the command made, {where}, to "
+            f"{aside.name}: git run in that folder would run what its config says outside "
+            "the sandbox")
+    if keepable:
+        undone.repositories.append(Aside(path=path, aside=aside, repository=where,
+                                         seen=_fingerprint(aside, where)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Aside:
+    """A repository a command made, moved aside: `path` renamed to `aside` (its `.git`, or the
+    `HEAD` of a bare one); `seen` is how `repository` looked just after."""
+
+    path: Path
+    aside: Path
+    repository: Path
+    seen: frozenset[tuple[str, int, int, int]]
+
+
+def put_back(moved: Aside) -> str:
+    """`moved` renamed back where the command made it — the user said to keep it — unless it
+    changed since it was moved aside (a command running meanwhile): one line saying which."""
+    if os.path.lexists(moved.path) or _fingerprint(moved.aside, moved.repository) != moved.seen:
+        return (f"loopwright left the repository the command made at {moved.aside}: it changed "
+                "after it was moved aside, so it is not what the command made")
+    try:
+        _writably(moved.path.parent, functools.partial(os.rename, moved.aside, moved.path))
+    except OSError as exc:
+        return f"loopwright could not put back {moved.path} from {moved.aside.name} ({exc})"
+    return f"loopwright kept the repository the command made, {moved.repository}, as allowed"
+
+
+def _fingerprint(aside: Path, repository: Path) -> frozenset[tuple[str, int, int, int]]:
+    """Every entry of the moved `.git` (or of the bare repository's folder): name, inode, ctime
+    and size — what a write anywhere in it changes."""
+    top = aside if aside.is_dir() and not aside.is_symlink() else repository
+    seen = {_stamp(aside, "")}
+    for folder, folders, files in os.walk(top):
+        seen.update(_stamp(Path(folder, name), os.path.relpath(Path(folder, name), top))
+                    for name in (*folders, *files))
+    return frozenset(seen)
+
+
+def _stamp(path: Path, name: str) -> tuple[str, int, int, int]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return name, 0, 0, 0
+    return name, info.st_ino, info.st_ctime_ns, info.st_size
+
+
+def _was_bare(before: Tree, folder: Path) -> bool:
+    """Whether `folder` was shaped like a git directory before, with the same `HEAD`."""
+    listing = before.directories.get(str(folder))
+    if listing is None or not listing.bare:
+        return False
+    try:
+        return listing.entries.get(BARE_HEAD) == os.lstat(folder / BARE_HEAD).st_ino
+    except OSError:
+        return True  # gone: nothing to move
 
 
 def _new_entry(before: Tree, path: Path) -> bool:
@@ -234,13 +394,9 @@ def _new_entry(before: Tree, path: Path) -> bool:
 
 
 def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
-    racy_after = before.taken_ns - _RACY_NS
     removed: list[str] = []
     failed: list[str] = []
-    for path, (inode, ctime_ns) in list(after.compiled.items()):
-        known = before.compiled.get(path)
-        if known is not None and known == (inode, ctime_ns) and ctime_ns < racy_after:
-            continue
+    for path in after.compiled:
         try:
             _writably(Path(path).parent, functools.partial(os.unlink, path))
         except FileNotFoundError:
@@ -249,7 +405,6 @@ def _remove_compiled(before: Tree, after: Tree) -> tuple[list[str], list[str]]:
             failed.append(f"the command wrote {path}, which Python would run at the next "
                           f"import, and removing it failed ({exc}): delete it yourself")
             continue
-        del after.compiled[path]
         removed.append(os.path.relpath(path, before.root))
     return removed, failed
 

@@ -1,0 +1,117 @@
+"""The cost of the check for what a sandboxed command plants below the top (`planted.py`).
+
+A tree of 50,000 files in 5,000 folders, 5,000 of them `.pyc` files in `__pycache__` folders
+(the shape of a mid-sized Python project with its caches), made once under /var/tmp:
+
+- one snapshot of the tree (`planted.take`): the first in a process (every folder read) and
+  the next ones (only what changed is read again), wall and CPU time, median of N;
+- a `bash` call of `true` through the real tool (bubblewrap, the supervisor, a snapshot before
+  and after), in that tree and in an empty workspace, wall and this process's CPU time.
+
+`--dependencies N` adds a `node_modules` of N folders (5 files each), where only repositories
+are looked for below the top.
+
+Needs bubblewrap. Run it on one core, as the tests are (`taskset -c 0`):
+
+    taskset -c 0 python bench/planted_walk.py [--repeat N] [--folders 5000] [--dependencies N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from loopwright import ToolContext
+from loopwright.builtin import bash
+from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, planted
+
+
+def make_tree(root: Path, folders: int) -> None:
+    """`folders` folders of 10 files on average, nested 3 deep: half are packages of 18
+    sources, half their `__pycache__` with 2 `.pyc` files."""
+    for index in range(folders // 2):
+        package = root / f"p{index % 10}" / f"q{index % 100}" / f"m{index}"
+        caches = package / "__pycache__"
+        caches.mkdir(parents=True)
+        for number in range(18):
+            (package / f"f{number}.py").write_bytes(b"")
+        for number in range(2):
+            (caches / f"f{number}.cpython-311.pyc").write_bytes(b"")
+
+
+def make_dependencies(root: Path, folders: int) -> None:
+    """`folders` folders of 5 files in `node_modules`: packages of 10 folders each."""
+    for index in range(folders):
+        folder = root / "node_modules" / f"dep{index // 10}" / f"d{index % 10}"
+        folder.mkdir(parents=True)
+        for number in range(5):
+            (folder / f"f{number}.js").write_bytes(b"")
+
+
+def timed(step: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds (this process, every thread) of `step`."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    step()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+async def timed_async(step: Callable[[], Awaitable[object]]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    await step()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def median_ms(samples: list[tuple[float, float]]) -> str:
+    wall = statistics.median(sample[0] for sample in samples) * 1000
+    cpu = statistics.median(sample[1] for sample in samples) * 1000
+    return f"{wall:6.1f} ms wall, {cpu:6.1f} ms CPU"
+
+
+def snapshots(root: Path, repeat: int) -> None:
+    first = []
+    for _ in range(max(3, repeat // 4)):
+        planted._latest.pop(root, None)  # as in a new process
+        first.append(timed(lambda: planted.take(root)))
+    later = [timed(lambda: planted.take(root)) for _ in range(repeat)]
+    print(f"snapshot, first in a process, median of {len(first)}: {median_ms(first)}")
+    print(f"snapshot, the next ones,      median of {repeat}: {median_ms(later)}")
+
+
+async def commands(root: Path, repeat: int, label: str) -> None:
+    ctx = ToolContext(workdir=root, services={SANDBOX_SERVICE: SandboxPolicy()})
+
+    async def true() -> None:
+        await bash.invoke(bash.validate({"command": "true"}), ctx)
+
+    planted._latest.pop(root, None)  # as in a new process
+    first = await timed_async(true)
+    later = [await timed_async(true) for _ in range(repeat)]
+    print(f"`bash true`, {label}: first {first[0] * 1000:.0f} ms wall; "
+          f"then, median of {repeat}: {median_ms(later)}")
+
+
+async def main(repeat: int, folders: int, dependencies: int) -> None:
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as empty, \
+            tempfile.TemporaryDirectory(dir="/var/tmp") as full:
+        await commands(Path(empty), 3, "empty workspace (the probe)")  # probe once, warm up
+        await commands(Path(empty), repeat, "empty workspace")
+        make_tree(Path(full), folders)
+        make_dependencies(Path(full), dependencies)
+        print(f"tree: {folders} folders, {folders * 10} files, {folders} .pyc; "
+              f"node_modules: {dependencies} folders, {dependencies * 5} files")
+        snapshots(Path(full), repeat)
+        await commands(Path(full), repeat, "in the tree")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--folders", type=int, default=5000)
+    parser.add_argument("--dependencies", type=int, default=0)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.repeat, arguments.folders, arguments.dependencies))
