@@ -39,8 +39,15 @@ async def stdio_agent(server: FakeModelServer, home: Path, workspace: Path,
             yield client
 
 
+def _limit_files(most: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
+
+
 @contextmanager
-def http_agent(server: FakeModelServer, home: Path, workspace: Path) -> Iterator[str]:
+def http_agent(server: FakeModelServer, home: Path, workspace: Path,
+               max_open_files: int | None = None) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -48,7 +55,8 @@ def http_agent(server: FakeModelServer, home: Path, workspace: Path) -> Iterator
         [sys.executable, *_args(server, "--http", "--port", str(port), "--token",
                                 "t" * 32)],
         cwd=workspace, env=cli_env(home), stdout=subprocess.DEVNULL,
-        stderr=(home / "mcp-http.log").open("w"))
+        stderr=(home / "mcp-http.log").open("w"),
+        preexec_fn=None if max_open_files is None else lambda: _limit_files(max_open_files))
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -138,6 +146,34 @@ def test_streamable_http_needs_the_token_and_runs_a_task(tmp_path: Path) -> None
                 return structured(await client.call_tool("start_task", {"prompt": "hi"}))
 
         assert anyio.run(main)["answer"] == "Hello over HTTP."
+
+
+def test_slow_clients_do_not_keep_an_mcp_client_out_of_the_http_server(tmp_path: Path
+                                                                      ) -> None:
+    # as `loopwright serve` (tests/serve/test_connection_limits.py): connections that never
+    # finished a request's head held every file descriptor, and a real client was not accepted
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    with FakeModelServer([]) as server, \
+            http_agent(server, tmp_path, workspace, max_open_files=160) as url:
+        host, port = url.removeprefix("http://").split("/")[0].split(":")
+        slow: list[socket.socket] = []
+        try:
+            for _ in range(240):
+                try:
+                    connection = socket.create_connection((host, int(port)), timeout=5)
+                except OSError:  # the server's backlog is full: its limit holds
+                    break
+                connection.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                slow.append(connection)
+            started = time.monotonic()
+            answer = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                 timeout=8)
+            assert answer.status_code == 401  # served (no token given): not held out
+            assert time.monotonic() - started < 8
+        finally:
+            for connection in slow:
+                connection.close()
 
 
 @pytest.mark.parametrize("prompt", ["", "   "])

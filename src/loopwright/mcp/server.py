@@ -161,10 +161,14 @@ async def _serve_http(server: MCPServer, *, host: str, port: int, token: str | N
     import uvicorn
 
     from loopwright.serve.auth import TokenAuth, server_token, token_path
+    from loopwright.serve.limits import ConnectionLimits
 
     secret, created = server_token(host, token)
     if created:
         print(f"loopwright mcp-server: token written to {token_path()}", file=sys.stderr)
     app = TokenAuth(server.streamable_http_app(host=host), secret)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    # serve's limits: without them clients sending a request's head a byte a minute hold
+    # every file descriptor the process has, and no MCP client gets in
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            **ConnectionLimits.fitting().uvicorn_config())
     await uvicorn.Server(config).serve(sockets=[listening] if listening is not None else None)
