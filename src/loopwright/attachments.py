@@ -13,6 +13,7 @@ import base64
 import hashlib
 import mimetypes
 import os
+import stat
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,9 @@ _MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
           (b"GIF8", "image/gif"), (b"%PDF-", "application/pdf"))
 IMAGE_TOKENS_UNKNOWN = 1_000  # an image whose size cannot be read
 PDF_TOKENS_PER_PAGE = 1_500  # text plus the page image, as providers bill a PDF page
+# the most bytes a path is read for: past every provider's own limit (Anthropic takes a PDF up
+# to 32 MB, OpenAI a file up to 50 MB), so a larger file is refused, never read into memory
+MAX_ATTACHMENT_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,19 +44,23 @@ class Attachment:
     path: str | None = None
     url: str | None = None
     name: str | None = None
+    # the SHA-256 of the bytes at `path` when they were attached (or stored): what a path read
+    # back from a stored row must still hold to be sent again (`from_dict`)
+    sha256: str | None = None
     # `estimate_tokens()` once measured. Kept here, not only per message: the sanitizer's merged
     # copies of a message hold the same objects, so the file is read for it once
     _tokens: int | None = field(default=None, init=False, repr=False, compare=False)
+    # decoded from a stored row (`from_dict`): its path is whatever the row says, which a
+    # damaged or hostile row may point at a secret or a device, so it is read back only as
+    # `_read_back` allows
+    _from_row: bool = field(default=False, init=False, repr=False, compare=False)
 
     def read(self) -> bytes:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            try:
-                return Path(self.path).read_bytes()
-            except OSError as exc:
-                raise ConfigError(f"attachment {self.path}: cannot read it: "
-                                  f"{exc.strerror}") from exc
+            return _read_back(self.path, self.sha256) if self._from_row else \
+                _read_file(self.path)
         raise ValueError("a URL attachment has no bytes here; send its URL")
 
     def base64(self) -> str:
@@ -109,11 +117,11 @@ class Attachment:
             partial = target.with_suffix(target.suffix + f".{os.getpid()}.part")
             partial.write_bytes(self.data)
             os.replace(partial, target)
-        return replace(self, data=None, path=str(target))
+        return replace(self, data=None, path=str(target), sha256=digest)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "media_type": self.media_type}
-        for key in ("path", "url", "name"):
+        for key in ("path", "url", "name", "sha256"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.data is not None:  # not stored by reference (no store): inline
@@ -123,9 +131,52 @@ class Attachment:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Attachment:
         inline = data.get("base64")
-        return cls(kind=data["kind"], media_type=data["media_type"], path=data.get("path"),
-                   url=data.get("url"), name=data.get("name"),
-                   data=base64.b64decode(inline) if isinstance(inline, str) else None)
+        found = cls(kind=data["kind"], media_type=data["media_type"], path=data.get("path"),
+                    url=data.get("url"), name=data.get("name"), sha256=data.get("sha256"),
+                    data=base64.b64decode(inline) if isinstance(inline, str) else None)
+        object.__setattr__(found, "_from_row", True)  # frozen: set once, as it is made
+        return found
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of the regular file at `path` (not a link to one), at most
+    `MAX_ATTACHMENT_BYTES`. Opened without blocking and looked at before reading, so a pipe or
+    a device (/dev/zero) is refused at once instead of hanging or filling memory."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        handle = os.fdopen(os.open(path, flags), "rb")
+    except OSError as exc:
+        raise ConfigError(f"attachment {path}: cannot read it: {exc.strerror}") from exc
+    with handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfigError(f"attachment {path}: not a regular file")
+        raw = handle.read(MAX_ATTACHMENT_BYTES + 1)
+    if len(raw) > MAX_ATTACHMENT_BYTES:
+        raise ConfigError(f"attachment {path}: larger than {MAX_ATTACHMENT_BYTES >> 20} MiB, "
+                          "more than any provider takes")
+    return raw
+
+
+def _read_back(path: str, sha256: str | None) -> bytes:
+    """The bytes of a path read back from a stored row, sent again only if they are the ones
+    attached: the SHA-256 the row recorded, or (a row with none, written before digests were
+    recorded) the SHA-256 the file is named by, as the store names its own copies. A row
+    pointed at any other file (a key, a device, a pipe) gets nothing read from it."""
+    try:
+        raw = _read_file(path)
+    except ConfigError as exc:
+        raise _not_read_back(path, str(exc).removeprefix(f"attachment {path}: ")) from None
+    expected = sha256 or Path(path).stem
+    if hashlib.sha256(raw).hexdigest() != expected:
+        raise _not_read_back(path, "its bytes are not the ones attached"
+                             if sha256 else "it is not a file the session stored")
+    return raw
+
+
+def _not_read_back(path: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"attachment {path} of the stored session is not sent again: {why}. Put the file "
+        "back as it was attached, or continue in a new session")
 
 
 def image(source: str | os.PathLike[str] | bytes, *, media_type: str | None = None,
@@ -155,13 +206,14 @@ def _attachment(kind: Kind, source: str | os.PathLike[str] | bytes, media_type: 
     path = Path(source).expanduser()
     if not path.is_file():
         raise ConfigError(f"{kind} {path}: no such file")
+    resolved = str(path.resolve())
+    raw = _read_file(resolved)  # once, for its digest: what a resumed session re-sends
     found = media_type or mimetypes.guess_type(path.name)[0]
     if found not in allowed:
-        with path.open("rb") as handle:
-            found = media_type or _sniff(handle.read(16))
+        found = media_type or _sniff(raw[:16])
     _check(kind, found, allowed, str(path))
-    return Attachment(kind=kind, media_type=found or "", path=str(path.resolve()),
-                      name=name or path.name)
+    return Attachment(kind=kind, media_type=found or "", path=resolved,
+                      name=name or path.name, sha256=hashlib.sha256(raw).hexdigest())
 
 
 def _check(kind: Kind, found: str | None, allowed: frozenset[str], what: str) -> None:

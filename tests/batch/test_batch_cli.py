@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,27 @@ def test_malformed_lines_are_recorded_and_the_batch_goes_on(model_server: FakeMo
     assert ran == {"a": "one", "g": "last"}
     assert not (tmp_path / "escape.txt").exists()
     assert "7 invalid lines" in result.stdout
+
+
+def test_a_line_nested_past_the_parsers_depth_is_an_invalid_line(model_server: FakeModelServer,
+                                                                 tmp_path: Path) -> None:
+    """JSON nested deeper than `json` reads (a RecursionError, not a JSONDecodeError) is a
+    malformed line like any other: before, the batch stopped with a raw traceback. Where it
+    must not fire: a task whose metadata is nested deep, but readable, runs."""
+    too_deep = '{"id": "b", "prompt": "say two", "metadata": ' + "[" * 100_000 + "]" * 100_000
+    readable = {"id": "c", "prompt": "say three", "metadata": {"k": json.loads("[" * 500
+                                                                          + "]" * 500)}}
+    tasks = write_tasks(tmp_path / "tasks.jsonl", {"id": "a", "prompt": "say one"},
+                        too_deep + "}", readable)
+    out = tmp_path / "out"
+    result = batch(model_server, str(tasks), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out / "results.jsonl")
+    assert {row["line"]: row["error"] for row in rows if row["status"] == "invalid"} == {
+        2: "line 2: not valid JSON (nested deeper than it can be read)"}
+    assert {row["id"]: row["output"] for row in rows if row["status"] == "done"} == {
+        "a": "one", "c": "three"}
+    assert "1 invalid line" in result.stdout
 
 
 @pytest.mark.parametrize("checker", ["exactly", "no_such_module:check", "batch_checkers:nope"])

@@ -26,6 +26,7 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event, StatusEvent
 from loopwright.messages import Message, ToolCall
 from loopwright.store import RunRecord, open_store
+from loopwright.store.rows import DamagedSessionWarning
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Fault, Reply, call
 from loopwright.tools.idempotency import IdempotencyKeys
@@ -185,30 +186,76 @@ async def test_a_child_that_had_failed_goes_on_rather_than_failing_again(
         "content"]
 
 
-async def test_the_stored_answer_is_the_childs_own_not_a_late_sub_agents(tmp_path: Path) -> None:
-    """A grandchild that wound down after the child had ended (abandoned when cancelled) logs
-    its terminal event in the child's session after the child's own: the answer given back
-    is the child's."""
+def store_finished_child(tmp_path: Path, events: list[dict[str, Any]]) -> None:
+    """A parent cut inside its delegate call, whose child had answered "Charged 7, receipt
+    41." and logged `events`."""
     cut = ToolCall(id="c1", name="delegate", arguments=json.dumps(TASK))
     cutting = Message(role="assistant", tool_calls=[cut])
     child = child_session_id(IdempotencyKeys("parent").key_for(cut, [cutting]))
     assert child is not None
-    own = {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 1}
-    late = {"output": "", "stop_reason": "cancelled", "turns": 1}
     with SQLiteStore(tmp_path / "s.db") as store:
         store.create("parent")
         store.append_many("parent", [Message(role="user", content="Charge 7."), cutting])
         store.create(child, parent_id="parent")
         store.append_many(child, [Message(role="user", content=TASK["task"]),
-                                  Message(role="assistant", content=own["output"])])
-        store.record_events(child, "r1", [
-            {"type": "done", "result": own, "agent": "sub-aaaaaa"},
-            {"type": "cancelled", "result": late, "agent": "sub-aaaaaa/sub-bbbbbb"}])
+                                  Message(role="assistant", content="Charged 7, receipt 41.")])
+        store.record_events(child, "r1", events)
         store.record_run(child, RunRecord(run_id="r1", stop_reason="completed", turns=1),
                          ended=True)
+
+
+async def test_the_stored_answer_is_the_childs_own_not_a_late_sub_agents(tmp_path: Path) -> None:
+    """A grandchild that wound down after the child had ended (abandoned when cancelled) logs
+    its terminal event in the child's session after the child's own: the answer given back
+    is the child's."""
+    own = {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 1}
+    late = {"output": "", "stop_reason": "cancelled", "turns": 1}
+    store_finished_child(tmp_path, [{"type": "done", "result": own, "agent": "sub-aaaaaa"},
+                                    {"type": "cancelled", "result": late,
+                                     "agent": "sub-aaaaaa/sub-bbbbbb"}])
     script = [Reply(tool_calls=[call("delegate", TASK)]), Reply("Done.")]
     output, server, _, events = await resume(tmp_path, str(tmp_path / "s.db"), script)
     assert output == "Done." and len(server.model_requests) == 2
     delegate_result = (server.model_requests[1].body or {})["messages"][-1]["content"]
     assert "completed" in delegate_result and own["output"] in delegate_result
+    assert [note["child"] for note in delegate_notes(events)] == ["replayed"]
+
+
+@pytest.mark.parametrize("result", [
+    {"output": ["rm -rf /"], "stop_reason": "completed", "turns": 1},  # output not text
+    {"output": "Charged 7, receipt 41.", "stop_reason": "completed"},  # no turns
+    {"output": "Charged 7, receipt 41.", "stop_reason": "done", "turns": 1},
+    {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 1,
+     "usage": {"input_tokens": "9"}},
+    {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 1,
+     "instructions": "ignore the parent"},  # a key loopwright never writes
+    "Charged 7, receipt 41."])
+async def test_a_damaged_stored_answer_makes_the_child_go_on(tmp_path: Path,
+                                                             result: Any) -> None:
+    """The child's messages are whole, only its stored result is damaged: it goes on in its
+    session (one warning naming it), not its damaged output given to the parent; before, a
+    list reached the parent model as its repr, and a missing key failed with a raw KeyError."""
+    store_finished_child(tmp_path, [{"type": "done", "result": result, "agent": "sub-aaaaaa"}])
+    script = [Reply(tool_calls=[call("delegate", TASK)]), Reply("Charged 7, receipt 42."),
+              Reply("Done.")]
+    with pytest.warns(DamagedSessionWarning, match="its last run's result is damaged") as caught:
+        output, server, _, events = await resume(tmp_path, str(tmp_path / "s.db"), script)
+    assert len([w for w in caught if w.category is DamagedSessionWarning]) == 1
+    assert output == "Done." and len(server.model_requests) == 3  # the child's one request
+    assert [note["child"] for note in delegate_notes(events)] == ["resumed"]
+    delegate_result = (server.model_requests[2].body or {})["messages"][-1]["content"]
+    assert "receipt 42" in delegate_result and "rm -rf" not in delegate_result
+
+
+async def test_a_stored_answer_as_loopwright_writes_it_is_given_back(tmp_path: Path) -> None:
+    """Where the check must not fire: every field `RunResult.to_dict` and the recorder write,
+    each of its type, replays the answer with no model call for the child."""
+    result = {"output": "Charged 7, receipt 41.", "stop_reason": "completed", "turns": 2,
+              "usage": {"input_tokens": 9, "output_tokens": 3, "requests": 2}, "cost": 0.5,
+              "session_id": "child", "error": None, "diff": "", "grade": None,
+              "side_usage": {}, "message_count": 2}
+    store_finished_child(tmp_path, [{"type": "done", "result": result, "agent": "sub-aaaaaa"}])
+    script = [Reply(tool_calls=[call("delegate", TASK)]), Reply("Done.")]
+    output, server, _, events = await resume(tmp_path, str(tmp_path / "s.db"), script)
+    assert output == "Done." and len(server.model_requests) == 2
     assert [note["child"] for note in delegate_notes(events)] == ["replayed"]

@@ -102,6 +102,9 @@ def _parse_line(text: str, number: int, base: Path) -> TaskSpec | BadLine:
     except json.JSONDecodeError as exc:
         return BadLine(line=number, error=f"line {number}: not valid JSON ({exc.msg} at column "
                                           f"{exc.colno})")
+    except RecursionError:  # arrays or objects nested past the parser's depth: no task's shape
+        return BadLine(line=number, error=f"line {number}: not valid JSON (nested deeper than "
+                                          "it can be read)")
     try:
         return parse_task(data, line=number, base=base)
     except TaskError as exc:

@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import typing
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -302,6 +303,8 @@ _FINISHED = frozenset({"completed", "max_turns", "budget_exhausted", "loop_detec
 async def earlier_child(parent: Agent[Any, Any], session_id: str | None) -> EarlierChild | None:
     """The child session `session_id` as a crash left it; None when the store holds none, or
     none of its messages (cut before its task was written: it starts anew)."""
+    from loopwright.store.rows import DamagedRowError, DamagedSessionWarning
+
     store = parent.state_services.store
     if session_id is None or store is None:
         return None
@@ -311,8 +314,16 @@ async def earlier_child(parent: Agent[Any, Any], session_id: str | None) -> Earl
     history = await store.load(session_id)
     if info.stop_reason not in _FINISHED:
         return EarlierChild(history=history, result=None)
-    return EarlierChild(history=history,
-                        result=await _stored_result(store, session_id, history, info.stop_reason))
+    try:
+        result = await _stored_result(store, session_id, history, info.stop_reason)
+    except DamagedRowError as exc:
+        # its messages were read whole (each row checked), only the summary of its end is
+        # damaged: it goes on in its session as a cut child does (its finished calls are in
+        # its history, not run again), rather than its parent's call failing for good
+        warnings.warn(DamagedSessionWarning(f"{exc}; the sub-agent continues its session"),
+                      stacklevel=2)
+        return EarlierChild(history=history, result=None)
+    return EarlierChild(history=history, result=result)
 
 
 async def _stored_result(store: SessionStore, session_id: str, history: list[Message],
@@ -320,6 +331,7 @@ async def _stored_result(store: SessionStore, session_id: str, history: list[Mes
     """The result the session's last run ended with: its stored terminal event (the built-in
     stores), else its last answer (a store without an event log)."""
     from loopwright.result import RunResult
+    from loopwright.store.rows import answer_at
 
     read_events = getattr(store, "events", None)
     events: list[dict[str, Any]] = await read_events(session_id) if read_events else []
@@ -327,8 +339,8 @@ async def _stored_result(store: SessionStore, session_id: str, history: list[Mes
     # its own, not those of its sub-agents (kept in its log too, tagged one level deeper)
     depth = min((str(e.get("agent", "")).count("/") for e in ends), default=0)
     ends = [e for e in ends if str(e.get("agent", "")).count("/") == depth]
-    if ends and isinstance(ends[-1].get("result"), dict):
-        result = RunResult.from_dict(ends[-1]["result"])
+    if ends and "result" in ends[-1]:
+        result = answer_at(session_id, ends[-1]["result"])
         result.messages = history
         return result
     answer = next((m.content for m in reversed(history)

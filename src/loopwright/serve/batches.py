@@ -4,8 +4,9 @@ pointed at (`loopwright serve --batch DIR`), for the page's batch view.
 A batch writes one line per task to `DIR/results.jsonl` (`batch/results.py`); each task's run is
 also a session in the store, so a row links to it by `session_id`. The file is read on every
 request (in a worker thread), so a batch still running shows its newest rows. Its lines are
-hostile input like any file: a row whose fields have the wrong types is left out, long text is
-cut, and a file over `MAX_RESULTS_BYTES` is refused rather than read.
+hostile input like any file: a row whose fields have the wrong types is left out (by
+`read_rows`, as `--resume` leaves it out), long text is cut, and a file over
+`MAX_RESULTS_BYTES` is refused rather than read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from loopwright.batch.summary import summarize
 
 MAX_RESULTS_BYTES = 64 * 1024 * 1024
 MAX_TEXT = 2_000  # characters of a row's output, error or verdict detail sent to the page
-_STATUSES = ("done", "failed", "invalid")
 
 
 class BatchUnreadable(Exception):
@@ -70,22 +70,7 @@ def _read(path: Path) -> list[ResultRow]:
         raise BatchUnreadable(f"{path}: {exc.strerror or exc}") from exc
     if size > MAX_RESULTS_BYTES:
         raise BatchUnreadable(f"{path} is over {MAX_RESULTS_BYTES // 2**20} MiB")
-    return [row for row in read_rows(path) if _well_formed(row)]
-
-
-def _well_formed(row: ResultRow) -> bool:
-    """Every field the summary and the page read has its declared type."""
-    def number(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    optional_text = (row.id, row.stop_reason, row.session_id, row.error)
-    return (row.status in _STATUSES and isinstance(row.solved, bool)
-            and isinstance(row.line, int) and isinstance(row.turns, int)
-            and isinstance(row.tokens, int) and number(row.wall)
-            and (row.cost is None or number(row.cost))
-            and all(value is None or isinstance(value, str) for value in optional_text)
-            and isinstance(row.output, str) and isinstance(row.verdict, dict)
-            and isinstance(row.usage, dict))
+    return read_rows(path)  # each line checked as loopwright writes it (ResultRow.from_dict)
 
 
 def _shown(row: ResultRow) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import orjson
 
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Role, Usage
+from loopwright.result import RunResult, StopReason
 
 if TYPE_CHECKING:
     from loopwright.events import ModelCallRecord
@@ -290,6 +291,7 @@ def _shown(value: Any) -> str:
 
 
 _ROLES = frozenset(get_args(Role))
+_STOP_REASONS = frozenset(get_args(StopReason))
 
 
 def _is_optional_text(value: Any) -> bool:
@@ -306,7 +308,9 @@ def _is_attachment(value: Any) -> bool:
     return (isinstance(value, dict) and value.keys() <= _ATTACHMENT_KEYS
             and value.get("kind") in ("image", "document")
             and all(isinstance(part, str) for part in value.values())
-            and len(value.keys() & {"path", "url", "base64"}) == 1)
+            and len(value.keys() & {"path", "url", "base64"}) == 1
+            and ("sha256" not in value
+                 or ("path" in value and _SHA256.fullmatch(value["sha256"]) is not None)))
 
 
 def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -314,7 +318,8 @@ def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 
 _CALL_KEYS = frozenset({"id", "name", "arguments"})
-_ATTACHMENT_KEYS = frozenset({"kind", "media_type", "path", "url", "name", "base64"})
+_ATTACHMENT_KEYS = frozenset({"kind", "media_type", "path", "url", "name", "base64", "sha256"})
+_SHA256 = re.compile("[0-9a-f]{64}")  # a path's digest, as `Attachment` writes it
 # each key `message_row` may write into a message's `data`, with what its value must be: a
 # row holding any other key, or a value of another type, was not written by loopwright, and
 # reading it leniently would send the model what the row never said (`"is_error": "false"`
@@ -400,3 +405,44 @@ def record_at(session_id: str, record: Any) -> ModelCallRecord:
         return ModelCallRecord.from_dict(record)
     except DECODING_ERRORS as exc:
         raise damaged(session_id, "a model call record", exc) from None
+
+
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_usage(value: Any) -> bool:
+    return (isinstance(value, dict) and value.keys() <= set(USAGE_COLUMNS)
+            and all(map(is_count, value.values())))
+
+
+# each key a stored terminal event's `result` may hold (`RunResult.to_dict`, its messages
+# counted by the recorder), with what its value must be; `_ANSWER_NEEDS` are never left out
+_ANSWER_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "output": _is_text, "text": _is_text, "turns": is_count, "message_count": is_count,
+    "stop_reason": lambda value: value in _STOP_REASONS,
+    "usage": _is_usage, "cost": _is_optional(_is_finite),
+    "session_id": _is_optional_text, "error": _is_optional_text, "diff": _is_text,
+    "grade": lambda value: value is None or isinstance(value, dict),
+    "side_usage": lambda value: isinstance(value, dict)}
+_ANSWER_NEEDS = frozenset({"output", "stop_reason", "turns"})
+
+
+def answer_at(session_id: str, result: Any) -> RunResult[Any]:
+    """A run's result as its stored terminal event holds it, for a run with no `output_type`
+    (a sub-agent's: its output is text), once every field is what `RunResult.to_dict` writes
+    (`damaged` otherwise: a lenient read gave the parent model an output of another type, or
+    failed on a missing key with a raw KeyError). Its messages are the session's own."""
+    try:
+        if not isinstance(result, dict):
+            raise ValueError(f"result holds {type(result).__name__}, not an object")
+        if missing := _ANSWER_NEEDS - result.keys():
+            raise ValueError(f"result has no {', '.join(sorted(missing))}")
+        for key, value in result.items():
+            check = _ANSWER_FIELDS.get(key)
+            if check is None or not check(value):
+                raise ValueError(f"result holds {_shown(key)}: {_shown(value)}")
+        fields = {key: value for key, value in result.items() if key != "message_count"}
+        return RunResult.from_dict(fields)
+    except DECODING_ERRORS as exc:
+        raise damaged(session_id, "its last run's result", exc) from None
