@@ -134,3 +134,15 @@ def test_a_row_with_a_digest_of_another_shape_is_damaged(tmp_path: Path) -> None
         message_at("s1", 0, "user", "look", json.dumps(data))
     data["attachments"][0]["sha256"] = "a" * 64
     assert message_at("s1", 0, "user", "look", json.dumps(data)).attachments[0].sha256
+
+
+def test_an_attachment_built_around_a_link_to_an_image_is_read(tmp_path: Path) -> None:
+    """A user's `Attachment(path=...)` naming a link to their picture is read as the picture
+    (only what a stored row points at is held to the digest recorded when it was attached)."""
+    from loopwright.attachments import Attachment
+
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(PICTURE)
+    latest = tmp_path / "latest.png"
+    latest.symlink_to(picture)
+    assert Attachment(kind="image", media_type="image/png", path=str(latest)).read() == PICTURE

@@ -139,10 +139,11 @@ class Attachment:
 
 
 def _read_file(path: str) -> bytes:
-    """The bytes of the regular file at `path` (not a link to one), at most
-    `MAX_ATTACHMENT_BYTES`. Opened without blocking and looked at before reading, so a pipe or
-    a device (/dev/zero) is refused at once instead of hanging or filling memory."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    """The bytes of the regular file at `path` (or a link to one: a path read back from a row
+    is held to its digest, not to its name), at most `MAX_ATTACHMENT_BYTES`. Opened without
+    blocking and looked at before reading, so a pipe or a device (/dev/zero) is refused at
+    once instead of hanging or filling memory."""
+    flags = os.O_RDONLY | os.O_NONBLOCK
     try:
         handle = os.fdopen(os.open(path, flags), "rb")
     except OSError as exc:
