@@ -11,7 +11,9 @@ next batch task, another `serve` run) does not ask again; a cached kind whose ow
 endpoint stops answering is forgotten (`forget_kind`): another server may have taken the port.
 The listing itself is kept for `FRESH_FOR` seconds only, for the checks that follow it at
 start-up (the CLI's `preflight`, a model picked from the server's list). Neither cache holds a
-credential: URLs are kept as shown (`shown_url`), credentials as a digest.
+credential: URLs are kept as shown (`shown_url`), credentials as a digest. Each keeps the
+`KEPT_KEYS` URL-and-key pairs used last: a long-lived `serve` whose clients each send their own
+key would otherwise keep an entry per key for ever; a key evicted only asks again.
 
 Everything in a reply is hostile: entries that are not objects are skipped, ids must be text.
 """
@@ -21,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from loopwright.endpoints.base import normalize_base_url, request_slot, shown_url, with_path
 from loopwright.endpoints.pages import is_html
@@ -60,9 +63,42 @@ class Listing:
                 if isinstance(name := entry.get("id") or entry.get("name"), str)]
 
 
+KEPT_KEYS = 256
+"""How many base-URL-and-credentials pairs each cache keeps, the least recently used evicted
+first: more than the keys one process's agents hold at once, not one per client of a `serve`
+that has run for months."""
+
 _CacheKey = tuple[str, str]  # the shown base URL, the credentials' digest
-_kinds: dict[_CacheKey, ServerKind] = {}
-_listings: dict[_CacheKey, Listing] = {}
+_Value = TypeVar("_Value")
+
+
+class _Recent(Generic[_Value]):
+    """A mapping of the `KEPT_KEYS` keys set or read last."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[_CacheKey, _Value] = OrderedDict()
+
+    def get(self, key: _CacheKey) -> _Value | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def set(self, key: _CacheKey, value: _Value) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > KEPT_KEYS:
+            self._entries.popitem(last=False)
+
+    def pop(self, key: _CacheKey) -> None:
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+_kinds: _Recent[ServerKind] = _Recent()
+_listings: _Recent[Listing] = _Recent()
 
 
 def credentials_digest(base_url: str, headers: Mapping[str, str]) -> str:
@@ -89,8 +125,8 @@ def forget_kind(base_url: str, headers: Mapping[str, str] | None = None) -> None
     """Drop what is known about this base URL with these credentials (its kind endpoint no
     longer answers them); another key finds out for itself at its own next probe."""
     key = _cache_key(base_url, headers)
-    _kinds.pop(key, None)
-    _listings.pop(key, None)
+    _kinds.pop(key)
+    _listings.pop(key)
 
 
 def forget_all() -> None:
@@ -133,8 +169,8 @@ async def fetch_listing(base_url: str, *, headers: Mapping[str, str] | None = No
     entries = tuple(e for e in listed if isinstance(e, dict)) if isinstance(listed, list) else ()
     kind = kind_of(entries)
     listing = Listing(status=200, entries=entries, kind=kind, fetched_at=time.monotonic())
-    _kinds[key] = kind
-    _listings[key] = listing
+    _kinds.set(key, kind)
+    _listings.set(key, listing)
     return listing
 
 
