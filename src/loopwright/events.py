@@ -439,15 +439,20 @@ of it (the page's timeline.js keeps the same list)."""
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON form."""
-    from loopwright.result import RunResult
+    """Rebuild an event from its JSON form. A result is read as strictly as the store reads a
+    sub-agent's (`store.rows.checked_result`): one not of that form (a line cut short or edited)
+    raises `ValueError` naming what is wrong, rather than giving back a field of another type."""
+    from loopwright.store.rows import DECODING_ERRORS, checked_result
 
     cls = _BY_TYPE[data["type"]]
     kwargs = {k: v for k, v in data.items() if k != "type"}
     if kwargs.get("result") is not None:
-        kwargs["result"] = RunResult.from_dict(kwargs["result"])
+        try:
+            kwargs["result"] = checked_result(kwargs["result"], stored=False)
+        except DECODING_ERRORS as exc:
+            why = (str(exc) or type(exc).__name__)[:200]
+            raise ValueError(f"a {data['type']} event's result is damaged ({why})") from None
     if kwargs.get("record") is not None:
         kwargs["record"] = ModelCallRecord.from_dict(kwargs["record"])
     event: Event = cls(**kwargs)
     return event
-

@@ -426,6 +426,10 @@ _ANSWER_FIELDS: dict[str, Callable[[Any], bool]] = {
     "grade": lambda value: value is None or isinstance(value, dict),
     "side_usage": lambda value: isinstance(value, dict)}
 _ANSWER_NEEDS = frozenset({"output", "stop_reason", "turns"})
+# what a run's own event may hold besides: any output (a structured output's JSON), its messages
+_EVENT_RESULT_FIELDS: dict[str, Callable[[Any], bool]] = {
+    **_ANSWER_FIELDS, "output": lambda value: True,
+    "messages": _is_list_of(lambda value: isinstance(value, dict))}
 
 
 def answer_at(session_id: str, result: Any) -> RunResult[Any]:
@@ -434,15 +438,24 @@ def answer_at(session_id: str, result: Any) -> RunResult[Any]:
     (`damaged` otherwise: a lenient read gave the parent model an output of another type, or
     failed on a missing key with a raw KeyError). Its messages are the session's own."""
     try:
-        if not isinstance(result, dict):
-            raise ValueError(f"result holds {type(result).__name__}, not an object")
-        if missing := _ANSWER_NEEDS - result.keys():
-            raise ValueError(f"result has no {', '.join(sorted(missing))}")
-        for key, value in result.items():
-            check = _ANSWER_FIELDS.get(key)
-            if check is None or not check(value):
-                raise ValueError(f"result holds {_shown(key)}: {_shown(value)}")
-        fields = {key: value for key, value in result.items() if key != "message_count"}
-        return RunResult.from_dict(fields)
+        return checked_result(result, stored=True)
     except DECODING_ERRORS as exc:
         raise damaged(session_id, "its last run's result", exc) from None
+
+
+def checked_result(result: Any, *, stored: bool) -> RunResult[Any]:
+    """A terminal event's `result` back as a `RunResult`, once every field is what
+    `RunResult.to_dict` writes; raises one of `DECODING_ERRORS` naming the first that is not.
+    `stored`: as the store keeps a sub-agent's (text output, its messages counted); otherwise
+    as any run's event carries it (`event_from_dict`: the output any JSON a structured output
+    gives, the messages listed or counted)."""
+    if not isinstance(result, dict):
+        raise ValueError(f"result holds {type(result).__name__}, not an object")
+    if missing := _ANSWER_NEEDS - result.keys():
+        raise ValueError(f"result has no {', '.join(sorted(missing))}")
+    for key, value in result.items():
+        check = _ANSWER_FIELDS.get(key) if stored else _EVENT_RESULT_FIELDS.get(key)
+        if check is None or not check(value):
+            raise ValueError(f"result holds {_shown(key)}: {_shown(value)}")
+    fields = {key: value for key, value in result.items() if key != "message_count"}
+    return RunResult.from_dict(fields)
