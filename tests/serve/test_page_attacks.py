@@ -16,6 +16,7 @@ import pytest
 from serve_helpers import (
     TOKEN,
     MakeServer,
+    Served,
     agent_options,
     other_origin_page,
     serve_in_thread,
@@ -31,6 +32,21 @@ OTHER_TOKEN = "other-token-9876543210fedcba"
 
 def stored_token(page: Any) -> str | None:
     return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
+
+
+@contextlib.contextmanager
+def logged_in_page(browser: Any, served: Served, *, bypass_csp: bool = True) -> Iterator[Any]:
+    """A page of a new browser context, logged in by the printed link, its session list shown;
+    the context closed afterwards."""
+    context = browser.new_context(bypass_csp=bypass_csp)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{served.url}/#token={served.token}")
+        page.wait_for_selector("#sessions li", state="attached")
+        yield page
+    finally:
+        context.close()
 
 
 def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path: Path) -> None:
@@ -140,11 +156,7 @@ def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
     with FakeModelServer(script) as fake:
         served = make_server(fake, workdir=tmp_path / "work")
         served.wait_finished(served.start("elsewhere", model=_hostile(5))["run_id"])
-        context = browser.new_context(bypass_csp=True)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
+        with logged_in_page(browser, served) as page:
             page.wait_for_selector("#sessions li.session", state="attached")
             page.fill("#prompt", _hostile(1))
             page.click("#start")
@@ -159,8 +171,6 @@ def test_model_tool_and_user_text_shows_as_text_everywhere_on_the_page(
             reopened = page.evaluate(INJECTED)
             shown = page.text_content("#layout")
             pwned = page.evaluate("() => window.pwned")
-        finally:
-            context.close()
     assert live == [] and reopened == [], (live, reopened)
     assert pwned is None
     assert names == [_hostile(2), "bash"]
@@ -185,21 +195,14 @@ def test_a_page_of_another_origin_can_neither_post_a_form_nor_open_a_socket(
             "  socket.onopen = () => { window.sockets[path] = 'open'; };"
             "  socket.onclose = () => { window.sockets[path] ||= 'closed'; }; }"
             "</script>").encode()
-        context = browser.new_context()
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
-            with other_origin_page(attacker) as elsewhere:
-                page.goto(elsewhere)
-                page.wait_for_function("Object.keys(window.sockets).length === 3")
-                sockets = page.evaluate("() => window.sockets")
-                with page.expect_navigation():
-                    page.evaluate("() => document.getElementById('f').submit()")
-                posted = page.text_content("body")
-        finally:
-            context.close()
+        with logged_in_page(browser, served, bypass_csp=False) as page, \
+                other_origin_page(attacker) as elsewhere:
+            page.goto(elsewhere)
+            page.wait_for_function("Object.keys(window.sockets).length === 3")
+            sockets = page.evaluate("() => window.sockets")
+            with page.expect_navigation():
+                page.evaluate("() => document.getElementById('f').submit()")
+            posted = page.text_content("body")
         assert sockets == {"/runs/news": "closed", "/": "closed", "/runs": "closed"}
         assert "missing or wrong token" in posted
         assert served.api.get("/runs").json()["runs"] == []
@@ -214,12 +217,8 @@ def test_an_image_that_got_past_the_sanitiser_would_load_from_nowhere(
            "<rect width='40' height='20' fill='green'/></svg>")
     with FakeModelServer([]) as fake:
         served = make_server(fake)
-        context = browser.new_context()  # the server's own policy, in force
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
+        # the server's own policy, in force
+        with logged_in_page(browser, served, bypass_csp=False) as page:
             loaded = page.evaluate("""async (svg) => {
                 const blob = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
                 const sources = {data: "data:image/svg+xml," + encodeURIComponent(svg), blob,
@@ -235,8 +234,6 @@ def test_an_image_that_got_past_the_sanitiser_would_load_from_nowhere(
                 }
                 return outcome;
             }""", svg)
-        finally:
-            context.close()
     assert loaded == {"data": "blocked", "blob": "blocked", "remote": "blocked",
                       "own": "loaded"}
 
@@ -283,20 +280,13 @@ def test_a_call_whose_id_holds_a_slash_is_approved_from_the_page(
               Reply("cleaned up")]
     with FakeModelServer(script) as fake:
         served = make_server(fake, workdir=tmp_path / "work", leave_grace=30.0)
-        context = browser.new_context(bypass_csp=True)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
+        with logged_in_page(browser, served) as page:
             page.fill("#prompt", "clean up")
             page.click("#start")
             page.click(".approval button[data-decision=allow]")
             page.wait_for_selector(".run-state.completed")
             state = page.get_attribute(".approval", "data-state")
             error = page.text_content("#error")
-        finally:
-            context.close()
     assert (state, error) == ("allowed", "")
     assert not scratch.exists()
 
@@ -323,20 +313,12 @@ def test_a_page_of_another_port_learns_nothing_from_what_loads(
             "  link.onload = () => { window.outcome[name] = 'loaded'; };"
             "  link.onerror = () => { window.outcome[name] = 'failed'; };"
             "  document.head.appendChild(link); }</script>").encode()
-        context = browser.new_context(bypass_csp=True)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
-            with other_origin_page(probe) as elsewhere:
-                page.goto(elsewhere)
-                page.wait_for_function("Object.keys(window.outcome).length === 4")
-                outcome = page.evaluate("() => window.outcome")
-                page.click("#open")  # a link followed to the page still opens it, logged in
-                page.wait_for_selector("#sessions li.session")
-        finally:
-            context.close()
+        with logged_in_page(browser, served) as page, other_origin_page(probe) as elsewhere:
+            page.goto(elsewhere)
+            page.wait_for_function("Object.keys(window.outcome).length === 4")
+            outcome = page.evaluate("() => window.outcome")
+            page.click("#open")  # a link followed to the page still opens it, logged in
+            page.wait_for_selector("#sessions li.session")
     assert outcome == {"hit": "failed", "miss": "failed", "runs": "failed", "page": "failed"}
 
 
