@@ -12,13 +12,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import FAST, fsmonitor, host_git, tool_results
+from sandbox_helpers import fsmonitor, host_git, run_calls_asking
 
-from loopwright import Agent
-from loopwright.builtin import default_tools
 from loopwright.events import Event, StatusEvent
 from loopwright.safety.sandbox import planted
-from loopwright.testing import FakeModelServer, Reply, call
 
 pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
 
@@ -26,14 +23,10 @@ pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
 async def run_commands(workdir: Path, *commands: str) -> tuple[list[str], list[StatusEvent]]:
     """One run's `bash` calls: their results, and the `workspace_scan` statuses it sent."""
     events: list[Event] = []
-    script = [*(Reply(tool_calls=[call("bash", {"command": c})]) for c in commands),
-              Reply(text="done")]
-    with FakeModelServer(replies=script) as server:
-        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
-                      tools=default_tools(), workdir=str(workdir), callbacks=[events.append],
-                      approve_all=True)
-        result = await agent.run("go")
-    return tool_results(result.messages), [
+    results, _ = await run_calls_asking(
+        workdir, *(("bash", {"command": c}) for c in commands), approve_all=True,
+        callbacks=[events.append])
+    return results, [
         e for e in events if isinstance(e, StatusEvent) and e.kind == "workspace_scan"]
 
 
