@@ -4,6 +4,7 @@ returned as what went wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 
 from loopwright import Agent, tool
 from loopwright.errors import SessionError
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply, call
 
 SID = "fuzzed-session"
 
@@ -54,3 +55,17 @@ async def resume(db: Path | str, server: FakeModelServer, *, refused: bool = Fal
         sent = server.model_requests[asked:]
         return f"resume: resumed, sending the model {len(sent)} request(s)"
     return None
+
+
+def one_run_of_add(folder: Path) -> Path:
+    """`folder`/s.db holding session `SID` after one run that called `add` and answered."""
+    db = folder / "s.db"
+
+    async def run() -> None:
+        script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply("5")]
+        with FakeModelServer(script) as server:
+            await Agent("test-model", base_url=server.base_url, api_key="k", store=db,
+                        session_id=SID, tools=[add], workdir=str(folder)).run("add 2 and 3")
+
+    asyncio.run(run())
+    return db

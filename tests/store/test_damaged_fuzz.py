@@ -9,7 +9,6 @@ Seeded, so a failure replays: the damages of each column are drawn by `random.Ra
 
 from __future__ import annotations
 
-import asyncio
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from damage_helpers import SID, add, cli_at, resume
+from damage_helpers import SID, add, cli_at, one_run_of_add, resume
 
 from loopwright import Agent
 from loopwright.messages import Message, ToolCall
@@ -56,15 +55,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A session as runs leave it: a completed run with a tool call, a compaction, a child
     session, and a last call cut off by a crash with its effect recorded."""
     folder = tmp_path_factory.mktemp("pristine")
-    db = folder / "s.db"
-
-    async def run() -> None:
-        script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply("5")]
-        with FakeModelServer(script) as server:
-            await Agent("test-model", base_url=server.base_url, api_key="k", store=db,
-                        session_id=SID, tools=[add], workdir=str(folder)).run("add 2 and 3")
-
-    asyncio.run(run())
+    db = one_run_of_add(folder)
     cut = ToolCall(id="cut1", name="write_file", arguments='{"path": "a.txt", "content": "b"}')
     with SQLiteStore(db) as store:
         history = store.load(SID)

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from damage_helpers import SID, add, cli_at, resume
+from damage_helpers import SID, add, cli_at, one_run_of_add, resume
 from typer.testing import CliRunner
 
 from loopwright import Agent
 from loopwright.attachments import image
 from loopwright.messages import Message, ToolCall
 from loopwright.store.sqlite import SQLiteStore
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, Reply
 from loopwright.tools.effects import EFFECT_EVENT
 
 SEED = 17
@@ -48,15 +48,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (one an error, one marked), an image, reasoning and a provider's blocks; with an effect
     record and a compaction."""
     folder = tmp_path_factory.mktemp("pristine")
-    db = folder / "s.db"
-
-    async def run() -> None:
-        script = [Reply(tool_calls=[call("add", {"a": 2, "b": 3})]), Reply("5")]
-        with FakeModelServer(script) as server:
-            await Agent("test-model", base_url=server.base_url, api_key="k", store=db,
-                        session_id=SID, tools=[add], workdir=str(folder)).run("add 2 and 3")
-
-    asyncio.run(run())
+    db = one_run_of_add(folder)
     with SQLiteStore(db) as store:
         store.compact(SID, [*store.load(SID)])
         store.append_many(SID, every_field())
