@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import orjson
 
+from loopwright.attachments import SHA256_HEX
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Role, Usage
 from loopwright.result import RunResult, StopReason
@@ -310,7 +311,7 @@ def _is_attachment(value: Any) -> bool:
             and all(isinstance(part, str) for part in value.values())
             and len(value.keys() & {"path", "url", "base64"}) == 1
             and ("sha256" not in value
-                 or ("path" in value and _SHA256.fullmatch(value["sha256"]) is not None)))
+                 or ("path" in value and SHA256_HEX.fullmatch(value["sha256"]) is not None)))
 
 
 def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -319,7 +320,6 @@ def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 _CALL_KEYS = frozenset({"id", "name", "arguments"})
 _ATTACHMENT_KEYS = frozenset({"kind", "media_type", "path", "url", "name", "base64", "sha256"})
-_SHA256 = re.compile("[0-9a-f]{64}")  # a path's digest, as `Attachment` writes it
 # each key `message_row` may write into a message's `data`, with what its value must be: a
 # row holding any other key, or a value of another type, was not written by loopwright, and
 # reading it leniently would send the model what the row never said (`"is_error": "false"`
