@@ -58,12 +58,15 @@ class Attachment:
     # damaged or hostile row may point at a secret or a device, so it is read back only as
     # `_read_back` allows
     _from_row: bool = field(default=False, init=False, repr=False, compare=False)
+    # the bytes of such a path once they were found to be the ones attached: what every later
+    # request of the run sends, whatever becomes of the file meanwhile
+    _verified: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def read(self) -> bytes:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return _read_back(self.path, self.sha256) if self._from_row else \
+            return self._read_back() if self._from_row else \
                 _read_file(self.path, follow_links=True)
         raise ValueError("a URL attachment has no bytes here; send its URL")
 
@@ -85,10 +88,18 @@ class Attachment:
         if not self._from_row or self.path is None or self.data is not None:
             return None
         try:
-            _read_back(self.path, self.sha256)
+            self._read_back()
         except AttachmentUnavailable as exc:
             return exc.why
         return None
+
+    def _read_back(self) -> bytes:
+        raw = self._verified
+        if raw is None:
+            assert self.path is not None
+            raw = _read_back(self.path, self.sha256)
+            object.__setattr__(self, "_verified", raw)  # frozen: a memo, not a change
+        return raw
 
     @property
     def measured(self) -> bool:

@@ -24,6 +24,8 @@ from tests.test_attachments import png
 
 from loopwright import Agent, image
 from loopwright.errors import SessionError
+from loopwright.messages import ModelRequest
+from loopwright.plugins import LoopPlugin, RunView
 from loopwright.store.read_back import AttachmentGoneWarning, gone_note
 from loopwright.store.rows import message_at
 from loopwright.testing import FakeModelServer, Reply
@@ -305,3 +307,24 @@ def test_an_attachment_built_around_a_link_to_an_image_is_read(tmp_path: Path) -
     latest = tmp_path / "latest.png"
     latest.symlink_to(picture)
     assert Attachment(kind="image", media_type="image/png", path=str(latest)).read() == PICTURE
+
+
+async def test_a_file_changed_during_the_resumed_run_is_sent_as_it_was_attached(
+        tmp_path: Path) -> None:
+    chart = users_chart(tmp_path)
+    await first_run(tmp_path, chart)
+
+    class Redraw(LoopPlugin):
+        """Rewrites the chart after the resume checked it, before the request is made."""
+
+        async def before_model(self, run: RunView, request: ModelRequest) -> None:
+            chart.write_bytes(SECRET)
+
+    with FakeModelServer([Reply("still a square")]) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", plugins=[Redraw()],
+                      store=str(tmp_path / "data" / "sessions.db"),
+                      data_dir=str(tmp_path / "data"), session_id="s1")
+        result = await agent.run("and now?")
+        await agent.aclose()
+    assert result.stop_reason == "completed", result.error
+    assert encoded(PICTURE) in sent(server) and encoded(SECRET) not in sent(server)
