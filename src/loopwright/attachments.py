@@ -66,7 +66,7 @@ class Attachment:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return self._read_back() if self._from_row else \
+            return self._checked_bytes(self.path) if self._from_row else \
                 _read_file(self.path, follow_links=True)
         raise ValueError("a URL attachment has no bytes here; send its URL")
 
@@ -88,16 +88,17 @@ class Attachment:
         if not self._from_row or self.path is None or self.data is not None:
             return None
         try:
-            self._read_back()
+            self._checked_bytes(self.path)
         except AttachmentUnavailable as exc:
             return exc.why
         return None
 
-    def _read_back(self) -> bytes:
+    def _checked_bytes(self, path: str) -> bytes:
+        """The bytes at `path` (this attachment's, read back from a row), once, if they are the
+        ones attached (`_read_back`)."""
         raw = self._verified
         if raw is None:
-            assert self.path is not None
-            raw = _read_back(self.path, self.sha256)
+            raw = _read_back(path, self.sha256)
             object.__setattr__(self, "_verified", raw)  # frozen: a memo, not a change
         return raw
 

@@ -97,7 +97,7 @@ async def resume(tmp_path: Path, store: str | None = None
     """The session resumed: what the model was sent, and what the user was warned of."""
     with FakeModelServer([Reply("still a square")]) as server, \
             warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
+        warnings.simplefilter("always")  # once however warnings are filtered
         agent = agent_for(server, tmp_path, store)
         try:
             result = await agent.run("and now?")
@@ -328,3 +328,16 @@ async def test_a_file_changed_during_the_resumed_run_is_sent_as_it_was_attached(
         await agent.aclose()
     assert result.stop_reason == "completed", result.error
     assert encoded(PICTURE) in sent(server) and encoded(SECRET) not in sent(server)
+
+
+async def test_a_file_attached_twice_is_one_warning_and_two_notes(tmp_path: Path) -> None:
+    chart = users_chart(tmp_path)
+    await first_run(tmp_path, chart)
+    with FakeModelServer([Reply("the same square")]) as server:
+        agent = agent_for(server, tmp_path)
+        await agent.run(["and this one?", image(chart)])
+        await agent.aclose()
+    chart.unlink()
+    server, warned = await resume(tmp_path)
+    assert sent(server).count(GONE) == 2 and encoded(PICTURE) not in sent(server)
+    assert len(warned) == 1 and str(chart) in warned[0]

@@ -24,7 +24,7 @@ def available_history(session_id: str, history: list[Message]
                       ) -> tuple[list[Message], list[str]]:
     """`history` with each attachment read back from the store that cannot be sent again left
     out of its message and a note for the model in its place (a message kept as it is when
-    all of its attachments can be), and one line for the user per attachment left out.
+    all of its attachments can be), and one line for the user per file left out.
     Blocking: reads each file attached by path, so call it in a worker thread."""
     kept: list[Message] = []
     warned: list[str] = []
@@ -39,7 +39,10 @@ def available_history(session_id: str, history: list[Message]
         kept.append(dataclasses.replace(
             message, content=content,
             attachments=[attachment for attachment, why in reasons if why is None]))
-        warned += [f"session {session_id}: attachment {attachment.filename} ({attachment.path}) "
-                   f"is no longer available, so the model is told so instead: {why}"
-                   for attachment, why in gone]
+        for attachment, why in gone:
+            line = (f"session {session_id}: attachment {attachment.filename} "
+                    f"({attachment.path}) is no longer available, so the model is told so "
+                    f"instead: {why}")
+            if line not in warned:  # a file attached twice is one warning
+                warned.append(line)
     return kept, warned
