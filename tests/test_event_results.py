@@ -51,7 +51,7 @@ async def test_a_damaged_result_is_refused_naming_what_is_wrong(damage: str) -> 
 
 async def test_a_result_that_is_not_an_object_is_refused() -> None:
     line = await done_line(Reply("hello"))
-    with pytest.raises(ValueError, match="damaged"):
+    with pytest.raises(ValueError, match="done event's result is"):
         event_from_dict({**line, "result": ["hello"]})
 
 

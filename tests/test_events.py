@@ -123,11 +123,11 @@ def _walked(event: Event) -> dict[str, object]:
 
 
 def test_each_event_type_serialises_every_field_in_order() -> None:
-    from loopwright.events import _BY_TYPE
+    from loopwright.events import BY_TYPE
 
     for agent in ("", "delegate:1"):
         samples = _samples(agent)
-        assert {e.type for e in samples} == set(_BY_TYPE)  # every type has a sample
+        assert {e.type for e in samples} == set(BY_TYPE)  # every type has a sample
         for event in samples:
             form = event_to_dict(event)
             assert list(form.items()) == list(_walked(event).items()), event.type

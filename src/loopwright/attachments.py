@@ -10,9 +10,11 @@ SHA-256 in the data directory, and keep only that reference in every row.
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import mimetypes
 import os
+import re
 import stat
 import struct
 from collections.abc import Sequence
@@ -32,6 +34,8 @@ PDF_TOKENS_PER_PAGE = 1_500  # text plus the page image, as providers bill a PDF
 # the most bytes a path is read for: past every provider's own limit (Anthropic takes a PDF up
 # to 32 MB, OpenAI a file up to 50 MB), so a larger file is refused, never read into memory
 MAX_ATTACHMENT_BYTES = 64 << 20
+# a SHA-256 as an attachment records it, and as the store names its copy of one
+SHA256_HEX = re.compile("[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,13 +58,16 @@ class Attachment:
     # damaged or hostile row may point at a secret or a device, so it is read back only as
     # `_read_back` allows
     _from_row: bool = field(default=False, init=False, repr=False, compare=False)
+    # the bytes of such a path once they were found to be the ones attached: what every later
+    # request of the run sends, whatever becomes of the file meanwhile
+    _verified: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def read(self) -> bytes:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return _read_back(self.path, self.sha256) if self._from_row else \
-                _read_file(self.path)
+            return self._checked_bytes(self.path) if self._from_row else \
+                _read_file(self.path, follow_links=True)
         raise ValueError("a URL attachment has no bytes here; send its URL")
 
     def base64(self) -> str:
@@ -73,6 +80,27 @@ class Attachment:
     @property
     def filename(self) -> str:
         return self.name or (Path(self.path).name if self.path else f"{self.kind}")
+
+    def unavailable(self) -> str | None:
+        """Why this attachment, read back from a stored row, cannot be sent again (its file
+        edited, moved, deleted or replaced, or never verified); None when it can, or when it
+        is not a path read back from a row. Blocking: reads the file."""
+        if not self._from_row or self.path is None or self.data is not None:
+            return None
+        try:
+            self._checked_bytes(self.path)
+        except AttachmentUnavailable as exc:
+            return exc.why
+        return None
+
+    def _checked_bytes(self, path: str) -> bytes:
+        """The bytes at `path` (this attachment's, read back from a row), once, if they are the
+        ones attached (`_read_back`)."""
+        raw = self._verified
+        if raw is None:
+            raw = _read_back(path, self.sha256)
+            object.__setattr__(self, "_verified", raw)  # frozen: a memo, not a change
+        return raw
 
     @property
     def measured(self) -> bool:
@@ -138,16 +166,28 @@ class Attachment:
         return found
 
 
-def _read_file(path: str) -> bytes:
-    """The bytes of the regular file at `path` (or a link to one: a path read back from a row
-    is held to its digest, not to its name), at most `MAX_ATTACHMENT_BYTES`. Opened without
+class AttachmentUnavailable(ConfigError):
+    """A path read back from a stored row that is not sent again: `path`, and `why` not."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"attachment {path} of the stored session is not sent again: {why}. "
+                         "Put the file back as it was attached, or continue in a new session")
+        self.path = path
+        self.why = why
+
+
+def _read_file(path: str, *, follow_links: bool) -> bytes:
+    """The bytes of the regular file at `path`, at most `MAX_ATTACHMENT_BYTES`. Opened without
     blocking and looked at before reading, so a pipe or a device (/dev/zero) is refused at
-    once instead of hanging or filling memory."""
-    flags = os.O_RDONLY | os.O_NONBLOCK
+    once instead of hanging or filling memory. A link is followed only when `follow_links`
+    (what the user hands over); a path read back from a row was resolved when it was
+    attached, so a link there now is a file replaced, and nothing is read through it."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
         handle = os.fdopen(os.open(path, flags), "rb")
     except OSError as exc:
-        raise ConfigError(f"attachment {path}: cannot read it: {exc.strerror}") from exc
+        why = "it is a link" if exc.errno == errno.ELOOP and not follow_links else exc.strerror
+        raise ConfigError(f"attachment {path}: cannot read it: {why}") from exc
     with handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ConfigError(f"attachment {path}: not a regular file")
@@ -162,22 +202,20 @@ def _read_back(path: str, sha256: str | None) -> bytes:
     """The bytes of a path read back from a stored row, sent again only if they are the ones
     attached: the SHA-256 the row recorded, or (a row with none, written before digests were
     recorded) the SHA-256 the file is named by, as the store names its own copies. A row
-    pointed at any other file (a key, a device, a pipe) gets nothing read from it."""
+    without a digest that names any other file (the user's own, since maybe edited; a key, a
+    device) gets nothing read from it: nothing could say its bytes are the ones attached."""
+    if sha256 is None and SHA256_HEX.fullmatch(Path(path).stem) is None:
+        raise AttachmentUnavailable(path, "its row was written before attachments' digests "
+                                    "were recorded and it is not the store's own copy, so "
+                                    "nothing says it still holds the bytes attached")
     try:
-        raw = _read_file(path)
+        raw = _read_file(path, follow_links=False)
     except ConfigError as exc:
-        raise _not_read_back(path, str(exc).removeprefix(f"attachment {path}: ")) from None
-    expected = sha256 or Path(path).stem
-    if hashlib.sha256(raw).hexdigest() != expected:
-        raise _not_read_back(path, "its bytes are not the ones attached"
-                             if sha256 else "it is not a file the session stored")
+        raise AttachmentUnavailable(
+            path, str(exc).removeprefix(f"attachment {path}: ")) from None
+    if hashlib.sha256(raw).hexdigest() != (sha256 or Path(path).stem):
+        raise AttachmentUnavailable(path, "its bytes are not the ones attached")
     return raw
-
-
-def _not_read_back(path: str, why: str) -> ConfigError:
-    return ConfigError(
-        f"attachment {path} of the stored session is not sent again: {why}. Put the file "
-        "back as it was attached, or continue in a new session")
 
 
 def image(source: str | os.PathLike[str] | bytes, *, media_type: str | None = None,
@@ -208,7 +246,8 @@ def _attachment(kind: Kind, source: str | os.PathLike[str] | bytes, media_type: 
     if not path.is_file():
         raise ConfigError(f"{kind} {path}: no such file")
     resolved = str(path.resolve())
-    raw = _read_file(resolved)  # once, for its digest: what a resumed session re-sends
+    # once, for its digest: what a resumed session re-sends
+    raw = _read_file(resolved, follow_links=True)
     found = media_type or mimetypes.guess_type(path.name)[0]
     if found not in allowed:
         found = media_type or _sniff(raw[:16])

@@ -96,10 +96,12 @@ class ModelCallRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelCallRecord:
-        """A record from its JSON form (`to_dict`); keys it does not know are left out."""
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        fields["usage"] = Usage(**(data.get("usage") or {}))
-        return cls(**fields)
+        """A record from its JSON form (`to_dict`), each field checked against its type (an
+        `event_reading.EventFormatError` names the first that is not); keys it does not know
+        are left out."""
+        from loopwright.event_reading import read_record
+
+        return read_record(data)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -372,7 +374,7 @@ def terminal_event(result: RunResult, agent: str = "") -> DoneEvent | ErrorEvent
     return ErrorEvent(message=result.error or "run failed", error_type=reason, result=result,
                       agent=agent, exception=result.exception)
 
-_BY_TYPE: dict[str, type[Any]] = {
+BY_TYPE: dict[str, type[Any]] = {
     str(cls.__dataclass_fields__["type"].default): cls
     for cls in (
         TurnStart,
@@ -390,6 +392,7 @@ _BY_TYPE: dict[str, type[Any]] = {
         CancelledEvent,
     )
 }
+"""Each event class by its `type` tag."""
 
 
 def _result_dict(result: RunResult | None) -> dict[str, Any] | None:
@@ -439,20 +442,12 @@ of it (the page's timeline.js keeps the same list)."""
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON form. A result is read as strictly as the store reads a
-    sub-agent's (`store.rows.checked_result`): one not of that form (a line cut short or edited)
-    raises `ValueError` naming what is wrong, rather than giving back a field of another type."""
-    from loopwright.store.rows import DECODING_ERRORS, checked_result
+    """Rebuild an event from its JSON form: a `--json` line's or SSE message's, or one the
+    session store gives back (`store.events()`). Each field is checked against its type, and a
+    result read as strictly as the store reads a sub-agent's: a form this version does not
+    write (a line cut short or edited) raises `event_reading.EventFormatError` (a `ValueError`)
+    naming the event and the field; an event type it does not know, `UnknownEventType` (one
+    of those), which `event_reading.read_event_lines` skips with one warning."""
+    from loopwright.event_reading import read_event
 
-    cls = _BY_TYPE[data["type"]]
-    kwargs = {k: v for k, v in data.items() if k != "type"}
-    if kwargs.get("result") is not None:
-        try:
-            kwargs["result"] = checked_result(kwargs["result"], stored=False)
-        except DECODING_ERRORS as exc:
-            why = (str(exc) or type(exc).__name__)[:200]
-            raise ValueError(f"a {data['type']} event's result is damaged ({why})") from None
-    if kwargs.get("record") is not None:
-        kwargs["record"] = ModelCallRecord.from_dict(kwargs["record"])
-    event: Event = cls(**kwargs)
-    return event
+    return read_event(data)

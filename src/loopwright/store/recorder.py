@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.heartbeat import heartbeat
 from loopwright.store.lease import new_owner
+from loopwright.store.read_back import AttachmentGoneWarning, available_history
 from loopwright.store.write_queue import BUSY_FIRST_DELAY, BUSY_MAX_DELAY, WriteQueue
 from loopwright.store.writes import (
     AppendMessages,
@@ -160,7 +162,18 @@ class SessionRecorder(LoopPlugin):
         if exists:
             await store.update(sid, system_prompt=system_prompt, model=self.model,
                                **self.provider)
+        if messages.any_attachments(conversation):
+            conversation = await self._available(conversation)
         return [*(head or [messages.system(system_prompt)]), *conversation]
+
+    async def _available(self, conversation: list[Message]) -> list[Message]:
+        """The conversation without the stored attachments it can no longer send, each with a
+        note in its place and a warning (store/read_back.py); its files read off the loop."""
+        available, gone = await asyncio.to_thread(available_history, self.session_id,
+                                                  conversation)
+        for line in gone:
+            warnings.warn(AttachmentGoneWarning(line), stacklevel=2)
+        return available
 
     async def _interrupted_notes(self, stored: list[Message]
                                  ) -> Callable[[ToolCall], str] | None:

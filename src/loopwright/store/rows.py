@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import orjson
 
+from loopwright.attachments import SHA256_HEX
 from loopwright.errors import SessionError
 from loopwright.messages import Message, Role, Usage
 from loopwright.result import RunResult, StopReason
@@ -310,7 +311,7 @@ def _is_attachment(value: Any) -> bool:
             and all(isinstance(part, str) for part in value.values())
             and len(value.keys() & {"path", "url", "base64"}) == 1
             and ("sha256" not in value
-                 or ("path" in value and _SHA256.fullmatch(value["sha256"]) is not None)))
+                 or ("path" in value and SHA256_HEX.fullmatch(value["sha256"]) is not None)))
 
 
 def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -319,7 +320,6 @@ def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 _CALL_KEYS = frozenset({"id", "name", "arguments"})
 _ATTACHMENT_KEYS = frozenset({"kind", "media_type", "path", "url", "name", "base64", "sha256"})
-_SHA256 = re.compile("[0-9a-f]{64}")  # a path's digest, as `Attachment` writes it
 # each key `message_row` may write into a message's `data`, with what its value must be: a
 # row holding any other key, or a value of another type, was not written by loopwright, and
 # reading it leniently would send the model what the row never said (`"is_error": "false"`
@@ -336,23 +336,31 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
     """A stored message row (`seq`: its number in the session) back as a `Message`, once
     every field of it is what `message_row` writes (`damaged` otherwise)."""
     try:
-        if role not in _ROLES or not isinstance(content, str):
+        if not isinstance(content, str):
             raise ValueError(f"role {_shown(role)} with content of type {type(content).__name__}")
         fields = json.loads(data) if data != "{}" else {}
         if not isinstance(fields, dict):
             raise ValueError(f"data holds {type(fields).__name__}, not an object")
-        for key, value in fields.items():
-            check = _MESSAGE_FIELDS.get(key)
-            if check is None or not check(value):
-                raise ValueError(f"data holds {_shown(key)}: {_shown(value)}")
-        if role == "tool" and not isinstance(fields.get("tool_call_id"), str):
-            raise ValueError("a tool result without the id of its call")
-        fields["role"] = role
-        # the exact text when the column holds a storable form of it (`message_row`)
-        fields.setdefault("content", content)
-        return Message.from_dict(fields)
+        return checked_message(role, fields, content)
     except DECODING_ERRORS as exc:
         raise damaged(session_id, f"message {seq}", exc) from None
+
+
+def checked_message(role: Any, fields: dict[str, Any], content: str = "") -> Message:
+    """A message from its role and its other fields as `Message.to_dict` writes them (`content`:
+    its text when `fields` holds none), once every field is what that writes; raises one of
+    `DECODING_ERRORS` naming the first that is not. A stored row's (`message_at`) and a
+    run's result's (`checked_result`)."""
+    if role not in _ROLES:
+        raise ValueError(f"role {_shown(role)}")
+    for key, value in fields.items():
+        check = _MESSAGE_FIELDS.get(key)
+        if check is None or not check(value):
+            raise ValueError(f"data holds {_shown(key)}: {_shown(value)}")
+    if role == "tool" and not isinstance(fields.get("tool_call_id"), str):
+        raise ValueError("a tool result without the id of its call")
+    # the exact text when a row's column holds a storable form of it (`message_row`)
+    return Message.from_dict({"content": content, **fields, "role": role})
 
 
 def keyed_messages(session_id: str, rows: Iterable[Sequence[Any]]) -> list[Message]:
@@ -457,5 +465,14 @@ def checked_result(result: Any, *, stored: bool) -> RunResult[Any]:
         check = _ANSWER_FIELDS.get(key) if stored else _EVENT_RESULT_FIELDS.get(key)
         if check is None or not check(value):
             raise ValueError(f"result holds {_shown(key)}: {_shown(value)}")
-    fields = {key: value for key, value in result.items() if key != "message_count"}
-    return RunResult.from_dict(fields)
+    fields = {key: value for key, value in result.items()
+              if key not in ("message_count", "messages")}
+    found = RunResult.from_dict(fields)
+    found.messages = [_result_message(message) for message in result.get("messages", ())]
+    return found
+
+
+def _result_message(message: dict[str, Any]) -> Message:
+    """A message of a result, as `Message.to_dict` writes it (its role among its fields)."""
+    fields = dict(message)
+    return checked_message(fields.pop("role", None), fields)
