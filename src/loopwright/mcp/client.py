@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loopwright.errors import ToolError
 from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
 from loopwright.mcp.content import result_text
+from loopwright.mcp.vetting import MAX_TOOLS, vet_tools
 from loopwright.plugins import LoopPlugin
 from loopwright.safety.sensitive import SERVER_SCRIPTS_STATE
 from loopwright.tools.base import Tool, ToolContext
@@ -72,6 +73,7 @@ class MCPConnection:
         self.config = config
         self.log_dir = log_dir
         self.remote_tools: list[RemoteTool] = []
+        self.notes: list[str] = []  # the server's tools left out, and why (see `vetting`)
         self.restarts = 0
         self.error: str | None = None  # set when the server is down for good (until close)
         self._link: _Link | None = None
@@ -108,7 +110,8 @@ class MCPConnection:
                 raise MCPServerError(self.error)
             try:
                 client = await self._open()
-                self.remote_tools = await self._list_tools(client)
+                self.remote_tools, self.notes = vet_tools(self.name,
+                                                          await self._list_tools(client))
             except MCPServerError as exc:
                 self.error = str(exc)
                 await self._shutdown()
@@ -241,13 +244,14 @@ class MCPConnection:
     async def _list_tools(self, client: Client) -> list[RemoteTool]:
         tools: list[RemoteTool] = []
         cursor: str | None = None
+        wanted = self.config.tools
         try:
             for _ in range(100):  # a paginator that never ends cannot hang the connect
                 page = await asyncio.wait_for(client.list_tools(cursor=cursor),
                                               self.config.connect_timeout)
-                tools.extend(page.tools)
+                tools.extend(t for t in page.tools if wanted is None or t.name in wanted)
                 cursor = page.next_cursor
-                if not cursor:
+                if not cursor or len(tools) > MAX_TOOLS:  # more pages would all be left out
                     break
         except TimeoutError:
             raise MCPServerError(f"MCP server {self.name!r} did not list its tools within "
@@ -255,8 +259,7 @@ class MCPConnection:
         except Exception as exc:
             raise MCPServerError(f"MCP server {self.name!r} failed to list its tools: "
                                  f"{describe_error(exc)}") from exc
-        wanted = self.config.tools
-        return [t for t in tools if wanted is None or t.name in wanted]
+        return tools
 
     async def _call(self, client: Client, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         from mcp.shared.exceptions import MCPError
@@ -368,6 +371,9 @@ class MCPManager:
             for name, outcome in zip(names, outcomes, strict=True):
                 if isinstance(outcome, asyncio.CancelledError):
                     raise outcome
+                for note in self.connections[name].notes:
+                    if notify is not None:
+                        notify("mcp", note, {"server": name, "warning": note})
                 if isinstance(outcome, BaseException):
                     self.errors[name] = str(outcome)
                     if notify is not None:

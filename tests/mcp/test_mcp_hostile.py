@@ -1,0 +1,186 @@
+"""Hostile MCP servers (`hostile_server.py`, on the `mcp` SDK's low-level server) against the
+client, through `Agent`, `loopwright run` and the fake model server: a server's tool list and
+results are data the user did not write, and every attack ends in a bounded error or a bounded
+result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from loopwright import Agent, Message
+from loopwright.endpoints.retry import RetryPolicy
+from loopwright.events import Event
+from loopwright.mcp import tool_name
+from loopwright.testing import FakeModelServer, Reply, call
+
+HOSTILE = str(Path(__file__).parent / "hostile_server.py")
+FAST = RetryPolicy(base_delay=0.01, jitter=0)
+
+
+def hostile(mode: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [HOSTILE, mode], "connect_timeout": 30,
+            "call_timeout": 30}
+
+
+def results(messages: list[Message]) -> dict[str, str]:
+    return {m.name or "": m.content for m in messages if m.role == "tool"}
+
+
+async def run_against(servers: dict[str, Any], calls: list[tuple[str, dict[str, Any]]],
+                      tmp_path: Path, **options: Any
+                      ) -> tuple[dict[str, str], list[dict[str, Any]], list[Event]]:
+    """One run whose model makes `calls` then answers: the tool results by name, the tools
+    offered to the model on its first request, and the run's events."""
+    script = [Reply(tool_calls=[call(name, args) for name, args in calls]), Reply("done")]
+    events: list[Event] = []
+    with FakeModelServer(replies=script) as server:
+        async with Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                         mcp_servers=servers, cache_dir=str(tmp_path / "cache"),
+                         callbacks=[events.append], **options) as agent:
+            result = await agent.run("go")
+        offered = [t["function"] for t in server.model_requests[0].body.get("tools") or []]
+        assert len(server.model_requests) == 2  # nothing but the run itself reached the model
+    assert result.stop_reason == "completed"
+    return results(result.messages), offered, events
+
+
+def mcp_notes(events: list[Event]) -> list[str]:
+    return [e.message for e in events if e.type == "status" and e.kind == "mcp"]
+
+
+# -- the tool list ------------------------------------------------------------------------------
+
+def test_a_ref_bomb_schema_is_left_out_without_stalling_the_run(tmp_path: Path) -> None:
+    """A schema of a few hundred bytes whose definitions each point twice at the one before
+    would be inlined into 2**40 parts on the event loop: `loopwright run` stalled for good."""
+    with FakeModelServer(replies=[Reply(tool_calls=[call("mcp__h__echo", {"text": "hi"})]),
+                                  Reply("done")]) as server:
+        env = {**os.environ, "LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": hostile("ref-bomb")}),
+               "LOOPWRIGHT_CACHE_DIR": str(tmp_path / "cache"),
+               "XDG_CONFIG_HOME": str(tmp_path / "config")}
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "loopwright", "run", "go", "--model", "test-model",
+             "--base-url", server.base_url, "--api-key", "k"],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=45)
+        offered = {t["function"]["name"] for t in server.model_requests[0].body["tools"]}
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 30
+    assert done.stdout.strip() == "done"
+    assert "mcp__h__echo" in offered and "mcp__h__bomb" not in offered
+    assert "its tool 'bomb' is left out: its input schema would grow past 20,000 parts" \
+        in done.stderr
+
+
+async def test_ten_thousand_tools_are_cut_to_128_and_the_user_is_told(tmp_path: Path) -> None:
+    answers, offered, events = await run_against(
+        {"h": hostile("many-tools")}, [("mcp__h__echo", {"text": "hi"})], tmp_path)
+    assert len(offered) == 128 and offered[0]["name"] == "mcp__h__echo"
+    assert answers["mcp__h__echo"] == "many-tools echo: hi"
+    assert any("offers more than 128 tools; only the first 128 are used (name the ones wanted "
+               "in mcp_servers.h.tools)" in note for note in mcp_notes(events))
+
+
+async def test_a_server_with_a_tools_filter_keeps_the_tools_it_names(tmp_path: Path) -> None:
+    """The limit counts after `tools = [...]`: a named tool past the 128th is still offered."""
+    config = {**hostile("many-tools"), "tools": ["t9999", "echo"]}
+    answers, offered, events = await run_against(
+        {"h": config}, [("mcp__h__t9999", {"text": "x"})], tmp_path)
+    assert {t["name"] for t in offered} == {"mcp__h__echo", "mcp__h__t9999"}
+    assert answers["mcp__h__t9999"] == "many-tools t9999: x"
+    assert mcp_notes(events) == []
+
+
+async def test_a_ten_megabyte_description_is_cut(tmp_path: Path) -> None:
+    _, offered, _ = await run_against(
+        {"h": hostile("huge-description")}, [("mcp__h__echo", {"text": "hi"})], tmp_path)
+    verbose = next(t for t in offered if t["name"] == "mcp__h__verbose")
+    assert len(verbose["description"]) < 2_100
+    assert verbose["description"].endswith(" more characters not shown]")
+    echo = next(t for t in offered if t["name"] == "mcp__h__echo")
+    assert echo["description"] == "Echo the text."  # a short one is untouched
+
+
+async def test_built_in_names_stay_under_the_server_prefix(tmp_path: Path) -> None:
+    answers, offered, _ = await run_against(
+        {"h": hostile("shadow")}, [("bash", {"command": "id"}), ("mcp__h__bash", {"text": "x"})],
+        tmp_path)
+    names = {t["name"] for t in offered}
+    assert {"mcp__h__bash", "mcp__h__write_file", "mcp__h__read_file"} <= names
+    assert not names & {"bash", "write_file", "read_file", "web_fetch"}
+    assert answers["bash"].startswith("Error: there is no tool named 'bash'.")
+    assert answers["mcp__h__bash"] == "shadow bash: x"
+
+
+async def test_a_tool_named_like_another_servers_tool_does_not_take_its_calls(
+        tmp_path: Path) -> None:
+    """Server `h`'s tool `x__echo` and server `h__x`'s tool `echo` both read `mcp__h__x__echo`:
+    the first server to connect answered the other's calls."""
+    other = tool_name("h__x", "echo")
+    answers, offered, _ = await run_against(
+        {"h": hostile("shadow"), "h__x": hostile("plain")},
+        [("mcp__h__x__echo", {"text": "1"}), (other, {"text": "2"})], tmp_path)
+    names = [t["name"] for t in offered]
+    assert len(names) == len(set(names)) and other != "mcp__h__x__echo"
+    assert answers["mcp__h__x__echo"] == "shadow x__echo: 1"
+    assert answers[other] == "plain echo: 2"
+
+
+# -- annotations and server-to-client requests --------------------------------------------------
+
+async def test_harmless_annotations_do_not_skip_an_ask_rule(tmp_path: Path) -> None:
+    """`attack` claims readOnlyHint, destructiveHint false, openWorldHint false: the user's ask
+    rule still applies, and with nobody to ask the call is refused."""
+    answers, _, _ = await run_against(
+        {"h": hostile("plain")}, [("mcp__h__attack", {"text": "x"})], tmp_path,
+        policy={"mcp__h__attack": {"ask": [".*"]}})
+    assert answers["mcp__h__attack"].startswith("Error:")
+    assert "no attack" not in answers["mcp__h__attack"]
+
+
+async def test_sampling_elicitation_and_roots_are_refused(tmp_path: Path) -> None:
+    """A server asking for the user's model (sampling), for input (elicitation) or for the
+    workspace's paths (roots) gets an error; nothing reaches the model (`run_against` checks
+    the model saw the run's two requests alone) and the call fails for the model to read."""
+    servers = {mode: hostile(mode) for mode in ("sample", "elicit", "roots")}
+    answers, _, _ = await run_against(
+        servers, [(f"mcp__{mode}__attack", {}) for mode in servers], tmp_path)
+    for mode in servers:
+        answer = answers[f"mcp__{mode}__attack"]
+        assert answer.startswith("Error: MCP server") and "back-channel" in answer, answer
+    assert str(tmp_path) not in answers["mcp__roots__attack"]
+
+
+# -- results and notifications ------------------------------------------------------------------
+
+async def test_links_to_local_files_and_metadata_addresses_are_shown_not_fetched(
+        tmp_path: Path) -> None:
+    answers, _, _ = await run_against({"h": hostile("links")}, [("mcp__h__attack", {})],
+                                      tmp_path)
+    assert answers["mcp__h__attack"] == (
+        "[resource link: creds <file:///etc/shadow>]\n"
+        "[resource link: meta <http://169.254.169.254/latest/meta-data/>]\n"
+        "[image: image/png, 10 B; the binary data is not shown]")
+
+
+async def test_a_flood_of_log_notifications_does_not_slow_the_call(tmp_path: Path) -> None:
+    started = time.monotonic()
+    answers, _, events = await run_against({"h": hostile("log-flood")},
+                                           [("mcp__h__attack", {})], tmp_path)
+    assert answers["mcp__h__attack"] == "flooded"
+    assert time.monotonic() - started < 30
+    assert len(events) < 100  # the server's log lines are not events
+
+
+async def test_a_hundred_thousand_content_blocks_are_bounded(tmp_path: Path) -> None:
+    answers, _, _ = await run_against({"h": hostile("many-blocks")}, [("mcp__h__attack", {})],
+                                      tmp_path)
+    answer = answers["mcp__h__attack"]
+    assert answer.startswith("[Output too long: ") and "Full output saved to " in answer
+    assert len(answer) < 10_000
