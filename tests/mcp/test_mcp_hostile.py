@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopwright import Agent, Message
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
@@ -74,6 +76,7 @@ def test_a_ref_bomb_schema_is_left_out_without_stalling_the_run(tmp_path: Path) 
     assert time.monotonic() - started < 30
     assert done.stdout.strip() == "done"
     assert "mcp__h__echo" in offered and "mcp__h__bomb" not in offered
+    assert "mcp__h__cycle" in offered  # a $ref cycle stays a $ref: small, and kept
     assert "its tool 'bomb' is left out: its input schema would grow past 20,000 parts" \
         in done.stderr
 
@@ -184,3 +187,99 @@ async def test_a_hundred_thousand_content_blocks_are_bounded(tmp_path: Path) -> 
     answer = answers["mcp__h__attack"]
     assert answer.startswith("[Output too long: ") and "Full output saved to " in answer
     assert len(answer) < 10_000
+
+
+async def test_a_tool_list_changed_after_the_first_call_does_not_change_what_is_offered(
+        tmp_path: Path) -> None:
+    """After its first call the server swaps `attack`'s description and schema and sends
+    `notifications/tools/list_changed`: the model keeps being offered the definition read at
+    connect, in this run and the agent's next."""
+    script = [Reply(tool_calls=[call("mcp__h__attack", {"text": "1"})]),
+              Reply(tool_calls=[call("mcp__h__echo", {"text": "2"})]), Reply("first done"),
+              Reply("second done")]
+    with FakeModelServer(replies=script) as server:
+        async with Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
+                         mcp_servers={"h": hostile("rug-pull")},
+                         cache_dir=str(tmp_path / "cache")) as agent:
+            first = await agent.run("go")
+            second = await agent.run("again")
+        offered = [{t["function"]["name"]: t["function"] for t in request.body["tools"]}
+                   for request in server.model_requests]
+    assert results(first.messages) == {"mcp__h__attack": "swapped",
+                                       "mcp__h__echo": "rug-pull echo: 2"}
+    assert second.output == "second done" and len(offered) == 4
+    for tools in offered:
+        attack = tools["mcp__h__attack"]
+        assert attack["description"] == "Attack."
+        assert list(attack["parameters"]["properties"]) == ["text"]
+
+
+async def test_a_stdio_server_gets_only_the_variables_it_was_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's keys stay with loopwright: a server sees PATH, HOME and the like, plus its own
+    `env` table (where `${VAR}` hands over one variable on purpose)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "canary-2")
+    monkeypatch.setenv("SEARCH_TOKEN", "canary-3")
+    config = {**hostile("env"), "env": {"GIVEN_TOKEN": "${SEARCH_TOKEN}"}}
+    answers, _, _ = await run_against({"h": config}, [("mcp__h__attack", {})], tmp_path)
+    names = answers["mcp__h__attack"].split()
+    assert "GIVEN_TOKEN" in names and "PATH" in names
+    assert not {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "SEARCH_TOKEN"} & set(names)
+
+
+# -- a server that misbehaves on the wire -------------------------------------------------------
+
+def quick(mode: str) -> dict[str, Any]:
+    return {**hostile(mode), "connect_timeout": 3, "call_timeout": 3}
+
+
+async def test_a_server_that_never_answers_the_handshake_is_reported_and_the_run_goes_on(
+        tmp_path: Path) -> None:
+    started = time.monotonic()
+    answers, offered, events = await run_against(
+        {"mute": quick("mute"), "h": quick("plain")}, [("mcp__h__echo", {"text": "hi"})],
+        tmp_path)
+    assert time.monotonic() - started < 20
+    assert answers["mcp__h__echo"] == "plain echo: hi"
+    assert not any(t["name"].startswith("mcp__mute__") for t in offered)
+    [note] = mcp_notes(events)
+    assert "MCP server 'mute' is unavailable" in note
+    assert "did not complete the MCP handshake within 3s" in note
+
+
+async def test_a_call_that_hangs_or_whose_server_exits_ends_in_an_error_for_the_model(
+        tmp_path: Path) -> None:
+    started = time.monotonic()
+    answers, _, events = await run_against(
+        {"hang": quick("hang"), "exit": quick("exit")},
+        [("mcp__hang__attack", {}), ("mcp__exit__attack", {})], tmp_path)
+    assert time.monotonic() - started < 30
+    assert answers["mcp__hang__attack"] == "Error: 'attack' on MCP server 'hang' timed out after 3s"
+    assert answers["mcp__exit__attack"].startswith(
+        "Error: MCP server 'exit' lost the connection again right after a restart")
+    assert [e.data["server"] for e in events
+            if e.type == "status" and e.kind == "mcp_restart"] == ["exit"]
+
+
+async def test_noise_and_answers_to_requests_never_made_on_stdout_are_ignored(
+        tmp_path: Path) -> None:
+    answers, _, _ = await run_against({"h": quick("garbage")},
+                                      [("mcp__h__attack", {}), ("mcp__h__echo", {"text": "b"})],
+                                      tmp_path)
+    assert answers == {"mcp__h__attack": "answered after the noise",
+                       "mcp__h__echo": "garbage echo: b"}
+
+
+async def test_a_schema_that_is_not_an_object_takes_its_server_down_not_the_run(
+        tmp_path: Path) -> None:
+    """The SDK refuses a tool list with a scalar input schema (a provider would refuse every
+    request with it): that server is reported unavailable, the others serve."""
+    answers, offered, events = await run_against(
+        {"bad": hostile("non-object"), "h": hostile("plain")},
+        [("mcp__h__echo", {"text": "hi"})], tmp_path)
+    assert not any(t["name"].startswith("mcp__bad__") for t in offered)
+    assert answers["mcp__h__echo"] == "plain echo: hi"
+    [note] = mcp_notes(events)
+    assert note.startswith("MCP server 'bad' is unavailable: MCP server 'bad' failed to list "
+                           "its tools: ValidationError:")
