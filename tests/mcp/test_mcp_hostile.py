@@ -283,3 +283,26 @@ async def test_a_schema_that_is_not_an_object_takes_its_server_down_not_the_run(
     [note] = mcp_notes(events)
     assert note.startswith("MCP server 'bad' is unavailable: MCP server 'bad' failed to list "
                            "its tools: ValidationError:")
+
+
+async def test_a_server_error_with_the_connection_closed_code_is_not_a_crash(
+        tmp_path: Path) -> None:
+    """JSON-RPC leaves -32000 to servers, and the SDK uses it for a closed connection too: a
+    server answering a call with it was restarted and the call sent again (a second run of a
+    call that may not be repeated), then all its tools were reported down."""
+    answers, _, events = await run_against(
+        {"h": quick("loud-call")},
+        [("mcp__h__attack", {}), ("mcp__h__echo", {"text": "still here"})], tmp_path)
+    assert answers["mcp__h__attack"].startswith(
+        "Error: MCP server 'h' answered 'attack' with JSON-RPC error -32000: call 1 failed yyy")
+    assert answers["mcp__h__echo"] == "loud-call echo: still here"
+    assert not [e for e in events if e.type == "status" and e.kind == "mcp_restart"]
+
+
+async def test_a_five_megabyte_error_from_a_server_is_cut_where_the_user_sees_it(
+        tmp_path: Path) -> None:
+    _, _, events = await run_against({"h": quick("loud-list")}, [], tmp_path)
+    [note] = mcp_notes(events)
+    assert note.startswith("MCP server 'h' is unavailable: MCP server 'h' failed to list its "
+                           "tools: MCPError: \x1b]0;pwned\x07 list failed xxx")
+    assert len(note) < 3_000 and note.endswith(" more characters not shown]")

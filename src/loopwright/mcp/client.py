@@ -44,6 +44,8 @@ logger = logging.getLogger("loopwright.mcp")
 StatusCallback = Callable[["StatusKind", str, dict[str, Any]], None]  # as RunView.status
 _SHUTDOWN_GRACE = 10.0
 _LOG_TAIL = 600
+_PING_TIMEOUT = 5.0
+_MAX_SERVER_TEXT = 2_000  # of an error message a server wrote, in errors and status events
 
 
 class MCPServerError(ToolError):
@@ -271,13 +273,15 @@ class MCPConnection:
             return await asyncio.wait_for(
                 client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout + 5)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                raise _ConnectionLost(exc.message) from exc
+            # JSON-RPC leaves -32000 to servers too: only a server that no longer answers a
+            # ping is gone (restarting one that is not would run the call a second time)
+            if exc.code == CONNECTION_CLOSED and not await self._answers_ping(client):
+                raise _ConnectionLost(cut(exc.message)) from exc
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
                                      f"{timeout:g}s") from None
             raise MCPServerError(f"MCP server {self.name!r} answered {tool!r} with JSON-RPC error "
-                                 f"{exc.code}: {exc.message}") from None
+                                 f"{exc.code}: {cut(exc.message)}") from None
         except TimeoutError:
             raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
                                  f"{timeout:g}s") from None
@@ -286,6 +290,21 @@ class MCPConnection:
                 raise _ConnectionLost(describe_error(exc)) from exc
             raise MCPServerError(f"calling {tool!r} on MCP server {self.name!r} failed: "
                                  f"{describe_error(exc)}") from exc
+
+    async def _answers_ping(self, client: Client) -> bool:
+        """Whether the server still answers: a ping, or the error a server gives for a method
+        it no longer has (ping is gone from the 2026 protocol), both prove it."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        try:
+            await asyncio.wait_for(client.session.send_ping(),
+                                   min(_PING_TIMEOUT, self.config.connect_timeout))
+        except MCPError as exc:
+            return exc.code != CONNECTION_CLOSED
+        except Exception:
+            return False
+        return True
 
     async def _restart(self, generation: int, reason: str,
                        notify: StatusCallback | None) -> Client:
@@ -491,8 +510,17 @@ def describe_error(exc: BaseException) -> str:
     """The innermost useful message of an exception (task-group errors wrap the real one)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc).strip()
+    text = cut(str(exc).strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def cut(text: str) -> str:
+    """A server's error text, at most `_MAX_SERVER_TEXT` characters: it goes into status
+    events, the session and the terminal, which a 5 MB message would fill."""
+    if len(text) <= _MAX_SERVER_TEXT:
+        return text
+    more = len(text) - _MAX_SERVER_TEXT
+    return f"{text[:_MAX_SERVER_TEXT]}… [{more:,} more characters not shown]"
 
 
 def _is_transport_failure(exc: BaseException) -> bool:
