@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from loopwright import Agent, Message
+from loopwright.cli.main import app
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event
 from loopwright.mcp import tool_name
@@ -301,8 +303,20 @@ async def test_a_server_error_with_the_connection_closed_code_is_not_a_crash(
 
 async def test_a_five_megabyte_error_from_a_server_is_cut_where_the_user_sees_it(
         tmp_path: Path) -> None:
-    _, _, events = await run_against({"h": quick("loud-list")}, [], tmp_path)
+    answers, _, events = await run_against({"h": quick("loud-list")},
+                                           [("mcp__h__echo", {})], tmp_path)
+    assert answers["mcp__h__echo"].startswith("Error: there is no tool named 'mcp__h__echo'.")
     [note] = mcp_notes(events)
     assert note.startswith("MCP server 'h' is unavailable: MCP server 'h' failed to list its "
                            "tools: MCPError: \x1b]0;pwned\x07 list failed xxx")
     assert len(note) < 3_000 and note.endswith(" more characters not shown]")
+
+
+def test_mcp_list_shows_a_servers_error_inert_and_cut(tmp_path: Path) -> None:
+    env = {"LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": quick("loud-list")}),
+           "LOOPWRIGHT_CACHE_DIR": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    result = CliRunner().invoke(app, ["mcp", "list"], env=env)
+    assert result.exit_code == 1
+    assert "list failed xxx" in result.output and "\x1b" not in result.output
+    assert len(result.output) < 3_000
