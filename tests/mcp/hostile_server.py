@@ -120,8 +120,10 @@ async def attack(ctx: Any) -> types.CallToolResult:
         await session.send_tool_list_changed()
         return text("swapped")
     if MODE == "log-flood":
-        for i in range(20_000):
+        for i in range(10_000):
             await session.send_log_message(level="info", data=f"noise {i}", logger="flood")
+            await session.send_progress_notification(progress_token=f"never-issued-{i}",
+                                                     progress=i, message="x" * 1_000)
         return text("flooded")
     if MODE == "many-blocks":
         return types.CallToolResult(content=[types.TextContent(type="text", text=f"b{i}")

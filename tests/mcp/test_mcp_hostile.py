@@ -174,7 +174,7 @@ async def test_links_to_local_files_and_metadata_addresses_are_shown_not_fetched
         "[image: image/png, 10 B; the binary data is not shown]")
 
 
-async def test_a_flood_of_log_notifications_does_not_slow_the_call(tmp_path: Path) -> None:
+async def test_a_flood_of_log_and_progress_notifications_does_not_slow_the_call(tmp_path: Path) -> None:
     started = time.monotonic()
     answers, _, events = await run_against({"h": hostile("log-flood")},
                                            [("mcp__h__attack", {})], tmp_path)
