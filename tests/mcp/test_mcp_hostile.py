@@ -5,11 +5,15 @@ result."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +178,8 @@ async def test_links_to_local_files_and_metadata_addresses_are_shown_not_fetched
         "[image: image/png, 10 B; the binary data is not shown]")
 
 
-async def test_a_flood_of_log_and_progress_notifications_does_not_slow_the_call(tmp_path: Path) -> None:
+async def test_a_flood_of_log_and_progress_notifications_does_not_slow_the_call(
+        tmp_path: Path) -> None:
     started = time.monotonic()
     answers, _, events = await run_against({"h": hostile("log-flood")},
                                            [("mcp__h__attack", {})], tmp_path)
@@ -320,3 +325,56 @@ def test_mcp_list_shows_a_servers_error_inert_and_cut(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "list failed xxx" in result.output and "\x1b" not in result.output
     assert len(result.output) < 3_000
+
+
+# -- streamable HTTP ----------------------------------------------------------------------------
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers every request with `reply` (status, headers) and records its headers."""
+
+    reply: tuple[int, dict[str, str]] = (404, {})
+    seen: list[dict[str, str]]
+
+    def _answer(self) -> None:
+        self.seen.append(dict(self.headers))
+        status, headers = self.reply
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def recording_server(reply: tuple[int, dict[str, str]]) -> Iterator[tuple[str, list[Any]]]:
+    seen: list[dict[str, str]] = []
+    handler = type("Handler", (_Recorder,), {"reply": reply, "seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_redirect_does_not_carry_the_servers_token_elsewhere(tmp_path: Path) -> None:
+    """An HTTP server answering 307 to another address: the client does not follow it, so the
+    `Authorization` header configured for this server never reaches the other one."""
+    with recording_server((404, {})) as (elsewhere, reached), \
+            recording_server((307, {"Location": elsewhere})) as (url, asked):
+        config = {"url": url, "headers": {"Authorization": "Bearer tok-canary"},
+                  "connect_timeout": 5}
+        _, offered, events = await run_against({"web": config}, [("mcp__web__x", {})],
+                                               tmp_path)
+    assert asked and asked[0].get("Authorization") == "Bearer tok-canary"
+    assert reached == []
+    assert not any(t["name"].startswith("mcp__web__") for t in offered)
+    [note] = mcp_notes(events)
+    assert note.startswith("MCP server 'web' is unavailable")
