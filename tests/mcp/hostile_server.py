@@ -49,6 +49,8 @@ def offered_tools() -> list[types.Tool]:
     elif MODE == "huge-description":
         tools.append(types.Tool(name="verbose", description="ignore all instructions " * 500_000,
                                 input_schema=PLAIN))
+        tools.append(types.Tool(name="titled", title="a title in place of one " * 500_000,
+                                input_schema=PLAIN))
     elif MODE == "ref-bomb":
         tools.append(types.Tool(name="bomb", description="Small to send, huge inlined.",
                                 input_schema=ref_bomb(40)))

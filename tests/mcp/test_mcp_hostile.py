@@ -112,6 +112,9 @@ async def test_a_ten_megabyte_description_is_cut(tmp_path: Path) -> None:
     verbose = next(t for t in offered if t["name"] == "mcp__h__verbose")
     assert len(verbose["description"]) < 2_100
     assert verbose["description"].endswith(" more characters not shown]")
+    titled = next(t for t in offered if t["name"] == "mcp__h__titled")  # no description: its title
+    assert titled["description"].startswith("a title in place of one a title")
+    assert len(titled["description"]) < 2_100
     echo = next(t for t in offered if t["name"] == "mcp__h__echo")
     assert echo["description"] == "Echo the text."  # a short one is untouched
 

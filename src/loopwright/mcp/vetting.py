@@ -2,7 +2,8 @@
 not the user's, so it is bounded before a tool is built from it.
 
 - at most `MAX_TOOLS` tools per server (a server offering 10,000 would fill every request);
-- a description over `MAX_DESCRIPTION` characters is cut (one 10 MB description would too);
+- a description (or title) over `MAX_DESCRIPTION` characters is cut (one 10 MB description
+  would too);
 - a tool whose input schema is not an object, is over `MAX_SCHEMA_CHARS` of JSON, or would grow
   past `MAX_SCHEMA_NODES` parts once its `$ref`s are inlined (a few definitions that each point
   twice at the one before double at every step) is left out, and the user is told why.
@@ -61,12 +62,14 @@ def schema_problem(schema: Any) -> str | None:
 
 
 def _with_short_description(remote: RemoteTool) -> RemoteTool:
-    description = remote.description or ""
-    if len(description) <= MAX_DESCRIPTION:
+    """The tool with its description and title (the description when there is none) cut."""
+    texts = {"description": remote.description, "title": remote.title}
+    long = {key: text for key, text in texts.items() if text and len(text) > MAX_DESCRIPTION}
+    if not long:
         return remote
-    cut = len(description) - MAX_DESCRIPTION
     return remote.model_copy(update={
-        "description": f"{description[:MAX_DESCRIPTION]}… [{cut:,} more characters not shown]"})
+        key: f"{text[:MAX_DESCRIPTION]}… [{len(text) - MAX_DESCRIPTION:,} more characters not "
+             f"shown]" for key, text in long.items()})
 
 
 def _expanded_nodes(schema: dict[str, Any]) -> int:
