@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loopwright.errors import ToolError
 from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
 from loopwright.mcp.content import result_text
+from loopwright.mcp.vetting import MAX_TOOLS, vet_tools
 from loopwright.plugins import LoopPlugin
 from loopwright.safety.sensitive import SERVER_SCRIPTS_STATE
 from loopwright.tools.base import Tool, ToolContext
@@ -43,6 +44,8 @@ logger = logging.getLogger("loopwright.mcp")
 StatusCallback = Callable[["StatusKind", str, dict[str, Any]], None]  # as RunView.status
 _SHUTDOWN_GRACE = 10.0
 _LOG_TAIL = 600
+_PING_TIMEOUT = 5.0
+_MAX_SERVER_TEXT = 2_000  # of an error message a server wrote, in errors and status events
 
 
 class MCPServerError(ToolError):
@@ -72,6 +75,7 @@ class MCPConnection:
         self.config = config
         self.log_dir = log_dir
         self.remote_tools: list[RemoteTool] = []
+        self.notes: list[str] = []  # the server's tools left out, and why (see `vetting`)
         self.restarts = 0
         self.error: str | None = None  # set when the server is down for good (until close)
         self._link: _Link | None = None
@@ -108,7 +112,8 @@ class MCPConnection:
                 raise MCPServerError(self.error)
             try:
                 client = await self._open()
-                self.remote_tools = await self._list_tools(client)
+                self.remote_tools, self.notes = vet_tools(self.name,
+                                                          await self._list_tools(client))
             except MCPServerError as exc:
                 self.error = str(exc)
                 await self._shutdown()
@@ -241,13 +246,14 @@ class MCPConnection:
     async def _list_tools(self, client: Client) -> list[RemoteTool]:
         tools: list[RemoteTool] = []
         cursor: str | None = None
+        wanted = self.config.tools
         try:
             for _ in range(100):  # a paginator that never ends cannot hang the connect
                 page = await asyncio.wait_for(client.list_tools(cursor=cursor),
                                               self.config.connect_timeout)
-                tools.extend(page.tools)
+                tools.extend(t for t in page.tools if wanted is None or t.name in wanted)
                 cursor = page.next_cursor
-                if not cursor:
+                if not cursor or len(tools) > MAX_TOOLS:  # more pages would all be left out
                     break
         except TimeoutError:
             raise MCPServerError(f"MCP server {self.name!r} did not list its tools within "
@@ -255,8 +261,7 @@ class MCPConnection:
         except Exception as exc:
             raise MCPServerError(f"MCP server {self.name!r} failed to list its tools: "
                                  f"{describe_error(exc)}") from exc
-        wanted = self.config.tools
-        return [t for t in tools if wanted is None or t.name in wanted]
+        return tools
 
     async def _call(self, client: Client, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         from mcp.shared.exceptions import MCPError
@@ -268,13 +273,15 @@ class MCPConnection:
             return await asyncio.wait_for(
                 client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout + 5)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                raise _ConnectionLost(exc.message) from exc
+            # JSON-RPC leaves -32000 to servers too: only a server that no longer answers a
+            # ping is gone (restarting one that is not would run the call a second time)
+            if exc.code == CONNECTION_CLOSED and not await self._answers_ping(client):
+                raise _ConnectionLost(cut(exc.message)) from exc
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
                                      f"{timeout:g}s") from None
             raise MCPServerError(f"MCP server {self.name!r} answered {tool!r} with JSON-RPC error "
-                                 f"{exc.code}: {exc.message}") from None
+                                 f"{exc.code}: {cut(exc.message)}") from None
         except TimeoutError:
             raise MCPServerError(f"{tool!r} on MCP server {self.name!r} timed out after "
                                  f"{timeout:g}s") from None
@@ -283,6 +290,21 @@ class MCPConnection:
                 raise _ConnectionLost(describe_error(exc)) from exc
             raise MCPServerError(f"calling {tool!r} on MCP server {self.name!r} failed: "
                                  f"{describe_error(exc)}") from exc
+
+    async def _answers_ping(self, client: Client) -> bool:
+        """Whether the server still answers: a ping, or the error a server gives for a method
+        it no longer has (ping is gone from the 2026 protocol), both prove it."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        try:
+            await asyncio.wait_for(client.session.send_ping(),
+                                   min(_PING_TIMEOUT, self.config.connect_timeout))
+        except MCPError as exc:
+            return exc.code != CONNECTION_CLOSED
+        except Exception:
+            return False
+        return True
 
     async def _restart(self, generation: int, reason: str,
                        notify: StatusCallback | None) -> Client:
@@ -368,6 +390,9 @@ class MCPManager:
             for name, outcome in zip(names, outcomes, strict=True):
                 if isinstance(outcome, asyncio.CancelledError):
                     raise outcome
+                for note in self.connections[name].notes:
+                    if notify is not None:
+                        notify("mcp", note, {"server": name, "warning": note})
                 if isinstance(outcome, BaseException):
                     self.errors[name] = str(outcome)
                     if notify is not None:
@@ -485,8 +510,17 @@ def describe_error(exc: BaseException) -> str:
     """The innermost useful message of an exception (task-group errors wrap the real one)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc).strip()
+    text = cut(str(exc).strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def cut(text: str) -> str:
+    """A server's error text, at most `_MAX_SERVER_TEXT` characters: it goes into status
+    events, the session and the terminal, which a 5 MB message would fill."""
+    if len(text) <= _MAX_SERVER_TEXT:
+        return text
+    more = len(text) - _MAX_SERVER_TEXT
+    return f"{text[:_MAX_SERVER_TEXT]}… [{more:,} more characters not shown]"
 
 
 def _is_transport_failure(exc: BaseException) -> bool:

@@ -113,9 +113,12 @@ def tool_name(server: str, tool: str) -> str:
     (letters, digits, `_`, `-`; at most 64 characters). A name that had to be changed to fit
     ends with a digest of the server's and the tool's own names, so two tools that would read
     the same after it (`get.user` and `get_user`, or two long names alike in their first 64
-    characters) stay two tools."""
+    characters) stay two tools. So does a server name the `__` after it cannot be told apart
+    from (`a__b` or `a_`): otherwise server `a`'s tool `b__c` would take the name of server
+    `a__b`'s tool `c`, and whichever server connected first would answer the other's calls."""
     name = f"mcp__{_SAFE_NAME.sub('_', server)}__{_SAFE_NAME.sub('_', tool)}"
-    if name == f"mcp__{server}__{tool}" and len(name) <= MAX_TOOL_NAME:
+    separable = "__" not in server and not server.endswith("_")
+    if separable and name == f"mcp__{server}__{tool}" and len(name) <= MAX_TOOL_NAME:
         return name
     digest = hashlib.blake2b(f"{server}\0{tool}".encode(errors="surrogatepass"),
                              digest_size=4).hexdigest()
