@@ -21,18 +21,26 @@ directory. A file's content is another matter: a `.pyc` rewritten in place chang
 directory, so the snapshot after the command `lstat`s each `.pyc` too, and its ctime tells.
 Protected paths and bare repositories that already exist below the top are bound read-only
 like those at the top (`mounts.py`), and not descended into. In dependency folders and virtual
-environments (`DEPENDENCY_DIRS`) only repositories are looked for below their own top; those
-already there are not bound (a mount point would keep `rm -rf node_modules` from working).
+environments (`DEPENDENCY_DIRS`) only repositories and `.pyc` files are looked for below their
+own top; repositories already there are not bound (a mount point would keep
+`rm -rf node_modules` from working), so what makes git run something in them is looked at
+after the command instead (`_configured_since`).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
 wrote, and Python writes it again from the source — every protected name it made below the
 top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at, and
-so is the `HEAD` of a bare repository it made, which git then no longer takes for one.
+so is the `HEAD` of a bare repository it made, which git then no longer takes for one, and a
+repository in a dependency folder whose configuration or hooks it changed.
+
+A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
+unchecked; when the walk, gone on in the background, ends, anything written, made or changed
+since it began (by ctime) is taken for theirs and undone the same way (`Tree.window_ns`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import stat
@@ -50,10 +58,10 @@ from loopwright.safety.sandbox.links import aside_path
 MADE_SUFFIX = ".made-by-command"
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
                              ".pytest_cache", ".ruff_cache"})
-"""Dependency and cache folders: below their own top only repositories are looked for (the
-project's dependencies, not its own files: a command may rewrite their code as a whole, and
-git ignores them already, so a `.pyc` there adds nothing; but git, which an editor runs in the
-repository of a file you open there, `node_modules/dep/.git`, runs what its config says)."""
+"""Dependency and cache folders: below their own top only repositories and `.pyc` files are
+looked for (the project's dependencies, not its own files: their `.vscode` is no editor's; but
+git, which an editor runs in the repository of a file you open there, `node_modules/dep/.git`,
+runs what its config says, and a venv's Python runs a `.pyc` no one sees)."""
 REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
 # What makes a folder a repository of its own without a `.git` (a bare one: git takes a folder
 # holding these for its git directory when you work in it, and runs what its `config` says)
@@ -106,12 +114,18 @@ class Tree:
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken whole: nothing is checked
+    # when the root's first walk began, while commands that ran before it ended (unchecked)
+    # are not all checked: whatever was written, made or changed since is taken for theirs
+    # (by ctime, which no command sets back), not for the user's
+    window_ns: int = 0
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
 _latest: dict[Path, Tree] = {}
 _lock = threading.Lock()
 _reported: set[Path] = set()  # roots whose overflow was said once
+_pending: dict[Path, list[str]] = {}  # what the walk's end undid, for the next command's result
+_moved: set[Path] = set()  # what was moved aside (`.git.made-by-command` is shaped like a bare one)
 # the last name of each protected entry, folded: an entry named otherwise is none of them
 _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
                         for entry in PROTECTED_ENTRIES)
@@ -144,9 +158,10 @@ def unchecked(before: Tree) -> str | None:
     if said:
         return None
     return (f"loopwright could not yet check what commands plant in {before.root} "
-            f"({before.overflow}): until it has walked them all, in the background, look for "
-            "new .pyc files, .git folders and bare repositories there yourself; the protected "
-            "names it found so far are read-only")
+            f"({before.overflow}): the protected names it found so far are read-only, and "
+            "when it has walked them all, in the background, whatever was written there since "
+            "the walk began is taken for the commands', not yours (a .pyc removed, a "
+            "repository or editor's folder moved aside)")
 
 
 @dataclass(kw_only=True)
@@ -160,10 +175,23 @@ class Undone:
 
 def undo(before: Tree) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before`."""
-    undone = Undone()
-    if before.overflow:
-        return undone  # `unchecked` says so
+    or changed since `before` (since the first walk began, for the commands it left
+    unchecked)."""
+    if not before.overflow:
+        undone = _undo_since(before)
+        with _lock:  # a command that began once the walk had ended was checked: so was the window
+            _latest[before.root].window_ns = 0
+        return undone
+    with _lock:
+        walked = _latest.get(before.root)
+    if walked is None or walked.overflow:
+        return Undone()  # `unchecked` says so; the walk's end checks it (`_finish`)
+    return _undo_since(walked)  # its window began with the first walk, before this command
+
+
+def _undo_since(before: Tree) -> Undone:
+    with _lock:
+        undone = Undone(notes=_pending.pop(before.root, []))
     after = take(before.root, since=before)  # never gives up: `before` was taken whole
     _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
@@ -177,10 +205,15 @@ def undo(before: Tree) -> Undone:
 
 
 def _finish(partial: Tree) -> None:
-    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged)."""
+    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
+    and what the commands meanwhile left is undone: anything written since the walk began."""
     tree = _walk(partial.root, partial, since=None)
+    tree.window_ns = partial.taken_ns
     with _lock:
         _latest[partial.root] = tree
+    undone = _undo_since(tree)
+    with _lock:  # no one to ask about keeping a repository: the notes say where it is
+        _pending.setdefault(partial.root, []).extend(undone.notes)
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
@@ -189,7 +222,8 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     again: making, removing or renaming an entry sets its directory's ctime, which no command
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
-    tree = Tree(root=root, taken_ns=time.time_ns())
+    tree = Tree(root=root, taken_ns=time.time_ns(),
+                window_ns=previous.window_ns if previous is not None else 0)
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
@@ -240,7 +274,7 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
     before a command needs no `lstat` of each `.pyc`, only its folder's entries."""
     listing = before.directories.get(directory)
     known = listing.entries if listing is not None else {}
-    racy_after = before.taken_ns - _RACY_NS
+    racy_after = (before.window_ns or before.taken_ns) - _RACY_NS
     written: list[str] = []
     for name in names:
         path = f"{directory}/{name}"
@@ -254,9 +288,9 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
 
 
 def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Listing | None:
-    """The directory read again. In the project's own folders every protected name counts, and
-    `.pyc` files; at a dependency folder's top, the protected names; deeper in it, repositories
-    alone (its `.vscode` is not the project's: no editor runs it)."""
+    """The directory read again, and its `.pyc` files. In the project's own folders every
+    protected name counts; at a dependency folder's top, the protected names; deeper in it,
+    repositories alone (its `.vscode` is not the project's: no editor runs it)."""
     entries: dict[str, int] = {}
     children: list[tuple[str, int]] = []
     inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
@@ -278,9 +312,10 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                 if entry.is_dir(follow_symlinks=False):
                     children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
                                      entry.name in DEPENDENCY_DIRS else inner))
-                # a `__pycache__` link leads Python to a cache where no one looks
-                elif kind == _OWN and (entry.name.endswith(".pyc") or (
-                        entry.name == "__pycache__" and entry.is_symlink())):
+                # a `__pycache__` link leads Python to a cache where no one looks; in a
+                # dependency folder too: a venv's Python runs its `.pyc` files unseen
+                elif entry.name.endswith(".pyc") or (
+                        entry.name == "__pycache__" and entry.is_symlink()):
                     compiled.append(entry.name)
     except OSError:
         return None
@@ -291,32 +326,56 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
 
 
 def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
-    known = {*before.nested, *before.loose}
+    """By inode, not path: in a dependency folder a repository can be removed and made again.
+    One that was there is not bound read-only in a dependency folder, nor anywhere while the
+    first walk ran: what makes git run something in it is looked at (`_configured_since`)."""
+    window = before.window_ns
     for path in (*after.nested, *after.loose):
-        if path in known or not _new_entry(before, path):
-            continue
         repository = path.name.casefold() in REPOSITORY_NAMES
-        _set_aside(path, "a repository" if repository else path.name, path, undone,
-                   keepable=repository)
+        what = "a repository" if repository else path.name
+        if _new_entry(before, path):
+            _set_aside(path, what, path, undone, keepable=repository and not window)
+        elif window and _changed_since(path, window):
+            _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
+        elif repository and path in before.loose and _configured_since(path, before.taken_ns):
+            _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
+    held = set(after.held)
     for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
+        with _lock:
+            if folder in _moved:
+                continue
         if not _was_bare(before, folder):
-            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone, keepable=True)
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=not window)
+        elif window and _changed_since(folder, window):
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=False, why=_DURING_WALK)
+        elif folder not in held and _configured_since(folder, before.taken_ns):
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=False, why=_CONFIGURED)
 
 
-def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool) -> None:
+_CONFIGURED = "changed the git configuration or hooks of"
+_DURING_WALK = "made or changed, unchecked while the first walk ran,"
+
+
+def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool,
+               why: str = "made") -> None:
     """`path` renamed to the free `NAME.made-by-command`, and the line that says so."""
     aside = aside_path(path, MADE_SUFFIX)
     try:
         _writably(path.parent, functools.partial(os.rename, path, aside))
     except OSError as exc:
         undone.notes.append(
-            f"the command made {where}, which is run or obeyed outside the sandbox, and moving "
-            f"it aside failed ({exc}): delete it before you open that folder in an editor or "
-            "agent, or run git there")
+            f"the command {why} {where}, which is run or obeyed outside the sandbox, and "
+            f"moving it aside failed ({exc}): delete it before you open that folder in an "
+            "editor or agent, or run git there")
         return
+    with _lock:
+        _moved.add(aside)
     if path == where:
         undone.notes.append(
-            f"loopwright moved {what} the command made below the top, {path}, to "
+            f"loopwright moved {what} the command {why} below the top, {path}, to "
             f"{aside.name}: programs started there would run or obey it outside the sandbox")
     else:
         undone.notes.append(
@@ -380,6 +439,54 @@ def _was_bare(before: Tree, folder: Path) -> bool:
         return listing.entries.get(BARE_HEAD) == os.lstat(folder / BARE_HEAD).st_ino
     except OSError:
         return True  # gone: nothing to move
+
+
+# What in a git directory makes git run something: its configuration (`core.fsmonitor`,
+# `core.hooksPath`, a filter's or diff's command), where it takes them from, and its hooks.
+# Not `index` or `refs`, which the user's own `git status` rewrites.
+_RUN_FROM = ("config", "config.worktree", "commondir", "hooks", "hgrc")
+
+
+def _configured_since(git_dir: Path, since_ns: int) -> bool:
+    """Whether what makes git run something in `git_dir` (`_RUN_FROM`, and each hook) was
+    written, made or renamed in since `since_ns`, by its ctime, which no command sets back."""
+    racy_after = since_ns - _RACY_NS
+    paths = [git_dir / name for name in _RUN_FROM]
+    with contextlib.suppress(OSError), os.scandir(git_dir / "hooks") as hooks:
+        paths += [Path(entry.path) for entry in hooks]  # none: its own ctime is enough
+    for path in paths:
+        try:
+            if os.lstat(path).st_ctime_ns >= racy_after:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _changed_since(path: Path, since_ns: int) -> bool:
+    """Whether `path`, a protected name or a bare repository that was there, was made, renamed
+    in or changed since `since_ns`: a file's own ctime (and where a `.git` file points); a
+    folder made or renamed in (its ctime and its parent's); then, in a repository, what makes
+    git run something — not its index, which the user's `git status` rewrites — and in
+    another folder (`.vscode`), anything."""
+    racy_after = since_ns - _RACY_NS
+    try:
+        own = os.lstat(path)
+        parent = os.lstat(path.parent)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(own.st_mode):
+        if own.st_ctime_ns >= racy_after:
+            return True
+        pointed = git_dir_of(path.parent) if path.name.casefold() == ".git" else None
+        return pointed is not None and _configured_since(pointed, since_ns)
+    if own.st_ctime_ns >= racy_after and parent.st_ctime_ns >= racy_after:
+        return True
+    if path.name.casefold() in REPOSITORY_NAMES or (path / BARE_HEAD).is_file():
+        return _configured_since(path, since_ns)
+    return own.st_ctime_ns >= racy_after or any(
+        os.lstat(Path(folder, name)).st_ctime_ns >= racy_after
+        for folder, folders, files in os.walk(path) for name in (*folders, *files))
 
 
 def _new_entry(before: Tree, path: Path) -> bool:
