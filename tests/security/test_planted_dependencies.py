@@ -103,6 +103,32 @@ async def test_what_a_command_writes_into_a_users_repository_in_node_modules_is_
     assert "made" in text and "changed the git configuration or hooks" in text, text
 
 
+@pytest.mark.parametrize("plant", [
+    # the git directory the `.git` file points to, in node_modules too (not bound either)
+    "git -C node_modules/dep config core.fsmonitor '{run}'",
+    # the `.git` file turned, in place (the same inode), to a git directory the command made
+    "git init -q --bare node_modules/.cache/x.git && git --git-dir=node_modules/.cache/x.git "
+    "config core.fsmonitor '{run}' && git --git-dir=node_modules/.cache/x.git config core.bare "
+    "false && echo 'gitdir: ../.cache/x.git' > node_modules/dep/.git",
+])
+async def test_a_users_git_file_in_node_modules_and_where_it_points_are_checked(
+        tmp_path: Path, plant: str) -> None:
+    # held before this file's fixes too, by the check of bare repositories
+    workdir = tmp_path / "work"
+    dependency = workdir / "node_modules" / "dep"
+    dependency.mkdir(parents=True)
+    pointed = workdir / "node_modules" / ".repos" / "dep.git"
+    pointed.parent.mkdir()
+    assert host_git(workdir, "init", "-q", f"--separate-git-dir={pointed}",
+                    str(dependency)).returncode == 0
+    canary = tmp_path / "GIT-RAN"
+    text = await command_result(workdir, plant.format(run=fsmonitor(canary)) + " && echo made")
+    host_git(dependency, "status")
+    assert not canary.exists()
+    # a git directory is shaped like a bare repository: its HEAD is what is moved aside
+    assert "made" in text and "moved HEAD of a bare repository" in text, text
+
+
 async def test_a_users_repository_in_node_modules_the_command_only_used_stays_and_can_go(
         tmp_path: Path) -> None:
     workdir = tmp_path / "work"

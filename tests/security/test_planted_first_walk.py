@@ -9,6 +9,8 @@ Real bubblewrap and git, through `Agent` against the fake model server."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,42 @@ async def test_what_commands_plant_while_the_first_walk_runs_is_undone_when_it_e
     assert "removed 1 compiled Python file(s)" in "".join(results), results
     # the user's own: a cache written before, a repository whose index their git rewrote
     assert (users / ".git").is_dir() and users_cache.is_file()
+
+
+async def test_what_commands_plant_is_undone_when_loopwright_ended_before_the_walk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a one-shot `loopwright run` that ends while the walk still runs: the next start's walk,
+    # fast or not, must not take what that run's commands planted for the user's
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    workdir = app(tmp_path / "work")
+    (workdir / "lib.py").write_text("VALUE = 1\n")
+    assert host_python(workdir, "import lib").returncode == 0  # the user's own cache
+    [users_cache] = (workdir / "__pycache__").glob("lib.*.pyc")
+    kept = users_cache.stat()
+    canary = tmp_path / "PLANT-RAN"
+    plant = (f"{plant_pyc(canary)}\ngit init -q vendor/x && git -C vendor/x config "
+             f"core.fsmonitor '{fsmonitor(canary)}' && echo planted")
+    first_run = f"""
+import asyncio, pathlib, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from sandbox_helpers import run_calls_asking
+from loopwright.safety.sandbox import planted
+planted.FIRST_WALK_SECONDS = 0.0
+planted._finish = lambda partial: None  # the process ends before the walk does
+results, _ = asyncio.run(run_calls_asking(pathlib.Path({str(workdir)!r}),
+                                          ("bash", {{"command": {plant!r}}}), approve_all=True))
+print(results[0])
+"""
+    ended = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", first_run], capture_output=True, text=True,
+        timeout=120, check=False)
+    assert "planted" in ended.stdout and "could not yet check" in ended.stdout, ended
+    results, _ = await run_commands(workdir, "echo later")
+    host_git(workdir / "vendor" / "x", "status")
+    imported = host_python(workdir, "import app")
+    assert not canary.exists() and imported.stdout == "the real app\n", imported
+    assert (workdir / "vendor" / "x" / ".git.made-by-command").is_dir(), results
+    assert "removed 1 compiled Python file(s)" in results[0], results
+    # the user's cache from before stays; once checked, no window is kept for the next start
+    assert users_cache.stat().st_ino == kept.st_ino
+    assert list((tmp_path / "cache" / "loopwright" / "planted-walks").iterdir()) == []

@@ -35,13 +35,15 @@ repository in a dependency folder whose configuration or hooks it changed.
 
 A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
 unchecked; when the walk, gone on in the background, ends, anything written, made or changed
-since it began (by ctime) is taken for theirs and undone the same way (`Tree.window_ns`).
+since it began (by ctime) is taken for theirs and undone the same way (`Tree.window_ns`); a
+process that ends first leaves the walk's start in loopwright's cache for the next one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import stat
 import threading
@@ -118,6 +120,8 @@ class Tree:
     # are not all checked: whatever was written, made or changed since is taken for theirs
     # (by ctime, which no command sets back), not for the user's
     window_ns: int = 0
+    # the file that keeps `window_ns` for the next process, should this one end first
+    mark: Path | None = None
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -131,14 +135,17 @@ _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
                         for entry in PROTECTED_ENTRIES)
 
 
-def take(root: Path, *, since: Tree | None = None) -> Tree:
+def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) -> Tree:
     """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
-    the `.pyc` files written since the tree `since` (taken before the command)."""
+    the `.pyc` files written since the tree `since` (taken before the command). `marks` is
+    where a first walk that gave up is remembered until it is checked (`_window_mark`)."""
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:
         return previous  # still being walked in the background (`_finish`)
     tree = _walk(root, previous, since=since)
+    if previous is None and marks is not None:
+        _window_mark(tree, marks)
     with _lock:
         _latest[root] = tree
     if tree.overflow:
@@ -179,8 +186,10 @@ def undo(before: Tree) -> Undone:
     unchecked)."""
     if not before.overflow:
         undone = _undo_since(before)
-        with _lock:  # a command that began once the walk had ended was checked: so was the window
-            _latest[before.root].window_ns = 0
+        if before.window_ns:  # a command that began once the walk had ended was checked
+            with _lock:
+                _latest[before.root].window_ns = 0
+            _forget(before.mark)
         return undone
     with _lock:
         walked = _latest.get(before.root)
@@ -208,12 +217,35 @@ def _finish(partial: Tree) -> None:
     """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
     and what the commands meanwhile left is undone: anything written since the walk began."""
     tree = _walk(partial.root, partial, since=None)
-    tree.window_ns = partial.taken_ns
+    tree.window_ns = partial.window_ns or partial.taken_ns
     with _lock:
         _latest[partial.root] = tree
     undone = _undo_since(tree)
     with _lock:  # no one to ask about keeping a repository: the notes say where it is
         _pending.setdefault(partial.root, []).extend(undone.notes)
+    _forget(tree.mark)  # a command still running is checked when it ends (`undo`)
+
+
+def _window_mark(first: Tree, marks: Path) -> None:
+    """A first walk of `first.root` in this process: its window begins when an earlier
+    process's first walk there began, if that one ended unchecked (its commands' plants were
+    never looked at, and this walk would take them for the user's); and if this walk gives up
+    too, its start is kept for the next process. One file per root, outside the workspace."""
+    mark = marks / hashlib.blake2b(os.fsencode(first.root), digest_size=8).hexdigest()
+    with contextlib.suppress(OSError, ValueError):
+        first.window_ns = int(mark.read_text())
+    first.mark = mark
+    if first.overflow and not first.window_ns:
+        first.window_ns = first.taken_ns
+        with contextlib.suppress(OSError):
+            marks.mkdir(mode=0o700, parents=True, exist_ok=True)
+            mark.write_text(str(first.window_ns))
+
+
+def _forget(mark: Path | None) -> None:
+    if mark is not None:
+        with contextlib.suppress(OSError):
+            mark.unlink()
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
@@ -223,7 +255,8 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
     tree = Tree(root=root, taken_ns=time.time_ns(),
-                window_ns=previous.window_ns if previous is not None else 0)
+                window_ns=previous.window_ns if previous is not None else 0,
+                mark=previous.mark if previous is not None else None)
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
