@@ -100,7 +100,7 @@ def snapshots(root: Path, repeat: int) -> None:
     for _ in range(repeat):
         checks.append(timed(functools.partial(planted.undo, planted.take(root))))
         before = planted.take(root)
-        before.window_ns = before.taken_ns  # as the walk's end does (`planted._finish`)
+        before.window = planted.Span(before.taken_ns)  # as the walk's end does (`_finish`)
         window.append(timed(functools.partial(planted.undo, before)))
     print(f"check after a command (undo),       median of {repeat}: {median_ms(checks)}")
     print(f"window check at a first walk's end, median of {repeat}: {median_ms(window)}")

@@ -136,6 +136,13 @@ print(results[0])
         subprocess.run, [sys.executable, "-c", first_run], capture_output=True, text=True,
         timeout=120, check=False)
     assert "planted" in ended.stdout and "could not yet check" in ended.stdout, ended
+    # what the user does once that run has ended is theirs: a repository, a compiled module
+    mine = workdir / "vendor" / "mine"
+    mine.mkdir(parents=True)
+    assert host_git(mine, "init", "-q").returncode == 0
+    (workdir / "tool.py").write_text("VALUE = 2\n")
+    assert host_python(workdir, "import tool").returncode == 0
+    [later_cache] = (workdir / "__pycache__").glob("tool.*.pyc")
     results, _ = await run_commands(workdir, "echo later")
     host_git(workdir / "vendor" / "x", "status")
     imported = host_python(workdir, "import app")
@@ -144,4 +151,5 @@ print(results[0])
     assert "removed 1 compiled Python file(s)" in results[0], results
     # the user's cache from before stays; once checked, no window is kept for the next start
     assert users_cache.stat().st_ino == kept.st_ino
+    assert later_cache.is_file() and (mine / ".git").is_dir(), results
     assert list((tmp_path / "cache" / "loopwright" / "planted-walks").iterdir()) == []

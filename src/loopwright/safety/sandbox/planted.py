@@ -24,7 +24,7 @@ like those at the top (`mounts.py`), and not descended into. In dependency folde
 environments (`DEPENDENCY_DIRS`) only repositories and `.pyc` files are looked for below their
 own top; repositories already there are not bound (a mount point would keep
 `rm -rf node_modules` from working), so what makes git run something in them is looked at
-after the command instead (`_configured_since`).
+after the command instead (`_configured_in`).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
@@ -35,7 +35,7 @@ repository in a dependency folder whose configuration or hooks it changed.
 
 A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
 unchecked; when the walk, gone on in the background, ends, anything written, made or changed
-since it began (by ctime) is taken for theirs and undone the same way (`Tree.window_ns`); a
+since it began (by ctime) is taken for theirs and undone the same way (`Tree.window`); a
 process that ends first leaves the walk's start in loopwright's cache for the next one.
 """
 
@@ -116,12 +116,27 @@ class Tree:
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken whole: nothing is checked
-    # when the root's first walk began, while commands that ran before it ended (unchecked)
-    # are not all checked: whatever was written, made or changed since is taken for theirs
-    # (by ctime, which no command sets back), not for the user's
-    window_ns: int = 0
-    # the file that keeps `window_ns` for the next process, should this one end first
+    # while commands that ran before the root's first walk ended (unchecked) are not all
+    # checked: whatever was written, made or changed within it is taken for theirs (by
+    # ctime, which no command sets back), not for the user's
+    window: Span | None = None
+    # the file that keeps `window` for the next process, should this one end first
     mark: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """From `start_ns` to `end_ns` (0: still open), a clock tick wider at both ends."""
+
+    start_ns: int
+    end_ns: int = 0
+
+    def holds(self, ctime_ns: int) -> bool:
+        return ctime_ns >= self.start_ns - _RACY_NS and (
+            not self.end_ns or ctime_ns <= self.end_ns + _RACY_NS)
+
+    def __str__(self) -> str:
+        return f"{self.start_ns} {self.end_ns}"
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -141,8 +156,10 @@ def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) ->
     where a first walk that gave up is remembered until it is checked (`_window_mark`)."""
     with _lock:
         previous = _latest.get(root)
-    if previous is not None and previous.overflow:
-        return previous  # still being walked in the background (`_finish`)
+    if previous is not None and previous.overflow:  # still walked in the background (`_finish`)
+        if previous.mark is not None and previous.window is not None:  # open until it ends
+            _remember(previous.mark, Span(previous.window.start_ns))
+        return previous
     tree = _walk(root, previous, since=since)
     if previous is None and marks is not None:
         _window_mark(tree, marks)
@@ -186,15 +203,17 @@ def undo(before: Tree) -> Undone:
     unchecked)."""
     if not before.overflow:
         undone = _undo_since(before)
-        if before.window_ns:  # a command that began once the walk had ended was checked
+        if before.window is not None:  # a command that began once the walk had ended
             with _lock:
-                _latest[before.root].window_ns = 0
+                _latest[before.root].window = None
             _forget(before.mark)
         return undone
     with _lock:
         walked = _latest.get(before.root)
-    if walked is None or walked.overflow:
-        return Undone()  # `unchecked` says so; the walk's end checks it (`_finish`)
+    if walked is None or walked.overflow:  # `unchecked` says so; the walk's end checks it
+        if before.mark is not None and before.window is not None:  # or the next process's
+            _remember(before.mark, Span(before.window.start_ns, time.time_ns()))
+        return Undone()
     return _undo_since(walked)  # its window began with the first walk, before this command
 
 
@@ -217,7 +236,7 @@ def _finish(partial: Tree) -> None:
     """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
     and what the commands meanwhile left is undone: anything written since the walk began."""
     tree = _walk(partial.root, partial, since=None)
-    tree.window_ns = partial.window_ns or partial.taken_ns
+    tree.window = Span(partial.window.start_ns if partial.window else partial.taken_ns)
     with _lock:
         _latest[partial.root] = tree
     undone = _undo_since(tree)
@@ -227,19 +246,26 @@ def _finish(partial: Tree) -> None:
 
 
 def _window_mark(first: Tree, marks: Path) -> None:
-    """A first walk of `first.root` in this process: its window begins when an earlier
-    process's first walk there began, if that one ended unchecked (its commands' plants were
-    never looked at, and this walk would take them for the user's); and if this walk gives up
-    too, its start is kept for the next process. One file per root, outside the workspace."""
+    """A first walk of `first.root` in this process. If an earlier process's first walk there
+    ended unchecked, its window (from that walk's start to its last unchecked command's end:
+    what you wrote later is yours) is this one's, else this walk would take what those
+    commands planted for yours; if this walk gives up too, the window stays open, and is kept
+    for the next process. One file per root, outside the workspace."""
     mark = marks / hashlib.blake2b(os.fsencode(first.root), digest_size=8).hexdigest()
     with contextlib.suppress(OSError, ValueError):
-        first.window_ns = int(mark.read_text())
+        start, end = (int(part) for part in mark.read_text().split())
+        first.window = Span(start, end)
     first.mark = mark
-    if first.overflow and not first.window_ns:
-        first.window_ns = first.taken_ns
+    if first.overflow:
+        first.window = Span(first.window.start_ns if first.window else first.taken_ns)
         with contextlib.suppress(OSError):
             marks.mkdir(mode=0o700, parents=True, exist_ok=True)
-            mark.write_text(str(first.window_ns))
+        _remember(mark, first.window)
+
+
+def _remember(mark: Path, window: Span) -> None:
+    with contextlib.suppress(OSError):
+        mark.write_text(str(window))
 
 
 def _forget(mark: Path | None) -> None:
@@ -255,7 +281,7 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
     tree = Tree(root=root, taken_ns=time.time_ns(),
-                window_ns=previous.window_ns if previous is not None else 0,
+                window=previous.window if previous is not None else None,
                 mark=previous.mark if previous is not None else None)
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
@@ -307,7 +333,6 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
     before a command needs no `lstat` of each `.pyc`, only its folder's entries."""
     listing = before.directories.get(directory)
     known = listing.entries if listing is not None else {}
-    racy_after = (before.window_ns or before.taken_ns) - _RACY_NS
     written: list[str] = []
     for name in names:
         path = f"{directory}/{name}"
@@ -315,7 +340,7 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
             info = os.lstat(path)
         except OSError:
             continue
-        if known.get(name) != info.st_ino or info.st_ctime_ns >= racy_after:
+        if known.get(name) != info.st_ino or _written_in(before, info.st_ctime_ns):
             written.append(path)
     return written
 
@@ -361,16 +386,16 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
 def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
     """By inode, not path: in a dependency folder a repository can be removed and made again.
     One that was there is not bound read-only in a dependency folder, nor anywhere while the
-    first walk ran: what makes git run something in it is looked at (`_configured_since`)."""
-    window = before.window_ns
+    first walk ran: what makes git run something in it is looked at (`_configured_in`)."""
+    window = before.window
     for path in (*after.nested, *after.loose):
         repository = path.name.casefold() in REPOSITORY_NAMES
         what = "a repository" if repository else path.name
         if _new_entry(before, path):
             _set_aside(path, what, path, undone, keepable=repository and not window)
-        elif window and _changed_since(path, window):
+        elif window and _changed_in(path, window):
             _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
-        elif repository and path in before.loose and _configured_since(path, before.taken_ns):
+        elif repository and path in before.loose and _configured_in(path, Span(before.taken_ns)):
             _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
     held = set(after.held)
     for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
@@ -380,10 +405,10 @@ def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
         if not _was_bare(before, folder):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=not window)
-        elif window and _changed_since(folder, window):
+        elif window and _changed_in(folder, window):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=False, why=_DURING_WALK)
-        elif folder not in held and _configured_since(folder, before.taken_ns):
+        elif folder not in held and _configured_in(folder, Span(before.taken_ns)):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=False, why=_CONFIGURED)
 
@@ -480,46 +505,50 @@ def _was_bare(before: Tree, folder: Path) -> bool:
 _RUN_FROM = ("config", "config.worktree", "commondir", "hooks", "hgrc")
 
 
-def _configured_since(git_dir: Path, since_ns: int) -> bool:
+def _configured_in(git_dir: Path, span: Span) -> bool:
     """Whether what makes git run something in `git_dir` (`_RUN_FROM`, and each hook) was
-    written, made or renamed in since `since_ns`, by its ctime, which no command sets back."""
-    racy_after = since_ns - _RACY_NS
+    written, made or renamed in within `span`, by its ctime, which no command sets back."""
     paths = [git_dir / name for name in _RUN_FROM]
     with contextlib.suppress(OSError), os.scandir(git_dir / "hooks") as hooks:
         paths += [Path(entry.path) for entry in hooks]  # none: its own ctime is enough
     for path in paths:
         try:
-            if os.lstat(path).st_ctime_ns >= racy_after:
+            if span.holds(os.lstat(path).st_ctime_ns):
                 return True
         except OSError:
             continue
     return False
 
 
-def _changed_since(path: Path, since_ns: int) -> bool:
+def _changed_in(path: Path, span: Span) -> bool:
     """Whether `path`, a protected name or a bare repository that was there, was made, renamed
-    in or changed since `since_ns`: a file's own ctime (and where a `.git` file points); a
+    in or changed within `span`: a file's own ctime (and where a `.git` file points); a
     folder made or renamed in (its ctime and its parent's); then, in a repository, what makes
     git run something — not its index, which the user's `git status` rewrites — and in
     another folder (`.vscode`), anything."""
-    racy_after = since_ns - _RACY_NS
     try:
         own = os.lstat(path)
         parent = os.lstat(path.parent)
     except OSError:
         return False
     if not stat.S_ISDIR(own.st_mode):
-        if own.st_ctime_ns >= racy_after:
+        if span.holds(own.st_ctime_ns):
             return True
         pointed = git_dir_of(path.parent) if path.name.casefold() == ".git" else None
-        return pointed is not None and _configured_since(pointed, since_ns)
-    if own.st_ctime_ns >= racy_after and parent.st_ctime_ns >= racy_after:
+        return pointed is not None and _configured_in(pointed, span)
+    if span.holds(own.st_ctime_ns) and span.holds(parent.st_ctime_ns):
         return True
     if path.name.casefold() in REPOSITORY_NAMES or (path / BARE_HEAD).is_file():
-        return _configured_since(path, since_ns)
-    return own.st_ctime_ns >= racy_after or any(
-        os.lstat(Path(folder, name)).st_ctime_ns >= racy_after
+        return _configured_in(path, span)
+    return span.holds(own.st_ctime_ns) or any(
+        span.holds(os.lstat(Path(folder, name)).st_ctime_ns)
         for folder, folders, files in os.walk(path) for name in (*folders, *files))
+
+
+def _written_in(before: Tree, ctime_ns: int) -> bool:
+    """Whether a file with this ctime was written since `before`, or in its window."""
+    return Span(before.taken_ns).holds(ctime_ns) or (
+        before.window is not None and before.window.holds(ctime_ns))
 
 
 def _new_entry(before: Tree, path: Path) -> bool:
