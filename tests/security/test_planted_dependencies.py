@@ -15,6 +15,8 @@ Real bubblewrap, git and `python -m venv`, through `Agent` against the fake mode
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -143,3 +145,21 @@ async def test_a_users_repository_in_node_modules_the_command_only_used_stays_an
     # a reinstall that clones again makes a new repository: set aside as any other one made
     assert "reinstalled" in text and "moved a repository" in text, text
     assert (workdir / "node_modules" / "dep" / ".git.made-by-command").is_dir()
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+async def test_npm_install_works_beside_a_users_repository_in_node_modules(
+        tmp_path: Path) -> None:
+    # offline, from a local package: npm links it and prunes the extraneous `dep` (its `.git`
+    # with it), which a read-only mount there would have kept it from doing
+    workdir = tmp_path / "work"
+    dependency_repository(workdir)
+    (workdir / "local").mkdir()
+    (workdir / "local" / "package.json").write_text(json.dumps({"name": "local",
+                                                                 "version": "1.0.0"}))
+    (workdir / "package.json").write_text(json.dumps(
+        {"name": "app", "version": "1.0.0", "dependencies": {"local": "file:./local"}}))
+    text = await command_result(workdir, "npm install --offline --no-audit --no-fund --cache "
+                                "/tmp/npm-cache 2>&1 | tail -1 && ls node_modules")
+    assert "added 1 package" in text and "loopwright" not in text, text
+    assert (workdir / "node_modules" / "local").is_symlink()
