@@ -23,13 +23,13 @@ async def test_a_config_file_included_under_any_condition_is_read_only(
     workdir = tmp_path / "work"
     workdir.mkdir()
     assert host_git(workdir, "init", "-q").returncode == 0
-    shared = workdir / "shared.gitconfig"
+    shared = workdir / "team.gitconfig"
     shared.write_text("[user]\n\tname = x\n")
     assert host_git(workdir, "config", f"includeIf.{condition}.path",
-                    "../shared.gitconfig").returncode == 0
+                    "../team.gitconfig").returncode == 0
     canary = tmp_path / "GIT-RAN"
     text = await command_result(workdir, f"printf '[core]\\n\\tfsmonitor = {fsmonitor(canary)}"
-                                "\\n' >> shared.gitconfig; echo end")
+                                "\\n' >> team.gitconfig; echo end")
     assert "Read-only file system" in text, text
     assert "fsmonitor" not in shared.read_text()
 

@@ -24,7 +24,7 @@ like those at the top (`mounts.py`), and not descended into. In dependency folde
 environments (`DEPENDENCY_DIRS`) only repositories and `.pyc` files are looked for below their
 own top; repositories already there are not bound (a mount point would keep
 `rm -rf node_modules` from working), so what makes git run something in them is looked at
-after the command instead (`_configured_in`).
+after the command instead (`changes.configured_in`).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
@@ -55,6 +55,14 @@ from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
 from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
+from loopwright.safety.sandbox.changes import (
+    BARE_HEAD,
+    RACY_NS,
+    REPOSITORY_NAMES,
+    Span,
+    changed_in,
+    configured_in,
+)
 from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
@@ -64,10 +72,9 @@ DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".
 looked for (the project's dependencies, not its own files: their `.vscode` is no editor's; but
 git, which an editor runs in the repository of a file you open there, `node_modules/dep/.git`,
 runs what its config says, and a venv's Python runs a `.pyc` no one sees)."""
-REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
 # What makes a folder a repository of its own without a `.git` (a bare one: git takes a folder
-# holding these for its git directory when you work in it, and runs what its `config` says)
-BARE_HEAD = "HEAD"
+# holding these and `BARE_HEAD` for its git directory when you work in it, and runs what its
+# `config` says)
 BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # The first walk of a root slower than this (a network mount, millions of folders): the command
 # waits no longer and is not checked (`unchecked` says so once), what the walk found so far is
@@ -75,10 +82,6 @@ BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # checked. Later walks have no bound: they read only what changed, so a command that makes a
 # million folders pays for their walk, and cannot make the check give up.
 FIRST_WALK_SECONDS = 10.0
-# A directory or file whose times lie this close to the snapshot may change again within the
-# file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
-# anyway (git's "racy" rule). No command writes sooner: bubblewrap and the supervisor start first.
-_RACY_NS = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,21 +125,6 @@ class Tree:
     window: Span | None = None
     # the file that keeps `window` for the next process, should this one end first
     mark: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """From `start_ns` to `end_ns` (0: still open), a clock tick wider at both ends."""
-
-    start_ns: int
-    end_ns: int = 0
-
-    def holds(self, ctime_ns: int) -> bool:
-        return ctime_ns >= self.start_ns - _RACY_NS and (
-            not self.end_ns or ctime_ns <= self.end_ns + _RACY_NS)
-
-    def __str__(self) -> str:
-        return f"{self.start_ns} {self.end_ns}"
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -284,7 +272,7 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
                 window=previous.window if previous is not None else None,
                 mark=previous.mark if previous is not None else None)
     old = previous.directories if previous is not None else {}
-    racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
+    racy_after = (previous.taken_ns if previous is not None else 0) - RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
     directories = tree.directories
     pending = [(str(root), _OWN)]
@@ -386,16 +374,16 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
 def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
     """By inode, not path: in a dependency folder a repository can be removed and made again.
     One that was there is not bound read-only in a dependency folder, nor anywhere while the
-    first walk ran: what makes git run something in it is looked at (`_configured_in`)."""
+    first walk ran: what makes git run something in it is looked at (`changes.configured_in`)."""
     window = before.window
     for path in (*after.nested, *after.loose):
         repository = path.name.casefold() in REPOSITORY_NAMES
         what = "a repository" if repository else path.name
         if _new_entry(before, path):
             _set_aside(path, what, path, undone, keepable=repository and not window)
-        elif window and _changed_in(path, window):
+        elif window and changed_in(path, window):
             _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
-        elif repository and path in before.loose and _configured_in(path, Span(before.taken_ns)):
+        elif repository and path in before.loose and configured_in(path, Span(before.taken_ns)):
             _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
     held = set(after.held)
     for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
@@ -405,10 +393,10 @@ def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
         if not _was_bare(before, folder):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=not window)
-        elif window and _changed_in(folder, window):
+        elif window and changed_in(folder, window):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=False, why=_DURING_WALK)
-        elif folder not in held and _configured_in(folder, Span(before.taken_ns)):
+        elif folder not in held and configured_in(folder, Span(before.taken_ns)):
             _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
                        keepable=False, why=_CONFIGURED)
 
@@ -497,52 +485,6 @@ def _was_bare(before: Tree, folder: Path) -> bool:
         return listing.entries.get(BARE_HEAD) == os.lstat(folder / BARE_HEAD).st_ino
     except OSError:
         return True  # gone: nothing to move
-
-
-# What in a git directory makes git run something: its configuration (`core.fsmonitor`,
-# `core.hooksPath`, a filter's or diff's command), where it takes them from, and its hooks.
-# Not `index` or `refs`, which the user's own `git status` rewrites.
-_RUN_FROM = ("config", "config.worktree", "commondir", "hooks", "hgrc")
-
-
-def _configured_in(git_dir: Path, span: Span) -> bool:
-    """Whether what makes git run something in `git_dir` (`_RUN_FROM`, and each hook) was
-    written, made or renamed in within `span`, by its ctime, which no command sets back."""
-    paths = [git_dir / name for name in _RUN_FROM]
-    with contextlib.suppress(OSError), os.scandir(git_dir / "hooks") as hooks:
-        paths += [Path(entry.path) for entry in hooks]  # none: its own ctime is enough
-    for path in paths:
-        try:
-            if span.holds(os.lstat(path).st_ctime_ns):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _changed_in(path: Path, span: Span) -> bool:
-    """Whether `path`, a protected name or a bare repository that was there, was made, renamed
-    in or changed within `span`: a file's own ctime (and where a `.git` file points); a
-    folder made or renamed in (its ctime and its parent's); then, in a repository, what makes
-    git run something — not its index, which the user's `git status` rewrites — and in
-    another folder (`.vscode`), anything."""
-    try:
-        own = os.lstat(path)
-        parent = os.lstat(path.parent)
-    except OSError:
-        return False
-    if not stat.S_ISDIR(own.st_mode):
-        if span.holds(own.st_ctime_ns):
-            return True
-        pointed = git_dir_of(path.parent) if path.name.casefold() == ".git" else None
-        return pointed is not None and _configured_in(pointed, span)
-    if span.holds(own.st_ctime_ns) and span.holds(parent.st_ctime_ns):
-        return True
-    if path.name.casefold() in REPOSITORY_NAMES or (path / BARE_HEAD).is_file():
-        return _configured_in(path, span)
-    return span.holds(own.st_ctime_ns) or any(
-        span.holds(os.lstat(Path(folder, name)).st_ctime_ns)
-        for folder, folders, files in os.walk(path) for name in (*folders, *files))
 
 
 def _written_in(before: Tree, ctime_ns: int) -> bool:
