@@ -9,7 +9,11 @@ A tree of 50,000 files in 5,000 folders, 5,000 of them `.pyc` files in `__pycach
   and after), in that tree and in an empty workspace, wall and this process's CPU time.
 
 `--dependencies N` adds a `node_modules` of N folders (5 files each), where only repositories
-are looked for below the top.
+are looked for below the top; `--venv N` a `.venv` of N packages (a `__pycache__` of 4 `.pyc`
+files each), whose `.pyc` files are looked at after each command as the project's are.
+
+The check after a command (`planted.undo`) is timed as usual and as at the end of a first walk
+that gave up ("window check": every `.pyc` compared with the walk's start by its ctime).
 
 Needs bubblewrap. Run it on one core, as the tests are (`taskset -c 0`):
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import tempfile
 import time
@@ -29,6 +34,7 @@ from pathlib import Path
 from loopwright import ToolContext
 from loopwright.builtin import bash
 from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, planted
+from loopwright.safety.sandbox.changes import Span
 
 
 def make_tree(root: Path, folders: int) -> None:
@@ -51,6 +57,17 @@ def make_dependencies(root: Path, folders: int) -> None:
         folder.mkdir(parents=True)
         for number in range(5):
             (folder / f"f{number}.js").write_bytes(b"")
+
+
+def make_venv(root: Path, packages: int) -> None:
+    """`packages` packages in `.venv`'s site-packages: 4 sources and their 4 `.pyc` files."""
+    site = root / ".venv" / "lib" / "python3.11" / "site-packages"
+    for index in range(packages):
+        caches = site / f"pkg{index}" / "__pycache__"
+        caches.mkdir(parents=True)
+        for number in range(4):
+            (caches.parent / f"m{number}.py").write_bytes(b"")
+            (caches / f"m{number}.cpython-311.pyc").write_bytes(b"")
 
 
 def timed(step: Callable[[], object]) -> tuple[float, float]:
@@ -80,6 +97,14 @@ def snapshots(root: Path, repeat: int) -> None:
     later = [timed(lambda: planted.take(root)) for _ in range(repeat)]
     print(f"snapshot, first in a process, median of {len(first)}: {median_ms(first)}")
     print(f"snapshot, the next ones,      median of {repeat}: {median_ms(later)}")
+    checks, window = [], []
+    for _ in range(repeat):
+        checks.append(timed(functools.partial(planted.undo, planted.take(root))))
+        before = planted.take(root)
+        before.window = Span(before.taken_ns)  # as the walk's end does (`_finish`)
+        window.append(timed(functools.partial(planted.undo, before)))
+    print(f"check after a command (undo),       median of {repeat}: {median_ms(checks)}")
+    print(f"window check at a first walk's end, median of {repeat}: {median_ms(window)}")
 
 
 async def commands(root: Path, repeat: int, label: str) -> None:
@@ -95,15 +120,17 @@ async def commands(root: Path, repeat: int, label: str) -> None:
           f"then, median of {repeat}: {median_ms(later)}")
 
 
-async def main(repeat: int, folders: int, dependencies: int) -> None:
+async def main(repeat: int, folders: int, dependencies: int, venv: int) -> None:
     with tempfile.TemporaryDirectory(dir="/var/tmp") as empty, \
             tempfile.TemporaryDirectory(dir="/var/tmp") as full:
         await commands(Path(empty), 3, "empty workspace (the probe)")  # probe once, warm up
         await commands(Path(empty), repeat, "empty workspace")
         make_tree(Path(full), folders)
         make_dependencies(Path(full), dependencies)
+        make_venv(Path(full), venv)
         print(f"tree: {folders} folders, {folders * 10} files, {folders} .pyc; "
-              f"node_modules: {dependencies} folders, {dependencies * 5} files")
+              f"node_modules: {dependencies} folders, {dependencies * 5} files; "
+              f".venv: {venv} packages, {venv * 4} .pyc")
         snapshots(Path(full), repeat)
         await commands(Path(full), repeat, "in the tree")
 
@@ -113,5 +140,7 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--folders", type=int, default=5000)
     parser.add_argument("--dependencies", type=int, default=0)
+    parser.add_argument("--venv", type=int, default=0)
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.repeat, arguments.folders, arguments.dependencies))
+    asyncio.run(main(arguments.repeat, arguments.folders, arguments.dependencies,
+                     arguments.venv))

@@ -83,17 +83,23 @@ def host_git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=30, check=False)
 
 
-def plant_pyc(canary: Path, python: str = PYTHON) -> str:
-    """A command writing app.py's cached module with code touching `canary`, its header made
-    to match the unchanged source (rewritten in place where one exists: the same inode)."""
+def plant_pyc(canary: Path, python: str = PYTHON, source: str = "app.py", *,
+              unchecked: bool = False) -> str:
+    """A command writing `source`'s cached module with code touching `canary`, its header made
+    to match the unchanged source (rewritten in place where one exists: the same inode), or,
+    `unchecked`, a hash-based one Python never checks against its source."""
     return f"""{python} - <<'EOF'
 import importlib.util, marshal, pathlib, sys
-source = pathlib.Path("app.py").stat()
-cached = pathlib.Path("__pycache__", f"app.{{sys.implementation.cache_tag}}.pyc")
+source = pathlib.Path({source!r})
+info = source.stat()
+cached = source.parent / "__pycache__" / f"{{source.stem}}.{{sys.implementation.cache_tag}}.pyc"
 cached.parent.mkdir(exist_ok=True)
-code = compile("import pathlib; pathlib.Path({str(canary)!r}).touch()", "app.py", "exec")
-header = importlib.util.MAGIC_NUMBER + bytes(4) + (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(
-    4, "little") + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+code = compile("import pathlib; pathlib.Path({str(canary)!r}).touch()", str(source), "exec")
+if {unchecked!r}:
+    header = importlib.util.MAGIC_NUMBER + (1).to_bytes(4, "little") + bytes(8)
+else:
+    header = importlib.util.MAGIC_NUMBER + bytes(4) + (int(info.st_mtime) & 0xFFFFFFFF
+        ).to_bytes(4, "little") + (info.st_size & 0xFFFFFFFF).to_bytes(4, "little")
 cached.write_bytes(header + marshal.dumps(code))
 print("planted", cached)
 EOF"""

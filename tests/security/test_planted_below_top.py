@@ -77,14 +77,16 @@ async def test_a_pyc_the_command_did_not_write_stays_and_a_changed_source_runs(
 
 async def test_a_pycache_link_to_a_folder_not_checked_is_removed(tmp_path: Path) -> None:
     # `__pycache__ -> node_modules/c`: Python follows the link, and the .pyc lies in a
-    # dependency folder the check does not descend into
+    # dependency folder, where the check once did not look for .pyc files
     workdir = app(tmp_path / "work")
     canary = tmp_path / "PYC-RAN"
     text = await command_result(workdir, "mkdir -p node_modules/c && ln -s node_modules/c "
                                 f"__pycache__ && {plant_pyc(canary)}")
     host_python(workdir, "import app")
     assert not canary.exists()
-    assert "removed 1 compiled Python file(s) the command wrote (__pycache__)" in text, text
+    # the link, and since .pyc files in dependency folders are looked at too, the file
+    assert "removed 2 compiled Python file(s) the command wrote" in text, text
+    assert "__pycache__" in text and "node_modules/c/app." in text, text
 
 
 async def test_a_sourceless_pyc_shadowing_a_standard_module_is_removed(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     if wrapped[:1] == [_interpreter()]:
         argv += _standard_library_mount()
     # taken before the command starts: what it plants below the top is undone afterwards
-    trees = [take(root) for root in writable if root != Path("/")]
+    marks = Path(policy.pycache_root).with_name("planted-walks")
+    trees = [take(root, marks=marks) for root in writable if root != Path("/")]
     nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv

@@ -21,19 +21,29 @@ directory. A file's content is another matter: a `.pyc` rewritten in place chang
 directory, so the snapshot after the command `lstat`s each `.pyc` too, and its ctime tells.
 Protected paths and bare repositories that already exist below the top are bound read-only
 like those at the top (`mounts.py`), and not descended into. In dependency folders and virtual
-environments (`DEPENDENCY_DIRS`) only repositories are looked for below their own top; those
-already there are not bound (a mount point would keep `rm -rf node_modules` from working).
+environments (`DEPENDENCY_DIRS`) only repositories and `.pyc` files are looked for below their
+own top; repositories already there are not bound (a mount point would keep
+`rm -rf node_modules` from working), so what makes git run something in them is looked at
+after the command instead (`changes.configured_in`).
 
 After the command (nothing of it runs any more), the tree is taken again and compared:
 every `.pyc` it created or rewrote is removed — a planted one cannot be told from one Python
 wrote, and Python writes it again from the source — every protected name it made below the
 top (`.git` included) is moved aside as `NAME.made-by-command`, for the user to look at, and
-so is the `HEAD` of a bare repository it made, which git then no longer takes for one.
+so is the `HEAD` of a bare repository it made, which git then no longer takes for one, and a
+repository in a dependency folder whose configuration or hooks it changed.
+
+A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
+unchecked; when the walk, gone on in the background, ends, anything written, made or changed
+since it began (by ctime) is taken for theirs and undone the same way (`Tree.window`); a
+process that ends first leaves the walk's start in loopwright's cache for the next one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
 import stat
 import threading
@@ -45,19 +55,26 @@ from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
 from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
+from loopwright.safety.sandbox.changes import (
+    BARE_HEAD,
+    RACY_NS,
+    REPOSITORY_NAMES,
+    Span,
+    changed_in,
+    configured_in,
+)
 from loopwright.safety.sandbox.links import aside_path
 
 MADE_SUFFIX = ".made-by-command"
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
                              ".pytest_cache", ".ruff_cache"})
-"""Dependency and cache folders: below their own top only repositories are looked for (the
-project's dependencies, not its own files: a command may rewrite their code as a whole, and
-git ignores them already, so a `.pyc` there adds nothing; but git, which an editor runs in the
-repository of a file you open there, `node_modules/dep/.git`, runs what its config says)."""
-REPOSITORY_NAMES = frozenset({".git", ".hg", ".jj"})
+"""Dependency and cache folders: below their own top only repositories and `.pyc` files are
+looked for (the project's dependencies, not its own files: their `.vscode` is no editor's; but
+git, which an editor runs in the repository of a file you open there, `node_modules/dep/.git`,
+runs what its config says, and a venv's Python runs a `.pyc` no one sees)."""
 # What makes a folder a repository of its own without a `.git` (a bare one: git takes a folder
-# holding these for its git directory when you work in it, and runs what its `config` says)
-BARE_HEAD = "HEAD"
+# holding these and `BARE_HEAD` for its git directory when you work in it, and runs what its
+# `config` says)
 BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # The first walk of a root slower than this (a network mount, millions of folders): the command
 # waits no longer and is not checked (`unchecked` says so once), what the walk found so far is
@@ -65,10 +82,6 @@ BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # checked. Later walks have no bound: they read only what changed, so a command that makes a
 # million folders pays for their walk, and cannot make the check give up.
 FIRST_WALK_SECONDS = 10.0
-# A directory or file whose times lie this close to the snapshot may change again within the
-# file system's clock tick (a jiffy: 10 ms at worst) without its times moving: it is read again
-# anyway (git's "racy" rule). No command writes sooner: bubblewrap and the supervisor start first.
-_RACY_NS = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,25 +119,38 @@ class Tree:
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken whole: nothing is checked
+    # while commands that ran before the root's first walk ended (unchecked) are not all
+    # checked: whatever was written, made or changed within it is taken for theirs (by
+    # ctime, which no command sets back), not for the user's
+    window: Span | None = None
+    # the file that keeps `window` for the next process, should this one end first
+    mark: Path | None = None
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
 _latest: dict[Path, Tree] = {}
 _lock = threading.Lock()
 _reported: set[Path] = set()  # roots whose overflow was said once
+_pending: dict[Path, list[str]] = {}  # what the walk's end undid, for the next command's result
+_moved: set[Path] = set()  # what was moved aside (`.git.made-by-command` is shaped like a bare one)
 # the last name of each protected entry, folded: an entry named otherwise is none of them
 _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
                         for entry in PROTECTED_ENTRIES)
 
 
-def take(root: Path, *, since: Tree | None = None) -> Tree:
+def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) -> Tree:
     """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
-    the `.pyc` files written since the tree `since` (taken before the command)."""
+    the `.pyc` files written since the tree `since` (taken before the command). `marks` is
+    where a first walk that gave up is remembered until it is checked (`_window_mark`)."""
     with _lock:
         previous = _latest.get(root)
-    if previous is not None and previous.overflow:
-        return previous  # still being walked in the background (`_finish`)
+    if previous is not None and previous.overflow:  # still walked in the background (`_finish`)
+        if previous.mark is not None and previous.window is not None:  # open until it ends
+            _remember(previous.mark, Span(previous.window.start_ns))
+        return previous
     tree = _walk(root, previous, since=since)
+    if previous is None and marks is not None:
+        _window_mark(tree, marks)
     with _lock:
         _latest[root] = tree
     if tree.overflow:
@@ -144,9 +170,10 @@ def unchecked(before: Tree) -> str | None:
     if said:
         return None
     return (f"loopwright could not yet check what commands plant in {before.root} "
-            f"({before.overflow}): until it has walked them all, in the background, look for "
-            "new .pyc files, .git folders and bare repositories there yourself; the protected "
-            "names it found so far are read-only")
+            f"({before.overflow}): the protected names it found so far are read-only, and "
+            "when it has walked them all, in the background, whatever was written there since "
+            "the walk began is taken for the commands', not yours (a .pyc removed, a "
+            "repository or editor's folder moved aside)")
 
 
 @dataclass(kw_only=True)
@@ -160,10 +187,27 @@ class Undone:
 
 def undo(before: Tree) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before`."""
-    undone = Undone()
-    if before.overflow:
-        return undone  # `unchecked` says so
+    or changed since `before` (since the first walk began, for the commands it left
+    unchecked)."""
+    if not before.overflow:
+        undone = _undo_since(before)
+        if before.window is not None:  # a command that began once the walk had ended
+            with _lock:
+                _latest[before.root].window = None
+            _forget(before.mark)
+        return undone
+    with _lock:
+        walked = _latest.get(before.root)
+    if walked is None or walked.overflow:  # `unchecked` says so; the walk's end checks it
+        if before.mark is not None and before.window is not None:  # or the next process's
+            _remember(before.mark, Span(before.window.start_ns, time.time_ns()))
+        return Undone()
+    return _undo_since(walked)  # its window began with the first walk, before this command
+
+
+def _undo_since(before: Tree) -> Undone:
+    with _lock:
+        undone = Undone(notes=_pending.pop(before.root, []))
     after = take(before.root, since=before)  # never gives up: `before` was taken whole
     _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
@@ -177,10 +221,45 @@ def undo(before: Tree) -> Undone:
 
 
 def _finish(partial: Tree) -> None:
-    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged)."""
+    """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
+    and what the commands meanwhile left is undone: anything written since the walk began."""
     tree = _walk(partial.root, partial, since=None)
+    tree.window = Span(partial.window.start_ns if partial.window else partial.taken_ns)
     with _lock:
         _latest[partial.root] = tree
+    undone = _undo_since(tree)
+    with _lock:  # no one to ask about keeping a repository: the notes say where it is
+        _pending.setdefault(partial.root, []).extend(undone.notes)
+    _forget(tree.mark)  # a command still running is checked when it ends (`undo`)
+
+
+def _window_mark(first: Tree, marks: Path) -> None:
+    """A first walk of `first.root` in this process. If an earlier process's first walk there
+    ended unchecked, its window (from that walk's start to its last unchecked command's end:
+    what you wrote later is yours) is this one's, else this walk would take what those
+    commands planted for yours; if this walk gives up too, the window stays open, and is kept
+    for the next process. One file per root, outside the workspace."""
+    mark = marks / hashlib.blake2b(os.fsencode(first.root), digest_size=8).hexdigest()
+    with contextlib.suppress(OSError, ValueError):
+        start, end = (int(part) for part in mark.read_text().split())
+        first.window = Span(start, end)
+    first.mark = mark
+    if first.overflow:
+        first.window = Span(first.window.start_ns if first.window else first.taken_ns)
+        with contextlib.suppress(OSError):
+            marks.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _remember(mark, first.window)
+
+
+def _remember(mark: Path, window: Span) -> None:
+    with contextlib.suppress(OSError):
+        mark.write_text(str(window))
+
+
+def _forget(mark: Path | None) -> None:
+    if mark is not None:
+        with contextlib.suppress(OSError):
+            mark.unlink()
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
@@ -189,9 +268,11 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     again: making, removing or renaming an entry sets its directory's ctime, which no command
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
-    tree = Tree(root=root, taken_ns=time.time_ns())
+    tree = Tree(root=root, taken_ns=time.time_ns(),
+                window=previous.window if previous is not None else None,
+                mark=previous.mark if previous is not None else None)
     old = previous.directories if previous is not None else {}
-    racy_after = (previous.taken_ns if previous is not None else 0) - _RACY_NS
+    racy_after = (previous.taken_ns if previous is not None else 0) - RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
     directories = tree.directories
     pending = [(str(root), _OWN)]
@@ -240,7 +321,6 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
     before a command needs no `lstat` of each `.pyc`, only its folder's entries."""
     listing = before.directories.get(directory)
     known = listing.entries if listing is not None else {}
-    racy_after = before.taken_ns - _RACY_NS
     written: list[str] = []
     for name in names:
         path = f"{directory}/{name}"
@@ -248,15 +328,15 @@ def _written_since(before: Tree, directory: str, names: tuple[str, ...]) -> list
             info = os.lstat(path)
         except OSError:
             continue
-        if known.get(name) != info.st_ino or info.st_ctime_ns >= racy_after:
+        if known.get(name) != info.st_ino or _written_in(before, info.st_ctime_ns):
             written.append(path)
     return written
 
 
 def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Listing | None:
-    """The directory read again. In the project's own folders every protected name counts, and
-    `.pyc` files; at a dependency folder's top, the protected names; deeper in it, repositories
-    alone (its `.vscode` is not the project's: no editor runs it)."""
+    """The directory read again, and its `.pyc` files. In the project's own folders every
+    protected name counts; at a dependency folder's top, the protected names; deeper in it,
+    repositories alone (its `.vscode` is not the project's: no editor runs it)."""
     entries: dict[str, int] = {}
     children: list[tuple[str, int]] = []
     inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
@@ -278,9 +358,10 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                 if entry.is_dir(follow_symlinks=False):
                     children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
                                      entry.name in DEPENDENCY_DIRS else inner))
-                # a `__pycache__` link leads Python to a cache where no one looks
-                elif kind == _OWN and (entry.name.endswith(".pyc") or (
-                        entry.name == "__pycache__" and entry.is_symlink())):
+                # a `__pycache__` link leads Python to a cache where no one looks; in a
+                # dependency folder too: a venv's Python runs its `.pyc` files unseen
+                elif entry.name.endswith(".pyc") or (
+                        entry.name == "__pycache__" and entry.is_symlink()):
                     compiled.append(entry.name)
     except OSError:
         return None
@@ -291,32 +372,56 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
 
 
 def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
-    known = {*before.nested, *before.loose}
+    """By inode, not path: in a dependency folder a repository can be removed and made again.
+    One that was there is not bound read-only in a dependency folder, nor anywhere while the
+    first walk ran: what makes git run something in it is looked at (`changes.configured_in`)."""
+    window = before.window
     for path in (*after.nested, *after.loose):
-        if path in known or not _new_entry(before, path):
-            continue
         repository = path.name.casefold() in REPOSITORY_NAMES
-        _set_aside(path, "a repository" if repository else path.name, path, undone,
-                   keepable=repository)
+        what = "a repository" if repository else path.name
+        if _new_entry(before, path):
+            _set_aside(path, what, path, undone, keepable=repository and not window)
+        elif window and changed_in(path, window):
+            _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
+        elif repository and path in before.loose and configured_in(path, Span(before.taken_ns)):
+            _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
+    held = set(after.held)
     for folder in after.bare:  # its HEAD, not the folder: files a model made stay where asked
+        with _lock:
+            if folder in _moved:
+                continue
         if not _was_bare(before, folder):
-            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone, keepable=True)
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=not window)
+        elif window and changed_in(folder, window):
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=False, why=_DURING_WALK)
+        elif folder not in held and configured_in(folder, Span(before.taken_ns)):
+            _set_aside(folder / BARE_HEAD, "a bare repository", folder, undone,
+                       keepable=False, why=_CONFIGURED)
 
 
-def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool) -> None:
+_CONFIGURED = "changed the git configuration or hooks of"
+_DURING_WALK = "made or changed, unchecked while the first walk ran,"
+
+
+def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: bool,
+               why: str = "made") -> None:
     """`path` renamed to the free `NAME.made-by-command`, and the line that says so."""
     aside = aside_path(path, MADE_SUFFIX)
     try:
         _writably(path.parent, functools.partial(os.rename, path, aside))
     except OSError as exc:
         undone.notes.append(
-            f"the command made {where}, which is run or obeyed outside the sandbox, and moving "
-            f"it aside failed ({exc}): delete it before you open that folder in an editor or "
-            "agent, or run git there")
+            f"the command {why} {where}, which is run or obeyed outside the sandbox, and "
+            f"moving it aside failed ({exc}): delete it before you open that folder in an "
+            "editor or agent, or run git there")
         return
+    with _lock:
+        _moved.add(aside)
     if path == where:
         undone.notes.append(
-            f"loopwright moved {what} the command made below the top, {path}, to "
+            f"loopwright moved {what} the command {why} below the top, {path}, to "
             f"{aside.name}: programs started there would run or obey it outside the sandbox")
     else:
         undone.notes.append(
@@ -380,6 +485,12 @@ def _was_bare(before: Tree, folder: Path) -> bool:
         return listing.entries.get(BARE_HEAD) == os.lstat(folder / BARE_HEAD).st_ino
     except OSError:
         return True  # gone: nothing to move
+
+
+def _written_in(before: Tree, ctime_ns: int) -> bool:
+    """Whether a file with this ctime was written since `before`, or in its window."""
+    return Span(before.taken_ns).holds(ctime_ns) or (
+        before.window is not None and before.window.holds(ctime_ns))
 
 
 def _new_entry(before: Tree, path: Path) -> bool:

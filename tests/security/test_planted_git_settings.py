@@ -1,0 +1,58 @@
+"""Other ways a sandboxed command could have git run something later, outside the sandbox, each
+held: a configuration file the repository's config includes under a condition (`includeIf`,
+whatever the condition), and a `.gitmodules` whose submodule says `update = !command` (git
+takes commands from the repository's config only, never from `.gitmodules`).
+
+Real bubblewrap and git, through `Agent` against the fake model server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import command_result, fsmonitor, host_git
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
+
+COMMIT = ("-c", "user.name=u", "-c", "user.email=u@x", "-c", "protocol.file.allow=always")
+
+
+@pytest.mark.parametrize("condition", ["gitdir:/nowhere/", "onbranch:main", "hasconfig:x.y:z"])
+async def test_a_config_file_included_under_any_condition_is_read_only(
+        tmp_path: Path, condition: str) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert host_git(workdir, "init", "-q").returncode == 0
+    shared = workdir / "team.gitconfig"
+    shared.write_text("[user]\n\tname = x\n")
+    assert host_git(workdir, "config", f"includeIf.{condition}.path",
+                    "../team.gitconfig").returncode == 0
+    canary = tmp_path / "GIT-RAN"
+    text = await command_result(workdir, f"printf '[core]\\n\\tfsmonitor = {fsmonitor(canary)}"
+                                "\\n' >> team.gitconfig; echo end")
+    assert "Read-only file system" in text, text
+    assert "fsmonitor" not in shared.read_text()
+
+
+async def test_an_update_command_a_command_writes_into_gitmodules_is_not_run(
+        tmp_path: Path) -> None:
+    # the command may write `.gitmodules` (it is the project's file); git refuses `!command`
+    # from it ("invalid value for 'submodule.lib.update'") since 2.20
+    upstream, workdir = tmp_path / "upstream", tmp_path / "work"
+    for repository in (upstream, workdir):
+        repository.mkdir()
+        assert host_git(repository, "init", "-q").returncode == 0
+        assert host_git(repository, *COMMIT, "commit", "-q", "--allow-empty",
+                        "-m", "1").returncode == 0
+    assert host_git(workdir, *COMMIT, "submodule", "add", "-q", "../upstream",
+                    "lib").returncode == 0
+    assert host_git(workdir, *COMMIT, "commit", "-qm", "lib").returncode == 0
+    assert host_git(workdir, "submodule", "deinit", "-q", "-f", "lib").returncode == 0
+    canary = tmp_path / "UPDATE-RAN"
+    text = await command_result(workdir, "printf '[submodule \"lib\"]\\n\\tpath = lib\\n\\turl = "
+                                f"../upstream\\n\\tupdate = !touch {canary}\\n' > .gitmodules "
+                                "&& echo written")
+    assert "written" in text, text
+    for step in (("submodule", "init"), ("submodule", "update")):
+        host_git(workdir, *COMMIT, *step)
+    assert not canary.exists()
