@@ -5,6 +5,7 @@ result."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.server
 import json
@@ -12,7 +13,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from loopwright.testing import FakeModelServer, Reply, call
 
 HOSTILE = str(Path(__file__).parent / "hostile_server.py")
 FAST = RetryPolicy(base_delay=0.01, jitter=0)
+HANG_GUARD = 120  # seconds: what a stall (a hang, not a slow machine) runs into
 
 
 def hostile(mode: str) -> dict[str, Any]:
@@ -72,14 +73,12 @@ def test_a_ref_bomb_schema_is_left_out_without_stalling_the_run(tmp_path: Path) 
         env = {**os.environ, "LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": hostile("ref-bomb")}),
                "LOOPWRIGHT_CACHE_DIR": str(tmp_path / "cache"),
                "XDG_CONFIG_HOME": str(tmp_path / "config")}
-        started = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "loopwright", "run", "go", "--model", "test-model",
              "--base-url", server.base_url, "--api-key", "k"],
-            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=45)
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG_GUARD)
         offered = {t["function"]["name"] for t in server.model_requests[0].body["tools"]}
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 30
     assert done.stdout.strip() == "done"
     assert "mcp__h__echo" in offered and "mcp__h__bomb" not in offered
     assert "mcp__h__cycle" in offered  # a $ref cycle stays a $ref: small, and kept
@@ -183,11 +182,9 @@ async def test_links_to_local_files_and_metadata_addresses_are_shown_not_fetched
 
 async def test_a_flood_of_log_and_progress_notifications_does_not_slow_the_call(
         tmp_path: Path) -> None:
-    started = time.monotonic()
-    answers, _, events = await run_against({"h": hostile("log-flood")},
-                                           [("mcp__h__attack", {})], tmp_path)
+    answers, _, events = await asyncio.wait_for(run_against(
+        {"h": hostile("log-flood")}, [("mcp__h__attack", {})], tmp_path), HANG_GUARD)
     assert answers["mcp__h__attack"] == "flooded"
-    assert time.monotonic() - started < 30
     assert len(events) < 100  # the server's log lines are not events
 
 
@@ -241,16 +238,22 @@ async def test_a_stdio_server_gets_only_the_variables_it_was_given(
 # -- a server that misbehaves on the wire -------------------------------------------------------
 
 def quick(mode: str) -> dict[str, Any]:
-    return {**hostile(mode), "connect_timeout": 3, "call_timeout": 3}
+    """A server whose calls are given 3 s: a call that hangs ends soon. Its handshake keeps
+    the usual time, since a loaded machine starts a Python server slowly."""
+    return {**hostile(mode), "call_timeout": 3}
+
+
+def mute(mode: str) -> dict[str, Any]:
+    """A server given 3 s for its handshake, for one that never completes it."""
+    return {**hostile(mode), "connect_timeout": 3}
+
 
 
 async def test_a_server_that_never_answers_the_handshake_is_reported_and_the_run_goes_on(
         tmp_path: Path) -> None:
-    started = time.monotonic()
-    answers, offered, events = await run_against(
-        {"mute": quick("mute"), "h": quick("plain")}, [("mcp__h__echo", {"text": "hi"})],
-        tmp_path)
-    assert time.monotonic() - started < 20
+    answers, offered, events = await asyncio.wait_for(run_against(
+        {"mute": mute("mute"), "h": hostile("plain")}, [("mcp__h__echo", {"text": "hi"})],
+        tmp_path), HANG_GUARD)
     assert answers["mcp__h__echo"] == "plain echo: hi"
     assert not any(t["name"].startswith("mcp__mute__") for t in offered)
     [note] = mcp_notes(events)
@@ -260,11 +263,9 @@ async def test_a_server_that_never_answers_the_handshake_is_reported_and_the_run
 
 async def test_a_call_that_hangs_or_whose_server_exits_ends_in_an_error_for_the_model(
         tmp_path: Path) -> None:
-    started = time.monotonic()
-    answers, _, events = await run_against(
+    answers, _, events = await asyncio.wait_for(run_against(
         {"hang": quick("hang"), "exit": quick("exit")},
-        [("mcp__hang__attack", {}), ("mcp__exit__attack", {})], tmp_path)
-    assert time.monotonic() - started < 30
+        [("mcp__hang__attack", {}), ("mcp__exit__attack", {})], tmp_path), HANG_GUARD)
     assert answers["mcp__hang__attack"] == "Error: 'attack' on MCP server 'hang' timed out after 3s"
     assert answers["mcp__exit__attack"].startswith(
         "Error: MCP server 'exit' lost the connection again right after a restart")
@@ -311,7 +312,7 @@ async def test_a_server_error_with_the_connection_closed_code_is_not_a_crash(
 
 async def test_a_five_megabyte_error_from_a_server_is_cut_where_the_user_sees_it(
         tmp_path: Path) -> None:
-    answers, _, events = await run_against({"h": quick("loud-list")},
+    answers, _, events = await run_against({"h": hostile("loud-list")},
                                            [("mcp__h__echo", {})], tmp_path)
     assert answers["mcp__h__echo"].startswith("Error: there is no tool named 'mcp__h__echo'.")
     [note] = mcp_notes(events)
@@ -321,13 +322,31 @@ async def test_a_five_megabyte_error_from_a_server_is_cut_where_the_user_sees_it
 
 
 def test_mcp_list_shows_a_servers_error_inert_and_cut(tmp_path: Path) -> None:
-    env = {"LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": quick("loud-list")}),
+    env = {"LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": hostile("loud-list")}),
            "LOOPWRIGHT_CACHE_DIR": str(tmp_path / "cache"),
            "XDG_CONFIG_HOME": str(tmp_path / "config")}
     result = CliRunner().invoke(app, ["mcp", "list"], env=env)
     assert result.exit_code == 1
     assert "list failed xxx" in result.output and "\x1b" not in result.output
     assert len(result.output) < 3_000
+
+
+def test_mcp_list_names_the_tools_a_run_leaves_out(tmp_path: Path) -> None:
+    """`mcp list` shows what a run will not offer the model and why, as text and as JSON; a
+    server whose tools are all offered shows no such line."""
+    env = {"LOOPWRIGHT_MCP_SERVERS": json.dumps({"h": hostile("ref-bomb"),
+                                                 "plain": hostile("shadow")}),
+           "LOOPWRIGHT_CACHE_DIR": str(tmp_path / "cache"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    text = CliRunner().invoke(app, ["mcp", "list"], env=env)
+    assert text.exit_code == 0, text.output
+    left = [line for line in text.output.splitlines() if "left out:" in line]
+    assert len(left) == 1 and "'bomb'" in left[0] and "$refs are inlined" in left[0]
+    rows = [json.loads(line) for line in CliRunner().invoke(
+        app, ["mcp", "list", "--json"], env=env).output.splitlines()]
+    by_name = {row["name"]: row for row in rows}
+    assert len(by_name["h"]["left_out"]) == 1 and "left_out" not in by_name["plain"]
+    assert "mcp__h__bomb" not in {t["name"] for t in by_name["h"]["tools"]}
 
 
 # -- streamable HTTP ----------------------------------------------------------------------------

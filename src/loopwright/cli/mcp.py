@@ -84,16 +84,19 @@ async def _gather(configs: list[Any], log_dir: Path) -> list[dict[str, Any]]:
                       "description": _first_line(t.description or "")}
                      for t in conn.remote_tools]
             rows.append(_row(config, ok=config.name not in errors, tools=tools,
-                             error=errors.get(config.name)))
+                             error=errors.get(config.name), left_out=conn.notes))
         return rows
     finally:
         await manager.aclose()
 
 
 def _row(config: Any, *, ok: bool, tools: list[dict[str, Any]] | None = None,
-         error: str | None = None, note: str | None = None) -> dict[str, Any]:
+         error: str | None = None, note: str | None = None,
+         left_out: list[str] | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"name": config.name, "transport": config.transport,
                            "target": config.target, "ok": ok, "tools": tools or []}
+    if left_out:  # what the run will not offer the model, and why (mcp/vetting.py)
+        row["left_out"] = left_out
     if error:
         row["error"] = error
     if note:
@@ -113,6 +116,7 @@ def _describe(row: dict[str, Any]) -> str:
     for item in row["tools"]:
         mode = "read-only " if item["read_only"] else "          "
         lines.append(f"  {item['name']:<{width}}  {mode} {item['description'][:80]}")
+    lines.extend(f"  left out: {why}" for why in row.get("left_out", ()))
     return "\n".join(lines)
 
 
