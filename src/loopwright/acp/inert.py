@@ -22,6 +22,9 @@ fence ends with them) as CommonMark does, from the text as sent. Inline code is 
 link or tag that starts before a backtick can end after it, and backslash escapes do not hold
 in raw HTML.
 
+Line endings come out as LF: CommonMark's three (LF, CRLF, a lone CR) are one to a renderer,
+and the scan reads one, so a fence closed by a CRLF line is closed for it too.
+
 Streamed text is held back only from the start of an unfinished image or tag, or a line's first
 few characters (or a line in an HTML block) until what it is shows, so prose passes at once.
 """
@@ -119,7 +122,7 @@ class MarkdownGuard:
 
     def text(self, text: str) -> str:
         """A whole text (a tool result, a title, a replayed message) made inert."""
-        return _scan(text, _Lines(), final=True, allowed=self.allowed)[0]
+        return _scan(_one_line_ending(text), _Lines(), final=True, allowed=self.allowed)[0]
 
     def stream(self) -> InertStream:
         return InertStream(self)
@@ -167,17 +170,28 @@ class InertStream:
     guard: MarkdownGuard
     _pending: str = ""
     _lines: _Lines = field(default_factory=_Lines)
+    _after_cr: bool = False  # the last delta ended with a CR: an LF first in the next is its
 
     def feed(self, text: str) -> str:
-        self._pending += text
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        if text:
+            self._after_cr = text.endswith("\r")
+        self._pending += _one_line_ending(text)
         out, used = _scan(self._pending, self._lines, final=False, allowed=self.guard.allowed)
         self._pending = self._pending[used:]
         return out
 
     def end(self) -> str:
         out = _scan(self._pending, self._lines, final=True, allowed=self.guard.allowed)[0]
-        self._pending, self._lines = "", _Lines()
+        self._pending, self._lines, self._after_cr = "", _Lines(), False
         return out
+
+
+def _one_line_ending(text: str) -> str:
+    """CRLF and a lone CR as LF: CommonMark's three line endings are one to a renderer, and the
+    scan reads one (a fence whose closing line ends in CRLF is closed)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _scan(text: str, lines: _Lines, *, final: bool, allowed: Sequence[str]) -> tuple[str, int]:
