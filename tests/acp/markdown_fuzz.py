@@ -77,13 +77,14 @@ def _tag(rng: random.Random) -> str:
 
 
 def _block(rng: random.Random) -> str:
-    kind = rng.randrange(11)
+    kind = rng.randrange(12)
     indent = rng.choice(["", "", "", " ", "  ", "   ", "    ", "     ", "\t", " \t", "   \t"])
     if kind == 0:  # a fence, sometimes unterminated or closed by another run
         run = rng.choice(FENCE_RUNS)
         body = "\n".join(_inline(rng) for _ in range(rng.randrange(3)))
         close = rng.choice([run, run, run + run[0], run[:-1], rng.choice(FENCE_RUNS), ""])
-        return f"{indent}{run}{rng.choice(INFO)}\n{body}\n{' ' * rng.randrange(5)}{close}"
+        margin = rng.choice(["", " ", "  ", "   ", "    ", "\t", " \t", "   \t"])
+        return f"{indent}{run}{rng.choice(INFO)}\n{body}\n{margin}{close}"
     if kind == 1:  # indented code
         return "\n".join("    " + _inline(rng) for _ in range(1 + rng.randrange(2)))
     if kind == 2:
@@ -104,6 +105,9 @@ def _block(rng: random.Random) -> str:
         lines = [f"{container}{run}", *(rng.choice([container, "", "  ", "   "]) + _inline(rng)
                                        for _ in range(1 + rng.randrange(2)))]
         return "\n".join(lines)
+    if kind == 11:  # an HTML block that runs past blank lines, and a tag in it over one
+        url = _address(rng).replace("'", "")
+        return f"{indent}<pre>\n<img\n\nsrc='{url}'>"
     return indent + _inline(rng)
 
 

