@@ -50,7 +50,8 @@ def test_text_with_no_image_or_tag_is_passed_as_written() -> None:
         expected = text.replace("\r\n", "\n").replace("\r", "\n")
         stream = guard.stream()
         streamed = stream.feed(text) + stream.end()
-        if guard.text(text) != expected or streamed != expected:
+        by_character = "".join(stream.feed(char) for char in text) + stream.end()
+        if expected != guard.text(text) or expected != streamed or expected != by_character:
             changed.append((seed, text))
         seed += 1
     assert changed == []
@@ -80,6 +81,15 @@ def test_a_crlf_split_between_its_cr_and_lf_is_one_line_ending() -> None:
         stream = MarkdownGuard((ALLOWED_HOST,)).stream()
         deltas = [text[:cut], "", text[cut:]]  # an empty delta between changes nothing
         assert "".join(stream.feed(delta) for delta in deltas) + stream.end() == whole, cut
+
+
+def test_line_endings_sent_a_character_at_a_time_are_each_one() -> None:
+    """CR, LF as deltas of their own: the LF that follows a CR is its; the LF after that, and a
+    CR after a CR, each end a line of their own."""
+    text = "a\r\n\nb\r\rc\n\r\n"
+    stream = MarkdownGuard((ALLOWED_HOST,)).stream()
+    streamed = "".join(stream.feed(char) for char in text) + stream.end()
+    assert streamed == MarkdownGuard((ALLOWED_HOST,)).text(text) == "a\n\nb\n\nc\n\n"
 
 
 # what the fuzz found, each as the editor got it from `loopwright acp`

@@ -116,7 +116,7 @@ class InertStream:
 
     def feed(self, text: str) -> str:
         if self._after_cr and text.startswith("\n"):
-            text = text[1:]
+            text, self._after_cr = text[1:], False  # (an LF after it is a line ending again)
         if text:
             self._after_cr = text.endswith("\r")
         self._pending += _one_line_ending(text)
