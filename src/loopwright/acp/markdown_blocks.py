@@ -40,6 +40,7 @@ class LineState:
     fence_column: int = 0  # where the list item holding the fence has its text (0: none)
     list_column: int = 0  # where the list item the lines are in has its text (0: none)
     after_blank: bool = False
+    item_empty: bool = False  # the line before opened a list item with no text on it
     paragraph: bool = False  # the line before was a paragraph's (an HTML block of kind 7 waits)
     ordinary: bool = True  # the current line is no fence's and no HTML block's
     shown: str = ""  # what was sent of the current line
@@ -62,15 +63,19 @@ def line_ended(shown: str, lines: LineState) -> None:
     after_paragraph = lines.paragraph
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
         lines.paragraph or not _NOT_PARAGRAPH.match(shown))
-    item = _LIST_ITEM.match(shown)
+    columns = _in_columns(shown)
+    item = _LIST_ITEM.match(columns)
     if item is not None and after_paragraph and (
             not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
         item = None  # an empty item, or a list numbered from other than 1, continues the text
     if item is not None:
         lines.list_column = _item_column(item)
+    elif lines.item_empty and not shown.strip():
+        lines.list_column = 0  # an item begins with one blank line at most: it was empty
     elif (shown.strip() and lines.after_blank
           and indentation(shown)[0] < lines.list_column):
         lines.list_column = 0  # a line less indented after a blank one: the list ended
+    lines.item_empty = item is not None and not columns[item.end():].strip()
     lines.after_blank = not shown.strip()
 
 
@@ -78,14 +83,15 @@ def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:
     """The run of the fence `line` opens and the column of the list item holding it (0: none);
     None if it opens none. A fence is up to three columns in from its container's margin: the
     page's, or the list item's the lines before opened (`- ```` on the item's own line too)."""
+    line = _in_columns(line)
     item = _LIST_ITEM.match(line)
-    indent, indent_chars = indentation(line)
+    indent = indentation(line)[0]
     if item is not None and _FENCE.match(line, item.end()):
         column, start = _item_column(item), item.end()
     elif lines.list_column and lines.list_column <= indent <= lines.list_column + 3:
-        column, start = lines.list_column, indent_chars
+        column, start = lines.list_column, indent
     elif indent <= 3:
-        column, start = 0, indent_chars
+        column, start = 0, indent
     else:
         return None
     fence = _FENCE.match(line, start)
@@ -108,6 +114,12 @@ def indentation(line: str) -> tuple[int, int]:
             break
         chars += 1
     return width, chars
+
+
+def _in_columns(line: str) -> str:
+    """`line` with its tabs as the spaces CommonMark counts them as, to the next multiple of
+    four (`- \tx` is an item whose text is four in): what its block structure is read from."""
+    return line.expandtabs(4) if "\t" in line else line
 
 
 def _item_column(item: re.Match[str]) -> int:

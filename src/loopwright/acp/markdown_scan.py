@@ -104,6 +104,7 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
     opening = fence_at(line, lines)
     if opening is not None:
         lines.fence, lines.fence_column = opening
+        lines.item_empty = False  # (an item whose text is this fence)
         if lines.fence_column == 0:
             lines.list_column = 0  # a fence at the margin ends a list
         lines.code_carry = ""
