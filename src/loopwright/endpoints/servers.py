@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from loopwright.endpoints.pages import is_html
 
 if TYPE_CHECKING:
     import httpx
+
+    from loopwright.endpoints.base import Endpoint
 
 ServerKind = Literal["ollama", "llamacpp", "lmstudio", "vllm", "openai_compatible"]
 MAX_REPLY_BYTES = 16_000_000
@@ -119,6 +122,25 @@ def known_kind(base_url: str, headers: Mapping[str, str] | None = None) -> Serve
     """The kind found earlier in this process for this base URL with these credentials (the
     headers a request sends), if any: a kind found with other credentials is not this one's."""
     return _kinds.get(_cache_key(base_url, headers))
+
+
+def endpoint_kind(endpoint: Endpoint) -> ServerKind | None:
+    """`known_kind` for an endpoint as it stands now (its base URL and the headers its requests
+    send), asked once per reply (`review.plan.text_call_reader`): the digest is worked out again
+    only when those differ from the last time this endpoint asked (a refreshed key, a header
+    changed in place), so an unchanged endpoint costs a comparison, no hashing."""
+    url, headers = endpoint.base_url, endpoint.request_headers()
+    kept = _endpoint_keys.get(id(endpoint))
+    if kept is None or kept[0] != url or kept[1] != headers:
+        if kept is None:  # (dropped with the endpoint: no credential outlives it here)
+            weakref.finalize(endpoint, _endpoint_keys.pop, id(endpoint), None)
+        kept = url, headers, _cache_key(url, headers)
+        _endpoint_keys[id(endpoint)] = kept
+    return _kinds.get(kept[2])
+
+
+# by endpoint (its id, while it lives): the base URL and headers its key was made from, the key
+_endpoint_keys: dict[int, tuple[str, dict[str, str], _CacheKey]] = {}
 
 
 def forget_kind(base_url: str, headers: Mapping[str, str] | None = None) -> None:

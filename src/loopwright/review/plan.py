@@ -78,12 +78,11 @@ def text_call_reader(settings: Settings, chain: ProviderChain, *, prompt_mode: b
     """`reads_text_calls` asked of the model answering now — the chain's current client, which
     a fallback changes mid-run (a small local model, then a hosted one) — or None when no model
     of the chain has its text read."""
-    from loopwright.endpoints.servers import known_kind
+    from loopwright.endpoints.servers import endpoint_kind
 
     def reads(client: ModelClient) -> bool:
         return reads_text_calls(settings, client.profile, prompt_mode=prompt_mode,
-                                server_kind=known_kind(client.endpoint.base_url,
-                                                       client.endpoint.request_headers()))
+                                server_kind=endpoint_kind(client.endpoint))
 
     if not any(reads(client) for client in chain.clients):
         return None

@@ -1,0 +1,142 @@
+"""The block structure of Markdown as it streams, line by line, as CommonMark reads it: what
+decides whether a line opens or closes a fence (HTML blocks, inside which a fence is none, and
+list items, whose fence ends with them)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from loopwright.acp.markdown_inline import ATTRIBUTE
+
+_FENCE = re.compile(r"(`{3,}|~{3,})([^\n]*)(?:\n|$)")
+_LIST_ITEM = re.compile(r"([ ]{0,3}(?:[-+*]|[0-9]{1,9}[.)]))(?:([ ]{1,4})(?=\S)|[ ]*\n?\Z|[ ]+)")
+# CommonMark's HTML blocks (its kinds 1 to 7): what starts one and what ends it ("": a blank
+# line); inside one a fence is not a fence, so they are told apart exactly
+HTML_BLOCKS = (
+    (re.compile(r"[ ]{0,3}<(pre|script|style|textarea)(?=[ \t>]|$)", re.IGNORECASE), "</{}>"),
+    (re.compile(r"[ ]{0,3}<!--"), "-->"), (re.compile(r"[ ]{0,3}<\?"), "?>"),
+    (re.compile(r"[ ]{0,3}<![A-Za-z]"), ">"), (re.compile(r"[ ]{0,3}<!\[CDATA\["), "]]>"),
+    (re.compile(r"[ ]{0,3}</?(?:address|article|aside|base|basefont|blockquote|body|caption|"
+                r"center|col|colgroup|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|"
+                r"figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|legend|li|"
+                r"link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|"
+                r"section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul)"
+                r"(?=[ \t>]|/>|$)", re.IGNORECASE), ""),
+)
+_LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a paragraph
+    rf"[ ]{{0,3}}(?:<(?!(?:pre|script|style|textarea)\b)[A-Za-z][A-Za-z0-9-]*{ATTRIBUTE}*\s*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\n?", re.IGNORECASE)
+# lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
+# definition, indented code
+_NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
+
+
+@dataclass
+class LineState:
+    """Where the scan stands in the block structure: what decides if a fence opens."""
+
+    fence: str = ""  # the opening fence's run (```` ``` ````, `~~~~`) while inside one
+    fence_column: int = 0  # where the list item holding the fence has its text (0: none)
+    list_column: int = 0  # where the list item the lines are in has its text (0: none)
+    after_blank: bool = False
+    item_empty: bool = False  # the line before opened a list item with no text on it
+    paragraph: bool = False  # the line before was a paragraph's (an HTML block of kind 7 waits)
+    ordinary: bool = True  # the current line is no fence's and no HTML block's
+    shown: str = ""  # what was sent of the current line
+    html_block_end: str | None = None  # "" ends at a blank line; "</pre>" … at that tag
+    line_start: bool = True
+    # in fenced code: the lines from one that begins an image or tag not ended (`code_line`)
+    code_carry: str = ""
+
+
+def line_ended(shown: str, lines: LineState) -> None:
+    """What a whole line, as sent, tells of the next: whether an HTML block starts or ends on
+    it (a placeholder may have taken its tag or its end's mark), whether it is a paragraph's
+    (an HTML block of kind 7 cannot start after one)."""
+    if lines.ordinary:
+        end = html_block_end(shown, 0, lines.paragraph)
+        lines.html_block_end = None if end and end in shown.lower() else end
+        lines.ordinary = end is None
+    elif lines.html_block_end and lines.html_block_end in shown.lower():
+        lines.html_block_end = None
+    after_paragraph = lines.paragraph
+    lines.paragraph = lines.ordinary and bool(shown.strip()) and (
+        lines.paragraph or not _NOT_PARAGRAPH.match(shown))
+    columns = _in_columns(shown)
+    item = _LIST_ITEM.match(columns)
+    if item is not None and after_paragraph and (
+            not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
+        item = None  # an empty item, or a list numbered from other than 1, continues the text
+    if item is not None:
+        lines.list_column = _item_column(item)
+    elif lines.item_empty and not shown.strip():
+        lines.list_column = 0  # an item begins with one blank line at most: it was empty
+    elif (shown.strip() and lines.after_blank
+          and indentation(shown)[0] < lines.list_column):
+        lines.list_column = 0  # a line less indented after a blank one: the list ended
+    lines.item_empty = item is not None and not columns[item.end():].strip()
+    lines.after_blank = not shown.strip()
+
+
+def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:
+    """The run of the fence `line` opens and the column of the list item holding it (0: none);
+    None if it opens none. A fence is up to three columns in from its container's margin: the
+    page's, or the list item's the lines before opened (`- ```` on the item's own line too)."""
+    line = _in_columns(line)
+    item = _LIST_ITEM.match(line)
+    indent = indentation(line)[0]
+    if item is not None and _FENCE.match(line, item.end()):
+        column, start = _item_column(item), item.end()
+    elif lines.list_column and lines.list_column <= indent <= lines.list_column + 3:
+        column, start = lines.list_column, indent
+    elif indent <= 3:
+        column, start = 0, indent
+    else:
+        return None
+    fence = _FENCE.match(line, start)
+    if fence is None or (fence.group(1)[0] == "`" and "`" in fence.group(2)):
+        return None
+    return fence.group(1), column
+
+
+def indentation(line: str) -> tuple[int, int]:
+    """The columns a line's leading spaces and tabs take, a tab to the next multiple of four as
+    CommonMark counts (`\t```` is indented code, not a fence, and closes none), and how many
+    characters they are."""
+    width = chars = 0
+    for char in line:
+        if char == " ":
+            width += 1
+        elif char == "\t":
+            width += 4 - width % 4
+        else:
+            break
+        chars += 1
+    return width, chars
+
+
+def _in_columns(line: str) -> str:
+    """`line` with its tabs as the spaces CommonMark counts them as, to the next multiple of
+    four (`- \tx` is an item whose text is four in): what its block structure is read from."""
+    return line.expandtabs(4) if "\t" in line else line
+
+
+def _item_column(item: re.Match[str]) -> int:
+    """Where a list item's text starts: after its marker and one to four spaces; one space in
+    when it starts with a blank or with indented code."""
+    return item.end() if item.group(2) else len(item.group(1)) + 1
+
+
+def html_block_end(text: str, i: int, in_paragraph: bool) -> str | None:
+    """What ends the HTML block the line at `i` starts (None: it starts none)."""
+    for start, end in HTML_BLOCKS:
+        found = start.match(text, i)
+        if found is not None:
+            return end.format(*(group.lower() for group in found.groups()))
+    return "" if not in_paragraph and _LONE_TAG.fullmatch(text, i, _line_end(text, i)) else None
+
+
+def _line_end(text: str, i: int) -> int:
+    eol = text.find("\n", i)
+    return len(text) if eol < 0 else eol + 1

@@ -1,0 +1,116 @@
+"""The scan that makes Markdown inert, whole or as far as a stream's text so far can be told:
+block structure from `markdown_blocks`, fenced code from `fenced_code`, images and tags in prose
+from `markdown_inline`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from loopwright.acp.fenced_code import code_line
+from loopwright.acp.markdown_blocks import (
+    LineState,
+    fence_at,
+    html_block_end,
+    indentation,
+    line_ended,
+)
+from loopwright.acp.markdown_inline import image_at, tag_at
+
+_SPECIAL = re.compile(r"[\n\\!<]")
+_LINE_HEAD = len("   <![CDATA[")  # enough of a line to tell if it opens a fence or HTML block
+_ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;=>?@[\\]^_`{|}~")  # ASCII punctuation but `<`
+
+
+def scan(text: str, lines: LineState, *, final: bool, allowed: Sequence[str]) -> tuple[str, int]:
+    """`text` made inert as far as it can be told (all of it when `final`): the output and how
+    many characters of `text` it covers; `lines` is updated to that point."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    shown_begin = 0
+    while i < n:
+        if lines.line_start:
+            taken = _line_start(text, i, lines, final, out, allowed)
+            if taken is None:
+                break  # wait for the rest of the line
+            if taken > i:
+                i = taken
+                shown_begin = len(out)
+                continue
+            lines.line_start = False
+        match = _SPECIAL.search(text, i)
+        stop = match.start() if match else n
+        out.append(text[i:stop])
+        i = stop
+        if i >= n:
+            break
+        char = text[i]
+        if char == "\n":
+            line_ended(lines.shown + "".join(out[shown_begin:]), lines)
+            out.append(char)
+            i += 1
+            shown_begin = len(out)
+            lines.line_start, lines.shown = True, ""
+            continue
+        if i + 1 >= n and not final:
+            break  # `\`, `!` or `<` as the last character: what follows decides
+        if char == "\\":  # an escape, but `\<` is none in raw HTML: the `<` is looked at
+            escaped = text[i + 1:i + 2]
+            step = 2 if escaped in _ESCAPABLE else 1
+            out.append(text[i:i + step])
+            i += step
+            continue
+        end = (image_at(text, i, final, allowed, out) if char == "!"
+               else tag_at(text, i, final, allowed, out, raw=bool(lines.html_block_end)))
+        if end is None:
+            break
+        i = end
+    lines.shown += "".join(out[shown_begin:])
+    return "".join(out), i
+
+
+def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str],
+                allowed: Sequence[str]) -> int | None:
+    """At the start of a line: pass a fenced block's line (or its opening line) through and
+    return where the next line starts; `i` if the line is ordinary; None to wait for more.
+    A loading tag in code is replaced all the same: a renderer that reads the blocks around
+    it otherwise (an HTML block, a list) may take the line for HTML."""
+    eol = text.find("\n", i)
+    line = text[i:] if eol < 0 else text[i:eol + 1]
+    if eol < 0 and not final and (lines.fence or lines.html_block_end is not None
+                                  or len(line) < _LINE_HEAD or fence_at(line, lines)
+                                  or line.lstrip(" ").startswith("<")):
+        return None  # what the line is, or what it ends, shows only once it is all there
+    indent = indentation(line)[0]
+    if lines.fence and lines.fence_column and line.strip() and indent < lines.fence_column:
+        shown = code_line(line, allowed, lines) if lines.code_carry else line
+        if shown != line:  # a tag or image begun in the code loads from this line on, where
+            out.append(shown)  # a renderer that read the code as prose reads on: code still
+            return i + len(line)
+        lines.fence, lines.fence_column, lines.list_column = "", 0, 0  # the list item ended
+        lines.code_carry = ""
+    if lines.fence:
+        closing = line.strip(" \t\n")
+        out.append(code_line(line, allowed, lines))
+        if (indent - lines.fence_column <= 3 and closing.startswith(lines.fence)
+                and set(closing) == {lines.fence[0]}):
+            lines.fence, lines.paragraph, lines.code_carry = "", False, ""
+        return i + len(line)
+    lines.ordinary = False
+    if lines.html_block_end is not None:
+        if lines.html_block_end == "" and not line.strip():
+            lines.html_block_end = None  # a blank line ends it; a mark, the line that has it
+        return i
+    opening = fence_at(line, lines)
+    if opening is not None:
+        lines.fence, lines.fence_column = opening
+        lines.item_empty = False  # (an item whose text is this fence)
+        if lines.fence_column == 0:
+            lines.list_column = 0  # a fence at the margin ends a list
+        lines.code_carry = ""
+        out.append(code_line(line, allowed, lines))
+        return i + len(line)
+    # for this line's own raw HTML; from its end on, as the line sent tells (`line_ended`)
+    lines.html_block_end = html_block_end(text, i, lines.paragraph)
+    lines.ordinary = True
+    return i
