@@ -4,8 +4,8 @@ names: a fixed window, a smaller one each time, none, or the reply's allowance."
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -15,6 +15,9 @@ from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Fault
 from loopwright.testing.scripted import RecordedRequest, ScriptItem
 
+# a stall, not a slow machine: how fast a megabytes-long error is read is bench's to say, not a
+# timed assert's (the search is bounded to wire.base.ERROR_HEAD_CHARS)
+HANG_GUARD = 120
 MOST_REQUESTS = 4  # the first, once with the allowance fitted, once shrunk, once both
 
 
@@ -77,13 +80,11 @@ async def test_an_overflow_reply_of_megabytes_is_read_without_holding_the_loop()
         agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
                       retry=RetryPolicy(base_delay=0.01, jitter=0), cache_dir=None,
                       callbacks=[events.append])
-        started = time.monotonic()
         # long: a window guessed below it is plausible (and too small for it: the run ends)
-        result = await agent.run("word " * 3_000, raise_on_error=False)
-        took = time.monotonic() - started
+        result = await asyncio.wait_for(agent.run("word " * 3_000, raise_on_error=False),
+                                        HANG_GUARD)
     assert result.stop_reason == "error"
     assert any(e.type == "status" and e.kind == "context_window" for e in events)
-    assert took < 2.5
 
 
 async def test_another_error_of_megabytes_is_read_without_holding_the_loop() -> None:
@@ -92,11 +93,8 @@ async def test_another_error_of_megabytes_is_read_without_holding_the_loop() -> 
     with FakeModelServer([Fault.status(400, body)]) as server:
         agent = Agent("m", base_url=server.base_url, api_key="k", context_window=32_000,
                       retry=RetryPolicy(base_delay=0.01, jitter=0), cache_dir=None)
-        started = time.monotonic()
-        result = await agent.run("hello", raise_on_error=False)
-        took = time.monotonic() - started
+        result = await asyncio.wait_for(agent.run("hello", raise_on_error=False), HANG_GUARD)
     assert result.stop_reason == "error" and "tool_choice" in (result.error or "")
-    assert took < 2.5
 
 
 @pytest.mark.parametrize("wording", [
