@@ -79,7 +79,9 @@ class ServeApi:
             route("/runs/{run_id}/events", self.events, "GET"),
             route("/runs/{run_id}/steer", self.steer, "POST"),
             route("/runs/{run_id}/cancel", self.cancel, "POST"),
-            # a provider's call id may hold "/" (the page sends it as %2F, which arrives decoded)
+            # a provider's call id is any string: in the body it arrives as sent, where a URL's
+            # path would turn "." and ".." (and "%2e") into dot segments the browser removes
+            route("/runs/{run_id}/approvals", self.approve, "POST"),
             route("/runs/{run_id}/approvals/{call_id:path}", self.approve, "POST"),
             route("/sessions", self.sessions, "GET"),
             route("/sessions/{session_id}", self.session, "GET"),
@@ -181,8 +183,13 @@ class ServeApi:
 
     async def approve(self, request: Request) -> Response:
         run = self._run(request)
-        call_id = request.path_params["call_id"]
-        decision = (await _json_body(request, {"decision": str})).get("decision")
+        in_path = request.path_params.get("call_id")
+        body = await _json_body(request, {"decision": str} if in_path is not None
+                                else {"call_id": str, "decision": str})
+        call_id = in_path if in_path is not None else body.get("call_id")
+        decision = body.get("decision")
+        if call_id is None:
+            raise BadRequest("call_id is missing: the approval_required event's call_id")
         if decision not in DECISIONS:
             raise BadRequest(f"decision must be one of {', '.join(DECISIONS)}")
         if not answer_approval(run, call_id, decision):
