@@ -18,6 +18,7 @@ from loopwright.events import safe_json
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
 from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
+from loopwright.serve.private_paths import PrivatePaths
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
@@ -58,17 +59,19 @@ class ServeApi:
 
     def __init__(self, *, pool: AgentPool, registry: RunRegistry, approvals: WireApprovals,
                  store: BrowsableStore | None, keepalive: float = KEEPALIVE,
-                 batches: list[BatchSource] | None = None) -> None:
+                 batches: list[BatchSource] | None = None,
+                 private: PrivatePaths | None = None) -> None:
         self.pool = pool
         self.registry = registry
         self.approvals = approvals
         self.store = store
         self.keepalive = keepalive
         self.batches = batches or []
+        self.private = private or PrivatePaths([])  # hidden from every error answer
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Any, method: str) -> Route:
-            return Route(path, _guarded(handler), methods=[method])
+            return Route(path, _guarded(handler, self.private), methods=[method])
 
         return [
             route("/health", self.health, "GET"),
@@ -276,13 +279,16 @@ def _seen(request: Request, *, default: int) -> int:
     return seen if given else default
 
 
-def _guarded(handler: Any) -> Any:
-    """`handler` with `BadRequest` turned into its JSON error answer."""
+def _guarded(handler: Any, private: PrivatePaths) -> Any:
+    """`handler` with `BadRequest` turned into its JSON error answer, without the server's paths
+    (the store's errors name its file; the log keeps them)."""
     async def call(request: Request) -> Response:
         try:
             response: Response = await handler(request)
         except BadRequest as exc:
-            return error(str(exc), exc.status)
+            # repr: a path's decoded "%0A" must not start a line of its own in the log
+            context = f"{request.method} {request.url.path[:200]!r} answered {exc.status}"
+            return error(private.answerable(str(exc), context), exc.status)
         return response
 
     call.__name__ = handler.__name__
