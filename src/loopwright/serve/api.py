@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as StarletteJSON
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -18,13 +18,13 @@ from loopwright.events import safe_json
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
 from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
+from loopwright.serve.limits import MAX_BODY
 from loopwright.serve.private_paths import PrivatePaths
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
 from loopwright.store.rows import DamagedSession
 
-MAX_BODY = 1_000_000  # bytes of a request body
 MAX_LIST = 200  # sessions one `GET /sessions` returns at most
 RUN_FIELDS = {"prompt": str, "session_id": str, "model": str, "tools": list,
                "output_type": str, "stop_when_last_client_leaves": bool}
@@ -302,10 +302,13 @@ async def _json_body(request: Request, fields: dict[str, type]) -> dict[str, Any
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
     raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
+    try:
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
+    except ClientDisconnect as exc:  # gone, or cut off by the body deadline (serve/limits.py)
+        raise BadRequest("the client left before its request body arrived", 408) from exc
     if not raw.strip():
         return {}
     try:
