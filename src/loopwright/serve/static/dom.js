@@ -33,7 +33,8 @@ export const LINKED_SESSION = fragment.session || null;
  * alone). A tab without one (opened by a middle-click, a pasted address, a new tab) asks the
  * open tabs of this origin over a BroadcastChannel, which no other origin can join, and one of
  * them hands it over; with none open, the printed link is needed again. Nothing is written to
- * localStorage or a cookie: the token leaves the browser's memory when its last tab closes. */
+ * localStorage or a cookie: once the last tab is closed, no new page can get the token back
+ * (a tab the browser itself reopens brings back its own sessionStorage). */
 export let TOKEN = null;
 const channel = new BroadcastChannel(CHANNEL);
 let onLogout = () => {};
@@ -50,14 +51,18 @@ export function login() {
   else if (sessionStorage.getItem(TOKEN_KEY)) TOKEN = sessionStorage.getItem(TOKEN_KEY);
   if (TOKEN) return Promise.resolve(TOKEN);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(null), ASK_MS);
-    channel.addEventListener("message", function handed({ data }) {
-      if (data?.type !== "token" || typeof data.token !== "string" || TOKEN) return;
+    const handed = ({ data }) => {
+      if (data?.type !== "token" || typeof data.token !== "string") return;
       channel.removeEventListener("message", handed);
       clearTimeout(timer);
       keep(data.token);
       resolve(data.token);
-    });
+    };
+    const timer = setTimeout(() => {  // a late answer must not log in a page showing NO_TOKEN
+      channel.removeEventListener("message", handed);
+      resolve(null);
+    }, ASK_MS);
+    channel.addEventListener("message", handed);
     channel.postMessage({ type: "ask" });
   });
 }
