@@ -5,7 +5,7 @@
 
 const TOKEN_KEY = "loopwright-token";
 const CHANNEL = "loopwright-login";
-const ASK_MS = 1000;  // how long a new tab waits for an open tab to hand it the token
+const ASK_MS = 3000;  // how long a new tab waits for an open tab (a background one answers late)
 
 /** The fragment's fields (`#token=…&session=…`), which no request carries; the address bar is
  * cleared of them, so the history and a shared screen do not show the token. */
