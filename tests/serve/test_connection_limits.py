@@ -1,6 +1,6 @@
 """What slow or greedy clients may hold of the server (`serve/limits.py`), over real sockets:
-heads sent a byte at a time, more of them than the process has file descriptors, bodies the
-server refuses."""
+heads and bodies sent a byte at a time, more of them than the process has file descriptors,
+bodies the server refuses; and the start-up check that the deadlines still work."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from serve_helpers import TOKEN, MakeServer, agent_options, serve_in_thread, serve_process
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from loopwright.serve.app import ServeOptions
-from loopwright.serve.limits import ConnectionLimits
-from loopwright.testing import FakeModelServer
+from loopwright.serve.deadline_check import DeadlinesMissing, require_deadlines
+from loopwright.serve.limits import ConnectionLimits, HeadTimedH11
+from loopwright.testing import FakeModelServer, Reply
 
 SLOW_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 
@@ -120,3 +124,100 @@ def test_a_refused_body_is_not_read_on_for_ever(make_server: MakeServer) -> None
         with httpx.Client(base_url=served.url, timeout=5) as anonymous:
             response = anonymous.get("/health")
             assert response.status_code == 401 and "connection" not in response.headers
+
+
+def _served_with(fake: FakeModelServer, tmp_path: Path, limits: ConnectionLimits) -> Any:
+    return serve_in_thread(ServeOptions(token=TOKEN, agent_options=agent_options(fake, tmp_path),
+                                        leave_grace=0.5), limits)
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=5)
+
+
+def _answer(connection: socket.socket, within: float) -> bytes:
+    """What the server sent until it closed the connection (or `within` seconds passed)."""
+    connection.settimeout(within)
+    answer = b""
+    with contextlib.suppress(TimeoutError, ConnectionResetError):
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_body_trickled_with_the_token_is_cut_off_but_a_large_one_on_time_is_read(
+        tmp_path: Path) -> None:
+    # Only the head had a deadline: a client with the token sending its body a byte at a time
+    # held its connection (and a handler waiting for the body) for as long as it liked
+    limits = ConnectionLimits(body_timeout=1.0)
+    head = (b"POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n")
+    with FakeModelServer([Reply("ok")]) as fake, _served_with(fake, tmp_path, limits) as served:
+        body = b'{"prompt": "' + b"x" * 200 + b'"}'
+        with _connect(served.url) as trickling:
+            trickling.sendall(head % len(body))
+            started, closed = time.monotonic(), False
+            for byte in body:  # a byte every 0.1 s: 21 s for the whole body
+                with contextlib.suppress(OSError):
+                    trickling.sendall(bytes([byte]))
+                if closed_by_server(trickling, within=0.1):
+                    closed = True
+                    break
+            took = time.monotonic() - started
+        assert closed and 0.9 < took < 2.5, took
+        # must not fire: the largest body the API takes, sent in pieces within the deadline
+        large = b'{"prompt": "' + b"y" * 990_000 + b'"}'
+        with _connect(served.url) as uploading:
+            uploading.sendall(head % len(large))
+            for start in range(0, len(large), 100_000):
+                uploading.sendall(large[start:start + 100_000])
+                time.sleep(0.05)
+            answer = _answer(uploading, within=5).split(b"\r\n", 1)[0]
+        assert answer == b"HTTP/1.1 201 Created", answer
+
+
+def test_the_answer_to_a_late_body_is_408_when_nothing_was_answered(tmp_path: Path) -> None:
+    limits = ConnectionLimits(body_timeout=0.5)
+    with FakeModelServer([]) as fake, _served_with(fake, tmp_path, limits) as served, \
+            _connect(served.url) as late:
+        late.sendall(b"POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+                     + b"\r\nContent-Length: 50\r\n\r\n{")
+        answer = _answer(late, within=3)
+        assert served.api.get("/runs").json()["runs"] == []  # and no run was started
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive" in answer
+
+
+def test_after_a_body_that_outlasted_its_answer_the_next_head_still_has_a_deadline(
+        tmp_path: Path) -> None:
+    # A page file is answered without reading a body; when that body then ended, uvicorn began
+    # the next request with no timer at all (its keep-alive timer stopped at the body's first
+    # byte, and the head deadline is set again only when an answer completes), so the next head
+    # could come a byte a minute for ever, without the token
+    limits = ConnectionLimits(head_timeout=0.5)
+    with FakeModelServer([]) as fake, _served_with(fake, tmp_path, limits) as served, \
+            _connect(served.url) as connection:
+        connection.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n")
+        connection.settimeout(5)
+        assert connection.recv(65536).startswith(b"HTTP/1.1 200 ")
+        connection.sendall(b"x")  # the body's last byte, after its answer
+        started, closed = time.monotonic(), False
+        for byte in SLOW_HEAD * 4:
+            with contextlib.suppress(OSError):
+                connection.sendall(bytes([byte]))
+            if closed_by_server(connection, within=0.1):
+                closed = True
+                break
+        took = time.monotonic() - started
+    assert closed and took < 2, took
+
+
+def test_serve_refuses_a_uvicorn_whose_protocol_would_not_cut_off_late_requests() -> None:
+    # The deadlines override uvicorn's private H11Protocol: a uvicorn that no longer calls the
+    # overridden methods is, for this check, uvicorn's own class, which has neither deadline
+    with pytest.raises(DeadlinesMissing, match="late request head or body"):
+        require_deadlines(H11Protocol)
+    # must not fire: the class every server of this process runs with (checked, as above, by a
+    # slow head and a slow body over real sockets)
+    require_deadlines(HeadTimedH11)
+    assert issubclass(ConnectionLimits().uvicorn_config()["http"], HeadTimedH11)

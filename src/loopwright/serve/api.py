@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse as StarletteJSON
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -18,12 +18,13 @@ from loopwright.events import safe_json
 from loopwright.serve.agents import AgentPool, PoolFull
 from loopwright.serve.approvals import DECISIONS, WireApprovals, answer_approval, serving
 from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail, batch_list
+from loopwright.serve.limits import MAX_BODY
+from loopwright.serve.private_paths import PrivatePaths
 from loopwright.serve.runs import RunRegistry, ServeRun
 from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
 from loopwright.store.rows import DamagedSession
 
-MAX_BODY = 1_000_000  # bytes of a request body
 MAX_LIST = 200  # sessions one `GET /sessions` returns at most
 RUN_FIELDS = {"prompt": str, "session_id": str, "model": str, "tools": list,
                "output_type": str, "stop_when_last_client_leaves": bool}
@@ -58,17 +59,19 @@ class ServeApi:
 
     def __init__(self, *, pool: AgentPool, registry: RunRegistry, approvals: WireApprovals,
                  store: BrowsableStore | None, keepalive: float = KEEPALIVE,
-                 batches: list[BatchSource] | None = None) -> None:
+                 batches: list[BatchSource] | None = None,
+                 private: PrivatePaths | None = None) -> None:
         self.pool = pool
         self.registry = registry
         self.approvals = approvals
         self.store = store
         self.keepalive = keepalive
         self.batches = batches or []
+        self.private = private or PrivatePaths([])  # hidden from every error answer
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Any, method: str) -> Route:
-            return Route(path, _guarded(handler), methods=[method])
+            return Route(path, _guarded(handler, self.private), methods=[method])
 
         return [
             route("/health", self.health, "GET"),
@@ -79,7 +82,9 @@ class ServeApi:
             route("/runs/{run_id}/events", self.events, "GET"),
             route("/runs/{run_id}/steer", self.steer, "POST"),
             route("/runs/{run_id}/cancel", self.cancel, "POST"),
-            # a provider's call id may hold "/" (the page sends it as %2F, which arrives decoded)
+            # a provider's call id is any string: in the body it arrives as sent, where a URL's
+            # path would turn "." and ".." (and "%2e") into dot segments the browser removes
+            route("/runs/{run_id}/approvals", self.approve, "POST"),
             route("/runs/{run_id}/approvals/{call_id:path}", self.approve, "POST"),
             route("/sessions", self.sessions, "GET"),
             route("/sessions/{session_id}", self.session, "GET"),
@@ -181,8 +186,13 @@ class ServeApi:
 
     async def approve(self, request: Request) -> Response:
         run = self._run(request)
-        call_id = request.path_params["call_id"]
-        decision = (await _json_body(request, {"decision": str})).get("decision")
+        in_path = request.path_params.get("call_id")
+        body = await _json_body(request, {"decision": str} if in_path is not None
+                                else {"call_id": str, "decision": str})
+        call_id = in_path if in_path is not None else body.get("call_id")
+        decision = body.get("decision")
+        if call_id is None:
+            raise BadRequest("call_id is missing: the approval_required event's call_id")
         if decision not in DECISIONS:
             raise BadRequest(f"decision must be one of {', '.join(DECISIONS)}")
         if not answer_approval(run, call_id, decision):
@@ -269,13 +279,16 @@ def _seen(request: Request, *, default: int) -> int:
     return seen if given else default
 
 
-def _guarded(handler: Any) -> Any:
-    """`handler` with `BadRequest` turned into its JSON error answer."""
+def _guarded(handler: Any, private: PrivatePaths) -> Any:
+    """`handler` with `BadRequest` turned into its JSON error answer, without the server's paths
+    (the store's errors name its file; the log keeps them)."""
     async def call(request: Request) -> Response:
         try:
             response: Response = await handler(request)
         except BadRequest as exc:
-            return error(str(exc), exc.status)
+            # repr: a path's decoded "%0A" must not start a line of its own in the log
+            context = f"{request.method} {request.url.path[:200]!r} answered {exc.status}"
+            return error(private.answerable(str(exc), context), exc.status)
         return response
 
     call.__name__ = handler.__name__
@@ -289,10 +302,13 @@ async def _json_body(request: Request, fields: dict[str, type]) -> dict[str, Any
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
     raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
+    try:
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise BadRequest(f"the body is over {MAX_BODY} bytes", 413)
+    except ClientDisconnect as exc:  # gone, or cut off by the body deadline (serve/limits.py)
+        raise BadRequest("the client left before its request body arrived", 408) from exc
     if not raw.strip():
         return {}
     try:

@@ -31,6 +31,7 @@ from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.batches import BatchSource
 from loopwright.serve.openapi import openapi_document
+from loopwright.serve.private_paths import server_paths
 from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
 from loopwright.serve.sse import KEEPALIVE
 
@@ -69,9 +70,11 @@ def create_app(options: ServeOptions) -> ASGIApp:
     pool = AgentPool(options.agent_options, store=options.store, approvals=approvals,
                      output_types=options.output_types)
     store: BrowsableStore | None = options.store  # type: ignore[assignment]
+    batches = [BatchSource.of(path) for path in options.batches]
+    private = server_paths(store=options.store, workdir=options.agent_options.get("workdir"),
+                           others=[batch.results.parent for batch in batches])
     api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
-                   keepalive=options.keepalive,
-                   batches=[BatchSource.of(path) for path in options.batches])
+                   keepalive=options.keepalive, batches=batches, private=private)
     document = openapi_document(__version__)
     static = resources.files("loopwright.serve") / "static"
     page = (static / "index.html").read_text(encoding="utf-8")

@@ -8,7 +8,8 @@ Every API route needs it: `Authorization: Bearer TOKEN`. The page itself (`/`, `
 `/docs`, `/openapi.json`: the package's own files, nothing of the user's) opens without it, so a
 browser can load it; the link the server prints carries the token in its fragment
 (`/#token=…`), which a browser never sends to a server. The page keeps it in `sessionStorage`
-(one origin's, so one port's) and sends it as the header on every request. No cookie holds it:
+(one origin's, so one port's), hands it to its new tabs over a `BroadcastChannel` (static/dom.js),
+and sends it as the header on every request. No cookie holds it:
 a browser sends a host's cookies to every port of it, so any other server on this host (another
 user's too) would receive it. Even the page's files are refused to a request another site's page
 makes (Fetch Metadata), so no other page learns that a server runs here.

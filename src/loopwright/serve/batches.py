@@ -45,7 +45,7 @@ async def batch_list(sources: list[BatchSource]) -> list[dict[str, Any]]:
     """Each batch by number, with its summary (or why it cannot be read)."""
     listed = []
     for number, source in enumerate(sources):
-        item: dict[str, Any] = {"id": number, "name": source.name, "path": str(source.results)}
+        item: dict[str, Any] = {"id": number, "name": source.name}  # no path: the server's own
         try:
             item["summary"] = (await batch_detail(source))["summary"]
         except BatchUnreadable as exc:
@@ -58,18 +58,20 @@ async def batch_detail(source: BatchSource) -> dict[str, Any]:
     """The latest row of every task and their summary. Raises `BatchUnreadable`."""
     rows = await asyncio.to_thread(_read, source.results)
     latest = latest_rows(rows)
-    return {"name": source.name, "path": str(source.results),
+    return {"name": source.name,
             "summary": summarize(latest).to_dict(), "rows": [_shown(row) for row in latest]}
 
 
 def _read(path: Path) -> list[ResultRow]:
-    """Blocking: the well-formed rows of a results file."""
+    """Blocking: the well-formed rows of a results file. Its error names the file by its batch
+    (the directory's name), not by its path: clients are told no path of the server's."""
+    named = f"{path.parent.name}/{path.name}"
     try:
         size = path.stat().st_size
     except OSError as exc:
-        raise BatchUnreadable(f"{path}: {exc.strerror or exc}") from exc
+        raise BatchUnreadable(f"{named}: {exc.strerror or type(exc).__name__}") from exc
     if size > MAX_RESULTS_BYTES:
-        raise BatchUnreadable(f"{path} is over {MAX_RESULTS_BYTES // 2**20} MiB")
+        raise BatchUnreadable(f"{named} is over {MAX_RESULTS_BYTES // 2**20} MiB")
     return read_rows(path)  # each line checked as loopwright writes it (ResultRow.from_dict)
 
 

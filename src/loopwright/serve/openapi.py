@@ -80,8 +80,16 @@ PATHS: dict[str, dict[str, Any]] = {
     "/runs/{run_id}/cancel": {"post": {
         "summary": "Cancel the run (it ends with a `cancelled` event)", "parameters": [_RUN_ID],
         "responses": {"202": _json("cancelling"), "404": _ERROR, "409": _ERROR}}},
+    "/runs/{run_id}/approvals": {"post": {
+        "summary": "Answer an `approval_required` event: its call_id, whatever it holds",
+        "parameters": [_RUN_ID],
+        "requestBody": _body({"call_id": _STR,
+                              "decision": {"enum": ["allow", "deny", "always"]}},
+                             ["call_id", "decision"]),
+        "responses": {"200": _json("answered"), "400": _ERROR, "404": _ERROR}}},
     "/runs/{run_id}/approvals/{call_id}": {"post": {
-        "summary": "Answer an `approval_required` event",
+        "summary": "Answer an `approval_required` event by a call id a URL path can hold "
+                   "(not `.` or `..`)",
         "parameters": [_RUN_ID, {"name": "call_id", "in": "path", "required": True,
                                  "schema": _STR}],
         "requestBody": _body({"decision": {"enum": ["allow", "deny", "always"]}},

@@ -3,10 +3,29 @@
 "use strict";
 
 import { showBatch } from "./batches.js";
-import { $, NO_TOKEN, TOKEN, api, el, money, showError, when } from "./dom.js";
+import {
+  $, LINKED_SESSION, LOGGED_OUT, NO_TOKEN, TOKEN, api, el, login, logout, money, showError, when,
+  whenLoggedOut,
+} from "./dom.js";
 import { follow } from "./stream.js";
 import { Timeline, replayStored } from "./timeline.js";
 import { UsageCharts } from "./usage.js";
+
+/** A list item that opens session `id` in this tab on a click, and is a link to it for a
+ * middle or Ctrl/⌘-click: the new tab logs itself in from this one (dom.js's `login`). */
+function sessionItem(className, id, open, ...children) {
+  const item = el("li", className);
+  const link = el("a", "open-link");
+  link.href = `/#session=${encodeURIComponent(id)}`;
+  link.append(...children);
+  item.appendChild(link);
+  item.addEventListener("click", (event) => {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    open().catch(showError);
+  });
+  return item;
+}
 
 const page = {
   sessionId: null, batchId: null, stream: null, runId: null, news: null, live: new Map(),
@@ -20,15 +39,15 @@ const page = {
     list.replaceChildren();
     for (const session of found.sessions) {
       if (session.parent_id && !q) continue;  // sub-agents show inside their parent's timeline
-      const item = el("li", `session${session.id === this.sessionId ? " open" : ""}`);
-      item.dataset.id = session.id;
       const running = [...this.live.values()].some((run) => run.session_id === session.id);
-      item.append(el("span", "title", session.title || session.id),
+      const item = sessionItem(`session${session.id === this.sessionId ? " open" : ""}`,
+        session.id, () => this.openSession(session.id),
+        el("span", "title", session.title || session.id),
         el("span", "meta", `${session.model} · ${when(session.updated)} · ${session.runs} run(s)`
-          + ` · ${running ? "running" : session.stop_reason || ""} ${money(session.cost)}`));
+          + ` · ${running ? "running" : session.stop_reason || ""} ${money(session.cost)}`),
+        ...(session.snippet ? [el("span", "snippet", session.snippet)] : []));
+      item.dataset.id = session.id;
       if (running) item.classList.add("running");
-      if (session.snippet) item.appendChild(el("span", "snippet", session.snippet));
-      item.addEventListener("click", () => this.openSession(session.id).catch(showError));
       list.appendChild(item);
     }
     if (!found.sessions.length) list.appendChild(el("li", "dim", q ? "No match." : "None yet."));
@@ -52,9 +71,9 @@ const page = {
     const list = $("runs");
     list.replaceChildren();
     for (const run of this.live.values()) {
-      const item = el("li", "run", `${run.id.slice(0, 8)} · ${run.model || ""}`);
+      const item = sessionItem("run", run.session_id, () => this.openSession(run.session_id),
+        `${run.id.slice(0, 8)} · ${run.model || ""}`);
       item.dataset.id = run.id;
-      item.addEventListener("click", () => this.openSession(run.session_id).catch(showError));
       list.appendChild(item);
     }
     if (!list.children.length) list.appendChild(el("li", "dim", "None."));
@@ -214,6 +233,24 @@ const page = {
   async cancel() {
     if (this.runId) await api(`/runs/${this.runId}/cancel`, { method: "POST" });
   },
+
+  begin() {
+    $("logout").hidden = false;
+    this.loadSessions().catch(showError);
+    this.loadBatches().catch(showError);
+    this.followNews();
+    if (LINKED_SESSION) this.openSession(LINKED_SESSION).catch(showError);
+  },
+
+  /** Another tab (or this one) logged out: nothing of the server's stays on show. */
+  loggedOut() {
+    this.stop();
+    this.followNews();  // with no token: stops following
+    this.newSession();
+    for (const id of ["sessions", "runs", "batches"]) $(id).replaceChildren();
+    $("logout").hidden = true;
+    showError(LOGGED_OUT);
+  },
 };
 
 $("start").addEventListener("click", () => page.start().catch(showError));
@@ -229,11 +266,7 @@ $("search").addEventListener("input", () => {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(() => page.loadSessions().catch(showError), 250);
 });
+$("logout").addEventListener("click", () => logout());
 document.addEventListener("visibilitychange", () => page.followNews());
-if (TOKEN) {
-  page.loadSessions().catch(showError);
-  page.loadBatches().catch(showError);
-  page.followNews();
-} else {
-  showError(NO_TOKEN);
-}
+whenLoggedOut(() => page.loggedOut());
+login().then((token) => (token ? page.begin() : showError(NO_TOKEN)));

@@ -312,8 +312,9 @@ export class Timeline {
   async answer(card, callId, decision) {
     card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     try {
-      await api(`/runs/${this.runId}/approvals/${encodeURIComponent(callId)}`,
-        { method: "POST", body: { decision } });
+      // the id in the body: a URL's path would drop "." and ".." (and "%2e") as dot segments
+      await api(`/runs/${encodeURIComponent(this.runId)}/approvals`,
+        { method: "POST", body: { call_id: callId, decision } });
     } catch (error) {
       showError(error);
       card.querySelectorAll("button").forEach((b) => { b.disabled = false; });
