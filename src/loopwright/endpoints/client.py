@@ -133,10 +133,10 @@ class ModelClient:
         opening = self.profile.call_opening
         if not opening or self.mode != "chat_completions":
             return ""
-        from loopwright.endpoints.servers import fetch_listing, known_kind
+        from loopwright.endpoints.servers import endpoint_kind, fetch_listing
 
-        base, headers = self.endpoint.base_url, self.endpoint.request_headers()
-        kind = known_kind(base, headers) or (await fetch_listing(base, headers=headers)).kind
+        kind = endpoint_kind(self.endpoint) or (await fetch_listing(
+            self.endpoint.base_url, headers=self.endpoint.request_headers())).kind
         return opening if kind == "llamacpp" else ""
 
     async def complete(
