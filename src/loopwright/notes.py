@@ -254,6 +254,9 @@ QUIET_TODOS = register("quiet_todos", (
     "apply). Do not mention this reminder to the user."))
 CANCELLED_CALL = register("cancelled_call",
                           "Error: cancelled by the user before this call finished.")
+# a resumed session's attachment whose file was changed, moved or removed since (store/read_back.py)
+ATTACHMENT_GONE = register("attachment_gone", (
+    "[attachment {file} is no longer available: it was changed or removed after it was attached]"))
 INTERRUPTED = register("interrupted", INTERRUPTED_RESULT)  # its text lives in interrupted.py
 # an interrupted file write whose effect was recorded (tools/effects.py): what the files show now
 TOOK_EFFECT = register("interrupted_took_effect", (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from loopwright import notes
 from loopwright.messages import Message
 
 
@@ -17,7 +18,7 @@ class AttachmentGoneWarning(UserWarning):
 
 def gone_note(name: str) -> str:
     """What the model is told in place of an attachment it can no longer see."""
-    return f"[attachment {name} is no longer available]"
+    return notes.render(notes.ATTACHMENT_GONE, file=name)
 
 
 def available_history(session_id: str, history: list[Message]
