@@ -199,3 +199,18 @@ def other_origin_page(body: bytes) -> Iterator[str]:
 
     with http_server(Page) as root:
         yield f"{root}/"
+
+
+@contextlib.contextmanager
+def logged_in_page(browser: Any, served: Served, *, bypass_csp: bool = True) -> Iterator[Any]:
+    """A page of a new browser context, logged in by the printed link, its session list shown;
+    the context closed afterwards."""
+    context = browser.new_context(bypass_csp=bypass_csp)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{served.url}/#token={served.token}")
+        page.wait_for_selector("#sessions li", state="attached")
+        yield page
+    finally:
+        context.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from serve_helpers import MakeServer
+from serve_helpers import MakeServer, logged_in_page
 
 from loopwright.testing import FakeModelServer, Reply, call
 
@@ -40,12 +40,7 @@ def test_every_call_id_a_provider_may_send_is_answered_from_the_page(
     workdir = tmp_path / "work"
     with FakeModelServer(_calls_in(workdir)) as fake:
         served = make_server(fake, workdir=workdir, leave_grace=30.0)
-        context = browser.new_context(bypass_csp=True)
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{served.url}/#token={served.token}")
-            page.wait_for_selector("#sessions li", state="attached")
+        with logged_in_page(browser, served) as page:
             page.fill("#prompt", "clean up")
             page.click("#start")
             answered: list[str] = []
@@ -65,8 +60,6 @@ def test_every_call_id_a_provider_may_send_is_answered_from_the_page(
             states = {card.get_attribute("data-call-id"): card.get_attribute("data-state")
                       for card in page.query_selector_all(".approval")}
             error = page.text_content("#error")
-        finally:
-            context.close()
     assert error == ""
     assert states == {call_id: "denied" if call_id in DENIED else "allowed" for call_id in IDS}
     assert _left(workdir) == DENIED

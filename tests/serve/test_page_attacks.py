@@ -16,8 +16,8 @@ import pytest
 from serve_helpers import (
     TOKEN,
     MakeServer,
-    Served,
     agent_options,
+    logged_in_page,
     other_origin_page,
     serve_in_thread,
     serve_process,
@@ -32,21 +32,6 @@ OTHER_TOKEN = "other-token-9876543210fedcba"
 
 def stored_token(page: Any) -> str | None:
     return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
-
-
-@contextlib.contextmanager
-def logged_in_page(browser: Any, served: Served, *, bypass_csp: bool = True) -> Iterator[Any]:
-    """A page of a new browser context, logged in by the printed link, its session list shown;
-    the context closed afterwards."""
-    context = browser.new_context(bypass_csp=bypass_csp)
-    try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(f"{served.url}/#token={served.token}")
-        page.wait_for_selector("#sessions li", state="attached")
-        yield page
-    finally:
-        context.close()
 
 
 def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path: Path) -> None:
