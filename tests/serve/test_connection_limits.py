@@ -50,6 +50,18 @@ def closed_by_server(connection: socket.socket, within: float) -> bool:
         return True
 
 
+def trickled_until_closed(connection: socket.socket, data: bytes) -> tuple[bool, float]:
+    """`data` sent a byte at a time, each followed by up to 0.1 s waiting for the server to
+    close: whether it did, and after how long."""
+    started = time.monotonic()
+    for byte in data:
+        with contextlib.suppress(OSError):
+            connection.sendall(bytes([byte]))
+        if closed_by_server(connection, within=0.1):
+            return True, time.monotonic() - started
+    return False, time.monotonic() - started
+
+
 def test_a_slowloris_does_not_keep_a_client_out_of_a_real_server(tmp_path: Path) -> None:
     # uvicorn has no time limit for a request's head (its keep-alive timer starts over at each
     # byte): connections that never finished theirs held every file descriptor the process
@@ -157,14 +169,8 @@ def test_a_body_trickled_with_the_token_is_cut_off_but_a_large_one_on_time_is_re
         body = b'{"prompt": "' + b"x" * 200 + b'"}'
         with _connect(served.url) as trickling:
             trickling.sendall(head % len(body))
-            started, closed = time.monotonic(), False
-            for byte in body:  # a byte every 0.1 s: 21 s for the whole body
-                with contextlib.suppress(OSError):
-                    trickling.sendall(bytes([byte]))
-                if closed_by_server(trickling, within=0.1):
-                    closed = True
-                    break
-            took = time.monotonic() - started
+            # a byte every 0.1 s: 21 s for the whole body
+            closed, took = trickled_until_closed(trickling, body)
         assert closed and 0.9 < took < 2.5, took
         # must not fire: the largest body the API takes, sent in pieces within the deadline
         large = b'{"prompt": "' + b"y" * 990_000 + b'"}'
@@ -201,14 +207,7 @@ def test_after_a_body_that_outlasted_its_answer_the_next_head_still_has_a_deadli
         connection.settimeout(5)
         assert connection.recv(65536).startswith(b"HTTP/1.1 200 ")
         connection.sendall(b"x")  # the body's last byte, after its answer
-        started, closed = time.monotonic(), False
-        for byte in SLOW_HEAD * 4:
-            with contextlib.suppress(OSError):
-                connection.sendall(bytes([byte]))
-            if closed_by_server(connection, within=0.1):
-                closed = True
-                break
-        took = time.monotonic() - started
+        closed, took = trickled_until_closed(connection, SLOW_HEAD * 4)
     assert closed and took < 2, took
 
 
