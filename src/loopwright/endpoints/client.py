@@ -209,18 +209,19 @@ class ModelClient:
                 request = with_empty_reply_nudge(request)
                 continue
             self._report(listeners, attempt, streaming, None)
-            if request.prefill and not response.message.tool_calls:
-                response.message.content = request.prefill + response.message.content
-            if discarded is not None:
-                response.usage.add(discarded)
-            return response
+            return _delivered(request, response, discarded)
         assert last is not None
         self._report(listeners, attempt, streaming, last)
+        raise self._gave_up(last, attempt, discarded)
+
+    def _gave_up(self, last: ProviderError, attempts: int, discarded: Usage | None
+                 ) -> ProviderError:
+        """The error a call raises once out of attempts, carrying what its replies cost."""
         if not isinstance(last, EmptyReplyError):
-            last = ProviderError(f"{self.label}: gave up after {attempt} attempts: {last}",
+            last = ProviderError(f"{self.label}: gave up after {attempts} attempts: {last}",
                                  status=last.status, body=last.body)
         last.discarded_usage = discarded or Usage()
-        raise last
+        return last
 
     async def _pause_or_raise(
         self, exc: ProviderError, attempt: int, listeners: CallListeners, *, streamed: bool,
@@ -464,6 +465,17 @@ def _abandoned(acc: StreamAccumulator, message: str) -> StreamError:
 def _notify(listeners: CallListeners, kind: StatusKind, message: str, data: dict[str, Any]) -> None:
     if listeners.on_status is not None:
         listeners.on_status(kind, message, data)
+
+
+def _delivered(request: ModelRequest, response: ModelResponse, discarded: Usage | None
+               ) -> ModelResponse:
+    """The reply as the caller gets it: after the prefill it continued, charged for the replies
+    thrown away on the way."""
+    if request.prefill and not response.message.tool_calls:
+        response.message.content = request.prefill + response.message.content
+    if discarded is not None:
+        response.usage.add(discarded)
+    return response
 
 
 def _is_empty(response: ModelResponse) -> bool:
