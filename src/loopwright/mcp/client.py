@@ -461,7 +461,7 @@ class MCPManager:
                 raise ToolError(text or f"{remote_name!r} on MCP server {server!r} failed")
             return text or "(no output)"
 
-        annotations = remote.annotations
+        read_only, network = _guards(conn.config, remote)
         schema = clean_schema({k: v for k, v in (remote.input_schema or {}).items()
                                if k != "$schema"})
         return Tool(
@@ -470,9 +470,8 @@ class MCPManager:
             parameters=schema,
             function=call_remote,
             raw_arguments=True,
-            read_only=bool(annotations is not None and annotations.read_only_hint),
-            # MCP's default is an open world: only a tool that says otherwise is taken at its word
-            network=annotations is None or annotations.open_world_hint is not False,
+            read_only=read_only,
+            network=network,
             tags=frozenset({"mcp", f"mcp:{server}"}),
         )
 
@@ -504,6 +503,20 @@ async def _http_transport(url: str, headers: dict[str, str], connect_timeout: fl
     async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
             streamable_http_client(url, http_client=http) as streams:
         yield streams
+
+
+def _guards(config: MCPServerConfig, remote: RemoteTool) -> tuple[bool, bool]:
+    """(read_only, network) of a server's tool. Its annotations are the server's own claims
+    (MCP: untrusted unless the server is), and each would lower a guard: `readOnlyHint` lets a
+    call run alongside others and skip the durable record made before a call that may change
+    something; `openWorldHint: false` skips the egress check of the URLs in its arguments. So
+    they count only for a server the user marked `trust_annotations`. (`destructiveHint` lowers
+    nothing: every MCP call is treated as one that may change something.)"""
+    hints = remote.annotations
+    if not config.trust_annotations or hints is None:
+        return False, True
+    # MCP's default is an open world: only a tool that says otherwise is taken at its word
+    return bool(hints.read_only_hint), hints.open_world_hint is not False
 
 
 def describe_error(exc: BaseException) -> str:
