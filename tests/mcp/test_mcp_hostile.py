@@ -193,7 +193,7 @@ async def test_a_stdio_server_gets_only_the_variables_it_was_given(
     monkeypatch.setenv("SEARCH_TOKEN", "canary-3")
     config = {**hostile("env"), "env": {"GIVEN_TOKEN": "${SEARCH_TOKEN}"}}
     answers, _, _ = await run_against({"h": config}, [("mcp__h__attack", {})], tmp_path)
-    names = answers["mcp__h__attack"].split()
+    names = json.loads(answers["mcp__h__attack"])
     assert "GIVEN_TOKEN" in names and "PATH" in names
     assert not {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "SEARCH_TOKEN"} & set(names)
 
