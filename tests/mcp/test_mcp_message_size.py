@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from hostile_helpers import HANG_GUARD, hostile, mcp_notes, run_against
+from hostile_helpers import HANG_GUARD, hostile, mcp_notes, run_against, run_turns
 
 MB = 1024 * 1024
 
@@ -93,3 +93,24 @@ async def test_attack_a_100_mb_line_before_the_handshake_is_reported(tmp_path: P
     [note] = mcp_notes(events)
     assert note.startswith("MCP server 'h' is unavailable: MCP server 'h' sent a message of over "
                            "16,777,216 bytes"), note
+
+
+# -- streamable HTTP -----------------------------------------------------------------------------
+
+async def test_attack_an_http_json_answer_over_the_limit_ends_the_call(
+        json_server_url: str, tmp_path: Path) -> None:
+    """`big` answers 2 MB in one JSON body (read whole, whatever its size): under the default
+    limit it is read; over `max_message_mb = 1` it fails as it is read, the call ends with an
+    error naming the server and the limit, and the next call is served."""
+    calls = [("mcp__web__big", {"megabytes": 2})]
+    answers, _, _ = await run_against({"web": {"url": json_server_url}}, calls,
+                                      tmp_path / "default")
+    assert answers["mcp__web__big"].startswith("[Output too long: "), answers
+    script = [*calls, ("mcp__web__shout", {"text": "after"})]
+    answers, _, _ = await run_turns(
+        {"web": {"url": json_server_url, "max_message_mb": 1}}, [[call] for call in script],
+        tmp_path / "lower")
+    assert answers["mcp__web__big"] == (
+        "Error: MCP server 'web' answered 'big' with JSON-RPC error -32700: Failed to parse JSON "
+        "response: the server's answer is over 1,048,576 bytes (the limit is max_message_mb)")
+    assert answers["mcp__web__shout"] == "AFTER"

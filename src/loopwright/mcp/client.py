@@ -18,7 +18,7 @@ import contextlib
 import logging
 import shlex
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -243,8 +243,9 @@ class MCPConnection:
             link.errlog = self._open_errlog()
             return bounded_stdio_client(params, errlog=link.errlog or sys.stderr,
                                         limit=cfg.max_message_bytes, on_too_large=too_large)
-        assert cfg.url is not None
-        return _http_transport(cfg.url, cfg.headers, cfg.connect_timeout, cfg.call_timeout)
+        from loopwright.mcp.http import http_transport  # httpx2: for HTTP servers alone
+
+        return http_transport(cfg)
 
     def _open_errlog(self) -> TextIO | None:
         path = self.log_path
@@ -521,19 +522,6 @@ class MCPToolsPlugin(LoopPlugin):
         scripts = await asyncio.to_thread(self.manager.server_scripts, run.settings.workdir)
         if scripts:
             run.tool_state[SERVER_SCRIPTS_STATE] = scripts
-
-
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                          call_timeout: float) -> AsyncIterator[Any]:
-    """Streamable HTTP with our headers; the HTTP client closes with the transport."""
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(connect_timeout, read=max(300.0, call_timeout + 5))
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-            streamable_http_client(url, http_client=http) as streams:
-        yield streams
 
 
 def _guards(config: MCPServerConfig, remote: RemoteTool) -> tuple[bool, bool]:
