@@ -1,8 +1,10 @@
-"""One message from an MCP server is bounded (`max_message_mb`, 16 MB by default): a server
-writing a 100 MB JSON-RPC line was read whole (the SDK's stdio reader joins a line's chunks
-anew for each one: quadratic) until `call_timeout`, ~450 MB at the peak. Now the call ends with
-an error naming the server, the server is restarted as after a crash, and the client's memory
-stays near the limit: measured as the peak RSS of a child process running the agent."""
+"""One message from an MCP server is bounded (`max_message_mb`, 16 MB by default). A stdio
+server writing one 100 MB JSON-RPC line was read whole, slowly (the SDK's reader joins a line's
+chunks anew for each one: quadratic): the agent's peak RSS grew by ~80 MB before `call_timeout`
+(30 s) ended the call, and the next call timed out too, the reader still in the line. Now the
+call ends with an error naming the server, the server is restarted as after a crash, and the
+client's memory stays near the limit: measured as the peak RSS of a child process running the
+agent. Over streamable HTTP the limit holds for one JSON body and one server-sent event."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import sse_server
 from hostile_helpers import HANG_GUARD, hostile, mcp_notes, run_against, run_turns
 
 MB = 1024 * 1024
@@ -114,3 +117,17 @@ async def test_attack_an_http_json_answer_over_the_limit_ends_the_call(
         "Error: MCP server 'web' answered 'big' with JSON-RPC error -32700: Failed to parse JSON "
         "response: the server's answer is over 1,048,576 bytes (the limit is max_message_mb)")
     assert answers["mcp__web__shout"] == "AFTER"
+
+
+async def test_attack_a_server_sent_event_over_the_limit_ends_the_call(tmp_path: Path) -> None:
+    """As a JSON body, one event: 2 MB passes the default limit (the SDK's own 1 MB cut it),
+    and fails over `max_message_mb = 1`."""
+    calls = [("mcp__sse__big", {"megabytes": 2})]
+    with sse_server.serving() as url:
+        answers, _, _ = await run_against({"sse": {"url": url}}, calls, tmp_path / "default")
+        assert answers["mcp__sse__big"].startswith("[Output too long: "), answers
+        answers, _, _ = await run_against({"sse": {"url": url, "max_message_mb": 1}}, calls,
+                                          tmp_path / "lower")
+    answer = answers["mcp__sse__big"]
+    assert answer.startswith("Error: MCP server 'sse' answered 'big' with JSON-RPC error"), answer
+    assert "exceeded the 1048576 byte limit" in answer and len(answer) < 1_000, answer
