@@ -87,6 +87,21 @@ async def test_twin_an_answer_under_the_limit_is_read_and_one_over_a_lower_limit
     assert "mcp_restart" in [e.kind for e in events if e.type == "status"]
 
 
+async def test_a_server_with_no_restarts_left_is_reported_down_after_a_message_too_large(
+        tmp_path: Path) -> None:
+    """As after a crash with `max_restarts = 0`: its tools answer that it is down."""
+    config = {**hostile("big-answer"), "max_message_mb": 1, "max_restarts": 0}
+    answers, _, _ = await run_turns({"h": config}, [[("mcp__h__attack", {})],
+                                                    [("mcp__h__echo", {"text": "after"})]],
+                                    tmp_path)
+    assert answers["mcp__h__attack"].startswith(
+        "Error: MCP server 'h' sent a message of over 1,048,576 bytes"), answers
+    assert answers["mcp__h__echo"].startswith(
+        "Error: MCP server 'h' stopped (MCP server 'h' sent a message of over 1,048,576 bytes"), \
+        answers
+    assert "after 0 restart(s); its tools are unavailable" in answers["mcp__h__echo"]
+
+
 async def test_attack_a_100_mb_line_before_the_handshake_is_reported(tmp_path: Path) -> None:
     answers, offered, events = await run_against(
         {"h": hostile("huge-hello"), "ok": hostile("plain")}, [("mcp__ok__echo", {"text": "hi"})],
