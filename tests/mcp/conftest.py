@@ -58,8 +58,19 @@ def free_port() -> int:
 def http_server_url() -> Iterator[str]:
     """`http_server.py` in a subprocess (one for the session: it keeps no state between
     sessions); its MCP endpoint URL."""
+    yield from _served()
+
+
+@pytest.fixture(scope="session")
+def json_server_url() -> Iterator[str]:
+    """As `http_server_url`, the server answering with JSON bodies, not event streams."""
+    yield from _served("json")
+
+
+def _served(*options: str) -> Iterator[str]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(HERE / "http_server.py"), str(port)],
+    process = subprocess.Popen([sys.executable, str(HERE / "http_server.py"), str(port),
+                                *options],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

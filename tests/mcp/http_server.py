@@ -1,6 +1,8 @@
 """A small MCP server over streamable HTTP on 127.0.0.1, run as a subprocess by the tests.
 
-Usage: python tests/mcp/http_server.py PORT
+Usage: python tests/mcp/http_server.py PORT [json]
+
+With `json` it answers each request with one JSON body, not an event stream.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def long_second() -> str:
 
 
 @server.tool()
+def big(megabytes: float) -> str:
+    """That many megabytes of text."""
+    return "x" * int(megabytes * 1024 * 1024)
+
+
+@server.tool()
 def explode() -> str:
     """Fail with a JSON-RPC error rather than an error result."""
     raise MCPError(-32050, "the reactor is offline")
@@ -64,4 +72,5 @@ def grumble() -> str:
 
 
 if __name__ == "__main__":
-    server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]),
+               json_response=sys.argv[2:] == ["json"])

@@ -52,7 +52,7 @@ def test_mcp_list_lists_a_streamable_http_server(http_server_url: str, tmp_path:
         "mcp__web__get_user"}
     # the names changed to fit keep the server's own beside them, each its own
     assert names["get.user"].startswith("mcp__web__get_user_")
-    assert len(set(names.values())) == len(names) == 8
+    assert len(set(names.values())) == len(names) == 9
 
 
 def test_mcp_list_rejects_a_malformed_server_entry(tmp_path: Path) -> None:

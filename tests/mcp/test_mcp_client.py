@@ -38,7 +38,8 @@ async def test_stdio_server_tools_are_offered_with_prefixed_names_and_schemas(
     script = [Reply(tool_calls=[call("mcp__everything__echo", {"message": "hi there"})]),
               Reply("done")]
     with FakeModelServer(replies=script) as server:
-        async with make_agent(server, {"everything": {"command": "node", "args": [everything]}},
+        async with make_agent(server, {"everything": {"command": "node", "args": [everything],
+                                                      "trust_annotations": True}},
                               tmp_path) as agent:
             result = await agent.run("echo something")
             echo = agent.registry.get("mcp__everything__echo")
@@ -49,7 +50,7 @@ async def test_stdio_server_tools_are_offered_with_prefixed_names_and_schemas(
     assert offered["mcp__everything__echo"]["parameters"]["properties"]["message"]["type"] \
         == "string"
     assert offered["mcp__everything__get-sum"]["parameters"]["required"] == ["a", "b"]
-    # read-only only where the server's annotations say so
+    # read-only only where the annotations of a server the user trusts say so
     assert echo is not None and echo.read_only
     assert toggle is not None and not toggle.read_only
 
@@ -195,7 +196,7 @@ async def test_a_streamable_http_server_with_headers(
     whoami, shouted, exploded, grumbled = [m for m in result.messages if m.role == "tool"]
     assert whoami.content == "Bearer t0ken"
     assert shouted.content == "HI"
-    assert shout is not None and shout.read_only
+    assert shout is not None and not shout.read_only  # it says so, but nobody trusted it
     # a JSON-RPC error and an error result both reach the model as error results
     assert exploded.is_error
     assert "JSON-RPC error -32050: the reactor is offline" in exploded.content

@@ -18,50 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_helpers import FAST, HANG_GUARD, hostile, mcp_notes, results, run_against
 from typer.testing import CliRunner
 
-from loopwright import Agent, Message
+from loopwright import Agent
 from loopwright.cli.main import app
-from loopwright.endpoints.retry import RetryPolicy
-from loopwright.events import Event
 from loopwright.mcp import tool_name
 from loopwright.testing import FakeModelServer, Reply, call
-
-HOSTILE = str(Path(__file__).parent / "hostile_server.py")
-FAST = RetryPolicy(base_delay=0.01, jitter=0)
-HANG_GUARD = 120  # seconds: what a stall (a hang, not a slow machine) runs into
-
-
-def hostile(mode: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [HOSTILE, mode], "connect_timeout": 30,
-            "call_timeout": 30}
-
-
-def results(messages: list[Message]) -> dict[str, str]:
-    return {m.name or "": m.content for m in messages if m.role == "tool"}
-
-
-async def run_against(servers: dict[str, Any], calls: list[tuple[str, dict[str, Any]]],
-                      tmp_path: Path, **options: Any
-                      ) -> tuple[dict[str, str], list[dict[str, Any]], list[Event]]:
-    """One run whose model makes `calls` then answers: the tool results by name, the tools
-    offered to the model on its first request, and the run's events."""
-    script = [Reply(tool_calls=[call(name, args) for name, args in calls]), Reply("done")]
-    events: list[Event] = []
-    with FakeModelServer(replies=script) as server:
-        async with Agent("test-model", base_url=server.base_url, api_key="k", retry=FAST,
-                         mcp_servers=servers, cache_dir=str(tmp_path / "cache"),
-                         callbacks=[events.append], **options) as agent:
-            result = await agent.run("go")
-        offered = [t["function"] for t in server.model_requests[0].body.get("tools") or []]
-        assert len(server.model_requests) == 2  # nothing but the run itself reached the model
-    assert result.stop_reason == "completed"
-    return results(result.messages), offered, events
-
-
-def mcp_notes(events: list[Event]) -> list[str]:
-    return [e.message for e in events if e.type == "status" and e.kind == "mcp"]
-
 
 # -- the tool list ------------------------------------------------------------------------------
 
@@ -230,7 +193,7 @@ async def test_a_stdio_server_gets_only_the_variables_it_was_given(
     monkeypatch.setenv("SEARCH_TOKEN", "canary-3")
     config = {**hostile("env"), "env": {"GIVEN_TOKEN": "${SEARCH_TOKEN}"}}
     answers, _, _ = await run_against({"h": config}, [("mcp__h__attack", {})], tmp_path)
-    names = answers["mcp__h__attack"].split()
+    names = json.loads(answers["mcp__h__attack"])
     assert "GIVEN_TOKEN" in names and "PATH" in names
     assert not {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "SEARCH_TOKEN"} & set(names)
 

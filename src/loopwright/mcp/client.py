@@ -17,13 +17,15 @@ import asyncio
 import contextlib
 import logging
 import shlex
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from loopwright.errors import ToolError
 from loopwright.mcp.config import MCPServerConfig, parse_servers, tool_name
 from loopwright.mcp.content import result_text
+from loopwright.mcp.stdio import MessageTooLarge, bounded_stdio_client
 from loopwright.mcp.vetting import MAX_TOOLS, vet_tools
 from loopwright.plugins import LoopPlugin
 from loopwright.safety.sensitive import SERVER_SCRIPTS_STATE
@@ -66,6 +68,7 @@ class _Link:
         self.ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self.task: asyncio.Task[None] | None = None
         self.errlog: TextIO | None = None
+        self.too_large: MessageTooLarge | None = None  # what ended it, when the server did so
 
 
 class MCPConnection:
@@ -125,13 +128,20 @@ class MCPConnection:
         retried once. Protocol errors, timeouts and a server that stays down raise
         `MCPServerError`; a tool's own failure is a result with `is_error` set."""
         client, generation = await self._current()
+        link = self._link
         try:
             return await self._call(client, tool, arguments)
         except _ConnectionLost as lost:
+            if link is not None and link.too_large is not None:
+                raise await self._broke_off(generation, link.too_large, tool, notify) from None
             client = await self._restart(generation, str(lost), notify)
+        link = self._link
         try:
             return await self._call(client, tool, arguments)
         except _ConnectionLost as lost:
+            if link is not None and link.too_large is not None:
+                raise await self._broke_off(self._generation, link.too_large, tool,
+                                            notify) from None
             raise MCPServerError(f"MCP server {self.name!r} lost the connection again right after "
                                  f"a restart: {lost}{self._log_hint()}") from None
 
@@ -187,6 +197,8 @@ class MCPConnection:
         except (asyncio.CancelledError, MCPServerError):
             raise
         except Exception as exc:
+            if link.too_large is not None:
+                raise MCPServerError(self._too_large_text(link.too_large)) from None
             raise MCPServerError(
                 f"cannot connect to MCP server {self.name!r} ({self.config.target}): "
                 f"{describe_error(exc)}{self._log_hint()}") from exc
@@ -221,16 +233,19 @@ class MCPConnection:
     def _transport(self, link: _Link) -> Any:
         cfg = self.config
         if cfg.command:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import StdioServerParameters
+
+            def too_large(exc: MessageTooLarge) -> None:
+                link.too_large = exc
 
             params = StdioServerParameters(command=cfg.command, args=cfg.args,
                                            env=cfg.env or None, cwd=cfg.cwd)
             link.errlog = self._open_errlog()
-            if link.errlog is None:
-                return stdio_client(params)
-            return stdio_client(params, errlog=link.errlog)
-        assert cfg.url is not None
-        return _http_transport(cfg.url, cfg.headers, cfg.connect_timeout, cfg.call_timeout)
+            return bounded_stdio_client(params, errlog=link.errlog or sys.stderr,
+                                        limit=cfg.max_message_bytes, on_too_large=too_large)
+        from loopwright.mcp.http import http_transport  # httpx2: for HTTP servers alone
+
+        return http_transport(cfg)
 
     def _open_errlog(self) -> TextIO | None:
         path = self.log_path
@@ -259,8 +274,11 @@ class MCPConnection:
             raise MCPServerError(f"MCP server {self.name!r} did not list its tools within "
                                  f"{self.config.connect_timeout:g}s") from None
         except Exception as exc:
+            link = self._link
+            cause = describe_error(exc) if link is None or link.too_large is None \
+                else self._too_large_text(link.too_large)
             raise MCPServerError(f"MCP server {self.name!r} failed to list its tools: "
-                                 f"{describe_error(exc)}") from exc
+                                 f"{cause}") from exc
         return tools
 
     async def _call(self, client: Client, tool: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -305,6 +323,20 @@ class MCPConnection:
         except Exception:
             return False
         return True
+
+    def _too_large_text(self, exc: MessageTooLarge) -> str:
+        return (f"MCP server {self.name!r} sent {exc} (the limit is mcp_servers.{self.name}."
+                f"max_message_mb = {self.config.max_message_mb:g})")
+
+    async def _broke_off(self, generation: int, exc: MessageTooLarge, tool: str,
+                         notify: StatusCallback | None) -> MCPServerError:
+        """The error for a call whose server sent a message over the limit: the connection is
+        gone, so the server is restarted as after a crash (or reported down), but the call is
+        not sent again: the server may have run it already."""
+        text = self._too_large_text(exc)
+        with contextlib.suppress(MCPServerError):  # down for good: the next call says so
+            await self._restart(generation, text, notify)
+        return MCPServerError(f"{text}; {tool!r} was stopped and its answer dropped")
 
     async def _restart(self, generation: int, reason: str,
                        notify: StatusCallback | None) -> Client:
@@ -461,7 +493,7 @@ class MCPManager:
                 raise ToolError(text or f"{remote_name!r} on MCP server {server!r} failed")
             return text or "(no output)"
 
-        annotations = remote.annotations
+        read_only, network = _guards(conn.config, remote)
         schema = clean_schema({k: v for k, v in (remote.input_schema or {}).items()
                                if k != "$schema"})
         return Tool(
@@ -470,9 +502,8 @@ class MCPManager:
             parameters=schema,
             function=call_remote,
             raw_arguments=True,
-            read_only=bool(annotations is not None and annotations.read_only_hint),
-            # MCP's default is an open world: only a tool that says otherwise is taken at its word
-            network=annotations is None or annotations.open_world_hint is not False,
+            read_only=read_only,
+            network=network,
             tags=frozenset({"mcp", f"mcp:{server}"}),
         )
 
@@ -493,17 +524,18 @@ class MCPToolsPlugin(LoopPlugin):
             run.tool_state[SERVER_SCRIPTS_STATE] = scripts
 
 
-@contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], connect_timeout: float,
-                          call_timeout: float) -> AsyncIterator[Any]:
-    """Streamable HTTP with our headers; the HTTP client closes with the transport."""
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(connect_timeout, read=max(300.0, call_timeout + 5))
-    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http, \
-            streamable_http_client(url, http_client=http) as streams:
-        yield streams
+def _guards(config: MCPServerConfig, remote: RemoteTool) -> tuple[bool, bool]:
+    """(read_only, network) of a server's tool. Its annotations are the server's own claims
+    (MCP: untrusted unless the server is), and each would lower a guard: `readOnlyHint` lets a
+    call run alongside others and skip the durable record made before a call that may change
+    something; `openWorldHint: false` skips the egress check of the URLs in its arguments. So
+    they count only for a server the user marked `trust_annotations`. (`destructiveHint` lowers
+    nothing: every MCP call is treated as one that may change something.)"""
+    hints = remote.annotations
+    if not config.trust_annotations or hints is None:
+        return False, True
+    # MCP's default is an open world: only a tool that says otherwise is taken at its word
+    return bool(hints.read_only_hint), hints.open_world_hint is not False
 
 
 def describe_error(exc: BaseException) -> str:

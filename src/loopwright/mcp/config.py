@@ -12,8 +12,14 @@ headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }
 call_timeout = 30
 ```
 
-`${VAR}` in `args`, `env`, `url` and `headers` is replaced from the environment, so secrets stay
-out of config files.
+`${VAR}` in `command`, `args`, `env`, `url` and `headers` is replaced from loopwright's own
+environment when the config is read, so secrets stay out of config files: the server gets the
+variables named, no others (a stdio server's environment is otherwise the SDK's short list,
+`PATH`, `HOME`, …). A project's `mcp_servers` are read only once the project is trusted.
+
+A server's tool annotations are its own claims: `trust_annotations = true` lets
+`readOnlyHint` and `openWorldHint: false` lower a guard (see `client.MCPManager`); off, they
+lower none. `max_message_mb` bounds one message from the server (see `stdio`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from loopwright.errors import ConfigError
 
 _KNOWN_KEYS = frozenset({
     "command", "args", "env", "cwd", "url", "headers", "connect_timeout", "call_timeout",
-    "enabled", "tools", "max_restarts",
+    "enabled", "tools", "max_restarts", "trust_annotations", "max_message_mb",
 })
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -52,6 +58,15 @@ class MCPServerConfig:
     enabled: bool = True
     tools: list[str] | None = None  # only register these server tools (by their MCP name)
     max_restarts: int = 1  # a crashed server is restarted this many times, then reported down
+    # MCP's spec: annotations are untrusted unless the server is; the user says which one is
+    trust_annotations: bool = False
+    # one JSON-RPC message, in MB: a 12 MB file or image as base64 fits, and reading one
+    # costs a few times that in memory, not the ~4x a 100 MB line cost under `call_timeout`
+    max_message_mb: float = 16.0
+
+    @property
+    def max_message_bytes(self) -> int:
+        return int(self.max_message_mb * 1024 * 1024)
 
     @property
     def transport(self) -> str:
@@ -105,6 +120,10 @@ def parse_server(name: str, entry: Any) -> MCPServerConfig:
         enabled=bool(entry.get("enabled", MCPServerConfig.enabled)),
         tools=_string_list(entry["tools"], where, "tools") if "tools" in entry else None,
         max_restarts=int(entry.get("max_restarts", MCPServerConfig.max_restarts)),
+        trust_annotations=_flag(entry.get("trust_annotations", False), where,
+                                "trust_annotations"),
+        max_message_mb=_positive(entry.get("max_message_mb", MCPServerConfig.max_message_mb),
+                                 where, "max_message_mb", unit="megabytes"),
     )
 
 
@@ -147,11 +166,18 @@ def _string_map(value: Any, where: str, key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _positive(value: Any, where: str, key: str) -> float:
+def _flag(value: Any, where: str, key: str) -> bool:
+    # not bool(): the string "false" from an env-var JSON would read as true
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}.{key} must be true or false, not {value!r}")
+    return value
+
+
+def _positive(value: Any, where: str, key: str, *, unit: str = "seconds") -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = -1.0
     if number <= 0:
-        raise ConfigError(f"{where}.{key} must be a positive number of seconds, not {value!r}")
+        raise ConfigError(f"{where}.{key} must be a positive number of {unit}, not {value!r}")
     return number
