@@ -23,8 +23,18 @@ def test_mcp_list_shows_each_server_and_its_tools(everything: str, tmp_path: Pat
     code, output = invoke({"ev": {"command": "node", "args": [everything]}}, tmp_path)
     assert code == 0, output
     assert output.startswith("ev  (stdio: node ")
-    assert "mcp__ev__echo" in output and "read-only" in output
-    assert "Echoes back the input string" in output
+    assert "mcp__ev__echo" in output and "Echoes back the input string" in output
+    # the server says its tools are read-only; untrusted, that claim is not shown as a fact
+    assert "read-only" not in output
+
+
+def test_mcp_list_shows_read_only_only_for_a_server_whose_annotations_are_trusted(
+        everything: str, tmp_path: Path) -> None:
+    code, output = invoke({"ev": {"command": "node", "args": [everything],
+                                  "trust_annotations": True}}, tmp_path, "--json")
+    assert code == 0, output
+    echo = next(t for t in json.loads(output)["tools"] if t["remote_name"] == "echo")
+    assert echo["read_only"] is True
 
 
 def test_mcp_list_json_reports_a_failing_server_and_exits_1(
@@ -36,7 +46,7 @@ def test_mcp_list_json_reports_a_failing_server_and_exits_1(
     assert code == 1
     assert rows["ev"]["ok"] and rows["ev"]["transport"] == "stdio"
     echo = next(t for t in rows["ev"]["tools"] if t["remote_name"] == "echo")
-    assert echo == {"name": "mcp__ev__echo", "remote_name": "echo", "read_only": True,
+    assert echo == {"name": "mcp__ev__echo", "remote_name": "echo", "read_only": False,
                     "description": "Echoes back the input string"}
     assert not rows["broken"]["ok"] and "no such thing" in rows["broken"]["error"]
 

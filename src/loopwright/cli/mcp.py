@@ -67,7 +67,7 @@ def list_command(
 
 
 async def _gather(configs: list[Any], log_dir: Path) -> list[dict[str, Any]]:
-    from loopwright.mcp.client import MCPManager
+    from loopwright.mcp.client import MCPManager, tool_guards
     from loopwright.mcp.config import tool_name
 
     manager = MCPManager(configs, log_dir=log_dir)
@@ -80,7 +80,8 @@ async def _gather(configs: list[Any], log_dir: Path) -> list[dict[str, Any]]:
                 continue
             conn = manager.connections[config.name]
             tools = [{"name": tool_name(config.name, t.name), "remote_name": t.name,
-                      "read_only": bool(t.annotations and t.annotations.read_only_hint),
+                      # as a run treats it: a server's own claim counts only if it is trusted
+                      "read_only": tool_guards(config, t)[0],
                       "description": _first_line(t.description or "")}
                      for t in conn.remote_tools]
             rows.append(_row(config, ok=config.name not in errors, tools=tools,

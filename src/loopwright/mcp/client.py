@@ -493,7 +493,7 @@ class MCPManager:
                 raise ToolError(text or f"{remote_name!r} on MCP server {server!r} failed")
             return text or "(no output)"
 
-        read_only, network = _guards(conn.config, remote)
+        read_only, network = tool_guards(conn.config, remote)
         schema = clean_schema({k: v for k, v in (remote.input_schema or {}).items()
                                if k != "$schema"})
         return Tool(
@@ -524,7 +524,7 @@ class MCPToolsPlugin(LoopPlugin):
             run.tool_state[SERVER_SCRIPTS_STATE] = scripts
 
 
-def _guards(config: MCPServerConfig, remote: RemoteTool) -> tuple[bool, bool]:
+def tool_guards(config: MCPServerConfig, remote: RemoteTool) -> tuple[bool, bool]:
     """(read_only, network) of a server's tool. Its annotations are the server's own claims
     (MCP: untrusted unless the server is), and each would lower a guard: `readOnlyHint` lets a
     call run alongside others and skip the durable record made before a call that may change
