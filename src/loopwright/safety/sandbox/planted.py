@@ -34,32 +34,33 @@ so is the `HEAD` of a bare repository it made, which git then no longer takes fo
 repository in a dependency folder whose configuration or hooks it changed.
 
 A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
-unchecked; when the walk, gone on in the background, ends, anything written, made or changed
-since it began (by ctime) is taken for theirs and undone the same way (`Tree.window`); a
-process that ends first leaves the walk's start in loopwright's cache for the next one.
+unchecked; when the walk, gone on in the background, ends, and again as each of them ends,
+anything written, made or changed while one of them ran (by ctime) is taken for theirs and
+undone the same way (`Tree.window`); a process that ends first leaves their spans in
+loopwright's cache for the next one (`unchecked_runs.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
 from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
+from loopwright.safety.sandbox import unchecked_runs
 from loopwright.safety.sandbox.changes import (
     BARE_HEAD,
     RACY_NS,
     REPOSITORY_NAMES,
     Span,
+    Window,
     changed_in,
     configured_in,
 )
@@ -119,12 +120,11 @@ class Tree:
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken whole: nothing is checked
-    # while commands that ran before the root's first walk ended (unchecked) are not all
-    # checked: whatever was written, made or changed within it is taken for theirs (by
-    # ctime, which no command sets back), not for the user's
-    window: Span | None = None
-    # the file that keeps `window` for the next process, should this one end first
-    mark: Path | None = None
+    # on the tree a check compares with, while the commands that ran before the root's first
+    # walk ended (unchecked) are not all checked: the spans they ran in (`unchecked_runs.py`);
+    # whatever was written, made or changed within them is taken for theirs (by ctime, which
+    # no command sets back), not for the user's
+    window: Window | None = None
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -141,16 +141,15 @@ _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
 def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) -> Tree:
     """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
     the `.pyc` files written since the tree `since` (taken before the command). `marks` is
-    where a first walk that gave up is remembered until it is checked (`_window_mark`)."""
+    where the unchecked commands of a first walk that gave up are kept until checked, for the
+    next process should this one end first (`unchecked_runs.recall`)."""
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:  # still walked in the background (`_finish`)
-        if previous.mark is not None and previous.window is not None:  # open until it ends
-            _remember(previous.mark, Span(previous.window.start_ns))
         return previous
     tree = _walk(root, previous, since=since)
     if previous is None and marks is not None:
-        _window_mark(tree, marks)
+        unchecked_runs.recall(root, marks, taken_ns=tree.taken_ns, walking=bool(tree.overflow))
     with _lock:
         _latest[root] = tree
     if tree.overflow:
@@ -185,29 +184,33 @@ class Undone:
     repositories: list[Aside] = field(default_factory=list)
 
 
-def undo(before: Tree) -> Undone:
+def started(before: Tree) -> int | None:
+    """A command is about to start, `before` taken: when it starts unchecked (the first walk
+    has not ended), the token of its span for `undo`, else None."""
+    return unchecked_runs.begin(before.root) if before.overflow else None
+
+
+def undo(before: Tree, started: int | None = None) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before` (since the first walk began, for the commands it left
-    unchecked)."""
+    or changed since `before`, or in the spans of the commands the first walk left unchecked
+    (`started` was this one's, if it is one of them)."""
+    if started is not None:
+        unchecked_runs.end(before.root, started)
     if not before.overflow:
-        undone = _undo_since(before)
-        if before.window is not None:  # a command that began once the walk had ended
-            with _lock:
-                _latest[before.root].window = None
-            _forget(before.mark)
-        return undone
+        return _undo_since(before)
     with _lock:
         walked = _latest.get(before.root)
     if walked is None or walked.overflow:  # `unchecked` says so; the walk's end checks it
-        if before.mark is not None and before.window is not None:  # or the next process's
-            _remember(before.mark, Span(before.window.start_ns, time.time_ns()))
         return Undone()
-    return _undo_since(walked)  # its window began with the first walk, before this command
+    return _undo_since(walked)  # taken after this command began: its span tells the rest
 
 
 def _undo_since(before: Tree) -> Undone:
     with _lock:
         undone = Undone(notes=_pending.pop(before.root, []))
+    spans = unchecked_runs.current(before.root)
+    if spans is not None:
+        before = replace(before, window=spans)
     after = take(before.root, since=before)  # never gives up: `before` was taken whole
     _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
@@ -217,49 +220,20 @@ def _undo_since(before: Tree) -> Undone:
                                           else "")
         undone.notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the "
                             f"command wrote ({shown}): Python writes them again from the sources")
+    if spans is not None:
+        unchecked_runs.checked(before.root, spans)
     return undone
 
 
 def _finish(partial: Tree) -> None:
     """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
-    and what the commands meanwhile left is undone: anything written since the walk began."""
+    and what the commands meanwhile left is undone: anything written while they ran."""
     tree = _walk(partial.root, partial, since=None)
-    tree.window = Span(partial.window.start_ns if partial.window else partial.taken_ns)
     with _lock:
         _latest[partial.root] = tree
-    undone = _undo_since(tree)
+    undone = _undo_since(tree)  # a command still running is checked again when it ends
     with _lock:  # no one to ask about keeping a repository: the notes say where it is
         _pending.setdefault(partial.root, []).extend(undone.notes)
-    _forget(tree.mark)  # a command still running is checked when it ends (`undo`)
-
-
-def _window_mark(first: Tree, marks: Path) -> None:
-    """A first walk of `first.root` in this process. If an earlier process's first walk there
-    ended unchecked, its window (from that walk's start to its last unchecked command's end:
-    what you wrote later is yours) is this one's, else this walk would take what those
-    commands planted for yours; if this walk gives up too, the window stays open, and is kept
-    for the next process. One file per root, outside the workspace."""
-    mark = marks / hashlib.blake2b(os.fsencode(first.root), digest_size=8).hexdigest()
-    with contextlib.suppress(OSError, ValueError):
-        start, end = (int(part) for part in mark.read_text().split())
-        first.window = Span(start, end)
-    first.mark = mark
-    if first.overflow:
-        first.window = Span(first.window.start_ns if first.window else first.taken_ns)
-        with contextlib.suppress(OSError):
-            marks.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _remember(mark, first.window)
-
-
-def _remember(mark: Path, window: Span) -> None:
-    with contextlib.suppress(OSError):
-        mark.write_text(str(window))
-
-
-def _forget(mark: Path | None) -> None:
-    if mark is not None:
-        with contextlib.suppress(OSError):
-            mark.unlink()
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
@@ -268,9 +242,7 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     again: making, removing or renaming an entry sets its directory's ctime, which no command
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
-    tree = Tree(root=root, taken_ns=time.time_ns(),
-                window=previous.window if previous is not None else None,
-                mark=previous.mark if previous is not None else None)
+    tree = Tree(root=root, taken_ns=time.time_ns())
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
