@@ -79,6 +79,8 @@ PLANTED = {
     ".vscode/tasks.json": '{"tasks": [{"label": "x", "command": "touch /var/tmp/pwned", '
                           '"runOptions": {"runOn": "folderOpen"}}]}',
     ".devcontainer/devcontainer.json": '{"initializeCommand": "touch /var/tmp/pwned"}',
+    # the other place Dev Containers reads, at the folder's top: the same command on the host
+    ".devcontainer.json": '{"initializeCommand": "touch /var/tmp/pwned"}',
     ".pre-commit-config.yaml": "repos: [{repo: local, hooks: [{id: x, name: x, entry: touch "
                                "/var/tmp/pwned, language: system}]}]",
     ".claude/hooks/format.sh": "touch /var/tmp/pwned",

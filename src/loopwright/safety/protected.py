@@ -4,8 +4,9 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
 configs, skill folders, another agent's project folder (hooks, their scripts, prompts), what an
-editor runs when the folder opens (`.vscode`, `.devcontainer`), pre-commit's config and another
-version control system's repository where one exists (`.hg`, `.jj`). To them come the git
+editor runs when the folder opens (`.vscode`, `.devcontainer`, `.devcontainer.json`),
+pre-commit's config and another version control system's repository where one exists (`.hg`,
+`.jj`). To them come the git
 hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
 the Python environment loopwright runs in (a project's `.venv`, often): a `.pth` file or module
 written there runs outside the sandbox at loopwright's next start, or at once when this process
@@ -87,6 +88,9 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
                    "you open the folder"),
     ProtectedEntry(".devcontainer", "VS Code runs its initializeCommand on your machine when "
                    "the container is opened"),
+    # the other file Dev Containers reads at a folder's top: the same `initializeCommand`
+    ProtectedEntry(".devcontainer.json", "VS Code runs its initializeCommand on your machine "
+                   "when the container is opened"),
     ProtectedEntry(".pre-commit-config.yaml", "the pre-commit hook runs what it lists at your "
                    "next git commit"),
     ProtectedEntry(".hg", "Mercurial runs the hooks and extensions its hgrc names",
