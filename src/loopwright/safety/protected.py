@@ -99,6 +99,13 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
                    when_present=True),
 )
 
+WORKSPACE_FILE_SUFFIX = ".code-workspace"
+"""A VS Code workspace file (`team.code-workspace`): VS Code offers to open one it finds at the
+top of a folder you open, and then runs its tasks with `runOn: folderOpen`. A name pattern, so
+it cannot be bound before it exists: the check after each command (`sandbox/planted.py`) moves
+one a command made aside, at any depth, and binds those that exist read-only."""
+_WORKSPACE_FILE = "VS Code runs its tasks (runOn: folderOpen) when you open it"
+
 
 def protected_locations(root: Path) -> list[Path]:
     """Every protected path of the workspace root `root` (absolute, resolved; it may not exist
@@ -161,6 +168,8 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         width = len(wanted)
         if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
             return entry.reason
+    if parts and parts[-1].endswith(WORKSPACE_FILE_SUFFIX):
+        return _WORKSPACE_FILE
     explicit = os.environ.get("LOOPWRIGHT_CONFIG")
     if explicit and _same(path, Path(explicit)):
         return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"

@@ -53,7 +53,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
-from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
+from loopwright.safety.protected import (
+    PROTECTED_ENTRIES,
+    WORKSPACE_FILE_SUFFIX,
+    protected_entry_at,
+)
 from loopwright.safety.sandbox import unchecked_runs
 from loopwright.safety.sandbox.changes import (
     BARE_HEAD,
@@ -327,6 +331,10 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                                 kind != _INSIDE_DEPENDENCY or folded in REPOSITORY_NAMES):
                             protected.append(entry.name)
                         continue
+                if kind != _INSIDE_DEPENDENCY and folded.endswith(WORKSPACE_FILE_SUFFIX) and \
+                        not entry.is_dir(follow_symlinks=False):  # at the top too: not bound
+                    protected.append(entry.name)
+                    continue
                 if entry.is_dir(follow_symlinks=False):
                     children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
                                      entry.name in DEPENDENCY_DIRS else inner))
