@@ -56,3 +56,25 @@ async def test_an_update_command_a_command_writes_into_gitmodules_is_not_run(
     for step in (("submodule", "init"), ("submodule", "update")):
         host_git(workdir, *COMMIT, *step)
     assert not canary.exists()
+
+
+async def test_a_missing_config_file_the_repository_includes_is_moved_aside_once_made(
+        tmp_path: Path) -> None:
+    # `include.path = ../.gitconfig.local`, an optional file of the user's own settings that
+    # does not exist: it cannot be bound (a placeholder directory there makes git stop reading
+    # its config), so a command could write a `core.fsmonitor` there for the user's next git
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert host_git(workdir, "init", "-q").returncode == 0
+    assert host_git(workdir, "config", "include.path", "../.gitconfig.local").returncode == 0
+    canary = tmp_path / "GIT-RAN"
+    text = await command_result(workdir, f"printf '[core]\\n\\tfsmonitor = {fsmonitor(canary)}"
+                                "\\n' > .gitconfig.local && echo x > .gitconfig.other && "
+                                "echo end")
+    assert "end" in text, text
+    host_git(workdir, "status")
+    assert not canary.exists()
+    assert (workdir / ".gitconfig.local.made-by-command").is_file(), text
+    assert "loopwright moved .gitconfig.local" in text, text
+    # must not fire: a file no configuration includes
+    assert (workdir / ".gitconfig.other").read_text() == "x\n"

@@ -28,7 +28,14 @@ from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
 from loopwright.safety.sandbox.placeholders import remove as remove_placeholder
-from loopwright.safety.sandbox.planted import Aside, Tree, started, unchecked, undo
+from loopwright.safety.sandbox.planted import (
+    Aside,
+    Tree,
+    started,
+    unchecked,
+    undo,
+    undo_made,
+)
 from loopwright.safety.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -60,6 +67,8 @@ class Launch:
     pids_group: PidsGroup | None = None
     links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
     trees: tuple[Tree, ...] = ()  # the writable roots before the command (`planted.py`)
+    # the git config files the configuration includes that were missing before the command
+    missing_configs: tuple[Path, ...] = ()
     # what `staged()` put back once the command ended: one line each, for the tool's result
     restored: list[str] = field(default_factory=list)
     # the roots whose plants could not be checked (once each): for the result and the user
@@ -108,6 +117,7 @@ class Launch:
             warning = unchecked(tree)
             if warning is not None:
                 self.unchecked.append(warning)
+        self.restored.extend(undo_made(self.missing_configs))
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
@@ -272,7 +282,8 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
                   placeholders=tuple(built.placeholders), pids_group=built.pids_group,
-                  links=tuple(built.links), trees=tuple(built.trees))
+                  links=tuple(built.links), trees=tuple(built.trees),
+                  missing_configs=tuple(built.missing_configs))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

@@ -47,7 +47,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
@@ -401,7 +401,7 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
         _moved.add(aside)
     if path == where:
         undone.notes.append(
-            f"loopwright moved {what} the command {why} below the top, {path}, to "
+            f"loopwright moved {what} the command {why}, {path}, to "
             f"{aside.name}: programs started there would run or obey it outside the sandbox")
     else:
         undone.notes.append(
@@ -411,6 +411,16 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
     if keepable:
         undone.repositories.append(Aside(path=path, aside=aside, repository=where,
                                          seen=_fingerprint(aside, where)))
+
+
+def undo_made(missing: Sequence[Path]) -> list[str]:
+    """Move aside each of the files git reads as its config that were `missing` before the
+    command and are there now (`git_hooks.missing_included_configs`): one line each."""
+    undone = Undone()
+    for path in missing:
+        if path.is_file():
+            _set_aside(path, path.name, path, undone, keepable=False)
+    return undone.notes
 
 
 @dataclass(frozen=True, kw_only=True)
