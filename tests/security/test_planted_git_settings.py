@@ -1,7 +1,8 @@
 """Other ways a sandboxed command could have git run something later, outside the sandbox, each
 held: a configuration file the repository's config includes under a condition (`includeIf`,
-whatever the condition), and a `.gitmodules` whose submodule says `update = !command` (git
-takes commands from the repository's config only, never from `.gitmodules`).
+whatever the condition), one it includes that is missing (made by a command: moved aside), a
+`.gitmodules` whose submodule says `update = !command` and a `.gitattributes` naming a filter,
+diff or merge driver (git takes commands from the configuration only, never from those).
 
 Real bubblewrap and git, through `Agent` against the fake model server."""
 
@@ -78,3 +79,24 @@ async def test_a_missing_config_file_the_repository_includes_is_moved_aside_once
     assert "loopwright moved .gitconfig.local" in text, text
     # must not fire: a file no configuration includes
     assert (workdir / ".gitconfig.other").read_text() == "x\n"
+
+
+async def test_a_gitattributes_a_command_writes_names_no_command_git_runs(
+        tmp_path: Path) -> None:
+    # `.gitattributes` is the project's file: it names a filter, diff or merge driver, whose
+    # command only the configuration gives (read-only: `.git/config`, `.git/info/attributes`)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert host_git(workdir, "init", "-q").returncode == 0
+    (workdir / "a.txt").write_text("one\n")
+    assert host_git(workdir, *COMMIT, "add", "a.txt").returncode == 0
+    assert host_git(workdir, *COMMIT, "commit", "-qm", "1").returncode == 0
+    canary = tmp_path / "DRIVER-RAN"
+    text = await command_result(
+        workdir, "printf '* filter=x diff=x merge=x\\n' > .gitattributes && echo two > a.txt"
+        f" && echo attributes; git config filter.x.clean 'touch {canary}'; git config "
+        f"diff.x.textconv 'touch {canary}'; echo '* filter=x' > .git/info/attributes; echo end")
+    assert "attributes" in text and text.count("could not lock config file") == 2, text
+    for step in (("add", "-A"), ("diff", "--cached"), ("status",), ("stash",), ("stash", "pop")):
+        host_git(workdir, *COMMIT, *step)
+    assert not canary.exists()
