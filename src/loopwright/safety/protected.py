@@ -81,6 +81,11 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     # all of it: the settings' hooks, the scripts they name (`.claude/hooks/*.sh`), skills,
     # commands and agents, each run or obeyed by another agent outside this sandbox
     ProtectedEntry(".claude", "another agent runs hooks and loads prompts from it"),
+    # the same for other agents started in the folder: Cursor's hooks (`.cursor/hooks.json`),
+    # MCP servers and rules; Gemini CLI's MCP servers and commands (`.gemini/settings.json`)
+    ProtectedEntry(".cursor", "another agent runs hooks and MCP servers and loads prompts "
+                   "from it"),
+    ProtectedEntry(".gemini", "another agent runs MCP servers and loads prompts from it"),
     # `.loopwright/skills` and `.claude/skills` lie in folders protected whole already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith((".loopwright/", ".claude/"))),
