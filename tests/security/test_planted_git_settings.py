@@ -8,6 +8,7 @@ Real bubblewrap and git, through `Agent` against the fake model server."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,19 @@ async def test_a_gitattributes_a_command_writes_names_no_command_git_runs(
     for step in (("add", "-A"), ("diff", "--cached"), ("status",), ("stash",), ("stash", "pop")):
         host_git(workdir, *COMMIT, *step)
     assert not canary.exists()
+
+
+async def test_a_link_made_on_the_way_to_a_missing_included_config_is_moved_not_followed(
+        tmp_path: Path) -> None:
+    # the command links the missing folder to one outside the workspace that holds a file of
+    # that name: the link goes aside, the file it led to stays where it is
+    workdir, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    for folder in (workdir, elsewhere):
+        folder.mkdir()
+    (elsewhere / "local.gitconfig").write_text("[user]\n\tname = me\n")
+    assert host_git(workdir, "init", "-q").returncode == 0
+    assert host_git(workdir, "config", "include.path", "../conf/local.gitconfig").returncode == 0
+    text = await command_result(workdir, f"ln -s {elsewhere} conf && echo linked")
+    assert "linked" in text, text
+    assert sorted(os.listdir(elsewhere)) == ["local.gitconfig"], text
+    assert (workdir / "conf.made-by-command").is_symlink() and not (workdir / "conf").exists()

@@ -68,7 +68,7 @@ class Launch:
     links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
     trees: tuple[Tree, ...] = ()  # the writable roots before the command (`planted.py`)
     # the git config files the configuration includes that were missing before the command
-    missing_configs: tuple[Path, ...] = ()
+    missing_configs: tuple[tuple[Path, Path], ...] = ()  # (root, path)
     # what `staged()` put back once the command ended: one line each, for the tool's result
     restored: list[str] = field(default_factory=list)
     # the roots whose plants could not be checked (once each): for the result and the user

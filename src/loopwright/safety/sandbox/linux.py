@@ -74,7 +74,7 @@ class BwrapCommand:
     links: list[GuardedLink] = field(default_factory=list)  # to put back if replaced
     trees: list[Tree] = field(default_factory=list)  # the writable roots before the command
     # included git config files missing before the command: moved aside if it made them
-    missing_configs: list[Path] = field(default_factory=list)
+    missing_configs: list[tuple[Path, Path]] = field(default_factory=list)  # (root, path)
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -99,7 +99,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     trees = [take(root, marks=marks) for root in writable if root != Path("/")]
     nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
     # not bound (a placeholder there would make git stop reading its config): checked after
-    missing = [path for root in writable if root != Path("/")
+    missing = [(root, path) for root in writable if root != Path("/")
                for path in missing_included_configs(root) if path.is_relative_to(root)]
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv

@@ -413,14 +413,27 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
                                          seen=_fingerprint(aside, where)))
 
 
-def undo_made(missing: Sequence[Path]) -> list[str]:
-    """Move aside each of the files git reads as its config that were `missing` before the
-    command and are there now (`git_hooks.missing_included_configs`): one line each."""
+def undo_made(missing: Sequence[tuple[Path, Path]]) -> list[str]:
+    """Move aside each of the files git reads as its config that were `missing` (a root and
+    the path in it) before the command and are there now (`git_hooks.missing_included_configs`):
+    one line each. A link on the way is what goes, not the file it leads to (elsewhere, maybe
+    the user's own, outside the workspace)."""
     undone = Undone()
-    for path in missing:
+    for root, path in missing:
         if path.is_file():
-            _set_aside(path, path.name, path, undone, keepable=False)
+            made = _first_link(root, path)
+            _set_aside(made, made.name, made, undone, keepable=False)
     return undone.notes
+
+
+def _first_link(root: Path, path: Path) -> Path:
+    """The first symbolic link on the way from `root` down to `path`, else `path`."""
+    parts = path.relative_to(root).parts
+    for depth in range(1, len(parts)):
+        step = Path(root, *parts[:depth])
+        if step.is_symlink():
+            return step
+    return path
 
 
 @dataclass(frozen=True, kw_only=True)
