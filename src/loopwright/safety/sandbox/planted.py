@@ -11,7 +11,8 @@ anywhere in the tree would run later outside the sandbox:
 - a bare repository (a folder holding `HEAD`, `objects/` and `refs/`, or `HEAD` and
   `commondir`): git takes the folder itself for its git directory when you work in it;
 - a protected name below the top (`pkg/.claude/settings.json`, `pkg/.vscode/tasks.json`,
-  `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it.
+  `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it; and a VS Code
+  workspace file (`*.code-workspace`, a name pattern) at any depth, the top's too.
 
 Before the command, a `Tree` of each writable root is taken: each directory's inode, times and
 entries (name, inode). It is kept per root and the next one is built from it, reading again
@@ -174,8 +175,8 @@ def unchecked(before: Tree) -> str | None:
         return None
     return (f"loopwright could not yet check what commands plant in {before.root} "
             f"({before.overflow}): the protected names it found so far are read-only, and "
-            "when it has walked them all, in the background, whatever was written there since "
-            "the walk began is taken for the commands', not yours (a .pyc removed, a "
+            "when it has walked them all, in the background, whatever was written there while "
+            "such a command ran is taken for the commands', not yours (a .pyc removed, a "
             "repository or editor's folder moved aside)")
 
 
