@@ -123,6 +123,19 @@ async def test_look_alikes_stay_writable_and_a_missing_hg_is_not_made(tmp_path: 
     assert all((tmp_path / name).read_text() == "x\n" for name in names)
 
 
+@pytest.mark.parametrize("folder", [".hg", ".jj", ".HG"])
+async def test_a_mercurial_or_jujutsu_repository_a_command_makes_at_the_top_is_moved_aside(
+        tmp_path: Path, folder: str) -> None:
+    # no placeholder where there is none (an empty one would pass for a repository), so a
+    # command could make one; Mercurial would run its hooks at your next `hg`, an editor's
+    # extension that finds the folder at once
+    [result], _ = await run(tmp_path, bash(
+        f"mkdir {folder} && printf '[hooks]\\npre-status = touch /var/tmp/pwned\\n' > "
+        f"{folder}/hgrc && echo made"), approve_all=True)
+    assert "made" in result and "loopwright moved" in result, result
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{folder}.made-by-command"]
+
+
 async def test_file_tools_ask_before_writing_an_editors_tasks(tmp_path: Path) -> None:
     tasks = {"path": ".vscode/tasks.json", "content": PLANTED[".vscode/tasks.json"]}
     [result], asked = await run(tmp_path, ("write_file", tasks))

@@ -8,6 +8,7 @@ Real bubblewrap and git, through `Agent` against the fake model server."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,24 @@ async def test_what_the_user_writes_while_no_command_runs_stays_theirs(
     assert (workdir / "vendor" / "x" / ".git.made-by-command").is_dir(), results
     assert (mine / ".git").is_dir() and (users / ".git").is_dir(), results
     assert users_cache.is_file(), results
+
+
+async def test_a_mercurial_repository_at_the_top_the_user_changes_meanwhile_stays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `.hg` at the top, where it exists, is read-only to every command: a change within an
+    # unchecked command's span is the user's (`hg` writing its settings), not the command's
+    monkeypatch.setattr(planted, "FIRST_WALK_SECONDS", 0.0)
+    workdir = tmp_path / "work"
+    (workdir / ".hg").mkdir(parents=True)
+    settings = workdir / ".hg" / "hgrc"
+    settings.write_text("[ui]\nusername = me\n")
+    running = asyncio.ensure_future(run_commands(
+        workdir, "touch started; " + waiting_for("go", "echo ended")))
+    await wait_until((workdir / "started").exists, "the command started")
+    settings.write_text("[ui]\nusername = me <me@example.com>\n")  # the user, meanwhile
+    (workdir / "go").touch()
+    results, _ = await running
+    await finished_walking(workdir)
+    results += (await run_commands(workdir, "echo later"))[0]
+    assert "ended" in results[0] and "loopwright moved" not in "".join(results), results
+    assert settings.read_text() == "[ui]\nusername = me <me@example.com>\n"

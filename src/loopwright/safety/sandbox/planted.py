@@ -141,6 +141,10 @@ _moved: set[Path] = set()  # what was moved aside (`.git.made-by-command` is sha
 # the last name of each protected entry, folded: an entry named otherwise is none of them
 _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
                         for entry in PROTECTED_ENTRIES)
+# protected at the top only where they exist (no placeholder: an empty `.hg` would pass for a
+# repository), so one a command makes there is moved aside like one below the top
+_UNBOUND_WHEN_MISSING = frozenset(entry.relative for entry in PROTECTED_ENTRIES
+                                  if entry.when_present)
 
 
 def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) -> Tree:
@@ -328,7 +332,8 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                     relative = (*Path(directory).relative_to(root).parts, entry.name)
                     name = protected_entry_at(relative)
                     if name is not None:  # at the top: mounted read-only already; not descended
-                        if len(relative) > len(PurePath(name).parts) and (
+                        if (len(relative) > len(PurePath(name).parts) or
+                                name in _UNBOUND_WHEN_MISSING) and (
                                 kind != _INSIDE_DEPENDENCY or folded in REPOSITORY_NAMES):
                             protected.append(entry.name)
                         continue
@@ -360,9 +365,12 @@ def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
     for path in (*after.nested, *after.loose):
         repository = path.name.casefold() in REPOSITORY_NAMES
         what = "a repository" if repository else path.name
+        # `.hg` at the top, where it exists, is bound read-only for every command: theirs only
+        # if made (by inode), never by a change within the window
+        bound = path.parent == before.root and path.name in _UNBOUND_WHEN_MISSING
         if _new_entry(before, path):
             _set_aside(path, what, path, undone, keepable=repository and not window)
-        elif window and changed_in(path, window):
+        elif window and not bound and changed_in(path, window):
             _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
         elif repository and path in before.loose and configured_in(path, Span(before.taken_ns)):
             _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
@@ -402,7 +410,7 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
         _moved.add(aside)
     if path == where:
         undone.notes.append(
-            f"loopwright moved {what} the command {why}, {path}, to "
+            f"loopwright moved {what} the command {why} at {path} to "
             f"{aside.name}: programs started there would run or obey it outside the sandbox")
     else:
         undone.notes.append(
