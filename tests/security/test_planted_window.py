@@ -9,6 +9,8 @@ Real bubblewrap and git, through `Agent` against the fake model server."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,73 @@ async def test_a_mercurial_repository_at_the_top_the_user_changes_meanwhile_stay
     results += (await run_commands(workdir, "echo later"))[0]
     assert "ended" in results[0] and "loopwright moved" not in "".join(results), results
     assert settings.read_text() == "[ui]\nusername = me <me@example.com>\n"
+
+
+CUT_OFF_RUN = """
+import asyncio, pathlib, sys
+sys.path.insert(0, {tests!r})
+from sandbox_helpers import FAST
+from loopwright import Agent
+from loopwright.builtin import default_tools
+from loopwright.builtin.delegate import CHILD_PROMPT, make_delegate_tool
+from loopwright.safety.sandbox import planted
+from loopwright.testing import FakeModelServer, Reply, call
+planted.FIRST_WALK_SECONDS = 0.0
+planted._finish = lambda partial: None  # the process is killed before the walk ends
+workdir = pathlib.Path({workdir!r})
+
+async def handler(request):
+    messages = request.body["messages"]
+    task = next(m["content"] for m in messages if m["role"] == "user")
+    step = sum(1 for m in messages if m["role"] == "assistant")
+    if CHILD_PROMPT.splitlines()[0] not in str(messages[0]["content"]):
+        return Reply(tool_calls=[call("delegate", {{"task": t, "tools": ["bash"]}})
+                                 for t in ("longer", "shorter")]) if step == 0 else Reply("done")
+    if task == "longer":
+        return Reply(tool_calls=[call("bash", {{"command": {longer!r}}})])
+    if step == 0:
+        while not (workdir / "started").exists():
+            await asyncio.sleep(0.02)
+        return Reply(tool_calls=[call("bash", {{"command": "echo short"}})])
+    (workdir / "go").touch()  # the shorter one has ended
+    return Reply("shorter done")
+
+async def main():
+    with FakeModelServer(handler=handler) as server:
+        agent = Agent("m", base_url=server.base_url, api_key="k", retry=FAST,
+                      tools=[*default_tools(names=["bash"]), make_delegate_tool()],
+                      workdir=str(workdir), approve_all=True)
+        await agent.run("go")
+
+asyncio.run(main())
+"""
+
+
+async def test_a_command_still_running_when_loopwright_is_killed_is_checked_at_the_next_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the shorter command's end closed what was kept for the next start at that end, so what
+    # the longer one planted afterwards, before loopwright was killed, was taken for the user's
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    workdir = tmp_path / "work"
+    vendored = workdir / "vendor" / "x"
+    vendored.mkdir(parents=True)
+    assert host_git(vendored, "init", "-q").returncode == 0
+    canary = tmp_path / "FSMONITOR-RAN"
+    longer = "touch started; " + waiting_for("go", (
+        f"git -C vendor/x config core.fsmonitor '{fsmonitor(canary)}' && touch planted; "
+        "sleep 120"))
+    script = CUT_OFF_RUN.format(tests=str(Path(__file__).parent), workdir=str(workdir),
+                                longer=longer)
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    try:
+        await wait_until(lambda: (workdir / "planted").exists() or process.poll() is not None,
+                         "the longer command planted", limit=60)
+    finally:
+        process.kill()
+        output = await asyncio.to_thread(process.communicate)
+    assert (workdir / "planted").exists(), output
+    results, _ = await run_commands(workdir, "echo later")
+    host_git(vendored, "status")
+    assert not canary.exists()
+    assert (vendored / ".git.made-by-command").is_dir(), results
