@@ -199,12 +199,12 @@ def started(before: Tree) -> int | None:
     return unchecked_runs.begin(before.root) if before.overflow else None
 
 
-def undo(before: Tree, started: int | None = None) -> Undone:
+def undo(before: Tree, token: int | None = None) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
     or changed since `before`, or in the spans of the commands the first walk left unchecked
-    (`started` was this one's, if it is one of them)."""
-    if started is not None:
-        unchecked_runs.end(before.root, started)
+    (`token`, from `started`, if this one is one of them)."""
+    if token is not None:
+        unchecked_runs.end(before.root, token)
     if not before.overflow:
         return _undo_since(before)
     with _lock:
