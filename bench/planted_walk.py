@@ -34,7 +34,7 @@ from pathlib import Path
 from loopwright import ToolContext
 from loopwright.builtin import bash
 from loopwright.safety.sandbox import SANDBOX_SERVICE, SandboxPolicy, planted
-from loopwright.safety.sandbox.changes import Span
+from loopwright.safety.sandbox.changes import Span, Window
 
 
 def make_tree(root: Path, folders: int) -> None:
@@ -101,7 +101,7 @@ def snapshots(root: Path, repeat: int) -> None:
     for _ in range(repeat):
         checks.append(timed(functools.partial(planted.undo, planted.take(root))))
         before = planted.take(root)
-        before.window = Span(before.taken_ns)  # as the walk's end does (`_finish`)
+        before.window = Window((Span(before.taken_ns),))  # as at the walk's end (`_finish`)
         window.append(timed(functools.partial(planted.undo, before)))
     print(f"check after a command (undo),       median of {repeat}: {median_ms(checks)}")
     print(f"window check at a first walk's end, median of {repeat}: {median_ms(window)}")

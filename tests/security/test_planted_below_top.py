@@ -191,13 +191,18 @@ async def test_an_editors_or_agents_folder_made_in_a_package_is_moved_aside(
     text = await command_result(
         workdir, f"mkdir -p pkg/.vscode pkg/.claude && echo '{TASKS}' > pkg/.vscode/tasks.json"
         " && echo '{\"hooks\": {}}' > pkg/.claude/settings.json && echo '{}' > pkg/.mcp.json"
+        " && echo '{}' > pkg/.devcontainer.json"
         # look-alikes, and a dependency's own folders: not moved
         " && mkdir -p pkg/vscode node_modules/dep/.vscode && echo '{}' > pkg/vscode/tasks.json"
+        " && echo '{}' > pkg/devcontainer.json"
         " && echo '{}' > node_modules/dep/.vscode/tasks.json && echo made")
-    assert "made" in text and text.count("loopwright moved") == 3, text
+    assert "made" in text and text.count("loopwright moved") == 4, text
     package = workdir / "pkg"
-    assert sorted(os.listdir(package)) == [".claude.made-by-command", ".mcp.json.made-by-command",
-                                           ".vscode.made-by-command", "vscode"]
+    assert sorted(os.listdir(package)) == [".claude.made-by-command",
+                                           ".devcontainer.json.made-by-command",
+                                           ".mcp.json.made-by-command",
+                                           ".vscode.made-by-command", "devcontainer.json",
+                                           "vscode"]
     assert (workdir / "node_modules" / "dep" / ".vscode" / "tasks.json").is_file()
 
 

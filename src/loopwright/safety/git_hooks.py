@@ -73,6 +73,14 @@ def included_configs(root: Path) -> list[Path]:
     return [path for path in _configured(repository_top(root) or root)[1] if path.is_file()]
 
 
+def missing_included_configs(root: Path) -> list[Path]:
+    """The files git's configuration includes for the repository `root` is in that are not
+    there (yet): an optional one (`include.path = ../.gitconfig.local`) cannot be bound, so
+    one a command makes is moved aside when it has ended (`sandbox/planted.py`)."""
+    return [path for path in _configured(repository_top(root) or root)[1]
+            if not path.is_file()]
+
+
 def _configured(top: Path) -> tuple[list[str], list[Path]]:
     """The `core.hooksPath` values and the included files of every configuration git reads for
     the repository at `top`."""

@@ -4,8 +4,9 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
 configs, skill folders, another agent's project folder (hooks, their scripts, prompts), what an
-editor runs when the folder opens (`.vscode`, `.devcontainer`), pre-commit's config and another
-version control system's repository where one exists (`.hg`, `.jj`). To them come the git
+editor runs when the folder opens (`.vscode`, `.devcontainer`, `.devcontainer.json`),
+pre-commit's config and another version control system's repository where one exists (`.hg`,
+`.jj`). To them come the git
 hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
 the Python environment loopwright runs in (a project's `.venv`, often): a `.pth` file or module
 written there runs outside the sandbox at loopwright's next start, or at once when this process
@@ -80,6 +81,11 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     # all of it: the settings' hooks, the scripts they name (`.claude/hooks/*.sh`), skills,
     # commands and agents, each run or obeyed by another agent outside this sandbox
     ProtectedEntry(".claude", "another agent runs hooks and loads prompts from it"),
+    # the same for other agents started in the folder: Cursor's hooks (`.cursor/hooks.json`),
+    # MCP servers and rules; Gemini CLI's MCP servers and commands (`.gemini/settings.json`)
+    ProtectedEntry(".cursor", "another agent runs hooks and MCP servers and loads prompts "
+                   "from it"),
+    ProtectedEntry(".gemini", "another agent runs MCP servers and loads prompts from it"),
     # `.loopwright/skills` and `.claude/skills` lie in folders protected whole already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith((".loopwright/", ".claude/"))),
@@ -87,6 +93,9 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
                    "you open the folder"),
     ProtectedEntry(".devcontainer", "VS Code runs its initializeCommand on your machine when "
                    "the container is opened"),
+    # the other file Dev Containers reads at a folder's top: the same `initializeCommand`
+    ProtectedEntry(".devcontainer.json", "VS Code runs its initializeCommand on your machine "
+                   "when the container is opened"),
     ProtectedEntry(".pre-commit-config.yaml", "the pre-commit hook runs what it lists at your "
                    "next git commit"),
     ProtectedEntry(".hg", "Mercurial runs the hooks and extensions its hgrc names",
@@ -94,6 +103,13 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     ProtectedEntry(".jj", "Jujutsu runs the pager and tools its repository config names",
                    when_present=True),
 )
+
+WORKSPACE_FILE_SUFFIX = ".code-workspace"
+"""A VS Code workspace file (`team.code-workspace`): VS Code offers to open one it finds at the
+top of a folder you open, and then runs its tasks with `runOn: folderOpen`. A name pattern, so
+it cannot be bound before it exists: the check after each command (`sandbox/planted.py`) moves
+one a command made aside, at any depth, and binds those that exist read-only."""
+_WORKSPACE_FILE = "VS Code runs its tasks (runOn: folderOpen) when you open it"
 
 
 def protected_locations(root: Path) -> list[Path]:
@@ -157,6 +173,8 @@ def protected_reason(path: Path, extra: Iterable[str | Path] = ()) -> str | None
         width = len(wanted)
         if any(parts[i:i + width] == wanted for i in range(len(parts) - width + 1)):
             return entry.reason
+    if parts and parts[-1].endswith(WORKSPACE_FILE_SUFFIX):
+        return _WORKSPACE_FILE
     explicit = os.environ.get("LOOPWRIGHT_CONFIG")
     if explicit and _same(path, Path(explicit)):
         return "it is the loopwright configuration file named by LOOPWRIGHT_CONFIG"

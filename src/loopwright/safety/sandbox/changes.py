@@ -36,13 +36,37 @@ class Span:
         return f"{self.start_ns} {self.end_ns}"
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The spans in which commands ran unchecked (each from its start to its end, 0 while it
+    runs): what changed outside them was written by someone else, the user."""
+
+    spans: tuple[Span, ...]
+
+    def holds(self, ctime_ns: int) -> bool:
+        return any(span.holds(ctime_ns) for span in self.spans)
+
+    def __str__(self) -> str:
+        return "".join(f"{span}\n" for span in self.spans)
+
+    @classmethod
+    def parse(cls, text: str, *, open_until: int) -> Window:
+        """A window as `str` wrote it; a span still open then (its process ended while the
+        command ran: bubblewrap's `--die-with-parent` ended it too) ends at `open_until`."""
+        spans = []
+        for line in text.splitlines():
+            start, end = (int(part) for part in line.split())
+            spans.append(Span(start, end or open_until))
+        return cls(tuple(spans))
+
+
 # What in a git directory makes git run something: its configuration (`core.fsmonitor`,
 # `core.hooksPath`, a filter's or diff's command), where it takes them from, and its hooks.
 # Not `index` or `refs`, which the user's own `git status` rewrites.
 RUN_FROM = ("config", "config.worktree", "commondir", "hooks", "hgrc")
 
 
-def configured_in(git_dir: Path, span: Span) -> bool:
+def configured_in(git_dir: Path, span: Span | Window) -> bool:
     """Whether what makes git run something in `git_dir` (`RUN_FROM`, and each hook) was
     written, made or renamed in within `span`, by its ctime, which no command sets back."""
     paths = [git_dir / name for name in RUN_FROM]
@@ -51,7 +75,7 @@ def configured_in(git_dir: Path, span: Span) -> bool:
     return any(span.holds(_ctime(path)) for path in paths)
 
 
-def changed_in(path: Path, span: Span) -> bool:
+def changed_in(path: Path, span: Span | Window) -> bool:
     """Whether `path`, a protected name or a bare repository that was there, was made, renamed
     in or changed within `span`: a file's own ctime (and where a `.git` file points); a
     folder made or renamed in (its ctime and its parent's); then, in a repository, what makes

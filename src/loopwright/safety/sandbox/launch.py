@@ -28,7 +28,14 @@ from loopwright.safety.sandbox.linux import bwrap_command, probe_argv
 from loopwright.safety.sandbox.macos import SANDBOX_EXEC, sandbox_exec_argv, seatbelt_profile
 from loopwright.safety.sandbox.placeholders import make as make_placeholder
 from loopwright.safety.sandbox.placeholders import remove as remove_placeholder
-from loopwright.safety.sandbox.planted import Aside, Tree, unchecked, undo
+from loopwright.safety.sandbox.planted import (
+    Aside,
+    Tree,
+    started,
+    unchecked,
+    undo,
+    undo_made,
+)
 from loopwright.safety.sandbox.policy import SandboxMode, SandboxPolicy
 
 _PROBE_TIMEOUT = 10.0
@@ -41,6 +48,10 @@ class Availability:
     available: bool
     problem: str = ""
     binary: str = ""
+
+
+# what `Launch.staged` made: placeholders, the pids cgroup (whether), each tree's `started` token
+_Staged = tuple[list[Path], bool, list[int | None]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +67,8 @@ class Launch:
     pids_group: PidsGroup | None = None
     links: tuple[GuardedLink, ...] = ()  # symlinks on the way to protected paths
     trees: tuple[Tree, ...] = ()  # the writable roots before the command (`planted.py`)
+    # the git config files the configuration includes that were missing before the command
+    missing_configs: tuple[tuple[Path, Path], ...] = ()  # (root, path)
     # what `staged()` put back once the command ended: one line each, for the tool's result
     restored: list[str] = field(default_factory=list)
     # the roots whose plants could not be checked (once each): for the result and the user
@@ -79,31 +92,32 @@ class Launch:
         finally:
             await asyncio.to_thread(self._unstage, made)
 
-    def _stage(self) -> tuple[list[Path], bool]:
+    def _stage(self) -> _Staged:
         made = [path for path in self.placeholders if make_placeholder(path)]
-        if self.pids_group is None:
-            return made, False
-        try:
-            self.pids_group.create()
-        except OSError:
-            self._unstage((made, False))
-            raise
-        return made, True
+        if self.pids_group is not None:
+            try:
+                self.pids_group.create()
+            except OSError:
+                self._unstage((made, False, []))
+                raise
+        # last: from now on the command may run (a first walk that has not ended: unchecked)
+        return made, self.pids_group is not None, [started(tree) for tree in self.trees]
 
-    def _unstage(self, made: tuple[list[Path], bool]) -> None:
-        placeholders, group_made = made
+    def _unstage(self, made: _Staged) -> None:
+        placeholders, group_made, tokens = made
         if group_made and self.pids_group is not None:
             self.pids_group.remove()  # nothing of the command runs any more: links are checked
         self.restored.extend(restore_links(self.links))
         for placeholder in placeholders:
             remove_placeholder(placeholder)
-        for tree in self.trees:  # a .pyc, a repository or a protected name it left below
-            undone = undo(tree)
+        for tree, token in zip(self.trees, tokens or [None] * len(self.trees), strict=True):
+            undone = undo(tree, token)  # a .pyc, a repository or a protected name it left below
             self.restored.extend(undone.notes)
             self.repositories.extend(undone.repositories)
             warning = unchecked(tree)
             if warning is not None:
                 self.unchecked.append(warning)
+        self.restored.extend(undo_made(self.missing_configs))
 
 
 _cache: dict[tuple[str, str, bool], Availability] = {}
@@ -268,7 +282,8 @@ async def prepare_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: 
                                     cwd=cwd, roots=roots, home=home)
     return Launch(argv=built.argv, env=env, sandboxed=True,
                   placeholders=tuple(built.placeholders), pids_group=built.pids_group,
-                  links=tuple(built.links), trees=tuple(built.trees))
+                  links=tuple(built.links), trees=tuple(built.trees),
+                  missing_configs=tuple(built.missing_configs))
 
 
 async def prepare_helper_launch(policy: SandboxPolicy, command: Sequence[str], *, cwd: Path,

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopwright.safety.git_hooks import missing_included_configs
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
 from loopwright.safety.sandbox.links import GuardedLink
@@ -72,6 +73,8 @@ class BwrapCommand:
     pids_group: PidsGroup | None = None  # to make before and remove after the command
     links: list[GuardedLink] = field(default_factory=list)  # to put back if replaced
     trees: list[Tree] = field(default_factory=list)  # the writable roots before the command
+    # included git config files missing before the command: moved aside if it made them
+    missing_configs: list[tuple[Path, Path]] = field(default_factory=list)  # (root, path)
 
 
 def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,
@@ -95,6 +98,9 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     marks = Path(policy.pycache_root).with_name("planted-walks")
     trees = [take(root, marks=marks) for root in writable if root != Path("/")]
     nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
+    # not bound (a placeholder there would make git stop reading its config): checked after
+    missing = [(root, path) for root in writable if root != Path("/")
+               for path in missing_included_configs(root) if path.is_relative_to(root)]
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)
@@ -112,7 +118,7 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     group = pids_group(policy.limits.processes)
     return BwrapCommand(argv=group.wrap(argv) if group else argv,
                         placeholders=protected.placeholders, pids_group=group,
-                        links=protected.links, trees=trees)
+                        links=protected.links, trees=trees, missing_configs=missing)
 
 
 def bwrap_argv(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, cwd: Path,

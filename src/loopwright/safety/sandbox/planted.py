@@ -11,7 +11,8 @@ anywhere in the tree would run later outside the sandbox:
 - a bare repository (a folder holding `HEAD`, `objects/` and `refs/`, or `HEAD` and
   `commondir`): git takes the folder itself for its git directory when you work in it;
 - a protected name below the top (`pkg/.claude/settings.json`, `pkg/.vscode/tasks.json`,
-  `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it.
+  `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it; and a VS Code
+  workspace file (`*.code-workspace`, a name pattern) at any depth, the top's too.
 
 Before the command, a `Tree` of each writable root is taken: each directory's inode, times and
 entries (name, inode). It is kept per root and the next one is built from it, reading again
@@ -34,32 +35,37 @@ so is the `HEAD` of a bare repository it made, which git then no longer takes fo
 repository in a dependency folder whose configuration or hooks it changed.
 
 A root whose first walk gives up (`FIRST_WALK_SECONDS`) leaves the commands meanwhile
-unchecked; when the walk, gone on in the background, ends, anything written, made or changed
-since it began (by ctime) is taken for theirs and undone the same way (`Tree.window`); a
-process that ends first leaves the walk's start in loopwright's cache for the next one.
+unchecked; when the walk, gone on in the background, ends, and again as each of them ends,
+anything written, made or changed while one of them ran (by ctime) is taken for theirs and
+undone the same way (`Tree.window`); a process that ends first leaves their spans in
+loopwright's cache for the next one (`unchecked_runs.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager as ContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from loopwright.safety.git_hooks import common_dir, git_dir_of
-from loopwright.safety.protected import PROTECTED_ENTRIES, protected_entry_at
+from loopwright.safety.protected import (
+    PROTECTED_ENTRIES,
+    WORKSPACE_FILE_SUFFIX,
+    protected_entry_at,
+)
+from loopwright.safety.sandbox import unchecked_runs
 from loopwright.safety.sandbox.changes import (
     BARE_HEAD,
     RACY_NS,
     REPOSITORY_NAMES,
     Span,
+    Window,
     changed_in,
     configured_in,
 )
@@ -119,12 +125,11 @@ class Tree:
     loose: list[Path] = field(default_factory=list)
     bare: list[Path] = field(default_factory=list)  # every folder shaped like a git directory
     overflow: str = ""  # why the tree could not be taken whole: nothing is checked
-    # while commands that ran before the root's first walk ended (unchecked) are not all
-    # checked: whatever was written, made or changed within it is taken for theirs (by
-    # ctime, which no command sets back), not for the user's
-    window: Span | None = None
-    # the file that keeps `window` for the next process, should this one end first
-    mark: Path | None = None
+    # on the tree a check compares with, while the commands that ran before the root's first
+    # walk ended (unchecked) are not all checked: the spans they ran in (`unchecked_runs.py`);
+    # whatever was written, made or changed within them is taken for theirs (by ctime, which
+    # no command sets back), not for the user's
+    window: Window | None = None
 
 
 _OWN, _DEPENDENCY_TOP, _INSIDE_DEPENDENCY = range(3)  # where in the tree a folder lies
@@ -136,21 +141,24 @@ _moved: set[Path] = set()  # what was moved aside (`.git.made-by-command` is sha
 # the last name of each protected entry, folded: an entry named otherwise is none of them
 _LAST_NAMES = frozenset(PurePath(entry.relative).parts[-1].casefold()
                         for entry in PROTECTED_ENTRIES)
+# protected at the top only where they exist (no placeholder: an empty `.hg` would pass for a
+# repository), so one a command makes there is moved aside like one below the top
+_UNBOUND_WHEN_MISSING = frozenset(entry.relative for entry in PROTECTED_ENTRIES
+                                  if entry.when_present)
 
 
 def take(root: Path, *, since: Tree | None = None, marks: Path | None = None) -> Tree:
     """The tree of `root` now, built from the last one taken (blocking: a worker thread), with
     the `.pyc` files written since the tree `since` (taken before the command). `marks` is
-    where a first walk that gave up is remembered until it is checked (`_window_mark`)."""
+    where the unchecked commands of a first walk that gave up are kept until checked, for the
+    next process should this one end first (`unchecked_runs.recall`)."""
     with _lock:
         previous = _latest.get(root)
     if previous is not None and previous.overflow:  # still walked in the background (`_finish`)
-        if previous.mark is not None and previous.window is not None:  # open until it ends
-            _remember(previous.mark, Span(previous.window.start_ns))
         return previous
     tree = _walk(root, previous, since=since)
     if previous is None and marks is not None:
-        _window_mark(tree, marks)
+        unchecked_runs.recall(root, marks, taken_ns=tree.taken_ns, walking=bool(tree.overflow))
     with _lock:
         _latest[root] = tree
     if tree.overflow:
@@ -171,8 +179,8 @@ def unchecked(before: Tree) -> str | None:
         return None
     return (f"loopwright could not yet check what commands plant in {before.root} "
             f"({before.overflow}): the protected names it found so far are read-only, and "
-            "when it has walked them all, in the background, whatever was written there since "
-            "the walk began is taken for the commands', not yours (a .pyc removed, a "
+            "when it has walked them all, in the background, whatever was written there while "
+            "such a command ran is taken for the commands', not yours (a .pyc removed, a "
             "repository or editor's folder moved aside)")
 
 
@@ -185,29 +193,33 @@ class Undone:
     repositories: list[Aside] = field(default_factory=list)
 
 
-def undo(before: Tree) -> Undone:
+def started(before: Tree) -> int | None:
+    """A command is about to start, `before` taken: when it starts unchecked (the first walk
+    has not ended), the token of its span for `undo`, else None."""
+    return unchecked_runs.begin(before.root) if before.overflow else None
+
+
+def undo(before: Tree, token: int | None = None) -> Undone:
     """Remove the `.pyc` files and move aside the protected names below the top that appeared
-    or changed since `before` (since the first walk began, for the commands it left
-    unchecked)."""
+    or changed since `before`, or in the spans of the commands the first walk left unchecked
+    (`token`, from `started`, if this one is one of them)."""
+    if token is not None:
+        unchecked_runs.end(before.root, token)
     if not before.overflow:
-        undone = _undo_since(before)
-        if before.window is not None:  # a command that began once the walk had ended
-            with _lock:
-                _latest[before.root].window = None
-            _forget(before.mark)
-        return undone
+        return _undo_since(before)
     with _lock:
         walked = _latest.get(before.root)
     if walked is None or walked.overflow:  # `unchecked` says so; the walk's end checks it
-        if before.mark is not None and before.window is not None:  # or the next process's
-            _remember(before.mark, Span(before.window.start_ns, time.time_ns()))
         return Undone()
-    return _undo_since(walked)  # its window began with the first walk, before this command
+    return _undo_since(walked)  # taken after this command began: its span tells the rest
 
 
 def _undo_since(before: Tree) -> Undone:
     with _lock:
         undone = Undone(notes=_pending.pop(before.root, []))
+    spans = unchecked_runs.current(before.root)
+    if spans is not None:
+        before = replace(before, window=spans)
     after = take(before.root, since=before)  # never gives up: `before` was taken whole
     _move_aside(before, after, undone)
     removed, failed = _remove_compiled(before, after)
@@ -217,49 +229,20 @@ def _undo_since(before: Tree) -> Undone:
                                           else "")
         undone.notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the "
                             f"command wrote ({shown}): Python writes them again from the sources")
+    if spans is not None:
+        unchecked_runs.checked(before.root, spans)
     return undone
 
 
 def _finish(partial: Tree) -> None:
     """The walk `partial` gave up, taken to its end (what it read is kept while unchanged),
-    and what the commands meanwhile left is undone: anything written since the walk began."""
+    and what the commands meanwhile left is undone: anything written while they ran."""
     tree = _walk(partial.root, partial, since=None)
-    tree.window = Span(partial.window.start_ns if partial.window else partial.taken_ns)
     with _lock:
         _latest[partial.root] = tree
-    undone = _undo_since(tree)
+    undone = _undo_since(tree)  # a command still running is checked again when it ends
     with _lock:  # no one to ask about keeping a repository: the notes say where it is
         _pending.setdefault(partial.root, []).extend(undone.notes)
-    _forget(tree.mark)  # a command still running is checked when it ends (`undo`)
-
-
-def _window_mark(first: Tree, marks: Path) -> None:
-    """A first walk of `first.root` in this process. If an earlier process's first walk there
-    ended unchecked, its window (from that walk's start to its last unchecked command's end:
-    what you wrote later is yours) is this one's, else this walk would take what those
-    commands planted for yours; if this walk gives up too, the window stays open, and is kept
-    for the next process. One file per root, outside the workspace."""
-    mark = marks / hashlib.blake2b(os.fsencode(first.root), digest_size=8).hexdigest()
-    with contextlib.suppress(OSError, ValueError):
-        start, end = (int(part) for part in mark.read_text().split())
-        first.window = Span(start, end)
-    first.mark = mark
-    if first.overflow:
-        first.window = Span(first.window.start_ns if first.window else first.taken_ns)
-        with contextlib.suppress(OSError):
-            marks.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _remember(mark, first.window)
-
-
-def _remember(mark: Path, window: Span) -> None:
-    with contextlib.suppress(OSError):
-        mark.write_text(str(window))
-
-
-def _forget(mark: Path | None) -> None:
-    if mark is not None:
-        with contextlib.suppress(OSError):
-            mark.unlink()
 
 
 def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
@@ -268,9 +251,7 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
     again: making, removing or renaming an entry sets its directory's ctime, which no command
     can set back (`touch -d` sets the mtime, and the ctime to now). A file's content is not
     covered by that: a `.pyc` rewritten in place is found by its own ctime (`since`)."""
-    tree = Tree(root=root, taken_ns=time.time_ns(),
-                window=previous.window if previous is not None else None,
-                mark=previous.mark if previous is not None else None)
+    tree = Tree(root=root, taken_ns=time.time_ns())
     old = previous.directories if previous is not None else {}
     racy_after = (previous.taken_ns if previous is not None else 0) - RACY_NS
     deadline = time.monotonic() + FIRST_WALK_SECONDS if previous is None else None
@@ -351,10 +332,15 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                     relative = (*Path(directory).relative_to(root).parts, entry.name)
                     name = protected_entry_at(relative)
                     if name is not None:  # at the top: mounted read-only already; not descended
-                        if len(relative) > len(PurePath(name).parts) and (
+                        if (len(relative) > len(PurePath(name).parts) or
+                                name in _UNBOUND_WHEN_MISSING) and (
                                 kind != _INSIDE_DEPENDENCY or folded in REPOSITORY_NAMES):
                             protected.append(entry.name)
                         continue
+                if kind != _INSIDE_DEPENDENCY and folded.endswith(WORKSPACE_FILE_SUFFIX) and \
+                        not entry.is_dir(follow_symlinks=False):  # at the top too: not bound
+                    protected.append(entry.name)
+                    continue
                 if entry.is_dir(follow_symlinks=False):
                     children.append((entry.path, _DEPENDENCY_TOP if kind == _OWN and
                                      entry.name in DEPENDENCY_DIRS else inner))
@@ -379,9 +365,12 @@ def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
     for path in (*after.nested, *after.loose):
         repository = path.name.casefold() in REPOSITORY_NAMES
         what = "a repository" if repository else path.name
+        # `.hg` at the top, where it exists, is bound read-only for every command: theirs only
+        # if made (by inode), never by a change within the window
+        bound = path.parent == before.root and path.name in _UNBOUND_WHEN_MISSING
         if _new_entry(before, path):
             _set_aside(path, what, path, undone, keepable=repository and not window)
-        elif window and changed_in(path, window):
+        elif window and not bound and changed_in(path, window):
             _set_aside(path, what, path, undone, keepable=False, why=_DURING_WALK)
         elif repository and path in before.loose and configured_in(path, Span(before.taken_ns)):
             _set_aside(path, what, path, undone, keepable=False, why=_CONFIGURED)
@@ -421,7 +410,7 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
         _moved.add(aside)
     if path == where:
         undone.notes.append(
-            f"loopwright moved {what} the command {why} below the top, {path}, to "
+            f"loopwright moved {what} the command {why} at {path} to "
             f"{aside.name}: programs started there would run or obey it outside the sandbox")
     else:
         undone.notes.append(
@@ -431,6 +420,29 @@ def _set_aside(path: Path, what: str, where: Path, undone: Undone, *, keepable: 
     if keepable:
         undone.repositories.append(Aside(path=path, aside=aside, repository=where,
                                          seen=_fingerprint(aside, where)))
+
+
+def undo_made(missing: Sequence[tuple[Path, Path]]) -> list[str]:
+    """Move aside each of the files git reads as its config that were `missing` (a root and
+    the path in it) before the command and are there now (`git_hooks.missing_included_configs`):
+    one line each. A link on the way is what goes, not the file it leads to (elsewhere, maybe
+    the user's own, outside the workspace)."""
+    undone = Undone()
+    for root, path in missing:
+        if path.is_file():
+            made = _first_link(root, path)
+            _set_aside(made, made.name, made, undone, keepable=False)
+    return undone.notes
+
+
+def _first_link(root: Path, path: Path) -> Path:
+    """The first symbolic link on the way from `root` down to `path`, else `path`."""
+    parts = path.relative_to(root).parts
+    for depth in range(1, len(parts)):
+        step = Path(root, *parts[:depth])
+        if step.is_symlink():
+            return step
+    return path
 
 
 @dataclass(frozen=True, kw_only=True)
