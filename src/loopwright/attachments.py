@@ -61,14 +61,36 @@ class Attachment:
     # the bytes of such a path once they were found to be the ones attached: what every later
     # request of the run sends, whatever becomes of the file meanwhile
     _verified: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    # the SHA-256 of the bytes first read from a path given without one (an `Attachment(path=)`
+    # built directly): what its row records, so a resumed session can send the file again
+    _first_read_sha256: str | None = field(default=None, init=False, repr=False,
+                                           compare=False)
 
     def read(self) -> bytes:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return self._checked_bytes(self.path) if self._from_row else \
-                _read_file(self.path, follow_links=True)
+            if self._from_row:
+                return self._checked_bytes(self.path)
+            raw = _read_file(self.path, follow_links=True)
+            if self.sha256 is None and self._first_read_sha256 is None:
+                digest = hashlib.sha256(raw).hexdigest()
+                object.__setattr__(self, "_first_read_sha256", digest)  # frozen: a memo
+            return raw
         raise ValueError("a URL attachment has no bytes here; send its URL")
+
+    @property
+    def digest(self) -> str | None:
+        """The SHA-256 a stored row records for this attachment's bytes: the one given (or
+        recorded when it was attached), else that of the bytes first read from its path."""
+        return self.sha256 or self._first_read_sha256
+
+    @property
+    def undigested(self) -> bool:
+        """A path given without a digest and not read yet: its row would record none, so
+        `stored()` reads it first (a row's own path is not: it is held to what it records)."""
+        return (self.path is not None and self.data is None and not self._from_row
+                and self.digest is None)
 
     def base64(self) -> str:
         return base64.b64encode(self.read()).decode("ascii")
@@ -134,8 +156,11 @@ class Attachment:
 
     def stored(self, directory: Path) -> Attachment:
         """This attachment with its bytes in `directory` (named by their SHA-256) and no inline
-        copy; one file however many rows refer to it. Blocking: call it from a worker thread."""
+        copy; one file however many rows refer to it; a path given without a digest is read
+        for one (`digest`). Blocking: call it from a worker thread."""
         if self.data is None:
+            if self.undigested:
+                self.read()
             return self
         digest = hashlib.sha256(self.data).hexdigest()
         suffix = mimetypes.guess_extension(self.media_type) or ".bin"
@@ -149,9 +174,11 @@ class Attachment:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "media_type": self.media_type}
-        for key in ("path", "url", "name", "sha256"):
+        for key in ("path", "url", "name"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.path is not None and self.digest is not None:
+            out["sha256"] = self.digest
         if self.data is not None:  # not stored by reference (no store): inline
             out["base64"] = base64.b64encode(self.data).decode("ascii")
         return out
