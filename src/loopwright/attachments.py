@@ -109,11 +109,22 @@ class Attachment:
         is not a path read back from a row. Blocking: reads the file."""
         if not self._from_row or self.path is None or self.data is not None:
             return None
+        return self.standing().why
+
+    def standing(self) -> Standing:
+        """What became of this attachment since it was attached, as a stored row holds it: its
+        path read as a resumed session reads it (`_read_back`: nothing read through a link, a
+        pipe or a device, the bytes held to the digest recorded). Blocking: reads the file."""
+        if self.url is not None:
+            return Standing(state="remote", size=None)
+        if self.data is not None:
+            return Standing(state="same", size=len(self.data))
+        assert self.path is not None
         try:
-            self._checked_bytes(self.path)
+            return Standing(state="same", size=len(self._checked_bytes(self.path)))
         except AttachmentUnavailable as exc:
-            return exc.why
-        return None
+            return Standing(state="gone" if exc.size_now is None else "changed",
+                            size=exc.size_now, why=exc.why)
 
     def _checked_bytes(self, path: str) -> bytes:
         """The bytes at `path` (this attachment's, read back from a row), once, if they are the
@@ -193,14 +204,28 @@ class Attachment:
         return found
 
 
-class AttachmentUnavailable(ConfigError):
-    """A path read back from a stored row that is not sent again: `path`, and `why` not."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Standing:
+    """What became of an attachment a stored row holds (`Attachment.standing`): `same` (its
+    bytes the ones attached, or kept in the row), `changed` (a regular file, other bytes),
+    `gone` (deleted, or replaced by what is not read: a link, a pipe, a device; or a row that
+    records no digest for the user's file), `remote` (a URL). `size`: its bytes, now."""
 
-    def __init__(self, path: str, why: str) -> None:
+    state: Literal["same", "changed", "gone", "remote"]
+    size: int | None
+    why: str | None = None
+
+
+class AttachmentUnavailable(ConfigError):
+    """A path read back from a stored row that is not sent again: `path`, and `why` not;
+    `size_now`, the size of the other bytes it holds when it was read."""
+
+    def __init__(self, path: str, why: str, *, size_now: int | None = None) -> None:
         super().__init__(f"attachment {path} of the stored session is not sent again: {why}. "
                          "Put the file back as it was attached, or continue in a new session")
         self.path = path
         self.why = why
+        self.size_now = size_now
 
 
 def _read_file(path: str, *, follow_links: bool) -> bytes:
@@ -241,7 +266,8 @@ def _read_back(path: str, sha256: str | None) -> bytes:
         raise AttachmentUnavailable(
             path, str(exc).removeprefix(f"attachment {path}: ")) from None
     if hashlib.sha256(raw).hexdigest() != (sha256 or Path(path).stem):
-        raise AttachmentUnavailable(path, "its bytes are not the ones attached")
+        raise AttachmentUnavailable(path, "its bytes are not the ones attached",
+                                    size_now=len(raw))
     return raw
 
 
