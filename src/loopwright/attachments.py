@@ -240,6 +240,8 @@ def _read_file(path: str, *, follow_links: bool) -> bytes:
     except OSError as exc:
         why = "it is a link" if exc.errno == errno.ELOOP and not follow_links else exc.strerror
         raise ConfigError(f"attachment {path}: cannot read it: {why}") from exc
+    except ValueError as exc:  # a NUL byte, or a lone surrogate: no file is named so
+        raise ConfigError(f"attachment {path}: cannot read it: not a file name ({exc})") from None
     with handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ConfigError(f"attachment {path}: not a regular file")
