@@ -245,7 +245,10 @@ def _read_file(path: str, *, follow_links: bool) -> bytes:
     with handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ConfigError(f"attachment {path}: not a regular file")
-        raw = handle.read(MAX_ATTACHMENT_BYTES + 1)
+        try:  # a regular file may still refuse to be read (/proc/self/mem: EIO)
+            raw = handle.read(MAX_ATTACHMENT_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"attachment {path}: cannot read it: {exc.strerror}") from exc
     if len(raw) > MAX_ATTACHMENT_BYTES:
         raise ConfigError(f"attachment {path}: larger than {MAX_ATTACHMENT_BYTES >> 20} MiB, "
                           "more than any provider takes")
