@@ -259,7 +259,10 @@ def export(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a folder, a missing one, a full disk: what, not a traceback
+            _fail(f"cannot write {output}: {exc.strerror}")
         print(f"wrote {len(history)} messages to {output}", file=sys.stderr)
 
 
