@@ -66,6 +66,13 @@ class Attachment:
     _first_read_sha256: str | None = field(default=None, init=False, repr=False,
                                            compare=False)
 
+    def __post_init__(self) -> None:
+        # a digest of another shape would be written into the row, which then reads back as
+        # damaged: the session could never be resumed
+        if self.sha256 is not None and SHA256_HEX.fullmatch(self.sha256) is None:
+            raise ConfigError(f"attachment sha256 {self.sha256[:80]!r}: not a SHA-256 as 64 "
+                              "lowercase hex digits")
+
     def read(self) -> bytes:
         if self.data is not None:
             return self.data

@@ -25,6 +25,7 @@ from tests.store.test_resumed_attachments import (
 
 from loopwright import Agent
 from loopwright.attachments import Attachment
+from loopwright.errors import ConfigError
 from loopwright.messages import Message
 from loopwright.store import open_store
 from loopwright.store.read_back import AttachmentGoneWarning
@@ -135,3 +136,15 @@ async def test_a_loaded_history_stored_in_a_new_session_resumes_there(tmp_path: 
     server, warned = await run_with(None, session_id="s2", **other)  # resumed
     assert encoded(PICTURE) in sent(server)
     assert GONE not in sent(server) and warned == []
+
+
+def test_a_digest_of_another_shape_is_refused_when_the_attachment_is_built(
+        tmp_path: Path) -> None:
+    """Written as given, it made the session's row damaged: the session could not resume."""
+    chart = users_chart(tmp_path)
+    for digest in (hashlib.sha256(PICTURE).hexdigest().upper(), "abc", ""):
+        with pytest.raises(ConfigError, match="not a SHA-256 as 64 lowercase hex digits"):
+            Attachment(kind="image", media_type="image/png", path=str(chart), sha256=digest)
+    given = hashlib.sha256(PICTURE).hexdigest()
+    assert Attachment(kind="image", media_type="image/png", path=str(chart),
+                      sha256=given).sha256 == given
