@@ -324,11 +324,9 @@ class Agent(Generic[DepsT, OutputT]):
                             system_prompt: str, prompt: str, *, settings: LoopSettings,
                             callbacks: list[EventCallback], agent_tag: str,
                             new: bool = False) -> list[Message]:
-        """The run's starting history: with a store, recorded (and a stored session resumed
-        when no history is given; `new`: no session has its id yet), the recorder hooked into
-        the run, its last plugin; else the history given, under the system prompt. Either way
-        without the attachments read back from a row that can no longer be sent
-        (store/read_back.py)."""
+        """The run's starting history: with a store, recorded (a stored session resumed when no
+        history is given; `new`: no session has the id yet), the recorder its last plugin; else
+        the history given under the system prompt; a stored attachment gone, a note either way."""
         from loopwright import messages
         from loopwright.events import StatusEvent
         from loopwright.store.read_back import sendable_history
