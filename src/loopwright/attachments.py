@@ -240,9 +240,16 @@ def _read_file(path: str, *, follow_links: bool) -> bytes:
     blocking and looked at before reading, so a pipe or a device (/dev/zero) is refused at
     once instead of hanging or filling memory. A link is followed only when `follow_links`
     (what the user hands over); a path read back from a row was resolved when it was
-    attached, so a link there now is a file replaced, and nothing is read through it."""
+    attached, so a link there now is a file replaced, and nothing is read through it. Only
+    what is a regular file is opened at all: opening a pipe or a device is itself an act (a
+    writer waiting on the pipe goes on); what replaces it meanwhile, fstat sees."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
+        kind = os.stat(path, follow_symlinks=follow_links).st_mode
+        if stat.S_ISLNK(kind):
+            raise ConfigError(f"attachment {path}: cannot read it: it is a link")
+        if not stat.S_ISREG(kind):
+            raise ConfigError(f"attachment {path}: not a regular file")
         handle = os.fdopen(os.open(path, flags), "rb")
     except OSError as exc:
         why = "it is a link" if exc.errno == errno.ELOOP and not follow_links else exc.strerror

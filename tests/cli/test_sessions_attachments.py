@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,22 @@ async def test_show_says_which_attachments_are_still_what_was_attached(
     assert "image/png  gone: not a regular file" in after["piped.png"]
     assert "image/png  gone: cannot read it: it is a link" in after["linked.png"]
     assert f"{len(SECRET):,}" not in after["linked.png"]  # never opened through the link
+
+
+@pytest.mark.timeout(120)
+async def test_show_does_not_even_open_a_pipe_put_in_the_files_place(tmp_path: Path) -> None:
+    """Opening a pipe is itself an act (a writer waiting on it goes on); so is opening many a
+    device. Only what is a regular file before it is opened gets opened."""
+    store = str(tmp_path / "data" / "sessions.db")
+    files = await session_with_attachments(tmp_path, store)
+    files["piped"].unlink()
+    os.mkfifo(files["piped"])
+    writer = threading.Thread(target=lambda: os.close(os.open(files["piped"], os.O_WRONLY)))
+    writer.start()  # blocks until something opens the pipe to read
+    try:
+        assert "gone: not a regular file" in shown(tmp_path, store)["piped.png"]
+        writer.join(timeout=0.5)
+        assert writer.is_alive(), "sessions show opened the pipe"
+    finally:
+        os.close(os.open(files["piped"], os.O_RDONLY | os.O_NONBLOCK))  # lets the writer end
+        writer.join()
