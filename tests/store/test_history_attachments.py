@@ -23,13 +23,13 @@ from tests.store.test_resumed_attachments import (
     users_chart,
 )
 
-from loopwright import Agent
+from loopwright import Agent, tool
 from loopwright.attachments import Attachment
 from loopwright.errors import ConfigError
 from loopwright.messages import Message
 from loopwright.store import open_store
 from loopwright.store.read_back import AttachmentGoneWarning
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer, Reply, call
 
 
 async def first_run_built_directly(tmp_path: Path, chart: Path, store_spec: str) -> None:
@@ -148,3 +148,25 @@ def test_a_digest_of_another_shape_is_refused_when_the_attachment_is_built(
     given = hashlib.sha256(PICTURE).hexdigest()
     assert Attachment(kind="image", media_type="image/png", path=str(chart),
                       sha256=given).sha256 == given
+
+
+@pytest.mark.timeout(60)
+async def test_a_tool_results_attachment_built_directly_resumes_unchanged(
+        tmp_path: Path) -> None:
+    chart = users_chart(tmp_path)
+
+    @tool
+    def screenshot() -> list[str | Attachment]:
+        """The screen."""
+        return ["the screen:", Attachment(kind="image", media_type="image/png", path=str(chart))]
+
+    script = [Reply(tool_calls=[call("screenshot", {})]), Reply("a square")]
+    with FakeModelServer(script) as server:
+        agent = Agent("fake-model", base_url=server.base_url, api_key="k", tools=[screenshot],
+                      store=str(tmp_path / "data" / "sessions.db"),
+                      data_dir=str(tmp_path / "data"), session_id="s1")
+        await agent.run("look")
+        await agent.aclose()
+    server, warned = await resume(tmp_path)
+    assert encoded(PICTURE) in sent(server)
+    assert GONE not in sent(server) and warned == []
