@@ -324,11 +324,12 @@ class Agent(Generic[DepsT, OutputT]):
                             system_prompt: str, prompt: str, *, settings: LoopSettings,
                             callbacks: list[EventCallback], agent_tag: str,
                             new: bool = False) -> list[Message]:
-        """The run's starting history: with a store, recorded (and a stored session resumed
-        when no history is given; `new`: no session has its id yet), the recorder hooked into
-        the run, its last plugin; else the history given, under the system prompt."""
+        """The run's starting history: with a store, recorded (a stored session resumed when no
+        history is given; `new`: no session has the id yet), the recorder its last plugin; else
+        the history given under the system prompt; a stored attachment gone, a note either way."""
         from loopwright import messages
         from loopwright.events import StatusEvent
+        from loopwright.store.read_back import sendable_history
 
         primary = (await self._providers.resolve())[0]
         recorder = self.state_services.recorder(
@@ -338,7 +339,7 @@ class Agent(Generic[DepsT, OutputT]):
             run_history = list(history or [])
             if not run_history or run_history[0].role != "system":
                 run_history.insert(0, messages.system(system_prompt))
-            return run_history
+            return await sendable_history(session_id, run_history)
         emit = _fan_out(callbacks)
         run_history = await recorder.open(
             history, system_prompt=system_prompt, prompt=prompt, new=new,
@@ -347,7 +348,7 @@ class Agent(Generic[DepsT, OutputT]):
         settings.plugins.append(recorder)
         settings.executor.gates.insert(0, recorder.before_tool)
         callbacks.append(recorder)
-        return run_history
+        return await sendable_history(session_id, run_history)
 
     @property
     def live_runs(self) -> int:

@@ -61,14 +61,43 @@ class Attachment:
     # the bytes of such a path once they were found to be the ones attached: what every later
     # request of the run sends, whatever becomes of the file meanwhile
     _verified: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    # the SHA-256 of the bytes first read from a path given without one (an `Attachment(path=)`
+    # built directly): what its row records, so a resumed session can send the file again
+    _first_read_sha256: str | None = field(default=None, init=False, repr=False,
+                                           compare=False)
+
+    def __post_init__(self) -> None:
+        # a digest of another shape would be written into the row, which then reads back as
+        # damaged: the session could never be resumed
+        if self.sha256 is not None and SHA256_HEX.fullmatch(self.sha256) is None:
+            raise ConfigError(f"attachment sha256 {self.sha256[:80]!r}: not a SHA-256 as 64 "
+                              "lowercase hex digits")
 
     def read(self) -> bytes:
         if self.data is not None:
             return self.data
         if self.path is not None:
-            return self._checked_bytes(self.path) if self._from_row else \
-                _read_file(self.path, follow_links=True)
+            if self._from_row:
+                return self._checked_bytes(self.path)
+            raw = _read_file(self.path, follow_links=True)
+            if self.sha256 is None and self._first_read_sha256 is None:
+                digest = hashlib.sha256(raw).hexdigest()
+                object.__setattr__(self, "_first_read_sha256", digest)  # frozen: a memo
+            return raw
         raise ValueError("a URL attachment has no bytes here; send its URL")
+
+    @property
+    def digest(self) -> str | None:
+        """The SHA-256 a stored row records for this attachment's bytes: the one given (or
+        recorded when it was attached), else that of the bytes first read from its path."""
+        return self.sha256 or self._first_read_sha256
+
+    @property
+    def undigested(self) -> bool:
+        """A path given without a digest and not read yet: its row would record none, so
+        `stored()` reads it first (a row's own path is not: it is held to what it records)."""
+        return (self.path is not None and self.data is None and not self._from_row
+                and self.digest is None)
 
     def base64(self) -> str:
         return base64.b64encode(self.read()).decode("ascii")
@@ -87,11 +116,22 @@ class Attachment:
         is not a path read back from a row. Blocking: reads the file."""
         if not self._from_row or self.path is None or self.data is not None:
             return None
+        return self.standing().why
+
+    def standing(self) -> Standing:
+        """What became of this attachment since it was attached, as a stored row holds it: its
+        path read as a resumed session reads it (`_read_back`: nothing read through a link, a
+        pipe or a device, the bytes held to the digest recorded). Blocking: reads the file."""
+        if self.url is not None:
+            return Standing(state="remote", size=None)
+        if self.data is not None:
+            return Standing(state="same", size=len(self.data))
+        assert self.path is not None
         try:
-            self._checked_bytes(self.path)
+            return Standing(state="same", size=len(self._checked_bytes(self.path)))
         except AttachmentUnavailable as exc:
-            return exc.why
-        return None
+            return Standing(state="gone" if exc.size_now is None else "changed",
+                            size=exc.size_now, why=exc.why)
 
     def _checked_bytes(self, path: str) -> bytes:
         """The bytes at `path` (this attachment's, read back from a row), once, if they are the
@@ -134,8 +174,11 @@ class Attachment:
 
     def stored(self, directory: Path) -> Attachment:
         """This attachment with its bytes in `directory` (named by their SHA-256) and no inline
-        copy; one file however many rows refer to it. Blocking: call it from a worker thread."""
+        copy; one file however many rows refer to it; a path given without a digest is read
+        for one (`digest`). Blocking: call it from a worker thread."""
         if self.data is None:
+            if self.undigested:
+                self.read()
             return self
         digest = hashlib.sha256(self.data).hexdigest()
         suffix = mimetypes.guess_extension(self.media_type) or ".bin"
@@ -149,9 +192,11 @@ class Attachment:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "media_type": self.media_type}
-        for key in ("path", "url", "name", "sha256"):
+        for key in ("path", "url", "name"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.path is not None and self.digest is not None:
+            out["sha256"] = self.digest
         if self.data is not None:  # not stored by reference (no store): inline
             out["base64"] = base64.b64encode(self.data).decode("ascii")
         return out
@@ -166,14 +211,28 @@ class Attachment:
         return found
 
 
-class AttachmentUnavailable(ConfigError):
-    """A path read back from a stored row that is not sent again: `path`, and `why` not."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Standing:
+    """What became of an attachment a stored row holds (`Attachment.standing`): `same` (its
+    bytes the ones attached, or kept in the row), `changed` (a regular file, other bytes),
+    `gone` (deleted, or replaced by what is not read: a link, a pipe, a device; or a row that
+    records no digest for the user's file), `remote` (a URL). `size`: its bytes, now."""
 
-    def __init__(self, path: str, why: str) -> None:
+    state: Literal["same", "changed", "gone", "remote"]
+    size: int | None
+    why: str | None = None
+
+
+class AttachmentUnavailable(ConfigError):
+    """A path read back from a stored row that is not sent again: `path`, and `why` not;
+    `size_now`, the size of the other bytes it holds when it was read."""
+
+    def __init__(self, path: str, why: str, *, size_now: int | None = None) -> None:
         super().__init__(f"attachment {path} of the stored session is not sent again: {why}. "
                          "Put the file back as it was attached, or continue in a new session")
         self.path = path
         self.why = why
+        self.size_now = size_now
 
 
 def _read_file(path: str, *, follow_links: bool) -> bytes:
@@ -181,17 +240,29 @@ def _read_file(path: str, *, follow_links: bool) -> bytes:
     blocking and looked at before reading, so a pipe or a device (/dev/zero) is refused at
     once instead of hanging or filling memory. A link is followed only when `follow_links`
     (what the user hands over); a path read back from a row was resolved when it was
-    attached, so a link there now is a file replaced, and nothing is read through it."""
+    attached, so a link there now is a file replaced, and nothing is read through it. Only
+    what is a regular file is opened at all: opening a pipe or a device is itself an act (a
+    writer waiting on the pipe goes on); what replaces it meanwhile, fstat sees."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
+        kind = os.stat(path, follow_symlinks=follow_links).st_mode
+        if stat.S_ISLNK(kind):
+            raise ConfigError(f"attachment {path}: cannot read it: it is a link")
+        if not stat.S_ISREG(kind):
+            raise ConfigError(f"attachment {path}: not a regular file")
         handle = os.fdopen(os.open(path, flags), "rb")
     except OSError as exc:
         why = "it is a link" if exc.errno == errno.ELOOP and not follow_links else exc.strerror
         raise ConfigError(f"attachment {path}: cannot read it: {why}") from exc
+    except ValueError as exc:  # a NUL byte, or a lone surrogate: no file is named so
+        raise ConfigError(f"attachment {path}: cannot read it: not a file name ({exc})") from None
     with handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ConfigError(f"attachment {path}: not a regular file")
-        raw = handle.read(MAX_ATTACHMENT_BYTES + 1)
+        try:  # a regular file may still refuse to be read (/proc/self/mem: EIO)
+            raw = handle.read(MAX_ATTACHMENT_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"attachment {path}: cannot read it: {exc.strerror}") from exc
     if len(raw) > MAX_ATTACHMENT_BYTES:
         raise ConfigError(f"attachment {path}: larger than {MAX_ATTACHMENT_BYTES >> 20} MiB, "
                           "more than any provider takes")
@@ -214,7 +285,8 @@ def _read_back(path: str, sha256: str | None) -> bytes:
         raise AttachmentUnavailable(
             path, str(exc).removeprefix(f"attachment {path}: ")) from None
     if hashlib.sha256(raw).hexdigest() != (sha256 or Path(path).stem):
-        raise AttachmentUnavailable(path, "its bytes are not the ones attached")
+        raise AttachmentUnavailable(path, "its bytes are not the ones attached",
+                                    size_now=len(raw))
     return raw
 
 

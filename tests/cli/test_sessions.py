@@ -208,6 +208,17 @@ def test_export_round_trips_the_conversation(tmp_path: Path) -> None:
         "write a poem about lighthouses")
 
 
+def test_export_to_a_file_that_cannot_be_written_says_so(tmp_path: Path) -> None:
+    seed(tmp_path)
+    (tmp_path / "a folder").mkdir()
+    for output, why in ((tmp_path / "a folder", "Is a directory"),
+                        (tmp_path / "no folder" / "out.jsonl", "No such file or directory")):
+        result = sessions(tmp_path, "export", "aaa", "--output", str(output))
+        assert result.exit_code == 1, result.exception
+        assert not isinstance(result.exception, OSError)  # said, not raised
+        assert f"cannot write {output}: {why}" in result.output
+
+
 async def test_export_of_an_agent_run_starts_with_its_system_prompt(tmp_path: Path) -> None:
     with FakeModelServer([Reply("hello")]) as server:
         result = await Agent("m", base_url=server.base_url, api_key="k",

@@ -24,6 +24,7 @@ from loopwright.cli.store import open_browser, store_path
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from loopwright.attachments import Attachment
     from loopwright.messages import Message
     from loopwright.store import SessionInfo
     from loopwright.store.rows import DamagedSession
@@ -258,7 +259,10 @@ def export(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a folder, a missing one, a full disk: what, not a traceback
+            _fail(f"cannot write {output}: {exc.strerror}")
         print(f"wrote {len(history)} messages to {output}", file=sys.stderr)
 
 
@@ -458,7 +462,28 @@ def _print_message(console: Console, message: Message, *, full: bool) -> None:
     else:
         console.print(Text(message.role, style="bold magenta"))
         console.print(Text(message.content))
+    for attachment in message.attachments:
+        _print_attachment(console, attachment)
     console.print()
+
+
+_STATE_STYLES = {"same": "green", "changed": "yellow", "gone": "red", "remote": "dim"}
+
+
+def _print_attachment(console: Console, attachment: Attachment) -> None:
+    """One line: the attachment's name, size and whether it still holds what was attached,
+    read as a resumed session would read it (`Attachment.standing`)."""
+    from rich.text import Text
+
+    standing = attachment.standing()
+    where = attachment.url or attachment.path or "kept in the session"
+    size = "" if standing.size is None else f"{standing.size:,} bytes  "
+    line = Text(f"  attachment {attachment.filename}  {attachment.media_type}  {size}",
+                style="dim")
+    line.append(standing.state, style=_STATE_STYLES[standing.state])
+    line.append(f": {standing.why}" if standing.why else "", style="dim")
+    line.append(f"  ({where})", style="dim")
+    console.print(line, soft_wrap=True)  # a path cut in two could not be copied
 
 
 def _print_audit(console: Console, store: SQLiteStore, sid: str) -> None:

@@ -129,13 +129,19 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise SessionError(f"cannot connect to the session database "
                                f"{_redacted(self.dsn)}: {_first_line(exc)}") from exc
-        await conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
-        await self._migrate(conn)
+        try:
+            await conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+            await self._migrate(conn)
+        except BaseException:
+            await conn.close()  # each later call opens its own again, and is told the same
+            raise
         found = (conn, asyncio.Lock())
         self._connections[loop] = found
         return found
 
     async def _migrate(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        import psycopg
+
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute("CREATE TABLE IF NOT EXISTS loopwright_schema "
@@ -147,8 +153,16 @@ class PostgresStore:
                 raise SessionError(f"{_redacted(self.dsn)} has session schema v{version}, newer "
                                    f"than this loopwright understands (v{SCHEMA_VERSION}); "
                                    "upgrade it")
-            for script in MIGRATIONS[version:]:
-                await conn.execute(script.encode())  # several statements, no parameters
+            try:  # tables that are not the version's (a version of -1, another program's)
+                if version < 0:
+                    raise ValueError("no version loopwright writes")
+                for script in MIGRATIONS[version:]:
+                    await conn.execute(script.encode())  # several statements, no parameters
+            except (psycopg.Error, ValueError) as exc:
+                raise SessionError(
+                    f"{_redacted(self.dsn)}: its session schema says v{version}, but its tables "
+                    f"are not that version's ({_first_line(exc)}), so it was not written by "
+                    "loopwright as it is; give another database") from None
             if version < SCHEMA_VERSION:
                 await conn.execute("DELETE FROM loopwright_schema")
                 await conn.execute("INSERT INTO loopwright_schema VALUES (%s)",

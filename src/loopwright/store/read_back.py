@@ -6,9 +6,11 @@ why. Nothing else is read from it and none of it is sent."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import warnings
 
-from loopwright import notes
+from loopwright import messages, notes
 from loopwright.messages import Message
 
 
@@ -19,6 +21,18 @@ class AttachmentGoneWarning(UserWarning):
 def gone_note(name: str) -> str:
     """What the model is told in place of an attachment it can no longer see."""
     return notes.render(notes.ATTACHMENT_GONE, file=name)
+
+
+async def sendable_history(session_id: str, history: list[Message]) -> list[Message]:
+    """`history` as a run may start from it, wherever it came from (a stored session resumed,
+    or `history=`, maybe a `store.load()` of another): each attachment read back from a row that
+    can no longer be sent replaced by a note, and a warning for each file; read off the loop."""
+    if not messages.any_attachments(history):
+        return history
+    kept, gone = await asyncio.to_thread(available_history, session_id, history)
+    for line in gone:
+        warnings.warn(AttachmentGoneWarning(line), stacklevel=3)
+    return kept
 
 
 def available_history(session_id: str, history: list[Message]

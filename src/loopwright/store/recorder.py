@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,6 @@ from loopwright.plugins import LoopPlugin
 from loopwright.store import RunRecord, SessionStore, StoreBusy
 from loopwright.store.heartbeat import heartbeat
 from loopwright.store.lease import new_owner
-from loopwright.store.read_back import AttachmentGoneWarning, available_history
 from loopwright.store.write_queue import BUSY_FIRST_DELAY, BUSY_MAX_DELAY, WriteQueue
 from loopwright.store.writes import (
     AppendMessages,
@@ -45,6 +43,7 @@ from loopwright.tools.effects import EFFECT_EVENT, cut_call_notes
 from loopwright.tools.idempotency import scope_mark
 
 if TYPE_CHECKING:
+    from loopwright.attachments import Attachment
     from loopwright.plugins import RunView
     from loopwright.result import RunResult
     from loopwright.tools.base import ToolContext
@@ -162,18 +161,7 @@ class SessionRecorder(LoopPlugin):
         if exists:
             await store.update(sid, system_prompt=system_prompt, model=self.model,
                                **self.provider)
-        if messages.any_attachments(conversation):
-            conversation = await self._available(conversation)
         return [*(head or [messages.system(system_prompt)]), *conversation]
-
-    async def _available(self, conversation: list[Message]) -> list[Message]:
-        """The conversation without the stored attachments it can no longer send, each with a
-        note in its place and a warning (store/read_back.py); its files read off the loop."""
-        available, gone = await asyncio.to_thread(available_history, self.session_id,
-                                                  conversation)
-        for line in gone:
-            warnings.warn(AttachmentGoneWarning(line), stacklevel=2)
-        return available
 
     async def _interrupted_notes(self, stored: list[Message]
                                  ) -> Callable[[ToolCall], str] | None:
@@ -224,7 +212,7 @@ class SessionRecorder(LoopPlugin):
         if self.attachments_dir is None or not self._writes.attached:
             return False  # no message with an attachment was queued: no walk over the writes
         return any(
-            a.data for w in writes if isinstance(w, AppendMessages)
+            _to_store(a) for w in writes if isinstance(w, AppendMessages)
             for m in w.messages for a in m.attachments)
 
     async def _write_out(self, writes: Sequence[StoreWrite]) -> None:
@@ -401,11 +389,17 @@ class SessionRecorder(LoopPlugin):
 
 def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:
     """Blocking (disk): `writes` with each attachment's bytes stored once, by SHA-256, in
-    `directory`, and only its path left in the message."""
+    `directory`, and only its path left in the message; a path given without a digest read
+    for the one its row records."""
     return [AppendMessages(messages=[
         dataclasses.replace(m, attachments=[a.stored(directory) for a in m.attachments])
-        if any(a.data for a in m.attachments) else m for m in w.messages])
+        if any(_to_store(a) for a in m.attachments) else m for m in w.messages])
         if isinstance(w, AppendMessages) else w for w in writes]
+
+
+def _to_store(attachment: Attachment) -> bool:
+    """Whether `attachment` needs the disk before its row is written (`Attachment.stored`)."""
+    return attachment.data is not None or attachment.undigested
 
 
 def _folds_opening(store: SessionStore) -> bool:

@@ -391,6 +391,9 @@ def events_at(session_id: str, run_id: str, created: float, data: str
             raise ValueError(f"created holds {_shown(created)}, run_id {_shown(run_id)}")
         found = json.loads(data)
         events = found if isinstance(found, list) else [found]
+        for event in events:  # every event loopwright writes is an object that says its type
+            if not isinstance(event, dict) or not _is_text(event.get("type")):
+                raise ValueError(f"an event of no type: {_shown(event)}")
         return [{**event, "run_id": run_id, "created": created} for event in events]
     except DECODING_ERRORS as exc:
         raise damaged(session_id, f"an event of run {str(run_id)[:40]}", exc) from None
