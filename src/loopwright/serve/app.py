@@ -33,6 +33,7 @@ from loopwright.serve.batches import BatchSource
 from loopwright.serve.openapi import openapi_document
 from loopwright.serve.private_paths import server_paths
 from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
+from loopwright.serve.sessions import SessionView
 from loopwright.serve.sse import KEEPALIVE
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
     private = server_paths(store=options.store, workdir=options.agent_options.get("workdir"),
                            others=[batch.results.parent for batch in batches])
     api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
-                   keepalive=options.keepalive, batches=batches, private=private)
+                   keepalive=options.keepalive, batches=batches, private=private,
+                   sessions=SessionView(options.agent_options.get("workdir") or str(Path.cwd())))
     document = openapi_document(__version__)
     static = resources.files("loopwright.serve") / "static"
     page = (static / "index.html").read_text(encoding="utf-8")
