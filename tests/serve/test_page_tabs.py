@@ -82,7 +82,7 @@ def test_a_session_opened_in_a_new_tab_is_logged_in_and_shown(
         tab.set_default_timeout(WAIT_MS)
         tab.wait_for_selector(".turn .text >> text=the first answer")
         title = tab.text_content("#session-title") or ""
-        assert stored_token(tab) == TOKEN
+        assert stored_token(tab) == stored_token(page) != TOKEN  # the page's login, handed over
         assert tab.url == f"{served.url}/"  # nothing of the link left in the address bar
         assert page.is_visible("#sessions li.session")  # the first tab is as it was
     assert title.startswith(f"Session {session[:8]}")
@@ -97,7 +97,7 @@ def test_a_tab_opened_by_its_address_is_logged_in_but_one_of_another_port_gets_n
             other_origin_page(b"<!doctype html><title>elsewhere</title>") as elsewhere:
         pasted = new_tab(context, f"{served.url}/")
         pasted.wait_for_selector("#sessions li.session")
-        assert stored_token(pasted) == TOKEN
+        assert stored_token(pasted) not in (None, TOKEN)
         # must not fire: another loopwright serve on another port of the same host...
         neighbour = new_tab(context, f"{other.url}/")
         assert shown_error(neighbour).startswith(NO_TOKEN)

@@ -30,6 +30,7 @@ from loopwright.serve.api import ServeApi
 from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.batches import BatchSource
+from loopwright.serve.logins import PageLogins
 from loopwright.serve.openapi import openapi_document
 from loopwright.serve.private_paths import server_paths
 from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
@@ -103,8 +104,10 @@ def create_app(options: ServeOptions) -> ASGIApp:
                 await options.store.aclose()
             await close_shared_client()
 
+    logins = PageLogins()
     routes: list[BaseRoute] = [
         *api.routes(),
+        *logins.routes(),
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
@@ -112,7 +115,7 @@ def create_app(options: ServeOptions) -> ASGIApp:
     ]
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(PageHeaders)])
     app.state.registry = registry
-    return TokenAuth(app, options.token)
+    return TokenAuth(app, options.token, logins)
 
 
 PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -1,0 +1,149 @@
+"""The page's login ends on the server when a tab logs out (serve/logins.py), in Debian's
+Chromium (Playwright) against real servers: a tab opened while another logs out is not logged
+in by a tab that answers late, a tab the browser restores with its sessionStorage works until
+the logout and is logged out after it, and the server refuses the old login token and ends the
+event streams opened with it."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import TOKEN, MakeServer, Served
+from test_page_tabs import LOGGED_OUT, logged_in, new_tab, shown_error, stored_token
+
+from loopwright.testing import FakeModelServer, Reply
+from shared_helpers import http_server
+
+ENDED = "This tab's login has ended"
+HANG_GUARD = 60.0
+
+
+@pytest.fixture
+def one_session(make_server: MakeServer) -> Iterator[Served]:
+    with FakeModelServer([Reply("the first answer")]) as fake:
+        served = make_server(fake)
+        started = served.start("first task")
+        served.wait_finished(started["run_id"])
+        yield served
+
+
+class Holds:
+    """A server whose `GET /NAME` is answered only once `release(NAME)` is called: a tab that
+    asks it with a synchronous XMLHttpRequest runs nothing else until then, as a tab the
+    browser keeps busy or throttled in the background answers its messages late."""
+
+    def __init__(self) -> None:
+        self.arrived: dict[str, threading.Event] = {}
+        self.released: dict[str, threading.Event] = {}
+        holds = self
+
+        class Held(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                name = self.path.strip("/")
+                holds.arrived[name].set()
+                holds.released[name].wait(HANG_GUARD)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.handler = Held
+
+    def hold(self, tab: Any, root: str, name: str, then: str = "") -> None:
+        """Keep `tab` busy from now until `release(name)`, and run `then` (JavaScript) in it
+        in the same task."""
+        self.arrived[name], self.released[name] = threading.Event(), threading.Event()
+        tab.evaluate("""([url, then]) => setTimeout(() => {
+            const request = new XMLHttpRequest();
+            request.open("GET", url, false);
+            try { request.send(); } catch { /* no CORS header: answered, which is all */ }
+            if (then) new Function(then)();
+        }, 0)""", [f"{root}/{name}", then])
+        assert self.arrived[name].wait(HANG_GUARD)
+
+    def release(self, name: str) -> None:
+        self.released[name].set()
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[tuple[Holds, str]]:
+    holds = Holds()
+    try:
+        with http_server(holds.handler) as root:
+            yield holds, root
+    finally:
+        for released in holds.released.values():
+            released.set()
+
+
+def status_with(served: Served, token: str | None) -> int:
+    assert token is not None
+    return httpx.get(f"{served.url}/health", headers={"authorization": f"Bearer {token}"},
+                     timeout=10).status_code
+
+
+def test_a_tab_opened_while_another_logs_out_is_not_logged_in_by_a_late_answer(
+        browser: Any, one_session: Served) -> None:
+    # The new tab asked for the token; the tab logging out was busy and logged out before it
+    # read the question; a background tab read the question before the logout and handed the
+    # token over after it. The new tab had ignored the logout (it held no token yet) and was
+    # logged in after every tab had logged out, and the server took the token for ever.
+    served = one_session
+    with logged_in(browser, served) as (context, first), holding() as (holds, root):
+        background = new_tab(context, f"{served.url}/")
+        background.wait_for_selector("#sessions li.session")
+        login = stored_token(first)
+        holds.hold(background, root, "background")
+        holds.hold(first, root, "first", then="document.getElementById('logout').click()")
+        asking = new_tab(context, f"{served.url}/")  # its question is out, nobody answered yet
+        holds.release("first")  # logs out, then reads the question (and has no token)
+        assert shown_error(first).startswith(LOGGED_OUT)
+        holds.release("background")  # reads the question, then the logout
+        assert shown_error(background).startswith(LOGGED_OUT)
+        asking.wait_for_selector("#error:not([hidden]), #sessions li.session")
+        assert stored_token(asking) is None
+        assert (asking.text_content("#error") or "").startswith(LOGGED_OUT)
+        assert asking.query_selector_all("#sessions li") == []
+    assert status_with(served, login) == 401  # the login ended on the server
+    assert status_with(served, TOKEN) == 200  # the server's own token is no page's to end
+
+
+def test_a_restored_tab_works_until_the_logout_and_is_logged_out_after_it(
+        browser: Any, one_session: Served) -> None:
+    # A tab the browser restores (or duplicates) gets its sessionStorage back, token included:
+    # the token was the server's own, which logging out did not end, so a tab restored after
+    # the logout was logged in again. Simulated: the tab's sessionStorage put into a new
+    # context, which shares no BroadcastChannel with the first (as after a restart).
+    served = one_session
+    with logged_in(browser, served) as (_, first):
+        login = stored_token(first)
+        assert login is not None and login != TOKEN  # the server's token is not kept
+        before, after = (browser.new_context(bypass_csp=True) for _ in range(2))
+        try:
+            for restored in (before, after):
+                restored.add_init_script(
+                    f"sessionStorage.setItem('loopwright-token', {login!r})")
+            early = new_tab(before, f"{served.url}/")
+            early.wait_for_selector("#sessions li.session")  # before the logout: it works
+            first.click("#logout")
+            assert shown_error(first).startswith(LOGGED_OUT)
+            late = new_tab(after, f"{served.url}/")
+            assert shown_error(late).startswith(ENDED)
+            assert late.query_selector_all("#sessions li") == []
+            assert late.evaluate("() => sessionStorage.getItem('loopwright-token')") is None
+            # the tab restored before the logout heard nothing of it: the server ends its event
+            # stream, the stream's next request is refused, and it logs itself out
+            assert shown_error(early).startswith(ENDED)
+            assert stored_token(early) is None
+            assert early.is_hidden("#logout")
+        finally:
+            before.close()
+            after.close()
+    assert status_with(served, login) == 401
