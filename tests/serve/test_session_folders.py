@@ -1,6 +1,6 @@
 """A session's directory in serve's answers: never the server's path (`cwd`), only `folder`,
 the directory relative to the served workspace, and null for a session that ran elsewhere (the
-store is shared with the CLI)."""
+store is shared with the CLI); and a run's events without the system prompt, which names it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from serve_helpers import MakeServer
 
-from loopwright.testing import FakeModelServer, Reply
+from loopwright.testing import FakeModelServer, Reply, call
 
 RAN_IN = {  # the session's prompt → the directory stored as its cwd (under tmp_path)
     "in the workspace": "work",
@@ -52,4 +52,25 @@ def test_sessions_show_their_folder_in_the_workspace_and_no_path_of_the_server(
     assert details["in a folder of it"]["session"]["folder"] == "src/app"
     answers = json.dumps([listed, found, details])
     assert '"cwd"' not in answers
+    assert str(tmp_path) not in answers and str(tmp_path.resolve()) not in answers
+
+
+def test_a_runs_events_do_not_name_the_workspace(make_server: MakeServer, tmp_path: Path
+                                                 ) -> None:
+    # the `done` event's result carried the conversation with the system prompt, whose
+    # environment section says "Working directory: /home/alice/…"
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("three words here\n")
+    script = [Reply(tool_calls=[call("read_file", {"path": "notes.txt"})]), Reply("read it")]
+    with FakeModelServer(script) as fake:
+        served = make_server(fake, workdir=tmp_path / "work")
+        started = served.start("read notes.txt")
+        events = served.events(started["run_id"])
+        run = served.api.get(f"/runs/{started['run_id']}").text
+    done = events[-1][1]
+    assert done["type"] == "done"
+    roles = [message["role"] for message in done["result"]["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the rest is all there
+    assert "three words here" in json.dumps(done)
+    answers = json.dumps(events) + run
     assert str(tmp_path) not in answers and str(tmp_path.resolve()) not in answers
