@@ -98,12 +98,15 @@ def sse_messages(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 @contextlib.contextmanager
-def serve_in_thread(options: ServeOptions,
-                    limits: ConnectionLimits | None = None) -> Iterator[Served]:
-    """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop."""
+def serve_in_thread(options: ServeOptions, limits: ConnectionLimits | None = None, *,
+                    wrap: Callable[[Any], Any] | None = None) -> Iterator[Served]:
+    """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop; `wrap` puts an
+    ASGI app of the test's in front of the server's (one that holds a request, say)."""
     app = create_app(options)
+    served_app = wrap(app) if wrap is not None else app
     limited = (limits or ConnectionLimits.fitting()).uvicorn_config()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(served_app, host="127.0.0.1", port=0,
+                                           log_level="warning",
                                            lifespan="on", timeout_graceful_shutdown=2, **limited))
     thread = threading.Thread(target=server.run, name="loopwright-serve-test", daemon=True)
     thread.start()

@@ -10,13 +10,17 @@ import contextlib
 import http.server
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
-from serve_helpers import TOKEN, MakeServer, Served
-from test_page_tabs import LOGGED_OUT, logged_in, new_tab, shown_error, stored_token
+from serve_helpers import TOKEN, MakeServer, Served, agent_options, serve_in_thread
+from test_page_tabs import LOGGED_OUT, NO_TOKEN, logged_in, new_tab, shown_error, stored_token
 
+from loopwright.serve.app import ServeOptions
+from loopwright.store import open_store
 from loopwright.testing import FakeModelServer, Reply
 from shared_helpers import http_server
 
@@ -83,6 +87,20 @@ def holding() -> Iterator[tuple[Holds, str]]:
             released.set()
 
 
+class HeldLogout:
+    """ASGI: the server's app, with `POST /logout` held until `release` is set."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/logout":
+            self.arrived.set()
+            await anyio.to_thread.run_sync(self.release.wait, HANG_GUARD)
+        await self.app(scope, receive, send)
+
+
 def status_with(served: Served, token: str | None) -> int:
     assert token is not None
     return httpx.get(f"{served.url}/health", headers={"authorization": f"Bearer {token}"},
@@ -147,3 +165,52 @@ def test_a_restored_tab_works_until_the_logout_and_is_logged_out_after_it(
             before.close()
             after.close()
     assert status_with(served, login) == 401
+
+
+def test_logging_out_ends_every_login_of_the_browsers_tabs(
+        browser: Any, one_session: Served) -> None:
+    # a tab that opened the printed link again holds a login of its own: logging out in
+    # another tab must end that one on the server too, not only the login it held itself
+    served = one_session
+    with logged_in(browser, served) as (context, first):
+        again = new_tab(context, f"{served.url}/#token={served.token}")
+        again.wait_for_selector("#sessions li.session")
+        logins = [stored_token(first), stored_token(again)]
+        assert None not in logins and logins[0] != logins[1]
+        with again.expect_response(f"{served.url}/logout") as ended:
+            first.click("#logout")
+        assert ended.value.status == 200  # the second tab ended its own login
+        for tab in (first, again):
+            assert shown_error(tab).startswith(LOGGED_OUT)
+    assert [status_with(served, login) for login in logins] == [401, 401]
+
+
+def test_while_the_server_ends_the_login_no_tab_hands_the_token_over(
+        browser: Any, tmp_path: Path) -> None:
+    """Held: the tabs forget the token before the server is told, so a tab opened while the
+    logout request is on its way is handed nothing."""
+    held: list[HeldLogout] = []
+
+    def holding_logout(app: Any) -> HeldLogout:
+        held.append(HeldLogout(app))
+        return held[0]
+
+    with FakeModelServer([Reply("an answer")]) as fake, serve_in_thread(ServeOptions(
+            token=TOKEN, store=open_store(tmp_path / "sessions.db"),
+            agent_options=agent_options(fake, tmp_path / "work")),
+            wrap=holding_logout) as served:
+        served.wait_finished(served.start("a task")["run_id"])
+        with logged_in(browser, served) as (context, first):
+            login = stored_token(first)
+            second = new_tab(context, f"{served.url}/")
+            second.wait_for_selector("#sessions li.session")
+            with first.expect_response(f"{served.url}/logout") as ended:
+                first.click("#logout")
+                assert held[0].arrived.wait(HANG_GUARD)
+                opened = new_tab(context, f"{served.url}/")
+                assert shown_error(opened).startswith(NO_TOKEN)
+                assert stored_token(opened) is None
+                assert shown_error(second).startswith(LOGGED_OUT)
+                held[0].release.set()
+            assert ended.value.status == 200
+        assert status_with(served, login) == 401
