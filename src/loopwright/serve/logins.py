@@ -38,16 +38,16 @@ class PageLogin:
         self._answering: set[anyio.CancelScope] = set()
 
     async def serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-        """`app` answers the request; once the login ends, an answer still under way (an event
-        stream, which would go on for ever) is cut short, its body ended where it was. An
-        answer not yet begun (a run being started) is left to finish: it was asked for before
-        the logout."""
+        """`app` answers the request; once the login ends, an open-ended answer (an event
+        stream, which would go on for ever) is cut short, its body ended where it was. Any other
+        is left to finish (a run being started, a session's JSON of a known length): it was
+        asked for before the logout."""
         begun = finished = False
         with anyio.CancelScope() as answering:
             async def sending(message: Message) -> None:
                 nonlocal begun, finished
                 await send(message)
-                if message["type"] == "http.response.start":
+                if message["type"] == "http.response.start" and _open_ended(message):
                     begun = True
                     self._answering.add(answering)
                     if self.ended:
@@ -108,6 +108,11 @@ class PageLogins:
                           "server with another to retire it", 400)
         self.end(login)
         return JSONResponse({"logged_out": True}, headers=_NO_STORE)
+
+
+def _open_ended(start: Message) -> bool:
+    """Whether an answer has no length it must reach (a stream's): cutting it short is an end."""
+    return not any(name.lower() == b"content-length" for name, _ in start.get("headers", []))
 
 
 def _digest(token: bytes) -> bytes:
