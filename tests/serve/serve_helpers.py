@@ -25,6 +25,9 @@ from loopwright.testing import FakeModelServer
 from shared_helpers import http_server
 
 TOKEN = "test-token-0123456789abcdef"
+WAIT_MS = 20_000  # how long a page test waits for the page (a loaded machine is slow)
+NO_TOKEN = "Open the link `loopwright serve` printed"
+LOGGED_OUT = "Logged out in every tab"
 
 
 @dataclass
@@ -217,3 +220,34 @@ def logged_in_page(browser: Any, served: Served, *, bypass_csp: bool = True) -> 
         yield page
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def logged_in(browser: Any, served: Served) -> Iterator[tuple[Any, Any]]:
+    """A new browser context and its first tab, logged in by the printed link, a stored
+    session listed; the context closed afterwards."""
+    context = browser.new_context(bypass_csp=True)
+    try:
+        page = new_tab(context, f"{served.url}/#token={served.token}")
+        page.wait_for_selector("#sessions li.session")
+        yield context, page
+    finally:
+        context.close()
+
+
+def new_tab(context: Any, url: str | None = None) -> Any:
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    if url is not None:
+        page.goto(url)
+    return page
+
+
+def stored_token(page: Any) -> str | None:
+    """The login token the tab keeps (its sessionStorage)."""
+    return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
+
+
+def shown_error(page: Any) -> str:
+    page.wait_for_selector("#error:not([hidden])")
+    return page.text_content("#error") or ""

@@ -21,6 +21,7 @@ from serve_helpers import (
     other_origin_page,
     serve_in_thread,
     serve_process,
+    stored_token,
 )
 
 from loopwright.serve.app import ServeOptions
@@ -28,10 +29,6 @@ from loopwright.testing import FakeModelServer, Reply, call
 from shared_helpers import http_server
 
 OTHER_TOKEN = "other-token-9876543210fedcba"
-
-
-def stored_token(page: Any) -> str | None:
-    return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
 
 
 def test_two_servers_on_one_host_keep_their_logins_apart(browser: Any, tmp_path: Path) -> None:

@@ -15,9 +15,18 @@ from typing import Any
 
 import anyio
 import httpx
-import pytest
-from serve_helpers import TOKEN, MakeServer, Served, agent_options, serve_in_thread
-from test_page_tabs import LOGGED_OUT, NO_TOKEN, logged_in, new_tab, shown_error, stored_token
+from serve_helpers import (
+    LOGGED_OUT,
+    NO_TOKEN,
+    TOKEN,
+    Served,
+    agent_options,
+    logged_in,
+    new_tab,
+    serve_in_thread,
+    shown_error,
+    stored_token,
+)
 
 from loopwright.serve.app import ServeOptions
 from loopwright.store import open_store
@@ -26,15 +35,6 @@ from shared_helpers import http_server
 
 ENDED = "This tab's login has ended"
 HANG_GUARD = 60.0
-
-
-@pytest.fixture
-def one_session(make_server: MakeServer) -> Iterator[Served]:
-    with FakeModelServer([Reply("the first answer")]) as fake:
-        served = make_server(fake)
-        started = served.start("first task")
-        served.wait_finished(started["run_id"])
-        yield served
 
 
 class Holds:
@@ -108,12 +108,12 @@ def status_with(served: Served, token: str | None) -> int:
 
 
 def test_a_tab_opened_while_another_logs_out_is_not_logged_in_by_a_late_answer(
-        browser: Any, one_session: Served) -> None:
+        browser: Any, one_session: tuple[Served, str]) -> None:
     # The new tab asked for the token; the tab logging out was busy and logged out before it
     # read the question; a background tab read the question before the logout and handed the
     # token over after it. The new tab had ignored the logout (it held no token yet) and was
     # logged in after every tab had logged out, and the server took the token for ever.
-    served = one_session
+    served, _ = one_session
     with logged_in(browser, served) as (context, first), holding() as (holds, root):
         background = new_tab(context, f"{served.url}/")
         background.wait_for_selector("#sessions li.session")
@@ -134,12 +134,12 @@ def test_a_tab_opened_while_another_logs_out_is_not_logged_in_by_a_late_answer(
 
 
 def test_a_restored_tab_works_until_the_logout_and_is_logged_out_after_it(
-        browser: Any, one_session: Served) -> None:
+        browser: Any, one_session: tuple[Served, str]) -> None:
     # A tab the browser restores (or duplicates) gets its sessionStorage back, token included:
     # the token was the server's own, which logging out did not end, so a tab restored after
     # the logout was logged in again. Simulated: the tab's sessionStorage put into a new
     # context, which shares no BroadcastChannel with the first (as after a restart).
-    served = one_session
+    served, _ = one_session
     with logged_in(browser, served) as (_, first):
         login = stored_token(first)
         assert login is not None and login != TOKEN  # the server's token is not kept
@@ -168,10 +168,10 @@ def test_a_restored_tab_works_until_the_logout_and_is_logged_out_after_it(
 
 
 def test_logging_out_ends_every_login_of_the_browsers_tabs(
-        browser: Any, one_session: Served) -> None:
+        browser: Any, one_session: tuple[Served, str]) -> None:
     # a tab that opened the printed link again holds a login of its own: logging out in
     # another tab must end that one on the server too, not only the login it held itself
-    served = one_session
+    served, _ = one_session
     with logged_in(browser, served) as (context, first):
         again = new_tab(context, f"{served.url}/#token={served.token}")
         again.wait_for_selector("#sessions li.session")

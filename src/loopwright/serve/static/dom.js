@@ -55,6 +55,8 @@ async function logIn(serverToken) {
   });
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  // a body cut short (the tab went elsewhere at once) reads as no token: none is kept
+  if (typeof data.token !== "string") throw new Error(NO_TOKEN);
   return data.token;
 }
 
