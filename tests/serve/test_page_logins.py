@@ -87,18 +87,51 @@ def holding() -> Iterator[tuple[Holds, str]]:
             released.set()
 
 
-class HeldLogout:
-    """ASGI: the server's app, with `POST /logout` held until `release` is set."""
+class Held:
+    """ASGI: the server's app, with the request for `path` held until `release` is set — before
+    the app sees it, or with `after_head`, between its answer's head and body."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, path: str, *, after_head: bool = False) -> None:
+        self.app, self.path, self.after_head = app, path, after_head
         self.arrived, self.release = threading.Event(), threading.Event()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] == "/logout":
-            self.arrived.set()
-            await anyio.to_thread.run_sync(self.release.wait, HANG_GUARD)
-        await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                await self._hold()
+            await send(message)
+
+        if not self.after_head:
+            await self._hold()
+        await self.app(scope, receive, sending if self.after_head else send)
+
+    async def _hold(self) -> None:
+        self.arrived.set()
+        await anyio.to_thread.run_sync(self.release.wait, HANG_GUARD)
+
+
+@contextlib.contextmanager
+def serving_held(tmp_path: Path, path: str, *, after_head: bool = False
+                 ) -> Iterator[tuple[Served, Held]]:
+    """A server with one finished session, and the requests for `path` held."""
+    held: list[Held] = []
+
+    def holding(app: Any) -> Held:
+        held.append(Held(app, path, after_head=after_head))
+        return held[0]
+
+    with FakeModelServer([Reply("an answer")]) as fake, serve_in_thread(ServeOptions(
+            token=TOKEN, store=open_store(tmp_path / "sessions.db"),
+            agent_options=agent_options(fake, tmp_path / "work")), wrap=holding) as served:
+        served.wait_finished(served.start("a task")["run_id"])
+        try:
+            yield served, held[0]
+        finally:
+            held[0].release.set()
 
 
 def status_with(served: Served, token: str | None) -> int:
@@ -189,28 +222,36 @@ def test_while_the_server_ends_the_login_no_tab_hands_the_token_over(
         browser: Any, tmp_path: Path) -> None:
     """Held: the tabs forget the token before the server is told, so a tab opened while the
     logout request is on its way is handed nothing."""
-    held: list[HeldLogout] = []
-
-    def holding_logout(app: Any) -> HeldLogout:
-        held.append(HeldLogout(app))
-        return held[0]
-
-    with FakeModelServer([Reply("an answer")]) as fake, serve_in_thread(ServeOptions(
-            token=TOKEN, store=open_store(tmp_path / "sessions.db"),
-            agent_options=agent_options(fake, tmp_path / "work")),
-            wrap=holding_logout) as served:
-        served.wait_finished(served.start("a task")["run_id"])
+    with serving_held(tmp_path, "/logout") as (served, held):
         with logged_in(browser, served) as (context, first):
             login = stored_token(first)
             second = new_tab(context, f"{served.url}/")
             second.wait_for_selector("#sessions li.session")
             with first.expect_response(f"{served.url}/logout") as ended:
                 first.click("#logout")
-                assert held[0].arrived.wait(HANG_GUARD)
+                assert held.arrived.wait(HANG_GUARD)
                 opened = new_tab(context, f"{served.url}/")
                 assert shown_error(opened).startswith(NO_TOKEN)
                 assert stored_token(opened) is None
                 assert shown_error(second).startswith(LOGGED_OUT)
-                held[0].release.set()
+                held.release.set()
             assert ended.value.status == 200
         assert status_with(served, login) == 401
+
+
+def test_a_tab_that_leaves_before_its_login_is_answered_keeps_no_token(
+        browser: Any, tmp_path: Path) -> None:
+    # the printed link opened, and another address typed before POST /login's answer had
+    # all come: the cut-short body read as no token, the tab kept the string "undefined", and
+    # the next page sent "Authorization: Bearer undefined"
+    with serving_held(tmp_path, "/login", after_head=True) as (served, held):
+        context = browser.new_context(bypass_csp=True)
+        try:
+            tab = new_tab(context, f"{served.url}/#token={served.token}")
+            assert held.arrived.wait(HANG_GUARD)
+            tab.goto(f"{served.url}/")
+            held.release.set()
+            assert shown_error(tab).startswith(NO_TOKEN)
+            assert stored_token(tab) is None
+        finally:
+            context.close()
