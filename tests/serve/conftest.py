@@ -1,6 +1,7 @@
 """The `make_server` fixture: a running `loopwright serve` app per test (see serve_helpers); the
 page tests' browser (Debian's Chromium driven by Playwright, one per test module) and
-`open_page`, a fresh browser context on a served page."""
+`open_page`, a fresh browser context on a served page; `one_session`, a server with one
+finished session."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_helpers import TOKEN, MakeServer, Served, agent_options, serve_in_thread
+from serve_helpers import TOKEN, WAIT_MS, MakeServer, Served, agent_options, serve_in_thread
 
 from loopwright.serve.app import ServeOptions
 from loopwright.store import open_store
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply
 from shared_helpers import require_component
 
 
@@ -37,10 +38,19 @@ def make_server(tmp_path: Path) -> Iterator[MakeServer]:
         yield make
 
 
+@pytest.fixture
+def one_session(make_server: MakeServer) -> Iterator[tuple[Served, str]]:
+    """A server with one finished session: the server and the session's id."""
+    with FakeModelServer([Reply("the first answer")]) as fake:
+        served = make_server(fake)
+        started = served.start("first task")
+        served.wait_finished(started["run_id"])
+        yield served, started["session_id"]
+
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-sync"]
-WAIT_MS = 20_000
 
 
 @pytest.fixture(scope="module")

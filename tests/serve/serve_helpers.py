@@ -25,6 +25,9 @@ from loopwright.testing import FakeModelServer
 from shared_helpers import http_server
 
 TOKEN = "test-token-0123456789abcdef"
+WAIT_MS = 20_000  # how long a page test waits for the page (a loaded machine is slow)
+NO_TOKEN = "Open the link `loopwright serve` printed"
+LOGGED_OUT = "Logged out in every tab"
 
 
 @dataclass
@@ -98,12 +101,15 @@ def sse_messages(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 @contextlib.contextmanager
-def serve_in_thread(options: ServeOptions,
-                    limits: ConnectionLimits | None = None) -> Iterator[Served]:
-    """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop."""
+def serve_in_thread(options: ServeOptions, limits: ConnectionLimits | None = None, *,
+                    wrap: Callable[[Any], Any] | None = None) -> Iterator[Served]:
+    """uvicorn on 127.0.0.1, any free port, in a thread with its own event loop; `wrap` puts an
+    ASGI app of the test's in front of the server's (one that holds a request, say)."""
     app = create_app(options)
+    served_app = wrap(app) if wrap is not None else app
     limited = (limits or ConnectionLimits.fitting()).uvicorn_config()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+    server = uvicorn.Server(uvicorn.Config(served_app, host="127.0.0.1", port=0,
+                                           log_level="warning",
                                            lifespan="on", timeout_graceful_shutdown=2, **limited))
     thread = threading.Thread(target=server.run, name="loopwright-serve-test", daemon=True)
     thread.start()
@@ -214,3 +220,34 @@ def logged_in_page(browser: Any, served: Served, *, bypass_csp: bool = True) -> 
         yield page
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def logged_in(browser: Any, served: Served) -> Iterator[tuple[Any, Any]]:
+    """A new browser context and its first tab, logged in by the printed link, a stored
+    session listed; the context closed afterwards."""
+    context = browser.new_context(bypass_csp=True)
+    try:
+        page = new_tab(context, f"{served.url}/#token={served.token}")
+        page.wait_for_selector("#sessions li.session")
+        yield context, page
+    finally:
+        context.close()
+
+
+def new_tab(context: Any, url: str | None = None) -> Any:
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    if url is not None:
+        page.goto(url)
+    return page
+
+
+def stored_token(page: Any) -> str | None:
+    """The login token the tab keeps (its sessionStorage)."""
+    return page.evaluate("() => sessionStorage.getItem('loopwright-token')")
+
+
+def shown_error(page: Any) -> str:
+    page.wait_for_selector("#error:not([hidden])")
+    return page.text_content("#error") or ""

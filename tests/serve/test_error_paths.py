@@ -21,7 +21,8 @@ ODD_IDS = ["nope", "x\x00", "%", "_", "*", "a" * 3000, "..", "ünï", "' OR 1=1 
 def _leaks(served: Served, requests: list[tuple[str, str, Any]], private: list[str]
            ) -> list[tuple[str, int, str]]:
     """The error answers (path, status, body) of `requests` that name any of `private`, and
-    `GET /batches`, whose batches carry their error (a session's own `cwd` is its data)."""
+    `GET /batches`, whose batches carry their error (sessions' own directories:
+    test_session_folders.py)."""
     found = []
     for method, path, body in requests:
         answer = served.api.request(method, path, json=body)

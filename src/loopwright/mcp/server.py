@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from loopwright.agent import Agent
 
 INVALID_PARAMS = -32602
+MAX_BODY = 4 * 1024 * 1024
+"""The largest request body `--http` reads (the MCP SDK's default, given to it explicitly so the
+body deadline is sized for the same number); a larger one is answered 413."""
 
 INSTRUCTIONS = (
     "loopwright runs an LLM agent loop with file, search and shell tools in its working "
@@ -139,9 +142,10 @@ def build_server(options: dict[str, Any]) -> tuple[MCPServer, AgentTools]:
 
 async def serve(options: dict[str, Any], *, http: bool = False, host: str = "127.0.0.1",
                 port: int = 8765, token: str | None = None,
-                listening: socket.socket | None = None) -> None:
+                listening: socket.socket | None = None, slowest_link: int | None = None) -> None:
     """Serve until stdin closes (stdio) or the process is stopped (HTTP). `listening`: the HTTP
-    server's socket, bound by the caller (else uvicorn binds `host`:`port`)."""
+    server's socket, bound by the caller (else uvicorn binds `host`:`port`); `slowest_link`:
+    bytes a second the body deadline allows the largest body (default: serve's, 8 KiB/s)."""
     server, tools = build_server(options)
     try:
         if not http:
@@ -149,26 +153,30 @@ async def serve(options: dict[str, Any], *, http: bool = False, host: str = "127
             # stays blocked in a thread that no cancel reaches (it ends at the next line)
             await asyncio.shield(server.run_stdio_async())
             return
-        await _serve_http(server, host=host, port=port, token=token, listening=listening)
+        await _serve_http(server, host=host, port=port, token=token, listening=listening,
+                          slowest_link=slowest_link)
     finally:
         await tools.aclose()
 
 
 async def _serve_http(server: MCPServer, *, host: str, port: int, token: str | None,
-                      listening: socket.socket | None) -> None:
+                      listening: socket.socket | None, slowest_link: int | None) -> None:
     import sys
 
     import uvicorn
 
     from loopwright.serve.auth import TokenAuth, server_token, token_path
-    from loopwright.serve.limits import ConnectionLimits
+    from loopwright.serve.limits import SLOWEST_LINK, ConnectionLimits
 
     secret, created = server_token(host, token)
     if created:
         print(f"loopwright mcp-server: token written to {token_path()}", file=sys.stderr)
-    app = TokenAuth(server.streamable_http_app(host=host), secret)
+    app = TokenAuth(server.streamable_http_app(host=host, max_request_body_size=MAX_BODY), secret)
     # serve's limits: without them clients sending a request's head a byte a minute hold
-    # every file descriptor the process has, and no MCP client gets in
+    # every file descriptor the process has, and no MCP client gets in; the body deadline is
+    # sized for this endpoint's largest body (4 MiB), not serve's (1 MB), which cut off a
+    # body the endpoint accepts, sent over the slowest link serve allows for
+    limits = ConnectionLimits.fitting(max_body=MAX_BODY, slowest_link=slowest_link or SLOWEST_LINK)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            **ConnectionLimits.fitting().uvicorn_config())
+                            **limits.uvicorn_config())
     await uvicorn.Server(config).serve(sockets=[listening] if listening is not None else None)

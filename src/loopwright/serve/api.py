@@ -21,7 +21,12 @@ from loopwright.serve.batches import BatchSource, BatchUnreadable, batch_detail,
 from loopwright.serve.limits import MAX_BODY
 from loopwright.serve.private_paths import PrivatePaths
 from loopwright.serve.runs import RunRegistry, ServeRun
-from loopwright.serve.sessions import BrowsableStore, list_sessions, session_detail
+from loopwright.serve.sessions import (
+    BrowsableStore,
+    SessionView,
+    list_sessions,
+    session_detail,
+)
 from loopwright.serve.sse import KEEPALIVE, FrameSource, event_stream, resume_position
 from loopwright.store.rows import DamagedSession
 
@@ -60,7 +65,8 @@ class ServeApi:
     def __init__(self, *, pool: AgentPool, registry: RunRegistry, approvals: WireApprovals,
                  store: BrowsableStore | None, keepalive: float = KEEPALIVE,
                  batches: list[BatchSource] | None = None,
-                 private: PrivatePaths | None = None) -> None:
+                 private: PrivatePaths | None = None,
+                 sessions: SessionView | None = None) -> None:
         self.pool = pool
         self.registry = registry
         self.approvals = approvals
@@ -68,6 +74,7 @@ class ServeApi:
         self.keepalive = keepalive
         self.batches = batches or []
         self.private = private or PrivatePaths([])  # hidden from every error answer
+        self.view = sessions or SessionView(None)  # and the sessions' directories from the rest
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Any, method: str) -> Route:
@@ -220,8 +227,8 @@ class ServeApi:
         limit, query, model = max(limit, 1), params.get("q"), params.get("model")
         damaged: list[DamagedSession] = []  # one damaged session: the rest stay browsable
         try:
-            found = await list_sessions(self.store, limit=limit, query=query, model=model,
-                                        damaged=damaged)
+            found = await list_sessions(self.store, view=self.view, limit=limit, query=query,
+                                        model=model, damaged=damaged)
         except SessionError as exc:  # the store itself cannot be read (busy, unreachable)
             raise BadRequest(str(exc), 503) from exc
         if damaged:
@@ -233,7 +240,8 @@ class ServeApi:
         if self.store is None:
             raise BadRequest("this server keeps no sessions (store is off)", 404)
         try:
-            detail = await session_detail(self.store, request.path_params["session_id"])
+            detail = await session_detail(self.store, request.path_params["session_id"],
+                                          view=self.view)
         except SessionError as exc:
             raise BadRequest(str(exc), 404) from exc
         live = self.registry.live_session(detail["session"]["id"])

@@ -30,9 +30,11 @@ from loopwright.serve.api import ServeApi
 from loopwright.serve.approvals import WireApprovals
 from loopwright.serve.auth import TokenAuth
 from loopwright.serve.batches import BatchSource
+from loopwright.serve.logins import PageLogins
 from loopwright.serve.openapi import openapi_document
 from loopwright.serve.private_paths import server_paths
 from loopwright.serve.runs import KEEP_FINISHED_BYTES, RunRegistry
+from loopwright.serve.sessions import SessionView
 from loopwright.serve.sse import KEEPALIVE
 
 if TYPE_CHECKING:
@@ -74,7 +76,8 @@ def create_app(options: ServeOptions) -> ASGIApp:
     private = server_paths(store=options.store, workdir=options.agent_options.get("workdir"),
                            others=[batch.results.parent for batch in batches])
     api = ServeApi(pool=pool, registry=registry, approvals=approvals, store=store,
-                   keepalive=options.keepalive, batches=batches, private=private)
+                   keepalive=options.keepalive, batches=batches, private=private,
+                   sessions=SessionView(options.agent_options.get("workdir") or str(Path.cwd())))
     document = openapi_document(__version__)
     static = resources.files("loopwright.serve") / "static"
     page = (static / "index.html").read_text(encoding="utf-8")
@@ -101,8 +104,10 @@ def create_app(options: ServeOptions) -> ASGIApp:
                 await options.store.aclose()
             await close_shared_client()
 
+    logins = PageLogins()
     routes: list[BaseRoute] = [
         *api.routes(),
+        *logins.routes(),
         Route("/", index, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
@@ -110,7 +115,7 @@ def create_app(options: ServeOptions) -> ASGIApp:
     ]
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(PageHeaders)])
     app.state.registry = registry
-    return TokenAuth(app, options.token)
+    return TokenAuth(app, options.token, logins)
 
 
 PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "

@@ -7,9 +7,10 @@ the server starts on a loopback address. A non-loopback address without a token 
 Every API route needs it: `Authorization: Bearer TOKEN`. The page itself (`/`, `/static/…`,
 `/docs`, `/openapi.json`: the package's own files, nothing of the user's) opens without it, so a
 browser can load it; the link the server prints carries the token in its fragment
-(`/#token=…`), which a browser never sends to a server. The page keeps it in `sessionStorage`
-(one origin's, so one port's), hands it to its new tabs over a `BroadcastChannel` (static/dom.js),
-and sends it as the header on every request. No cookie holds it:
+(`/#token=…`), which a browser never sends to a server. The page trades it for a login token of
+its own (`serve/logins.py`), which logging out ends; it keeps that in `sessionStorage` (one
+origin's, so one port's), hands it to its new tabs over a `BroadcastChannel` (static/dom.js),
+and sends it as the header on every request. No cookie holds either:
 a browser sends a host's cookies to every port of it, so any other server on this host (another
 user's too) would receive it. Even the page's files are refused to a request another site's page
 makes (Fetch Metadata), so no other page learns that a server runs here.
@@ -24,11 +25,15 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loopwright.config import user_config_dir
 from loopwright.errors import ConfigError
+
+if TYPE_CHECKING:
+    from loopwright.serve.logins import PageLogins
 
 TOKEN_ENV = "LOOPWRIGHT_SERVE_TOKEN"
 TOKEN_FILENAME = "serve_token"
@@ -102,12 +107,19 @@ OLD_COOKIE = b"loopwright_token"
 token: the page's response deletes it, as it went to every other server of the host."""
 
 
-class TokenAuth:
-    """ASGI middleware: refuse (401) every request without the token but the page's own files."""
+PAGE_LOGIN_KEY = "loopwright.page_login"
+"""Where a request made with a page's login token carries its `PageLogin` (absent: the server's
+own token)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+class TokenAuth:
+    """ASGI middleware: refuse (401) every request without the token (or, given `logins`, a
+    page's live login token) but the page's own files."""
+
+    def __init__(self, app: ASGIApp, token: str, logins: PageLogins | None = None) -> None:
         self.app = app
         self._token = token.encode()
+        self._logins = logins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":  # none are served: refused before anything reads it
@@ -118,8 +130,13 @@ class TokenAuth:
             return
         send = _without_referer(send)
         headers = dict(scope["headers"])
-        if self._matches(_bearer(headers.get(b"authorization", b""))):
+        given = _bearer(headers.get(b"authorization", b""))
+        if self._matches(given):
             await self.app(scope, receive, send)
+            return
+        login = self._logins.find(given) if self._logins is not None and given else None
+        if login is not None:
+            await login.serve(self.app, {**scope, PAGE_LOGIN_KEY: login}, receive, send)
             return
         if scope["method"] in ("GET", "HEAD") and _is_page_file(scope["path"]) and \
                 _asked_by_this_origin(headers):

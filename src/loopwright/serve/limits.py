@@ -38,6 +38,12 @@ SLOWEST_LINK = 8 * 1024
 """Bytes a second of the slowest link a body is allowed for (a poor mobile connection)."""
 
 
+def body_deadline(max_body: int, slowest_link: int = SLOWEST_LINK) -> float:
+    """Seconds a request body may take to arrive after its head: the largest body the endpoint
+    accepts (`max_body` bytes), sent over the slowest link it is sized for."""
+    return max_body / slowest_link
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConnectionLimits:
     """The limits `loopwright serve` runs with (docs/guide.md, "Limits")."""
@@ -51,25 +57,28 @@ class ConnectionLimits:
     `limit_concurrency`); each browser tab holds up to two event streams."""
     keep_alive: int = 5
     """Seconds an idle connection is kept open between requests (uvicorn's default)."""
-    body_timeout: float = MAX_BODY / SLOWEST_LINK
-    """Seconds a request's body may take to arrive after its head: the largest body the API
-    accepts on the slowest link it is sized for (about 2 minutes)."""
+    body_timeout: float = body_deadline(MAX_BODY)
+    """Seconds a request's body may take to arrive after its head: serve's largest body on the
+    slowest link (about 2 minutes); `fitting(max_body=…)` sizes it for another endpoint's."""
     max_head_bytes: int = 16 * 1024
     """The largest request head (line and headers); beyond it the answer is 400."""
     backlog: int = 128
     """Connections the kernel queues for accepting, and the most accepted in one go."""
 
     @classmethod
-    def fitting(cls, open_files: int | None = None) -> ConnectionLimits:
+    def fitting(cls, open_files: int | None = None, *, max_body: int = MAX_BODY,
+                slowest_link: int = SLOWEST_LINK) -> ConnectionLimits:
         """The defaults, smaller where the process may open fewer files (`open_files`, else its
-        `RLIMIT_NOFILE`) than they would take, with room kept for its own files."""
+        `RLIMIT_NOFILE`) than they would take, with room kept for its own files; the body
+        deadline sized for an endpoint that accepts bodies of up to `max_body` bytes."""
         if open_files is None:
             open_files = _open_files_allowed()
         spare = max(open_files - RESERVED_FILES, 16)
         default = cls()
         return cls(max_waiting_heads=min(default.max_waiting_heads, spare // 8),
                    backlog=min(default.backlog, spare // 8),
-                   max_concurrency=min(default.max_concurrency, spare // 2))
+                   max_concurrency=min(default.max_concurrency, spare // 2),
+                   body_timeout=body_deadline(max_body, slowest_link))
 
     def uvicorn_config(self) -> dict[str, Any]:
         """`uvicorn.Config` keyword arguments for these limits. Raises `DeadlinesMissing` when

@@ -116,13 +116,20 @@ PATHS: dict[str, dict[str, Any]] = {
         "parameters": [{"name": "number", "in": "path", "required": True,
                         "schema": {"type": "integer"}}],
         "responses": {"200": _json("batch"), "404": _ERROR}}},
+    "/login": {"post": {
+        "summary": "The page's login: with the server's token, a login token of its own, "
+                   "which POST /logout ends (the page keeps that, never the server's)",
+        "responses": {"201": _json("{token}"), "403": _ERROR}}},
+    "/logout": {"post": {
+        "summary": "End the page's login whose token this request carries: the server refuses "
+                   "it from now on and ends the event streams opened with it",
+        "responses": {"200": _json("{logged_out: true}"), "400": _ERROR}}},
     "/openapi.json": {"get": {"summary": "This description",
                               "responses": {"200": _json("OpenAPI document")}}},
     "/docs": {"get": {"summary": "This description as a page",
                       "responses": {"200": {"description": "HTML"}}}},
-    "/": {"get": {"summary": "The web page (with ?token=TOKEN: sets the login cookie)",
-                  "responses": {"200": {"description": "HTML"}, "303": {
-                      "description": "token accepted; cookie set"}}}},
+    "/": {"get": {"summary": "The web page (the printed link, /#token=TOKEN, logs it in)",
+                  "responses": {"200": {"description": "HTML"}}}},
 }
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
-from loopwright.events import TERMINAL_TYPES, Event, event_line
+from loopwright.events import TERMINAL_TYPES, Event, event_line, safe_json
 
 if TYPE_CHECKING:
     from loopwright.agent import RunHandle
@@ -34,6 +34,23 @@ KEEP_FINISHED_BYTES = 256 * 2**20
 is): a few runs with long outputs would otherwise hold gigabytes."""
 KEEP_NEWS = 500
 """Frames of `RunNews` kept for clients that reconnect."""
+
+
+def _event_data(event: Event) -> str:
+    """`event` as its SSE data: its JSON line, but a result's messages without the system
+    prompt, as `GET /sessions/{id}` shows a conversation. The prompt's environment section names
+    the server's working directory (the user's name in it as often as not) and its machine; the
+    operator's own prompt is theirs. Only a result is read back: once a run, not per token."""
+    line = event_line(event)
+    if getattr(event, "result", None) is None:
+        return line
+    data = json.loads(line)
+    result = data.get("result")
+    if isinstance(result, dict) and isinstance(result.get("messages"), list):
+        result["messages"] = [message for message in result["messages"]
+                              if not (isinstance(message, dict)
+                                      and message.get("role") == "system")]
+    return safe_json(json.dumps(data, ensure_ascii=False))
 
 
 @dataclass(eq=False)
@@ -74,7 +91,7 @@ class ServeRun:
         """Append one event (as its SSE frame: formatted once, whatever the number of clients)
         and wake every client waiting for it."""
         number = len(self.events) + 1
-        frame = f"id: {number}\ndata: {event_line(event)}\n\n".encode()
+        frame = f"id: {number}\ndata: {_event_data(event)}\n\n".encode()
         self.events.append(frame)
         self.size += len(frame)
         if event.type in TERMINAL_TYPES and not event.agent:

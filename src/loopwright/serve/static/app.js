@@ -4,8 +4,7 @@
 
 import { showBatch } from "./batches.js";
 import {
-  $, LINKED_SESSION, LOGGED_OUT, NO_TOKEN, TOKEN, api, el, login, logout, money, showError, when,
-  whenLoggedOut,
+  $, LINKED_SESSION, TOKEN, api, el, login, logout, money, showError, when, whenLoggedOut,
 } from "./dom.js";
 import { follow } from "./stream.js";
 import { Timeline, replayStored } from "./timeline.js";
@@ -242,14 +241,15 @@ const page = {
     if (LINKED_SESSION) this.openSession(LINKED_SESSION).catch(showError);
   },
 
-  /** Another tab (or this one) logged out: nothing of the server's stays on show. */
-  loggedOut() {
+  /** This tab was logged out (by itself, another tab or the server): nothing of the server's
+   * stays on show, and `message` says why. */
+  loggedOut(message) {
     this.stop();
     this.followNews();  // with no token: stops following
     this.newSession();
     for (const id of ["sessions", "runs", "batches"]) $(id).replaceChildren();
     $("logout").hidden = true;
-    showError(LOGGED_OUT);
+    showError(message);
   },
 };
 
@@ -268,5 +268,5 @@ $("search").addEventListener("input", () => {
 });
 $("logout").addEventListener("click", () => logout());
 document.addEventListener("visibilitychange", () => page.followNews());
-whenLoggedOut(() => page.loggedOut());
-login().then((token) => (token ? page.begin() : showError(NO_TOKEN)));
+whenLoggedOut((message) => page.loggedOut(message));
+login().then(() => page.begin(), showError);

@@ -29,12 +29,15 @@ addEventListener("hashchange", () => { if (location.hash) location.reload(); });
 /** The session the link asked to open (`/#session=ID`: a session list item's link). */
 export const LINKED_SESSION = fragment.session || null;
 
-/** The server's token, kept in this tab's sessionStorage (one origin's: this server's port
- * alone). A tab without one (opened by a middle-click, a pasted address, a new tab) asks the
- * open tabs of this origin over a BroadcastChannel, which no other origin can join, and one of
- * them hands it over; with none open, the printed link is needed again. Nothing is written to
- * localStorage or a cookie: once the last tab is closed, no new page can get the token back
- * (a tab the browser itself reopens brings back its own sessionStorage). */
+/** This tab's login token. The printed link's token (the server's own) is traded at once for
+ * a login of the page's (POST /login, serve/logins.py), which logging out ends on the server;
+ * that is kept in this tab's sessionStorage (one origin's: this server's port alone). A tab
+ * without one (opened by a middle-click, a pasted address, a new tab) asks the open tabs of
+ * this origin over a BroadcastChannel, which no other origin can join, and one of them hands it
+ * over; with none open, the printed link is needed again. Nothing is written to localStorage or
+ * a cookie: once the last tab is closed, no new page can get the token back. A tab the browser
+ * restores brings back its own sessionStorage: its token works while the login lives, and is
+ * refused (the tab logs itself out) once any tab logged out. */
 export let TOKEN = null;
 const channel = new BroadcastChannel(CHANNEL);
 let onLogout = () => {};
@@ -42,53 +45,101 @@ let onLogout = () => {};
 function keep(token) {
   TOKEN = token;
   sessionStorage.setItem(TOKEN_KEY, token);
+  return token;
+}
+
+/** The server's token traded for a login of this page's. */
+async function logIn(serverToken) {
+  const response = await fetch("/login", {
+    method: "POST", headers: { authorization: `Bearer ${serverToken}` }, cache: "no-store",
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  // a body cut short (the tab went elsewhere at once) reads as no token: none is kept
+  if (typeof data.token !== "string") throw new Error(NO_TOKEN);
+  return data.token;
 }
 
 /** Logs this tab in (the link's token, the stored one, or an open tab's); resolves to the
- * token, or null when none came. */
-export function login() {
-  if (fragment.token) keep(fragment.token);
-  else if (sessionStorage.getItem(TOKEN_KEY)) TOKEN = sessionStorage.getItem(TOKEN_KEY);
-  if (TOKEN) return Promise.resolve(TOKEN);
-  return new Promise((resolve) => {
-    const handed = ({ data }) => {
-      if (data?.type !== "token" || typeof data.token !== "string") return;
-      channel.removeEventListener("message", handed);
+ * token, or rejects with what the page should say. */
+export async function login() {
+  if (fragment.token) return keep(await logIn(fragment.token));
+  if (sessionStorage.getItem(TOKEN_KEY)) return keep(sessionStorage.getItem(TOKEN_KEY));
+  return new Promise((resolve, reject) => {
+    const done = (token, refusal) => {
+      channel.removeEventListener("message", heard);
       clearTimeout(timer);
-      keep(data.token);
-      resolve(data.token);
+      if (token) resolve(keep(token));
+      else reject(new Error(refusal));
     };
-    const timer = setTimeout(() => {  // a late answer must not log in a page showing NO_TOKEN
-      channel.removeEventListener("message", handed);
-      resolve(null);
-    }, ASK_MS);
-    channel.addEventListener("message", handed);
+    // a logout heard while waiting ends the wait: a tab that had not heard it yet (a background
+    // one answers late) may still hand over the token after it, and must not log this one in
+    const heard = ({ data }) => {
+      if (data?.type === "logout") done(null, LOGGED_OUT);
+      else if (data?.type === "token" && typeof data.token === "string") done(data.token);
+    };
+    // a late answer must not log in a page showing NO_TOKEN
+    const timer = setTimeout(() => done(null, NO_TOKEN), ASK_MS);
+    channel.addEventListener("message", heard);
     channel.postMessage({ type: "ask" });
   });
 }
 
-/** Logs every tab of this origin out: each forgets the token and calls its `onLogout`. */
+/** Logs every tab of this origin out: each forgets the token and calls its `onLogout`, then
+ * ends its login on the server (a tab logged in by the link again holds a login of its own). */
 export function logout() {
-  channel.postMessage({ type: "logout" });
-  forget();
+  const token = TOKEN;
+  channel.postMessage({ type: "logout", token });
+  forget(LOGGED_OUT);
+  endLogin(token);
 }
 
+/** Tells the server to end the login of `token` (keepalive: the request outlives a tab closed
+ * at once); one another tab already ended is refused (401), which is what was asked. */
+function endLogin(token) {
+  fetch("/logout", {
+    method: "POST", headers: { authorization: `Bearer ${token}` }, keepalive: true,
+  }).then((response) => {
+    if (!response.ok && response.status !== 401) throw new Error(response.statusText);
+  }).catch((error) => showError(`${NOT_ENDED} (${error.message || error})`));
+}
+
+/** `onLogout(message)`: this tab was logged out (here, by another tab, or by the server). */
 export function whenLoggedOut(callback) { onLogout = callback; }
 
-function forget() {
+let loggedOutWith = null;  // what the page said when this tab was logged out
+
+function forget(message) {
   TOKEN = null;
+  loggedOutWith = message;
   sessionStorage.removeItem(TOKEN_KEY);
-  onLogout();
+  onLogout(message);
+}
+
+/** An answer of status `status` to a request sent with `token`: when the server refused it
+ * (401), its login has ended (another browser window logged out, the server restarted), so this
+ * tab forgets it. Returns what the page says about it, or null when it is not that. */
+export function refused(status, token) {
+  if (status !== 401 || !token) return null;
+  if (token === TOKEN) forget(ENDED);
+  return TOKEN ? null : loggedOutWith;
 }
 
 channel.addEventListener("message", ({ data }) => {
   if (data?.type === "ask" && TOKEN) channel.postMessage({ type: "token", token: TOKEN });
-  else if (data?.type === "logout" && TOKEN) forget();
+  else if (data?.type === "logout" && TOKEN) {
+    const token = TOKEN;
+    forget(LOGGED_OUT);
+    if (token !== data.token) endLogin(token);
+  }
 });
 
 export const NO_TOKEN = "Open the link `loopwright serve` printed: it holds the server's token.";
 export const LOGGED_OUT = "Logged out in every tab. Open the link `loopwright serve` printed to "
   + "log in again.";
+export const ENDED = "This tab's login has ended (logged out, or the server restarted). Open the "
+  + "link `loopwright serve` printed to log in again.";
+const NOT_ENDED = "Logged out in every tab, but the server could not be told to end the login";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -100,13 +151,16 @@ export function el(tag, className, text) {
 }
 
 export async function api(path, options = {}) {
-  if (!TOKEN) throw new Error(NO_TOKEN);
-  const headers = { authorization: `Bearer ${TOKEN}` };
+  const token = TOKEN;
+  if (!token) throw new Error(NO_TOKEN);
+  const headers = { authorization: `Bearer ${token}` };
   if (options.body !== undefined) headers["content-type"] = "application/json";
   const response = await fetch(path, {
     method: options.method || "GET", headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });
+  const ended = refused(response.status, token);
+  if (ended) throw new Error(ended);
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
   return data;

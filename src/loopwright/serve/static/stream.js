@@ -2,7 +2,7 @@
 // token is kept out of cookies and URLs (see serve/auth.py).
 "use strict";
 
-import { TOKEN } from "./dom.js";
+import { TOKEN, refused } from "./dom.js";
 
 const RETRY_MS = 1000;
 
@@ -31,11 +31,13 @@ export function follow(path, { onMessage, onOpen = () => {} }) {
   };
 
   const connect = async () => {
-    const headers = { authorization: `Bearer ${TOKEN}`, accept: "text/event-stream" };
+    const token = TOKEN;
+    const headers = { authorization: `Bearer ${token}`, accept: "text/event-stream" };
     if (lastId !== null) headers["last-event-id"] = lastId;
     const response = await fetch(path, { headers, signal: stopped.signal, cache: "no-store" });
     if (!response.ok) {
       stopped.abort();
+      refused(response.status, token);
       throw new Error(`${response.status} ${response.statusText}`);
     }
     onOpen();
