@@ -107,7 +107,7 @@ def test_a_run_stops_only_when_its_last_client_leaves(make_server: MakeServer) -
         stayed: list[tuple[int, dict[str, object]]] = []
         staying = threading.Thread(target=lambda: stayed.extend(served.events(run_id)))
         staying.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard only
         while served.api.get(f"/runs/{run_id}").json()["clients"] < 1:
             assert time.monotonic() < deadline
             time.sleep(0.02)
