@@ -3,7 +3,9 @@ that does not resolve is retried once, not six times (a new user's walk-through,
 
 from __future__ import annotations
 
-import time
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -22,6 +24,25 @@ def retries(events: list[Event]) -> int:
     return sum(1 for e in events if isinstance(e, StatusEvent) and e.kind == "retrying")
 
 
+@asynccontextmanager
+async def every_connection_seen(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[bytes]]:
+    """Every HTTP(S) request the process makes goes through a local proxy, which records the
+    start of each connection and closes it: nothing leaves for the hosted provider."""
+    seen: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readline())  # "CONNECT api.openai.com:443 HTTP/1.1"
+        writer.close()
+
+    proxy = await asyncio.start_server(record, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{proxy.sockets[0].getsockname()[1]}"
+    for name in ("HTTPS_PROXY", "HTTP_PROXY"):
+        monkeypatch.setenv(name, url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    async with proxy:
+        yield seen
+
+
 @pytest.mark.parametrize(("model", "fix"), [
     ("gpt-4o-mini", "no API key for openai: set OPENAI_API_KEY (or LOOPWRIGHT_API_KEY), "
                     "or pass Agent(api_key=…) (--api-key on the command line)"),
@@ -30,15 +51,27 @@ def retries(events: list[Event]) -> int:
                                     "on the command line)"),
 ])
 async def test_a_hosted_provider_without_a_key_fails_on_the_first_run_at_once(
-        model: str, fix: str) -> None:
+        model: str, fix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "at once": no request is sent (it could only be refused, or hang without a network) and
+    # none is retried after the default policy's pauses
     events: list[Event] = []
-    agent = Agent(model, callbacks=[events.append])  # the default retry policy
-    started = time.monotonic()
-    with pytest.raises(AuthError) as raised:
-        await agent.run("Hi", raise_on_error=True)
+    async with every_connection_seen(monkeypatch) as seen:
+        agent = Agent(model, callbacks=[events.append])  # the default retry policy
+        with pytest.raises(AuthError) as raised:
+            await agent.run("Hi", raise_on_error=True)
     assert str(raised.value).endswith(fix)
     assert retries(events) == 0
-    assert time.monotonic() - started < 5
+    assert seen == []
+
+
+async def test_a_hosted_provider_with_a_key_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the proxy above sees what is sent: with a key, the request goes out (and fails at the
+    # proxy, retried no more with one attempt)
+    async with every_connection_seen(monkeypatch) as seen:
+        agent = Agent("gpt-4o-mini", api_key="sk-test", retry=RetryPolicy(attempts=1))
+        result = await agent.run("Hi", raise_on_error=False)
+    assert result.stop_reason == "error"
+    assert seen and seen[0].startswith(b"CONNECT api.openai.com:443 ")
 
 
 async def test_a_key_given_or_a_server_of_ones_own_needs_no_provider_key() -> None:

@@ -56,7 +56,8 @@ def test_ctrl_c_during_chat_stops_the_run_at_once(where: str, tmp_path: Path) ->
     Ctrl-C did not reach: the interrupt was raised only once the run had gone on to its end,
     its tool's effect included."""
     (tmp_path / "user.py").write_text(PROGRAM, encoding="utf-8")
-    script = [Reply(tool_calls=[call("wait_then_write", {"seconds": 20})]), Reply("done")]
+    # an hour's wait: a run that went on to its end would outlast the 30 s hang guard below
+    script = [Reply(tool_calls=[call("wait_then_write", {"seconds": 3600})]), Reply("done")]
     with FakeModelServer(script, strict=False) as server:
         env = {key: value for key, value in os.environ.items()
                if not key.startswith("LOOPWRIGHT_")}
@@ -68,7 +69,6 @@ def test_ctrl_c_during_chat_stops_the_run_at_once(where: str, tmp_path: Path) ->
             while not (tmp_path / "started").exists():
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
                 time.sleep(0.05)
-            interrupted = time.monotonic()
             proc.send_signal(signal.SIGINT)
             stdout, stderr = proc.communicate(timeout=30)
         finally:
@@ -76,7 +76,6 @@ def test_ctrl_c_during_chat_stops_the_run_at_once(where: str, tmp_path: Path) ->
                 proc.kill()
                 proc.communicate()
     assert stdout.splitlines() == ["KeyboardInterrupt"], stderr
-    assert time.monotonic() - interrupted < 10
     assert not (tmp_path / "effect").exists()
     assert len(server.model_requests) == 1
 

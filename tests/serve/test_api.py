@@ -3,6 +3,7 @@ sessions, health, errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 from serve_helpers import MakeServer, sse_messages
 
 from loopwright.events import event_from_dict, event_to_dict
-from loopwright.testing import FakeModelServer, Reply, call
+from loopwright.testing import FakeModelServer, RecordedRequest, Reply, call
 
 
 def test_a_run_streams_its_events_and_they_are_the_json_of_run_json(
@@ -106,7 +107,7 @@ def test_a_run_stops_only_when_its_last_client_leaves(make_server: MakeServer) -
         stayed: list[tuple[int, dict[str, object]]] = []
         staying = threading.Thread(target=lambda: stayed.extend(served.events(run_id)))
         staying.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard only
         while served.api.get(f"/runs/{run_id}").json()["clients"] < 1:
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -160,22 +161,39 @@ def test_steer_reaches_the_next_turn_and_cancel_stops_the_run(make_server: MakeS
 
 
 def test_many_runs_at_once_in_one_process(make_server: MakeServer) -> None:
-    with FakeModelServer([Reply("done", delay=0.3)], repeat=True) as fake:
+    runs = 12
+    everyone_asked = asyncio.Event()  # of the fake server's loop, where the handler runs
+    asked: list[RecordedRequest] = []
+
+    async def answer_when_all_have_asked(request: RecordedRequest) -> Reply:
+        # no run is answered until every run is waiting for its model: they overlap, not queue
+        asked.append(request)
+        if len(asked) == runs:
+            everyone_asked.set()
+        try:
+            # a hang guard only, and below the client's stream idle timeout (120 s), so no
+            # retried request is counted as another run asking
+            await asyncio.wait_for(everyone_asked.wait(), 60)
+        except TimeoutError:
+            everyone_asked.set()  # the rest need not wait out the guard too
+            return Reply(f"answered alone, with {len(asked)} of {runs} runs asking")
+        return Reply("done")
+
+    with FakeModelServer(handler=answer_when_all_have_asked) as fake:
         served = make_server(fake)
-        run_ids = [served.start(f"task {n}")["run_id"] for n in range(12)]
-        results: dict[str, str] = {}
+        run_ids = [served.start(f"task {n}")["run_id"] for n in range(runs)]
+        results: dict[str, tuple[str, str]] = {}
 
         def watch(run_id: str) -> None:
-            results[run_id] = served.events(run_id)[-1][1]["result"]["stop_reason"]
+            result = served.events(run_id)[-1][1]["result"]
+            results[run_id] = (result["stop_reason"], result["output"])
 
         threads = [threading.Thread(target=watch, args=(r,)) for r in run_ids]
-        started = time.monotonic()
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(60)
-    assert results == {run_id: "completed" for run_id in run_ids}
-    assert time.monotonic() - started < 12 * 0.3 + 2  # they overlapped, not queued
+            thread.join(180)
+    assert results == {run_id: ("completed", "done") for run_id in run_ids}
     listed = served.api.get("/runs").json()["runs"]
     assert {run["id"] for run in listed} >= set(run_ids)
 
