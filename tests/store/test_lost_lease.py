@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -14,14 +17,38 @@ import loopwright.store.heartbeat as beats
 from loopwright import Agent, ToolContext, tool
 from loopwright.errors import SessionError
 from loopwright.store import open_store
+from loopwright.store.postgres import PostgresStore
 from loopwright.store.sqlite import SQLiteStore
 from loopwright.testing import FakeModelServer, Reply, call
 
 
 @pytest.fixture
-def quick_renewals(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Renewals every 0.1 s instead of every 15 s, so the test sees one at once."""
+def quick_renewals(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Renewals every 0.1 s instead of every 15 s, so the test sees one at once; the event is
+    set once a renewal has found the lease taken (the store says so, on whichever thread runs
+    it), so the test waits for that, not for a time a loaded machine may not keep."""
     monkeypatch.setattr(beats, "RENEW_SECONDS", 0.1)
+    lost = threading.Event()
+
+    def telling(renew: Callable[..., Any]) -> Callable[..., Any]:
+        def renew_sync(*args: Any) -> Any:
+            try:
+                return renew(*args)
+            except SessionError:
+                lost.set()
+                raise
+
+        async def renew_async(*args: Any) -> Any:
+            try:
+                return await renew(*args)
+            except SessionError:
+                lost.set()
+                raise
+        return renew_async if asyncio.iscoroutinefunction(renew) else renew_sync
+
+    monkeypatch.setattr(SQLiteStore, "renew", telling(SQLiteStore.renew))
+    monkeypatch.setattr(PostgresStore, "renew", telling(PostgresStore.renew))
+    return lost
 
 
 def expire_and_take(store_spec: str) -> None:
@@ -41,7 +68,7 @@ def expire_and_take(store_spec: str) -> None:
 
 
 async def test_a_run_that_lost_its_lease_stops_before_its_next_call(
-        store_spec: str, quick_renewals: None) -> None:
+        store_spec: str, quick_renewals: threading.Event) -> None:
     charged: list[int] = []
     taken = asyncio.Event()
 
@@ -52,7 +79,8 @@ async def test_a_run_that_lost_its_lease_stops_before_its_next_call(
         if amount == 5:
             await asyncio.to_thread(expire_and_take, store_spec)
             taken.set()
-            await asyncio.sleep(0.5)  # stalled on: renewals come meanwhile
+            # stalled on until a renewal finds the lease taken (a hang guard, not a bound)
+            assert await asyncio.to_thread(quick_renewals.wait, 120)
         return f"charged {amount}"
 
     script = [Reply(tool_calls=[call("charge", {"amount": 5})]),
