@@ -404,3 +404,50 @@ def test_sessions_resume_with_a_postgresql_db(tmp_path: Path, postgres_server: s
     assert not db_path(tmp_path).exists()
     with open_browser(dsn) as store:
         assert [m.content for m in store.load("ada-0005")][-1] == "You are Ada."
+
+
+def blocking_store_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name == "loopwright-blocking-store"]
+
+
+def open_descriptors_to(path: Path) -> list[str]:
+    """This process's open file descriptors on `path` (and its -wal/-shm side files)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(path)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "ada"], ["search", "Ada"],
+                                     ["export", "ada"]])
+def test_each_sessions_command_closes_its_postgresql_store(
+        tmp_path: Path, postgres_server: str, command: list[str]) -> None:
+    """Each command opened its store and never closed it: a private event loop, its thread and
+    a server connection left behind per command by anyone driving the CLI in-process."""
+    from pg_server import fresh_database
+
+    dsn = fresh_database(postgres_server)
+    with FakeModelServer([Reply("Hi Ada.")]) as server:
+        Agent("fake-model", base_url=server.base_url, api_key="k", store=dsn,
+              session_id="ada-0006").chat("I am Ada.")
+    before = blocking_store_threads()
+    done = sessions(tmp_path, *command, "--db", dsn)
+    assert done.exit_code == 0, done.output
+    assert blocking_store_threads() == before
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "aaa"], ["search", "TODO"],
+                                     ["export", "aaa"]])
+def test_each_sessions_command_closes_its_sqlite_file(tmp_path: Path, command: list[str]
+                                                      ) -> None:
+    seed(tmp_path)  # written and closed: no other connection of this process on the file
+    done = sessions(tmp_path, *command)
+    assert done.exit_code == 0, done.output
+    assert open_descriptors_to(db_path(tmp_path)) == []

@@ -8,12 +8,14 @@ Session ids may be given as any unique prefix.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
@@ -46,26 +48,48 @@ RESULT_LINES = 12  # lines of a tool result `show` prints unless --full
 PAGE_SIZE = 50  # messages `show` prints per page
 ALL_CHUNK = 500  # messages `show --all` reads at a time (a huge session never sits in memory)
 PIPE_WIDTH = 160  # columns of tables written to a pipe or file
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _open(db: str | None, *, must_exist: bool = True) -> SQLiteStore | None:
-    """The store, or None when its file does not exist (and `must_exist` is False)."""
+    """The store, closed when the command ends (a PostgreSQL one holds a connection and an
+    event loop in a thread of its own), or None when its file does not exist (and
+    `must_exist` is False)."""
     from loopwright.errors import LoopwrightError
 
     path = store_path(db)
-    if isinstance(path, str):
-        try:
-            return open_browser(path)
-        except LoopwrightError as exc:
-            _fail(str(exc))
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         if must_exist:
             _fail(f"no session database at {path} (no run has been saved there yet)")
         return None
     try:
-        return open_browser(path)
+        store = open_browser(path)
     except LoopwrightError as exc:
         _fail(str(exc))
+    opened = _OPENED.get()
+    if opened is not None:
+        opened.callback(store.close)
+    return store
+
+
+_OPENED: contextvars.ContextVar[contextlib.ExitStack | None] = contextvars.ContextVar(
+    "loopwright_sessions_opened", default=None)
+
+
+def _closing_its_store(command: Callable[P, R]) -> Callable[P, R]:
+    """`command` with the store `_open` gives it closed when it ends, however it ends."""
+
+    @functools.wraps(command)
+    def closing(*args: P.args, **kwargs: P.kwargs) -> R:
+        with contextlib.ExitStack() as opened:
+            token = _OPENED.set(opened)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                _OPENED.reset(token)
+
+    return closing
 
 
 @contextlib.contextmanager
@@ -92,6 +116,7 @@ def _resolve(store: SQLiteStore, prefix: str) -> str:
 
 
 @sessions_app.command("list")
+@_closing_its_store
 def list_sessions(
     here: Annotated[bool, typer.Option("--here", help="Only sessions run in this directory.")]
     = False,
@@ -136,6 +161,7 @@ def _print_damaged(damaged: list[DamagedSession]) -> None:
 
 
 @sessions_app.command("show")
+@_closing_its_store
 def show(
     session: IdArg,
     page: Annotated[int, typer.Option("--page", "-p", min=1, help=(
@@ -190,6 +216,7 @@ def _show(store: SQLiteStore, sid: str, *, epoch: int | None, page: int | None,
 
 
 @sessions_app.command("search")
+@_closing_its_store
 def search(
     text: Annotated[str, typer.Argument(help="Words to find (all must match).",
                                         show_default=False)],
@@ -228,6 +255,7 @@ def search(
 
 
 @sessions_app.command("export")
+@_closing_its_store
 def export(
     session: IdArg,
     output: Annotated[Path | None, typer.Option(
@@ -267,6 +295,7 @@ def export(
 
 
 @sessions_app.command("rm")
+@_closing_its_store
 def remove(
     sessions: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.",
                                                   show_default=False)],
