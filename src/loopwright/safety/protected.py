@@ -127,8 +127,17 @@ def protected_locations(root: Path) -> list[Path]:
     own = [path for path in own_environment() if path.is_relative_to(root)]
     home = Path.home().resolve()
     startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
-    included = [path.resolve() for path in included_configs(root)]
-    return found + hooks_dirs(root) + included + submodule_git_paths(root) + own + startup
+    return found + repository_locations(root) + own + startup
+
+
+def repository_locations(top: Path) -> list[Path]:
+    """What the configuration of the repository `top` is in makes git run, outside its git
+    directory: the hooks directories `core.hooksPath` names, the existing config files it
+    includes and each submodule's `.git`. The workspace root's, and each repository's below
+    it (`vendor/x`, whose git directory is bound read-only already: the user's `git status`
+    there reads an included `core.fsmonitor` as well)."""
+    included = [path.resolve() for path in included_configs(top)]
+    return hooks_dirs(top) + included + submodule_git_paths(top)
 
 
 def setting_skill_folders(workdir: Path, paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

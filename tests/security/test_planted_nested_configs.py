@@ -1,0 +1,77 @@
+"""A repository below the top of the workspace (a vendored one, `vendor/x/.git`, read-only to
+every command) has its configuration's includes and hooks directory protected as the top's
+are: a file its `.git/config` includes (`include.path`, `includeIf.*.path`) is read-only where
+it exists and moved aside when a command makes it, and the directory its `core.hooksPath`
+names is read-only. Otherwise a command writes a `core.fsmonitor` or a hook there, and the
+user's `git status` or `git commit` inside that repository (or VS Code's git extension, which
+runs git in the repositories it finds below the folder) runs it.
+
+Real bubblewrap and git, through `Agent` against the fake model server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import command_result, fsmonitor, host_git
+
+pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
+
+COMMIT = ("-c", "user.name=u", "-c", "user.email=u@x")
+
+
+def vendored(tmp_path: Path, *config: tuple[str, str]) -> tuple[Path, Path]:
+    """A workspace (itself a repository) holding the repository `vendor/x` set with `config`."""
+    workdir = tmp_path / "work"
+    nested = workdir / "vendor" / "x"
+    nested.mkdir(parents=True)
+    for repository in (workdir, nested):
+        assert host_git(repository, "init", "-q").returncode == 0
+    for key, value in config:
+        assert host_git(nested, "config", key, value).returncode == 0
+    return workdir, nested
+
+
+@pytest.mark.parametrize("key", ["include.path", "includeIf.onbranch:main.path"])
+async def test_a_file_a_nested_repository_includes_is_read_only(tmp_path: Path, key: str
+                                                                 ) -> None:
+    workdir, nested = vendored(tmp_path, (key, "../team.gitconfig"))
+    shared = nested / "team.gitconfig"
+    shared.write_text("[user]\n\tname = x\n")
+    canary = tmp_path / "GIT-RAN"
+    text = await command_result(workdir, "printf '[core]\\n\\tfsmonitor = "
+                                f"{fsmonitor(canary)}\\n' >> vendor/x/team.gitconfig; "
+                                "echo x > vendor/x/other.gitconfig && echo end")
+    assert "Read-only file system" in text and "end" in text, text
+    assert "fsmonitor" not in shared.read_text()
+    host_git(nested, "status")
+    assert not canary.exists()
+    # must not fire: a file of that repository no configuration includes stays writable
+    assert (nested / "other.gitconfig").read_text() == "x\n"
+
+
+async def test_a_missing_file_a_nested_repository_includes_is_moved_aside_once_made(
+        tmp_path: Path) -> None:
+    workdir, nested = vendored(tmp_path, ("include.path", "../.gitconfig.local"))
+    canary = tmp_path / "GIT-RAN"
+    text = await command_result(workdir, "printf '[core]\\n\\tfsmonitor = "
+                                f"{fsmonitor(canary)}\\n' > vendor/x/.gitconfig.local && "
+                                "echo end")
+    assert "end" in text, text
+    host_git(nested, "status")
+    assert not canary.exists()
+    assert (nested / ".gitconfig.local.made-by-command").is_file(), text
+    assert "loopwright moved .gitconfig.local" in text and "vendor/x/.gitconfig.local" in text, \
+        text
+
+
+async def test_the_hooks_directory_of_a_nested_repository_is_read_only(tmp_path: Path) -> None:
+    workdir, nested = vendored(tmp_path, ("core.hooksPath", ".githooks"))
+    (nested / ".githooks").mkdir()
+    canary = tmp_path / "HOOK-RAN"
+    text = await command_result(workdir, f"printf '#!/bin/sh\\ntouch {canary}\\n' > "
+                                "vendor/x/.githooks/pre-commit; chmod +x "
+                                "vendor/x/.githooks/pre-commit; echo end")
+    assert "end" in text, text
+    host_git(nested, *COMMIT, "commit", "-q", "--allow-empty", "-m", "1")
+    assert not canary.exists(), text
