@@ -75,3 +75,22 @@ async def test_the_hooks_directory_of_a_nested_repository_is_read_only(tmp_path:
     assert "end" in text, text
     host_git(nested, *COMMIT, "commit", "-q", "--allow-empty", "-m", "1")
     assert not canary.exists(), text
+
+
+async def test_a_file_a_bare_repository_below_the_top_includes_is_read_only(
+        tmp_path: Path) -> None:
+    # a test's fixture repository (`fixtures/lib.git`): git takes the folder for its git
+    # directory when you work in it, and runs the pager its config (or an include) names
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    assert host_git(workdir, "init", "-q").returncode == 0
+    bare = workdir / "fixtures" / "lib.git"
+    assert host_git(workdir, "init", "-q", "--bare", str(bare)).returncode == 0
+    assert host_git(bare, "config", "include.path", "../team.gitconfig").returncode == 0
+    shared = workdir / "fixtures" / "team.gitconfig"
+    shared.write_text("[user]\n\tname = x\n")
+    canary = tmp_path / "PAGER-RAN"
+    text = await command_result(workdir, f"printf '[core]\\n\\tpager = touch {canary}\\n' >> "
+                                "fixtures/team.gitconfig; echo end")
+    assert "Read-only file system" in text and "end" in text, text
+    assert "pager" not in shared.read_text()

@@ -99,9 +99,10 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     marks = Path(policy.pycache_root).with_name("planted-walks")
     trees = [take(root, marks=marks) for root in writable if root != Path("/")]
     nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
-    # a repository below the top (vendored) has its includes and hooks directory too
+    # a repository below the top (vendored, or a bare one) has its includes and hooks too
     below = [(tree.root, path.parent) for tree in trees for path in tree.nested
              if path.name.casefold() == ".git"]
+    below += [(tree.root, path) for tree in trees for path in tree.held]
     nested += [path for _, top in below for path in repository_locations(top)]
     # not bound (a placeholder there would make git stop reading its config): checked after
     tops = [(tree.root, tree.root) for tree in trees] + below
