@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import command_result, fsmonitor, host_git
+from sandbox_helpers import command_result, fsmonitor, host_git, run_calls_asking
 
 pytestmark = pytest.mark.usefixtures("needs_bwrap", "needs_git")
 
@@ -94,3 +94,16 @@ async def test_a_file_a_bare_repository_below_the_top_includes_is_read_only(
                                 "fixtures/team.gitconfig; echo end")
     assert "Read-only file system" in text and "end" in text, text
     assert "pager" not in shared.read_text()
+
+
+async def test_file_tools_ask_before_writing_a_file_a_nested_repository_includes(
+        tmp_path: Path) -> None:
+    workdir, nested = vendored(tmp_path, ("include.path", "../team.gitconfig"))
+    (nested / "team.gitconfig").write_text("[user]\n\tname = x\n")
+    planted = {"path": "vendor/x/team.gitconfig", "content": "[core]\n\tfsmonitor = touch x\n"}
+    other = {"path": "vendor/x/other.gitconfig", "content": "x\n"}  # must not ask
+    [result, _], asked = await run_calls_asking(workdir, ("write_file", planted),
+                                                ("write_file", other))
+    assert len(asked) == 1 and "vendor/x/team.gitconfig" in asked[0], asked
+    assert "fsmonitor" not in (nested / "team.gitconfig").read_text(), result
+    assert (nested / "other.gitconfig").read_text() == "x\n"
