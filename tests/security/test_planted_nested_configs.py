@@ -107,3 +107,23 @@ async def test_file_tools_ask_before_writing_a_file_a_nested_repository_includes
     assert len(asked) == 1 and "vendor/x/team.gitconfig" in asked[0], asked
     assert "fsmonitor" not in (nested / "team.gitconfig").read_text(), result
     assert (nested / "other.gitconfig").read_text() == "x\n"
+
+
+async def test_a_file_a_nested_repository_with_a_gitdir_file_includes_is_read_only(
+        tmp_path: Path) -> None:
+    # `vendor/x/.git` is a `gitdir:` file: its config is read where that points
+    workdir = tmp_path / "work"
+    nested = workdir / "vendor" / "x"
+    nested.mkdir(parents=True)
+    (workdir / ".gitdirs").mkdir()
+    assert host_git(workdir, "init", "-q").returncode == 0
+    assert host_git(nested, "init", "-q", "--separate-git-dir",
+                    str(workdir / ".gitdirs" / "x")).returncode == 0
+    assert host_git(nested, "config", "include.path",
+                    "../../vendor/x/team.gitconfig").returncode == 0
+    shared = nested / "team.gitconfig"
+    shared.write_text("[user]\n\tname = x\n")
+    text = await command_result(workdir, "printf '[core]\\n\\tfsmonitor = x\\n' >> "
+                                "vendor/x/team.gitconfig; echo end")
+    assert "Read-only file system" in text and "end" in text, text
+    assert "fsmonitor" not in shared.read_text()
