@@ -206,6 +206,21 @@ async def test_an_editors_or_agents_folder_made_in_a_package_is_moved_aside(
     assert (workdir / "node_modules" / "dep" / ".vscode" / "tasks.json").is_file()
 
 
+async def test_more_agents_and_editors_files_made_in_a_package_are_moved_aside(
+        tmp_path: Path) -> None:
+    # Codex, OpenCode, Zed and Aider started in `pkg/` would run what these name
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    names = [".codex", "opencode.json", ".zed", ".aider.conf.yml"]
+    text = await command_result(workdir, "mkdir -p pkg/.codex pkg/.zed && echo x > "
+                                "pkg/.codex/config.toml && echo '{}' > pkg/opencode.json && "
+                                "echo '{}' > pkg/.zed/settings.json && echo 'lint-cmd: x' > "
+                                "pkg/.aider.conf.yml && echo x > pkg/opencode.md && echo made")
+    assert "made" in text and text.count("loopwright moved") == len(names), text
+    assert sorted(os.listdir(workdir / "pkg")) == sorted(
+        [*(f"{name}.made-by-command" for name in names), "opencode.md"])
+
+
 async def test_an_editors_folder_that_exists_in_a_package_is_read_only(tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     settings = workdir / "pkg" / ".vscode"

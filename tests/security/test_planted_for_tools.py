@@ -91,6 +91,23 @@ PLANTED = {
     ".gemini/settings.json": '{"mcpServers": {"x": {"command": "touch", "args": '
                              '["/var/tmp/pwned"]}}}',
     ".hg/hgrc": "[hooks]\\ncommit = touch /var/tmp/pwned",
+    # what more agents and editors run from the project without being asked each time: Codex
+    # (a trusted project's MCP servers), OpenCode (MCP servers, plugins), Zed (a trusted
+    # worktree's language servers), Continue (MCP servers), Windsurf and Cline (hooks), Aider
+    # (its lint command after each edit), a JetBrains IDE (startup tasks)
+    ".codex/config.toml": '[mcp_servers.x]\\ncommand = "touch"\\nargs = ["/var/tmp/pwned"]',
+    "opencode.json": '{"mcp": {"x": {"type": "local", "command": ["touch", '
+                     '"/var/tmp/pwned"]}}}',
+    "opencode.jsonc": '{"mcp": {"x": {"type": "local", "command": ["touch", '
+                      '"/var/tmp/pwned"]}}}',
+    ".opencode/plugin/x.js": "require('fs').writeFileSync('/var/tmp/pwned', '')",
+    ".zed/settings.json": '{"lsp": {"pyright": {"binary": {"path": "/var/tmp/pwned"}}}}',
+    ".continue/mcpServers/x.yaml": "name: x\\ncommand: touch /var/tmp/pwned",
+    ".windsurf/hooks.json": '{"hooks": {"pre_user_prompt": [{"command": "touch '
+                            '/var/tmp/pwned"}]}}',
+    ".clinerules/hooks/TaskStart": "touch /var/tmp/pwned",
+    ".aider.conf.yml": "lint-cmd: touch /var/tmp/pwned",
+    ".idea/workspace.xml": '<project><component name="ProjectStartupTasks"/></project>',
 }
 
 
@@ -115,7 +132,9 @@ async def test_look_alikes_stay_writable_and_a_missing_hg_is_not_made(tmp_path: 
     # must not fire: names that only look like the protected ones, and a project without a
     # Mercurial repository gets no `.hg` placeholder (an empty one would pass for a repository)
     names = ["vscode/tasks.json", "docs/devcontainer.json", "pre-commit-config.yaml",
-             ".pre-commit-hooks.yaml", "claude/hooks/format.sh", ".hgignore"]
+             ".pre-commit-hooks.yaml", "claude/hooks/format.sh", ".hgignore",
+             "docs/opencode.md", "zed/settings.json", ".aider.tags.cache.v4/x",
+             ".aider.chat.history.md", "idea/x.xml", ".windsurfrules", "codex/config.toml"]
     writes = "; ".join(f"mkdir -p $(dirname {name}) && echo x > {name}" for name in names)
     [result], _ = await run(tmp_path, bash(f"{writes}; ls -A; echo done"), approve_all=True)
     assert not refused(result) and result.endswith("done\n[exit code 0]"), result

@@ -54,7 +54,7 @@ def hooks_dirs(root: Path) -> list[Path]:
     in a folder of it: a monorepo's package) in any configuration git would read (system,
     global, the repository's, a worktree's); relative values are taken from the repository's
     top, where git runs hooks."""
-    top = repository_top(root) or root
+    top = _top(root)
     found: list[Path] = []
     for value in _configured(top)[0]:
         path = Path(os.path.expanduser(value))
@@ -70,15 +70,26 @@ def included_configs(root: Path) -> list[Path]:
     ../.gitconfig` keeps a file in its working tree that git reads as its own config, so a
     `core.fsmonitor` written there runs at the user's next git command. A missing one is left
     (a placeholder directory there makes git stop reading its config)."""
-    return [path for path in _configured(repository_top(root) or root)[1] if path.is_file()]
+    return [path for path in _configured(_top(root))[1] if path.is_file()]
 
 
 def missing_included_configs(root: Path) -> list[Path]:
     """The files git's configuration includes for the repository `root` is in that are not
     there (yet): an optional one (`include.path = ../.gitconfig.local`) cannot be bound, so
     one a command makes is moved aside when it has ended (`sandbox/planted.py`)."""
-    return [path for path in _configured(repository_top(root) or root)[1]
-            if not path.is_file()]
+    return [path for path in _configured(_top(root))[1] if not path.is_file()]
+
+
+def _top(root: Path) -> Path:
+    """Where the configuration of the repository `root` is in is read from: `root` itself when it
+    is a bare repository (a test's `fixtures/lib.git`, the git directory of whoever works in
+    it), else the top of the working tree it is in, else `root`."""
+    return root if _is_bare(root) else repository_top(root) or root
+
+
+def _is_bare(folder: Path) -> bool:
+    return not os.path.lexists(folder / ".git") and (folder / "HEAD").is_file() and \
+        (folder / "config").is_file()
 
 
 def _configured(top: Path) -> tuple[list[str], list[Path]]:
@@ -167,7 +178,7 @@ def _config_files(root: Path) -> list[Path]:
     files = [Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
              xdg / "git" / "config",
              Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig")]
-    git_dir = git_dir_of(root)
+    git_dir = root if _is_bare(root) else git_dir_of(root)
     if git_dir is not None:
         common = common_dir(git_dir)
         files += [common / "config", git_dir / "config.worktree"]

@@ -3,8 +3,9 @@ so no tool may write them freely and no sandboxed command may write (or create) 
 
 `PROTECTED_ENTRIES` are relative to a workspace root: the git directory (hooks, config, a
 submodule's config all make git run commands), loopwright's own project config and folder, MCP
-configs, skill folders, another agent's project folder (hooks, their scripts, prompts), what an
-editor runs when the folder opens (`.vscode`, `.devcontainer`, `.devcontainer.json`),
+configs, skill folders, another agent's project folder or file (hooks, their scripts, MCP
+servers, prompts), what an editor runs when the folder opens (`.vscode`, `.devcontainer`,
+`.devcontainer.json`, `.zed`, `.idea`),
 pre-commit's config and another version control system's repository where one exists (`.hg`,
 `.jj`). To them come the git
 hooks directory the configuration names (`core.hooksPath`, `loopwright.safety.git_hooks`) and
@@ -86,6 +87,19 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     ProtectedEntry(".cursor", "another agent runs hooks and MCP servers and loads prompts "
                    "from it"),
     ProtectedEntry(".gemini", "another agent runs MCP servers and loads prompts from it"),
+    # more agents that run what their project files say when started in the folder, not
+    # each time asked: Codex a trusted project's MCP servers (`.codex/config.toml`), OpenCode
+    # MCP servers and plugins (`opencode.json`, `.opencode/plugin`), Continue the MCP servers
+    # of `.continue/mcpServers`, Windsurf and Cline hooks (`.windsurf/hooks.json`,
+    # `.clinerules/hooks`), Aider its `lint-cmd` after each edit it makes
+    ProtectedEntry(".codex", "another agent runs MCP servers and hooks from it"),
+    *(ProtectedEntry(path, "another agent runs MCP servers and plugins from it")
+      for path in ("opencode.json", "opencode.jsonc", ".opencode")),
+    ProtectedEntry(".continue", "another agent runs MCP servers and loads prompts from it"),
+    ProtectedEntry(".windsurf", "another agent runs hooks and loads prompts from it"),
+    ProtectedEntry(".clinerules", "another agent runs hooks and loads prompts from it"),
+    ProtectedEntry(".aider.conf.yml", "another agent runs its lint and test commands after "
+                   "its edits"),
     # `.loopwright/skills` and `.claude/skills` lie in folders protected whole already
     *(ProtectedEntry(path, "it is a skill folder, loaded into the prompt")
       for path in SKILL_DIRS if not path.startswith((".loopwright/", ".claude/"))),
@@ -96,6 +110,11 @@ PROTECTED_ENTRIES: tuple[ProtectedEntry, ...] = (
     # the other file Dev Containers reads at a folder's top: the same `initializeCommand`
     ProtectedEntry(".devcontainer.json", "VS Code runs its initializeCommand on your machine "
                    "when the container is opened"),
+    # a trusted worktree's language servers and MCP servers (`.zed/settings.json`)
+    ProtectedEntry(".zed", "Zed starts the language and MCP servers its settings name when "
+                   "you open the folder"),
+    # a JetBrains IDE's startup tasks: run configurations started when the project opens
+    ProtectedEntry(".idea", "a JetBrains IDE runs its startup tasks when you open the project"),
     ProtectedEntry(".pre-commit-config.yaml", "the pre-commit hook runs what it lists at your "
                    "next git commit"),
     ProtectedEntry(".hg", "Mercurial runs the hooks and extensions its hgrc names",
@@ -127,8 +146,17 @@ def protected_locations(root: Path) -> list[Path]:
     own = [path for path in own_environment() if path.is_relative_to(root)]
     home = Path.home().resolve()
     startup = [home / name for name in HOME_STARTUP_FILES] if home.is_relative_to(root) else []
-    included = [path.resolve() for path in included_configs(root)]
-    return found + hooks_dirs(root) + included + submodule_git_paths(root) + own + startup
+    return found + repository_locations(root) + own + startup
+
+
+def repository_locations(top: Path) -> list[Path]:
+    """What the configuration of the repository `top` is in makes git run, outside its git
+    directory: the hooks directories `core.hooksPath` names, the existing config files it
+    includes and each submodule's `.git`. The workspace root's, and each repository's below
+    it (`vendor/x`, whose git directory is bound read-only already: the user's `git status`
+    there reads an included `core.fsmonitor` as well)."""
+    included = [path.resolve() for path in included_configs(top)]
+    return hooks_dirs(top) + included + submodule_git_paths(top)
 
 
 def setting_skill_folders(workdir: Path, paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -73,17 +73,19 @@ def ripgrep_exclusions() -> list[str]:
     return globs
 
 
-def protected_paths_of(ctx: ToolContext) -> list[str]:
+def protected_paths_of(ctx: ToolContext, target: Path | None = None) -> list[str]:
     """Protected beyond the one list: the scripts configured hooks and MCP servers run, the git
-    hooks directories and included config files the repository's configuration names, and the
-    skill folders the settings name (`skill_paths`). Reads files: call it off the loop."""
+    hooks directories and included config files the configuration names of the workspace's
+    repository and of the one `target` is in (a vendored `vendor/x`), and the skill folders
+    the settings name (`skill_paths`). Reads files: call it off the loop."""
     # here, not at the top: the sandbox package imports the file tools, which import this one
     from loopwright.safety.sandbox.policy import context_policy
 
     workdir = Path(ctx.workdir).resolve()
     skills = folders_holding_no_root(context_policy(ctx.services).skill_folders, [workdir])
-    return [*held_files(ctx), *(str(path) for path in (
-        *hooks_dirs(workdir), *included_configs(workdir), *skills))]
+    repositories = dict.fromkeys((workdir, *((target.parent,) if target else ())))
+    git = [path for top in repositories for path in (*hooks_dirs(top), *included_configs(top))]
+    return [*held_files(ctx), *(str(path) for path in (*git, *skills))]
 
 
 def held_files(ctx: ToolContext) -> list[str]:
@@ -109,7 +111,7 @@ async def require_write_approval(ctx: ToolContext, path: Path, verb: str = "writ
                                  preview: Callable[[], Awaitable[str]] | None = None) -> None:
     """Ask the approval gate before a tool writes protected configuration; `preview` gives the
     diff the change would make, shown with the question."""
-    reason = protected_reason(path, await asyncio.to_thread(protected_paths_of, ctx))
+    reason = protected_reason(path, await asyncio.to_thread(protected_paths_of, ctx, path))
     if reason is None:
         return
     shown = _shown(ctx, path)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopwright.safety.git_hooks import missing_included_configs
+from loopwright.safety.protected import repository_locations
 from loopwright.safety.sandbox import supervisor
 from loopwright.safety.sandbox.cgroup import PidsGroup, pids_group
 from loopwright.safety.sandbox.links import GuardedLink
@@ -98,9 +99,15 @@ def bwrap_command(policy: SandboxPolicy, bwrap: str, command: Sequence[str], *, 
     marks = Path(policy.pycache_root).with_name("planted-walks")
     trees = [take(root, marks=marks) for root in writable if root != Path("/")]
     nested = [path for tree in trees for path in (*tree.nested, *tree.pointed, *tree.held)]
+    # a repository below the top (vendored, or a bare one) has its includes and hooks too
+    below = [(tree.root, path.parent) for tree in trees for path in tree.nested
+             if path.name.casefold() == ".git"]
+    below += [(tree.root, path) for tree in trees for path in tree.held]
+    nested += [path for _, top in below for path in repository_locations(top)]
     # not bound (a placeholder there would make git stop reading its config): checked after
-    missing = [(root, path) for root in writable if root != Path("/")
-               for path in missing_included_configs(root) if path.is_relative_to(root)]
+    tops = [(tree.root, tree.root) for tree in trees] + below
+    missing = [(root, path) for root, top in tops
+               for path in missing_included_configs(top) if path.is_relative_to(root)]
     protected = read_only_mounts(writable, policy.held_files, policy.skill_folders, nested)
     argv += protected.argv
     argv += hidden_mounts(policy, home or Path.home(), resolved)

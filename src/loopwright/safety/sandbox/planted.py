@@ -14,6 +14,10 @@ anywhere in the tree would run later outside the sandbox:
   `pkg/.mcp.json`): another agent or an editor started in `pkg/` obeys it; and a VS Code
   workspace file (`*.code-workspace`, a name pattern) at any depth, the top's too.
 
+A fifth is only named in the command's result, not undone: what a Python environment runs at
+its every start (a `.pth`, `sitecustomize.py`, its `pyvenv.cfg`; `STARTUP`), which an install
+writes too.
+
 Before the command, a `Tree` of each writable root is taken: each directory's inode, times and
 entries (name, inode). It is kept per root and the next one is built from it, reading again
 only the directories whose inode or times changed: making, removing or renaming an entry sets
@@ -88,6 +92,11 @@ BARE_WITH = (frozenset({"objects", "refs"}), frozenset({"commondir"}))
 # checked. Later walks have no bound: they read only what changed, so a command that makes a
 # million folders pays for their walk, and cannot make the check give up.
 FIRST_WALK_SECONDS = 10.0
+STARTUP = (".pth", "sitecustomize.py", "usercustomize.py")
+"""Files of a `site-packages` a Python environment runs at every start (and its `pyvenv.cfg`,
+which names the interpreter and library it starts from): VS Code's Python extension starts a
+workspace's venv when the folder opens. `pip install` writes `.pth` files too (editable installs,
+setuptools), so one a command wrote is reported, not undone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,7 @@ class Listing:
     children: tuple[tuple[str, int], ...] = ()  # (path, where in the tree: `_OWN`, …)
     protected: tuple[str, ...] = ()
     compiled: tuple[str, ...] = ()
+    startup: tuple[str, ...] = ()  # what Python runs at an environment's start (`STARTUP`)
     bare: bool = False  # shaped like a git directory (`BARE_HEAD` and `BARE_WITH`)
 
 
@@ -115,6 +125,7 @@ class Tree:
     directories: dict[str, Listing] = field(default_factory=dict)
     # the .pyc files written since the tree taken before the command: only in the one after it
     compiled: list[str] = field(default_factory=list)
+    startup: list[str] = field(default_factory=list)  # and the `STARTUP` files, the same way
     nested: list[Path] = field(default_factory=list)  # protected paths below the top
     # where their `.git` files point (`gitdir: ../../.gitdirs/x`): read-only too, not moved
     pointed: list[Path] = field(default_factory=list)
@@ -229,9 +240,20 @@ def _undo_since(before: Tree) -> Undone:
                                           else "")
         undone.notes.append(f"loopwright removed {len(removed)} compiled Python file(s) the "
                             f"command wrote ({shown}): Python writes them again from the sources")
+    if after.startup:
+        undone.notes.append(_startup_note(before.root, after.startup))
     if spans is not None:
         unchecked_runs.checked(before.root, spans)
     return undone
+
+
+def _startup_note(root: Path, written: list[str]) -> str:
+    shown = [os.path.relpath(path, root) for path in written]
+    listed = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+    return (f"warning: the command wrote {listed}, which Python runs (or starts from) at every "
+            "start of that environment, outside the sandbox too (VS Code's Python extension "
+            "starts a workspace's environment when you open the folder); an install writes "
+            "such files as well, so they are left: look at them unless it installed packages")
 
 
 def _finish(partial: Tree) -> None:
@@ -280,6 +302,8 @@ def _walk(root: Path, previous: Tree | None, *, since: Tree | None) -> Tree:
             _note_protected(tree, directory, known, kind)
         if since is not None and known.compiled:
             tree.compiled += _written_since(since, directory, known.compiled)
+        if since is not None and known.startup:
+            tree.startup += _written_since(since, directory, known.startup)
     return tree
 
 
@@ -323,6 +347,9 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
     inner = _OWN if kind == _OWN else _INSIDE_DEPENDENCY
     protected: list[str] = []
     compiled: list[str] = []
+    startup: list[str] = []
+    # where Python reads `.pth` files and imports `sitecustomize` from at its start
+    site = os.path.basename(directory) in ("site-packages", "dist-packages")
     try:
         with _scandir(directory) as listed:
             for entry in listed:
@@ -349,12 +376,15 @@ def _listing(root: Path, directory: str, info: os.stat_result, kind: int) -> Lis
                 elif entry.name.endswith(".pyc") or (
                         entry.name == "__pycache__" and entry.is_symlink()):
                     compiled.append(entry.name)
+                elif entry.name == "pyvenv.cfg" or (entry.name.endswith(STARTUP) and site):
+                    startup.append(entry.name)
     except OSError:
         return None
     bare = BARE_HEAD in entries and any(names.issubset(entries) for names in BARE_WITH)
     return Listing(inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns,
                    entries=entries, children=tuple(children),
-                   protected=tuple(protected), compiled=tuple(compiled), bare=bare)
+                   protected=tuple(protected), compiled=tuple(compiled),
+                   startup=tuple(startup), bare=bare)
 
 
 def _move_aside(before: Tree, after: Tree, undone: Undone) -> None:
