@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from cpu_growth import cpu_growth
 
+from cpu_growth import cpu_growth
 from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.events import Event

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from cpu_growth import cpu_growth
 
+from cpu_growth import cpu_growth
 from loopwright import Agent
 from loopwright.endpoints.probe import DEFAULT_LOCAL_WINDOW
 

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from cpu_growth import cpu_growth
 
+from cpu_growth import cpu_growth
 from loopwright import Agent
 from loopwright.endpoints.retry import RetryPolicy
 from loopwright.testing import FakeModelServer, Fault, Reply

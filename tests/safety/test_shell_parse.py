@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
+from cpu_growth import cpu_growth
 from loopwright.safety.shell import MAX_COMMAND_CHARS, classify_command, parse_command
 
 
@@ -36,11 +35,19 @@ def test_what_cannot_be_seen_is_opaque() -> None:
         assert parse_command(text, cwd="/w", home="/h").opaque, text
 
 
-def test_long_and_deep_commands_are_bounded_not_slow() -> None:
-    started = time.perf_counter()
+def test_long_and_deep_commands_are_bounded() -> None:
     verdict = classify_command("echo " + "x" * (MAX_COMMAND_CHARS + 1), cwd="/w")
     assert verdict.needs_approval and "too long" in verdict.dangers[0]
     deep = classify_command("echo " + "$(" * 500 + "x" + ")" * 500, cwd="/w")
     assert deep.needs_approval  # nested too deeply to check: no RecursionError
-    # was 39 s: the raw-text fallback's fork-bomb regex backtracked over a 32 KB word
-    assert time.perf_counter() - started < 30  # a sanity bound, not a benchmark
+
+
+async def test_a_long_word_the_parser_cannot_read_is_checked_in_linear_time() -> None:
+    # a 33 KB command took 39 s: the raw-text fallback's fork-bomb regex backtracked over one
+    # long word, quadratic in its length (64 times the CPU for 8 times the word). Not under 8:
+    # the fallback's shlex.split grows a long token by concatenation, about 11 times here
+    async def classify(letters: int) -> None:
+        verdict = classify_command("echo 'unclosed " + "x" * letters, cwd="/w")
+        assert verdict.unreadable and verdict.needs_approval and verdict.catastrophic is None
+
+    assert await cpu_growth(classify, MAX_COMMAND_CHARS // 8, MAX_COMMAND_CHARS - 64) < 32
