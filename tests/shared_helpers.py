@@ -7,6 +7,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import select
 import signal
 import socket
 import sqlite3
@@ -273,3 +274,13 @@ def ctrl_c_on_a_terminal(command: list[str], cwd: Path) -> tuple[str, int, str]:
     finally:
         os.close(controller)
         os.close(terminal)
+
+
+def closed_by_the_server(connections: list[socket.socket]) -> list[socket.socket]:
+    """Those of `connections` the server has closed (or is closing): readable at all, as a
+    server that never got a request's head has nothing else to send."""
+    watch = select.poll()
+    for connection in connections:
+        watch.register(connection, select.POLLIN)
+    ready = {fd for fd, _ in watch.poll(0)}
+    return [connection for connection in connections if connection.fileno() in ready]

@@ -4,7 +4,6 @@ approvals denied unless configured, bad input answered with an error."""
 
 from __future__ import annotations
 
-import select
 import socket
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from loopwright.testing import FakeModelServer, Reply, call
-from shared_helpers import cli_env
+from shared_helpers import cli_env, closed_by_the_server
 
 
 def _args(server: FakeModelServer, *extra: str) -> list[str]:
@@ -149,15 +148,6 @@ def test_streamable_http_needs_the_token_and_runs_a_task(tmp_path: Path) -> None
         assert anyio.run(main)["answer"] == "Hello over HTTP."
 
 
-def closed_by_the_server(connections: list[socket.socket]) -> int:
-    """How many of `connections` the server has closed (or is closing: readable at all, as a
-    server that never got a request's head has nothing else to send)."""
-    watch = select.poll()
-    for connection in connections:
-        watch.register(connection, select.POLLIN)
-    return len(watch.poll(0))
-
-
 def test_slow_clients_do_not_keep_an_mcp_client_out_of_the_http_server(tmp_path: Path
                                                                       ) -> None:
     # as `loopwright serve` (tests/serve/test_connection_limits.py): connections that never
@@ -177,14 +167,14 @@ def test_slow_clients_do_not_keep_an_mcp_client_out_of_the_http_server(tmp_path:
                     break
                 connection.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
                 slow.append(connection)
-            closed_before = closed_by_the_server(slow)
+            closed_before = len(closed_by_the_server(slow))
             answer = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                  timeout=60)  # a hang guard only
             assert answer.status_code == 401  # served (no token given)
             # not held out: the server made room by closing the oldest waiting connection
             # (and any it was still catching up on, at most its backlog), where a held-out
             # client is let in once the head deadline has closed every slow one it accepted
-            freed_for_the_client = closed_by_the_server(slow) - closed_before
+            freed_for_the_client = len(closed_by_the_server(slow)) - closed_before
             assert freed_for_the_client < len(slow) // 4, (freed_for_the_client, len(slow))
         finally:
             for connection in slow:

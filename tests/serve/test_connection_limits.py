@@ -5,7 +5,6 @@ bodies the server refuses; and the start-up check that the deadlines still work.
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from loopwright.serve.app import ServeOptions
 from loopwright.serve.deadline_check import DeadlinesMissing, require_deadlines
 from loopwright.serve.limits import ConnectionLimits, HeadTimedH11
 from loopwright.testing import FakeModelServer, Reply
+from shared_helpers import closed_by_the_server
 
 SLOW_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
 HANG_GUARD = 60.0
@@ -54,16 +54,6 @@ def closed_by_server(connection: socket.socket, within: float) -> bool:
         return True
 
 
-def closed_by_the_server_now(connections: list[socket.socket]) -> list[socket.socket]:
-    """Those of `connections` the server has closed: readable at all, as a server that never
-    got a request's head has nothing else to send."""
-    watch = select.poll()
-    for connection in connections:
-        watch.register(connection, select.POLLIN)
-    ready = {fd for fd, _ in watch.poll(0)}
-    return [connection for connection in connections if connection.fileno() in ready]
-
-
 def trickled_until_closed(connection: socket.socket, start: bytes = b"") -> bool:
     """`start`, then `x` for ever, sent a byte at a time, each followed by up to 0.1 s waiting
     for the server to close: whether it did before `HANG_GUARD` seconds."""
@@ -85,14 +75,14 @@ def test_a_slowloris_does_not_keep_a_client_out_of_a_real_server(tmp_path: Path)
             "--model", "gpt-4o-mini", "--base-url", fake.base_url, "--api-key", "test",
             "--workdir", str(tmp_path), max_open_files=160) as served, \
             slow_clients(served.url, 240) as attackers:
-        closed_before = len(closed_by_the_server_now(attackers))
+        closed_before = len(closed_by_the_server(attackers))
         health = httpx.get(f"{served.url}/health", timeout=HANG_GUARD,
                            headers={"authorization": f"Bearer {TOKEN}"})
         assert health.status_code == 200
         # not held out: room was made by closing the connections waiting longest (those the
         # server was still catching up on, at most its backlog), where a client held out gets
         # in only once the head deadline (10 s) has closed every slow one it accepted
-        closed = closed_by_the_server_now(attackers)
+        closed = closed_by_the_server(attackers)
         assert len(closed) - closed_before < len(attackers) // 4, (closed_before, len(closed))
         assert attackers[0] in closed  # the longest waiting were let go for the newer ones
 
