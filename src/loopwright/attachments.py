@@ -65,6 +65,9 @@ class Attachment:
     # built directly): what its row records, so a resumed session can send the file again
     _first_read_sha256: str | None = field(default=None, init=False, repr=False,
                                            compare=False)
+    # the stored session whose row this was read back from (`recorded_in`): the one a warning
+    # that it can no longer be sent names, whichever run (maybe one with no store) it is given to
+    _session_id: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # a digest of another shape would be written into the row, which then reads back as
@@ -85,6 +88,15 @@ class Attachment:
                 object.__setattr__(self, "_first_read_sha256", digest)  # frozen: a memo
             return raw
         raise ValueError("a URL attachment has no bytes here; send its URL")
+
+    @property
+    def stored_session(self) -> str | None:
+        """The session whose stored row this attachment was read back from, when known."""
+        return self._session_id
+
+    def recorded_in(self, session_id: str) -> None:
+        """Note this attachment, read back from a row of `session_id`, as that session's."""
+        object.__setattr__(self, "_session_id", session_id)  # frozen: set once, as it is read
 
     @property
     def digest(self) -> str | None:

@@ -96,13 +96,15 @@ def _block(rng: random.Random) -> str:
         marker = rng.choice(["- ", "* ", "1. ", "2) ", "-", "- \n  ", "-\t", "1.\t", "- \t",
                              "-\n\n  ", "- \tx\n  "])
         return indent + marker + _inline(rng)
-    if kind == 5:
-        return indent + "> " + _inline(rng)
+    if kind == 5:  # a block quote, nested, a tab after its marker, a list or HTML block in it
+        quote = rng.choice(["> ", ">", ">\t", "> > ", ">>", "> - ", ">\t\t", ">  \t", "> 1. "])
+        opening = rng.choice(["", "", rng.choice(HTML_OPENINGS) + "\n" + quote])
+        return indent + quote + opening + _inline(rng)
     if kind == 6:
         return ""  # a blank line
     if kind == 7:  # a container around a fence: a block quote, a list in one, a nested list
         container = rng.choice(["> ", ">", "> - ", "- - ", "1. - ", "\t", " > > ", "-\t", "- \t",
-                                "-\n\n  "])
+                                "-\n\n  ", ">\t", "> >", ">\t- ", "> \t", "- > ", ">  - "])
         run = rng.choice(FENCE_RUNS)
         lines = [f"{container}{run}", *(rng.choice([container, "", "  ", "   "]) + _inline(rng)
                                        for _ in range(1 + rng.randrange(2)))]

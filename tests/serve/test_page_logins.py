@@ -255,3 +255,58 @@ def test_a_tab_that_leaves_before_its_login_is_answered_keeps_no_token(
             assert stored_token(tab) is None
         finally:
             context.close()
+
+
+def restored_with(browser: Any, served: Served, token: str) -> tuple[Any, Any]:
+    """A tab the browser restored with `token` in its sessionStorage (a new context: no open
+    tab of the first to ask), its session list shown; and its context, to close."""
+    context = browser.new_context(bypass_csp=True)
+    context.add_init_script(f"sessionStorage.setItem('loopwright-token', {token!r})")
+    tab = new_tab(context, f"{served.url}/")
+    tab.wait_for_selector("#sessions li.session")
+    return context, tab
+
+
+def test_a_tab_restored_with_the_servers_own_token_trades_it_for_a_login(
+        browser: Any, one_session: tuple[Served, str]) -> None:
+    # A tab restored from before page logins kept the server's own token: it went on using
+    # it, and its Log out was refused (400: no logout ends the server's token), so the page
+    # said the server could not be told and the tab's token still worked after the logout.
+    served, _ = one_session
+    context, tab = restored_with(browser, served, TOKEN)
+    try:
+        login = stored_token(tab)
+        assert login is not None and login != TOKEN  # traded at load, the server's forgotten
+        assert TOKEN not in tab.evaluate("() => Object.values(sessionStorage)")
+        with tab.expect_response(f"{served.url}/logout") as ended:
+            tab.click("#logout")
+        assert ended.value.status == 200  # the login ended: nothing for the page to warn of
+        assert shown_error(tab).startswith(LOGGED_OUT)
+    finally:
+        context.close()
+    assert status_with(served, login) == 401
+    assert status_with(served, TOKEN) == 200
+
+
+def test_a_tab_restored_with_a_page_login_keeps_it_as_it_is(
+        browser: Any, one_session: tuple[Served, str]) -> None:
+    served, _ = one_session
+    with logged_in(browser, served) as (_, first):
+        login = stored_token(first)
+        assert login is not None
+        context, tab = restored_with(browser, served, login)
+        try:
+            assert stored_token(tab) == login  # no new login made for it
+            asked: list[str] = []
+            tab.on("request", lambda request: asked.append(request.url))
+            tab.reload()  # its token now known for a login: the server is not asked again
+            tab.wait_for_selector("#sessions li.session")
+            assert stored_token(tab) == login
+            assert f"{served.url}/login" not in asked
+            with tab.expect_response(f"{served.url}/logout") as ended:
+                tab.click("#logout")
+            assert ended.value.status == 200
+            assert shown_error(tab).startswith(LOGGED_OUT)
+        finally:
+            context.close()
+    assert status_with(served, login) == 401

@@ -170,3 +170,28 @@ async def test_a_tool_results_attachment_built_directly_resumes_unchanged(
     server, warned = await resume(tmp_path)
     assert encoded(PICTURE) in sent(server)
     assert GONE not in sent(server) and warned == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("where", list(WHERE_IT_GOES))
+async def test_the_warning_names_the_session_the_loaded_history_came_from(
+        tmp_path: Path, where: str) -> None:
+    chart = users_chart(tmp_path)
+    await first_run(tmp_path, chart)
+    chart.unlink()
+    _, warned = await run_with(await loaded(tmp_path), session_id="made-up",
+                               **WHERE_IT_GOES[where](tmp_path))
+    assert len(warned) == 1 and warned[0].startswith("session s1: attachment chart.png"), warned
+    assert "made-up" not in warned[0]
+
+
+@pytest.mark.timeout(60)
+async def test_a_session_resumed_from_its_own_rows_is_named_in_the_warning(
+        tmp_path: Path) -> None:
+    chart = users_chart(tmp_path)
+    await first_run(tmp_path, chart)
+    other = into_another_store(tmp_path)
+    await run_with(await loaded(tmp_path), session_id="s2", **other)  # its rows now s2's too
+    chart.unlink()
+    _, warned = await run_with(None, session_id="s2", **other)  # s2 resumed
+    assert len(warned) == 1 and warned[0].startswith("session s2: attachment chart.png"), warned

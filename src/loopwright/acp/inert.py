@@ -17,18 +17,19 @@ anything less certain (a reference, an odd label, a half-written address) is rep
 still finds no image. Fenced code is passed as written, but for a loading tag or a remote
 image in it, one that runs over lines too (a renderer that tells the blocks apart otherwise
 reads it as prose: `fenced_code.code_line`); in a tag a backslash escapes nothing; telling
-fences apart means following HTML blocks (inside one a fence is none) and list items (whose
-fence ends with them) as CommonMark does, from the text as sent. Inline code is not exempt: a
-link or tag that starts before a backtick can end after it, and backslash escapes do not hold
-in raw HTML.
+fences apart means following HTML blocks (inside one a fence is none), list items (whose
+fence ends with them) and block quotes (whose blocks are read after their markers, a tab
+counted to its column, and end with them) as CommonMark does, from the text as sent. Inline
+code is not exempt: a link or tag that starts before a backtick can end after it, and
+backslash escapes do not hold in raw HTML.
 
 Line endings come out as LF: CommonMark's three (LF, CRLF, a lone CR) are one to a renderer,
 and the scan reads one, so a fence closed by a CRLF line is closed for it too.
 
 Its parts, one job each: `markdown_scan` walks the text; `markdown_blocks` follows the block
-structure (fences, HTML blocks, list items), `fenced_code` looks at code lines, `markdown_inline`
-at images and tags in prose, and `image_policy` says which addresses may load and what stands
-in for one that may not.
+structure (fences, HTML blocks, list items, block quotes), `fenced_code` looks at code lines,
+`markdown_inline` at images and tags in prose, and `image_policy` says which addresses may
+load and what stands in for one that may not.
 
 Streamed text is held back only from the start of an unfinished image or tag, or a line's first
 few characters (or a line in an HTML block) until what it is shows, so prose passes at once.

@@ -1,6 +1,7 @@
 """The block structure of Markdown as it streams, line by line, as CommonMark reads it: what
-decides whether a line opens or closes a fence (HTML blocks, inside which a fence is none, and
-list items, whose fence ends with them)."""
+decides whether a line opens or closes a fence (HTML blocks, inside which a fence is none, list
+items, whose fence ends with them, and block quotes, whose blocks are read from the text after
+their markers and end with them)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ HTML_BLOCKS = (
 _LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a paragraph
     rf"[ ]{{0,3}}(?:<(?!(?:pre|script|style|textarea)\b)[A-Za-z][A-Za-z0-9-]*{ATTRIBUTE}*\s*/?>"
     r"|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\n?", re.IGNORECASE)
+# what starts a block even in a paragraph's place (so never continues one lazily): a heading,
+# a thematic break, a block quote (an HTML block and a fence are told apart on their own)
+_INTERRUPTS = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>)")
+# a block quote's marker: up to three spaces in, `>`, and one space (or a column of a tab) more
+_QUOTE_MARKER = re.compile(r"[ ]{0,3}>[ ]?")
 # lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
 # definition, indented code
 _NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
@@ -48,23 +54,28 @@ class LineState:
     line_start: bool = True
     # in fenced code: the lines from one that begins an image or tag not ended (`code_line`)
     code_carry: str = ""
+    # the block quotes the current line is in: those of the fence or HTML block while inside one
+    # (a line with fewer markers ends it: neither continues lazily), else the line's own
+    quote_depth: int = 0
 
 
 def line_ended(shown: str, lines: LineState) -> None:
     """What a whole line, as sent, tells of the next: whether an HTML block starts or ends on
     it (a placeholder may have taken its tag or its end's mark), whether it is a paragraph's
     (an HTML block of kind 7 cannot start after one)."""
+    shown = quote_markers(shown, lines.quote_depth)[2]
+    html_started = False
     if lines.ordinary:
         end = html_block_end(shown, 0, lines.paragraph)
         lines.html_block_end = None if end and end in shown.lower() else end
         lines.ordinary = end is None
+        html_started = end is not None
     elif lines.html_block_end and lines.html_block_end in shown.lower():
         lines.html_block_end = None
     after_paragraph = lines.paragraph
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
         lines.paragraph or not _NOT_PARAGRAPH.match(shown))
-    columns = _in_columns(shown)
-    item = _LIST_ITEM.match(columns)
+    item = _LIST_ITEM.match(shown)
     if item is not None and after_paragraph and (
             not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
         item = None  # an empty item, or a list numbered from other than 1, continues the text
@@ -72,11 +83,52 @@ def line_ended(shown: str, lines: LineState) -> None:
         lines.list_column = _item_column(item)
     elif lines.item_empty and not shown.strip():
         lines.list_column = 0  # an item begins with one blank line at most: it was empty
-    elif (shown.strip() and lines.after_blank
-          and indentation(shown)[0] < lines.list_column):
-        lines.list_column = 0  # a line less indented after a blank one: the list ended
-    lines.item_empty = item is not None and not columns[item.end():].strip()
+    elif (shown.strip() and indentation(shown)[0] < lines.list_column
+          and (lines.after_blank or html_started or _INTERRUPTS.match(shown))):
+        # a line less indented after a blank one, or one that starts a block of its own (no
+        # lazy continuation of the item's text): the list ended
+        lines.list_column = 0
+    lines.item_empty = item is not None and not shown[item.end():].strip()
     lines.after_blank = not shown.strip()
+
+
+def quote_markers(line: str, most: int | None = None) -> tuple[int, int, str]:
+    """The block quote markers `line` begins with (at most `most` of them): how many, how many
+    of its characters they take (a tab they take a column of is left to the text), and the
+    text after them with its tabs as the columns CommonMark counts (`>` then a tab: a quote
+    whose text begins two columns in, so a fence may follow)."""
+    columns = _in_columns(line)
+    depth = at = 0
+    while most is None or depth < most:
+        marker = _QUOTE_MARKER.match(columns, at)
+        if marker is None:
+            break
+        depth, at = depth + 1, marker.end()
+    if not at:
+        return 0, 0, columns
+    chars = width = 0
+    for char in line:
+        width = width + 4 - width % 4 if char == "\t" else width + 1
+        if width > at:
+            break
+        chars += 1
+    return depth, chars, columns[at:]
+
+
+def quote_entered(lines: LineState, depth: int, text: str) -> None:
+    """A line outside any fence or HTML block begins `depth` block quotes in (`text`: what
+    follows their markers, in columns): in other quotes than the line before, the list and
+    paragraph there ended, but for a paragraph's lazy continuation (a line with fewer markers
+    that starts no block of its own), which stays in them."""
+    if depth == lines.quote_depth:
+        return
+    if (depth < lines.quote_depth and lines.paragraph and text.strip()
+            and not _NOT_PARAGRAPH.match(text) and _LIST_ITEM.match(text) is None
+            and fence_at(text, lines) is None and not text.lstrip(" ").startswith(("<", ">"))):
+        return  # a lazy line: the paragraph, and the quotes around it, go on
+    lines.quote_depth = depth
+    lines.list_column, lines.item_empty = 0, False
+    lines.paragraph = lines.after_blank = False
 
 
 def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:

@@ -14,6 +14,8 @@ from loopwright.acp.markdown_blocks import (
     html_block_end,
     indentation,
     line_ended,
+    quote_entered,
+    quote_markers,
 )
 from loopwright.acp.markdown_inline import image_at, tag_at
 
@@ -74,43 +76,52 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
     """At the start of a line: pass a fenced block's line (or its opening line) through and
     return where the next line starts; `i` if the line is ordinary; None to wait for more.
     A loading tag in code is replaced all the same: a renderer that reads the blocks around
-    it otherwise (an HTML block, a list) may take the line for HTML."""
+    it otherwise (an HTML block, a list) may take the line for HTML. In a block quote the
+    blocks are read from the text after its markers, which are passed through as written."""
     eol = text.find("\n", i)
     line = text[i:] if eol < 0 else text[i:eol + 1]
-    if eol < 0 and not final and (lines.fence or lines.html_block_end is not None
-                                  or len(line) < _LINE_HEAD or fence_at(line, lines)
-                                  or line.lstrip(" ").startswith("<")):
+    inside = bool(lines.fence) or lines.html_block_end is not None
+    depth, chars, content = quote_markers(line, lines.quote_depth if inside else None)
+    if eol < 0 and not final and (inside or len(content) < _LINE_HEAD or fence_at(content, lines)
+                                  or content.lstrip(" ").startswith(("<", ">"))):
         return None  # what the line is, or what it ends, shows only once it is all there
-    indent = indentation(line)[0]
-    if lines.fence and lines.fence_column and line.strip() and indent < lines.fence_column:
-        shown = code_line(line, allowed, lines) if lines.code_carry else line
-        if shown != line:  # a tag or image begun in the code loads from this line on, where
-            out.append(shown)  # a renderer that read the code as prose reads on: code still
+    if inside and depth < lines.quote_depth:  # the quote ended, and the block in it with it
+        lines.fence, lines.fence_column, lines.code_carry = "", 0, ""
+        lines.html_block_end, inside = None, False
+        depth, chars, content = quote_markers(line)
+    if not inside:
+        quote_entered(lines, depth, content)
+    markers, rest = line[:chars], line[chars:]
+    indent = indentation(content)[0]
+    if lines.fence and lines.fence_column and content.strip() and indent < lines.fence_column:
+        shown = code_line(rest, allowed, lines) if lines.code_carry else rest
+        if shown != rest:  # a tag or image begun in the code loads from this line on, where
+            out.append(markers + shown)  # a renderer that read the code as prose reads on
             return i + len(line)
         lines.fence, lines.fence_column, lines.list_column = "", 0, 0  # the list item ended
         lines.code_carry = ""
     if lines.fence:
-        closing = line.strip(" \t\n")
-        out.append(code_line(line, allowed, lines))
+        closing = content.strip(" \t\n")
+        out.append(markers + code_line(rest, allowed, lines))
         if (indent - lines.fence_column <= 3 and closing.startswith(lines.fence)
                 and set(closing) == {lines.fence[0]}):
             lines.fence, lines.paragraph, lines.code_carry = "", False, ""
         return i + len(line)
     lines.ordinary = False
     if lines.html_block_end is not None:
-        if lines.html_block_end == "" and not line.strip():
+        if lines.html_block_end == "" and not content.strip():
             lines.html_block_end = None  # a blank line ends it; a mark, the line that has it
         return i
-    opening = fence_at(line, lines)
+    opening = fence_at(content, lines)
     if opening is not None:
         lines.fence, lines.fence_column = opening
         lines.item_empty = False  # (an item whose text is this fence)
         if lines.fence_column == 0:
             lines.list_column = 0  # a fence at the margin ends a list
         lines.code_carry = ""
-        out.append(code_line(line, allowed, lines))
+        out.append(markers + code_line(rest, allowed, lines))
         return i + len(line)
     # for this line's own raw HTML; from its end on, as the line sent tells (`line_ended`)
-    lines.html_block_end = html_block_end(text, i, lines.paragraph)
+    lines.html_block_end = html_block_end(content, 0, lines.paragraph)
     lines.ordinary = True
     return i

@@ -55,8 +55,11 @@ def available_history(session_id: str, history: list[Message]
             message, content=content,
             attachments=[attachment for attachment, why in reasons if why is None]))
         for attachment, why in gone:
-            line = (f"session {session_id}: attachment {attachment.filename} "
-                    f"({attachment.path}) is no longer available, so the model is told so "
+            # the session it was stored in: a run given `history=store.load(...)` may have
+            # no store, and only an id made up for it
+            where = attachment.stored_session or session_id
+            line = (f"session {where}: attachment {attachment.filename} ({attachment.path}) "
+                    "is no longer available, so the model is told so "
                     f"instead: {why}")
             if line not in warned:  # a file attached twice is one warning
                 warned.append(line)

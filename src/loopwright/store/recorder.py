@@ -38,6 +38,7 @@ from loopwright.store.writes import (
     ReleaseLease,
     StoreWrite,
     write_all,
+    written_messages,
 )
 from loopwright.tools.effects import EFFECT_EVENT, cut_call_notes
 from loopwright.tools.idempotency import scope_mark
@@ -211,9 +212,8 @@ class SessionRecorder(LoopPlugin):
     def _has_bytes(self, writes: Sequence[StoreWrite]) -> bool:
         if self.attachments_dir is None or not self._writes.attached:
             return False  # no message with an attachment was queued: no walk over the writes
-        return any(
-            _to_store(a) for w in writes if isinstance(w, AppendMessages)
-            for m in w.messages for a in m.attachments)
+        return any(_to_store(a) for w in writes for m in written_messages(w)
+                   for a in m.attachments)
 
     async def _write_out(self, writes: Sequence[StoreWrite]) -> None:
         if self._has_bytes(writes):
@@ -389,12 +389,12 @@ class SessionRecorder(LoopPlugin):
 
 def _by_reference(writes: Sequence[StoreWrite], directory: Path) -> list[StoreWrite]:
     """Blocking (disk): `writes` with each attachment's bytes stored once, by SHA-256, in
-    `directory`, and only its path left in the message; a path given without a digest read
-    for the one its row records."""
-    return [AppendMessages(messages=[
+    `directory`, and only its path left in the message, in appended rows and a compaction's
+    alike; a path given without a digest read for the one its row records."""
+    return [dataclasses.replace(w, messages=[
         dataclasses.replace(m, attachments=[a.stored(directory) for a in m.attachments])
         if any(_to_store(a) for a in m.attachments) else m for m in w.messages])
-        if isinstance(w, AppendMessages) else w for w in writes]
+        if isinstance(w, AppendMessages | Compact) else w for w in writes]
 
 
 def _to_store(attachment: Attachment) -> bool:

@@ -341,9 +341,12 @@ def message_at(session_id: str, seq: int, role: str, content: str, data: str) ->
         fields = json.loads(data) if data != "{}" else {}
         if not isinstance(fields, dict):
             raise ValueError(f"data holds {type(fields).__name__}, not an object")
-        return checked_message(role, fields, content)
+        message = checked_message(role, fields, content)
     except DECODING_ERRORS as exc:
         raise damaged(session_id, f"message {seq}", exc) from None
+    for attachment in message.attachments:  # a warning that one is gone names the session
+        attachment.recorded_in(session_id)
+    return message
 
 
 def checked_message(role: Any, fields: dict[str, Any], content: str = "") -> Message:

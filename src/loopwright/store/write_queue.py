@@ -13,6 +13,7 @@ from loopwright.store.writes import (
     StoreWrite,
     new_append_messages,
     new_record_events,
+    written_messages,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class WriteQueue:
         if self._taking:
             self._pending.append(write)
             self._durable = self._durable or durable
-            if isinstance(write, AppendMessages) and any(m.attachments for m in write.messages):
+            if any(m.attachments for m in written_messages(write)):
                 self.attached = True
 
     def put_message(self, message: Message) -> None:

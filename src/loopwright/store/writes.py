@@ -76,6 +76,14 @@ new_record_events = maker(RecordEvents)
 
 StoreWrite = (AppendMessages | Compact | OpenSession | RecordEvents | RecordRun | RecordTurn
               | ReleaseLease)
+
+
+def written_messages(write: StoreWrite) -> list[Message]:
+    """The messages `write` puts in the session's rows (appended, or a compaction's next
+    epoch): what has its attachments stored by reference before it is written."""
+    return write.messages if isinstance(write, AppendMessages | Compact) else []
+
+
 # where `merged` puts each kind of write
 _RANK: dict[type, int] = {OpenSession: 0, AppendMessages: 1, Compact: 1, RecordRun: 2,
                           RecordTurn: 3, RecordEvents: 4, ReleaseLease: 5}

@@ -4,6 +4,9 @@
 "use strict";
 
 const TOKEN_KEY = "loopwright-token";
+// set beside the token by a page that keeps only its own logins there: a token without it was
+// kept by an earlier version, maybe the server's own (`goOnWith`)
+const LOGIN_MARK_KEY = "loopwright-token-is-login";
 const CHANNEL = "loopwright-login";
 const ASK_MS = 3000;  // how long a new tab waits for an open tab (a background one answers late)
 
@@ -37,7 +40,8 @@ export const LINKED_SESSION = fragment.session || null;
  * over; with none open, the printed link is needed again. Nothing is written to localStorage or
  * a cookie: once the last tab is closed, no new page can get the token back. A tab the browser
  * restores brings back its own sessionStorage: its token works while the login lives, and is
- * refused (the tab logs itself out) once any tab logged out. */
+ * refused (the tab logs itself out) once any tab logged out; one restored from before the page
+ * had logins holds the server's own token, traded for a login at load (`goOnWith`). */
 export let TOKEN = null;
 const channel = new BroadcastChannel(CHANNEL);
 let onLogout = () => {};
@@ -45,14 +49,35 @@ let onLogout = () => {};
 function keep(token) {
   TOKEN = token;
   sessionStorage.setItem(TOKEN_KEY, token);
+  sessionStorage.setItem(LOGIN_MARK_KEY, "1");
   return token;
+}
+
+function askLogin(token) {
+  return fetch("/login", {
+    method: "POST", headers: { authorization: `Bearer ${token}` }, cache: "no-store",
+  });
 }
 
 /** The server's token traded for a login of this page's. */
 async function logIn(serverToken) {
-  const response = await fetch("/login", {
-    method: "POST", headers: { authorization: `Bearer ${serverToken}` }, cache: "no-store",
-  });
+  return loginFrom(await askLogin(serverToken));
+}
+
+/** The token this tab kept, as it goes on. One kept by an earlier version (no mark beside it)
+ * may be the server's own, which the browser gives back to a tab it restores from before the
+ * page had logins: that one is traded for a login at once, so the tab keeps nothing no logout
+ * can end and its Log out ends its login. Asked once: a page's login is kept as it is (the
+ * server refuses to trade one: 403), and so is one the server refuses (401: a login since
+ * ended), which the tab's first request finds out, logging it out. */
+async function goOnWith(stored) {
+  if (sessionStorage.getItem(LOGIN_MARK_KEY)) return stored;
+  const response = await askLogin(stored);
+  return response.status === 201 ? loginFrom(response) : stored;
+}
+
+/** The login token POST /login answered with, or an error saying why there is none. */
+async function loginFrom(response) {
   const data = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
   // a body cut short (the tab went elsewhere at once) reads as no token: none is kept
@@ -64,7 +89,8 @@ async function logIn(serverToken) {
  * token, or rejects with what the page should say. */
 export async function login() {
   if (fragment.token) return keep(await logIn(fragment.token));
-  if (sessionStorage.getItem(TOKEN_KEY)) return keep(sessionStorage.getItem(TOKEN_KEY));
+  const stored = sessionStorage.getItem(TOKEN_KEY);
+  if (stored) return keep(await goOnWith(stored));
   return new Promise((resolve, reject) => {
     const done = (token, refusal) => {
       channel.removeEventListener("message", heard);
@@ -113,6 +139,7 @@ function forget(message) {
   TOKEN = null;
   loggedOutWith = message;
   sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(LOGIN_MARK_KEY);
   onLogout(message);
 }
 
