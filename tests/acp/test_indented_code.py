@@ -116,3 +116,18 @@ def test_indented_code_cut_into_two_deltas_anywhere_comes_out_the_same() -> None
         for cut in range(1, len(text)):
             stream = MarkdownGuard(()).stream()
             assert stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end() == whole, cut
+
+
+async def test_a_tag_not_ended_in_code_keeps_its_line_ending(tmp_path: Path) -> None:
+    """Its placeholder took the line ending too, so the next line joined it: a closing fence
+    closed nothing, and `> ````` after indented code opened no fence in a quote, where the tag
+    over two lines after it loaded its image."""
+    fenced = "```\n<img src=\"https://attacker.example/z\"\n```\nafter <i\n"
+    assert await shown_in_the_editor(tmp_path, fenced) == (
+        "```\n(image from attacker.example not loaded)\n```\nafter &lt;i\n")
+    quoted = ("    <img src=\"https://attacker.example/z\"\n> ````\n> <img\n"
+              "src='https://attacker.example/x'>\n")
+    assert remote_loads(quoted) == []  # as written: the second tag is in the quote's fence
+    shown = MarkdownGuard(()).text(quoted)
+    assert remote_loads(shown) == []
+    assert shown.startswith("    (image from attacker.example not loaded)\n> ````\n")

@@ -120,9 +120,9 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
         return i + len(line)
     if lines.code_carry:  # indented code ended with a tag or image begun in it: it loads
         shown = code_line(rest, allowed, lines)  # from this line on, where a renderer that
-        lines.code_carry = ""  # read the code as prose reads on (as after an item's fence)
-        if shown != rest:
-            out.append(markers + shown)
+        if shown != rest:  # read the code as prose reads on (as after an item's fence), and
+            out.append(markers + shown)  # so may the next line: the carry goes on
+            lines.paragraph, lines.after_blank = True, False  # (a paragraph's text after code)
             return i + len(line)
     opening = fence_at(content, lines)
     if opening is not None:
