@@ -85,8 +85,11 @@ def _block(rng: random.Random) -> str:
         close = rng.choice([run, run, run + run[0], run[:-1], rng.choice(FENCE_RUNS), ""])
         margin = rng.choice(["", " ", "  ", "   ", "    ", "\t", " \t", "   \t"])
         return f"{indent}{run}{rng.choice(INFO)}\n{body}\n{margin}{close}"
-    if kind == 1:  # indented code
-        return "\n".join("    " + _inline(rng) for _ in range(1 + rng.randrange(2)))
+    if kind == 1:  # indented code: at the margin, in a quote, in a list item, an item's text
+        prefix = rng.choice(["    ", "\t", "  \t", "     ", ">\t\t", ">     ", "      ", "\t\t"])
+        head = rng.choice(["", "", "-     ", "1.     ", "-\t\t", "- a\n\n", "> a\n", "a\n"])
+        return head + "\n".join(rng.choice([prefix, prefix, "", "  "]) + _inline(rng)
+                                 for _ in range(1 + rng.randrange(3)))
     if kind == 2:
         return indent + rng.choice(HTML_OPENINGS) + rng.choice(["", "\n", " "]) + _inline(rng)
     if kind == 3:  # a reference definition

@@ -95,7 +95,9 @@ def _code_load(text: str, start: int, allowed: Sequence[str], *, margin: bool
         return name.end(), None, False  # `<https:…>` (an autolink), `a <b:`: no tag here
     loose = margin and _BLOCK_TAG.match(text, start) is not None
     closing = tag_end(text, name.end(), False, raw=False)
-    end = len(text) if closing is None else closing[0]
+    # not ended: its placeholder stands to the line's end, not past it, lest the next line
+    # (a closing fence) join this one
+    end = len(text.rstrip("\n")) if closing is None else closing[0]
     tag = text[start:end]
     one_line = "\n" not in tag.rstrip("\n")
     if not (one_line or loose or (_TAG_BEGUN if closing is None else _WHOLE_TAG).fullmatch(tag)):

@@ -14,12 +14,13 @@ The rule is "every `![` outside a fenced code block is kept only when it parses,
 CommonMark renderer parses it, into an inline image with a plain label and an allowed address";
 anything less certain (a reference, an odd label, a half-written address) is replaced, and a
 `<` that may or may not open a tag becomes `&lt;`, so a renderer that reads the text otherwise
-still finds no image. Fenced code is passed as written, but for a loading tag or a remote
-image in it, one that runs over lines too (a renderer that tells the blocks apart otherwise
-reads it as prose: `fenced_code.code_line`); in a tag a backslash escapes nothing; telling
-fences apart means following HTML blocks (inside one a fence is none), list items (whose
-fence ends with them) and block quotes (whose blocks are read after their markers, a tab
-counted to its column, and end with them) as CommonMark does, from the text as sent. Inline
+still finds no image. Fenced and indented code is passed as written, but for a loading tag
+or a remote image in it, one that runs over lines too (a renderer that tells the blocks apart
+otherwise reads it as prose: `fenced_code.code_line`); in a tag a backslash escapes nothing;
+telling code apart (indented code is none in a paragraph's place) means following HTML
+blocks (inside one a fence is none), list items (whose fence ends with them) and block quotes
+(whose blocks are read after their markers, a tab counted to its column, and end with them)
+as CommonMark does, from the text as sent. Inline
 code is not exempt: a link or tag that starts before a backtick can end after it, and
 backslash escapes do not hold in raw HTML.
 

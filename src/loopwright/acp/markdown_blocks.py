@@ -31,6 +31,8 @@ _LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a
 # what starts a block even in a paragraph's place (so never continues one lazily): a heading,
 # a thematic break, a block quote (an HTML block and a fence are told apart on their own)
 _INTERRUPTS = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>)")
+# what opens an HTML block (of any kind but 7), a line too far in to open one excepted
+_HTML_OPENING = re.compile(r"[ ]{0,3}<")
 # a block quote's marker: up to three spaces in, `>`, and one space (or a column of a tab) more
 _QUOTE_MARKER = re.compile(r"[ ]{0,3}>[ ]?")
 # lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
@@ -74,7 +76,7 @@ def line_ended(shown: str, lines: LineState) -> None:
         lines.html_block_end = None
     after_paragraph = lines.paragraph
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
-        lines.paragraph or not _NOT_PARAGRAPH.match(shown))
+        lines.paragraph or not _NOT_PARAGRAPH.match(_in_item(shown, lines.list_column)))
     item = _LIST_ITEM.match(shown)
     if item is not None and after_paragraph and (
             not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
@@ -123,12 +125,44 @@ def quote_entered(lines: LineState, depth: int, text: str) -> None:
     if depth == lines.quote_depth:
         return
     if (depth < lines.quote_depth and lines.paragraph and text.strip()
-            and not _NOT_PARAGRAPH.match(text) and _LIST_ITEM.match(text) is None
-            and fence_at(text, lines) is None and not text.lstrip(" ").startswith(("<", ">"))):
-        return  # a lazy line: the paragraph, and the quotes around it, go on
+            and not _INTERRUPTS.match(text) and _LIST_ITEM.match(text) is None
+            and fence_at(text, lines) is None and not _HTML_OPENING.match(text)):
+        return  # a lazy line (indented code cannot interrupt a paragraph): the quotes go on
     lines.quote_depth = depth
     lines.list_column, lines.item_empty = 0, False
     lines.paragraph = lines.after_blank = False
+
+
+def indented_code(text: str, lines: LineState) -> bool:
+    """Whether a line outside any fence or HTML block (`text`: what follows its quote markers,
+    in columns) is indented code: four columns in from its container's margin (the list item's
+    text, when the line is that far in) where no paragraph goes on — in a paragraph's place it
+    is the paragraph's text, lazily too — or a list item whose text begins five columns or more
+    after its marker (and is that code). The list and paragraph state are updated for it."""
+    if not text.strip():
+        return False
+    indent = indentation(text)[0]
+    margin = lines.list_column if lines.list_column and indent >= lines.list_column else 0
+    if indent - margin >= 4:
+        if lines.paragraph:
+            return False
+        lines.list_column = lines.list_column if margin else 0  # less indented: the list ended
+    else:
+        item = _LIST_ITEM.match(text)
+        if (item is None or item.group(2) or not text[item.end():].strip()
+                or (lines.paragraph and item.group(1).strip()[:-1] not in ("", "1"))):
+            return False  # (a list numbered from other than 1 does not interrupt a paragraph)
+        lines.list_column = _item_column(item)
+    lines.paragraph = lines.after_blank = lines.item_empty = False
+    return True
+
+
+def may_be_indented_code(text: str) -> bool:
+    """Whether a line whose start is all that came so far (`text`, as `indented_code` takes it)
+    may yet be indented code, so that the scan waits for the rest of it."""
+    item = _LIST_ITEM.match(text)
+    return (indentation(text)[0] >= 4 or not text.strip()
+            or (item is not None and not item.group(2)))
 
 
 def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:
@@ -172,6 +206,12 @@ def _in_columns(line: str) -> str:
     """`line` with its tabs as the spaces CommonMark counts them as, to the next multiple of
     four (`- \tx` is an item whose text is four in): what its block structure is read from."""
     return line.expandtabs(4) if "\t" in line else line
+
+
+def _in_item(line: str, list_column: int) -> str:
+    """`line` from the list item's margin on, when it is that far in (else as it stands)."""
+    line = _in_columns(line)
+    return line[list_column:] if indentation(line)[0] >= list_column else line
 
 
 def _item_column(item: re.Match[str]) -> int:

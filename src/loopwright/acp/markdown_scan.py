@@ -13,7 +13,9 @@ from loopwright.acp.markdown_blocks import (
     fence_at,
     html_block_end,
     indentation,
+    indented_code,
     line_ended,
+    may_be_indented_code,
     quote_entered,
     quote_markers,
 )
@@ -82,8 +84,9 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
     line = text[i:] if eol < 0 else text[i:eol + 1]
     inside = bool(lines.fence) or lines.html_block_end is not None
     depth, chars, content = quote_markers(line, lines.quote_depth if inside else None)
-    if eol < 0 and not final and (inside or len(content) < _LINE_HEAD or fence_at(content, lines)
-                                  or content.lstrip(" ").startswith(("<", ">"))):
+    if eol < 0 and not final and (
+            inside or lines.code_carry or len(content) < _LINE_HEAD or fence_at(content, lines)
+            or content.lstrip(" ").startswith(("<", ">")) or may_be_indented_code(content)):
         return None  # what the line is, or what it ends, shows only once it is all there
     if inside and depth < lines.quote_depth:  # the quote ended, and the block in it with it
         lines.fence, lines.fence_column, lines.code_carry = "", 0, ""
@@ -112,6 +115,15 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
         if lines.html_block_end == "" and not content.strip():
             lines.html_block_end = None  # a blank line ends it; a mark, the line that has it
         return i
+    if indented_code(content, lines):
+        out.append(markers + code_line(rest, allowed, lines))
+        return i + len(line)
+    if lines.code_carry:  # indented code ended with a tag or image begun in it: it loads
+        shown = code_line(rest, allowed, lines)  # from this line on, where a renderer that
+        if shown != rest:  # read the code as prose reads on (as after an item's fence), and
+            out.append(markers + shown)  # so may the next line: the carry goes on
+            lines.paragraph, lines.after_blank = True, False  # (a paragraph's text after code)
+            return i + len(line)
     opening = fence_at(content, lines)
     if opening is not None:
         lines.fence, lines.fence_column = opening
