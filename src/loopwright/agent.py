@@ -409,9 +409,10 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def aclose(self) -> None:
         """Let work after the answer finish (memory learning), then release what the agent
-        holds open: MCP server connections and this event loop's HTTP client (unless another
-        agent still uses it); both reopen on the next run. `async with Agent(...) as agent:`
-        calls it on exit."""
+        holds open: MCP server connections, this event loop's HTTP client (unless another
+        agent still uses it) and the session store it opened from a path or URL (one passed
+        as an object is yours to close); all reopen on the next run. `async with Agent(...) as
+        agent:` calls it on exit."""
         from loopwright.endpoints.base import release_shared_client
 
         try:
@@ -420,6 +421,7 @@ class Agent(Generic[DepsT, OutputT]):
                 await self.mcp.aclose()
         finally:
             await release_shared_client(self)
+            await self.state_services.close_store()
 
     async def __aenter__(self) -> Self:
         return self

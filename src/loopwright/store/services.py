@@ -31,6 +31,9 @@ class StateServices:
         self.settings = settings
         self.workdir = Path(settings.workdir).resolve() if settings.workdir else Path.cwd()
         self.store: SessionStore | None = open_store(settings.store, data_dir=settings.data_dir)
+        # a path, True or a URL: opened here, so closed here; a store object is its owner's (a
+        # sub-agent's is its parent's)
+        self._owns_store = isinstance(settings.store, str | Path) or settings.store is True
         self.memory: MemoryFiles | None = None
         self._background: BackgroundWork | None = None
         self._embedder: Embedder | None = None
@@ -56,6 +59,12 @@ class StateServices:
         """Let the work after the answer finish."""
         if self._background is not None:
             await self._background.wait()
+
+    async def close_store(self) -> None:
+        """Release the store this agent opened (its file, or this event loop's connection);
+        the built-in stores open it again on their next call."""
+        if self._owns_store and self.store is not None:
+            await self.store.aclose()
 
     def tools(self) -> list[Tool]:
         """Tools to add to the agent's registry (the `memory` tool when memory is on)."""

@@ -85,7 +85,14 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._touched: dict[str, float] = {}  # session id → when this process last set `updated`
         self._kept: dict[str, SessionRows] = {}  # a leased session's keys (`write_batch`)
-        self._db = self._open()
+        self._connection: sqlite3.Connection | None = self._open()
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The open connection (read under `_lock`); after `close()`, the file opened again."""
+        if self._connection is None:
+            self._connection = self._open()
+        return self._connection
 
     # -- connection, errors, migrations --
 
@@ -172,8 +179,13 @@ class SQLiteStore:
         return Transaction(self, action)
 
     def close(self) -> None:
+        """Release the file (and its -wal/-shm); a later call opens it again (an agent's
+        store closed by `Agent.aclose()` serves its next run)."""
         with self._lock:
-            self._db.close()
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+                self._kept.clear()  # they hold the closed connection
 
     def message_count(self, session_id: str, *, epoch: int | None = None) -> int:
         """Messages in one epoch of the session (default: the live one)."""

@@ -47,20 +47,33 @@ class ThreadedStore:
 
     def __init__(self, store: SQLiteStore) -> None:
         self.sync = store
+        self._thread: threading.Thread | None = None
+        self._start()
+
+    def _start(self) -> None:
         # Jobs on a pipe (`JobPipe`) and one `call_soon_threadsafe` per result
         # (worker_threads.py) rather than `run_in_executor`, whose futures and callbacks cost a
         # turn's hop more (0.16 M instructions a turn, docs/benchmarks.md); one thread of its
         # own keeps calls in order.
-        self._jobs = JobPipe()
+        self._jobs: JobPipe | None = JobPipe()
         # A daemon thread, so a store never closed does not hold the process at exit (every
         # write a caller awaited is committed by then; one cut off is rolled back, as a kill's
-        # is); a store dropped unclosed ends its thread. Nothing joins it: the loop never waits.
-        threading.Thread(target=serve, args=(self._jobs,), daemon=True,
-                         name="loopwright-store").start()
+        # is); a store dropped unclosed ends its thread. The loop never joins it; a thread
+        # started after `aclose` joins the one before, so the close is done before its calls.
+        self._thread = threading.Thread(target=_serve_after, args=(self._thread, self._jobs),
+                                        daemon=True, name="loopwright-store")
+        self._thread.start()
         self._stop = weakref.finalize(self, self._jobs.put, None)
 
+    def _pipe(self) -> JobPipe:
+        """The thread's jobs; after `aclose`, a new thread's (its first call opens the file)."""
+        if self._jobs is None:
+            self._start()
+        assert self._jobs is not None
+        return self._jobs
+
     async def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        result: T = await run_job(self._jobs.put, functools.partial(method, *args, **kwargs))
+        result: T = await run_job(self._pipe().put, functools.partial(method, *args, **kwargs))
         return result
 
     async def create(self, session_id: str, *, model: str = "", cwd: str = "", title: str = "",
@@ -93,8 +106,8 @@ class ThreadedStore:
         commit or roll back whole, then raises its cancel (`HeldFuture`)."""
         loop = asyncio.get_running_loop()
         future = HeldFuture(loop=loop)  # its result comes back through the loop's `LoopPipe`
-        self._jobs.put(Job(functools.partial(self.sync.write_batch, session_id, writes),
-                           loop_pipe(loop), future))
+        self._pipe().put(Job(functools.partial(self.sync.write_batch, session_id, writes),
+                             loop_pipe(loop), future))
         return future
 
     async def compact(self, session_id: str, history: list[Message]) -> int:
@@ -162,5 +175,18 @@ class ThreadedStore:
                                 exclude_session=exclude_session, cwd=cwd, damaged=damaged)
 
     async def aclose(self) -> None:
-        await self._call(self.sync.close)
-        self._stop()  # the thread ends once the close has run
+        """Close the file and end the thread once the calls before it have run; a later call
+        starts both again."""
+        jobs, stop = self._pipe(), self._stop
+        self._jobs = None  # a call made while this one waits goes to the next thread
+        try:
+            await run_job(jobs.put, self.sync.close)
+        finally:
+            stop()  # the thread ends once the close has run (or was given up on)
+
+
+def _serve_after(before: threading.Thread | None, jobs: JobPipe) -> None:
+    """`serve` the jobs once the thread `before` (the one `aclose` ended) has ended."""
+    if before is not None:
+        before.join()
+    serve(jobs)
