@@ -64,14 +64,30 @@ async def test_a_run_that_lasts_keeps_its_lease_and_its_end_stops_the_renewals(
 
 
 async def tasks_while_three_runs_wait(store: ThreadedStore | None) -> int:
-    """How many tasks the loop has while three runs each wait in a tool."""
-    with FakeModelServer([Reply(tool_calls=[call("slow", {"seconds": 0.3})]), Reply("done")]
-                         * 3) as server:
+    """How many tasks the loop has once three runs each wait in a tool (counted when the third
+    has arrived, not after a time a loaded machine may not keep)."""
+    arrived: list[None] = []
+    all_in, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def wait_here() -> str:
+        """Wait until the test has counted."""
+        arrived.append(None)
+        if len(arrived) == 3:
+            all_in.set()
+        await release.wait()
+        return "released"
+
+    # the three first requests come before any second one (each run then waits in the tool
+    # until the count), so each is answered with the call
+    with FakeModelServer([Reply(tool_calls=[call("wait_here", {})])] * 3
+                         + [Reply("done")] * 3) as server:
         agent = Agent("test-model", base_url=server.base_url, api_key="k", store=store,
-                      tools=[slow])
+                      tools=[wait_here])
         handles = [await agent.start("go") for _ in range(3)]
-        await asyncio.sleep(0.15)
+        await asyncio.wait_for(all_in.wait(), 120)  # a hang guard, not a bound
         count = len(asyncio.all_tasks())
+        release.set()
         for handle in handles:
             assert (await handle.task).stop_reason == "completed"
         await agent.aclose()
