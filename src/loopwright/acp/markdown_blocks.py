@@ -28,16 +28,20 @@ HTML_BLOCKS = (
 _LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a paragraph
     rf"[ ]{{0,3}}(?:<(?!(?:pre|script|style|textarea)\b)[A-Za-z][A-Za-z0-9-]*{ATTRIBUTE}*\s*/?>"
     r"|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\n?", re.IGNORECASE)
+# a heading or a thematic break: a line of its own, which ends a paragraph before it
+_HEADING_OR_BREAK = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
+# what ends the paragraph before it in its own container and makes it a heading
+_SETEXT_UNDERLINE = re.compile(r"[ ]{0,3}(?:=+|-+)[ \t]*$")
 # what starts a block even in a paragraph's place (so never continues one lazily): a heading,
 # a thematic break, a block quote (an HTML block and a fence are told apart on their own)
-_INTERRUPTS = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>)")
+_INTERRUPTS = re.compile(_HEADING_OR_BREAK.pattern + r"|[ ]{0,3}>")
 # what opens an HTML block (of any kind but 7), a line too far in to open one excepted
 _HTML_OPENING = re.compile(r"[ ]{0,3}<")
 # a block quote's marker: up to three spaces in, `>`, and one space (or a column of a tab) more
 _QUOTE_MARKER = re.compile(r"[ ]{0,3}>[ ]?")
 # lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
 # definition, indented code
-_NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
+_NOT_PARAGRAPH = re.compile(_HEADING_OR_BREAK.pattern + r"|[ ]{0,3}\[[^\]]+\]:|[ ]{4}|\t")
 
 
 @dataclass
@@ -81,11 +85,15 @@ def line_ended(shown: str, lines: LineState) -> None:
         html_started = end is not None
     elif lines.html_block_end and lines.html_block_end in shown.lower():
         lines.html_block_end = None
-    after_paragraph = lines.paragraph
     indent = indentation(shown)[0]
     margin = item_margin(lines, indent)
+    # the paragraph before is in the container this line reaches (else this line is lazy, or
+    # ends that container)
+    after_paragraph = lines.paragraph and margin == lines.list_column
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
-        lines.paragraph or not _NOT_PARAGRAPH.match(shown, margin))
+        lines.paragraph or not _NOT_PARAGRAPH.match(shown, margin)) and not (
+        _HEADING_OR_BREAK.match(shown, margin)
+        or (after_paragraph and _SETEXT_UNDERLINE.match(shown, margin)))
     item = _LIST_ITEM.match(shown, margin)
     if item is not None and after_paragraph and (
             not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
