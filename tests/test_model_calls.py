@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from loopwright import Agent, event_from_dict, event_to_json, tool
@@ -186,7 +187,9 @@ async def test_a_plugin_side_call_is_silent_counted_and_recorded() -> None:
 
 
 async def test_a_cancelled_call_is_recorded_as_cancelled() -> None:
-    arrived = asyncio.Event()
+    # set on the fake server's own thread: an asyncio.Event of this loop would not wake it,
+    # and the wait below sat out its whole 30 s guard on every run
+    arrived = threading.Event()
 
     async def handler(request: RecordedRequest) -> ScriptItem:
         arrived.set()
@@ -197,7 +200,7 @@ async def test_a_cancelled_call_is_recorded_as_cancelled() -> None:
     with FakeModelServer(handler=handler) as server:
         agent = make_agent(server, events)
         run = asyncio.ensure_future(agent.run("go"))
-        await asyncio.wait_for(arrived.wait(), 30)
+        assert await asyncio.to_thread(arrived.wait, 30)
         assert agent.cancel()
         result = await asyncio.wait_for(run, 20)
     assert result.stop_reason == "cancelled"
