@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -21,7 +21,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from loopwright.testing import FakeModelServer
+from loopwright.testing import FakeModelServer, Reply
 from shared_helpers import cli_env
 
 
@@ -98,3 +98,13 @@ async def acp_agent(client: EditorClient, server: FakeModelServer | None, home: 
 
 def text_of(client: EditorClient) -> str:
     return "".join(u.content.text for u in client.of("agent_message_chunk"))
+
+
+async def shown_in_the_editor(tmp_path: Path, reply: str) -> str:
+    """What the editor is sent when the model streams `reply` (3 characters a delta)."""
+    client = EditorClient()
+    with FakeModelServer([Reply(reply, chunk_size=3)]) as server:
+        async with acp_agent(client, server, tmp_path) as conn:
+            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=session, prompt=[text_block("show it")])
+    return text_of(client)

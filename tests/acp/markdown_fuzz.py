@@ -11,9 +11,13 @@ import re
 import sys
 import time
 from html.parser import HTMLParser
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from loopwright.acp.inert import MarkdownGuard
 
 ALLOWED_HOST = "ok.example"
 _RENDERER = MarkdownIt("commonmark", {"html": True})
@@ -171,6 +175,17 @@ class _Loads(HTMLParser):
                     self.addresses.append(candidate)
 
 
+def code_blocks(markdown: str) -> list[str]:
+    """The text of each code block (fenced or indented) `markdown` renders, HTML-escaped."""
+    return re.findall(r"<code[^>]*>(.*?)</code>", _RENDERER.render(markdown), re.DOTALL)
+
+
+def streamed_in_two(guard: MarkdownGuard, text: str, cut: int) -> str:
+    """What `guard` sends for `text` streamed as two deltas cut at `cut`."""
+    stream = guard.stream()
+    return stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end()
+
+
 def remote_loads(markdown: str) -> list[str]:
     """The addresses off the list that rendering `markdown` would load."""
     loads = _Loads()
@@ -211,8 +226,7 @@ def leaks_at_every_cut(text: str) -> tuple[int, str, str] | None:
 
     guard = MarkdownGuard((ALLOWED_HOST,))
     for cut in range(1, len(text)):
-        stream = guard.stream()
-        shown = stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end()
+        shown = streamed_in_two(guard, text, cut)
         found = remote_loads(shown)
         if found:
             return cut, shown, " ".join(found)

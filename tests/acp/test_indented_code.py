@@ -8,16 +8,13 @@ client side, streamed in small deltas, and cut in two at every character."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from acp import text_block
-from editor_client import EditorClient, acp_agent, text_of
-from markdown_fuzz import remote_loads
+from editor_client import shown_in_the_editor
+from markdown_fuzz import code_blocks, remote_loads, streamed_in_two
 from markdown_it import MarkdownIt
 
 from loopwright.acp.inert import MarkdownGuard
-from loopwright.testing import FakeModelServer, Reply
 
 _RENDERER = MarkdownIt("commonmark", {"html": True})
 
@@ -76,19 +73,6 @@ HOSTILE_SHOWN = (
 )
 
 
-async def shown_in_the_editor(tmp_path: Path, reply: str) -> str:
-    client = EditorClient()
-    with FakeModelServer([Reply(reply, chunk_size=3)]) as server:
-        async with acp_agent(client, server, tmp_path) as conn:
-            session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-            await conn.prompt(session_id=session, prompt=[text_block("indent it")])
-    return text_of(client)
-
-
-def code_blocks(markdown: str) -> list[str]:
-    return re.findall(r"<code>(.*?)</code>", _RENDERER.render(markdown), re.DOTALL)
-
-
 async def test_indented_code_is_sent_as_written(tmp_path: Path) -> None:
     shown = await shown_in_the_editor(tmp_path, CODE)
     assert shown == CODE
@@ -114,8 +98,7 @@ async def test_what_would_load_in_or_around_indented_code_is_replaced(tmp_path: 
 def test_indented_code_cut_into_two_deltas_anywhere_comes_out_the_same() -> None:
     for text, whole in ((CODE, CODE), (NOT_CODE, NOT_CODE_SHOWN), (HOSTILE, HOSTILE_SHOWN)):
         for cut in range(1, len(text)):
-            stream = MarkdownGuard(()).stream()
-            assert stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end() == whole, cut
+            assert streamed_in_two(MarkdownGuard(()), text, cut) == whole, cut
 
 
 async def test_a_tag_not_ended_in_code_keeps_its_line_ending(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ judged against markdown-it-py, whole and cut in two at every character."""
 from __future__ import annotations
 
 import pytest
-from markdown_fuzz import ALLOWED_HOST, remote_loads
+from markdown_fuzz import ALLOWED_HOST, remote_loads, streamed_in_two
 from markdown_it import MarkdownIt
 
 from loopwright.acp.inert import MarkdownGuard
@@ -22,8 +22,7 @@ def _every_cut(text: str) -> set[str]:
     """What the editor is sent for `text` whole, and streamed cut in two at every character."""
     shown = {_GUARD.text(text)}
     for cut in range(1, len(text)):
-        stream = _GUARD.stream()
-        shown.add(stream.feed(text[:cut]) + stream.feed(text[cut:]) + stream.end())
+        shown.add(streamed_in_two(_GUARD, text, cut))
     return shown
 
 
