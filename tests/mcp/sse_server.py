@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
+
+from shared_helpers import http_server
 
 BIG = {"name": "big", "description": "That many megabytes of text.",
        "inputSchema": {"type": "object", "properties": {"megabytes": {"type": "number"}}}}
@@ -63,11 +64,5 @@ class Handler(http.server.BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def serving() -> Iterator[str]:
     """The server in a thread; its MCP endpoint URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(Handler) as root:
+        yield f"{root}/mcp"
